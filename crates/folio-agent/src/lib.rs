@@ -1,0 +1,1 @@
+//! Agent discovery, the tool registry and the turn loop.

@@ -1,0 +1,1 @@
+//! Eval discovery, runner, assertions and reports.

@@ -1,0 +1,1 @@
+//! Sessions, admission, the event log and the HTTP API.

@@ -1,0 +1,1 @@
+//! Test support for end-to-end tests: the mock model server and helpers.
