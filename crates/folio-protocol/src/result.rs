@@ -1,0 +1,211 @@
+//! The `run --json` / `trajectory --json` result, built from an event log.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{Event, EventBody, Usage};
+
+/// The result of `folio run --json` and `folio trajectory --json`.
+///
+/// Both commands build it with [`RunResult::from_events`] so they print the same thing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    /// The session the events belong to.
+    pub session_id: String,
+    /// Whether the last turn completed and the session did not fail.
+    pub ok: bool,
+    /// The last turn's reply.
+    pub reply: String,
+    /// Every turn, in order.
+    pub turns: Vec<TurnSummary>,
+    /// Every tool call, in request order, paired with its result.
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// Usage summed over all turns.
+    pub usage: Usage,
+    /// The failure message when `ok` is false.
+    pub error: Option<String>,
+}
+
+/// One turn of a [`RunResult`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSummary {
+    /// The turn id.
+    pub turn_id: String,
+    /// Whether the turn completed.
+    pub ok: bool,
+    /// The reply (`turn.completed`), or for a failed turn the last assistant text it produced.
+    pub reply: String,
+    /// Turn duration: from `turn.completed`, else from the `at` of its first and last events.
+    pub duration_ms: u64,
+    /// Usage from `turn.completed` (zero for a turn that did not complete).
+    pub usage: Usage,
+}
+
+/// One tool call of a [`RunResult`]: `actions.requested` paired with `action.result` by `callId`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallRecord {
+    /// The tool-call id.
+    pub call_id: String,
+    /// Tool name.
+    pub tool: String,
+    /// The call's input.
+    pub input: Value,
+    /// The result's output; for a failed call its error message; `null` when no result was recorded.
+    pub output: Value,
+    /// Whether the result was an error.
+    pub is_error: bool,
+    /// Call duration in milliseconds (0 when no result was recorded).
+    pub duration_ms: u64,
+    /// The subagent the call delegated to, if any.
+    pub subagent: Option<String>,
+}
+
+/// Message of a turn whose log has no `turn.completed` or `turn.failed`.
+const UNFINISHED_TURN: &str = "turn did not finish";
+/// Error of a log without any turn.
+const NO_TURNS: &str = "no turn in the event log";
+
+#[derive(Default)]
+struct TurnState {
+    turn_id: String,
+    outcome: Option<Result<(String, u64, Usage), String>>,
+    last_text: String,
+    first_at: Option<chrono::DateTime<chrono::Utc>>,
+    last_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl RunResult {
+    /// Builds the result from a session's events (in log order).
+    pub fn from_events(events: &[Event]) -> RunResult {
+        let session_id = events
+            .first()
+            .map(|event| event.session_id.clone())
+            .unwrap_or_default();
+        let mut turns: Vec<TurnState> = Vec::new();
+        let mut turn_by_id: HashMap<String, usize> = HashMap::new();
+        let mut tool_calls: Vec<ToolCallRecord> = Vec::new();
+        let mut call_by_id: HashMap<String, usize> = HashMap::new();
+        let mut session_failure: Option<String> = None;
+
+        for event in events {
+            if let Some(turn_id) = &event.turn_id {
+                let position = *turn_by_id.entry(turn_id.clone()).or_insert_with(|| {
+                    turns.push(TurnState {
+                        turn_id: turn_id.clone(),
+                        ..TurnState::default()
+                    });
+                    turns.len() - 1
+                });
+                let turn = &mut turns[position];
+                turn.first_at.get_or_insert(event.at);
+                turn.last_at = Some(event.at);
+                match &event.body {
+                    EventBody::TurnCompleted(done) => {
+                        turn.outcome = Some(Ok((done.reply.clone(), done.duration_ms, done.usage)));
+                    }
+                    EventBody::TurnFailed(failed) => {
+                        turn.outcome = Some(Err(failed.message.clone()));
+                    }
+                    EventBody::MessageCompleted(message) => {
+                        turn.last_text = message.text.clone();
+                    }
+                    _ => {}
+                }
+            }
+            match &event.body {
+                EventBody::ActionsRequested(requested) => {
+                    for call in &requested.calls {
+                        call_by_id.insert(call.call_id.clone(), tool_calls.len());
+                        tool_calls.push(ToolCallRecord {
+                            call_id: call.call_id.clone(),
+                            tool: call.tool.clone(),
+                            input: call.input.clone(),
+                            output: Value::Null,
+                            is_error: false,
+                            duration_ms: 0,
+                            subagent: call.subagent.clone(),
+                        });
+                    }
+                }
+                EventBody::ActionResult(result) => {
+                    if let Some(&position) = call_by_id.get(&result.call_id) {
+                        let record = &mut tool_calls[position];
+                        record.output = match (&result.output, &result.error) {
+                            (Some(output), _) => output.clone(),
+                            (None, Some(error)) => Value::String(error.clone()),
+                            (None, None) => Value::Null,
+                        };
+                        record.is_error = result.is_error;
+                        record.duration_ms = result.duration_ms;
+                    }
+                }
+                EventBody::SessionFailed(failed) => session_failure = Some(failed.message.clone()),
+                _ => {}
+            }
+        }
+
+        let turns: Vec<(TurnSummary, Option<String>)> = turns
+            .into_iter()
+            .map(|turn| {
+                let elapsed = match (turn.first_at, turn.last_at) {
+                    (Some(first), Some(last)) => {
+                        u64::try_from((last - first).num_milliseconds()).unwrap_or(0)
+                    }
+                    _ => 0,
+                };
+                let (ok, reply, duration_ms, usage, error) = match turn.outcome {
+                    Some(Ok((reply, duration_ms, usage))) => {
+                        (true, reply, duration_ms, usage, None)
+                    }
+                    Some(Err(message)) => (
+                        false,
+                        turn.last_text,
+                        elapsed,
+                        Usage::default(),
+                        Some(message),
+                    ),
+                    None => (
+                        false,
+                        turn.last_text,
+                        elapsed,
+                        Usage::default(),
+                        Some(UNFINISHED_TURN.to_string()),
+                    ),
+                };
+                let summary = TurnSummary {
+                    turn_id: turn.turn_id,
+                    ok,
+                    reply,
+                    duration_ms,
+                    usage,
+                };
+                (summary, error)
+            })
+            .collect();
+
+        let last_error = match turns.last() {
+            Some((_, error)) => error.clone(),
+            None => Some(NO_TURNS.to_string()),
+        };
+        let error = session_failure.or(last_error);
+        let reply = turns
+            .last()
+            .map(|(summary, _)| summary.reply.clone())
+            .unwrap_or_default();
+        let usage = turns.iter().map(|(summary, _)| summary.usage).sum();
+        RunResult {
+            session_id,
+            ok: error.is_none(),
+            reply,
+            turns: turns.into_iter().map(|(summary, _)| summary).collect(),
+            tool_calls,
+            usage,
+            error,
+        }
+    }
+}
