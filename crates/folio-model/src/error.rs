@@ -1,0 +1,154 @@
+//! The one error type of model providers.
+
+use std::time::Duration;
+
+/// Which timeout fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutKind {
+    /// Establishing the connection.
+    Connect,
+    /// Waiting for the first byte of the response.
+    FirstByte,
+    /// Waiting for the next chunk of a streaming response.
+    Idle,
+}
+
+impl std::fmt::Display for TimeoutKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TimeoutKind::Connect => "connect",
+            TimeoutKind::FirstByte => "first-byte",
+            TimeoutKind::Idle => "idle stream",
+        })
+    }
+}
+
+/// Why a model call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The provider spec or configuration is unusable.
+    #[error("invalid model configuration: {0}")]
+    Config(String),
+    /// The API key variable is not set.
+    #[error("{var} is not set: export it or set api_key_env in agent.toml [provider]")]
+    MissingKey {
+        /// The environment variable that must hold the key.
+        var: String,
+    },
+    /// The provider answered with an HTTP error status.
+    #[error("{provider}: HTTP {status}: {message}")]
+    Http {
+        /// Provider name.
+        provider: String,
+        /// HTTP status code.
+        status: u16,
+        /// Error message or body excerpt.
+        message: String,
+        /// `Retry-After` in seconds, when the server sent one.
+        retry_after: Option<Duration>,
+    },
+    /// The connection failed before a response arrived.
+    #[error("{provider}: connection failed: {message}")]
+    Connect {
+        /// Provider name.
+        provider: String,
+        /// What failed.
+        message: String,
+    },
+    /// A timeout fired.
+    #[error("{provider}: {kind} timeout after {}s", after.as_secs_f64())]
+    Timeout {
+        /// Provider name.
+        provider: String,
+        /// Which timeout.
+        kind: TimeoutKind,
+        /// The configured limit.
+        after: Duration,
+    },
+    /// The stream broke after it started (never retried).
+    #[error("{provider}: stream failed: {message}")]
+    Stream {
+        /// Provider name.
+        provider: String,
+        /// What failed.
+        message: String,
+    },
+    /// The provider sent something that does not follow its protocol, or an error event.
+    #[error("{provider}: {message}")]
+    Protocol {
+        /// Provider name.
+        provider: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// Retries did not help.
+    #[error("gave up after {attempts} attempts: {last}")]
+    RetriesExhausted {
+        /// How many attempts were made.
+        attempts: u32,
+        /// The last attempt's error.
+        last: Box<ModelError>,
+    },
+    /// A tool call's arguments were not valid JSON.
+    #[error("model sent invalid JSON arguments for tool {tool}: {message}")]
+    InvalidToolArguments {
+        /// Tool name.
+        tool: String,
+        /// The JSON parse error.
+        message: String,
+    },
+    /// The cancellation token fired.
+    #[error("model request cancelled")]
+    Cancelled,
+    /// A replayed request differs from the recorded one.
+    #[error(
+        "replay: request {index} differs from the recording in {path} (- recorded, + now):\n{diff}"
+    )]
+    ReplayMismatch {
+        /// Fixture path.
+        path: String,
+        /// 0-based request number.
+        index: usize,
+        /// Line diff of the pretty JSON of messages and tools.
+        diff: String,
+    },
+    /// The agent asked more requests than the fixture holds.
+    #[error("replay: request {index} asked but {path} holds only {recorded} recorded responses")]
+    ReplayExhausted {
+        /// Fixture path.
+        path: String,
+        /// 0-based request number.
+        index: usize,
+        /// Number of recorded exchanges.
+        recorded: usize,
+    },
+    /// A fixture could not be read, parsed or written.
+    #[error("fixture {path}: {message}")]
+    Fixture {
+        /// Fixture path.
+        path: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+impl ModelError {
+    /// Whether a retry may help (429, 5xx, connection errors), before any token streamed.
+    pub(crate) fn is_retryable(&self) -> bool {
+        match self {
+            ModelError::Http { status, .. } => *status == 429 || *status >= 500,
+            ModelError::Connect { .. } => true,
+            ModelError::Timeout { kind, .. } => *kind == TimeoutKind::Connect,
+            ModelError::Config(_)
+            | ModelError::MissingKey { .. }
+            | ModelError::Stream { .. }
+            | ModelError::Protocol { .. }
+            | ModelError::RetriesExhausted { .. }
+            | ModelError::InvalidToolArguments { .. }
+            | ModelError::Cancelled
+            | ModelError::ReplayMismatch { .. }
+            | ModelError::ReplayExhausted { .. }
+            | ModelError::Fixture { .. } => false,
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! Record and replay: a JSONL fixture of `{request, response: [deltas]}` lines.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::{Delta, DeltaStream, ModelError, ModelRequest, Provider};
+
+/// One line of a fixture: a request and the deltas that answered it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Exchange {
+    request: ModelRequest,
+    response: Vec<Delta>,
+}
+
+/// Wraps a provider and appends every completed exchange to a JSONL fixture.
+///
+/// An exchange is written when its stream ends without error; failed or cancelled calls are
+/// not recorded (a replay of them would prove nothing).
+pub struct RecordingProvider {
+    inner: Arc<dyn Provider>,
+    path: PathBuf,
+    file: Arc<Mutex<()>>,
+}
+
+impl RecordingProvider {
+    /// Records `inner`'s exchanges into `path` (appending; the file is created when needed).
+    pub fn new(inner: Arc<dyn Provider>, path: impl Into<PathBuf>) -> RecordingProvider {
+        RecordingProvider {
+            inner,
+            path: path.into(),
+            file: Arc::new(Mutex::new(())),
+        }
+    }
+}
+
+fn fixture_error(path: &Path, message: impl std::fmt::Display) -> ModelError {
+    ModelError::Fixture {
+        path: path.display().to_string(),
+        message: message.to_string(),
+    }
+}
+
+fn append(path: &Path, lock: &Mutex<()>, exchange: &Exchange) -> Result<(), ModelError> {
+    let mut line = serde_json::to_string(exchange).map_err(|e| fixture_error(path, e))?;
+    line.push('\n');
+    let _guard = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| fixture_error(path, format!("cannot open for recording: {e}")))?;
+    file.write_all(line.as_bytes())
+        .map_err(|e| fixture_error(path, format!("cannot write: {e}")))
+}
+
+#[async_trait]
+impl Provider for RecordingProvider {
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        cancel: CancellationToken,
+    ) -> Result<DeltaStream, ModelError> {
+        let inner = self.inner.stream(request, cancel).await?;
+        let state = Recorder {
+            inner,
+            exchange: Some(Exchange {
+                request: request.clone(),
+                response: Vec::new(),
+            }),
+            path: self.path.clone(),
+            lock: Arc::clone(&self.file),
+        };
+        Ok(futures::stream::unfold(state, Recorder::next).boxed())
+    }
+}
+
+struct Recorder {
+    inner: DeltaStream,
+    /// `None` once written or abandoned.
+    exchange: Option<Exchange>,
+    path: PathBuf,
+    lock: Arc<Mutex<()>>,
+}
+
+impl Recorder {
+    async fn next(mut self) -> Option<(Result<Delta, ModelError>, Recorder)> {
+        match self.inner.next().await {
+            Some(Ok(delta)) => {
+                if let Some(exchange) = self.exchange.as_mut() {
+                    exchange.response.push(delta.clone());
+                }
+                Some((Ok(delta), self))
+            }
+            Some(Err(error)) => {
+                self.exchange = None;
+                Some((Err(error), self))
+            }
+            None => {
+                let exchange = self.exchange.take()?;
+                match append(&self.path, &self.lock, &exchange) {
+                    Ok(()) => None,
+                    Err(error) => Some((Err(error), self)),
+                }
+            }
+        }
+    }
+}
+
+/// Answers request N with recorded response N from a fixture written by [`RecordingProvider`].
+///
+/// A request whose messages or tools differ from the recording fails with
+/// [`ModelError::ReplayMismatch`] carrying a line diff; asking past the end of the fixture fails
+/// with [`ModelError::ReplayExhausted`].
+pub struct ReplayProvider {
+    path: String,
+    exchanges: Vec<Exchange>,
+    next: AtomicUsize,
+}
+
+impl ReplayProvider {
+    /// Loads the fixture at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<ReplayProvider, ModelError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| fixture_error(path, format!("cannot read: {e}")))?;
+        let exchanges = text
+            .lines()
+            .enumerate()
+            .filter(|(_, line)| !line.trim().is_empty())
+            .map(|(number, line)| {
+                serde_json::from_str(line)
+                    .map_err(|e| fixture_error(path, format!("line {}: {e}", number + 1)))
+            })
+            .collect::<Result<Vec<Exchange>, ModelError>>()?;
+        Ok(ReplayProvider {
+            path: path.display().to_string(),
+            exchanges,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    /// Number of recorded exchanges.
+    pub fn len(&self) -> usize {
+        self.exchanges.len()
+    }
+
+    /// Whether the fixture holds no exchange.
+    pub fn is_empty(&self) -> bool {
+        self.exchanges.is_empty()
+    }
+}
+
+/// The part of a request replay compares, as pretty JSON.
+fn compared(request: &ModelRequest) -> String {
+    let value = json!({"messages": request.messages, "tools": request.tools});
+    serde_json::to_string_pretty(&value).unwrap_or_else(|e| format!("<unserializable: {e}>"))
+}
+
+/// A unified line diff of `recorded` against `now`.
+fn line_diff(recorded: &str, now: &str) -> String {
+    similar::TextDiff::from_lines(recorded, now)
+        .unified_diff()
+        .context_radius(3)
+        .header("recorded", "request")
+        .to_string()
+}
+
+#[async_trait]
+impl Provider for ReplayProvider {
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        cancel: CancellationToken,
+    ) -> Result<DeltaStream, ModelError> {
+        if cancel.is_cancelled() {
+            return Err(ModelError::Cancelled);
+        }
+        let index = self.next.fetch_add(1, Ordering::SeqCst);
+        let exchange = self
+            .exchanges
+            .get(index)
+            .ok_or_else(|| ModelError::ReplayExhausted {
+                path: self.path.clone(),
+                index,
+                recorded: self.exchanges.len(),
+            })?;
+        let recorded = compared(&exchange.request);
+        let now = compared(request);
+        if recorded != now {
+            return Err(ModelError::ReplayMismatch {
+                path: self.path.clone(),
+                index,
+                diff: line_diff(&recorded, &now),
+            });
+        }
+        let deltas = exchange.response.clone().into_iter();
+        let stream = futures::stream::unfold(
+            (deltas, cancel, false),
+            |(mut deltas, cancel, stopped)| async move {
+                if stopped {
+                    return None;
+                }
+                if cancel.is_cancelled() {
+                    return Some((Err(ModelError::Cancelled), (deltas, cancel, true)));
+                }
+                let delta = deltas.next()?;
+                Some((Ok(delta), (deltas, cancel, false)))
+            },
+        );
+        Ok(stream.boxed())
+    }
+}
