@@ -32,10 +32,19 @@ use std::time::SystemTime;
 use futures::stream::BoxStream;
 
 mod error;
+mod host;
+mod host_files;
+mod index;
 mod matcher;
 mod path;
+mod walk;
 
 pub use error::{EditError, PathError};
+pub use host::{HostTree, host_dir, local_fs};
+pub use host_files::{
+    HostFileMeta, HostFilesApi, HostFilesError, HostFs, MemoryHostFiles, PutOutcome, host_fs,
+};
+pub use index::{IndexedFs, indexed};
 pub use matcher::{LineMatcher, PathFilter};
 pub use path::{basename, is_within, join_mount, normalize_fs_path, parent, strip_mount};
 

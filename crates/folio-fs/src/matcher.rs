@@ -18,8 +18,11 @@ pub struct LineMatcher {
 impl LineMatcher {
     /// Compiles `query`; a bad regex is `invalid grep pattern: …` about `scope`.
     pub fn new(query: &GrepQuery, scope: &str) -> Result<Self, PathError> {
+        // The `\n` line terminator lets grep-searcher run its fast path (one regex scan per
+        // buffer, not per line), as ripgrep does.
         let matcher = RegexMatcherBuilder::new()
             .case_insensitive(query.case_insensitive)
+            .line_terminator(Some(b'\n'))
             .build(&query.pattern)
             .map_err(|_| PathError::InvalidGrepPattern {
                 path: scope.to_string(),

@@ -1,0 +1,478 @@
+//! Trees on the host disk: [`host_dir`] (a confined directory rooted at `/`) and [`local_fs`]
+//! (host-default semantics, host paths in and out). Both share one implementation; they differ in
+//! how a path maps to the disk and in what a symbolic link may reach.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::walk::{Symlinks, Walk, blocking, crosses_symlink, display_join, produce};
+use crate::{
+    Content, DirEntry, EntryKind, FileInfo, FileKind, FileSystem, FsStream, GrepQuery, GrepResult,
+    LineMatcher, PathError, PathFilter, SearchQuery, SearchResult, normalize_fs_path,
+};
+
+/// The message of a write or delete refused because the path leaves a `host_dir` mount.
+const ESCAPES: &str = "path escapes the mounted directory";
+
+#[derive(Debug)]
+enum Mode {
+    /// `host_dir`: paths are rooted at `/` = `root` (canonical); nothing may resolve outside it.
+    Confined { root: PathBuf, read_only: bool },
+    /// `local_fs`: relative paths resolve against `cwd`; yielded paths are host paths.
+    Local { cwd: PathBuf },
+}
+
+/// A tree on the host disk; built by [`host_dir`] or [`local_fs`].
+#[derive(Debug, Clone)]
+pub struct HostTree {
+    mode: Arc<Mode>,
+}
+
+/// A path as asked about: the path yielded and reported in errors, and where it is on disk.
+struct Target {
+    display: String,
+    host: PathBuf,
+}
+
+/// A host directory exposed as a tree rooted at `/`, confined to that directory.
+///
+/// No path, `..`, absolute path or symbolic link can reach outside `dir`: reads of such paths
+/// miss (`not found: …`), writes and deletes are refused, and walks never follow directory
+/// links. With `read_only`, writes and deletes fail with `read-only mount: …`. Fails when `dir`
+/// is not an existing directory.
+pub fn host_dir(dir: impl AsRef<Path>, read_only: bool) -> Result<Arc<dyn FileSystem>, PathError> {
+    Ok(Arc::new(HostTree::confined(dir.as_ref(), read_only)?))
+}
+
+/// The host disk with host-default semantics: relative paths resolve against `cwd`, absolute
+/// paths are used as they are, yielded paths are host paths; `search` is empty.
+///
+/// `list`, `glob` and `grep` do not follow directory links; an exact-path `read` or `stat` does.
+pub fn local_fs(cwd: impl Into<PathBuf>) -> Arc<dyn FileSystem> {
+    Arc::new(HostTree::local(cwd.into()))
+}
+
+impl HostTree {
+    /// A confined tree over `dir` (see [`host_dir`]).
+    pub fn confined(dir: &Path, read_only: bool) -> Result<Self, PathError> {
+        let shown = dir.to_string_lossy().into_owned();
+        let root = fs::canonicalize(dir).map_err(|_| PathError::FileNotFound {
+            path: shown.clone(),
+        })?;
+        if !root.is_dir() {
+            return Err(PathError::Other {
+                path: shown.clone(),
+                message: format!("not a directory: {shown}"),
+            });
+        }
+        Ok(HostTree {
+            mode: Arc::new(Mode::Confined { root, read_only }),
+        })
+    }
+
+    /// A host-default tree whose relative paths resolve against `cwd` (see [`local_fs`]).
+    pub fn local(cwd: PathBuf) -> Self {
+        let cwd = std::path::absolute(&cwd).unwrap_or(cwd);
+        HostTree {
+            mode: Arc::new(Mode::Local { cwd }),
+        }
+    }
+
+    fn target(&self, path: &str) -> Target {
+        match &*self.mode {
+            Mode::Confined { root, .. } => {
+                let display = normalize_fs_path(path);
+                let host = root.join(display.trim_start_matches('/'));
+                Target { display, host }
+            }
+            Mode::Local { cwd } => {
+                let joined = if Path::new(path).is_absolute() {
+                    PathBuf::from(path)
+                } else {
+                    cwd.join(path)
+                };
+                let display = normalize_fs_path(&joined.to_string_lossy());
+                let host = PathBuf::from(&display);
+                Target { display, host }
+            }
+        }
+    }
+
+    /// Where an exact path may be read: the link-resolved location when it stays inside a
+    /// confined root, the path itself on the local disk; `None` when it must stay invisible.
+    fn visible(&self, host: &Path) -> Option<PathBuf> {
+        match &*self.mode {
+            Mode::Confined { root, .. } => fs::canonicalize(host)
+                .ok()
+                .filter(|resolved| resolved.starts_with(root)),
+            Mode::Local { .. } => Some(host.to_path_buf()),
+        }
+    }
+
+    /// The kind a symbolic link met during a walk is listed as (`None`: not listed).
+    fn link_kind(&self, link: &Path) -> Option<EntryKind> {
+        let resolved = self.visible(link)?;
+        let meta = fs::metadata(resolved).ok()?;
+        if meta.is_dir() {
+            Some(EntryKind::Directory)
+        } else if meta.is_file() {
+            Some(EntryKind::File)
+        } else {
+            None
+        }
+    }
+
+    fn stat_blocking(&self, target: &Target) -> FileInfo {
+        let Some(meta) = self
+            .visible(&target.host)
+            .and_then(|resolved| fs::metadata(resolved).ok())
+        else {
+            return FileInfo::missing(target.display.clone());
+        };
+        let kind = if meta.is_dir() {
+            FileKind::Directory
+        } else if meta.is_file() {
+            FileKind::File
+        } else {
+            return FileInfo::missing(target.display.clone());
+        };
+        FileInfo {
+            path: target.display.clone(),
+            kind,
+            size: (kind == FileKind::File).then_some(meta.len()),
+            modified: meta.modified().ok(),
+        }
+    }
+
+    fn read_blocking(&self, target: &Target) -> Result<Content, PathError> {
+        let not_found = || PathError::FileNotFound {
+            path: target.display.clone(),
+        };
+        let resolved = self.visible(&target.host).ok_or_else(not_found)?;
+        match fs::read(&resolved) {
+            Ok(bytes) => Ok(Content::from_bytes(bytes)),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Err(not_found()),
+            Err(err) if err.kind() == io::ErrorKind::IsADirectory || resolved.is_dir() => {
+                Err(PathError::Other {
+                    path: target.display.clone(),
+                    message: format!("is a directory: {}", target.display),
+                })
+            }
+            Err(err) => Err(PathError::Other {
+                path: target.display.clone(),
+                message: format!("read failed: {}: {err}", target.display),
+            }),
+        }
+    }
+
+    /// The directory a walk starts in, when it exists and may be walked.
+    fn walk_root(&self, target: &Target) -> Option<PathBuf> {
+        self.visible(&target.host).filter(|dir| dir.is_dir())
+    }
+
+    /// The host location a write or delete of `target` acts on: its parent directory resolved
+    /// (created first when `create`) and checked to stay inside a confined root.
+    fn mutation_path(&self, target: &Target, create: bool) -> Result<PathBuf, PathError> {
+        let escapes = || PathError::WriteFailed {
+            path: target.display.clone(),
+            message: Some(ESCAPES.to_string()),
+        };
+        let Some(name) = target.host.file_name() else {
+            return Err(PathError::WriteFailed {
+                path: target.display.clone(),
+                message: Some("is a directory".to_string()),
+            });
+        };
+        let parent = target.host.parent().unwrap_or(Path::new("/"));
+        let Mode::Confined { root, .. } = &*self.mode else {
+            if create {
+                fs::create_dir_all(parent).map_err(|err| write_failed(&target.display, &err))?;
+            }
+            return Ok(target.host.clone());
+        };
+        // The deepest existing ancestor must resolve inside the root before anything is created.
+        let mut existing = parent;
+        while fs::symlink_metadata(existing).is_err() {
+            existing = existing.parent().unwrap_or(root);
+        }
+        let resolved = fs::canonicalize(existing).map_err(|_| escapes())?;
+        if !resolved.starts_with(root) {
+            return Err(escapes());
+        }
+        if create {
+            fs::create_dir_all(parent).map_err(|err| write_failed(&target.display, &err))?;
+        }
+        let parent = match fs::canonicalize(parent) {
+            Ok(parent) if parent.starts_with(root) => parent,
+            Ok(_) => return Err(escapes()),
+            Err(_) => {
+                return Err(PathError::FileNotFound {
+                    path: target.display.clone(),
+                });
+            }
+        };
+        Ok(parent.join(name))
+    }
+
+    fn write_blocking(&self, target: &Target, contents: &str) -> Result<(), PathError> {
+        if let Mode::Confined {
+            read_only: true, ..
+        } = &*self.mode
+        {
+            return Err(PathError::ReadOnlyMount {
+                path: target.display.clone(),
+            });
+        }
+        let mut host = self.mutation_path(target, true)?;
+        if let Mode::Confined { root, .. } = &*self.mode {
+            // A link in the last segment is written through only when its target stays inside.
+            if fs::symlink_metadata(&host).is_ok_and(|m| m.file_type().is_symlink()) {
+                host = fs::canonicalize(&host)
+                    .ok()
+                    .filter(|resolved| resolved.starts_with(root))
+                    .ok_or_else(|| PathError::WriteFailed {
+                        path: target.display.clone(),
+                        message: Some(ESCAPES.to_string()),
+                    })?;
+            }
+        }
+        fs::write(&host, contents).map_err(|err| write_failed(&target.display, &err))
+    }
+
+    fn delete_blocking(&self, target: &Target) -> Result<(), PathError> {
+        if let Mode::Confined {
+            read_only: true, ..
+        } = &*self.mode
+        {
+            return Err(PathError::ReadOnlyMount {
+                path: target.display.clone(),
+            });
+        }
+        let not_found = || PathError::FileNotFound {
+            path: target.display.clone(),
+        };
+        let host = match self.mutation_path(target, false) {
+            Ok(host) => host,
+            Err(PathError::WriteFailed { .. }) if matches!(*self.mode, Mode::Confined { .. }) => {
+                return Err(not_found());
+            }
+            Err(err) => return Err(err),
+        };
+        let meta = fs::symlink_metadata(&host).map_err(|_| not_found())?;
+        if meta.file_type().is_symlink() {
+            // A link is removed itself, never its target; one that leads outside is invisible.
+            if self.link_kind(&host) != Some(EntryKind::File)
+                && matches!(*self.mode, Mode::Confined { .. })
+            {
+                return Err(not_found());
+            }
+        } else if meta.is_dir() {
+            return Err(PathError::Other {
+                path: target.display.clone(),
+                message: format!("is a directory: {}", target.display),
+            });
+        }
+        fs::remove_file(&host).map_err(|err| match err.kind() {
+            io::ErrorKind::NotFound => not_found(),
+            _ => PathError::Other {
+                path: target.display.clone(),
+                message: format!("delete failed: {}: {err}", target.display),
+            },
+        })
+    }
+
+    fn list_into(&self, target: &Target, sink: &mut crate::walk::Sink<DirEntry>) {
+        let Some(dir) = self.walk_root(target) else {
+            return;
+        };
+        let kind_of = |link: &Path| self.link_kind(link);
+        for walked in Walk::new(dir, "", 1, Symlinks::Show(&kind_of)) {
+            let path = display_join(&target.display, &walked.rel);
+            if !sink.push(Ok(DirEntry {
+                path,
+                kind: walked.kind,
+            })) {
+                return;
+            }
+        }
+    }
+
+    fn glob_into(&self, pattern: &str, target: &Target, sink: &mut crate::walk::Sink<DirEntry>) {
+        let filter = match PathFilter::for_glob(pattern, &target.display) {
+            Ok(filter) => filter,
+            Err(err) => {
+                sink.push(Err(err));
+                return;
+            }
+        };
+        let Some(dir) = self.walk_root(target) else {
+            return;
+        };
+        let start = PathFilter::literal_base(pattern);
+        if crosses_symlink(&dir, &start) {
+            return;
+        }
+        let trimmed = pattern.trim_start_matches("./").trim_start_matches('/');
+        let max_depth = if trimmed.contains("**") {
+            usize::MAX
+        } else {
+            trimmed.split('/').count()
+        };
+        let kind_of = |link: &Path| self.link_kind(link);
+        for walked in Walk::new(dir, &start, max_depth, Symlinks::Show(&kind_of)) {
+            if !filter.matches(&walked.rel) {
+                continue;
+            }
+            let path = display_join(&target.display, &walked.rel);
+            if !sink.push(Ok(DirEntry {
+                path,
+                kind: walked.kind,
+            })) {
+                return;
+            }
+        }
+    }
+
+    fn grep_into(
+        &self,
+        query: &GrepQuery,
+        target: &Target,
+        sink: &mut crate::walk::Sink<GrepResult>,
+    ) {
+        let matcher = match LineMatcher::new(query, &target.display) {
+            Ok(matcher) => matcher,
+            Err(err) => {
+                sink.push(Err(err));
+                return;
+            }
+        };
+        let not_found = || PathError::FileNotFound {
+            path: target.display.clone(),
+        };
+        let Some(resolved) = self.visible(&target.host) else {
+            sink.push(Err(not_found()));
+            return;
+        };
+        let Ok(meta) = fs::metadata(&resolved) else {
+            sink.push(Err(not_found()));
+            return;
+        };
+        let mut searcher = LineMatcher::searcher();
+        let mut left = query.max_results;
+        if left == Some(0) {
+            return;
+        }
+        if meta.is_file() {
+            if !matcher.wants_file(crate::basename(&target.display)) {
+                return;
+            }
+            if let Ok(hits) = matcher.search_file(&mut searcher, &target.display, &resolved, left) {
+                for hit in hits {
+                    if !sink.push(Ok(hit)) {
+                        return;
+                    }
+                }
+            }
+            return;
+        }
+        let mut file = PathBuf::with_capacity(resolved.as_os_str().len() + 64);
+        for walked in Walk::new(resolved.clone(), "", usize::MAX, Symlinks::Skip) {
+            if walked.kind != EntryKind::File || !matcher.wants_file(&walked.rel) {
+                continue;
+            }
+            file.as_mut_os_string().clear();
+            file.push(&resolved);
+            file.push(&walked.rel);
+            let path = display_join(&target.display, &walked.rel);
+            let hits = matcher.search_file(&mut searcher, &path, &file, left);
+            let Ok(hits) = hits else {
+                continue;
+            };
+            for hit in hits {
+                if !sink.push(Ok(hit)) {
+                    return;
+                }
+                if let Some(n) = left.as_mut() {
+                    *n -= 1;
+                    if *n == 0 {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn root_target(&self, path: Option<&str>) -> Target {
+        match path {
+            None | Some("") => match &*self.mode {
+                Mode::Confined { .. } => self.target("/"),
+                Mode::Local { cwd } => self.target(&cwd.to_string_lossy()),
+            },
+            Some(path) => self.target(path),
+        }
+    }
+}
+
+fn write_failed(path: &str, err: &io::Error) -> PathError {
+    PathError::WriteFailed {
+        path: path.to_string(),
+        message: Some(err.to_string()),
+    }
+}
+
+#[async_trait::async_trait]
+impl FileSystem for HostTree {
+    fn list(&self, prefix: &str) -> FsStream<DirEntry> {
+        let tree = self.clone();
+        let target = self.root_target(Some(prefix));
+        produce(move |sink| tree.list_into(&target, sink))
+    }
+
+    async fn stat(&self, path: &str) -> Result<FileInfo, PathError> {
+        let tree = self.clone();
+        let target = self.target(path);
+        let display = target.display.clone();
+        blocking(&display, move || Ok(tree.stat_blocking(&target))).await
+    }
+
+    fn glob(&self, pattern: &str, dir: Option<&str>) -> FsStream<DirEntry> {
+        let tree = self.clone();
+        let target = self.root_target(dir);
+        let pattern = pattern.to_string();
+        produce(move |sink| tree.glob_into(&pattern, &target, sink))
+    }
+
+    async fn read(&self, path: &str) -> Result<Content, PathError> {
+        let tree = self.clone();
+        let target = self.target(path);
+        let display = target.display.clone();
+        blocking(&display, move || tree.read_blocking(&target)).await
+    }
+
+    fn grep(&self, query: GrepQuery) -> FsStream<GrepResult> {
+        let tree = self.clone();
+        let target = self.root_target(query.path.as_deref());
+        produce(move |sink| tree.grep_into(&query, &target, sink))
+    }
+
+    async fn write(&self, path: &str, contents: &str) -> Result<(), PathError> {
+        let tree = self.clone();
+        let target = self.target(path);
+        let display = target.display.clone();
+        let contents = contents.to_string();
+        blocking(&display, move || tree.write_blocking(&target, &contents)).await
+    }
+
+    async fn delete(&self, path: &str) -> Result<(), PathError> {
+        let tree = self.clone();
+        let target = self.target(path);
+        let display = target.display.clone();
+        blocking(&display, move || tree.delete_blocking(&target)).await
+    }
+
+    fn search(&self, _query: SearchQuery) -> FsStream<SearchResult> {
+        Box::pin(futures::stream::empty())
+    }
+}
