@@ -36,7 +36,11 @@ mod host;
 mod host_files;
 mod index;
 mod matcher;
+mod memory;
+pub mod merge;
+mod overlay;
 mod path;
+mod union;
 mod walk;
 
 pub use error::{EditError, PathError};
@@ -46,7 +50,10 @@ pub use host_files::{
 };
 pub use index::{IndexedFs, indexed};
 pub use matcher::{LineMatcher, PathFilter};
+pub use memory::{EmptyFs, TempFs, empty_fs, temp_fs};
+pub use overlay::{OverlayDiff, OverlayFs, WritableOverlayFs, overlay_fs, writable_overlay_fs};
 pub use path::{basename, is_within, join_mount, normalize_fs_path, parent, strip_mount};
+pub use union::{IntoFs, UnionFs, union_fs};
 
 /// A sorted, fallible async stream of results from a walk verb.
 pub type FsStream<T> = BoxStream<'static, Result<T, PathError>>;
