@@ -1,1 +1,34 @@
 //! Test support for end-to-end tests: the mock model server and helpers.
+//!
+//! [`MockModelServer`] is an axum server on `127.0.0.1:0` that speaks both model wire formats
+//! exactly (OpenAI Chat Completions SSE chunks with `[DONE]` and the usage chunk; Anthropic
+//! Messages SSE events), answering each request with the next scripted [`MockReply`]. It records
+//! every request and notices clients that abandon a stream, so a test reads like a story:
+//! script the model → run the code → assert on the recorded requests.
+//!
+//! ```
+//! use folio_test_support::{MockModelServer, MockReply};
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let server = MockModelServer::start().await;
+//! server.push(MockReply::tool_calls([("Read", json!({"path": "/README.md"}))]));
+//! server.push(MockReply::text("It is a README."));
+//! server.push(MockReply::rate_limited(1));
+//! // Point a provider at server.openai_base_url() or server.anthropic_base_url(), run it, then:
+//! assert!(server.requests().is_empty());
+//! assert_eq!(server.remaining(), 3);
+//! # }
+//! ```
+//!
+//! Failure modes: [`MockReply::status`] / [`MockReply::rate_limited`] (with `Retry-After`),
+//! [`MockReply::drop_after_chunks`], [`MockReply::first_byte_delay`], [`MockReply::chunk_delay`].
+
+mod reply;
+mod server;
+mod wire;
+
+pub use folio_protocol::Usage;
+pub use reply::MockReply;
+pub use server::{Disconnect, MockModelServer, RecordedRequest};

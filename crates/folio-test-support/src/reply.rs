@@ -1,0 +1,210 @@
+//! Scripted replies of the mock model server.
+
+use std::time::Duration;
+
+use folio_protocol::Usage;
+use serde_json::Value;
+
+/// One scripted answer: a streamed response or an HTTP error, with optional failure modes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockReply {
+    pub(crate) outcome: Outcome,
+    pub(crate) first_byte_delay: Duration,
+    pub(crate) chunk_delay: Duration,
+    pub(crate) drop_after: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Outcome {
+    Stream(StreamReply),
+    Status {
+        status: u16,
+        retry_after: Option<String>,
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct StreamReply {
+    pub(crate) text: String,
+    pub(crate) reasoning: Option<String>,
+    pub(crate) signature: Option<String>,
+    pub(crate) tool_calls: Vec<(String, Value)>,
+    pub(crate) usage: Usage,
+    pub(crate) finish: Option<String>,
+}
+
+impl MockReply {
+    fn from_outcome(outcome: Outcome) -> MockReply {
+        MockReply {
+            outcome,
+            first_byte_delay: Duration::ZERO,
+            chunk_delay: Duration::ZERO,
+            drop_after: None,
+        }
+    }
+
+    /// A streamed text answer (split into several deltas on the wire).
+    pub fn text(text: impl Into<String>) -> MockReply {
+        MockReply::from_outcome(Outcome::Stream(StreamReply {
+            text: text.into(),
+            ..StreamReply::default()
+        }))
+    }
+
+    /// A streamed answer that calls tools `(name, input)`; arguments go out in several fragments.
+    pub fn tool_calls<I, S>(calls: I) -> MockReply
+    where
+        I: IntoIterator<Item = (S, Value)>,
+        S: Into<String>,
+    {
+        MockReply::from_outcome(Outcome::Stream(StreamReply {
+            tool_calls: calls
+                .into_iter()
+                .map(|(name, input)| (name.into(), input))
+                .collect(),
+            ..StreamReply::default()
+        }))
+    }
+
+    /// An HTTP error reply with `status` and a JSON error body in the route's format.
+    pub fn status(status: u16) -> MockReply {
+        MockReply::from_outcome(Outcome::Status {
+            status,
+            retry_after: None,
+            message: format!("mock model server: scripted HTTP {status}"),
+        })
+    }
+
+    /// `429 Too Many Requests` with `Retry-After: seconds`.
+    pub fn rate_limited(seconds: u64) -> MockReply {
+        MockReply::status(429).with_retry_after(seconds.to_string())
+    }
+
+    /// `500 Internal Server Error`.
+    pub fn server_error() -> MockReply {
+        MockReply::status(500)
+    }
+
+    fn stream_mut(&mut self) -> Option<&mut StreamReply> {
+        match &mut self.outcome {
+            Outcome::Stream(stream) => Some(stream),
+            Outcome::Status { .. } => None,
+        }
+    }
+
+    /// Sets the assistant text (of a streamed reply).
+    pub fn with_text(mut self, text: impl Into<String>) -> MockReply {
+        if let Some(stream) = self.stream_mut() {
+            stream.text = text.into();
+        }
+        self
+    }
+
+    /// Adds a tool call (to a streamed reply).
+    pub fn with_tool_call(mut self, name: impl Into<String>, input: Value) -> MockReply {
+        if let Some(stream) = self.stream_mut() {
+            stream.tool_calls.push((name.into(), input));
+        }
+        self
+    }
+
+    /// Streams reasoning before the text (`reasoning_content` / a `thinking` block).
+    pub fn with_reasoning(mut self, reasoning: impl Into<String>) -> MockReply {
+        if let Some(stream) = self.stream_mut() {
+            stream.reasoning = Some(reasoning.into());
+        }
+        self
+    }
+
+    /// The thinking signature sent in Anthropic format (default `mock-signature`).
+    pub fn with_signature(mut self, signature: impl Into<String>) -> MockReply {
+        if let Some(stream) = self.stream_mut() {
+            stream.signature = Some(signature.into());
+        }
+        self
+    }
+
+    /// Usage numbers reported with the reply (OpenAI reports `cache_write_tokens` as nothing).
+    pub fn with_usage(mut self, usage: Usage) -> MockReply {
+        if let Some(stream) = self.stream_mut() {
+            stream.usage = usage;
+        }
+        self
+    }
+
+    /// Overrides the finish reason in the route's own vocabulary (`length`, `max_tokens`, …).
+    pub fn with_finish(mut self, reason: impl Into<String>) -> MockReply {
+        if let Some(stream) = self.stream_mut() {
+            stream.finish = Some(reason.into());
+        }
+        self
+    }
+
+    /// The `Retry-After` header value of an error reply.
+    pub fn with_retry_after(mut self, value: impl Into<String>) -> MockReply {
+        if let Outcome::Status { retry_after, .. } = &mut self.outcome {
+            *retry_after = Some(value.into());
+        }
+        self
+    }
+
+    /// The error message of an error reply.
+    pub fn with_message(mut self, text: impl Into<String>) -> MockReply {
+        if let Outcome::Status { message, .. } = &mut self.outcome {
+            *message = text.into();
+        }
+        self
+    }
+
+    /// Waits this long before sending the response headers.
+    pub fn first_byte_delay(mut self, delay: Duration) -> MockReply {
+        self.first_byte_delay = delay;
+        self
+    }
+
+    /// Waits this long between two streamed chunks.
+    pub fn chunk_delay(mut self, delay: Duration) -> MockReply {
+        self.chunk_delay = delay;
+        self
+    }
+
+    /// Sends only the first `chunks` SSE events, then drops the connection.
+    pub fn drop_after_chunks(mut self, chunks: usize) -> MockReply {
+        self.drop_after = Some(chunks);
+        self
+    }
+}
+
+/// Splits `text` into word-sized pieces (at least one piece for non-empty text).
+pub(crate) fn pieces(text: &str) -> Vec<String> {
+    text.split_inclusive(' ').map(str::to_string).collect()
+}
+
+/// Splits `text` into `parts` pieces of about equal length on char boundaries.
+pub(crate) fn fragments(text: &str, parts: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.is_empty() {
+        return Vec::new();
+    }
+    let size = chars.len().div_ceil(parts.max(1));
+    chars
+        .chunks(size)
+        .map(|chunk| chunk.iter().collect())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_text_and_fragments() {
+        assert_eq!(pieces("Hello there world"), ["Hello ", "there ", "world"]);
+        assert_eq!(
+            fragments(r#"{"path":"/a"}"#, 3),
+            [r#"{"pat"#, r#"h":"/"#, r#"a"}"#]
+        );
+        assert!(fragments("", 3).is_empty());
+    }
+}

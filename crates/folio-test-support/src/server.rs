@@ -1,0 +1,342 @@
+//! The mock model server: an axum app on 127.0.0.1:0 answering both wire formats from a script.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use crate::reply::{MockReply, Outcome};
+use crate::wire;
+
+/// A request the mock server received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    /// Request path, e.g. `/v1/chat/completions`.
+    pub path: String,
+    /// Headers, names lower-cased.
+    pub headers: BTreeMap<String, String>,
+    /// The JSON body (`null` when the body was not JSON).
+    pub body: Value,
+    /// When it arrived.
+    pub at: Instant,
+}
+
+impl RecordedRequest {
+    /// A header's value by (case-insensitive) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
+    }
+}
+
+/// A client that went away before its streamed reply was fully sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Disconnect {
+    /// 0-based number of the request whose stream was abandoned.
+    pub request: usize,
+    /// When the server noticed.
+    pub at: Instant,
+}
+
+#[derive(Default)]
+struct Shared {
+    script: Mutex<VecDeque<MockReply>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    disconnects: Mutex<Vec<Disconnect>>,
+    disconnected: Notify,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A scripted model server speaking OpenAI Chat Completions and Anthropic Messages.
+///
+/// Each request takes the next [`MockReply`] from the script (FIFO); an empty script answers
+/// `500` with a message saying so, so a test never hangs.
+pub struct MockModelServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MockModelServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Format {
+    OpenAi,
+    Anthropic,
+}
+
+impl MockModelServer {
+    /// Starts a server on 127.0.0.1 with a free port.
+    ///
+    /// # Panics
+    /// When no loopback port can be bound (a broken test machine, not a test failure).
+    pub async fn start() -> MockModelServer {
+        let shared = Arc::new(Shared::default());
+        let app = Router::new()
+            .route("/v1/chat/completions", post(openai))
+            .route("/v1/messages", post(anthropic))
+            .fallback(not_found)
+            .with_state(Arc::clone(&shared));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("mock model server: cannot bind 127.0.0.1:0");
+        let addr = listener
+            .local_addr()
+            .expect("mock model server: no local address");
+        let task = tokio::spawn(async move {
+            if let Err(error) = axum::serve(listener, app).await {
+                eprintln!("mock model server stopped: {error}");
+            }
+        });
+        MockModelServer { addr, shared, task }
+    }
+
+    /// Appends a reply to the script.
+    pub fn push(&self, reply: MockReply) -> &Self {
+        lock(&self.shared.script).push_back(reply);
+        self
+    }
+
+    /// Base URL for OpenAI-style clients, e.g. `http://127.0.0.1:PORT/v1`.
+    pub fn openai_base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Base URL for Anthropic clients, e.g. `http://127.0.0.1:PORT`.
+    pub fn anthropic_base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The server's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.requests).clone()
+    }
+
+    /// How many scripted replies are still waiting.
+    pub fn remaining(&self) -> usize {
+        lock(&self.shared.script).len()
+    }
+
+    /// Every client disconnect seen during a streamed reply.
+    pub fn disconnects(&self) -> Vec<Disconnect> {
+        lock(&self.shared.disconnects).clone()
+    }
+
+    /// Waits up to `timeout` for a client to abandon a streamed reply; returns the first one.
+    pub async fn wait_for_disconnect(&self, timeout: Duration) -> Option<Disconnect> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.shared.disconnected.notified();
+            if let Some(first) = self.disconnects().first() {
+                return Some(*first);
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return self.disconnects().first().copied();
+            }
+        }
+    }
+}
+
+async fn openai(
+    State(shared): State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    answer(shared, Format::OpenAi, uri, headers, body).await
+}
+
+async fn anthropic(
+    State(shared): State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    answer(shared, Format::Anthropic, uri, headers, body).await
+}
+
+async fn not_found(uri: Uri) -> Response {
+    let message = format!("mock model server: no route {}", uri.path());
+    (
+        StatusCode::NOT_FOUND,
+        axum::Json(wire::openai_error(404, &message)),
+    )
+        .into_response()
+}
+
+fn error_response(
+    format: Format,
+    status: u16,
+    message: &str,
+    retry_after: Option<&str>,
+) -> Response {
+    let body = match format {
+        Format::OpenAi => wire::openai_error(status, message),
+        Format::Anthropic => wire::anthropic_error(status, message),
+    };
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, axum::Json(body)).into_response();
+    if let Some(value) = retry_after.and_then(|value| HeaderValue::from_str(value).ok()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
+}
+
+async fn answer(
+    shared: Arc<Shared>,
+    format: Format,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let recorded = RecordedRequest {
+        path: uri.path().to_string(),
+        headers: headers
+            .iter()
+            .map(|(name, value)| {
+                (
+                    name.as_str().to_ascii_lowercase(),
+                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body: body.clone(),
+        at: Instant::now(),
+    };
+    let number = {
+        let mut requests = lock(&shared.requests);
+        requests.push(recorded);
+        requests.len() - 1
+    };
+    let Some(reply) = lock(&shared.script).pop_front() else {
+        let message = format!(
+            "mock model server: no scripted reply left for request #{number} (push a MockReply)"
+        );
+        return error_response(format, 500, &message, None);
+    };
+    if !reply.first_byte_delay.is_zero() {
+        tokio::time::sleep(reply.first_byte_delay).await;
+    }
+    let stream = match &reply.outcome {
+        Outcome::Status {
+            status,
+            retry_after,
+            message,
+        } => return error_response(format, *status, message, retry_after.as_deref()),
+        Outcome::Stream(stream) => stream,
+    };
+    let model = body["model"].as_str().unwrap_or("mock-model");
+    let chunks = match format {
+        Format::OpenAi => {
+            let include_usage = body["stream_options"]["include_usage"].as_bool() == Some(true);
+            wire::openai_chunks(stream, model, number, include_usage)
+        }
+        Format::Anthropic => wire::anthropic_events(stream, model, number),
+    };
+    let body = chunk_body(shared, number, chunks, reply.chunk_delay, reply.drop_after);
+    let mut response = Response::new(body);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// Records a disconnect when the body is dropped before it finished or failed on purpose.
+struct DisconnectGuard {
+    shared: Arc<Shared>,
+    request: usize,
+    settled: AtomicBool,
+}
+
+impl Drop for DisconnectGuard {
+    fn drop(&mut self) {
+        if !self.settled.load(Ordering::SeqCst) {
+            lock(&self.shared.disconnects).push(Disconnect {
+                request: self.request,
+                at: Instant::now(),
+            });
+            self.shared.disconnected.notify_waiters();
+        }
+    }
+}
+
+/// Mock-side abort of a stream (the `drop_after_chunks` failure mode).
+#[derive(Debug)]
+struct DroppedOnPurpose;
+
+impl std::fmt::Display for DroppedOnPurpose {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("mock model server dropped the connection on purpose")
+    }
+}
+
+impl std::error::Error for DroppedOnPurpose {}
+
+fn chunk_body(
+    shared: Arc<Shared>,
+    request: usize,
+    chunks: Vec<Bytes>,
+    delay: Duration,
+    drop_after: Option<usize>,
+) -> Body {
+    let guard = DisconnectGuard {
+        shared,
+        request,
+        settled: AtomicBool::new(false),
+    };
+    let total = chunks.len();
+    let state = (chunks.into_iter().enumerate(), guard);
+    let stream = futures::stream::unfold(state, move |(mut chunks, guard)| async move {
+        if guard.settled.load(Ordering::SeqCst) {
+            return None;
+        }
+        let Some((position, chunk)) = chunks.next() else {
+            guard.settled.store(true, Ordering::SeqCst);
+            return None;
+        };
+        if drop_after.is_some_and(|limit| position >= limit) {
+            guard.settled.store(true, Ordering::SeqCst);
+            return Some((Err(DroppedOnPurpose), (chunks, guard)));
+        }
+        if position > 0 && !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        if position + 1 == total {
+            guard.settled.store(true, Ordering::SeqCst);
+        }
+        Some((Ok::<Bytes, DroppedOnPurpose>(chunk), (chunks, guard)))
+    });
+    Body::from_stream(stream.boxed())
+}
