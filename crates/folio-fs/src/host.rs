@@ -322,7 +322,7 @@ impl HostTree {
         };
         let kind_of = |link: &Path| self.link_kind(link);
         for walked in Walk::new(dir, &start, max_depth, Symlinks::Show(&kind_of)) {
-            if !filter.matches(&walked.rel) {
+            if walked.kind != EntryKind::File || !filter.matches(&walked.rel) {
                 continue;
             }
             let path = display_join(&target.display, &walked.rel);

@@ -307,10 +307,11 @@ impl FileSystem for HostFs {
                 let filter = PathFilter::for_glob(&pattern, &dir)?;
                 let files = this.files_under(&dir).await?;
                 Ok::<_, PathError>(
-                    entries_under(&dir, &files)
+                    files
                         .into_iter()
-                        .filter(|entry| filter.matches(relative_to(&entry.path, &dir)))
-                        .map(Ok)
+                        .filter(|(path, _)| path != &dir)
+                        .filter(|(path, _)| filter.matches(relative_to(path, &dir)))
+                        .map(|(path, _)| Ok(DirEntry::file(path)))
                         .collect::<Vec<_>>(),
                 )
             }
@@ -409,6 +410,17 @@ impl FileSystem for HostFs {
             });
         }
         let key = self.key(&path);
+        if !self
+            .files_under(&path)
+            .await?
+            .iter()
+            .all(|(p, _)| *p == path)
+        {
+            return Err(PathError::WriteFailed {
+                path,
+                message: Some("is a directory".to_string()),
+            });
+        }
         let cached = self.etags().get(&path).cloned();
         match self
             .files

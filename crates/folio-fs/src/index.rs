@@ -205,27 +205,38 @@ impl Engine {
     }
 }
 
-/// The best passage of `body`: its text and its first and last line (1-based, inclusive).
+/// The best passage of `body`: the whole lines from its first to its last highlighted term, with
+/// their first and last line numbers (1-based, inclusive).
 fn passage(snippets: &SnippetGenerator, body: &str) -> (String, u64, u64) {
     let snippet = snippets.snippet(body);
-    let range = snippet.fragment_range();
-    let (start, text) = if snippet.is_empty() || range.is_empty() {
-        let first = body.lines().next().unwrap_or_default();
-        let end = first
-            .char_indices()
-            .nth(SNIPPET_CHARS)
-            .map_or(first.len(), |(i, _)| i);
-        (0, &first[..end])
-    } else {
-        (range.start, snippet.fragment())
+    let offset = snippet.fragment_range().start;
+    let highlighted = snippet.highlighted();
+    let (from, to) = match (highlighted.first(), highlighted.last()) {
+        (Some(first), Some(last)) => (offset + first.start, offset + last.end),
+        _ => (0, 0),
     };
-    let text = text.trim_end_matches(['\n', '\r']);
-    let start_line = 1 + body.as_bytes()[..start]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count() as u64;
-    let end_line = start_line + text.bytes().filter(|&b| b == b'\n').count() as u64;
+    let line_start = body[..from].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = body[to..].find('\n').map_or(body.len(), |i| to + i);
+    let lines = body[line_start..line_end].trim_end_matches('\r');
+    let text = if lines.chars().count() <= SNIPPET_CHARS || snippet.is_empty() {
+        truncate_chars(lines, SNIPPET_CHARS)
+    } else {
+        // Very long lines (minified files): the fragment tantivy chose around the terms.
+        snippet.fragment()
+    };
+    let start_line = 1 + count_newlines(&body[..line_start]);
+    let end_line = start_line + count_newlines(&body[line_start..line_end]);
     (text.to_string(), start_line, end_line)
+}
+
+fn count_newlines(text: &str) -> u64 {
+    text.bytes().filter(|&b| b == b'\n').count() as u64
+}
+
+fn truncate_chars(text: &str, max: usize) -> &str {
+    text.char_indices()
+        .nth(max)
+        .map_or(text, |(i, _)| &text[..i])
 }
 
 impl IndexedFs {
