@@ -1,1 +1,22 @@
 //! Agent discovery, the tool registry and the turn loop.
+//!
+//! An agent is a folder. [`discover`] reads it into an [`AgentDefinition`] plus
+//! [`Diagnostic`]s (every fail-closed rule is an error naming file, field and rule).
+//! [`Agent::load`] builds its authored root and its [`tools::ToolRegistry`]; each turn binds a
+//! FileSystem ([`Agent::bind_turn_fs`]) and [`Harness::run_turn`] streams the model, runs tool
+//! calls, and records every effect as an event through an [`EventSink`]. The conversation sent
+//! to the model is rebuilt from those events ([`conversation::conversation`]), so a session's
+//! log is its only state.
+
+pub mod agent;
+pub mod allowlist;
+pub mod config;
+pub mod conversation;
+pub mod discovery;
+pub mod root;
+pub mod tools;
+pub mod turn;
+
+pub use agent::Agent;
+pub use discovery::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
+pub use turn::{EventSink, Harness, TURN_INTERRUPTED, Turn, TurnOutcome};

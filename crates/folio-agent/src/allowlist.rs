@@ -1,0 +1,187 @@
+//! The `tools` allowlist of `agent.toml` → the built-in tools a turn offers (tools.md, seed 000
+//! "Allowlist"), and the fail-closed rules for an authored root.
+
+use crate::tools::FileTool;
+
+/// A built-in tool the allowlist can grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum NativeTool {
+    /// One of the eight synthesized file tools.
+    File(FileTool),
+    /// `Shell` (host default only).
+    Shell,
+    /// `WebFetch`.
+    WebFetch,
+    /// `UpdateTodos`.
+    UpdateTodos,
+    /// `ReadTodos`.
+    ReadTodos,
+    /// `Task`, when the agent has subagents.
+    Task,
+}
+
+/// Every name the allowlist accepts.
+pub const ALLOWLIST_NAMES: &[&str] = &[
+    "read",
+    "ls",
+    "grep",
+    "glob",
+    "edit",
+    "delete",
+    "semSearch",
+    "shell",
+    "webFetch",
+    "webSearch",
+    "updateTodos",
+    "readTodos",
+    "task",
+    "readLints",
+    "mcp",
+];
+
+/// Names that cannot be granted under an authored root (they need the host disk).
+pub const ROOT_FORBIDDEN: &[&str] = &["shell", "task", "readLints"];
+
+/// What the allowlist resolved to, plus warnings about names that grant nothing here.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resolved {
+    /// The granted built-in tools, sorted.
+    pub tools: Vec<NativeTool>,
+    /// Names that were accepted but grant nothing in this configuration, with why.
+    pub warnings: Vec<String>,
+}
+
+fn file_tools_for(name: &str) -> &'static [FileTool] {
+    match name {
+        "read" => &[FileTool::Read],
+        "ls" => &[FileTool::Ls],
+        "grep" => &[FileTool::Grep],
+        "glob" => &[FileTool::Glob],
+        "edit" => &[FileTool::Write, FileTool::StrReplace],
+        "delete" => &[FileTool::Delete],
+        "semSearch" => &[FileTool::SemanticSearch],
+        _ => &[],
+    }
+}
+
+/// Resolves `tools` (None = omitted) for an agent with or without an authored root.
+///
+/// Folio's reading of the seed's table: listed file-family names grant exactly those file
+/// tools; a non-empty list with no file-family name grants every file tool; `[]` grants none.
+/// Names must already be valid ([`ALLOWLIST_NAMES`]) and root-legal (checked by discovery).
+pub fn resolve(tools: Option<&[String]>, rooted: bool, has_subagents: bool) -> Resolved {
+    let mut out = Resolved::default();
+    let all_files = FileTool::ALL.iter().map(|t| NativeTool::File(*t));
+    let Some(names) = tools else {
+        out.tools.extend(all_files);
+        if !rooted {
+            out.tools.push(NativeTool::Shell);
+            if has_subagents {
+                out.tools.push(NativeTool::Task);
+            }
+        }
+        out.tools.extend([
+            NativeTool::WebFetch,
+            NativeTool::UpdateTodos,
+            NativeTool::ReadTodos,
+        ]);
+        out.tools.sort();
+        return out;
+    };
+    if names.is_empty() {
+        return out;
+    }
+    let listed_files: Vec<NativeTool> = names
+        .iter()
+        .flat_map(|name| file_tools_for(name))
+        .map(|t| NativeTool::File(*t))
+        .collect();
+    if listed_files.is_empty() {
+        out.tools.extend(all_files);
+    } else {
+        out.tools.extend(listed_files);
+    }
+    for name in names {
+        match name.as_str() {
+            "shell" => out.tools.push(NativeTool::Shell),
+            "webFetch" => out.tools.push(NativeTool::WebFetch),
+            "updateTodos" => out.tools.push(NativeTool::UpdateTodos),
+            "readTodos" => out.tools.push(NativeTool::ReadTodos),
+            "task" if has_subagents => out.tools.push(NativeTool::Task),
+            "task" => out
+                .warnings
+                .push("\"task\" grants Task only when the agent has subagents; it has none".into()),
+            "webSearch" => out.warnings.push(
+                "\"webSearch\" needs a search endpoint and none is configured, so WebSearch is not offered"
+                    .into(),
+            ),
+            "readLints" => out.warnings.push(
+                "\"readLints\" needs a lint command and none is configured, so ReadLints is not offered"
+                    .into(),
+            ),
+            _ => {}
+        }
+    }
+    out.tools.sort();
+    out.tools.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn tool_names(resolved: &Resolved) -> Vec<String> {
+        resolved
+            .tools
+            .iter()
+            .map(|t| match t {
+                NativeTool::File(f) => f.tool_name().to_string(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn seed_table_rows() {
+        let eight = [
+            "Read",
+            "LS",
+            "Grep",
+            "Glob",
+            "Write",
+            "StrReplace",
+            "Delete",
+            "SemanticSearch",
+        ];
+        let host_default = tool_names(&resolve(None, false, false));
+        assert_eq!(host_default[..8], eight);
+        assert!(host_default.contains(&"Shell".to_string()));
+        assert_eq!(
+            tool_names(&resolve(Some(&names(&["read", "shell"])), false, false)),
+            ["Read", "Shell"]
+        );
+        assert!(resolve(Some(&[]), false, false).tools.is_empty());
+        let rooted = tool_names(&resolve(None, true, true));
+        assert_eq!(rooted[..8], eight);
+        assert!(!rooted.contains(&"Shell".to_string()) && !rooted.contains(&"Task".to_string()));
+        let todos = tool_names(&resolve(Some(&names(&["updateTodos"])), true, false));
+        assert_eq!(todos[..8], eight);
+        assert_eq!(todos[8..], ["UpdateTodos"]);
+        assert_eq!(
+            tool_names(&resolve(Some(&names(&["semSearch"])), true, false)),
+            ["SemanticSearch"]
+        );
+        assert!(resolve(Some(&[]), true, false).tools.is_empty());
+        let fetch = tool_names(&resolve(Some(&names(&["webFetch"])), true, false));
+        assert_eq!(fetch[8..], ["WebFetch"]);
+        assert_eq!(
+            tool_names(&resolve(Some(&names(&["edit"])), true, false)),
+            ["Write", "StrReplace"]
+        );
+    }
+}

@@ -1,0 +1,74 @@
+//! The authored root of `[root]` in `agent.toml`: a `union_fs` of host directories, in-memory
+//! trees and overlays, each optionally indexed for `SemanticSearch`; and the per-turn binding
+//! that adds an empty `/tmp` scratch mount (filesystem.md "/tmp scratch").
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use folio_fs::{FileSystem, TempFs, host_dir, indexed, overlay_fs, temp_fs, union_fs};
+
+use crate::config::MountSpec;
+
+/// Builds the authored root from `[root]`; host paths are relative to `agent_dir`.
+pub async fn build_root(
+    mounts: &BTreeMap<String, MountSpec>,
+    agent_dir: &Path,
+) -> Result<Arc<dyn FileSystem>, String> {
+    let mut built = Vec::new();
+    for (mount, spec) in mounts {
+        let tree = build_mount(spec, agent_dir)
+            .await
+            .map_err(|err| format!("agent.toml [root] \"{mount}\": {err}"))?;
+        built.push((mount.clone(), tree));
+    }
+    Ok(union_fs(built))
+}
+
+async fn build_mount(spec: &MountSpec, agent_dir: &Path) -> Result<Arc<dyn FileSystem>, String> {
+    let (tree, index) = match spec {
+        MountSpec::Host {
+            host,
+            read_only,
+            index,
+        } => {
+            let dir = agent_dir.join(host);
+            if !dir.is_dir() {
+                return Err(format!(
+                    "host directory {} does not exist (paths are relative to {})",
+                    dir.display(),
+                    agent_dir.display()
+                ));
+            }
+            (
+                host_dir(&dir, *read_only).map_err(|e| e.to_string())?,
+                *index,
+            )
+        }
+        MountSpec::Temp { temp, index } => {
+            let tree = TempFs::try_from_files(temp.iter()).map_err(|e| e.to_string())?;
+            (Arc::new(tree) as Arc<dyn FileSystem>, *index)
+        }
+        MountSpec::Overlay { overlay, index } => {
+            let mut layers = Vec::new();
+            for layer in overlay {
+                layers.push(Box::pin(build_mount(layer, agent_dir)).await?);
+            }
+            (overlay_fs(layers), *index)
+        }
+    };
+    if index {
+        return indexed(tree).await.map_err(|e| e.to_string());
+    }
+    Ok(tree)
+}
+
+/// The tree a turn binds under an authored root: the root plus a fresh, empty `/tmp`.
+/// Built per turn and dropped with it, so no turn reads another turn's scratch.
+pub fn bind_turn_root(root: Arc<dyn FileSystem>) -> Arc<dyn FileSystem> {
+    let scratch: Vec<(String, String)> = Vec::new();
+    union_fs([
+        ("/".to_string(), root),
+        ("/tmp".to_string(), temp_fs(scratch)),
+    ])
+}

@@ -1,0 +1,533 @@
+//! The eight file tools synthesized from the turn's FileSystem (tools.md, seed 000 "Tool
+//! synthesis"): `Read`, `LS`, `Grep`, `Glob`, `Write`, `StrReplace`, `Delete`, `SemanticSearch`.
+
+use std::fmt::Write as _;
+
+use folio_fs::{Content, EditError, FileKind, GrepQuery, PathError, SearchQuery};
+use futures::{StreamExt, TryStreamExt};
+use serde_json::{Map, Value, json};
+
+use super::args::{Arg, ArgType, ArgsExt};
+use super::{Tool, ToolContext, ToolError, ToolOutput, prepare_with};
+
+/// Lines longer than this are cut by `Read`.
+const MAX_LINE_CHARS: usize = 2000;
+/// Lines `Read` returns when no `limit` is given.
+const DEFAULT_READ_LIMIT: u64 = 2000;
+/// Hits `SemanticSearch` returns when no `numResults` is given.
+const DEFAULT_SEARCH_RESULTS: u64 = 10;
+
+/// Which of the eight synthesized file tools this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FileTool {
+    /// `Read`: a file's lines, numbered; images as image parts.
+    Read,
+    /// `LS`: a directory's entries.
+    Ls,
+    /// `Grep`: regex search over file lines.
+    Grep,
+    /// `Glob`: paths matching a pattern.
+    Glob,
+    /// `Write`: create or overwrite a file.
+    Write,
+    /// `StrReplace`: exact, literal replacement inside a file.
+    StrReplace,
+    /// `Delete`: remove a file.
+    Delete,
+    /// `SemanticSearch`: ranked full-text search through the tree's index.
+    SemanticSearch,
+}
+
+const READ_ARGS: &[Arg] = &[
+    Arg::new("path", ArgType::String, "The file to read.").required(),
+    Arg::new(
+        "offset",
+        ArgType::Integer,
+        "1-based line to start from (default 1).",
+    ),
+    Arg::new(
+        "limit",
+        ArgType::Integer,
+        "How many lines to return (default 2000).",
+    ),
+];
+const LS_ARGS: &[Arg] = &[Arg::new(
+    "path",
+    ArgType::String,
+    "The directory to list (default: the root).",
+)];
+const GREP_ARGS: &[Arg] = &[
+    Arg::new("pattern", ArgType::String, "A regular expression.").required(),
+    Arg::new(
+        "path",
+        ArgType::String,
+        "A directory or file to search (default: the root).",
+    ),
+    Arg::new(
+        "glob",
+        ArgType::String,
+        "Only files matching this glob; `*.rs` matches at any depth.",
+    ),
+    Arg::new("caseInsensitive", ArgType::Boolean, "Ignore case.")
+        .aliases(&["-i", "case_insensitive"]),
+    Arg::new(
+        "outputMode",
+        ArgType::String,
+        "`content` (default: path:line:text), `files_with_matches` or `count`.",
+    )
+    .aliases(&["output_mode"]),
+    Arg::new(
+        "headLimit",
+        ArgType::Integer,
+        "Return at most this many output lines.",
+    )
+    .aliases(&["head_limit"]),
+    Arg::new(
+        "offset",
+        ArgType::Integer,
+        "Skip this many output lines first.",
+    ),
+];
+const GLOB_ARGS: &[Arg] = &[
+    Arg::new(
+        "pattern",
+        ArgType::String,
+        "A glob relative to `path`; `*` does not cross `/`, `**` does.",
+    )
+    .required(),
+    Arg::new(
+        "path",
+        ArgType::String,
+        "The directory the pattern is relative to (default: the root).",
+    ),
+];
+const WRITE_ARGS: &[Arg] = &[
+    Arg::new("path", ArgType::String, "The file to create or overwrite.").required(),
+    Arg::new("contents", ArgType::String, "The full new contents.")
+        .aliases(&["fileText", "file_text", "content"])
+        .required(),
+];
+const STR_REPLACE_ARGS: &[Arg] = &[
+    Arg::new("path", ArgType::String, "The file to edit.").required(),
+    Arg::new("oldText", ArgType::String, "The exact text to replace.")
+        .aliases(&["old_string"])
+        .required(),
+    Arg::new("newText", ArgType::String, "The replacement text.")
+        .aliases(&["new_string"])
+        .required(),
+    Arg::new(
+        "replaceAll",
+        ArgType::Boolean,
+        "Replace every occurrence (default: exactly one must exist).",
+    )
+    .aliases(&["replace_all"]),
+];
+const DELETE_ARGS: &[Arg] = &[Arg::new("path", ArgType::String, "The file to delete.").required()];
+const SEARCH_ARGS: &[Arg] = &[
+    Arg::new("query", ArgType::String, "What to look for, in words.").required(),
+    Arg::new(
+        "path",
+        ArgType::String,
+        "Only files within this path (default: everywhere).",
+    ),
+    Arg::new(
+        "numResults",
+        ArgType::Integer,
+        "How many hits to return (default 10).",
+    )
+    .aliases(&["num_results"]),
+];
+
+impl FileTool {
+    /// All eight, in a stable order.
+    pub const ALL: [FileTool; 8] = [
+        FileTool::Read,
+        FileTool::Ls,
+        FileTool::Grep,
+        FileTool::Glob,
+        FileTool::Write,
+        FileTool::StrReplace,
+        FileTool::Delete,
+        FileTool::SemanticSearch,
+    ];
+
+    /// The model-facing name.
+    pub const fn tool_name(self) -> &'static str {
+        match self {
+            FileTool::Read => "Read",
+            FileTool::Ls => "LS",
+            FileTool::Grep => "Grep",
+            FileTool::Glob => "Glob",
+            FileTool::Write => "Write",
+            FileTool::StrReplace => "StrReplace",
+            FileTool::Delete => "Delete",
+            FileTool::SemanticSearch => "SemanticSearch",
+        }
+    }
+
+    fn args(self) -> &'static [Arg] {
+        match self {
+            FileTool::Read => READ_ARGS,
+            FileTool::Ls => LS_ARGS,
+            FileTool::Grep => GREP_ARGS,
+            FileTool::Glob => GLOB_ARGS,
+            FileTool::Write => WRITE_ARGS,
+            FileTool::StrReplace => STR_REPLACE_ARGS,
+            FileTool::Delete => DELETE_ARGS,
+            FileTool::SemanticSearch => SEARCH_ARGS,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for FileTool {
+    fn name(&self) -> &str {
+        self.tool_name()
+    }
+
+    fn description(&self) -> &str {
+        match self {
+            FileTool::Read => {
+                "Read a file. Text comes back with numbered lines (offset/limit page through long files); images come back as images."
+            }
+            FileTool::Ls => "List a directory: one entry per line, directories end with `/`.",
+            FileTool::Grep => {
+                "Search file contents with a regular expression. Output modes: content (path:line:text), files_with_matches, count."
+            }
+            FileTool::Glob => "Find paths matching a glob pattern, sorted.",
+            FileTool::Write => "Create or overwrite a file with the given contents.",
+            FileTool::StrReplace => {
+                "Replace exact text in a file. oldText must occur exactly once unless replaceAll is set."
+            }
+            FileTool::Delete => "Delete a file.",
+            FileTool::SemanticSearch => {
+                "Full-text search ranked by relevance; returns paths, line ranges and snippets."
+            }
+        }
+    }
+
+    fn input_schema(&self) -> Value {
+        super::args::schema(self.args())
+    }
+
+    fn prepare(&self, input: Value) -> Result<Value, ToolError> {
+        prepare_with(self.args(), input)
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args = match input {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        let fs = ctx.fs.as_ref();
+        // A host spill path the model still holds is read from its /tmp copy under a root.
+        let rewritten = args
+            .str_arg("path")
+            .and_then(|path| super::spill::rewrite_spill_path(ctx, path));
+        let path = rewritten.as_deref().or(args.str_arg("path")).unwrap_or("");
+        match self {
+            FileTool::Read => read(fs, path, &args).await,
+            FileTool::Ls => ls(fs, path).await,
+            FileTool::Grep => grep(fs, rewritten.as_deref().or(args.str_arg("path")), &args).await,
+            FileTool::Glob => {
+                let pattern = args.str_arg("pattern").unwrap_or_default();
+                let dir = args.str_arg("path");
+                let entries: Vec<_> = fs.glob(pattern, dir).try_collect().await?;
+                Ok(ToolOutput::Text(if entries.is_empty() {
+                    "No files found".to_string()
+                } else {
+                    entries
+                        .iter()
+                        .map(|e| e.path.as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                }))
+            }
+            FileTool::Write => {
+                let contents = args.str_arg("contents").unwrap_or_default();
+                fs.write(path, contents).await?;
+                Ok(ToolOutput::Text(format!("Wrote contents to {path}")))
+            }
+            FileTool::StrReplace => str_replace(fs, path, &args).await,
+            FileTool::Delete => {
+                fs.delete(path).await?;
+                Ok(ToolOutput::Text(format!("Deleted {path}")))
+            }
+            FileTool::SemanticSearch => semantic_search(fs, &args).await,
+        }
+    }
+}
+
+async fn read(
+    fs: &dyn folio_fs::FileSystem,
+    path: &str,
+    args: &Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
+    let text = match fs.read(path).await? {
+        Content::Image { bytes, mime } => return Ok(ToolOutput::image(mime, &bytes)),
+        Content::Text(text) => text,
+    };
+    let offset = args.u64_arg("offset").unwrap_or(1).max(1);
+    let limit = args.u64_arg("limit").unwrap_or(DEFAULT_READ_LIMIT).max(1);
+    Ok(ToolOutput::Text(number_lines(&text, offset, limit)?))
+}
+
+/// `Read`'s text rendering: `{n:>6}\t{line}` per line, long lines cut, a note when more remain.
+fn number_lines(text: &str, offset: u64, limit: u64) -> Result<String, ToolError> {
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    if body.is_empty() {
+        return Ok("(empty file)".to_string());
+    }
+    let total = body.split('\n').count() as u64;
+    if offset > total {
+        return Err(ToolError(format!(
+            "offset {offset} is past the end of the file ({total} lines)"
+        )));
+    }
+    let mut out = String::new();
+    let mut shown = 0u64;
+    for (index, line) in body.split('\n').enumerate().skip((offset - 1) as usize) {
+        if shown == limit {
+            break;
+        }
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let _ = write!(out, "{:>6}\t", index + 1);
+        match line.char_indices().nth(MAX_LINE_CHARS) {
+            Some((cut, _)) => {
+                let rest = line[cut..].chars().count();
+                let _ = write!(out, "{}… [line cut: {rest} more characters]", &line[..cut]);
+            }
+            None => out.push_str(line),
+        }
+        shown += 1;
+    }
+    let next = offset + shown;
+    if next <= total {
+        let _ = write!(
+            out,
+            "\n… {} more lines; call Read with offset={next}",
+            total - next + 1
+        );
+    }
+    Ok(out)
+}
+
+async fn ls(fs: &dyn folio_fs::FileSystem, path: &str) -> Result<ToolOutput, ToolError> {
+    let info = fs.stat(path).await?;
+    match info.kind {
+        FileKind::Missing => {
+            let shown = if path.is_empty() { "/" } else { path };
+            Err(PathError::FileNotFound {
+                path: shown.to_string(),
+            }
+            .into())
+        }
+        FileKind::File => Ok(ToolOutput::Text(info.path)),
+        FileKind::Directory => {
+            let entries: Vec<_> = fs.list(path).try_collect().await?;
+            if entries.is_empty() {
+                return Ok(ToolOutput::Text("(empty directory)".to_string()));
+            }
+            let lines: Vec<String> = entries
+                .into_iter()
+                .map(|e| match e.kind {
+                    folio_fs::EntryKind::Directory => format!("{}/", e.path),
+                    folio_fs::EntryKind::File => e.path,
+                })
+                .collect();
+            Ok(ToolOutput::Text(lines.join("\n")))
+        }
+    }
+}
+
+async fn grep(
+    fs: &dyn folio_fs::FileSystem,
+    path: Option<&str>,
+    args: &Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
+    let mode = args.str_arg("outputMode").unwrap_or("content");
+    if !matches!(mode, "content" | "files_with_matches" | "count") {
+        return Err(ToolError(format!(
+            "argument \"outputMode\" must be content, files_with_matches or count, got \"{mode}\""
+        )));
+    }
+    let offset = args.u64_arg("offset").unwrap_or(0) as usize;
+    let head_limit = args.u64_arg("headLimit").map(|n| n as usize);
+    let query = GrepQuery {
+        pattern: args.str_arg("pattern").unwrap_or_default().to_string(),
+        path: path.map(str::to_string),
+        glob: args.str_arg("glob").map(str::to_string),
+        case_insensitive: args.bool_arg("caseInsensitive"),
+        // Only content lines map one-to-one onto hits, so only they push a cap down.
+        max_results: match mode {
+            "content" => head_limit.map(|limit| offset + limit),
+            _ => None,
+        },
+    };
+    let mut hits = fs.grep(query);
+    let mut lines: Vec<String> = Vec::new();
+    // Per-file hit counts, in path order, for the two file-level modes.
+    let mut per_file: Vec<(String, u64)> = Vec::new();
+    while let Some(hit) = hits.next().await {
+        let hit = hit?;
+        if mode == "content" {
+            lines.push(format!("{}:{}:{}", hit.path, hit.line_number, hit.line));
+            continue;
+        }
+        match per_file.last_mut() {
+            Some((path, count)) if *path == hit.path => *count += 1,
+            _ => per_file.push((hit.path, 1)),
+        }
+    }
+    if mode != "content" {
+        lines = per_file
+            .into_iter()
+            .map(|(path, count)| match mode {
+                "count" => format!("{path}:{count}"),
+                _ => path,
+            })
+            .collect();
+    }
+    let page: Vec<String> = lines
+        .into_iter()
+        .skip(offset)
+        .take(head_limit.unwrap_or(usize::MAX))
+        .collect();
+    Ok(ToolOutput::Text(if page.is_empty() {
+        "No matches found".to_string()
+    } else {
+        page.join("\n")
+    }))
+}
+
+async fn str_replace(
+    fs: &dyn folio_fs::FileSystem,
+    path: &str,
+    args: &Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
+    let old = args.str_arg("oldText").unwrap_or_default();
+    let new = args.str_arg("newText").unwrap_or_default();
+    let edit_error = |message| PathError::Edit {
+        path: path.to_string(),
+        message,
+    };
+    if old.is_empty() {
+        return Err(edit_error(EditError::EmptyOldText).into());
+    }
+    if old == new {
+        return Err(edit_error(EditError::NoChange).into());
+    }
+    let text = match fs.read(path).await? {
+        Content::Text(text) => text,
+        Content::Image { .. } => {
+            return Err(ToolError(format!(
+                "{path} is an image; StrReplace edits text files only"
+            )));
+        }
+    };
+    let (edited, count) = replace_literal(&text, old, new, args.bool_arg("replaceAll"))
+        .map_err(|message| ToolError::from(edit_error(message)))?;
+    fs.write(path, &edited).await.map_err(|err| match err {
+        PathError::WriteFailed { .. } => ToolError::from(err),
+        other => ToolError::from(PathError::WriteFailed {
+            path: path.to_string(),
+            message: Some(other.to_string()),
+        }),
+    })?;
+    Ok(ToolOutput::Json(json!({"occurrencesModified": count})))
+}
+
+/// Literal, non-overlapping, left-to-right replacement with StrReplace's uniqueness rules.
+fn replace_literal(
+    text: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+) -> Result<(String, usize), EditError> {
+    let count = text.matches(old).count();
+    match count {
+        0 => Err(EditError::NotFound),
+        1 => Ok((text.replacen(old, new, 1), 1)),
+        _ if replace_all => Ok((text.replace(old, new), count)),
+        _ => Err(EditError::MultipleMatches),
+    }
+}
+
+async fn semantic_search(
+    fs: &dyn folio_fs::FileSystem,
+    args: &Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
+    let query = SearchQuery {
+        query: args.str_arg("query").unwrap_or_default().to_string(),
+        path: args.str_arg("path").map(str::to_string),
+        max_results: Some(args.u64_arg("numResults").unwrap_or(DEFAULT_SEARCH_RESULTS) as usize),
+    };
+    let hits: Vec<_> = fs.search(query).try_collect().await?;
+    let blocks: Vec<String> = hits
+        .iter()
+        .map(|hit| {
+            format!(
+                "{}:{}-{} (score {:.3})\n{}",
+                hit.path, hit.start_line, hit.end_line, hit.score, hit.snippet
+            )
+        })
+        .collect();
+    Ok(ToolOutput::Text(blocks.join("\n\n")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_lines_and_pages() {
+        assert_eq!(
+            number_lines("a\nb\n", 1, 2000).unwrap(),
+            "     1\ta\n     2\tb"
+        );
+        assert_eq!(
+            number_lines("a\nb\nc\nd", 2, 2).unwrap(),
+            "     2\tb\n     3\tc\n… 1 more lines; call Read with offset=4"
+        );
+        assert_eq!(
+            number_lines("a", 5, 1).unwrap_err().0,
+            "offset 5 is past the end of the file (1 lines)"
+        );
+        let long = "x".repeat(2005);
+        assert_eq!(
+            number_lines(&long, 1, 10).unwrap(),
+            format!(
+                "     1\t{}… [line cut: 5 more characters]",
+                "x".repeat(2000)
+            )
+        );
+    }
+
+    #[test]
+    fn literal_replace_rules() {
+        assert_eq!(
+            replace_literal("a$1a", "$1", "b", false).unwrap(),
+            ("aba".into(), 1)
+        );
+        assert_eq!(
+            replace_literal("aaa", "aa", "b", true).unwrap(),
+            ("ba".into(), 1)
+        );
+        assert_eq!(replace_literal("xax", "a", "b", false).unwrap().1, 1);
+        assert_eq!(
+            replace_literal("x", "a", "b", false),
+            Err(EditError::NotFound)
+        );
+        assert_eq!(
+            replace_literal("aa", "a", "b", false),
+            Err(EditError::MultipleMatches)
+        );
+        assert_eq!(
+            replace_literal("aa", "a", "b", true).unwrap(),
+            ("bb".into(), 2)
+        );
+    }
+}

@@ -1,0 +1,177 @@
+//! The tool registry: every model-facing tool behind one [`Tool`] trait, whether synthesized
+//! from the FileSystem, a host process (`Shell`), the web, or the session's todo list.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use folio_fs::{FileSystem, PathError};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+pub(crate) mod args;
+mod files;
+mod shell;
+mod spill;
+mod todos;
+mod web;
+
+pub use files::FileTool;
+pub use shell::ShellTool;
+pub use todos::{Todo, TodoList, TodosTool};
+pub use web::WebFetchTool;
+
+/// A model-facing tool: a name, a schema, and an async call.
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync {
+    /// The name the model calls (`Read`, `Shell`, `mcp__srv__echo`, …).
+    fn name(&self) -> &str;
+    /// What the tool does, shown to the model.
+    fn description(&self) -> &str;
+    /// The JSON Schema of the input, shown to the model.
+    fn input_schema(&self) -> Value;
+    /// Validates `input` and maps aliases to canonical names; the error is one line naming the
+    /// argument, returned to the model as a tool error.
+    fn prepare(&self, input: Value) -> Result<Value, ToolError>;
+    /// Runs the tool on prepared input.
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+/// A successful tool result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    /// Plain text.
+    Text(String),
+    /// A JSON value (shown to the model as compact JSON).
+    Json(Value),
+    /// An image, base64-encoded.
+    Image {
+        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+        mime_type: String,
+        /// Base64 of the image bytes.
+        data: String,
+    },
+}
+
+impl ToolOutput {
+    /// An image output from raw bytes.
+    pub fn image(mime_type: &str, bytes: &[u8]) -> Self {
+        ToolOutput::Image {
+            mime_type: mime_type.to_string(),
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
+        }
+    }
+
+    /// The `output` value recorded in `action.result`: a string, a JSON value, or content parts.
+    pub fn to_event_value(&self) -> Value {
+        match self {
+            ToolOutput::Text(text) => Value::String(text.clone()),
+            ToolOutput::Json(value) => value.clone(),
+            ToolOutput::Image { mime_type, data } => {
+                json!([{"type": "image", "mimeType": mime_type, "data": data}])
+            }
+        }
+    }
+}
+
+/// A failed tool call: one line for the model (`isError: true`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+impl From<PathError> for ToolError {
+    fn from(err: PathError) -> Self {
+        ToolError(err.to_string())
+    }
+}
+
+/// Where large tool output spills, which depends on whether the turn runs on an authored root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScratchMode {
+    /// Host default: `{workspace}/agent-tools/{uuid}.txt` stays on the host disk.
+    Host,
+    /// Authored root: the spill file moves to `/tmp/{uuid}.txt` in the turn's root.
+    Rooted,
+}
+
+/// Everything a tool call may use, bound per call.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The turn's FileSystem (the authored root with `/tmp`, or the host disk).
+    pub fs: Arc<dyn FileSystem>,
+    /// The session workspace on the host (Shell's cwd, the spill directory's parent).
+    pub workspace: PathBuf,
+    /// How large output is spilled.
+    pub scratch: ScratchMode,
+    /// Fires on stop/preempt; tools abandon work and kill children.
+    pub cancel: CancellationToken,
+    /// The session's todo list.
+    pub todos: TodoList,
+    /// The session id.
+    pub session_id: String,
+    /// The id of this tool call.
+    pub call_id: String,
+}
+
+/// The tools a turn offers, by name.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        ToolRegistry::default()
+    }
+
+    /// Adds `tool`; a second tool with the same name replaces nothing and is an error.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), String> {
+        let name = tool.name().to_string();
+        if self.tools.contains_key(&name) {
+            return Err(format!("two tools are named {name}"));
+        }
+        self.tools.insert(name, tool);
+        Ok(())
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Tool names in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+
+    /// Every tool, in name order.
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.values()
+    }
+
+    /// Prepares and runs `name` with `input`; an unknown tool is a tool error, not a panic.
+    pub async fn call(
+        &self,
+        name: &str,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let Some(tool) = self.get(name) else {
+            return Err(ToolError(format!(
+                "unknown tool \"{name}\"; available tools: {}",
+                self.names().collect::<Vec<_>>().join(", ")
+            )));
+        };
+        let input = tool.prepare(input)?;
+        tool.call(input, ctx).await
+    }
+}
+
+/// Prepares built-in tool input against `spec` (shared by every built-in tool).
+pub(crate) fn prepare_with(spec: &[args::Arg], input: Value) -> Result<Value, ToolError> {
+    args::normalize(spec, input)
+        .map(Value::Object)
+        .map_err(ToolError)
+}

@@ -1,0 +1,118 @@
+//! The session's todo list and its two tools, `UpdateTodos` and `ReadTodos`.
+
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::args::{Arg, ArgType};
+use super::{Tool, ToolContext, ToolError, ToolOutput, prepare_with};
+
+/// One todo item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Todo {
+    /// A stable id chosen by the model.
+    pub id: String,
+    /// What to do.
+    pub content: String,
+    /// `pending`, `in_progress` or `completed`.
+    pub status: String,
+}
+
+/// A session's todo list, shared by the tool calls of its turns.
+#[derive(Debug, Clone, Default)]
+pub struct TodoList(Arc<Mutex<Vec<Todo>>>);
+
+impl TodoList {
+    /// The current items.
+    pub fn items(&self) -> Vec<Todo> {
+        self.0.lock().map(|items| items.clone()).unwrap_or_default()
+    }
+
+    /// Replaces the whole list.
+    pub fn replace(&self, todos: Vec<Todo>) {
+        if let Ok(mut items) = self.0.lock() {
+            *items = todos;
+        }
+    }
+
+    fn render(&self) -> String {
+        let items = self.items();
+        if items.is_empty() {
+            return "No todos".to_string();
+        }
+        items
+            .iter()
+            .map(|todo| {
+                let mark = match todo.status.as_str() {
+                    "completed" => "[x]",
+                    "in_progress" => "[~]",
+                    _ => "[ ]",
+                };
+                format!("{mark} {}: {}", todo.id, todo.content)
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// `UpdateTodos` (replace the list) or `ReadTodos` (show it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TodosTool {
+    /// `UpdateTodos`.
+    Update,
+    /// `ReadTodos`.
+    Read,
+}
+
+const UPDATE_ARGS: &[Arg] = &[Arg::new(
+    "todos",
+    ArgType::Todos,
+    "The whole todo list: [{id, content, status}], status pending | in_progress | completed.",
+)
+.required()];
+
+#[async_trait::async_trait]
+impl Tool for TodosTool {
+    fn name(&self) -> &str {
+        match self {
+            TodosTool::Update => "UpdateTodos",
+            TodosTool::Read => "ReadTodos",
+        }
+    }
+
+    fn description(&self) -> &str {
+        match self {
+            TodosTool::Update => {
+                "Replace the session's todo list to plan and track multi-step work."
+            }
+            TodosTool::Read => "Show the session's todo list.",
+        }
+    }
+
+    fn input_schema(&self) -> Value {
+        super::args::schema(self.args())
+    }
+
+    fn prepare(&self, input: Value) -> Result<Value, ToolError> {
+        prepare_with(self.args(), input)
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if *self == TodosTool::Update {
+            let todos: Vec<Todo> = serde_json::from_value(input["todos"].clone())
+                .map_err(|err| ToolError(format!("argument \"todos\" is invalid: {err}")))?;
+            ctx.todos.replace(todos);
+        }
+        Ok(ToolOutput::Text(ctx.todos.render()))
+    }
+}
+
+impl TodosTool {
+    fn args(self) -> &'static [Arg] {
+        match self {
+            TodosTool::Update => UPDATE_ARGS,
+            TodosTool::Read => &[],
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! `WebFetch`: HTTP GET, HTML converted to Markdown, large output spilled to scratch.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::args::{Arg, ArgType, ArgsExt};
+use super::spill::spill_if_large;
+use super::{Tool, ToolContext, ToolError, ToolOutput, prepare_with};
+
+/// The largest response body read.
+const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
+
+const ARGS: &[Arg] = &[Arg::new("url", ArgType::String, "An http or https URL.").required()];
+
+/// The `WebFetch` tool.
+#[derive(Debug, Clone)]
+pub struct WebFetchTool {
+    client: reqwest::Client,
+}
+
+impl WebFetchTool {
+    /// A fetcher with a 30 s overall timeout and up to 10 redirects.
+    pub fn new() -> Result<Self, String> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .connect_timeout(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::limited(10))
+            .user_agent(concat!("folio/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|err| format!("could not build the WebFetch HTTP client: {err}"))?;
+        Ok(WebFetchTool { client })
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for WebFetchTool {
+    fn name(&self) -> &str {
+        "WebFetch"
+    }
+
+    fn description(&self) -> &str {
+        "Fetch a URL with HTTP GET. HTML pages come back as Markdown."
+    }
+
+    fn input_schema(&self) -> Value {
+        super::args::schema(ARGS)
+    }
+
+    fn prepare(&self, input: Value) -> Result<Value, ToolError> {
+        prepare_with(ARGS, input)
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let Value::Object(args) = input else {
+            return Err(ToolError("tool input must be a JSON object".into()));
+        };
+        let url = args.str_arg("url").unwrap_or_default();
+        let parsed = reqwest::Url::parse(url)
+            .map_err(|err| ToolError(format!("argument \"url\" is not a valid URL: {err}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(ToolError(format!(
+                "argument \"url\" must be http or https, got {}",
+                parsed.scheme()
+            )));
+        }
+        let fetch = async {
+            let mut response = self
+                .client
+                .get(parsed.clone())
+                .send()
+                .await
+                .map_err(|err| ToolError(format!("GET {url} failed: {err}")))?;
+            let status = response.status();
+            let is_html = response
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|ct| ct.contains("html"));
+            let mut body = Vec::new();
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|err| ToolError(format!("GET {url} failed while reading: {err}")))?
+            {
+                body.extend_from_slice(&chunk);
+                if body.len() > MAX_BODY_BYTES {
+                    body.truncate(MAX_BODY_BYTES);
+                    break;
+                }
+            }
+            let text = String::from_utf8_lossy(&body).into_owned();
+            if !status.is_success() {
+                let excerpt: String = text.chars().take(300).collect();
+                return Err(ToolError(format!("GET {url} answered {status}: {excerpt}")));
+            }
+            Ok(if is_html {
+                htmd::convert(&text).unwrap_or(text)
+            } else {
+                text
+            })
+        };
+        let text = tokio::select! {
+            result = fetch => result?,
+            () = ctx.cancel.cancelled() => return Err(ToolError("fetch cancelled: the turn was stopped".into())),
+        };
+        Ok(ToolOutput::Text(spill_if_large(ctx, text).await?))
+    }
+}

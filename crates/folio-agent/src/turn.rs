@@ -1,0 +1,354 @@
+//! The turn loop: build the request, stream the model, run tool calls, record every effect as
+//! an event, and loop until the model answers without tool calls (architecture.md).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use folio_fs::FileSystem;
+use folio_model::{ModelRequest, Provider, ResponseAssembler, ToolSpec};
+use folio_protocol::{
+    ActionResult, ActionsRequested, Event, EventBody, FinishReason, MessageAppended,
+    MessageCompleted, ReasoningAppended, ReasoningCompleted, RequestedCall, StepCompleted,
+    StepStarted, TurnCompleted, TurnFailed, TurnStarted, Usage,
+};
+use futures::StreamExt;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::conversation::conversation;
+use crate::tools::{ScratchMode, TodoList, ToolContext, ToolRegistry};
+
+/// The message of a turn cancelled by stop or preempt (a contract string).
+pub const TURN_INTERRUPTED: &str = "turn interrupted";
+
+/// Where a turn records its events: the session's log (and whatever follows it).
+#[async_trait::async_trait]
+pub trait EventSink: Send + Sync {
+    /// Appends one event and returns it with its index and time.
+    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, String>;
+    /// Makes everything emitted so far durable (called at turn boundaries).
+    async fn checkpoint(&self) -> Result<(), String>;
+}
+
+/// What a turn runs with: the model, the tools, the tree, and its step limit.
+#[derive(Clone)]
+pub struct Harness {
+    /// The provider answering model calls.
+    pub provider: Arc<dyn Provider>,
+    /// The model id sent to the provider.
+    pub model: String,
+    /// The system prompt (instructions and catalogs).
+    pub system: String,
+    /// Passed through to the provider.
+    pub params: serde_json::Map<String, Value>,
+    /// The tools the model may call.
+    pub tools: ToolRegistry,
+    /// Model calls per turn before the turn fails.
+    pub max_steps: u32,
+}
+
+/// One turn's inputs from its session.
+pub struct Turn {
+    /// The session id.
+    pub session_id: String,
+    /// This turn's id (`turn_…`).
+    pub turn_id: String,
+    /// The session's events so far, including this turn's `message.received`.
+    pub events: Vec<Event>,
+    /// The FileSystem bound for this turn.
+    pub fs: Arc<dyn FileSystem>,
+    /// The session workspace on the host.
+    pub workspace: PathBuf,
+    /// Host default or authored root.
+    pub scratch: ScratchMode,
+    /// Fires on stop or preempt.
+    pub cancel: CancellationToken,
+    /// The session's todo list.
+    pub todos: TodoList,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnOutcome {
+    /// `turn.completed` with this reply.
+    Completed {
+        /// The final assistant text.
+        reply: String,
+    },
+    /// `turn.failed` with this message (`turn interrupted` when cancelled).
+    Failed {
+        /// Why.
+        message: String,
+    },
+}
+
+/// A turn's failure before it is recorded as `turn.failed`.
+enum Stop {
+    Interrupted,
+    Failed(String),
+}
+
+impl Harness {
+    /// Runs one turn, recording its events through `sink`; never panics on model or tool errors.
+    pub async fn run_turn(&self, mut turn: Turn, sink: &dyn EventSink) -> TurnOutcome {
+        let started = Instant::now();
+        let turn_id = turn.turn_id.clone();
+        let outcome = match self
+            .emit(
+                &mut turn,
+                sink,
+                EventBody::TurnStarted(TurnStarted {
+                    model: self.model.clone(),
+                }),
+            )
+            .await
+        {
+            Ok(()) => self.steps(&mut turn, sink, started).await,
+            Err(stop) => Err(stop),
+        };
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(stop) => {
+                let message = match stop {
+                    Stop::Interrupted => TURN_INTERRUPTED.to_string(),
+                    Stop::Failed(message) => message,
+                };
+                let body = EventBody::TurnFailed(TurnFailed {
+                    message: message.clone(),
+                });
+                if let Err(err) = sink.emit(Some(&turn_id), body).await {
+                    tracing::error!(session = %turn.session_id, "could not record turn.failed: {err}");
+                }
+                TurnOutcome::Failed { message }
+            }
+        };
+        if let Err(err) = sink.checkpoint().await {
+            tracing::error!(session = %turn.session_id, "could not sync the event log: {err}");
+        }
+        outcome
+    }
+
+    async fn emit(
+        &self,
+        turn: &mut Turn,
+        sink: &dyn EventSink,
+        body: EventBody,
+    ) -> Result<(), Stop> {
+        let event = sink
+            .emit(Some(&turn.turn_id), body)
+            .await
+            .map_err(|err| Stop::Failed(format!("could not record an event: {err}")))?;
+        turn.events.push(event);
+        Ok(())
+    }
+
+    async fn steps(
+        &self,
+        turn: &mut Turn,
+        sink: &dyn EventSink,
+        started: Instant,
+    ) -> Result<TurnOutcome, Stop> {
+        let tools: Vec<ToolSpec> = self
+            .tools
+            .tools()
+            .map(|tool| ToolSpec {
+                name: tool.name().to_string(),
+                description: tool.description().to_string(),
+                input_schema: tool.input_schema(),
+            })
+            .collect();
+        let mut usage = Usage::default();
+        for step in 1..=self.max_steps {
+            self.emit(turn, sink, EventBody::StepStarted(StepStarted { step }))
+                .await?;
+            let step_started = Instant::now();
+            let request = ModelRequest {
+                model: self.model.clone(),
+                system: self.system.clone(),
+                messages: conversation(&turn.events),
+                tools: tools.clone(),
+                params: self.params.clone(),
+            };
+            let response = self.stream_step(turn, sink, &request).await?;
+            usage += response.usage;
+            if let Some(reasoning) = &response.reasoning {
+                self.emit(
+                    turn,
+                    sink,
+                    EventBody::ReasoningCompleted(ReasoningCompleted {
+                        text: reasoning.text.clone(),
+                        signature: reasoning.signature.clone(),
+                    }),
+                )
+                .await?;
+            }
+            if !response.text.is_empty() {
+                self.emit(
+                    turn,
+                    sink,
+                    EventBody::MessageCompleted(MessageCompleted {
+                        text: response.text.clone(),
+                    }),
+                )
+                .await?;
+            }
+            self.emit(
+                turn,
+                sink,
+                EventBody::StepCompleted(StepCompleted {
+                    step,
+                    duration_ms: step_started.elapsed().as_millis() as u64,
+                    finish_reason: response.finish_reason.clone().unwrap_or(
+                        if response.tool_calls.is_empty() {
+                            FinishReason::Stop
+                        } else {
+                            FinishReason::ToolCalls
+                        },
+                    ),
+                }),
+            )
+            .await?;
+            if response.tool_calls.is_empty() {
+                let body = EventBody::TurnCompleted(TurnCompleted {
+                    reply: response.text.clone(),
+                    usage,
+                    steps: step,
+                    duration_ms: started.elapsed().as_millis() as u64,
+                });
+                self.emit(turn, sink, body).await?;
+                return Ok(TurnOutcome::Completed {
+                    reply: response.text,
+                });
+            }
+            self.run_calls(turn, sink, response.tool_calls).await?;
+        }
+        Err(Stop::Failed(format!(
+            "step limit reached: the turn made {} model calls without finishing (raise max_steps in agent.toml)",
+            self.max_steps
+        )))
+    }
+
+    /// Streams one model call, recording deltas as they arrive.
+    async fn stream_step(
+        &self,
+        turn: &mut Turn,
+        sink: &dyn EventSink,
+        request: &ModelRequest,
+    ) -> Result<folio_model::Response, Stop> {
+        let cancel = turn.cancel.clone();
+        let mut stream = tokio::select! {
+            stream = self.provider.stream(request, cancel.child_token()) => {
+                stream.map_err(|err| Stop::Failed(err.to_string()))?
+            }
+            () = cancel.cancelled() => return Err(Stop::Interrupted),
+        };
+        let mut assembler = ResponseAssembler::new();
+        loop {
+            let delta = tokio::select! {
+                delta = stream.next() => delta,
+                () = cancel.cancelled() => return Err(Stop::Interrupted),
+            };
+            let Some(delta) = delta else { break };
+            let delta = delta.map_err(|err| Stop::Failed(err.to_string()))?;
+            match &delta {
+                folio_model::Delta::Text(text) if !text.is_empty() => {
+                    let body = EventBody::MessageAppended(MessageAppended {
+                        delta: text.clone(),
+                    });
+                    self.emit(turn, sink, body).await?;
+                }
+                folio_model::Delta::Reasoning(text) if !text.is_empty() => {
+                    let body = EventBody::ReasoningAppended(ReasoningAppended {
+                        delta: text.clone(),
+                    });
+                    self.emit(turn, sink, body).await?;
+                }
+                _ => {}
+            }
+            assembler.push(&delta);
+        }
+        assembler
+            .finish()
+            .map_err(|err| Stop::Failed(err.to_string()))
+    }
+
+    /// Prepares every call, records `actions.requested`, then runs each and records its result.
+    async fn run_calls(
+        &self,
+        turn: &mut Turn,
+        sink: &dyn EventSink,
+        calls: Vec<folio_model::ToolCall>,
+    ) -> Result<(), Stop> {
+        let prepared: Vec<_> = calls
+            .into_iter()
+            .map(|call| {
+                let prepared = match self.tools.get(&call.name) {
+                    Some(tool) => tool.prepare(call.input.clone()).map_err(|e| e.0),
+                    None => Err(format!(
+                        "unknown tool \"{}\"; available tools: {}",
+                        call.name,
+                        self.tools.names().collect::<Vec<_>>().join(", ")
+                    )),
+                };
+                (call, prepared)
+            })
+            .collect();
+        let requested = prepared
+            .iter()
+            .map(|(call, input)| RequestedCall {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                input: input.as_ref().unwrap_or(&call.input).clone(),
+                subagent: None,
+            })
+            .collect();
+        self.emit(
+            turn,
+            sink,
+            EventBody::ActionsRequested(ActionsRequested { calls: requested }),
+        )
+        .await?;
+        for (call, input) in prepared {
+            if turn.cancel.is_cancelled() {
+                return Err(Stop::Interrupted);
+            }
+            let call_started = Instant::now();
+            let result = match input {
+                Err(message) => Err(message),
+                Ok(input) => {
+                    let ctx = ToolContext {
+                        fs: turn.fs.clone(),
+                        workspace: turn.workspace.clone(),
+                        scratch: turn.scratch.clone(),
+                        cancel: turn.cancel.clone(),
+                        todos: turn.todos.clone(),
+                        session_id: turn.session_id.clone(),
+                        call_id: call.id.clone(),
+                    };
+                    match self.tools.get(&call.name) {
+                        Some(tool) => tool.call(input, &ctx).await.map_err(|e| e.0),
+                        None => Err(format!("unknown tool \"{}\"", call.name)),
+                    }
+                }
+            };
+            if turn.cancel.is_cancelled() {
+                return Err(Stop::Interrupted);
+            }
+            let (output, error) = match result {
+                Ok(output) => (Some(output.to_event_value()), None),
+                Err(message) => (None, Some(message)),
+            };
+            let body = EventBody::ActionResult(ActionResult {
+                call_id: call.id,
+                tool: call.name,
+                is_error: error.is_some(),
+                output,
+                error,
+                duration_ms: call_started.elapsed().as_millis() as u64,
+            });
+            self.emit(turn, sink, body).await?;
+        }
+        Ok(())
+    }
+}
