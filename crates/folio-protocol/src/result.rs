@@ -152,9 +152,12 @@ impl RunResult {
         let turns: Vec<(TurnSummary, Option<String>)> = turns
             .into_iter()
             .map(|turn| {
+                // Whole milliseconds, as the log stores them: events held in memory (sub-ms
+                // precision) and the same events read back from disk give the same result.
                 let elapsed = match (turn.first_at, turn.last_at) {
                     (Some(first), Some(last)) => {
-                        u64::try_from((last - first).num_milliseconds()).unwrap_or(0)
+                        u64::try_from(last.timestamp_millis() - first.timestamp_millis())
+                            .unwrap_or(0)
                     }
                     _ => 0,
                 };

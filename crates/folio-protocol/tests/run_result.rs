@@ -184,3 +184,35 @@ fn session_failure_and_unfinished_and_empty_logs() {
     assert!(!empty.ok);
     assert_eq!(empty.error.as_deref(), Some("no turn in the event log"));
 }
+
+#[test]
+fn in_memory_and_stored_events_give_the_same_result() {
+    use chrono::{TimeZone, Utc};
+    use folio_protocol::{EventBody, TurnFailed, TurnStarted};
+    let base = Utc.with_ymd_and_hms(2026, 11, 30, 4, 15, 47).unwrap();
+    let live = vec![
+        Event {
+            index: 0,
+            session_id: "ses_E".into(),
+            turn_id: Some("turn_1".into()),
+            at: base + chrono::Duration::microseconds(900),
+            body: EventBody::TurnStarted(TurnStarted { model: "m".into() }),
+        },
+        Event {
+            index: 1,
+            session_id: "ses_E".into(),
+            turn_id: Some("turn_1".into()),
+            at: base + chrono::Duration::microseconds(2_100),
+            body: EventBody::TurnFailed(TurnFailed {
+                message: "boom".into(),
+            }),
+        },
+    ];
+    let stored: Vec<Event> = live
+        .iter()
+        .map(|event| serde_json::from_str(&serde_json::to_string(event).unwrap()).unwrap())
+        .collect();
+    let from_live = RunResult::from_events(&live);
+    assert_eq!(from_live, RunResult::from_events(&stored));
+    assert_eq!(from_live.turns[0].duration_ms, 2);
+}
