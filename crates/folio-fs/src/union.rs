@@ -196,7 +196,10 @@ fn adapt<T: PathItem + Send + 'static>(
             let out = match item {
                 Ok(mut item) => {
                     let path = join_mount(&prefix, item.path());
-                    let hidden = shadowed.iter().any(|deeper| is_within(&path, deeper))
+                    // Served by a deeper mount, or on the way to one (a directory of the union).
+                    let hidden = shadowed
+                        .iter()
+                        .any(|deeper| is_within(&path, deeper) || is_within(deeper, &path))
                         || post.as_ref().is_some_and(|post| !post.matches(&path));
                     if hidden {
                         None
