@@ -18,6 +18,8 @@
 //! assert_eq!(serde_json::to_string(&event).unwrap(), line);
 //! ```
 
+#![warn(missing_docs)]
+
 mod event;
 mod result;
 mod usage;

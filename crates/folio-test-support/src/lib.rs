@@ -25,6 +25,8 @@
 //! Failure modes: [`MockReply::status`] / [`MockReply::rate_limited`] (with `Retry-After`),
 //! [`MockReply::drop_after_chunks`], [`MockReply::first_byte_delay`], [`MockReply::chunk_delay`].
 
+#![warn(missing_docs)]
+
 mod reply;
 mod server;
 mod wire;
