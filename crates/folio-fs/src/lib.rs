@@ -16,6 +16,11 @@
 //! - **Trees.** [`empty_fs`], [`temp_fs`], [`union_fs`], [`overlay_fs`], [`writable_overlay_fs`],
 //!   [`host_dir`], [`local_fs`], [`host_fs`]; any tree can opt into full-text `search` with
 //!   [`indexed`].
+//! - **Composition.** [`union_fs`] mounts trees at path prefixes (longest prefix wins; the
+//!   deepest mount shadows what its parent holds there); [`overlay_fs`] stacks same-root layers
+//!   (earlier wins; a failing layer costs only its own files). Both fan walk verbs out and combine
+//!   the children's sorted streams with the lazy k-way merge in [`merge`], pushing `max_results`
+//!   down. `glob` yields files only; `list` yields files and directories.
 //!
 //! ```
 //! # futures::executor::block_on(async {

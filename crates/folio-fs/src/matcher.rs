@@ -63,6 +63,9 @@ impl LineMatcher {
         limit: Option<usize>,
     ) -> Vec<GrepResult> {
         let mut hits = Vec::new();
+        if limit == Some(0) {
+            return hits;
+        }
         // Searching a slice cannot fail except through the sink, which never errors here.
         let _ = searcher.search_slice(&self.matcher, bytes, collect(path, limit, &mut hits));
         hits
@@ -77,6 +80,9 @@ impl LineMatcher {
         limit: Option<usize>,
     ) -> std::io::Result<Vec<GrepResult>> {
         let mut hits = Vec::new();
+        if limit == Some(0) {
+            return Ok(hits);
+        }
         searcher.search_path(&self.matcher, file, collect(path, limit, &mut hits))?;
         Ok(hits)
     }
@@ -196,5 +202,7 @@ mod tests {
         assert_eq!(hits[0].line_number, 2);
         assert_eq!(hits[0].line, "b");
         assert_eq!(hits[1].line, "ab");
+        // The sink pushes a hit before checking the limit: zero must not yield one.
+        assert!(m.search_slice(&mut s, "/f", b"b\n", Some(0)).is_empty());
     }
 }

@@ -4,6 +4,8 @@
 //! Layers are ordered upper first; an earlier layer wins. A path is visible from the first layer
 //! that has anything at it: `list`/`glob` merge the layers de-duplicated (first layer wins), and a
 //! `grep`/`search` hit from a lower layer counts only when no earlier layer has that path.
+//! Shadowing is by exact path: an upper file `/a` does not hide a lower `/a/b` (its `list`,
+//! `glob` and `grep` still show it), as a lower directory does not hide an upper file.
 //!
 //! A layer that fails costs only its own files: its errors are dropped, and `stat`, `grep`,
 //! `search` (and `list`/`glob`) fail only when no layer served. `read` tries the layers in order;
