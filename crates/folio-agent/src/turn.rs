@@ -158,6 +158,14 @@ impl Harness {
                 input_schema: tool.input_schema(),
             })
             .collect();
+        let workspace = match turn.scratch {
+            ScratchMode::Rooted => "/".to_string(),
+            ScratchMode::Host => turn.workspace.display().to_string(),
+        };
+        let system = format!(
+            "{}\n\n# Environment\nWorkspace Path: {workspace}",
+            self.system
+        );
         let mut usage = Usage::default();
         for step in 1..=self.max_steps {
             self.emit(turn, sink, EventBody::StepStarted(StepStarted { step }))
@@ -165,7 +173,7 @@ impl Harness {
             let step_started = Instant::now();
             let request = ModelRequest {
                 model: self.model.clone(),
-                system: self.system.clone(),
+                system: system.clone(),
                 messages: conversation(&turn.events),
                 tools: tools.clone(),
                 params: self.params.clone(),

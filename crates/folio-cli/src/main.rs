@@ -1,6 +1,16 @@
 //! The `folio` command: wires the Folio crates into one binary.
+//!
+//! Exit status: 0 on success, 1 when the work failed (a failed turn, a validation error),
+//! 2 for bad usage. Errors are one line on stderr; results go to stdout.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+mod render;
+mod run;
+mod trajectory;
 
 /// Build, test and serve filesystem-first LLM agents.
 #[derive(Debug, Parser)]
@@ -13,32 +23,42 @@ struct Cli {
 /// The `folio` commands.
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Scaffold a project from a template (not yet available).
-    Init,
-    /// Print discovery diagnostics; exit 1 on any error (not yet available).
-    Validate,
-    /// Show what discovery found (not yet available).
-    Info,
-    /// Call an authored tool directly (not yet available).
-    Call,
-    /// Run one turn in a fresh chat session (not yet available).
-    Run,
-    /// Talk to a running agent (not yet available).
-    Chat,
-    /// Serve agents over HTTP (not yet available).
-    Serve,
-    /// Serve with reload on file changes (not yet available).
-    Dev,
-    /// Summarize a saved event log (not yet available).
-    Trajectory,
-    /// Run evals (not yet available).
-    Eval,
+    /// Run one turn in a fresh chat session: events to stderr, the result to stdout.
+    Run(run::RunArgs),
+    /// Summarize a saved event log in the same shape as `run --json`.
+    Trajectory(TrajectoryArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+/// Arguments of `folio trajectory`.
+#[derive(Debug, clap::Args)]
+struct TrajectoryArgs {
+    /// The event log (`<state-root>/traces/<sessionId>.ndjson`).
+    #[arg(long)]
+    events: PathBuf,
+    /// Print the result as JSON (exactly what `run --json` printed).
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    anyhow::bail!(
-        "`folio {}` is not available in this build yet; see `folio --help` for the command index",
-        format!("{:?}", cli.command).to_lowercase()
-    )
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FOLIO_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Trajectory(args) => trajectory::trajectory(&args.events, args.json),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(1)
+        }
+    }
 }

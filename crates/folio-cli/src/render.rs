@@ -1,0 +1,57 @@
+//! Events as a person likes to read them on stderr while a turn runs.
+
+use std::io::Write;
+
+use folio_protocol::{Event, EventBody};
+use serde_json::Value;
+
+/// The longest argument or result excerpt shown on one line.
+const EXCERPT_CHARS: usize = 160;
+
+/// Writes one event to stderr in human form (streamed text inline, tools on their own lines).
+pub(crate) fn print_event(event: &Event) {
+    let mut err = std::io::stderr().lock();
+    let _ = match &event.body {
+        EventBody::MessageAppended(delta) => write!(err, "{}", delta.delta),
+        EventBody::MessageCompleted(_) => writeln!(err),
+        EventBody::ReasoningAppended(delta) => write!(err, "\x1b[2m{}\x1b[0m", delta.delta),
+        EventBody::ReasoningCompleted(_) => writeln!(err),
+        EventBody::ActionsRequested(requested) => {
+            for call in &requested.calls {
+                let _ = writeln!(err, "→ {} {}", call.tool, excerpt(&call.input.to_string()));
+            }
+            Ok(())
+        }
+        EventBody::ActionResult(result) => match (&result.error, &result.output) {
+            (Some(error), _) => writeln!(err, "✗ {}: {}", result.tool, excerpt(error)),
+            (None, Some(Value::String(text))) => {
+                writeln!(err, "← {}: {}", result.tool, excerpt(text))
+            }
+            (None, Some(value)) => {
+                writeln!(err, "← {}: {}", result.tool, excerpt(&value.to_string()))
+            }
+            (None, None) => writeln!(err, "← {}", result.tool),
+        },
+        EventBody::TurnCompleted(done) => writeln!(
+            err,
+            "✓ turn completed in {:.1} s ({} steps, {} input / {} output tokens)",
+            done.duration_ms as f64 / 1000.0,
+            done.steps,
+            done.usage.input_tokens,
+            done.usage.output_tokens
+        ),
+        EventBody::TurnFailed(failed) => writeln!(err, "✗ turn failed: {}", failed.message),
+        _ => Ok(()),
+    };
+}
+
+/// The first line of `text`, cut to a readable length.
+fn excerpt(text: &str) -> String {
+    let first = text.lines().next().unwrap_or_default();
+    let more_lines = text.lines().nth(1).is_some();
+    let mut out: String = first.chars().take(EXCERPT_CHARS).collect();
+    if first.chars().count() > EXCERPT_CHARS || more_lines {
+        out.push('…');
+    }
+    out
+}

@@ -1,0 +1,81 @@
+//! Helpers shared by the `folio` binary's end-to-end tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::Value;
+
+/// The `folio` binary under test.
+pub fn folio_bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin!("folio").to_path_buf()
+}
+
+/// Writes `files` (relative path → contents) under `dir`.
+pub fn write_files(dir: &Path, files: &[(&str, &str)]) {
+    for (path, contents) in files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+    }
+}
+
+/// A project with `agent/instructions.md` and `agent/agent.toml`.
+pub fn project(agent_toml: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write_files(
+        dir.path(),
+        &[
+            ("agent/instructions.md", "You are a test agent.\n"),
+            ("agent/agent.toml", agent_toml),
+        ],
+    );
+    dir
+}
+
+/// A `folio` command with the mock server's OpenAI base URL and a test key.
+pub fn folio(base_url: &str) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(folio_bin());
+    command
+        .env_remove("FOLIO_MODEL")
+        .env("OPENAI_API_KEY", "test-key")
+        .env("OPENAI_BASE_URL", base_url)
+        .kill_on_drop(true);
+    command
+}
+
+/// Runs `folio run --json` on `dir` and returns the process output.
+pub async fn run_json(base_url: &str, dir: &Path, message: &str) -> Output {
+    folio(base_url)
+        .args(["run", "--json", "--message", message, "--dir"])
+        .arg(dir)
+        .output()
+        .await
+        .unwrap()
+}
+
+/// The parsed `--json` result of a successful run.
+pub fn result_of(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "stdout is not the result JSON ({err}); stderr:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+/// `(tool, output-or-error)` of every tool call of a result.
+pub fn tool_outputs(result: &Value) -> Vec<(String, bool, Value)> {
+    result["toolCalls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| {
+            (
+                call["tool"].as_str().unwrap().to_string(),
+                call["isError"].as_bool().unwrap(),
+                call["output"].clone(),
+            )
+        })
+        .collect()
+}

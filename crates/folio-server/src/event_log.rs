@@ -1,0 +1,246 @@
+//! The append-only NDJSON event log of one session: monotonic indexes, one `write` per line,
+//! fsync at turn boundaries, and torn-last-line recovery on load.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use chrono::Utc;
+use folio_protocol::{Event, EventBody};
+
+/// Why the log could not be read or appended to.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// Host I/O on the log file failed.
+    #[error("event log {path}: {source}")]
+    Io {
+        /// The log file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A line other than the last one does not parse: the file was edited or corrupted.
+    #[error("event log {path}: line {line} is not a valid event ({message}); the log is corrupt")]
+    Corrupt {
+        /// The log file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// The parse error.
+        message: String,
+    },
+}
+
+/// One session's event log, appended by one writer.
+#[derive(Debug)]
+pub struct EventLog {
+    path: PathBuf,
+    session_id: String,
+    state: Mutex<Writer>,
+}
+
+#[derive(Debug)]
+struct Writer {
+    file: File,
+    next_index: u64,
+}
+
+impl EventLog {
+    /// Opens (creating when missing) the log at `path`, returning it with its stored events.
+    /// A torn last line (a crash mid-append) is truncated away and logged, never served.
+    pub fn open(path: &Path, session_id: &str) -> Result<(EventLog, Vec<Event>), LogError> {
+        let io = |source| LogError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(io)?;
+        let (events, valid_len) = read_valid(path, &mut file)?;
+        let len = file.metadata().map_err(io)?.len();
+        if valid_len < len {
+            tracing::warn!(
+                path = %path.display(),
+                dropped_bytes = len - valid_len,
+                "dropping a torn last line from the event log"
+            );
+            file.set_len(valid_len).map_err(io)?;
+        }
+        file.seek(SeekFrom::End(0)).map_err(io)?;
+        let next_index = events.last().map_or(0, |e| e.index + 1);
+        Ok((
+            EventLog {
+                path: path.to_path_buf(),
+                session_id: session_id.to_string(),
+                state: Mutex::new(Writer { file, next_index }),
+            },
+            events,
+        ))
+    }
+
+    /// The log file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one event with the next index; the line is written with a single `write`.
+    pub fn append(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, LogError> {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let event = Event {
+            index: state.next_index,
+            session_id: self.session_id.clone(),
+            turn_id: turn_id.map(str::to_string),
+            at: Utc::now(),
+            body,
+        };
+        let mut line = serde_json::to_vec(&event).map_err(|err| LogError::Io {
+            path: self.path.clone(),
+            source: std::io::Error::other(err),
+        })?;
+        line.push(b'\n');
+        state.file.write_all(&line).map_err(|source| LogError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        state.next_index += 1;
+        Ok(event)
+    }
+
+    /// Flushes the log to stable storage (called at turn boundaries).
+    pub fn sync(&self) -> Result<(), LogError> {
+        let state = self
+            .state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        state.file.sync_data().map_err(|source| LogError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
+
+/// Reads every event of the log at `path` (read-only), skipping a torn last line.
+pub fn read_events(path: &Path) -> Result<Vec<Event>, LogError> {
+    let mut file = File::open(path).map_err(|source| LogError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(read_valid(path, &mut file)?.0)
+}
+
+/// Parses complete lines; returns the events and the byte length of the valid prefix.
+fn read_valid(path: &Path, file: &mut File) -> Result<(Vec<Event>, u64), LogError> {
+    file.seek(SeekFrom::Start(0))
+        .map_err(|source| LogError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let mut reader = BufReader::new(file);
+    let mut events = Vec::new();
+    let mut valid_len = 0u64;
+    let mut line = Vec::new();
+    let mut number = 0usize;
+    loop {
+        line.clear();
+        let read = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|source| LogError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        if line.ends_with(b"\n") {
+            match serde_json::from_slice::<Event>(&line) {
+                Ok(event) => {
+                    events.push(event);
+                    valid_len += read as u64;
+                    continue;
+                }
+                Err(err) if !reader_at_end(&mut reader) => {
+                    return Err(LogError::Corrupt {
+                        path: path.to_path_buf(),
+                        line: number,
+                        message: err.to_string(),
+                    });
+                }
+                Err(_) => {}
+            }
+        }
+        // An unterminated or unparsable final line is a torn append: drop it.
+        break;
+    }
+    Ok((events, valid_len))
+}
+
+fn reader_at_end(reader: &mut BufReader<&mut File>) -> bool {
+    reader.fill_buf().map(|buf| buf.is_empty()).unwrap_or(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use folio_protocol::{MessageCompleted, SessionWaiting};
+
+    #[test]
+    fn appends_with_monotonic_indexes_and_drops_a_torn_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("traces/ses_1.ndjson");
+        let (log, events) = EventLog::open(&path, "ses_1").unwrap();
+        assert!(events.is_empty());
+        log.append(None, EventBody::SessionWaiting(SessionWaiting {}))
+            .unwrap();
+        let second = log
+            .append(
+                Some("turn_1"),
+                EventBody::MessageCompleted(MessageCompleted { text: "hi".into() }),
+            )
+            .unwrap();
+        assert_eq!(second.index, 1);
+        drop(log);
+        // A crash mid-append leaves half a line.
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(br#"{"type":"message.app"#).unwrap();
+        drop(file);
+        assert_eq!(read_events(&path).unwrap().len(), 2);
+        let (log, events) = EventLog::open(&path, "ses_1").unwrap();
+        assert_eq!(events.len(), 2);
+        let third = log
+            .append(None, EventBody::SessionWaiting(SessionWaiting {}))
+            .unwrap();
+        assert_eq!(third.index, 2);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert!(
+            text.lines()
+                .all(|l| serde_json::from_str::<Event>(l).is_ok())
+        );
+    }
+
+    #[test]
+    fn a_corrupt_middle_line_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.ndjson");
+        let (log, _) = EventLog::open(&path, "s").unwrap();
+        log.append(None, EventBody::SessionWaiting(SessionWaiting {}))
+            .unwrap();
+        drop(log);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text = format!("garbage\n{text}");
+        std::fs::write(&path, text).unwrap();
+        let err = read_events(&path).unwrap_err().to_string();
+        assert!(err.contains("line 1 is not a valid event"), "{err}");
+    }
+}

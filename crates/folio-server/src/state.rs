@@ -1,0 +1,116 @@
+//! The state root on disk: where each session's metadata, event log and workspace live
+//! (sessions-http.md "Storage").
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use folio_protocol::SessionMode;
+use serde::{Deserialize, Serialize};
+
+/// A new session id: `ses_` + a 26-character ULID.
+pub fn new_session_id() -> String {
+    format!("ses_{}", ulid::Ulid::generate())
+}
+
+/// A new turn id: `turn_` + a ULID.
+pub fn new_turn_id() -> String {
+    format!("turn_{}", ulid::Ulid::generate())
+}
+
+/// The directory everything of one agent is stored under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateRoot {
+    path: PathBuf,
+}
+
+impl StateRoot {
+    /// A state root at `path` (created on first use).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        StateRoot { path: path.into() }
+    }
+
+    /// The default state root of a project: `<project>/.folio/state`.
+    pub fn for_project(project_dir: &Path) -> Self {
+        StateRoot::new(project_dir.join(".folio").join("state"))
+    }
+
+    /// The root directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `sessions/<id>`: metadata and workspace of one session.
+    pub fn session_dir(&self, session_id: &str) -> PathBuf {
+        self.path.join("sessions").join(session_id)
+    }
+
+    /// `sessions/<id>/session.json`.
+    pub fn meta_path(&self, session_id: &str) -> PathBuf {
+        self.session_dir(session_id).join("session.json")
+    }
+
+    /// `sessions/<id>/workspace`: the session's host workspace.
+    pub fn workspace_dir(&self, session_id: &str) -> PathBuf {
+        self.session_dir(session_id).join("workspace")
+    }
+
+    /// `traces/<id>.ndjson`: the session's event log.
+    pub fn trace_path(&self, session_id: &str) -> PathBuf {
+        self.path
+            .join("traces")
+            .join(format!("{session_id}.ndjson"))
+    }
+}
+
+/// Where a session is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionStatus {
+    /// A turn is running.
+    Running,
+    /// A chat session waiting for a follow-up.
+    Waiting,
+    /// A task session that finished.
+    Completed,
+    /// A task session that failed.
+    Failed,
+}
+
+/// `session.json`: a session's metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionMeta {
+    /// `ses_…`.
+    pub session_id: String,
+    /// `chat` or `task`.
+    pub mode: SessionMode,
+    /// Where the session is in its life.
+    pub status: SessionStatus,
+    /// The channel that created it (`http`, `cli`, …).
+    pub channel: String,
+    /// The principal that owns it.
+    pub principal: String,
+    /// A title for lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl SessionMeta {
+    /// Writes the metadata atomically (write to a temporary file, then rename).
+    pub fn save(&self, state: &StateRoot) -> std::io::Result<()> {
+        let path = state.meta_path(&self.session_id);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(
+            &tmp,
+            serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?,
+        )?;
+        std::fs::rename(tmp, path)
+    }
+}
