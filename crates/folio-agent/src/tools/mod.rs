@@ -36,6 +36,10 @@ pub trait Tool: Send + Sync {
     fn prepare(&self, input: Value) -> Result<Value, ToolError>;
     /// Runs the tool on prepared input.
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+    /// Whether a model-initiated call must wait for a human decision first.
+    fn needs_approval(&self) -> bool {
+        false
+    }
 }
 
 /// A successful tool result.
