@@ -89,6 +89,15 @@ enum Stop {
     Failed(String),
 }
 
+/// A model error, or an interruption when the turn was cancelled while the model was called.
+fn model_stop(cancel: &CancellationToken, err: folio_model::ModelError) -> Stop {
+    if cancel.is_cancelled() {
+        Stop::Interrupted
+    } else {
+        Stop::Failed(err.to_string())
+    }
+}
+
 impl Harness {
     /// Runs one turn, recording its events through `sink`; never panics on model or tool errors.
     pub async fn run_turn(&self, mut turn: Turn, sink: &dyn EventSink) -> TurnOutcome {
@@ -247,7 +256,7 @@ impl Harness {
         let cancel = turn.cancel.clone();
         let mut stream = tokio::select! {
             stream = self.provider.stream(request, cancel.child_token()) => {
-                stream.map_err(|err| Stop::Failed(err.to_string()))?
+                stream.map_err(|err| model_stop(&cancel, err))?
             }
             () = cancel.cancelled() => return Err(Stop::Interrupted),
         };
@@ -258,7 +267,7 @@ impl Harness {
                 () = cancel.cancelled() => return Err(Stop::Interrupted),
             };
             let Some(delta) = delta else { break };
-            let delta = delta.map_err(|err| Stop::Failed(err.to_string()))?;
+            let delta = delta.map_err(|err| model_stop(&cancel, err))?;
             match &delta {
                 folio_model::Delta::Text(text) if !text.is_empty() => {
                     let body = EventBody::MessageAppended(MessageAppended {
