@@ -105,7 +105,10 @@ mod tests {
         assert!(is_within("/agent", "/agent"));
         assert!(!is_within("/agent-tools", "/agent"));
         assert!(is_within("/anything", "/"));
-        assert_eq!(strip_mount("/agent/skills", "/agent").as_deref(), Some("/skills"));
+        assert_eq!(
+            strip_mount("/agent/skills", "/agent").as_deref(),
+            Some("/skills")
+        );
         assert_eq!(strip_mount("/agent", "/agent").as_deref(), Some("/"));
         assert_eq!(strip_mount("/agent-tools", "/agent"), None);
         assert_eq!(join_mount("/agent", "/"), "/agent");
