@@ -8,10 +8,13 @@ use folio_fs::{FileSystem, indexed, local_fs};
 use folio_model::Provider;
 
 use crate::allowlist::NativeTool;
+use crate::config::Execution;
 use crate::discovery::AgentDefinition;
-use crate::root::{bind_turn_root, build_root};
+use crate::root::{bind_turn_root, build_root, with_skills_mount};
+use crate::skills::{HOST_SKILLS_DIR, ROOT_SKILLS_MOUNT, SkillContent, catalog, skills_mount};
 use crate::tools::{FileTool, ScratchMode, ShellTool, TodosTool, ToolRegistry, WebFetchTool};
 use crate::turn::Harness;
+use crate::workspace::{agent_tool_catalog, prepare_host_workspace};
 
 /// An agent ready to run turns.
 #[derive(Clone)]
@@ -22,6 +25,8 @@ pub struct Agent {
     pub root: Option<Arc<dyn FileSystem>>,
     /// The model, tools and system prompt of every turn.
     pub harness: Harness,
+    /// The loaded skills (materialized into host workspaces, mounted at `/skills` under a root).
+    pub skills: Arc<Vec<SkillContent>>,
 }
 
 impl Agent {
@@ -31,8 +36,16 @@ impl Agent {
         provider: Arc<dyn Provider>,
         model: String,
     ) -> Result<Agent, String> {
+        let skills = crate::skills::load_all(&definition.skills).await?;
         let root = match &definition.config.root {
-            Some(mounts) => Some(build_root(mounts, &definition.agent_dir).await?),
+            Some(mounts) => {
+                let root = build_root(mounts, &definition.agent_dir).await?;
+                Some(if skills.is_empty() {
+                    root
+                } else {
+                    with_skills_mount(root, skills_mount(&skills)?)
+                })
+            }
             None => None,
         };
         let mut tools = ToolRegistry::new();
@@ -48,10 +61,15 @@ impl Agent {
             };
             tools.register(tool)?;
         }
+        for tool in &definition.tools {
+            if tool.execution() == Execution::Server {
+                tools.register(tool.clone())?;
+            }
+        }
         let harness = Harness {
             provider,
             model,
-            system: definition.instructions.trim_end().to_string(),
+            system: system_prompt(&definition, &skills),
             params: definition.config.model_params.clone(),
             tools,
             max_steps: definition.max_steps(),
@@ -60,6 +78,7 @@ impl Agent {
             definition: Arc::new(definition),
             root,
             harness,
+            skills: Arc::new(skills),
         })
     }
 
@@ -72,6 +91,7 @@ impl Agent {
         if let Some(root) = &self.root {
             return Ok((bind_turn_root(root.clone()), ScratchMode::Rooted));
         }
+        prepare_host_workspace(&self.definition, &self.skills, workspace).await?;
         let host = local_fs(workspace);
         let wants_index = self
             .definition
@@ -85,4 +105,20 @@ impl Agent {
         }
         Ok((host, ScratchMode::Host))
     }
+}
+
+/// The system prompt: the instructions, the skills catalog (where `Read` finds each skill), and
+/// on the host default the agent-tool catalog.
+fn system_prompt(definition: &AgentDefinition, skills: &[SkillContent]) -> String {
+    let mut parts = vec![definition.instructions.trim_end().to_string()];
+    let base = if definition.is_rooted() {
+        ROOT_SKILLS_MOUNT
+    } else {
+        HOST_SKILLS_DIR
+    };
+    parts.extend(catalog(skills, base));
+    if !definition.is_rooted() {
+        parts.extend(agent_tool_catalog(definition));
+    }
+    parts.join("\n\n")
 }

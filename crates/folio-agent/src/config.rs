@@ -109,21 +109,6 @@ pub enum MountSpec {
     },
 }
 
-/// Every key `agent.toml` accepts at the top level (for "did you mean" hints).
-pub(crate) const AGENT_KEYS: &[&str] = &[
-    "name",
-    "description",
-    "model",
-    "tools",
-    "runtime",
-    "max_steps",
-    "model_params",
-    "provider",
-    "local",
-    "concurrency",
-    "root",
-];
-
 /// The valid key closest to `unknown`, when one is close enough to be a likely typo.
 pub(crate) fn nearest_key<'a>(unknown: &str, valid: &[&'a str]) -> Option<&'a str> {
     valid
@@ -132,4 +117,98 @@ pub(crate) fn nearest_key<'a>(unknown: &str, valid: &[&'a str]) -> Option<&'a st
         .filter(|(distance, key)| *distance <= 2.max(key.len() / 3))
         .min()
         .map(|(_, key)| key)
+}
+
+/// Whether an authored tool only reads or also changes the world.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effect {
+    /// Safe to run in a dry-run session.
+    Read,
+    /// Replaced by `dry_run_result` in a dry-run session (the default).
+    #[default]
+    Write,
+}
+
+/// Where an authored tool runs.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Execution {
+    /// On the host, as a model-facing tool (the default).
+    #[default]
+    Server,
+    /// Copied into the session workspace and run by the model through `Shell`.
+    Agent,
+}
+
+/// `agent/tools/<name>.toml`: one authored tool (tools.md "Authored tools").
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ToolManifest {
+    /// What the tool does, shown to the model (required).
+    pub description: Option<String>,
+    /// The program and its arguments, resolved relative to `agent/tools/` (required).
+    pub command: Option<Vec<String>>,
+    /// `read` or `write` (default `write`).
+    #[serde(default)]
+    pub effect: Effect,
+    /// Park model-initiated calls for a human decision.
+    #[serde(default)]
+    pub needs_approval: bool,
+    /// `server` (default) or `agent`.
+    #[serde(default)]
+    pub execution: Execution,
+    /// Seconds before the process group is killed (default 60).
+    pub timeout_secs: Option<u64>,
+    /// Returned instead of running a write tool in a dry-run session.
+    pub dry_run_result: Option<Value>,
+    /// The JSON Schema of the input, inline.
+    pub input_schema: Option<Value>,
+    /// The JSON Schema of the input, in a file beside the manifest.
+    pub input_schema_file: Option<String>,
+}
+
+/// YAML frontmatter of a skill (the Agent Skills format).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillFrontmatter {
+    /// Must equal the file or folder name when present.
+    pub name: Option<String>,
+    /// The routing rule the model sees ("Use when …").
+    pub description: Option<String>,
+    /// Tools the skill expects (kept and shown by `info`).
+    #[serde(rename = "allowed-tools", skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Value>,
+    /// Free-form metadata (kept and shown by `info`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+    /// The skill's license (kept and shown by `info`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub license: Option<String>,
+    /// Environment requirements (kept and shown by `info`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compatibility: Option<String>,
+}
+
+/// `agent/skills/<name>.toml`: a generated skill whose command prints
+/// `{description, markdown, files}`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratedSkillManifest {
+    /// The program and its arguments, resolved relative to `agent/skills/` (required).
+    pub command: Option<Vec<String>>,
+    /// Overrides the description the command prints.
+    pub description: Option<String>,
+    /// Seconds before the command is killed (default 30).
+    pub timeout_secs: Option<u64>,
+}
+
+/// The frontmatter of `agent/schedules/<name>.md`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleFrontmatter {
+    /// Five-field cron expression, UTC (required).
+    pub cron: Option<String>,
+    /// Missed slots at start: `latest` (default) or `none`.
+    pub catch_up: Option<String>,
 }

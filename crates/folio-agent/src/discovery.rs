@@ -3,12 +3,17 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::allowlist::{self, ALLOWLIST_NAMES, ROOT_FORBIDDEN};
-use crate::config::{AGENT_KEYS, AgentConfig, ProjectConfig, nearest_key};
-use crate::tools::FileTool;
+use crate::config::{
+    AgentConfig, Effect, ProjectConfig, ScheduleFrontmatter, ToolManifest, nearest_key,
+};
+use crate::skills::{ROOT_SKILLS_MOUNT, Skill};
+use crate::tools::authored::DEFAULT_TOOL_TIMEOUT_SECS;
+use crate::tools::{AuthoredTool, AuthoredToolSpec, FileTool};
 
 /// How bad a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -64,7 +69,69 @@ pub struct AgentDefinition {
     pub config: AgentConfig,
     /// The built-in tools the allowlist grants.
     pub native_tools: Vec<allowlist::NativeTool>,
+    /// Authored tools (`tools/<name>.toml`), server and agent execution alike, by name.
+    pub tools: Vec<Arc<AuthoredTool>>,
+    /// Skills (`skills/`), by name.
+    pub skills: Vec<Skill>,
+    /// `sandbox/workspace/`, when present: seed files of every local session workspace.
+    pub sandbox_dir: Option<PathBuf>,
+    /// Channels (`channels/<id>.toml`): id and kind.
+    pub channels: Vec<ChannelSummary>,
+    /// Schedules (`schedules/<name>.md`).
+    pub schedules: Vec<ScheduleSummary>,
 }
+
+/// A channel as discovery sees it (channels-schedules.md runs it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChannelSummary {
+    /// The file name: the channel id.
+    pub id: String,
+    /// `webhook`, `github` or `slack`.
+    pub kind: String,
+}
+
+/// A schedule as discovery sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScheduleSummary {
+    /// The file name: the schedule name.
+    pub name: String,
+    /// Five-field cron, UTC.
+    pub cron: String,
+    /// The first message of each task session it opens.
+    pub prompt: String,
+}
+
+/// The entries of an agent folder that discovery reads (anything else is warned about).
+const AGENT_ENTRIES: &[&str] = &[
+    "agent.toml",
+    "instructions.md",
+    "instructions",
+    "tools",
+    "skills",
+    "mcp-connections",
+    "host-connections",
+    "subagents",
+    "channels",
+    "hooks",
+    "schedules",
+    "artifacts.toml",
+    "sandbox",
+    "lib",
+];
+
+/// Channel kinds channels-schedules.md defines.
+const CHANNEL_KINDS: &[&str] = &["webhook", "github", "slack"];
+
+/// Names of built-in tools other than the file tools (an authored tool may not take them).
+const BUILT_IN_NAMES: &[&str] = &[
+    "Shell",
+    "WebFetch",
+    "WebSearch",
+    "UpdateTodos",
+    "ReadTodos",
+    "Task",
+    "ReadLints",
+];
 
 impl AgentDefinition {
     /// Whether the agent runs on an authored `[root]` instead of the host disk.
@@ -96,13 +163,21 @@ impl Discovery {
     }
 }
 
-struct Findings {
+/// Diagnostics being collected, with files named relative to the project directory.
+pub(crate) struct Findings {
     project_dir: PathBuf,
     diagnostics: Vec<Diagnostic>,
 }
 
 impl Findings {
-    fn push(&mut self, severity: Severity, file: &Path, line: Option<u32>, message: String) {
+    /// Records a finding about `file`, at `line` when known.
+    pub(crate) fn push(
+        &mut self,
+        severity: Severity,
+        file: &Path,
+        line: Option<u32>,
+        message: String,
+    ) {
         let file = file
             .strip_prefix(&self.project_dir)
             .unwrap_or(file)
@@ -116,11 +191,13 @@ impl Findings {
         });
     }
 
-    fn error(&mut self, file: &Path, message: String) {
+    /// Records an error about `file`.
+    pub(crate) fn error(&mut self, file: &Path, message: String) {
         self.push(Severity::Error, file, None, message);
     }
 
-    fn warning(&mut self, file: &Path, message: String) {
+    /// Records a warning about `file`.
+    pub(crate) fn warning(&mut self, file: &Path, message: String) {
         self.push(Severity::Warning, file, None, message);
     }
 }
@@ -154,7 +231,7 @@ fn discover_into(project_dir: &Path, findings: &mut Findings) -> Option<AgentDef
         return None;
     }
     let project_file = project_dir.join("folio.toml");
-    let project: ProjectConfig = parse_toml(&project_file, findings, &["name"]).unwrap_or_default();
+    let project: ProjectConfig = parse_toml(&project_file, findings).unwrap_or_default();
     let agent_dir = ["agent", "bot"]
         .iter()
         .map(|name| project_dir.join(name))
@@ -167,10 +244,50 @@ fn discover_into(project_dir: &Path, findings: &mut Findings) -> Option<AgentDef
         return None;
     };
     let manifest = agent_dir.join("agent.toml");
-    let config: AgentConfig = parse_toml(&manifest, findings, AGENT_KEYS).unwrap_or_default();
+    let config: AgentConfig = parse_toml(&manifest, findings).unwrap_or_default();
     let instructions = read_instructions(&agent_dir, findings);
     check_config(&config, &manifest, findings);
-    check_tool_names(&agent_dir, findings);
+    check_entries(&agent_dir, findings);
+    let dir_name = project_dir
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "agent".to_string());
+    let name = config.name.clone().or(project.name).unwrap_or(dir_name);
+    let tools = discover_authored_tools(&agent_dir, &name, findings);
+    let skills = crate::skills::discover_skills(&agent_dir, findings);
+    if !skills.is_empty()
+        && let Some(mount) = config
+            .root
+            .iter()
+            .flat_map(|root| root.keys())
+            .find(|mount| {
+                folio_fs::is_within(&folio_fs::normalize_fs_path(mount), ROOT_SKILLS_MOUNT)
+            })
+    {
+        findings.error(
+            &manifest,
+            format!("root: mount \"{mount}\" collides with the read-only {ROOT_SKILLS_MOUNT} mount of the agent's skills (move the mount)"),
+        );
+    }
+    let channels = discover_channels(&agent_dir, findings);
+    let schedules = discover_schedules(&agent_dir, findings);
+    let sandbox_dir = Some(agent_dir.join("sandbox").join("workspace")).filter(|d| d.is_dir());
+    if agent_dir.join("sandbox").is_dir() && sandbox_dir.is_none() {
+        findings.warning(
+            &agent_dir.join("sandbox"),
+            "sandbox: only sandbox/workspace/ is read (its files seed every local session workspace)".into(),
+        );
+    }
+    if sandbox_dir.is_some() && config.root.is_some() {
+        findings.warning(
+            &agent_dir.join("sandbox"),
+            "sandbox: seed files are copied into local session workspaces only; with [root] they are ignored".into(),
+        );
+    }
+    // Part B (issue 4): MCP connections, host connections, subagents, hooks and
+    // artifacts.toml are discovered by their own modules; call them here and extend
+    // `findings` / the definition with what they return.
     let has_subagents = agent_dir.join("subagents").is_dir();
     let resolved = allowlist::resolve(
         config.tools.as_deref(),
@@ -180,27 +297,27 @@ fn discover_into(project_dir: &Path, findings: &mut Findings) -> Option<AgentDef
     for warning in resolved.warnings {
         findings.warning(&manifest, format!("tools: {warning}"));
     }
-    let dir_name = project_dir
-        .canonicalize()
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "agent".to_string());
     Some(AgentDefinition {
-        name: config.name.clone().or(project.name).unwrap_or(dir_name),
+        name,
         description: config.description.clone(),
         project_dir: project_dir.to_path_buf(),
         agent_dir,
         instructions: instructions?,
         config,
         native_tools: resolved.tools,
+        tools,
+        skills,
+        sandbox_dir,
+        channels,
+        schedules,
     })
 }
 
-/// Parses an optional TOML file; a missing file is `None` without a diagnostic.
-fn parse_toml<T: serde::de::DeserializeOwned>(
+/// Parses an optional TOML file strictly; a missing file is `None` without a diagnostic, a
+/// parse error is recorded with line and column (unknown keys name the nearest valid key).
+pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
     file: &Path,
     findings: &mut Findings,
-    valid_keys: &[&str],
 ) -> Option<T> {
     let text = match std::fs::read_to_string(file) {
         Ok(text) => text,
@@ -217,7 +334,7 @@ fn parse_toml<T: serde::de::DeserializeOwned>(
                 .span()
                 .map(|span| line_column(&text, span.start))
                 .unwrap_or((1, 1));
-            let message = explain_toml_error(err.message(), valid_keys);
+            let message = explain_parse_error(err.message());
             findings.push(
                 Severity::Error,
                 file,
@@ -236,8 +353,8 @@ fn line_column(text: &str, offset: usize) -> (u32, u32) {
     (line, column)
 }
 
-/// Rewrites serde's unknown-field message into one naming the nearest valid key.
-fn explain_toml_error(message: &str, valid_keys: &[&str]) -> String {
+/// Rewrites serde's unknown-field message (TOML or YAML) into one naming the nearest valid key.
+pub(crate) fn explain_parse_error(message: &str) -> String {
     let message = message.trim();
     let Some(rest) = message.strip_prefix("unknown field `") else {
         return message.to_string();
@@ -245,13 +362,43 @@ fn explain_toml_error(message: &str, valid_keys: &[&str]) -> String {
     let unknown = rest.split('`').next().unwrap_or_default();
     let expected = rest
         .split_once(", expected ")
-        .map(|(_, e)| e.trim_start_matches("one of ").replace('`', ""))
-        .unwrap_or_else(|| valid_keys.join(", "));
+        .map(|(_, e)| {
+            let e = e.split(" at line ").next().unwrap_or(e);
+            e.trim_start_matches("one of ").replace('`', "")
+        })
+        .unwrap_or_default();
     let keys: Vec<&str> = expected.split(", ").collect();
     match nearest_key(unknown, &keys) {
         Some(near) => format!("unknown key `{unknown}` (did you mean `{near}`?)"),
         None => format!("unknown key `{unknown}`; valid keys: {expected}"),
     }
+}
+
+/// Whether `name` is a valid tool or skill name: 1-64 of `[A-Za-z0-9_-]`.
+pub(crate) fn is_valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Why `slug` cannot name an agent mounted next to others (`[A-Za-z0-9][A-Za-z0-9_-]*`, not
+/// `v1`, `playground` or `docs`), or `None` when it can.
+pub fn slug_problem(slug: &str) -> Option<String> {
+    let mut chars = slug.chars();
+    let shaped = chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !shaped {
+        return Some(format!(
+            "slug \"{slug}\" must match [A-Za-z0-9][A-Za-z0-9_-]* (rename the directory)"
+        ));
+    }
+    if ["v1", "playground", "docs"].contains(&slug) {
+        return Some(format!(
+            "slug \"{slug}\" is reserved (v1, playground and docs are server routes): rename the directory"
+        ));
+    }
+    None
 }
 
 fn read_instructions(agent_dir: &Path, findings: &mut Findings) -> Option<String> {
@@ -368,14 +515,56 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Findings) 
     }
 }
 
-/// An authored tool may not take a synthesized file tool's name, rooted or not.
-fn check_tool_names(agent_dir: &Path, findings: &mut Findings) {
-    let Ok(entries) = std::fs::read_dir(agent_dir.join("tools")) else {
+/// Warns about entries of the agent folder that discovery does not read (`lib/` is ignored
+/// silently), suggesting the nearest known entry.
+fn check_entries(agent_dir: &Path, findings: &mut Findings) {
+    let Ok(entries) = std::fs::read_dir(agent_dir) else {
         return;
     };
-    for entry in entries.filter_map(Result::ok) {
-        let path = entry.path();
-        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    names.sort();
+    for name in names {
+        if AGENT_ENTRIES.contains(&name.as_str()) {
+            continue;
+        }
+        let hint = nearest_key(&name, AGENT_ENTRIES)
+            .map(|near| format!(" (did you mean `{near}`?)"))
+            .unwrap_or_default();
+        findings.warning(
+            &agent_dir.join(&name),
+            format!("entry: `{name}` is not part of the agent folder and is ignored{hint}"),
+        );
+    }
+}
+
+/// Reads `tools/*.toml` into authored tools; names must not take a built-in tool's name
+/// (synthesized file tools fail closed, rooted or not).
+fn discover_authored_tools(
+    agent_dir: &Path,
+    agent_name: &str,
+    findings: &mut Findings,
+) -> Vec<Arc<AuthoredTool>> {
+    let tools_dir = agent_dir.join("tools");
+    let Ok(entries) = std::fs::read_dir(&tools_dir) else {
+        return Vec::new();
+    };
+    let mut manifests: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    manifests.sort();
+    let mut tools = Vec::new();
+    for path in manifests {
+        let Some(stem) = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .map(str::to_string)
+        else {
             continue;
         };
         if let Some(tool) = FileTool::ALL.iter().find(|t| t.tool_name() == stem) {
@@ -386,6 +575,251 @@ fn check_tool_names(agent_dir: &Path, findings: &mut Findings) {
                     tool.tool_name()
                 ),
             );
+            continue;
+        }
+        if BUILT_IN_NAMES.contains(&stem.as_str()) {
+            findings.error(
+                &path,
+                format!(
+                    "name: \"{stem}\" is a built-in tool (fail closed: rename the authored tool)"
+                ),
+            );
+            continue;
+        }
+        if !is_valid_name(&stem) || stem.starts_with("mcp__") {
+            findings.error(
+                &path,
+                format!("name: \"{stem}\" is not a valid tool name (use 1-64 letters, digits, `-` or `_`; `mcp__` is reserved)"),
+            );
+            continue;
+        }
+        let Some(manifest) = parse_toml::<ToolManifest>(&path, findings) else {
+            continue;
+        };
+        if let Some(tool) = build_tool(&stem, manifest, &tools_dir, &path, agent_name, findings) {
+            tools.push(Arc::new(tool));
         }
     }
+    tools
+}
+
+fn build_tool(
+    name: &str,
+    manifest: ToolManifest,
+    tools_dir: &Path,
+    path: &Path,
+    agent_name: &str,
+    findings: &mut Findings,
+) -> Option<AuthoredTool> {
+    let mut ok = true;
+    let description = manifest.description.filter(|d| !d.trim().is_empty());
+    if description.is_none() {
+        findings.error(
+            path,
+            "description: missing (say what the tool does; the model reads it)".into(),
+        );
+        ok = false;
+    }
+    let command = manifest
+        .command
+        .filter(|c| !c.is_empty() && !c[0].is_empty());
+    if command.is_none() {
+        findings.error(
+            path,
+            "command: missing (the program and its arguments, e.g. [\"python3\", \"tool.py\"])"
+                .into(),
+        );
+        ok = false;
+    }
+    if manifest.timeout_secs == Some(0) {
+        findings.error(path, "timeout_secs: must be at least 1".into());
+        ok = false;
+    }
+    if manifest.dry_run_result.is_some() && manifest.effect == Effect::Read {
+        findings.warning(
+            path,
+            "dry_run_result: ignored for effect = \"read\" (read tools run in dry-run sessions)"
+                .into(),
+        );
+    }
+    let schema = match (manifest.input_schema, manifest.input_schema_file) {
+        (Some(_), Some(_)) => {
+            findings.error(
+                path,
+                "input_schema_file: cannot be combined with [input_schema] (keep one)".into(),
+            );
+            return None;
+        }
+        (Some(schema), None) => schema,
+        (None, Some(file)) => {
+            let schema_path = tools_dir.join(&file);
+            let parsed = std::fs::read_to_string(&schema_path)
+                .map_err(|err| err.to_string())
+                .and_then(|text| {
+                    serde_json::from_str::<serde_json::Value>(&text).map_err(|err| err.to_string())
+                });
+            match parsed {
+                Ok(schema) => schema,
+                Err(err) => {
+                    findings.error(
+                        path,
+                        format!("input_schema_file: cannot read {file} as JSON: {err}"),
+                    );
+                    return None;
+                }
+            }
+        }
+        (None, None) => serde_json::json!({"type": "object"}),
+    };
+    if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+        findings.error(
+            path,
+            "input_schema: the input schema must have type = \"object\"".into(),
+        );
+        ok = false;
+    }
+    if !ok {
+        return None;
+    }
+    let spec = AuthoredToolSpec {
+        name: name.to_string(),
+        description: description.unwrap_or_default(),
+        command: command.unwrap_or_default(),
+        tools_dir: tools_dir.to_path_buf(),
+        effect: manifest.effect,
+        needs_approval: manifest.needs_approval,
+        execution: manifest.execution,
+        timeout_secs: manifest.timeout_secs.unwrap_or(DEFAULT_TOOL_TIMEOUT_SECS),
+        dry_run_result: manifest.dry_run_result,
+        schema,
+        agent: agent_name.to_string(),
+    };
+    match AuthoredTool::new(spec) {
+        Ok(tool) => Some(tool),
+        Err(err) => {
+            findings.error(path, format!("input_schema: {err}"));
+            None
+        }
+    }
+}
+
+/// The channel manifests: a known `kind` is required (the channel itself runs in the server).
+fn discover_channels(agent_dir: &Path, findings: &mut Findings) -> Vec<ChannelSummary> {
+    let mut channels = Vec::new();
+    for path in files_with_extension(&agent_dir.join("channels"), "toml") {
+        let Some(table) = parse_toml::<toml::Table>(&path, findings) else {
+            continue;
+        };
+        let id = stem_of(&path);
+        if slug_problem(&id).is_some() {
+            findings.error(
+                &path,
+                format!("name: \"{id}\" is not a valid channel id (use [A-Za-z0-9][A-Za-z0-9_-]*)"),
+            );
+            continue;
+        }
+        match table.get("kind").and_then(|k| k.as_str()) {
+            Some(kind) if CHANNEL_KINDS.contains(&kind) => channels.push(ChannelSummary {
+                id,
+                kind: kind.to_string(),
+            }),
+            Some(kind) => {
+                let hint = nearest_key(kind, CHANNEL_KINDS)
+                    .map(|near| format!(" (did you mean \"{near}\"?)"))
+                    .unwrap_or_default();
+                findings.error(
+                    &path,
+                    format!(
+                        "kind: unknown channel kind \"{kind}\"{hint}; valid kinds: {}",
+                        CHANNEL_KINDS.join(", ")
+                    ),
+                );
+            }
+            None => findings.error(
+                &path,
+                format!("kind: missing (one of {})", CHANNEL_KINDS.join(", ")),
+            ),
+        }
+    }
+    channels
+}
+
+/// The schedule files: cron frontmatter (five fields, UTC) and a prompt body.
+fn discover_schedules(agent_dir: &Path, findings: &mut Findings) -> Vec<ScheduleSummary> {
+    let mut schedules = Vec::new();
+    for path in files_with_extension(&agent_dir.join("schedules"), "md") {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            findings.error(&path, "cannot read the schedule".into());
+            continue;
+        };
+        let Some((front, body)) =
+            crate::skills::parse_frontmatter::<ScheduleFrontmatter>(&text, &path, findings)
+        else {
+            continue;
+        };
+        let Some(cron) = front.cron else {
+            findings.error(
+                &path,
+                "cron: missing (frontmatter `cron: \"0 9 * * 1-5\"`, five fields, UTC)".into(),
+            );
+            continue;
+        };
+        if cron.split_whitespace().count() != 5 {
+            findings.error(
+                &path,
+                format!(
+                    "cron: \"{cron}\" must have five fields (minute hour day month weekday), UTC"
+                ),
+            );
+            continue;
+        }
+        if let Err(err) = croner::parser::CronParser::new().parse(&cron) {
+            findings.error(
+                &path,
+                format!("cron: \"{cron}\" is not a valid cron expression: {err}"),
+            );
+            continue;
+        }
+        if let Some(catch_up) = front.catch_up.filter(|c| c != "latest" && c != "none") {
+            findings.error(
+                &path,
+                format!("catch_up: \"{catch_up}\" must be \"latest\" or \"none\""),
+            );
+            continue;
+        }
+        if body.trim().is_empty() {
+            findings.error(
+                &path,
+                "prompt: the body is empty (it is the first message of each run)".into(),
+            );
+            continue;
+        }
+        schedules.push(ScheduleSummary {
+            name: stem_of(&path),
+            cron,
+            prompt: body.trim().to_string(),
+        });
+    }
+    schedules
+}
+
+fn stem_of(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The files directly in `dir` ending in `.{extension}`, sorted.
+fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == extension))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
 }

@@ -14,8 +14,10 @@ pub mod config;
 pub mod conversation;
 pub mod discovery;
 pub mod root;
+pub mod skills;
 pub mod tools;
 pub mod turn;
+pub mod workspace;
 
 pub use agent::Agent;
 pub use discovery::{AgentDefinition, Diagnostic, Discovery, Severity, discover};

@@ -72,3 +72,14 @@ pub fn bind_turn_root(root: Arc<dyn FileSystem>) -> Arc<dyn FileSystem> {
         ("/tmp".to_string(), temp_fs(scratch)),
     ])
 }
+
+/// The authored root with the agent's skills mounted read-only at `/skills`.
+pub fn with_skills_mount(
+    root: Arc<dyn FileSystem>,
+    skills: Arc<dyn FileSystem>,
+) -> Arc<dyn FileSystem> {
+    union_fs([
+        ("/".to_string(), root),
+        (crate::skills::ROOT_SKILLS_MOUNT.to_string(), skills),
+    ])
+}

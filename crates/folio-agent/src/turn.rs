@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::conversation;
-use crate::tools::{ScratchMode, TodoList, ToolContext, ToolRegistry};
+use crate::tools::{ScratchMode, SessionContext, TodoList, ToolContext, ToolRegistry};
 
 /// The message of a turn cancelled by stop or preempt (a contract string).
 pub const TURN_INTERRUPTED: &str = "turn interrupted";
@@ -66,6 +66,8 @@ pub struct Turn {
     pub cancel: CancellationToken,
     /// The session's todo list.
     pub todos: TodoList,
+    /// Session facts tools see (dry run, purpose, continuation key).
+    pub context: SessionContext,
 }
 
 /// How a turn ended.
@@ -342,6 +344,9 @@ impl Harness {
                         todos: turn.todos.clone(),
                         session_id: turn.session_id.clone(),
                         call_id: call.id.clone(),
+                        dry_run: turn.context.dry_run,
+                        purpose: turn.context.purpose.clone(),
+                        continuation_key: turn.context.continuation_key.clone(),
                     };
                     match self.tools.get(&call.name) {
                         Some(tool) => tool.call(input, &ctx).await.map_err(|e| e.0),

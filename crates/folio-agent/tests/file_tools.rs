@@ -29,6 +29,9 @@ fn context(fs: Arc<dyn FileSystem>) -> ToolContext {
         todos: TodoList::default(),
         session_id: "ses_test".into(),
         call_id: "call_1".into(),
+        dry_run: false,
+        purpose: None,
+        continuation_key: None,
     }
 }
 

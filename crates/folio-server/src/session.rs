@@ -133,6 +133,7 @@ impl Session {
             scratch,
             cancel,
             todos: self.todos.clone(),
+            context: Default::default(),
         };
         let outcome = agent.harness.run_turn(turn, &sink).await;
         sink.record(None, EventBody::SessionWaiting(SessionWaiting {}))?;

@@ -11,12 +11,15 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) mod args;
+pub mod authored;
 mod files;
+pub(crate) mod process;
 mod shell;
 mod spill;
 mod todos;
 mod web;
 
+pub use authored::{AuthoredTool, AuthoredToolSpec};
 pub use files::FileTool;
 pub use shell::ShellTool;
 pub use todos::{Todo, TodoList, TodosTool};
@@ -116,6 +119,23 @@ pub struct ToolContext {
     pub session_id: String,
     /// The id of this tool call.
     pub call_id: String,
+    /// A dry-run session: write tools return their `dry_run_result` instead of running.
+    pub dry_run: bool,
+    /// Why the session exists (`"eval"` for eval runs), when known.
+    pub purpose: Option<String>,
+    /// The channel's continuation key of the session, when it has one.
+    pub continuation_key: Option<String>,
+}
+
+/// What a session tells its tools about itself, beyond its id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionContext {
+    /// A dry-run session: write tools return their `dry_run_result` instead of running.
+    pub dry_run: bool,
+    /// Why the session exists (`"eval"` for eval runs), when known.
+    pub purpose: Option<String>,
+    /// The channel's continuation key of the session, when it has one.
+    pub continuation_key: Option<String>,
 }
 
 /// The tools a turn offers, by name.

@@ -1,0 +1,282 @@
+//! The local session workspace (project-format.md "The local session workspace"): before a
+//! session's first local turn it gets `AGENTS.md` (instructions + the agent-tool catalog), the
+//! skills under `.folio/skills/`, the scripts of `execution = "agent"` tools under
+//! `.folio/tools/`, and the `sandbox/workspace/**` seed files; before each turn, the send's
+//! `workspaceFiles` (never under `memory/`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use folio_fs::{FileSystem, PathError};
+
+use crate::config::Execution;
+use crate::discovery::AgentDefinition;
+use crate::skills::{SkillContent, materialize_host};
+use crate::tools::{AuthoredTool, Tool};
+
+/// Written once a workspace is prepared, so later turns leave it as the model left it.
+pub const PREPARED_MARKER: &str = ".folio/prepared";
+/// Where `execution = "agent"` tools' scripts land in the workspace.
+pub const AGENT_TOOLS_DIR: &str = ".folio/tools";
+/// The folder per-send files may not write to (it links to durable per-agent memory).
+pub const MEMORY_DIR: &str = "memory";
+
+/// Why per-send workspace files were refused or not written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkspaceFileError {
+    /// The path is absolute, leaves the workspace, or lands under `memory/`.
+    #[error("workspace file \"{path}\": {reason}")]
+    Refused {
+        /// The path as sent.
+        path: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// Writing through the FileSystem failed.
+    #[error("workspace file \"{path}\": {source}")]
+    Write {
+        /// The path as sent.
+        path: String,
+        /// The FileSystem error.
+        source: PathError,
+    },
+}
+
+/// Normalizes a per-send workspace path to a relative `a/b` form, refusing absolute paths,
+/// paths that climb out of the workspace, and anything under `memory/` (after normalization,
+/// so `./memory/x` and `foo/../memory/x` are refused too).
+pub fn check_workspace_path(path: &str) -> Result<String, WorkspaceFileError> {
+    let refused = |reason| WorkspaceFileError::Refused {
+        path: path.to_string(),
+        reason,
+    };
+    if path.starts_with('/') || path.starts_with('\\') {
+        return Err(refused("must be relative to the workspace"));
+    }
+    let mut segments: Vec<&str> = Vec::new();
+    for segment in path.split(['/', '\\']) {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                if segments.pop().is_none() {
+                    return Err(refused("leaves the workspace"));
+                }
+            }
+            other => segments.push(other),
+        }
+    }
+    if segments.is_empty() {
+        return Err(refused("names no file"));
+    }
+    if segments[0] == MEMORY_DIR {
+        return Err(refused(
+            "memory/ holds durable agent memory and cannot be written per send",
+        ));
+    }
+    Ok(segments.join("/"))
+}
+
+/// Writes a send's `workspaceFiles` through the turn's FileSystem, checking every path first
+/// (nothing is written when any path is refused).
+pub async fn write_workspace_files(
+    fs: &dyn FileSystem,
+    files: &BTreeMap<String, String>,
+) -> Result<(), WorkspaceFileError> {
+    let checked = files
+        .iter()
+        .map(|(path, contents)| check_workspace_path(path).map(|rel| (path, rel, contents)))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (path, rel, contents) in checked {
+        fs.write(&rel, contents)
+            .await
+            .map_err(|source| WorkspaceFileError::Write {
+                path: path.clone(),
+                source,
+            })?;
+    }
+    Ok(())
+}
+
+/// The `execution = "agent"` tools of an agent.
+fn agent_tools(definition: &AgentDefinition) -> Vec<&Arc<AuthoredTool>> {
+    definition
+        .tools
+        .iter()
+        .filter(|tool| tool.execution() == Execution::Agent)
+        .collect()
+}
+
+/// The command line that runs an agent tool from the workspace root.
+fn workspace_command(tool: &AuthoredTool) -> String {
+    let scripts = tool.script_files();
+    tool.command()
+        .iter()
+        .map(|arg| {
+            let arg = if scripts.contains(arg) {
+                format!("{AGENT_TOOLS_DIR}/{}/{arg}", tool.name())
+            } else {
+                arg.clone()
+            };
+            if arg
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:@".contains(c))
+            {
+                arg
+            } else {
+                format!("'{}'", arg.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The catalog of `execution = "agent"` tools (in `AGENTS.md` and the system prompt).
+pub fn agent_tool_catalog(definition: &AgentDefinition) -> Option<String> {
+    let tools = agent_tools(definition);
+    if tools.is_empty() {
+        return None;
+    }
+    let mut text = String::from(
+        "# Agent tools\nThese tools are scripts in the workspace. Run one with Shell from the workspace directory, passing its input as JSON on stdin: `echo '{\"input\": {…}}' | <command>`. It prints its result on stdout.\n",
+    );
+    for tool in tools {
+        text.push_str(&format!(
+            "- {}: {}\n  command: `{}`\n  input schema: {}\n",
+            tool.name(),
+            tool.description(),
+            workspace_command(tool),
+            tool.input_schema()
+        ));
+    }
+    Some(text.trim_end().to_string())
+}
+
+/// The `AGENTS.md` of a local session workspace: the instructions, then the agent-tool catalog.
+pub fn agents_md(definition: &AgentDefinition) -> String {
+    let mut text = definition.instructions.trim_end().to_string();
+    if let Some(catalog) = agent_tool_catalog(definition) {
+        text.push_str("\n\n");
+        text.push_str(&catalog);
+    }
+    text.push('\n');
+    text
+}
+
+/// Prepares a host session workspace before its first local turn; returns `false` when it was
+/// already prepared (later turns keep what the model changed).
+pub async fn prepare_host_workspace(
+    definition: &AgentDefinition,
+    skills: &[SkillContent],
+    workspace: &Path,
+) -> Result<bool, String> {
+    let marker = workspace.join(PREPARED_MARKER);
+    if marker.exists() {
+        return Ok(false);
+    }
+    let failed = |what: &str, err: std::io::Error| {
+        format!(
+            "could not prepare the workspace {} ({what}): {err}",
+            workspace.display()
+        )
+    };
+    tokio::fs::create_dir_all(workspace)
+        .await
+        .map_err(|e| failed("create", e))?;
+    if let Some(seeds) = &definition.sandbox_dir {
+        copy_tree(seeds, workspace).map_err(|e| failed("sandbox/workspace seeds", e))?;
+    }
+    tokio::fs::write(workspace.join("AGENTS.md"), agents_md(definition))
+        .await
+        .map_err(|e| failed("AGENTS.md", e))?;
+    materialize_host(skills, workspace)
+        .await
+        .map_err(|e| failed("skills", e))?;
+    for tool in agent_tools(definition) {
+        let dir = workspace.join(AGENT_TOOLS_DIR).join(tool.name());
+        for script in tool.script_files() {
+            let target = dir.join(&script);
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| failed("agent tools", e))?;
+            }
+            std::fs::copy(tool.tools_dir().join(&script), &target)
+                .map_err(|e| failed("agent tools", e))?;
+        }
+    }
+    if let Some(parent) = marker.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| failed("marker", e))?;
+    }
+    tokio::fs::write(&marker, "")
+        .await
+        .map_err(|e| failed("marker", e))?;
+    Ok(true)
+}
+
+/// Copies every file under `from` into `to`, keeping relative paths (links are not followed).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            std::fs::create_dir_all(&target)?;
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn memory_is_refused_after_normalization() {
+        for path in [
+            "memory/x",
+            "./memory/x",
+            "foo/../memory/x",
+            "memory",
+            "a/./../memory/b",
+        ] {
+            assert!(
+                matches!(
+                    check_workspace_path(path),
+                    Err(WorkspaceFileError::Refused { .. })
+                ),
+                "{path} should be refused"
+            );
+        }
+        assert!(check_workspace_path("/etc/passwd").is_err());
+        assert!(check_workspace_path("../x").is_err());
+        assert!(check_workspace_path("a/../../x").is_err());
+        assert_eq!(check_workspace_path("./a/b/../c.txt").unwrap(), "a/c.txt");
+        assert_eq!(check_workspace_path("memoryx/a").unwrap(), "memoryx/a");
+        assert_eq!(
+            check_workspace_path("foo/../memory/x")
+                .unwrap_err()
+                .to_string(),
+            "workspace file \"foo/../memory/x\": memory/ holds durable agent memory and cannot be written per send"
+        );
+    }
+
+    #[tokio::test]
+    async fn files_are_written_only_when_every_path_is_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = folio_fs::local_fs(dir.path());
+        let mut files = BTreeMap::new();
+        files.insert("in/a.txt".to_string(), "A".to_string());
+        write_workspace_files(fs.as_ref(), &files).await.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("in/a.txt")).unwrap(),
+            "A"
+        );
+        files.insert("b.txt".to_string(), "B".to_string());
+        files.insert("./memory/c".to_string(), "C".to_string());
+        assert!(write_workspace_files(fs.as_ref(), &files).await.is_err());
+        assert!(!dir.path().join("b.txt").exists());
+    }
+}
