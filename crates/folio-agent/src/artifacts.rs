@@ -1,0 +1,587 @@
+//! Artifacts (`artifacts.toml`): typed records an agent tags during sessions, upserted by
+//! `(kind, key)`, validated against their kind's JSON Schema, kept under the state root
+//! (`<state-root>/artifacts/<id>.json` plus an optional `<id>.content`), and evicted least
+//! recently updated first past the retention cap. The model tags through `tag_artifact`, which
+//! records `artifact.tagged` in the session.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use folio_protocol::{ArtifactTagged, EventBody};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::manifest::Report;
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::turn::{EventSink, TurnTool};
+
+/// The kind used when none is given and no `artifacts.toml` exists.
+pub const DEFAULT_KIND: &str = "artifact";
+/// The model-facing tool name.
+pub const TAG_ARTIFACT: &str = "tag_artifact";
+/// Default retention cap.
+const DEFAULT_MAX: usize = 1000;
+
+const REGISTRY_KEYS: &[&str] = &["agent_tool", "max", "kinds"];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Manifest {
+    #[serde(default)]
+    agent_tool: bool,
+    max: Option<usize>,
+    #[serde(default)]
+    kinds: BTreeMap<String, KindManifest>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KindManifest {
+    description: Option<String>,
+    schema: Option<toml::Value>,
+}
+
+/// One artifact kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArtifactKind {
+    /// What records of this kind are.
+    pub description: Option<String>,
+    /// The JSON Schema `data` must satisfy (none: any value).
+    pub schema: Option<Value>,
+}
+
+/// `artifacts.toml`: the artifact kinds and retention.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArtifactsConfig {
+    /// Whether `tag_artifact` is offered to the model.
+    pub agent_tool: bool,
+    /// Retention cap: past it, the least recently updated records are evicted.
+    pub max: usize,
+    /// The kinds by name.
+    pub kinds: BTreeMap<String, ArtifactKind>,
+}
+
+impl Default for ArtifactsConfig {
+    /// No `artifacts.toml`: any kind, no tool, the default cap.
+    fn default() -> Self {
+        ArtifactsConfig {
+            agent_tool: false,
+            max: DEFAULT_MAX,
+            kinds: BTreeMap::new(),
+        }
+    }
+}
+
+/// Reads `artifacts.toml` of `agent_dir`, when present.
+pub(crate) fn discover_artifacts(agent_dir: &Path, report: &mut Report) -> Option<ArtifactsConfig> {
+    let file = agent_dir.join("artifacts.toml");
+    if !file.is_file() {
+        return None;
+    }
+    let manifest = report.parse::<Manifest>(&file, REGISTRY_KEYS)?;
+    if manifest.agent_tool && manifest.kinds.is_empty() {
+        report.error(
+            &file,
+            "agent_tool: tag_artifact needs at least one kind; add a [kinds.<name>] table or set agent_tool = false".into(),
+        );
+        return None;
+    }
+    if manifest.max == Some(0) {
+        report.error(&file, "max: must be at least 1".into());
+        return None;
+    }
+    let mut kinds = BTreeMap::new();
+    for (name, kind) in manifest.kinds {
+        let schema = match kind.schema.map(serde_json::to_value).transpose() {
+            Ok(schema) => schema,
+            Err(err) => {
+                report.error(&file, format!("kinds.{name}.schema: {err}"));
+                continue;
+            }
+        };
+        if let Some(schema) = &schema
+            && let Err(err) = compile(schema)
+        {
+            report.error(
+                &file,
+                format!("kinds.{name}.schema: not a valid JSON Schema: {err}"),
+            );
+            continue;
+        }
+        kinds.insert(
+            name,
+            ArtifactKind {
+                description: kind.description,
+                schema,
+            },
+        );
+    }
+    Some(ArtifactsConfig {
+        agent_tool: manifest.agent_tool,
+        max: manifest.max.unwrap_or(DEFAULT_MAX),
+        kinds,
+    })
+}
+
+fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::options()
+        .build(schema)
+        .map_err(|err| err.to_string())
+}
+
+/// A stored artifact (`<id>.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactRecord {
+    /// `art_` + ULID; stable across upserts of the same `(kind, key)`.
+    pub id: String,
+    /// The kind.
+    pub kind: String,
+    /// The upsert key, unique within the kind.
+    pub key: String,
+    /// A title for lists.
+    pub title: String,
+    /// Structured data (validated against the kind's schema).
+    pub data: Value,
+    /// The MIME type of the contents, when there are contents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// The session that last tagged it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// When it was first tagged.
+    pub created_at: DateTime<Utc>,
+    /// When it was last tagged.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// What one tagging says.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TagRequest {
+    /// The kind (default `artifact` when no kinds are configured).
+    pub kind: Option<String>,
+    /// The upsert key.
+    pub key: String,
+    /// A title.
+    pub title: String,
+    /// Structured data.
+    pub data: Value,
+    /// Optional contents (text).
+    pub contents: Option<String>,
+    /// The contents' MIME type (default `text/plain`).
+    pub content_type: Option<String>,
+    /// The tagging session.
+    pub session_id: Option<String>,
+}
+
+/// Why tagging or reading an artifact failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactError {
+    /// The request breaks a rule (unknown kind, schema violation, empty key); one line.
+    #[error("{0}")]
+    Invalid(String),
+    /// Disk I/O under the store failed.
+    #[error("artifact store {path}: {source}")]
+    Io {
+        /// The path involved.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// The artifact records of one agent, on disk under `<state-root>/artifacts/`.
+#[derive(Clone)]
+pub struct ArtifactStore {
+    dir: PathBuf,
+    config: Arc<ArtifactsConfig>,
+    validators: Arc<BTreeMap<String, jsonschema::Validator>>,
+    lock: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl std::fmt::Debug for ArtifactStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArtifactStore")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ArtifactStore {
+    /// The store in `dir` (usually `<state-root>/artifacts`) for `config`; created on first write.
+    pub fn open(dir: impl Into<PathBuf>, config: ArtifactsConfig) -> Result<Self, ArtifactError> {
+        let mut validators = BTreeMap::new();
+        for (name, kind) in &config.kinds {
+            if let Some(schema) = &kind.schema {
+                let validator = compile(schema)
+                    .map_err(|err| ArtifactError::Invalid(format!("kinds.{name}.schema: {err}")))?;
+                validators.insert(name.clone(), validator);
+            }
+        }
+        Ok(ArtifactStore {
+            dir: dir.into(),
+            config: Arc::new(config),
+            validators: Arc::new(validators),
+            lock: Arc::new(tokio::sync::Mutex::new(())),
+        })
+    }
+
+    /// The registry the store enforces.
+    pub fn config(&self) -> &ArtifactsConfig {
+        &self.config
+    }
+
+    /// Upserts by `(kind, key)`: validates `data`, writes the record (and contents), then evicts
+    /// past the retention cap. Returns the stored record.
+    pub async fn tag(&self, request: TagRequest) -> Result<ArtifactRecord, ArtifactError> {
+        let kind = match request.kind {
+            Some(kind) if !kind.is_empty() => kind,
+            _ if self.config.kinds.is_empty() => DEFAULT_KIND.to_string(),
+            _ => {
+                return Err(ArtifactError::Invalid(format!(
+                    "kind: required; one of {}",
+                    self.kind_names()
+                )));
+            }
+        };
+        if !self.config.kinds.is_empty() && !self.config.kinds.contains_key(&kind) {
+            return Err(ArtifactError::Invalid(format!(
+                "kind: unknown kind \"{kind}\"; one of {}",
+                self.kind_names()
+            )));
+        }
+        if request.key.trim().is_empty() {
+            return Err(ArtifactError::Invalid("key: must not be empty".into()));
+        }
+        if let Some(validator) = self.validators.get(&kind)
+            && let Some(error) = validator.iter_errors(&request.data).next()
+        {
+            let path = error.instance_path().to_string();
+            let field = if path.is_empty() {
+                "data".to_string()
+            } else {
+                format!("data{}", path.replace('/', "."))
+            };
+            return Err(ArtifactError::Invalid(format!(
+                "{field}: {error} (schema of kind \"{kind}\")"
+            )));
+        }
+        let _guard = self.lock.lock().await;
+        let mut records = self.read_all()?;
+        let now = Utc::now();
+        let existing = records
+            .iter()
+            .find(|r| r.kind == kind && r.key == request.key)
+            .cloned();
+        let record = ArtifactRecord {
+            id: existing
+                .as_ref()
+                .map(|r| r.id.clone())
+                .unwrap_or_else(|| format!("art_{}", ulid::Ulid::generate())),
+            kind,
+            key: request.key,
+            title: request.title,
+            data: request.data,
+            content_type: request.contents.as_ref().map(|_| {
+                request
+                    .content_type
+                    .clone()
+                    .unwrap_or_else(|| "text/plain".to_string())
+            }),
+            session_id: request.session_id,
+            created_at: existing.as_ref().map_or(now, |r| r.created_at),
+            updated_at: now,
+        };
+        std::fs::create_dir_all(&self.dir).map_err(|source| self.io(&self.dir, source))?;
+        let content_path = self.content_path(&record.id);
+        match &request.contents {
+            Some(contents) => write_atomic(&content_path, contents.as_bytes())
+                .map_err(|source| self.io(&content_path, source))?,
+            None => {
+                remove_if_present(&content_path).map_err(|source| self.io(&content_path, source))?
+            }
+        }
+        let record_path = self.record_path(&record.id);
+        let bytes =
+            serde_json::to_vec_pretty(&record).map_err(|err| self.io(&record_path, err.into()))?;
+        write_atomic(&record_path, &bytes).map_err(|source| self.io(&record_path, source))?;
+        records.retain(|r| r.id != record.id);
+        records.push(record.clone());
+        if records.len() > self.config.max {
+            records.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(b.id.cmp(&a.id)));
+            for evicted in records.split_off(self.config.max) {
+                for path in [
+                    self.record_path(&evicted.id),
+                    self.content_path(&evicted.id),
+                ] {
+                    remove_if_present(&path).map_err(|source| self.io(&path, source))?;
+                }
+            }
+        }
+        Ok(record)
+    }
+
+    /// Every record, most recently updated first.
+    pub fn list(&self) -> Result<Vec<ArtifactRecord>, ArtifactError> {
+        let mut records = self.read_all()?;
+        records.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(b.id.cmp(&a.id)));
+        Ok(records)
+    }
+
+    /// The record `id`, if stored.
+    pub fn get(&self, id: &str) -> Result<Option<ArtifactRecord>, ArtifactError> {
+        if !is_artifact_id(id) {
+            return Ok(None);
+        }
+        let path = self.record_path(id);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|err| self.io(&path, err.into())),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(self.io(&path, source)),
+        }
+    }
+
+    /// The contents of `id` with their MIME type, if it has contents.
+    pub fn content(&self, id: &str) -> Result<Option<(String, Vec<u8>)>, ArtifactError> {
+        let Some(record) = self.get(id)? else {
+            return Ok(None);
+        };
+        let Some(content_type) = record.content_type else {
+            return Ok(None);
+        };
+        let path = self.content_path(id);
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some((content_type, bytes))),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(self.io(&path, source)),
+        }
+    }
+
+    fn kind_names(&self) -> String {
+        self.config
+            .kinds
+            .keys()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn record_path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.json"))
+    }
+
+    fn content_path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.content"))
+    }
+
+    fn io(&self, path: &Path, source: std::io::Error) -> ArtifactError {
+        ArtifactError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    fn read_all(&self) -> Result<Vec<ArtifactRecord>, ArtifactError> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => return Err(self.io(&self.dir, source)),
+        };
+        let mut records = Vec::new();
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            match std::fs::read(&path)
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<ArtifactRecord>(&bytes).ok())
+            {
+                Some(record) => records.push(record),
+                None => {
+                    tracing::warn!(path = %path.display(), "skipping an unreadable artifact record")
+                }
+            }
+        }
+        Ok(records)
+    }
+}
+
+fn is_artifact_id(id: &str) -> bool {
+    id.strip_prefix("art_")
+        .is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_alphanumeric()))
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension(format!("tmp-{}", ulid::Ulid::generate()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(tmp, path)
+}
+
+fn remove_if_present(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
+        _ => Ok(()),
+    }
+}
+
+/// `tag_artifact`: the model tags an artifact of the session; records `artifact.tagged`.
+pub struct TagArtifactTool {
+    store: ArtifactStore,
+    description: String,
+}
+
+impl TagArtifactTool {
+    /// The tool over `store`.
+    pub fn new(store: ArtifactStore) -> Self {
+        let kinds: Vec<String> = store
+            .config()
+            .kinds
+            .iter()
+            .map(|(name, kind)| match &kind.description {
+                Some(description) => format!("{name} ({description})"),
+                None => name.clone(),
+            })
+            .collect();
+        let description = format!(
+            "Tag an artifact of this session: a record of a kind, upserted by key (tagging the same kind and key again updates it). Kinds: {}.",
+            kinds.join("; ")
+        );
+        TagArtifactTool { store, description }
+    }
+
+    /// Tags for the turn and records `artifact.tagged` through `sink`.
+    pub async fn tag_in_turn(
+        &self,
+        input: Value,
+        ctx: &ToolContext,
+        sink: &dyn EventSink,
+        turn_id: &str,
+    ) -> Result<ToolOutput, ToolError> {
+        let record = self.tag(input, ctx).await?;
+        sink.emit(
+            Some(turn_id),
+            EventBody::ArtifactTagged(ArtifactTagged {
+                id: record.id.clone(),
+                kind: record.kind.clone(),
+                key: record.key.clone(),
+                title: record.title.clone(),
+            }),
+        )
+        .await
+        .map_err(|err| ToolError(format!("could not record artifact.tagged: {err}")))?;
+        Ok(ToolOutput::Json(
+            json!({"id": record.id, "kind": record.kind, "key": record.key}),
+        ))
+    }
+
+    async fn tag(&self, input: Value, ctx: &ToolContext) -> Result<ArtifactRecord, ToolError> {
+        let text = |name: &str| input.get(name).and_then(Value::as_str).map(str::to_string);
+        let request = TagRequest {
+            kind: text("kind"),
+            key: text("key").unwrap_or_default(),
+            title: text("title").unwrap_or_default(),
+            data: input.get("data").cloned().unwrap_or(Value::Null),
+            contents: text("contents"),
+            content_type: text("contentType"),
+            session_id: Some(ctx.session_id.clone()),
+        };
+        self.store
+            .tag(request)
+            .await
+            .map_err(|err| ToolError(err.to_string()))
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for TagArtifactTool {
+    fn name(&self) -> &str {
+        TAG_ARTIFACT
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> Value {
+        let kinds: Vec<&String> = self.store.config().kinds.keys().collect();
+        json!({
+            "type": "object",
+            "properties": {
+                "kind": {"type": "string", "enum": kinds, "description": "The artifact kind"},
+                "key": {"type": "string", "description": "Upsert key, unique within the kind"},
+                "title": {"type": "string", "description": "A short title"},
+                "data": {"description": "Structured data; must match the kind's schema"},
+                "contents": {"type": "string", "description": "Optional full contents (text)"},
+                "contentType": {"type": "string", "description": "MIME type of contents (default text/plain)"}
+            },
+            "required": ["kind", "key", "title", "data"],
+            "additionalProperties": false
+        })
+    }
+
+    fn prepare(&self, input: Value) -> Result<Value, ToolError> {
+        let Value::Object(mut map) = input else {
+            return Err(ToolError("input must be a JSON object".into()));
+        };
+        if let Some(value) = map.remove("content_type") {
+            map.entry("contentType").or_insert(value);
+        }
+        const KNOWN: &[&str] = &["kind", "key", "title", "data", "contents", "contentType"];
+        if let Some(unknown) = map.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+            return Err(ToolError(format!(
+                "unknown argument \"{unknown}\"; valid arguments: {}",
+                KNOWN.join(", ")
+            )));
+        }
+        for required in ["kind", "key", "title"] {
+            match map.get(required) {
+                Some(Value::String(_)) => {}
+                Some(_) => return Err(ToolError(format!("{required}: must be a string"))),
+                None => {
+                    return Err(ToolError(format!(
+                        "missing required argument \"{required}\""
+                    )));
+                }
+            }
+        }
+        if !map.contains_key("data") {
+            return Err(ToolError("missing required argument \"data\"".into()));
+        }
+        for optional in ["contents", "contentType"] {
+            if map.get(optional).is_some_and(|v| !v.is_string()) {
+                return Err(ToolError(format!("{optional}: must be a string")));
+            }
+        }
+        Ok(Value::Object(map))
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        // Outside a turn (a direct call) there is no session log to record into.
+        let record = self.tag(input, ctx).await?;
+        Ok(ToolOutput::Json(
+            json!({"id": record.id, "kind": record.kind, "key": record.key}),
+        ))
+    }
+
+    fn turn_tool(&self) -> Option<&dyn TurnTool> {
+        Some(self)
+    }
+}
+
+#[async_trait::async_trait]
+impl TurnTool for TagArtifactTool {
+    async fn call_in_turn(
+        &self,
+        input: Value,
+        ctx: &ToolContext,
+        sink: &dyn EventSink,
+        turn_id: &str,
+    ) -> Result<ToolOutput, ToolError> {
+        self.tag_in_turn(input, ctx, sink, turn_id).await
+    }
+}

@@ -1,0 +1,419 @@
+//! Hooks (`hooks/**/*.toml`): observe-only subprocesses that receive matching events after they
+//! are recorded. They run in the background, one queue per hook (so each hook sees its events
+//! in order), under a timeout that kills the process group; a failing or slow hook is logged
+//! and skipped, and can never delay or change a turn.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use folio_protocol::Event;
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use crate::manifest::Report;
+
+const HOOK_KEYS: &[&str] = &["description", "events", "command", "timeout_secs"];
+/// Default timeout of one hook run.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Hook runs remembered for [`HookDispatcher::recent_runs`].
+const RECENT_RUNS: usize = 200;
+/// Bytes of stderr kept for a failure message.
+const STDERR_TAIL: usize = 2000;
+
+/// Every event type of sessions-http.md, for checking hook filters.
+const EVENT_TYPES: &[&str] = &[
+    "session.started",
+    "ab.assigned",
+    "session.waiting",
+    "session.completed",
+    "session.failed",
+    "agent.bound",
+    "message.received",
+    "turn.queued",
+    "turn.started",
+    "turn.completed",
+    "turn.failed",
+    "step.started",
+    "step.completed",
+    "reasoning.appended",
+    "reasoning.completed",
+    "message.appended",
+    "message.completed",
+    "actions.requested",
+    "action.result",
+    "action.approval_requested",
+    "action.approval_resolved",
+    "subagent.called",
+    "subagent.completed",
+    "artifact.tagged",
+];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Manifest {
+    description: Option<String>,
+    events: Vec<String>,
+    command: CommandSpec,
+    timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum CommandSpec {
+    Shell(String),
+    Argv(Vec<String>),
+}
+
+/// One discovered hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookDefinition {
+    /// The path under `hooks/` without `.toml` (`audit`, `ops/turns`).
+    pub name: String,
+    /// What the hook is for.
+    pub description: Option<String>,
+    /// Event filters: exact types (`turn.completed`), prefixes (`action.*`) or `*`.
+    pub events: Vec<String>,
+    /// The program and its arguments; a string command runs through `sh -c`.
+    pub command: Vec<String>,
+    /// How long one run may take before it is killed.
+    pub timeout: Duration,
+    /// The folder of the manifest: the hook's cwd, and what `./script` is relative to.
+    pub dir: PathBuf,
+}
+
+impl HookDefinition {
+    /// Whether this hook subscribes to events of `event_type`.
+    pub fn matches(&self, event_type: &str) -> bool {
+        self.events
+            .iter()
+            .any(|filter| filter_matches(filter, event_type))
+    }
+}
+
+fn filter_matches(filter: &str, event_type: &str) -> bool {
+    if filter == "*" {
+        return true;
+    }
+    match filter.strip_suffix('*') {
+        Some(prefix) => event_type.starts_with(prefix),
+        None => filter == event_type,
+    }
+}
+
+/// Reads every `hooks/**/*.toml` of `agent_dir`, sorted by name.
+pub(crate) fn discover_hooks(agent_dir: &Path, report: &mut Report) -> Vec<HookDefinition> {
+    let root = agent_dir.join("hooks");
+    let mut files = Vec::new();
+    collect_toml(&root, &mut files);
+    files.sort();
+    let mut hooks = Vec::new();
+    for file in files {
+        let name = file
+            .strip_prefix(&root)
+            .unwrap_or(&file)
+            .with_extension("")
+            .to_string_lossy()
+            .into_owned();
+        let Some(manifest) = report.parse::<Manifest>(&file, HOOK_KEYS) else {
+            continue;
+        };
+        if manifest.events.is_empty() {
+            report.error(
+                &file,
+                "events: list at least one event type (e.g. [\"turn.completed\"] or [\"action.*\"])".into(),
+            );
+            continue;
+        }
+        for filter in &manifest.events {
+            let known = filter == "*"
+                || match filter.strip_suffix('*') {
+                    Some(prefix) => EVENT_TYPES.iter().any(|t| t.starts_with(prefix)),
+                    None => EVENT_TYPES.contains(&filter.as_str()),
+                };
+            if !known {
+                report.warning(
+                    &file,
+                    format!("events: \"{filter}\" matches no event type, so it never fires"),
+                );
+            }
+        }
+        let command = match manifest.command {
+            CommandSpec::Shell(script) if !script.trim().is_empty() => {
+                vec!["sh".to_string(), "-c".to_string(), script]
+            }
+            CommandSpec::Argv(argv) if !argv.is_empty() => argv,
+            _ => {
+                report.error(&file, "command: must not be empty".into());
+                continue;
+            }
+        };
+        if manifest.timeout_secs == Some(0) {
+            report.error(&file, "timeout_secs: must be at least 1".into());
+            continue;
+        }
+        hooks.push(HookDefinition {
+            name,
+            description: manifest.description,
+            events: manifest.events,
+            command,
+            timeout: manifest
+                .timeout_secs
+                .map_or(DEFAULT_TIMEOUT, Duration::from_secs),
+            dir: file.parent().unwrap_or(agent_dir).to_path_buf(),
+        });
+    }
+    hooks
+}
+
+fn collect_toml(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_toml(&path, out);
+        } else if path.extension().is_some_and(|e| e == "toml") {
+            out.push(path);
+        }
+    }
+}
+
+/// How one hook run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookOutcome {
+    /// Exit status 0.
+    Succeeded,
+    /// It could not start, exited non-zero, or was killed by the timeout; the message says which.
+    Failed(String),
+}
+
+/// One finished hook run, kept for logs and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookRun {
+    /// The hook's name.
+    pub hook: String,
+    /// The event's type.
+    pub event_type: String,
+    /// The event's index in its session.
+    pub index: u64,
+    /// How it ended.
+    pub outcome: HookOutcome,
+    /// How long it ran.
+    pub duration: Duration,
+}
+
+/// Sends recorded events to the hooks that subscribe to them, in the background.
+#[derive(Clone, Default)]
+pub struct HookDispatcher {
+    queues: Vec<(Arc<HookDefinition>, mpsc::UnboundedSender<Value>)>,
+    recent: Arc<Mutex<VecDeque<HookRun>>>,
+    context: serde_json::Map<String, Value>,
+}
+
+impl std::fmt::Debug for HookDispatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookDispatcher")
+            .field("hooks", &self.queues.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl HookDispatcher {
+    /// A dispatcher running `hooks`; spawns one worker per hook on the current tokio runtime
+    /// (without a runtime, or without hooks, it dispatches nothing).
+    pub fn new(hooks: &[HookDefinition]) -> Self {
+        let recent = Arc::new(Mutex::new(VecDeque::new()));
+        let mut queues = Vec::new();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            for hook in hooks {
+                let hook = Arc::new(hook.clone());
+                let (tx, rx) = mpsc::unbounded_channel();
+                runtime.spawn(worker(hook.clone(), rx, recent.clone()));
+                queues.push((hook, tx));
+            }
+        } else if !hooks.is_empty() {
+            tracing::warn!(
+                "hooks need a tokio runtime; {} hooks are disabled",
+                hooks.len()
+            );
+        }
+        HookDispatcher {
+            queues,
+            recent,
+            context: serde_json::Map::new(),
+        }
+    }
+
+    /// A dispatcher for one session: `channel` and `purpose` (`"eval"` for eval runs) are added
+    /// to every payload it sends.
+    pub fn for_session(&self, channel: Option<&str>, purpose: Option<&str>) -> Self {
+        let mut context = self.context.clone();
+        if let Some(channel) = channel {
+            context.insert("channel".into(), Value::String(channel.into()));
+        }
+        if let Some(purpose) = purpose {
+            context.insert("purpose".into(), Value::String(purpose.into()));
+        }
+        HookDispatcher {
+            queues: self.queues.clone(),
+            recent: self.recent.clone(),
+            context,
+        }
+    }
+
+    /// Whether any hook is configured.
+    pub fn is_empty(&self) -> bool {
+        self.queues.is_empty()
+    }
+
+    /// Queues `event` for every hook whose filter matches; returns at once.
+    pub fn dispatch(&self, event: &Event) {
+        let event_type = event.body.event_type();
+        let mut payload = None;
+        for (hook, queue) in &self.queues {
+            if !hook.matches(event_type) {
+                continue;
+            }
+            let payload = payload.get_or_insert_with(|| {
+                let mut value = serde_json::to_value(event).unwrap_or(Value::Null);
+                if let Value::Object(map) = &mut value {
+                    for (key, item) in &self.context {
+                        map.insert(key.clone(), item.clone());
+                    }
+                }
+                value
+            });
+            if queue.send(payload.clone()).is_err() {
+                tracing::warn!(hook = %hook.name, "hook worker stopped; event dropped");
+            }
+        }
+    }
+
+    /// The most recent hook runs, oldest first.
+    pub fn recent_runs(&self) -> Vec<HookRun> {
+        self.recent
+            .lock()
+            .map(|runs| runs.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+async fn worker(
+    hook: Arc<HookDefinition>,
+    mut queue: mpsc::UnboundedReceiver<Value>,
+    recent: Arc<Mutex<VecDeque<HookRun>>>,
+) {
+    while let Some(payload) = queue.recv().await {
+        let started = Instant::now();
+        let outcome = run_hook(&hook, &payload).await;
+        let event_type = payload["type"].as_str().unwrap_or_default().to_string();
+        let index = payload["index"].as_u64().unwrap_or_default();
+        match &outcome {
+            HookOutcome::Succeeded => {
+                tracing::debug!(hook = %hook.name, event = %event_type, index, "hook ran");
+            }
+            HookOutcome::Failed(message) => {
+                tracing::warn!(hook = %hook.name, event = %event_type, index, "hook failed (skipped): {message}");
+            }
+        }
+        if let Ok(mut runs) = recent.lock() {
+            if runs.len() == RECENT_RUNS {
+                runs.pop_front();
+            }
+            runs.push_back(HookRun {
+                hook: hook.name.clone(),
+                event_type,
+                index,
+                outcome,
+                duration: started.elapsed(),
+            });
+        }
+    }
+}
+
+async fn run_hook(hook: &HookDefinition, payload: &Value) -> HookOutcome {
+    let program = &hook.command[0];
+    let program = if program.starts_with("./") || program.starts_with("../") {
+        hook.dir.join(program)
+    } else {
+        PathBuf::from(program)
+    };
+    let mut command = tokio::process::Command::new(&program);
+    command
+        .args(&hook.command[1..])
+        .current_dir(&hook.dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(err) => {
+            return HookOutcome::Failed(format!("cannot run {}: {err}", program.display()));
+        }
+    };
+    let pid = child.id();
+    let input = serde_json::to_vec(payload).unwrap_or_default();
+    let stdin = child.stdin.take();
+    let stderr = child.stderr.take();
+    let run = async {
+        if let Some(mut stdin) = stdin {
+            // A hook that ignores its input may close stdin early; that is not a failure.
+            let _ = stdin.write_all(&input).await;
+            drop(stdin);
+        }
+        let mut err_text = Vec::new();
+        if let Some(mut stderr) = stderr {
+            let _ = stderr.read_to_end(&mut err_text).await;
+        }
+        let status = child.wait().await;
+        (status, err_text)
+    };
+    match tokio::time::timeout(hook.timeout, run).await {
+        Ok((Ok(status), _)) if status.success() => HookOutcome::Succeeded,
+        Ok((Ok(status), stderr)) => {
+            let text = String::from_utf8_lossy(&stderr);
+            let text = text.trim();
+            let tail = &text[text.floor_char_boundary(text.len().saturating_sub(STDERR_TAIL))..];
+            if tail.is_empty() {
+                HookOutcome::Failed(format!("exited with {status}"))
+            } else {
+                HookOutcome::Failed(format!("exited with {status}: {tail}"))
+            }
+        }
+        Ok((Err(err), _)) => HookOutcome::Failed(format!("wait failed: {err}")),
+        Err(_) => {
+            if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+                // SAFETY: killpg only sends a signal to the group this hook leads.
+                unsafe {
+                    libc::killpg(pid, libc::SIGKILL);
+                }
+            }
+            HookOutcome::Failed(format!(
+                "timed out after {}s and was killed",
+                hook.timeout.as_secs()
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters() {
+        assert!(filter_matches("*", "turn.completed"));
+        assert!(filter_matches("action.*", "action.result"));
+        assert!(!filter_matches("action.*", "actions.requested"));
+        assert!(filter_matches("turn.completed", "turn.completed"));
+        assert!(!filter_matches("turn.completed", "turn.failed"));
+    }
+}

@@ -1,0 +1,195 @@
+//! Reading the small TOML manifests of an agent folder (connections, subagents, hooks,
+//! artifacts) into typed values, with parse errors as [`Diagnostic`]s carrying line and column.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::nearest_key;
+use crate::discovery::{Diagnostic, Severity};
+
+/// Diagnostics of one capability folder, with files named relative to the project directory.
+pub(crate) struct Report {
+    project_dir: PathBuf,
+    /// Every finding so far.
+    pub(crate) diagnostics: Vec<Diagnostic>,
+}
+
+impl Report {
+    /// An empty report for a project.
+    pub(crate) fn new(project_dir: &Path) -> Self {
+        Report {
+            project_dir: project_dir.to_path_buf(),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, severity: Severity, file: &Path, line: Option<u32>, message: String) {
+        let file = file
+            .strip_prefix(&self.project_dir)
+            .unwrap_or(file)
+            .to_string_lossy()
+            .into_owned();
+        self.diagnostics.push(Diagnostic {
+            severity,
+            file,
+            line,
+            message,
+        });
+    }
+
+    /// Records an error about `file`.
+    pub(crate) fn error(&mut self, file: &Path, message: String) {
+        self.push(Severity::Error, file, None, message);
+    }
+
+    /// Records a warning about `file`.
+    pub(crate) fn warning(&mut self, file: &Path, message: String) {
+        self.push(Severity::Warning, file, None, message);
+    }
+
+    /// Parses `file` strictly; a parse error (with line and column, unknown keys with the
+    /// nearest valid one) is recorded and gives `None`.
+    pub(crate) fn parse<T: serde::de::DeserializeOwned>(
+        &mut self,
+        file: &Path,
+        valid_keys: &[&str],
+    ) -> Option<T> {
+        let text = match std::fs::read_to_string(file) {
+            Ok(text) => text,
+            Err(err) => {
+                self.error(file, format!("cannot read: {err}"));
+                return None;
+            }
+        };
+        match toml::from_str(&text) {
+            Ok(value) => Some(value),
+            Err(err) => {
+                let (line, column) = err
+                    .span()
+                    .map(|span| line_column(&text, span.start))
+                    .unwrap_or((1, 1));
+                let message = explain(err.message(), valid_keys);
+                self.push(
+                    Severity::Error,
+                    file,
+                    Some(line),
+                    format!("column {column}: {message}"),
+                );
+                None
+            }
+        }
+    }
+}
+
+fn line_column(text: &str, offset: usize) -> (u32, u32) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() as u32 + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) as u32 + 1;
+    (line, column)
+}
+
+/// Rewrites serde's unknown-field message into one naming the nearest valid key.
+fn explain(message: &str, valid_keys: &[&str]) -> String {
+    let message = message.trim();
+    let Some(rest) = message.strip_prefix("unknown field `") else {
+        return message.to_string();
+    };
+    let unknown = rest.split('`').next().unwrap_or_default();
+    match nearest_key(unknown, valid_keys) {
+        Some(near) => format!("unknown key `{unknown}` (did you mean `{near}`?)"),
+        None => format!(
+            "unknown key `{unknown}`; valid keys: {}",
+            valid_keys.join(", ")
+        ),
+    }
+}
+
+/// Whether `name` is a valid capability name (`[A-Za-z0-9][A-Za-z0-9_-]*`, at most 64 bytes).
+pub(crate) fn is_slug(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 64
+        && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The `*.toml` files directly in `dir`, sorted; a missing folder has none.
+pub(crate) fn toml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "toml"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// Expands `${NAME}` templates from `env`; an unset variable is an error naming it.
+pub(crate) fn expand_template(
+    template: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let name = &after[..end];
+        match env(name) {
+            Some(value) => out.push_str(&value),
+            None => return Err(format!("${{{name}}} is not set in the environment")),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The variable names `${NAME}` referenced by `template`.
+pub(crate) fn template_vars(template: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else { break };
+        names.push(after[..end].to_string());
+        rest = &after[end + 1..];
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_expand_from_the_lookup() {
+        let env = |name: &str| (name == "TOKEN").then(|| "s3cret".to_string());
+        assert_eq!(
+            expand_template("Bearer ${TOKEN}!", &env).unwrap(),
+            "Bearer s3cret!"
+        );
+        assert_eq!(expand_template("plain", &env).unwrap(), "plain");
+        assert_eq!(expand_template("a ${open", &env).unwrap(), "a ${open");
+        assert_eq!(
+            expand_template("${MISSING}", &env).unwrap_err(),
+            "${MISSING} is not set in the environment"
+        );
+        assert_eq!(template_vars("${A}-${B}"), ["A", "B"]);
+    }
+
+    #[test]
+    fn slugs() {
+        assert!(is_slug("everything"));
+        assert!(is_slug("my_server-2"));
+        assert!(!is_slug("-x"));
+        assert!(!is_slug("a.b"));
+        assert!(!is_slug(""));
+    }
+}
