@@ -8,10 +8,14 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::allowlist::{self, ALLOWLIST_NAMES, ROOT_FORBIDDEN};
+use crate::artifacts::{self, ArtifactsConfig};
 use crate::config::{
     AgentConfig, Effect, ProjectConfig, ScheduleFrontmatter, ToolManifest, nearest_key,
 };
+use crate::hooks::{self, HookDefinition};
+use crate::mcp::{self, McpServerConfig};
 use crate::skills::{ROOT_SKILLS_MOUNT, Skill};
+use crate::subagents::{self, SubagentDefinition};
 use crate::tools::authored::DEFAULT_TOOL_TIMEOUT_SECS;
 use crate::tools::{AuthoredTool, AuthoredToolSpec, FileTool};
 
@@ -79,6 +83,16 @@ pub struct AgentDefinition {
     pub channels: Vec<ChannelSummary>,
     /// Schedules (`schedules/<name>.md`).
     pub schedules: Vec<ScheduleSummary>,
+    /// `mcp-connections/<name>.toml`: MCP servers whose tools the model sees.
+    pub mcp_connections: Vec<McpServerConfig>,
+    /// `host-connections/<name>.toml`: MCP servers only host code may call.
+    pub host_connections: Vec<McpServerConfig>,
+    /// `subagents/<id>/`: what `Task` delegates to.
+    pub subagents: Vec<SubagentDefinition>,
+    /// `hooks/**/*.toml`: event observers.
+    pub hooks: Vec<HookDefinition>,
+    /// `artifacts.toml`, when present.
+    pub artifacts: Option<ArtifactsConfig>,
 }
 
 /// A channel as discovery sees it (channels-schedules.md runs it).
@@ -285,10 +299,16 @@ fn discover_into(project_dir: &Path, findings: &mut Findings) -> Option<AgentDef
             "sandbox: seed files are copied into local session workspaces only; with [root] they are ignored".into(),
         );
     }
-    // Part B (issue 4): MCP connections, host connections, subagents, hooks and
-    // artifacts.toml are discovered by their own modules; call them here and extend
-    // `findings` / the definition with what they return.
-    let has_subagents = agent_dir.join("subagents").is_dir();
+    // MCP connections, host connections, subagents, hooks and artifacts.toml are read by
+    // their own modules.
+    let mut report = crate::manifest::Report::new(project_dir);
+    let mcp_connections = mcp::discover_connections(&agent_dir, "mcp-connections", &mut report);
+    let host_connections = mcp::discover_connections(&agent_dir, "host-connections", &mut report);
+    let subagents = subagents::discover_subagents(&agent_dir, &mut report);
+    let hooks = hooks::discover_hooks(&agent_dir, &mut report);
+    let artifacts = artifacts::discover_artifacts(&agent_dir, &mut report);
+    findings.diagnostics.extend(report.diagnostics);
+    let has_subagents = !subagents.is_empty();
     let resolved = allowlist::resolve(
         config.tools.as_deref(),
         config.root.is_some(),
@@ -310,6 +330,11 @@ fn discover_into(project_dir: &Path, findings: &mut Findings) -> Option<AgentDef
         sandbox_dir,
         channels,
         schedules,
+        mcp_connections,
+        host_connections,
+        subagents,
+        hooks,
+        artifacts,
     })
 }
 
@@ -335,6 +360,11 @@ pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
                 .map(|span| line_column(&text, span.start))
                 .unwrap_or((1, 1));
             let message = explain_parse_error(err.message());
+            let message = if message.starts_with("unknown key") {
+                message
+            } else {
+                format!("{}: {message}", key_on_line(&text, line, '='))
+            };
             findings.push(
                 Severity::Error,
                 file,
@@ -344,6 +374,27 @@ pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
             None
         }
     }
+}
+
+/// The key written at the start of 1-based `line` (before `separator`), or `syntax` when the
+/// line holds none: names the field of a parse error.
+pub(crate) fn key_on_line(text: &str, line: u32, separator: char) -> String {
+    text.lines()
+        .nth(line.saturating_sub(1) as usize)
+        .and_then(|l| l.split_once(separator))
+        .map(|(key, _)| {
+            key.trim()
+                .trim_matches('"')
+                .trim_start_matches('[')
+                .to_string()
+        })
+        .filter(|key| {
+            !key.is_empty()
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        })
+        .unwrap_or_else(|| "syntax".to_string())
 }
 
 fn line_column(text: &str, offset: usize) -> (u32, u32) {

@@ -17,7 +17,7 @@ use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{GeneratedSkillManifest, SkillFrontmatter};
-use crate::discovery::{Findings, explain_parse_error, is_valid_name, parse_toml};
+use crate::discovery::{Findings, explain_parse_error, is_valid_name, key_on_line, parse_toml};
 use crate::tools::process::{Outcome, run_in_group, tail_lines};
 
 /// Where skills land in a host session workspace.
@@ -115,6 +115,12 @@ pub(crate) fn parse_frontmatter<T: serde::de::DeserializeOwned + Default>(
                 .unwrap_or((first_line, 1));
             let message = explain_parse_error(&err.to_string());
             let message = message.split(" at line ").next().unwrap_or(&message);
+            let message = if message.starts_with("unknown key") {
+                message.to_string()
+            } else {
+                let yaml_line = line + 1 - first_line;
+                format!("{}: {message}", key_on_line(yaml, yaml_line, ':'))
+            };
             findings.push(
                 crate::discovery::Severity::Error,
                 file,

@@ -8,9 +8,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod call;
+mod info;
+mod init;
 mod render;
 mod run;
 mod trajectory;
+mod validate;
 
 /// Build, test and serve filesystem-first LLM agents.
 #[derive(Debug, Parser)]
@@ -27,6 +31,14 @@ enum Command {
     Run(run::RunArgs),
     /// Summarize a saved event log in the same shape as `run --json`.
     Trajectory(TrajectoryArgs),
+    /// Check the agent folder: one line per problem; exit 1 on errors.
+    Validate(validate::ValidateArgs),
+    /// Show what discovery found: agent, model, tools, skills, channels, schedules.
+    Info(info::InfoArgs),
+    /// Call an authored tool directly, without a model; prints {ok, result, isError}.
+    Call(call::CallArgs),
+    /// Scaffold a project from a template.
+    Init(init::InitArgs),
 }
 
 /// Arguments of `folio trajectory`.
@@ -53,6 +65,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Trajectory(args) => trajectory::trajectory(&args.events, args.json),
+        Command::Validate(args) => validate::validate(args),
+        Command::Info(args) => info::info(args),
+        Command::Call(args) => call::call(args),
+        Command::Init(args) => init::init(args),
     };
     match result {
         Ok(code) => code,

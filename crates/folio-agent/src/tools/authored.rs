@@ -77,8 +77,18 @@ impl AuthoredTool {
     /// Compiles the tool's schema; an invalid schema is a one-line error. Remote `$ref`s are
     /// never fetched (jsonschema is built without its resolvers).
     pub fn new(spec: AuthoredToolSpec) -> Result<AuthoredTool, String> {
-        let validator = jsonschema::validator_for(&spec.schema)
-            .map_err(|err| format!("not a valid JSON Schema: {err}"))?;
+        let validator = jsonschema::validator_for(&spec.schema).map_err(|err| {
+            let at = err
+                .instance_path()
+                .as_str()
+                .trim_start_matches('/')
+                .replace('/', ".");
+            if at.is_empty() {
+                format!("not a valid JSON Schema: {err}")
+            } else {
+                format!("not a valid JSON Schema at {at}: {err}")
+            }
+        })?;
         Ok(AuthoredTool {
             name: spec.name,
             description: spec.description,
@@ -155,15 +165,32 @@ impl AuthoredTool {
 /// The one-line message of a schema violation, naming the failing field.
 fn schema_error(error: &jsonschema::ValidationError<'_>) -> String {
     let pointer = error.instance_path().as_str();
-    let field = pointer
+    let at = pointer
         .trim_start_matches('/')
         .replace('/', ".")
         .replace("~1", "/")
         .replace("~0", "~");
-    if field.is_empty() {
-        format!("invalid input: {error}")
-    } else {
-        format!("invalid input: {field}: {error}")
+    let field = |name: &str| {
+        if at.is_empty() {
+            name.to_string()
+        } else {
+            format!("{at}.{name}")
+        }
+    };
+    match error.kind() {
+        jsonschema::error::ValidationErrorKind::Required { property } => {
+            let name = property
+                .as_str()
+                .map_or_else(|| property.to_string(), str::to_string);
+            format!("{}: required field is missing", field(&name))
+        }
+        jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => unexpected
+            .iter()
+            .map(|name| format!("{}: unknown field (not in the input schema)", field(name)))
+            .collect::<Vec<_>>()
+            .join("; "),
+        _ if at.is_empty() => format!("input: {error}"),
+        _ => format!("{at}: {error}"),
     }
 }
 
@@ -182,19 +209,17 @@ impl Tool for AuthoredTool {
     }
 
     fn prepare(&self, input: Value) -> Result<Value, ToolError> {
-        let errors: Vec<String> = self
+        let mut errors: Vec<String> = self
             .validator
             .iter_errors(&input)
             .map(|error| schema_error(&error))
             .collect();
-        match errors.first() {
-            None => Ok(input),
-            Some(first) if errors.len() == 1 => Err(ToolError(first.clone())),
-            Some(first) => Err(ToolError(format!(
-                "{first} (and {} more problems)",
-                errors.len() - 1
-            ))),
+        errors.sort();
+        errors.dedup();
+        if errors.is_empty() {
+            return Ok(input);
         }
+        Err(ToolError(format!("invalid input: {}", errors.join("; "))))
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

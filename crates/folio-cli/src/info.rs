@@ -1,0 +1,223 @@
+//! `folio info`: what discovery found — agent, model, tools (with schemas), skills, channels,
+//! schedules — for a person, or as JSON with `--json`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::bail;
+use folio_agent::allowlist::NativeTool;
+use folio_agent::tools::Tool;
+use folio_agent::{AgentDefinition, discover};
+use serde_json::{Map, Value, json};
+
+/// Arguments of `folio info`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct InfoArgs {
+    /// The agent project (a folder holding `agent/`).
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// Print the description as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The model-facing name of a built-in tool.
+fn native_name(tool: &NativeTool) -> &'static str {
+    match tool {
+        NativeTool::File(file) => file.tool_name(),
+        NativeTool::Shell => "Shell",
+        NativeTool::WebFetch => "WebFetch",
+        NativeTool::UpdateTodos => "UpdateTodos",
+        NativeTool::ReadTodos => "ReadTodos",
+        NativeTool::Task => "Task",
+    }
+}
+
+/// The JSON description of an agent (`info --json`).
+pub(crate) fn info_json(definition: &AgentDefinition) -> Value {
+    let mut info = Map::new();
+    info.insert("name".into(), json!(definition.name));
+    info.insert("description".into(), json!(definition.description));
+    info.insert("model".into(), json!(definition.config.model));
+    info.insert("rooted".into(), json!(definition.is_rooted()));
+    info.insert(
+        "nativeTools".into(),
+        json!(
+            definition
+                .native_tools
+                .iter()
+                .map(native_name)
+                .collect::<Vec<_>>()
+        ),
+    );
+    let tools: Vec<Value> = definition
+        .tools
+        .iter()
+        .map(|tool| {
+            json!({
+                "name": tool.name(),
+                "description": tool.description(),
+                "command": tool.command(),
+                "effect": tool.effect(),
+                "execution": tool.execution(),
+                "needsApproval": tool.needs_approval(),
+                "timeoutSecs": tool.timeout_secs(),
+                "inputSchema": tool.input_schema(),
+            })
+        })
+        .collect();
+    info.insert("tools".into(), Value::Array(tools));
+    let skills: Vec<Value> = definition
+        .skills
+        .iter()
+        .map(|skill| {
+            let mut value = folio_agent::skills::info_value(skill);
+            if let Ok(path) = skill.path.strip_prefix(&definition.project_dir) {
+                value["path"] = json!(path.display().to_string());
+            }
+            value
+        })
+        .collect();
+    info.insert("skills".into(), Value::Array(skills));
+    info.insert("channels".into(), json!(definition.channels));
+    info.insert("schedules".into(), json!(definition.schedules));
+    info.insert(
+        "sandbox".into(),
+        json!(
+            definition
+                .sandbox_dir
+                .as_ref()
+                .and_then(|dir| dir.strip_prefix(&definition.project_dir).ok())
+                .map(|dir| dir.display().to_string())
+        ),
+    );
+    Value::Object(info)
+}
+
+/// The human form of [`info_json`].
+fn info_text(definition: &AgentDefinition, info: &Value) -> String {
+    let mut out = format!("agent: {}\n", definition.name);
+    if let Some(description) = &definition.description {
+        out.push_str(&format!("description: {description}\n"));
+    }
+    out.push_str(&format!(
+        "model: {}\n",
+        definition.config.model.as_deref().unwrap_or("(not set)")
+    ));
+    out.push_str(&format!(
+        "root: {}\n",
+        if definition.is_rooted() {
+            "authored [root]"
+        } else {
+            "host workspace"
+        }
+    ));
+    out.push_str(&format!(
+        "built-in tools: {}\n",
+        definition
+            .native_tools
+            .iter()
+            .map(native_name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let section = |out: &mut String, title: &str, items: Vec<String>| {
+        if !items.is_empty() {
+            out.push_str(&format!("{title}:\n"));
+            for item in items {
+                out.push_str(&format!("  {item}\n"));
+            }
+        }
+    };
+    section(
+        &mut out,
+        "authored tools",
+        definition
+            .tools
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} ({}, {}{}): {}",
+                    t.name(),
+                    serde_json::to_value(t.effect())
+                        .unwrap_or_default()
+                        .as_str()
+                        .unwrap_or(""),
+                    serde_json::to_value(t.execution())
+                        .unwrap_or_default()
+                        .as_str()
+                        .unwrap_or(""),
+                    if t.needs_approval() {
+                        ", needs approval"
+                    } else {
+                        ""
+                    },
+                    t.description()
+                )
+            })
+            .collect(),
+    );
+    section(
+        &mut out,
+        "skills",
+        definition
+            .skills
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} ({}): {}",
+                    s.name,
+                    serde_json::to_value(s.form)
+                        .unwrap_or_default()
+                        .as_str()
+                        .unwrap_or(""),
+                    s.description.as_deref().unwrap_or("(from its command)")
+                )
+            })
+            .collect(),
+    );
+    section(
+        &mut out,
+        "channels",
+        definition
+            .channels
+            .iter()
+            .map(|c| format!("{} ({})", c.id, c.kind))
+            .collect(),
+    );
+    section(
+        &mut out,
+        "schedules",
+        definition
+            .schedules
+            .iter()
+            .map(|s| format!("{} ({})", s.name, s.cron))
+            .collect(),
+    );
+    if let Some(sandbox) = info["sandbox"].as_str() {
+        out.push_str(&format!("sandbox seeds: {sandbox}\n"));
+    }
+    out
+}
+
+/// Prints what discovery found in `args.dir`.
+pub(crate) fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
+    let discovery = discover(&args.dir);
+    for diagnostic in &discovery.diagnostics {
+        eprintln!("{diagnostic}");
+    }
+    let Some(definition) = &discovery.definition else {
+        bail!(
+            "{} has errors (listed above): run `folio validate` and fix them",
+            args.dir.display()
+        );
+    };
+    let mut info = info_json(definition);
+    if args.json {
+        info["diagnostics"] = serde_json::to_value(&discovery.diagnostics)?;
+        println!("{}", serde_json::to_string_pretty(&info)?);
+    } else {
+        print!("{}", info_text(definition, &info));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,66 @@
+//! `folio validate`: discovery diagnostics, one line each (file, field, rule); exit 1 on errors.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use folio_agent::{Severity, discover};
+
+/// Arguments of `folio validate`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ValidateArgs {
+    /// The agent project (a folder holding `agent/`).
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+}
+
+/// The report `validate` prints for the project in `dir`, and whether it has errors.
+pub(crate) fn report(dir: &std::path::Path) -> (String, bool) {
+    let discovery = discover(dir);
+    let mut out = String::new();
+    for diagnostic in &discovery.diagnostics {
+        out.push_str(&format!("{diagnostic}\n"));
+    }
+    let errors = discovery
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    let warnings = discovery.diagnostics.len() - errors;
+    let plural = |n: usize, word: &str| {
+        if n == 1 {
+            format!("{n} {word}")
+        } else {
+            format!("{n} {word}s")
+        }
+    };
+    match &discovery.definition {
+        Some(definition) if warnings == 0 => {
+            out.push_str(&format!(
+                "ok: agent \"{}\" has no problems\n",
+                definition.name
+            ));
+        }
+        Some(definition) => out.push_str(&format!(
+            "ok: agent \"{}\" ({})\n",
+            definition.name,
+            plural(warnings, "warning")
+        )),
+        None => out.push_str(&format!(
+            "failed: {}, {}\n",
+            plural(errors, "error"),
+            plural(warnings, "warning")
+        )),
+    }
+    (out, errors > 0)
+}
+
+/// Prints the diagnostics of `args.dir`; exit 1 when any is an error.
+pub(crate) fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
+    let (out, failed) = report(&args.dir);
+    print!("{out}");
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
