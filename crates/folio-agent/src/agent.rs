@@ -1,13 +1,17 @@
 //! A loaded agent: its definition, its authored root (if any), and the harness its turns run
 //! with; binds the per-turn FileSystem.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use folio_fs::{FileSystem, indexed, local_fs};
-use folio_model::Provider;
+use folio_model::{Provider, ProviderConfig, open_provider};
 
 use crate::allowlist::NativeTool;
+use crate::artifacts::{ArtifactStore, TagArtifactTool};
+use crate::hooks::HookDispatcher;
+use crate::mcp::{Connections, EnvLookup, McpConnection, McpTool, process_env};
+use crate::subagents::{Subagent, TaskTool};
 use crate::config::Execution;
 use crate::discovery::AgentDefinition;
 use crate::root::{bind_turn_root, build_root, with_skills_mount};
@@ -27,14 +31,50 @@ pub struct Agent {
     pub harness: Harness,
     /// The loaded skills (materialized into host workspaces, mounted at `/skills` under a root).
     pub skills: Arc<Vec<SkillContent>>,
+    /// MCP connections: `mcp-connections/` (tools offered to the model) and `host-connections/`.
+    pub connections: Connections,
+    /// Runs `hooks/` on every event a session of this agent records.
+    pub hooks: HookDispatcher,
+    /// The agent's artifact records (`<state-root>/artifacts`).
+    pub artifacts: ArtifactStore,
+}
+
+/// Opens the provider of a `provider:model` spec (a subagent's `model`); returns it with the
+/// model id to send.
+pub type ModelOpener =
+    Arc<dyn Fn(&str) -> Result<(Arc<dyn Provider>, String), String> + Send + Sync>;
+
+/// What [`Agent::load_with`] needs from its host beyond the definition and the model.
+#[derive(Clone, Default)]
+pub struct LoadOptions {
+    /// Resolves `${NAME}` templates of connections and provider keys (default: the process env).
+    pub env: Option<EnvLookup>,
+    /// The state root; artifacts live in `<state-root>/artifacts` (default
+    /// `<project>/.folio/state`).
+    pub state_root: Option<PathBuf>,
+    /// Opens a subagent's own model (default: `open_provider` with the agent's `[provider]`).
+    pub open_model: Option<ModelOpener>,
 }
 
 impl Agent {
-    /// Builds the agent's root and tool registry and binds it to `provider` serving `model`.
+    /// Builds the agent's root and tool registry and binds it to `provider` serving `model`,
+    /// with default [`LoadOptions`].
     pub async fn load(
         definition: AgentDefinition,
         provider: Arc<dyn Provider>,
         model: String,
+    ) -> Result<Agent, String> {
+        Agent::load_with(definition, provider, model, LoadOptions::default()).await
+    }
+
+    /// Builds the agent: root, tools (native, authored, MCP, `tag_artifact`, `Task`), subagents,
+    /// hooks and the artifact store. Starts the MCP servers of `mcp-connections/` to list their
+    /// tools; a server that cannot start fails the load with its error.
+    pub async fn load_with(
+        definition: AgentDefinition,
+        provider: Arc<dyn Provider>,
+        model: String,
+        options: LoadOptions,
     ) -> Result<Agent, String> {
         let skills = crate::skills::load_all(&definition.skills).await?;
         let root = match &definition.config.root {
@@ -56,7 +96,7 @@ impl Agent {
                 NativeTool::WebFetch => Arc::new(WebFetchTool::new()?),
                 NativeTool::UpdateTodos => Arc::new(TodosTool::Update),
                 NativeTool::ReadTodos => Arc::new(TodosTool::Read),
-                // Subagents arrive with the full agent folder; until then `task` grants nothing.
+                // Registered below, once the subagents (which inherit every other tool) exist.
                 NativeTool::Task => continue,
             };
             tools.register(tool)?;
@@ -66,7 +106,39 @@ impl Agent {
                 tools.register(tool.clone())?;
             }
         }
-        let harness = Harness {
+        let env = options.env.clone().unwrap_or_else(process_env);
+        let connections = Connections::new(
+            &definition.mcp_connections,
+            &definition.host_connections,
+            &definition.agent_dir,
+            &env,
+        );
+        for connection in connections.model.values() {
+            let listed = McpTool::all(connection).await;
+            let mcp_tools = match listed {
+                Ok(mcp_tools) => mcp_tools,
+                Err(err) => {
+                    connections.shutdown().await;
+                    return Err(err.to_string());
+                }
+            };
+            for tool in mcp_tools {
+                tools.register(Arc::new(tool))?;
+            }
+        }
+        let state_root = options
+            .state_root
+            .clone()
+            .unwrap_or_else(|| definition.project_dir.join(".folio").join("state"));
+        let artifacts = ArtifactStore::open(
+            state_root.join("artifacts"),
+            definition.artifacts.clone().unwrap_or_default(),
+        )
+        .map_err(|err| err.to_string())?;
+        if artifacts.config().agent_tool {
+            tools.register(Arc::new(TagArtifactTool::new(artifacts.clone())))?;
+        }
+        let mut harness = Harness {
             provider,
             model,
             system: system_prompt(&definition, &skills),
@@ -74,12 +146,30 @@ impl Agent {
             tools,
             max_steps: definition.max_steps(),
         };
+        if definition.native_tools.contains(&NativeTool::Task) {
+            let subagents = load_subagents(&definition, &harness, &options, &env)?;
+            harness.tools.register(Arc::new(TaskTool::new(subagents)))?;
+        }
         Ok(Agent {
+            hooks: HookDispatcher::new(&definition.hooks),
             definition: Arc::new(definition),
             root,
             harness,
             skills: Arc::new(skills),
+            connections,
+            artifacts,
         })
+    }
+
+    /// The host connection `name` (`host-connections/<name>.toml`), for host code: hooks,
+    /// tools written in Rust, servers. Never offered to the model; starts on first use.
+    pub fn host_connection(&self, name: &str) -> Option<Arc<McpConnection>> {
+        self.connections.host.get(name).cloned()
+    }
+
+    /// Stops every MCP server this agent started.
+    pub async fn shutdown(&self) {
+        self.connections.shutdown().await;
     }
 
     /// The FileSystem one turn binds: the authored root plus a fresh `/tmp`, or the host
@@ -105,6 +195,45 @@ impl Agent {
         }
         Ok((host, ScratchMode::Host))
     }
+}
+
+/// Each subagent's harness: its instructions, its model (or the parent's), the parent's tools
+/// (the registry before `Task` is added) and step limit.
+fn load_subagents(
+    definition: &AgentDefinition,
+    parent: &Harness,
+    options: &LoadOptions,
+    env: &EnvLookup,
+) -> Result<Vec<Subagent>, String> {
+    let mut subagents = Vec::new();
+    for sub in &definition.subagents {
+        let (provider, model) = match &sub.model {
+            None => (parent.provider.clone(), parent.model.clone()),
+            Some(spec) => match &options.open_model {
+                Some(open) => open(spec)?,
+                None => {
+                    let config = ProviderConfig {
+                        base_url: definition.config.provider.base_url.clone(),
+                        api_key_env: definition.config.provider.api_key_env.clone(),
+                        ..ProviderConfig::default()
+                    };
+                    open_provider(spec, &config, &|name: &str| env(name))
+                        .map_err(|err| format!("subagent \"{}\": model: {err}", sub.id))?
+                }
+            },
+        };
+        subagents.push(Subagent {
+            definition: sub.clone(),
+            harness: Harness {
+                provider,
+                model,
+                system: sub.instructions.trim_end().to_string(),
+                max_steps: sub.max_steps.unwrap_or(parent.max_steps),
+                ..parent.clone()
+            },
+        });
+    }
+    Ok(subagents)
 }
 
 /// The system prompt: the instructions, the skills catalog (where `Read` finds each skill), and

@@ -1,6 +1,8 @@
 //! The conversation is a function of the event log: the provider-neutral messages of a session
 //! are rebuilt from its events, live during a turn and after a restart alike.
 
+use std::collections::HashSet;
+
 use folio_model::{ContentPart, Message, Reasoning, ToolCall};
 use folio_protocol::{Event, EventBody};
 use serde_json::Value;
@@ -14,6 +16,8 @@ pub fn conversation(events: &[Event]) -> Vec<Message> {
     let mut step = Step::default();
     // Calls requested but not yet answered, so an interrupted call still gets a result.
     let mut open_calls: Vec<(String, String)> = Vec::new();
+    // Calls a subagent made inside a `Task` call: recorded for the stream, not the conversation.
+    let mut subagent_calls: HashSet<String> = HashSet::new();
     for event in events {
         match &event.body {
             EventBody::MessageReceived(received) => {
@@ -37,6 +41,7 @@ pub fn conversation(events: &[Event]) -> Vec<Message> {
             EventBody::ActionsRequested(requested) => {
                 for call in &requested.calls {
                     if call.subagent.is_some() {
+                        subagent_calls.insert(call.call_id.clone());
                         continue;
                     }
                     step.calls.push(ToolCall {
@@ -49,6 +54,9 @@ pub fn conversation(events: &[Event]) -> Vec<Message> {
                 step.flush(&mut messages);
             }
             EventBody::ActionResult(result) => {
+                if subagent_calls.contains(&result.call_id) {
+                    continue;
+                }
                 let Some(position) = open_calls.iter().position(|(id, _)| *id == result.call_id)
                 else {
                     continue;

@@ -9,11 +9,16 @@
 //! log is its only state.
 
 pub mod agent;
+pub mod artifacts;
 pub mod allowlist;
 pub mod config;
 pub mod conversation;
 pub mod discovery;
+pub mod hooks;
+mod manifest;
+pub mod mcp;
 pub mod root;
+pub mod subagents;
 pub mod skills;
 pub mod tools;
 pub mod turn;

@@ -17,7 +17,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::conversation;
-use crate::tools::{ScratchMode, SessionContext, TodoList, ToolContext, ToolRegistry};
+use crate::tools::{
+    ScratchMode, SessionContext, TodoList, ToolContext, ToolError, ToolOutput, ToolRegistry,
+};
 
 /// The message of a turn cancelled by stop or preempt (a contract string).
 pub const TURN_INTERRUPTED: &str = "turn interrupted";
@@ -29,6 +31,20 @@ pub trait EventSink: Send + Sync {
     async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, String>;
     /// Makes everything emitted so far durable (called at turn boundaries).
     async fn checkpoint(&self) -> Result<(), String>;
+}
+
+/// A tool that records events of its own in the turn (`Task`, `tag_artifact`): the turn
+/// loop calls [`TurnTool::call_in_turn`] instead of [`crate::tools::Tool::call`].
+#[async_trait::async_trait]
+pub trait TurnTool: Send + Sync {
+    /// Runs on prepared input inside turn `turn_id`, recording its events through `sink`.
+    async fn call_in_turn(
+        &self,
+        input: Value,
+        ctx: &ToolContext,
+        sink: &dyn EventSink,
+        turn_id: &str,
+    ) -> Result<ToolOutput, ToolError>;
 }
 
 /// What a turn runs with: the model, the tools, the tree, and its step limit.
@@ -349,7 +365,13 @@ impl Harness {
                         continuation_key: turn.context.continuation_key.clone(),
                     };
                     match self.tools.get(&call.name) {
-                        Some(tool) => tool.call(input, &ctx).await.map_err(|e| e.0),
+                        Some(tool) => match tool.turn_tool() {
+                            Some(turn_tool) => turn_tool
+                                .call_in_turn(input, &ctx, sink, &turn.turn_id)
+                                .await
+                                .map_err(|e| e.0),
+                            None => tool.call(input, &ctx).await.map_err(|e| e.0),
+                        },
                         None => Err(format!("unknown tool \"{}\"", call.name)),
                     }
                 }

@@ -11,8 +11,11 @@ use clap::{Parser, Subcommand};
 mod call;
 mod info;
 mod init;
+mod chat;
+mod dev;
 mod render;
 mod run;
+mod serve;
 mod trajectory;
 mod validate;
 
@@ -39,6 +42,12 @@ enum Command {
     Call(call::CallArgs),
     /// Scaffold a project from a template.
     Init(init::InitArgs),
+    /// Serve one agent or every child project over HTTP.
+    Serve(serve::ServeArgs),
+    /// `serve --dev` that reloads an agent when its files change.
+    Dev(serve::ServeArgs),
+    /// Talk to a running agent, following the stream (a REPL without --message).
+    Chat(chat::ChatArgs),
 }
 
 /// Arguments of `folio trajectory`.
@@ -69,6 +78,13 @@ fn main() -> ExitCode {
         Command::Info(args) => info::info(args),
         Command::Call(args) => call::call(args),
         Command::Init(args) => init::init(args),
+        Command::Serve(args) => serve::serve(args),
+        Command::Dev(mut args) => {
+            args.dev = true;
+            let model = args.model.clone();
+            dev::dev(args, model)
+        }
+        Command::Chat(args) => chat::chat(args),
     };
     match result {
         Ok(code) => code,

@@ -4,11 +4,29 @@
 //! [`EventLog`] first; streams, trajectories and replays all read the same log. Sessions live
 //! under a [`StateRoot`]: `sessions/<id>/session.json`, `sessions/<id>/workspace/` and
 //! `traces/<id>.ndjson`.
+//!
+//! Every surface funnels into one [`SessionManager`]: one tokio actor per live session owns
+//! its running turn, its coalesce queue and its execution lock (admission is sequential code
+//! there, so a session never runs two turns at once); idle sessions have no task. Appends are
+//! fanned out to live streams through a broadcast; a stream subscribes first, replays the log
+//! from its start index, then follows, skipping indexes already sent. [`http::router`] maps the
+//! routes of sessions-http.md onto the manager, behind [`Auth`].
 
+mod auth;
 mod event_log;
+pub mod http;
+mod live;
+mod logs;
+mod manager;
 mod session;
 mod state;
 
+pub use auth::{Auth, AuthError};
 pub use event_log::{EventLog, LogError, read_events};
+pub use logs::{LogBuffer, LogLine};
+pub use manager::{
+    Accepted, CreateSession, DirectResult, EventStream, FollowUp, ManagerError, SERVER_RESTARTED,
+    SessionManager, SessionPage, SessionSummary, valid_session_id,
+};
 pub use session::{Session, SessionError};
 pub use state::{SessionMeta, SessionStatus, StateRoot, new_session_id, new_turn_id};

@@ -64,6 +64,9 @@ impl Session {
             title: title.clone(),
             created_at: now,
             updated_at: now,
+            token_hash: None,
+            turns: 0,
+            last_index: 0,
         };
         let workspace = state.workspace_dir(&session_id);
         std::fs::create_dir_all(&workspace).map_err(|source| SessionError::Io {

@@ -97,9 +97,29 @@ pub struct SessionMeta {
     pub created_at: DateTime<Utc>,
     /// When it last changed.
     pub updated_at: DateTime<Utc>,
+    /// SHA-256 (hex) of the current continuation token, for channels that issue one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_hash: Option<String>,
+    /// Turns started so far.
+    #[serde(default)]
+    pub turns: u32,
+    /// The index of the last event at the last turn boundary.
+    #[serde(default)]
+    pub last_index: u64,
 }
 
 impl SessionMeta {
+    /// Reads `session.json` of `session_id`; `None` when the session does not exist.
+    pub fn load(state: &StateRoot, session_id: &str) -> std::io::Result<Option<SessionMeta>> {
+        match std::fs::read(state.meta_path(session_id)) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(std::io::Error::other),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
     /// Writes the metadata atomically (write to a temporary file, then rename).
     pub fn save(&self, state: &StateRoot) -> std::io::Result<()> {
         let path = state.meta_path(&self.session_id);

@@ -43,6 +43,10 @@ pub trait Tool: Send + Sync {
     fn needs_approval(&self) -> bool {
         false
     }
+    /// The in-turn form of a tool that records events of its own (`Task`, `tag_artifact`).
+    fn turn_tool(&self) -> Option<&dyn crate::turn::TurnTool> {
+        None
+    }
 }
 
 /// A successful tool result.

@@ -1,0 +1,337 @@
+//! `folio serve`: one agent (`--dir` is a project) or every child project of `--dir`, over HTTP.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use folio_agent::{Agent, AgentDefinition, discover};
+use folio_model::{ProviderConfig, open_provider};
+use folio_server::http::{HttpConfig, Layout, Mount, router};
+use folio_server::{Auth, LogBuffer, SessionManager, StateRoot};
+
+/// Arguments of `folio serve` (and `folio dev`).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// A project (served alone) or a folder of projects (each served under its slug).
+    #[arg(long, default_value = ".")]
+    pub(crate) dir: PathBuf,
+    /// `single`: the one agent's routes at the root instead of under `/<slug>`.
+    #[arg(long, value_parser = ["single", "multi"])]
+    mode: Option<String>,
+    /// Preferred port (`0` picks a free one; a busy port → the next free one).
+    #[arg(long, default_value_t = 3000)]
+    port: u16,
+    /// Interface to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Where sessions are stored (default `<dir>/.folio/state`; a slugged agent uses
+    /// `<state-root>/<slug>`).
+    #[arg(long)]
+    state_root: Option<PathBuf>,
+    /// Development mode (the playground lists every principal's runs on loopback).
+    #[arg(long)]
+    pub(crate) dev: bool,
+    /// Require `Authorization: Bearer <S>` (principal `bearer`).
+    #[arg(long)]
+    bearer_token: Option<String>,
+    /// TOML `principal = "token"` pairs, one principal per token.
+    #[arg(long)]
+    tokens_file: Option<PathBuf>,
+    /// No authentication (principal `anonymous`).
+    #[arg(long)]
+    allow_anonymous: bool,
+    /// Do not serve the playground.
+    #[arg(long)]
+    no_playground: bool,
+    /// A session store URL (only the embedded disk store is built in).
+    #[arg(long)]
+    store: Option<String>,
+    /// `provider:model`, overriding `agent.toml` and `FOLIO_MODEL`.
+    #[arg(long)]
+    pub(crate) model: Option<String>,
+}
+
+/// One agent project found under `--dir`.
+pub(crate) struct Project {
+    pub(crate) slug: String,
+    pub(crate) dir: PathBuf,
+    pub(crate) manager: SessionManager,
+}
+
+/// Runs `folio serve` until SIGINT/SIGTERM.
+pub(crate) fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    runtime()?.block_on(async {
+        let server = start(&args).await?;
+        server.run(None).await
+    })
+}
+
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// A bound, not yet serving, server.
+pub(crate) struct Server {
+    pub(crate) projects: Vec<Project>,
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+}
+
+/// Whether `dir` holds an agent project.
+fn is_project(dir: &Path) -> bool {
+    ["agent", "bot", "folio.toml"]
+        .iter()
+        .any(|name| dir.join(name).exists())
+}
+
+/// The agent's URL segment: its name, lowercased, non-alphanumerics as `-`.
+fn slug_of(name: &str) -> String {
+    let slug: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let slug = slug.trim_matches('-').to_string();
+    if slug.is_empty() {
+        "agent".into()
+    } else {
+        slug
+    }
+}
+
+/// Discovers and loads the agent of `dir`, printing its diagnostics.
+pub(crate) async fn load_agent(
+    dir: &Path,
+    model: Option<&str>,
+) -> anyhow::Result<(Agent, Vec<serde_json::Value>)> {
+    let discovery = discover(dir);
+    for diagnostic in &discovery.diagnostics {
+        eprintln!("{diagnostic}");
+    }
+    let diagnostics = discovery
+        .diagnostics
+        .iter()
+        .filter_map(|d| serde_json::to_value(d).ok())
+        .collect();
+    let Some(definition) = discovery.definition else {
+        bail!(
+            "{} has errors (listed above): fix them and serve again",
+            dir.display()
+        );
+    };
+    let agent = open_agent(definition, dir, model).await?;
+    Ok((agent, diagnostics))
+}
+
+async fn open_agent(
+    definition: AgentDefinition,
+    dir: &Path,
+    model: Option<&str>,
+) -> anyhow::Result<Agent> {
+    let env = |name: &str| std::env::var(name).ok();
+    let spec = model
+        .map(str::to_string)
+        .or_else(|| env("FOLIO_MODEL").filter(|m| !m.is_empty()))
+        .or_else(|| definition.config.model.clone())
+        .context(
+            "no model configured: set model in agent/agent.toml, pass --model, or set FOLIO_MODEL",
+        )?;
+    let spec = match spec.strip_prefix("replay:") {
+        Some(path) if !Path::new(path).is_absolute() && !Path::new(path).exists() => {
+            format!("replay:{}", dir.join(path).display())
+        }
+        _ => spec,
+    };
+    let config = ProviderConfig {
+        base_url: definition.config.provider.base_url.clone(),
+        api_key_env: definition.config.provider.api_key_env.clone(),
+        ..ProviderConfig::default()
+    };
+    let (provider, model) = open_provider(&spec, &config, &env)?;
+    Agent::load(definition, provider, model)
+        .await
+        .map_err(anyhow::Error::msg)
+}
+
+/// Loads every agent, opens its sessions (recovering from a crash) and binds the port.
+pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
+    if let Some(store) = &args.store {
+        bail!("--store {store}: only the embedded disk store is built in; omit --store");
+    }
+    let auth = Auth::from_flags(
+        args.bearer_token.as_deref(),
+        args.tokens_file.as_deref(),
+        args.allow_anonymous,
+    )
+    .map_err(anyhow::Error::msg)?;
+    let layout = match args.mode.as_deref() {
+        Some("single") => Layout::Single,
+        _ => Layout::Multi,
+    };
+    let dirs: Vec<PathBuf> = if is_project(&args.dir) {
+        vec![args.dir.clone()]
+    } else {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&args.dir)
+            .with_context(|| format!("cannot read {}", args.dir.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir() && is_project(p))
+            .collect();
+        dirs.sort();
+        dirs
+    };
+    if dirs.is_empty() {
+        bail!(
+            "{} holds no agent project (a folder with agent/): run folio init or pass --dir",
+            args.dir.display()
+        );
+    }
+    if layout == Layout::Single && dirs.len() > 1 {
+        bail!(
+            "--mode single serves one agent, but {} holds {}: pass --dir of one project",
+            args.dir.display(),
+            dirs.len()
+        );
+    }
+    let mut projects = Vec::new();
+    let mut mounts = Vec::new();
+    for dir in dirs {
+        let (agent, diagnostics) = load_agent(&dir, args.model.as_deref()).await?;
+        let mut slug = slug_of(&agent.definition.name);
+        if projects.iter().any(|p: &Project| p.slug == slug) {
+            slug = format!("{slug}-{}", projects.len() + 1);
+        }
+        let state = match (&args.state_root, layout) {
+            (Some(root), Layout::Single) => StateRoot::new(root),
+            (Some(root), Layout::Multi) => StateRoot::new(root.join(&slug)),
+            (None, Layout::Single) => StateRoot::for_project(&dir),
+            (None, Layout::Multi) => {
+                StateRoot::new(StateRoot::for_project(&dir).path().join(&slug))
+            }
+        };
+        let manager = SessionManager::open(state, Arc::new(agent), LogBuffer::new())
+            .map_err(anyhow::Error::msg)?;
+        mounts.push(Mount {
+            slug: slug.clone(),
+            manager: manager.clone(),
+            diagnostics,
+        });
+        projects.push(Project { slug, dir, manager });
+    }
+    let app = router(
+        mounts,
+        HttpConfig {
+            auth,
+            layout,
+            ..HttpConfig::default()
+        },
+    );
+    let listener = bind(&args.host, args.port).await?;
+    let addr = listener.local_addr()?;
+    let base = format!("http://{addr}");
+    println!("folio: listening on {base}");
+    for project in &projects {
+        let url = match layout {
+            Layout::Multi => format!("{base}/{}", project.slug),
+            Layout::Single => base.clone(),
+        };
+        let playground = if args.no_playground {
+            String::new()
+        } else {
+            format!(" (playground: {url}/playground)")
+        };
+        println!("agent {}: {url}{playground}", project.slug);
+    }
+    Ok(Server {
+        projects,
+        listener,
+        app,
+    })
+}
+
+/// Binds `host:port`, or the next free port when it is busy; port 0 picks any free port.
+async fn bind(host: &str, port: u16) -> anyhow::Result<tokio::net::TcpListener> {
+    let last = if port == 0 {
+        0
+    } else {
+        port.saturating_add(100)
+    };
+    let mut candidate = port;
+    loop {
+        match tokio::net::TcpListener::bind((host, candidate)).await {
+            Ok(listener) => {
+                if candidate != port {
+                    eprintln!("folio: port {port} is busy; using {candidate}");
+                }
+                return Ok(listener);
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::AddrInUse && candidate < last => {
+                candidate += 1;
+            }
+            Err(err) => bail!("cannot listen on {host}:{candidate}: {err}"),
+        }
+    }
+}
+
+impl Server {
+    /// Serves until SIGINT/SIGTERM (or `stop` fires), then shuts down gracefully: running
+    /// turns are recorded as interrupted and logs synced.
+    pub(crate) async fn run(
+        self,
+        stop: Option<tokio_util::sync::CancellationToken>,
+    ) -> anyhow::Result<ExitCode> {
+        let managers: Vec<SessionManager> =
+            self.projects.iter().map(|p| p.manager.clone()).collect();
+        let shutdown = async move {
+            let stop = stop.unwrap_or_default();
+            tokio::select! {
+                () = signal() => {}
+                () = stop.cancelled() => {}
+            }
+            eprintln!("folio: shutting down");
+            for manager in &managers {
+                manager.shutdown().await;
+            }
+        };
+        axum::serve(
+            self.listener,
+            self.app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("the server failed")?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+async fn signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

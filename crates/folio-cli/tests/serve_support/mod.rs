@@ -1,0 +1,208 @@
+//! Helpers for tests that start `folio serve` as a process and speak HTTP to it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// The `folio` binary under test.
+pub fn folio_bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin!("folio").to_path_buf()
+}
+
+/// A project folder with `agent/instructions.md` and `agent/agent.toml`.
+pub fn project(agent_toml: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+    std::fs::write(
+        dir.path().join("agent/instructions.md"),
+        "You are a test agent.\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("agent/agent.toml"), agent_toml).unwrap();
+    dir
+}
+
+/// A running `folio serve`.
+pub struct Served {
+    pub child: tokio::process::Child,
+    /// The agent's base URL as printed (`http://127.0.0.1:P/<slug>` or the root).
+    pub url: String,
+    /// `http://127.0.0.1:P`.
+    pub host: String,
+}
+
+/// Starts `folio serve --port 0` on `dir` with the mock model at `model_url`, waiting for the
+/// printed URL of its (first) agent.
+pub async fn serve(model_url: &str, dir: &Path, state: &Path, extra: &[&str]) -> Served {
+    let mut command = tokio::process::Command::new(folio_bin());
+    command
+        .env_remove("FOLIO_MODEL")
+        .env_remove("FOLIO_TOKEN")
+        .env("OPENAI_API_KEY", "test-key")
+        .env("OPENAI_BASE_URL", model_url)
+        .args(["serve", "--port", "0", "--dir"])
+        .arg(dir)
+        .arg("--state-root")
+        .arg(state)
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true);
+    let mut child = command.spawn().expect("folio serve starts");
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let mut host = String::new();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(rest) = line.strip_prefix("folio: listening on ") {
+                host = rest.trim().to_string();
+            }
+            if let Some(rest) = line.strip_prefix("agent ") {
+                let url = rest.split_once(": ").unwrap().1;
+                return url.split(' ').next().unwrap().to_string();
+            }
+        }
+        panic!("folio serve exited before printing its URL");
+    })
+    .await
+    .expect("folio serve prints its URL within 60 s");
+    // Keep draining stdout so the server never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Served { child, url, host }
+}
+
+/// An HTTP client for tests.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
+/// Sends `body` as JSON with `method` and an optional bearer token; returns status and JSON.
+pub async fn call(
+    method: reqwest::Method,
+    url: &str,
+    body: Option<Value>,
+    token: Option<&str>,
+) -> (u16, Value) {
+    let mut request = client().request(method, url);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, value)
+}
+
+/// POST with a JSON body.
+pub async fn post(url: &str, body: Value) -> (u16, Value) {
+    call(reqwest::Method::POST, url, Some(body), None).await
+}
+
+/// GET.
+pub async fn get(url: &str) -> (u16, Value) {
+    call(reqwest::Method::GET, url, None, None).await
+}
+
+/// An open NDJSON stream.
+pub struct Stream {
+    body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    buffer: Vec<u8>,
+    /// Every event read so far.
+    pub events: Vec<Value>,
+}
+
+impl Stream {
+    /// Opens `GET {url}/v1/session/{id}/stream?startIndex=N`.
+    pub async fn open(url: &str, session: &str, start: u64, token: Option<&str>) -> Stream {
+        let mut request = client().get(format!(
+            "{url}/v1/session/{session}/stream?startIndex={start}"
+        ));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        assert_eq!(
+            response.headers()["content-type"].to_str().unwrap(),
+            "application/x-ndjson"
+        );
+        Stream {
+            body: response.bytes_stream().boxed(),
+            buffer: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    /// The next event (skipping keep-alive lines); `None` when the stream ended.
+    pub async fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buffer.drain(..=end).collect();
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                let event: Value = serde_json::from_slice(&line).unwrap();
+                self.events.push(event.clone());
+                return Some(event);
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(30), self.body.next())
+                .await
+                .expect("an event within 30 s")?;
+            self.buffer.extend_from_slice(&chunk.ok()?);
+        }
+    }
+
+    /// Reads until an event of type `kind` (returning it).
+    pub async fn until(&mut self, kind: &str) -> Value {
+        while let Some(event) = self.next().await {
+            if event["type"] == kind {
+                return event;
+            }
+        }
+        panic!("the stream ended before {kind}; got {:#?}", self.types());
+    }
+
+    /// Reads until `n` events of type `kind` were seen in total.
+    pub async fn until_count(&mut self, kind: &str, n: usize) {
+        while self.count(kind) < n {
+            if self.next().await.is_none() {
+                panic!(
+                    "the stream ended before {n} {kind}; got {:#?}",
+                    self.types()
+                );
+            }
+        }
+    }
+
+    /// How many events of type `kind` were read.
+    pub fn count(&self, kind: &str) -> usize {
+        self.events.iter().filter(|e| e["type"] == kind).count()
+    }
+
+    /// The types of the events read so far.
+    pub fn types(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .map(|e| e["type"].as_str().unwrap().to_string())
+            .collect()
+    }
+}
+
+/// Asserts that indexes run from `start` up by exactly one.
+pub fn assert_contiguous(events: &[Value], start: u64) {
+    for (i, event) in events.iter().enumerate() {
+        assert_eq!(
+            event["index"].as_u64().unwrap(),
+            start + i as u64,
+            "{events:#?}"
+        );
+    }
+}

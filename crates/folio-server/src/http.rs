@@ -1,0 +1,602 @@
+//! The HTTP API (sessions-http.md): one thin handler per route — parse, call the
+//! [`SessionManager`], map the result to a status. Errors are `{ok: false, error, message}`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequest, Path, Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use folio_protocol::{Admission, ApprovalDecision, SessionMode};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::auth::{Auth, AuthError};
+use crate::manager::{CreateSession, FollowUp, ManagerError, SessionManager};
+
+/// The default request body limit: 1 MiB.
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+/// One agent served by the host.
+#[derive(Clone)]
+pub struct Mount {
+    /// URL segment of the agent in the multi-agent layout.
+    pub slug: String,
+    /// The agent's sessions.
+    pub manager: SessionManager,
+    /// Discovery diagnostics (shown by `/v1/agent`).
+    pub diagnostics: Vec<Value>,
+}
+
+/// Where agent routes live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Every agent under `/<slug>`.
+    Multi,
+    /// The one agent's routes at the root.
+    Single,
+}
+
+/// Host-wide HTTP settings.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// How callers authenticate.
+    pub auth: Auth,
+    /// Multi-agent or single layout.
+    pub layout: Layout,
+    /// Largest accepted request body.
+    pub body_limit: usize,
+    /// How long a request may take to answer (streams answer at once, then stay open).
+    pub request_timeout: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            auth: Auth::LocalDevStrict,
+            layout: Layout::Multi,
+            body_limit: BODY_LIMIT,
+            request_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// The caller, as authenticated by the auth layer.
+#[derive(Debug, Clone)]
+struct Principal(String);
+
+/// An error answer.
+#[derive(Debug)]
+struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    fn invalid(message: impl Into<String>) -> Self {
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            code: "invalid_request",
+            message: message.into(),
+        }
+    }
+
+    fn not_found(message: impl Into<String>) -> Self {
+        ApiError {
+            status: StatusCode::NOT_FOUND,
+            code: "not_found",
+            message: message.into(),
+        }
+    }
+}
+
+impl From<ManagerError> for ApiError {
+    fn from(err: ManagerError) -> Self {
+        let status = match &err {
+            ManagerError::Invalid(_) => StatusCode::BAD_REQUEST,
+            ManagerError::NotFound(_) => StatusCode::NOT_FOUND,
+            ManagerError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ManagerError::StaleToken
+            | ManagerError::NotFollowable(_)
+            | ManagerError::Busy(_)
+            | ManagerError::ApprovalResolved(_) => StatusCode::CONFLICT,
+            ManagerError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError {
+            status,
+            code: err.code(),
+            message: err.to_string(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"ok": false, "error": self.code, "message": self.message});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+type ApiResult = Result<Response, ApiError>;
+
+fn ok(status: StatusCode, mut body: Value) -> ApiResult {
+    if let Some(map) = body.as_object_mut() {
+        map.insert("ok".into(), Value::Bool(true));
+    }
+    Ok((status, Json(body)).into_response())
+}
+
+/// A JSON body: over the limit → 413, malformed or unknown field → 400 naming the field.
+struct ApiJson<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError {
+                    status: StatusCode::PAYLOAD_TOO_LARGE,
+                    code: "payload_too_large",
+                    message: "the request body is over the limit (1 MiB)".into(),
+                }
+            } else {
+                ApiError::invalid(format!("body: {}", rejection.body_text()))
+            }
+        })?;
+        let bytes = if bytes.iter().all(u8::is_ascii_whitespace) {
+            Bytes::from_static(b"{}")
+        } else {
+            bytes
+        };
+        serde_json::from_slice(&bytes)
+            .map(ApiJson)
+            .map_err(|err| ApiError::invalid(format!("body: {err}")))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CreateBody {
+    message: String,
+    title: Option<String>,
+    #[serde(default)]
+    workspace_files: BTreeMap<String, String>,
+    mode: Option<SessionMode>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FollowUpBody {
+    continuation_token: String,
+    message: String,
+    admission: Option<Admission>,
+    #[serde(default)]
+    workspace_files: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ApprovalBody {
+    decision: ApprovalDecision,
+    reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ToolBody {
+    #[serde(default)]
+    input: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct EmptyBody {}
+
+/// State of one agent's routes.
+#[derive(Clone)]
+struct AgentState {
+    mount: Arc<Mount>,
+    /// URL prefix of the agent (`/<slug>` or empty).
+    prefix: String,
+}
+
+/// The router of every mount, with auth, body limit and timeouts; serve it with
+/// `into_make_service_with_connect_info::<SocketAddr>()`.
+pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
+    let agents: Vec<Value> = mounts
+        .iter()
+        .map(|m| {
+            let def = &m.manager.agent().definition;
+            json!({"slug": m.slug, "name": def.name, "description": def.description})
+        })
+        .collect();
+    let mut app = Router::new();
+    for mount in &mounts {
+        let prefix = match config.layout {
+            Layout::Multi => format!("/{}", mount.slug),
+            Layout::Single => String::new(),
+        };
+        let routes = agent_routes(AgentState {
+            mount: Arc::new(mount.clone()),
+            prefix: prefix.clone(),
+        });
+        app = match config.layout {
+            Layout::Multi => app.nest(&prefix, routes),
+            Layout::Single => app.merge(routes),
+        };
+    }
+    let index_agents = agents.clone();
+    let layout = config.layout;
+    app = app
+        .route(
+            "/v1/agents",
+            get(move || {
+                let agents = agents.clone();
+                async move { Json(Value::Array(agents)) }
+            }),
+        )
+        .route(
+            "/",
+            get(move || async move { index_page(&index_agents, layout) }),
+        )
+        .fallback(|| async { ApiError::not_found("no such route") });
+    let auth = Arc::new(config.auth.clone());
+    app.layer(axum::middleware::from_fn(move |req, next| {
+        let auth = auth.clone();
+        authenticate(auth, req, next)
+    }))
+    .layer(DefaultBodyLimit::max(config.body_limit))
+    .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+        StatusCode::REQUEST_TIMEOUT,
+        config.request_timeout,
+    ))
+}
+
+fn agent_routes(state: AgentState) -> Router {
+    Router::new()
+        .route("/v1/session", post(create_session))
+        .route(
+            "/v1/session/{id}",
+            post(follow_up).get(get_session).delete(delete_session),
+        )
+        .route("/v1/session/{id}/stop", post(stop_session))
+        .route("/v1/session/{id}/stream", get(stream_session))
+        .route("/v1/session/{id}/events", get(session_events))
+        .route(
+            "/v1/session/{id}/approvals/{call_id}",
+            post(resolve_approval),
+        )
+        .route("/v1/session/{id}/tools/{name}", post(session_tool))
+        .route("/v1/sessions", get(list_sessions))
+        .route("/v1/tools/{name}", post(unscoped_tool))
+        .route("/v1/agent", get(agent_info))
+        .route("/v1/logs", get(logs))
+        .with_state(state)
+}
+
+async fn authenticate(auth: Arc<Auth>, mut req: Request, next: Next) -> Response {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0)
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+    match auth.authenticate(req.headers(), peer) {
+        Ok(principal) => {
+            req.extensions_mut().insert(Principal(principal));
+            next.run(req).await
+        }
+        Err(AuthError::Unauthorized(message)) => ApiError {
+            status: StatusCode::UNAUTHORIZED,
+            code: "unauthorized",
+            message,
+        }
+        .into_response(),
+        Err(AuthError::Forbidden(message)) => ApiError {
+            status: StatusCode::FORBIDDEN,
+            code: "forbidden",
+            message,
+        }
+        .into_response(),
+    }
+}
+
+async fn create_session(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    ApiJson(body): ApiJson<CreateBody>,
+) -> ApiResult {
+    let accepted = state
+        .mount
+        .manager
+        .create(
+            &principal,
+            CreateSession {
+                message: body.message,
+                title: body.title,
+                workspace_files: body.workspace_files,
+                mode: body.mode.unwrap_or(SessionMode::Chat),
+                channel: "http".into(),
+            },
+        )
+        .await?;
+    let id = &accepted.session_id;
+    let prefix = &state.prefix;
+    ok(
+        StatusCode::CREATED,
+        json!({
+            "sessionId": id,
+            "continuationToken": accepted.continuation_token,
+            "playgroundUrl": format!("{prefix}/playground?session={id}"),
+            "traceUrl": format!("{prefix}/v1/session/{id}/events"),
+        }),
+    )
+}
+
+async fn follow_up(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<FollowUpBody>,
+) -> ApiResult {
+    let accepted = state
+        .mount
+        .manager
+        .follow_up(
+            &principal,
+            &id,
+            FollowUp {
+                continuation_token: body.continuation_token,
+                message: body.message,
+                admission: body.admission,
+                workspace_files: body.workspace_files,
+            },
+        )
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!({"sessionId": accepted.session_id, "continuationToken": accepted.continuation_token}),
+    )
+}
+
+async fn stop_session(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path(id): Path<String>,
+    ApiJson(EmptyBody {}): ApiJson<EmptyBody>,
+) -> ApiResult {
+    state.mount.manager.stop(&principal, &id).await?;
+    ok(StatusCode::OK, json!({}))
+}
+
+async fn delete_session(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    state.mount.manager.delete(&principal, &id).await?;
+    ok(StatusCode::OK, json!({}))
+}
+
+async fn get_session(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let summary = state.mount.manager.get(&principal, &id)?;
+    ok(StatusCode::OK, json!({"session": summary}))
+}
+
+async fn list_sessions(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult {
+    for key in query.keys() {
+        if !["limit", "cursor", "q"].contains(&key.as_str()) {
+            return Err(ApiError::invalid(format!(
+                "unknown query parameter {key}: expected limit, cursor or q"
+            )));
+        }
+    }
+    let limit = match query.get("limit") {
+        Some(limit) => limit
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=200).contains(n))
+            .ok_or_else(|| ApiError::invalid("limit must be a number from 1 to 200"))?,
+        None => 50,
+    };
+    let page = state.mount.manager.list(
+        &principal,
+        limit,
+        query.get("cursor").map(String::as_str),
+        query.get("q").map(String::as_str),
+    )?;
+    ok(
+        StatusCode::OK,
+        serde_json::to_value(page).unwrap_or_default(),
+    )
+}
+
+fn ndjson(body: Body) -> Response {
+    ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
+}
+
+fn event_line(event: &folio_protocol::Event) -> Bytes {
+    let mut line = serde_json::to_vec(event).unwrap_or_default();
+    line.push(b'\n');
+    Bytes::from(line)
+}
+
+async fn stream_session(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let start = match query.get("startIndex") {
+        Some(n) => n
+            .parse::<u64>()
+            .map_err(|_| ApiError::invalid("startIndex must be a non-negative integer"))?,
+        None => 0,
+    };
+    let stream = state.mount.manager.stream(&principal, &id, start)?;
+    let body = futures::stream::unfold(stream.rx, |mut rx| async move {
+        let item = rx.recv().await?;
+        let bytes = match item {
+            Some(event) => event_line(&event),
+            None => Bytes::from_static(b"\n"),
+        };
+        Some((Ok::<_, Infallible>(bytes), rx))
+    });
+    Ok(ndjson(Body::from_stream(body)))
+}
+
+async fn session_events(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let events = state.mount.manager.events(&principal, &id)?;
+    let mut out = Vec::new();
+    for event in &events {
+        out.extend_from_slice(&event_line(event));
+    }
+    Ok(ndjson(Body::from(out)))
+}
+
+async fn resolve_approval(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path((id, call_id)): Path<(String, String)>,
+    ApiJson(body): ApiJson<ApprovalBody>,
+) -> ApiResult {
+    state
+        .mount
+        .manager
+        .resolve_approval(&principal, &id, &call_id, body.decision, body.reason)
+        .await?;
+    ok(StatusCode::OK, json!({}))
+}
+
+async fn session_tool(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path((id, name)): Path<(String, String)>,
+    ApiJson(body): ApiJson<ToolBody>,
+) -> ApiResult {
+    let result = state
+        .mount
+        .manager
+        .call_tool(&principal, Some(&id), &name, body.input)
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!({"result": result.result, "isError": result.is_error}),
+    )
+}
+
+async fn unscoped_tool(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<ToolBody>,
+) -> ApiResult {
+    let result = state
+        .mount
+        .manager
+        .call_tool(&principal, None, &name, body.input)
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!({"result": result.result, "isError": result.is_error}),
+    )
+}
+
+async fn agent_info(State(state): State<AgentState>) -> ApiResult {
+    let agent = state.mount.manager.agent();
+    let def = &agent.definition;
+    let tools: Vec<Value> = agent
+        .harness
+        .tools
+        .tools()
+        .map(|tool| {
+            json!({
+                "name": tool.name(),
+                "description": tool.description(),
+                "inputSchema": tool.input_schema(),
+                "needsApproval": tool.needs_approval(),
+            })
+        })
+        .collect();
+    ok(
+        StatusCode::OK,
+        json!({
+            "agent": {
+                "slug": state.mount.slug,
+                "name": def.name,
+                "description": def.description,
+                "model": agent.harness.model,
+            },
+            "tools": tools,
+            "skills": [],
+            "subagents": [],
+            "connections": [],
+            "channels": [],
+            "hooks": [],
+            "schedules": [],
+            "diagnostics": state.mount.diagnostics,
+        }),
+    )
+}
+
+async fn logs(
+    State(state): State<AgentState>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let since = match query.get("since") {
+        Some(n) => n
+            .parse::<u64>()
+            .map_err(|_| ApiError::invalid("since must be the seq of a log line"))?,
+        None => 0,
+    };
+    let lines = state.mount.manager.logs().since(since);
+    ok(StatusCode::OK, json!({"lines": lines}))
+}
+
+fn index_page(agents: &[Value], layout: Layout) -> Response {
+    let mut items = String::new();
+    for agent in agents {
+        let slug = agent["slug"].as_str().unwrap_or_default();
+        let name = html_escape(agent["name"].as_str().unwrap_or_default());
+        let description = html_escape(agent["description"].as_str().unwrap_or_default());
+        let href = match layout {
+            Layout::Multi => format!("/{}/v1/agent", html_escape(slug)),
+            Layout::Single => "/v1/agent".to_string(),
+        };
+        items.push_str(&format!(
+            "<li><a href=\"{href}\">{name}</a> — {description}</li>\n"
+        ));
+    }
+    Html(format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Folio</title></head>\n<body><h1>Folio agents</h1>\n<ul>\n{items}</ul></body></html>\n"
+    ))
+    .into_response()
+}
+
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

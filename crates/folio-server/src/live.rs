@@ -1,0 +1,138 @@
+//! A live session: its open event log, the broadcast that fans appends out to streams, its
+//! metadata, and the approvals its turn waits on. At most one exists per session at a time.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use folio_agent::EventSink;
+use folio_protocol::{ActionApprovalResolved, Event, EventBody};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::event_log::{EventLog, LogError};
+use crate::manager::Command;
+use crate::state::{SessionMeta, StateRoot};
+
+/// How many events a slow stream may fall behind before it re-reads from disk.
+const BROADCAST_CAPACITY: usize = 4096;
+
+/// One session with an open log; shared by its actor, its turn and its streams.
+pub(crate) struct Live {
+    pub(crate) id: String,
+    pub(crate) log: EventLog,
+    /// Serializes append + broadcast so the wire order is the log order.
+    append: Mutex<()>,
+    pub(crate) tx: broadcast::Sender<Event>,
+    pub(crate) meta: Mutex<SessionMeta>,
+    /// The actor's mailbox while it runs (`None` when the session is idle).
+    pub(crate) mailbox: Mutex<Option<mpsc::UnboundedSender<Command>>>,
+    pub(crate) approvals: Mutex<Approvals>,
+    /// Fires when the session is deleted: streams end.
+    pub(crate) closed: CancellationToken,
+}
+
+/// Decisions waiting for a parked call, and calls already decided.
+#[derive(Default)]
+pub(crate) struct Approvals {
+    /// A parked turn waiting for `callId`.
+    waiting: HashMap<String, oneshot::Sender<ActionApprovalResolved>>,
+    /// Decisions that arrived before the turn asked (a turn resumed after a restart).
+    ready: HashMap<String, ActionApprovalResolved>,
+    /// Every call decided in this process (decisions are single-use).
+    pub(crate) decided: HashSet<String>,
+}
+
+impl Approvals {
+    /// Whether a turn waits for a decision.
+    pub(crate) fn is_parked(&self) -> bool {
+        !self.waiting.is_empty()
+    }
+
+    /// Hands a decision to the turn waiting for it, or keeps it for the turn to pick up.
+    pub(crate) fn deliver(&mut self, resolved: ActionApprovalResolved) {
+        self.decided.insert(resolved.call_id.clone());
+        let resolved = match self.waiting.remove(&resolved.call_id) {
+            Some(waiter) => match waiter.send(resolved) {
+                Ok(()) => return,
+                Err(resolved) => resolved,
+            },
+            None => resolved,
+        };
+        self.ready.insert(resolved.call_id.clone(), resolved);
+    }
+}
+
+impl Live {
+    /// Opens the session's log (recovering a torn last line) with its metadata.
+    pub(crate) fn open(
+        state: &StateRoot,
+        meta: SessionMeta,
+    ) -> Result<(Live, Vec<Event>), LogError> {
+        let id = meta.session_id.clone();
+        let (log, events) = EventLog::open(&state.trace_path(&id), &id)?;
+        let (tx, _) = broadcast::channel(BROADCAST_CAPACITY);
+        Ok((
+            Live {
+                id,
+                log,
+                append: Mutex::new(()),
+                tx,
+                meta: Mutex::new(meta),
+                mailbox: Mutex::new(None),
+                approvals: Mutex::new(Approvals::default()),
+                closed: CancellationToken::new(),
+            },
+            events,
+        ))
+    }
+
+    /// Appends one event and shows it to every live stream.
+    pub(crate) fn append(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, LogError> {
+        let _order = lock(&self.append);
+        let event = self.log.append(turn_id, body)?;
+        // No stream listening is fine: the event is on disk.
+        let _ = self.tx.send(event.clone());
+        Ok(event)
+    }
+
+    /// Every stored event.
+    pub(crate) fn events(&self) -> Result<Vec<Event>, LogError> {
+        crate::event_log::read_events(self.log.path())
+    }
+}
+
+/// Locks a std mutex, recovering from poisoning (state stays consistent per operation).
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+/// A live session as the sink of its turn's events and the source of its approvals.
+pub(crate) struct LiveSink(pub(crate) std::sync::Arc<Live>);
+
+#[async_trait::async_trait]
+impl EventSink for LiveSink {
+    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, String> {
+        self.0.append(turn_id, body).map_err(|err| err.to_string())
+    }
+
+    async fn checkpoint(&self) -> Result<(), String> {
+        self.0.log.sync().map_err(|err| err.to_string())
+    }
+
+    async fn await_approval(&self, call_id: &str) -> ActionApprovalResolved {
+        let waiter = {
+            let mut approvals = lock(&self.0.approvals);
+            if let Some(resolved) = approvals.ready.remove(call_id) {
+                return resolved;
+            }
+            let (tx, rx) = oneshot::channel();
+            approvals.waiting.insert(call_id.to_string(), tx);
+            rx
+        };
+        match waiter.await {
+            Ok(resolved) => resolved,
+            // The session went away while parked; the turn is cancelled right after.
+            Err(_) => std::future::pending().await,
+        }
+    }
+}

@@ -1,0 +1,1253 @@
+//! The [`SessionManager`]: every surface funnels into it. One tokio actor per live session owns
+//! the session's turn, its coalesce queue and its execution lock, so admission is sequential code
+//! and a session never runs two turns at once. Idle sessions have no task.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Component, Path};
+use std::sync::{Arc, RwLock, Weak};
+
+use chrono::Utc;
+use folio_agent::tools::{SessionContext, TodoList, ToolContext};
+use folio_agent::turn::pending_approvals;
+use folio_agent::{Agent, Turn, TurnOutcome};
+use folio_protocol::{
+    ActionApprovalResolved, Admission, ApprovalDecision, Event, EventBody, MessageReceived,
+    SessionCompleted, SessionFailed, SessionMode, SessionStarted, SessionWaiting, TurnFailed,
+    TurnQueued,
+};
+use serde::Serialize;
+use serde_json::Value;
+use subtle::ConstantTimeEq;
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::event_log::LogError;
+use crate::live::{Live, LiveSink, lock};
+use crate::logs::LogBuffer;
+use crate::state::{SessionMeta, SessionStatus, StateRoot, new_session_id, new_turn_id};
+
+/// The message of a turn that was running when the server died (a contract string).
+pub const SERVER_RESTARTED: &str = "server restarted";
+
+/// Why a session operation was refused; each maps to one HTTP status and error code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManagerError {
+    /// The body or a parameter is invalid (`400 invalid_request`).
+    #[error("{0}")]
+    Invalid(String),
+    /// No such session, tool or approval (`404 not_found`).
+    #[error("{0}")]
+    NotFound(String),
+    /// The session belongs to another principal (`403 forbidden`).
+    #[error("session {0} belongs to another principal")]
+    Forbidden(String),
+    /// The continuation token is not the current one (`409 stale_continuation_token`).
+    #[error("the continuation token is stale: use the token returned by the last accepted message")]
+    StaleToken,
+    /// A follow-up to a task session (`409 session_not_followable`).
+    #[error("session {0} is a task session and takes no follow-ups")]
+    NotFollowable(String),
+    /// A session-bound tool call while a turn runs (`409 session_busy`).
+    #[error("session {0} is running a turn; try again when it is waiting")]
+    Busy(String),
+    /// A second decision on one approval (`409 approval_resolved`).
+    #[error("approval {0} is already resolved")]
+    ApprovalResolved(String),
+    /// Anything else (`500 internal`).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ManagerError {
+    /// The wire error code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ManagerError::Invalid(_) => "invalid_request",
+            ManagerError::NotFound(_) => "not_found",
+            ManagerError::Forbidden(_) => "forbidden",
+            ManagerError::StaleToken => "stale_continuation_token",
+            ManagerError::NotFollowable(_) => "session_not_followable",
+            ManagerError::Busy(_) => "session_busy",
+            ManagerError::ApprovalResolved(_) => "approval_resolved",
+            ManagerError::Internal(_) => "internal",
+        }
+    }
+}
+
+impl From<LogError> for ManagerError {
+    fn from(err: LogError) -> Self {
+        ManagerError::Internal(err.to_string())
+    }
+}
+
+fn io_error(what: &str, err: std::io::Error) -> ManagerError {
+    ManagerError::Internal(format!("{what}: {err}"))
+}
+
+/// A new session's request.
+#[derive(Debug, Clone)]
+pub struct CreateSession {
+    /// The first user message.
+    pub message: String,
+    /// A title for lists.
+    pub title: Option<String>,
+    /// Files written into the workspace before the turn (relative path → contents).
+    pub workspace_files: BTreeMap<String, String>,
+    /// `chat` (default) or `task`.
+    pub mode: SessionMode,
+    /// The creating channel (`http`, `mcp`, …).
+    pub channel: String,
+}
+
+/// A follow-up's request.
+#[derive(Debug, Clone)]
+pub struct FollowUp {
+    /// The current continuation token.
+    pub continuation_token: String,
+    /// The user message.
+    pub message: String,
+    /// Busy-session policy (default preempt).
+    pub admission: Option<Admission>,
+    /// Files written into the workspace before the turn.
+    pub workspace_files: BTreeMap<String, String>,
+}
+
+/// An accepted message: the session and its (new) continuation token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accepted {
+    /// `ses_…`.
+    pub session_id: String,
+    /// `http:…`, rotated per accepted follow-up.
+    pub continuation_token: String,
+}
+
+/// A session as lists and `GET /v1/session/:id` show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    /// `ses_…`.
+    pub session_id: String,
+    /// `chat` or `task`.
+    pub mode: SessionMode,
+    /// `running`, `waiting`, `completed` or `failed`.
+    pub status: SessionStatus,
+    /// The title (empty when none).
+    pub title: String,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+    /// Turns started.
+    pub turns: u32,
+    /// Index of the last stored event.
+    pub last_index: u64,
+}
+
+/// One page of sessions, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionPage {
+    /// The sessions of this page.
+    pub data: Vec<SessionSummary>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// The result of a direct tool call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DirectResult {
+    /// The tool's output, or its error text.
+    pub result: Value,
+    /// Whether the tool failed.
+    pub is_error: bool,
+}
+
+/// A stream of a session's events: stored ones from a start index, then live ones.
+pub struct EventStream {
+    /// Events (and `None` for a keep-alive tick) in index order without gaps.
+    pub rx: mpsc::Receiver<Option<Event>>,
+}
+
+/// Commands a session's actor receives.
+pub(crate) enum Command {
+    Send {
+        text: String,
+        admission: Option<Admission>,
+        coalesced: Option<u32>,
+        reply: oneshot::Sender<Result<(), ManagerError>>,
+    },
+    Stop {
+        reply: oneshot::Sender<()>,
+    },
+    Tool {
+        name: String,
+        input: Value,
+        reply: oneshot::Sender<Result<DirectResult, ManagerError>>,
+    },
+    Resolve {
+        resolved: ActionApprovalResolved,
+        reply: oneshot::Sender<Result<(), ManagerError>>,
+    },
+    Close {
+        delete: bool,
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// Sessions of one agent under one state root.
+#[derive(Clone)]
+pub struct SessionManager {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    state: StateRoot,
+    agent: RwLock<Arc<Agent>>,
+    live: std::sync::Mutex<HashMap<String, Weak<Live>>>,
+    slots: Option<Arc<Semaphore>>,
+    queued: std::sync::atomic::AtomicU32,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
+    logs: LogBuffer,
+    keepalive: std::time::Duration,
+}
+
+impl SessionManager {
+    /// Opens the sessions under `state` for `agent`; turns that were running when the process
+    /// died are recorded as failed (`server restarted`), parked approvals stay parked.
+    pub fn open(state: StateRoot, agent: Arc<Agent>, logs: LogBuffer) -> Result<Self, String> {
+        let cap = agent.definition.config.concurrency.max_running_turns;
+        let manager = SessionManager {
+            inner: Arc::new(Inner {
+                state,
+                agent: RwLock::new(agent),
+                live: std::sync::Mutex::new(HashMap::new()),
+                slots: cap.map(|n| Arc::new(Semaphore::new(n.max(1) as usize))),
+                queued: std::sync::atomic::AtomicU32::new(0),
+                shutdown: CancellationToken::new(),
+                tasks: TaskTracker::new(),
+                logs,
+                keepalive: std::time::Duration::from_secs(15),
+            }),
+        };
+        manager.recover()?;
+        Ok(manager)
+    }
+
+    /// The agent new turns run with.
+    pub fn agent(&self) -> Arc<Agent> {
+        self.inner
+            .agent
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Swaps the agent definition (`folio dev`); turns in flight finish on the old one.
+    pub fn set_agent(&self, agent: Arc<Agent>) {
+        *self.inner.agent.write().unwrap_or_else(|p| p.into_inner()) = agent;
+    }
+
+    /// The server log buffer of this agent.
+    pub fn logs(&self) -> &LogBuffer {
+        &self.inner.logs
+    }
+
+    /// The state root.
+    pub fn state(&self) -> &StateRoot {
+        &self.inner.state
+    }
+
+    fn recover(&self) -> Result<(), String> {
+        let dir = self.inner.state.path().join("sessions");
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(err) => return Err(format!("cannot read {}: {err}", dir.display())),
+        };
+        for entry in entries.flatten() {
+            let id = entry.file_name().to_string_lossy().to_string();
+            if !valid_session_id(&id) {
+                continue;
+            }
+            let Ok(Some(meta)) = SessionMeta::load(&self.inner.state, &id) else {
+                continue;
+            };
+            if meta.status != SessionStatus::Running {
+                continue;
+            }
+            if let Err(err) = self.recover_session(meta) {
+                self.inner
+                    .logs
+                    .error(format!("could not recover session {id}: {err}"));
+            }
+        }
+        Ok(())
+    }
+
+    fn recover_session(&self, meta: SessionMeta) -> Result<(), ManagerError> {
+        let (live, events) = Live::open(&self.inner.state, meta)?;
+        let Some(turn_id) = open_turn(&events) else {
+            finish_session(&live, None, &self.inner.state)?;
+            return Ok(());
+        };
+        if !pending_approvals(&events, &turn_id).is_empty() {
+            self.inner.logs.info(format!(
+                "session {} stays parked on an approval after the restart",
+                live.id
+            ));
+            return Ok(());
+        }
+        live.append(
+            Some(&turn_id),
+            EventBody::TurnFailed(TurnFailed {
+                message: SERVER_RESTARTED.to_string(),
+            }),
+        )?;
+        let outcome = TurnOutcome::Failed {
+            message: SERVER_RESTARTED.to_string(),
+        };
+        finish_session(&live, Some(&outcome), &self.inner.state)?;
+        self.inner.logs.warn(format!(
+            "session {}: turn {turn_id} was running when the server stopped; recorded as failed",
+            live.id
+        ));
+        Ok(())
+    }
+
+    /// Creates a session for `principal` and starts its first turn; returns once accepted.
+    pub async fn create(
+        &self,
+        principal: &str,
+        request: CreateSession,
+    ) -> Result<Accepted, ManagerError> {
+        self.refuse_when_shutting_down()?;
+        check_workspace_files(&request.workspace_files)?;
+        let session_id = new_session_id();
+        let token = new_token();
+        let now = Utc::now();
+        let meta = SessionMeta {
+            session_id: session_id.clone(),
+            mode: request.mode,
+            status: SessionStatus::Running,
+            channel: request.channel.clone(),
+            principal: principal.to_string(),
+            title: request.title.clone(),
+            created_at: now,
+            updated_at: now,
+            token_hash: Some(hash_token(&token)),
+            turns: 0,
+            last_index: 0,
+        };
+        let state = &self.inner.state;
+        let workspace = state.workspace_dir(&session_id);
+        std::fs::create_dir_all(&workspace).map_err(|e| io_error("cannot create workspace", e))?;
+        write_workspace_files(&workspace, &request.workspace_files)?;
+        meta.save(state)
+            .map_err(|e| io_error("cannot save session.json", e))?;
+        let (live, _) = Live::open(state, meta)?;
+        let live = Arc::new(live);
+        live.append(
+            None,
+            EventBody::SessionStarted(SessionStarted {
+                mode: request.mode,
+                channel: request.channel,
+                title: request.title,
+                principal: principal.to_string(),
+            }),
+        )?;
+        lock(&self.inner.live).insert(session_id.clone(), Arc::downgrade(&live));
+        self.inner
+            .logs
+            .info(format!("session {session_id} created by {principal}"));
+        self.command(&live, |reply| Command::Send {
+            text: request.message,
+            admission: None,
+            coalesced: None,
+            reply,
+        })
+        .await??;
+        Ok(Accepted {
+            session_id,
+            continuation_token: token,
+        })
+    }
+
+    /// Sends a follow-up through the HTTP channel: checks the token, rotates it, admits the
+    /// message (preempt by default, or coalesce).
+    pub async fn follow_up(
+        &self,
+        principal: &str,
+        session_id: &str,
+        request: FollowUp,
+    ) -> Result<Accepted, ManagerError> {
+        self.refuse_when_shutting_down()?;
+        let live = self.owned(principal, session_id)?;
+        let token = {
+            let mut meta = lock(&live.meta);
+            let current = meta.token_hash.as_deref().unwrap_or("");
+            let presented = hash_token(&request.continuation_token);
+            if !bool::from(current.as_bytes().ct_eq(presented.as_bytes())) {
+                return Err(ManagerError::StaleToken);
+            }
+            if meta.mode == SessionMode::Task {
+                return Err(ManagerError::NotFollowable(session_id.to_string()));
+            }
+            check_workspace_files(&request.workspace_files)?;
+            let token = new_token();
+            meta.token_hash = Some(hash_token(&token));
+            meta.updated_at = Utc::now();
+            meta.save(&self.inner.state)
+                .map_err(|e| io_error("cannot save session.json", e))?;
+            token
+        };
+        write_workspace_files(
+            &self.inner.state.workspace_dir(session_id),
+            &request.workspace_files,
+        )?;
+        self.command(&live, |reply| Command::Send {
+            text: request.message,
+            admission: request.admission,
+            coalesced: None,
+            reply,
+        })
+        .await??;
+        Ok(Accepted {
+            session_id: session_id.to_string(),
+            continuation_token: token,
+        })
+    }
+
+    /// Sends a message to a session without a token (in-process channels and tests).
+    pub async fn send(
+        &self,
+        principal: &str,
+        session_id: &str,
+        message: &str,
+        admission: Option<Admission>,
+    ) -> Result<(), ManagerError> {
+        let live = self.owned(principal, session_id)?;
+        if lock(&live.meta).mode == SessionMode::Task {
+            return Err(ManagerError::NotFollowable(session_id.to_string()));
+        }
+        self.command(&live, |reply| Command::Send {
+            text: message.to_string(),
+            admission,
+            coalesced: None,
+            reply,
+        })
+        .await?
+    }
+
+    /// Cancels the running turn (`turn interrupted`) and clears queued messages; idle → no-op.
+    pub async fn stop(&self, principal: &str, session_id: &str) -> Result<(), ManagerError> {
+        let live = self.owned(principal, session_id)?;
+        self.command(&live, |reply| Command::Stop { reply }).await
+    }
+
+    /// Stops the session's turn and removes the session from disk.
+    pub async fn delete(&self, principal: &str, session_id: &str) -> Result<(), ManagerError> {
+        let live = self.owned(principal, session_id)?;
+        self.command(&live, |reply| Command::Close {
+            delete: true,
+            reply,
+        })
+        .await?;
+        lock(&self.inner.live).remove(session_id);
+        self.inner
+            .logs
+            .info(format!("session {session_id} deleted by {principal}"));
+        Ok(())
+    }
+
+    /// The session's summary.
+    pub fn get(&self, principal: &str, session_id: &str) -> Result<SessionSummary, ManagerError> {
+        let meta = self.owned_meta(principal, session_id)?;
+        let events = crate::event_log::read_events(&self.inner.state.trace_path(session_id))?;
+        let mut summary = summary(&meta);
+        summary.last_index = events.last().map_or(0, |e| e.index);
+        Ok(summary)
+    }
+
+    /// The caller's sessions, newest first; `q` filters title or id (case-insensitive).
+    pub fn list(
+        &self,
+        principal: &str,
+        limit: usize,
+        cursor: Option<&str>,
+        q: Option<&str>,
+    ) -> Result<SessionPage, ManagerError> {
+        let dir = self.inner.state.path().join("sessions");
+        let mut ids: Vec<String> = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .filter(|id| valid_session_id(id))
+                .collect(),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(err) => return Err(io_error("cannot list sessions", err)),
+        };
+        // ULIDs sort by creation time.
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        let q = q.map(str::to_lowercase).filter(|q| !q.is_empty());
+        let limit = limit.clamp(1, 200);
+        let mut data = Vec::new();
+        let mut next_cursor = None;
+        for id in ids {
+            if cursor.is_some_and(|cursor| id.as_str() >= cursor) {
+                continue;
+            }
+            let Ok(Some(meta)) = SessionMeta::load(&self.inner.state, &id) else {
+                continue;
+            };
+            if meta.principal != principal {
+                continue;
+            }
+            if let Some(q) = &q {
+                let title = meta.title.as_deref().unwrap_or("").to_lowercase();
+                if !title.contains(q) && !id.to_lowercase().contains(q) {
+                    continue;
+                }
+            }
+            if data.len() == limit {
+                next_cursor = data.last().map(|s: &SessionSummary| s.session_id.clone());
+                break;
+            }
+            data.push(summary(&meta));
+        }
+        Ok(SessionPage { data, next_cursor })
+    }
+
+    /// Every stored event of the session.
+    pub fn events(&self, principal: &str, session_id: &str) -> Result<Vec<Event>, ManagerError> {
+        self.owned_meta(principal, session_id)?;
+        Ok(crate::event_log::read_events(
+            &self.inner.state.trace_path(session_id),
+        )?)
+    }
+
+    /// Streams events with `index >= start_index`: subscribes to live appends first, then
+    /// replays stored events, then forwards live ones skipping any index already sent.
+    pub fn stream(
+        &self,
+        principal: &str,
+        session_id: &str,
+        start_index: u64,
+    ) -> Result<EventStream, ManagerError> {
+        let live = self.owned(principal, session_id)?;
+        let mut rx = live.tx.subscribe();
+        let stored = live.events()?;
+        let (tx, out) = mpsc::channel(256);
+        let shutdown = self.inner.shutdown.clone();
+        let keepalive = self.inner.keepalive;
+        let task = live.clone();
+        self.inner.tasks.spawn(async move {
+            let live = task;
+            let task_mode = lock(&live.meta).mode == SessionMode::Task;
+            let mut next = start_index;
+            let send_from = |events: Vec<Event>, next: &mut u64| {
+                let mut batch = Vec::new();
+                for event in events {
+                    if event.index >= *next {
+                        *next = event.index + 1;
+                        let last = task_mode && is_final(&event);
+                        batch.push(event);
+                        if last {
+                            return (batch, true);
+                        }
+                    }
+                }
+                (batch, false)
+            };
+            let (batch, done) = send_from(stored, &mut next);
+            for event in batch {
+                if tx.send(Some(event)).await.is_err() {
+                    return;
+                }
+            }
+            if done {
+                return;
+            }
+            let mut tick = tokio::time::interval(keepalive);
+            tick.tick().await;
+            loop {
+                let events = tokio::select! {
+                    received = rx.recv() => match received {
+                        Ok(event) if event.index < next => continue,
+                        Ok(event) if event.index == next => vec![event],
+                        // A gap or a lag: catch up from disk.
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            match live.events() {
+                                Ok(events) => events,
+                                Err(_) => return,
+                            }
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    },
+                    _ = tick.tick() => {
+                        if tx.send(None).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    () = live.closed.cancelled() => return,
+                    () = shutdown.cancelled() => return,
+                    () = tx.closed() => return,
+                };
+                let (batch, done) = send_from(events, &mut next);
+                for event in batch {
+                    if tx.send(Some(event)).await.is_err() {
+                        return;
+                    }
+                }
+                if done {
+                    return;
+                }
+            }
+        });
+        Ok(EventStream { rx: out })
+    }
+
+    /// Resolves a parked approval as `by`; a second decision is refused.
+    pub async fn resolve_approval(
+        &self,
+        principal: &str,
+        session_id: &str,
+        call_id: &str,
+        decision: ApprovalDecision,
+        reason: Option<String>,
+    ) -> Result<(), ManagerError> {
+        let live = self.owned(principal, session_id)?;
+        let resolved = ActionApprovalResolved {
+            call_id: call_id.to_string(),
+            decision,
+            reason,
+            by: principal.to_string(),
+        };
+        self.command(&live, |reply| Command::Resolve { resolved, reply })
+            .await?
+    }
+
+    /// A direct call of `name`, bound to a session (sharing its execution lock) or unscoped.
+    /// Skips the approval gate; still validates the input.
+    pub async fn call_tool(
+        &self,
+        principal: &str,
+        session_id: Option<&str>,
+        name: &str,
+        input: Value,
+    ) -> Result<DirectResult, ManagerError> {
+        match session_id {
+            Some(session_id) => {
+                let live = self.owned(principal, session_id)?;
+                let name = name.to_string();
+                self.command(&live, |reply| Command::Tool { name, input, reply })
+                    .await?
+            }
+            None => {
+                let workspace = self.inner.state.path().join("direct").join("workspace");
+                std::fs::create_dir_all(&workspace)
+                    .map_err(|e| io_error("cannot create the direct-call workspace", e))?;
+                direct_call(
+                    &self.agent(),
+                    name,
+                    input,
+                    &workspace,
+                    "direct",
+                    self.inner.shutdown.child_token(),
+                )
+                .await
+            }
+        }
+    }
+
+    /// Graceful shutdown: running turns are recorded as interrupted (parked approvals stay
+    /// parked), logs are synced, streams end.
+    pub async fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+        let lives: Vec<Arc<Live>> = lock(&self.inner.live)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for live in lives {
+            let sender = lock(&live.mailbox).clone();
+            if let Some(sender) = sender {
+                let (reply, done) = oneshot::channel();
+                if sender
+                    .send(Command::Close {
+                        delete: false,
+                        reply,
+                    })
+                    .is_ok()
+                {
+                    let _ = done.await;
+                }
+            }
+        }
+        self.inner.tasks.close();
+    }
+
+    fn refuse_when_shutting_down(&self) -> Result<(), ManagerError> {
+        if self.inner.shutdown.is_cancelled() {
+            return Err(ManagerError::Internal("the server is shutting down".into()));
+        }
+        Ok(())
+    }
+
+    fn owned_meta(&self, principal: &str, session_id: &str) -> Result<SessionMeta, ManagerError> {
+        let not_found = || ManagerError::NotFound(format!("no session {session_id}"));
+        if !valid_session_id(session_id) {
+            return Err(not_found());
+        }
+        let meta = SessionMeta::load(&self.inner.state, session_id)
+            .map_err(|e| io_error("cannot read session.json", e))?
+            .ok_or_else(not_found)?;
+        if meta.principal != principal {
+            return Err(ManagerError::Forbidden(session_id.to_string()));
+        }
+        Ok(meta)
+    }
+
+    /// The live session of `session_id`, opening it when idle, after the ownership check.
+    fn owned(&self, principal: &str, session_id: &str) -> Result<Arc<Live>, ManagerError> {
+        let meta = self.owned_meta(principal, session_id)?;
+        let mut map = lock(&self.inner.live);
+        if let Some(live) = map.get(session_id).and_then(Weak::upgrade) {
+            return Ok(live);
+        }
+        map.retain(|_, weak| weak.strong_count() > 0);
+        let (live, _) = Live::open(&self.inner.state, meta)?;
+        let live = Arc::new(live);
+        map.insert(session_id.to_string(), Arc::downgrade(&live));
+        Ok(live)
+    }
+
+    /// Sends a command to the session's actor, spawning the actor when the session is idle.
+    async fn command<T>(
+        &self,
+        live: &Arc<Live>,
+        make: impl FnOnce(oneshot::Sender<T>) -> Command,
+    ) -> Result<T, ManagerError> {
+        let (reply, answer) = oneshot::channel();
+        {
+            let mut mailbox = lock(&live.mailbox);
+            let sender = match mailbox.as_ref() {
+                Some(sender) if !sender.is_closed() => sender.clone(),
+                _ => {
+                    let (sender, rx) = mpsc::unbounded_channel();
+                    *mailbox = Some(sender.clone());
+                    let actor = Actor {
+                        inner: self.inner.clone(),
+                        live: live.clone(),
+                        rx,
+                        running: None,
+                        queue: Vec::new(),
+                    };
+                    self.inner.tasks.spawn(actor.run());
+                    sender
+                }
+            };
+            sender
+                .send(make(reply))
+                .map_err(|_| ManagerError::Internal("the session's actor stopped".into()))?;
+        }
+        answer
+            .await
+            .map_err(|_| ManagerError::Internal("the session's actor stopped".into()))
+    }
+}
+
+/// The turn a session is running.
+struct Running {
+    cancel: CancellationToken,
+    task: JoinHandle<TurnOutcome>,
+}
+
+/// The task that owns one live session while it has work.
+struct Actor {
+    inner: Arc<Inner>,
+    live: Arc<Live>,
+    rx: mpsc::UnboundedReceiver<Command>,
+    running: Option<Running>,
+    queue: Vec<String>,
+}
+
+impl Actor {
+    async fn run(mut self) {
+        loop {
+            let command = match &mut self.running {
+                Some(running) => tokio::select! {
+                    command = self.rx.recv() => command,
+                    outcome = &mut running.task => {
+                        self.running = None;
+                        self.after_turn(outcome_of(outcome)).await;
+                        continue;
+                    }
+                },
+                None => {
+                    // Idle: leave only when the mailbox is empty, under its lock.
+                    let mut mailbox = lock(&self.live.mailbox);
+                    match self.rx.try_recv() {
+                        Ok(command) => Some(command),
+                        Err(_) => {
+                            *mailbox = None;
+                            return;
+                        }
+                    }
+                }
+            };
+            let Some(command) = command else { return };
+            if self.handle(command).await {
+                return;
+            }
+        }
+    }
+
+    /// Handles one command; true when the actor must end.
+    async fn handle(&mut self, command: Command) -> bool {
+        match command {
+            Command::Send {
+                text,
+                admission,
+                coalesced,
+                reply,
+            } => {
+                if self.running.is_some() {
+                    match admission.unwrap_or(Admission::Preempt) {
+                        Admission::Coalesce => {
+                            self.queue.push(text);
+                            let _ = reply.send(Ok(()));
+                            return false;
+                        }
+                        Admission::Preempt => {
+                            self.interrupt().await;
+                        }
+                    }
+                }
+                let result = self.start_turn(text, admission, coalesced);
+                let _ = reply.send(result);
+                false
+            }
+            Command::Stop { reply } => {
+                self.queue.clear();
+                if self.running.is_some() {
+                    let outcome = self.interrupt().await;
+                    self.after_turn(outcome).await;
+                }
+                let _ = reply.send(());
+                false
+            }
+            Command::Tool { name, input, reply } => {
+                if self.running.is_some() {
+                    let _ = reply.send(Err(ManagerError::Busy(self.live.id.clone())));
+                    return false;
+                }
+                let agent = self
+                    .inner
+                    .agent
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                let workspace = self.inner.state.workspace_dir(&self.live.id);
+                let result = direct_call(
+                    &agent,
+                    &name,
+                    input,
+                    &workspace,
+                    &self.live.id,
+                    self.inner.shutdown.child_token(),
+                )
+                .await;
+                let _ = reply.send(result);
+                false
+            }
+            Command::Resolve { resolved, reply } => {
+                let result = self.resolve(resolved);
+                let _ = reply.send(result);
+                false
+            }
+            Command::Close { delete, reply } => {
+                let parked = lock(&self.live.approvals).is_parked();
+                if self.running.is_some() && (delete || !parked) {
+                    self.queue.clear();
+                    let outcome = self.interrupt().await;
+                    if !delete {
+                        self.after_turn(outcome).await;
+                    }
+                }
+                if delete {
+                    self.live.closed.cancel();
+                    let state = &self.inner.state;
+                    let _ = std::fs::remove_dir_all(state.session_dir(&self.live.id));
+                    let _ = std::fs::remove_file(state.trace_path(&self.live.id));
+                }
+                let _ = self.live.log.sync();
+                *lock(&self.live.mailbox) = None;
+                let _ = reply.send(());
+                true
+            }
+        }
+    }
+
+    fn resolve(&mut self, resolved: ActionApprovalResolved) -> Result<(), ManagerError> {
+        let events = self.live.events()?;
+        let call_id = resolved.call_id.clone();
+        let requested = events.iter().find_map(|e| match &e.body {
+            EventBody::ActionApprovalRequested(r) if r.call_id == call_id => e.turn_id.clone(),
+            _ => None,
+        });
+        let Some(turn_id) = requested else {
+            return Err(ManagerError::NotFound(format!(
+                "no approval {call_id} in session {}",
+                self.live.id
+            )));
+        };
+        let recorded = events.iter().any(
+            |e| matches!(&e.body, EventBody::ActionApprovalResolved(r) if r.call_id == call_id),
+        );
+        let mut approvals = lock(&self.live.approvals);
+        if recorded || approvals.decided.contains(&call_id) {
+            return Err(ManagerError::ApprovalResolved(call_id));
+        }
+        let open = open_turn(&events).as_deref() == Some(turn_id.as_str());
+        if !open {
+            return Err(ManagerError::ApprovalResolved(call_id));
+        }
+        approvals.deliver(resolved);
+        drop(approvals);
+        if self.running.is_none() {
+            // Parked across a restart: the turn resumes from the log.
+            self.spawn_turn(turn_id, true);
+        }
+        Ok(())
+    }
+
+    /// Records the message and starts its turn.
+    fn start_turn(
+        &mut self,
+        text: String,
+        admission: Option<Admission>,
+        coalesced: Option<u32>,
+    ) -> Result<(), ManagerError> {
+        let turn_id = new_turn_id();
+        self.live.append(
+            Some(&turn_id),
+            EventBody::MessageReceived(MessageReceived {
+                text,
+                admission,
+                coalesced,
+            }),
+        )?;
+        {
+            let mut meta = lock(&self.live.meta);
+            meta.status = SessionStatus::Running;
+            meta.turns += 1;
+            meta.updated_at = Utc::now();
+            meta.save(&self.inner.state)
+                .map_err(|e| io_error("cannot save session.json", e))?;
+        }
+        self.spawn_turn(turn_id, false);
+        Ok(())
+    }
+
+    fn spawn_turn(&mut self, turn_id: String, resume: bool) {
+        let cancel = self.inner.shutdown.child_token();
+        let task = tokio::spawn(run_turn(
+            self.inner.clone(),
+            self.live.clone(),
+            turn_id,
+            resume,
+            cancel.clone(),
+        ));
+        self.running = Some(Running { cancel, task });
+    }
+
+    /// Cancels the running turn and waits for it to settle.
+    async fn interrupt(&mut self) -> TurnOutcome {
+        let Some(running) = self.running.take() else {
+            return TurnOutcome::Failed {
+                message: folio_agent::TURN_INTERRUPTED.to_string(),
+            };
+        };
+        running.cancel.cancel();
+        outcome_of(running.task.await)
+    }
+
+    /// After a turn: drain coalesced messages into one turn, or park / end the session.
+    async fn after_turn(&mut self, outcome: TurnOutcome) {
+        let mode = lock(&self.live.meta).mode;
+        if !self.queue.is_empty() && mode == SessionMode::Chat {
+            let messages = std::mem::take(&mut self.queue);
+            let count = messages.len() as u32;
+            let text = messages.join("\n\n");
+            if let Err(err) = self.start_turn(text, Some(Admission::Coalesce), Some(count)) {
+                self.inner
+                    .logs
+                    .error(format!("session {}: {err}", self.live.id));
+            }
+            return;
+        }
+        if let Err(err) = finish_session(&self.live, Some(&outcome), &self.inner.state) {
+            self.inner
+                .logs
+                .error(format!("session {}: {err}", self.live.id));
+        }
+    }
+}
+
+/// Runs (or resumes) one turn: waits for a slot under the agent's cap, binds the FileSystem,
+/// and hands the turn to the harness with the live session as its sink.
+async fn run_turn(
+    inner: Arc<Inner>,
+    live: Arc<Live>,
+    turn_id: String,
+    resume: bool,
+    cancel: CancellationToken,
+) -> TurnOutcome {
+    let interrupted = || TurnOutcome::Failed {
+        message: folio_agent::TURN_INTERRUPTED.to_string(),
+    };
+    let failed = |live: &Live, message: String| {
+        let _ = live.append(
+            Some(&turn_id),
+            EventBody::TurnFailed(TurnFailed {
+                message: message.clone(),
+            }),
+        );
+        TurnOutcome::Failed { message }
+    };
+    let _permit = match &inner.slots {
+        None => None,
+        Some(slots) => match slots.clone().try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            Err(_) => {
+                use std::sync::atomic::Ordering;
+                let position = inner.queued.fetch_add(1, Ordering::SeqCst) + 1;
+                let _ = live.append(
+                    Some(&turn_id),
+                    EventBody::TurnQueued(TurnQueued { position }),
+                );
+                let acquired = tokio::select! {
+                    permit = slots.clone().acquire_owned() => permit.ok(),
+                    () = cancel.cancelled() => None,
+                };
+                inner.queued.fetch_sub(1, Ordering::SeqCst);
+                match acquired {
+                    Some(permit) => Some(permit),
+                    None => {
+                        let _ = failed(&live, folio_agent::TURN_INTERRUPTED.to_string());
+                        return interrupted();
+                    }
+                }
+            }
+        },
+    };
+    let agent = inner
+        .agent
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let workspace = inner.state.workspace_dir(&live.id);
+    let (fs, scratch) = match agent.bind_turn_fs(&workspace).await {
+        Ok(bound) => bound,
+        Err(err) => return failed(&live, err),
+    };
+    let events = match live.events() {
+        Ok(events) => events,
+        Err(err) => return failed(&live, err.to_string()),
+    };
+    let turn = Turn {
+        session_id: live.id.clone(),
+        turn_id: turn_id.clone(),
+        events,
+        fs,
+        workspace,
+        scratch,
+        cancel,
+        todos: TodoList::default(),
+        context: SessionContext::default(),
+    };
+    let sink = LiveSink(live.clone());
+    if resume {
+        agent.harness.resume_turn(turn, &sink).await
+    } else {
+        agent.harness.run_turn(turn, &sink).await
+    }
+}
+
+/// Records the end of a turn: `session.waiting` (chat) or `session.completed`/`failed` (task).
+fn finish_session(
+    live: &Live,
+    outcome: Option<&TurnOutcome>,
+    state: &StateRoot,
+) -> Result<(), ManagerError> {
+    let mode = lock(&live.meta).mode;
+    let (body, status) = match (mode, outcome) {
+        (SessionMode::Chat, _) => (
+            EventBody::SessionWaiting(SessionWaiting {}),
+            SessionStatus::Waiting,
+        ),
+        (SessionMode::Task, Some(TurnOutcome::Completed { .. }) | None) => (
+            EventBody::SessionCompleted(SessionCompleted {}),
+            SessionStatus::Completed,
+        ),
+        (SessionMode::Task, Some(TurnOutcome::Failed { message })) => (
+            EventBody::SessionFailed(SessionFailed {
+                message: message.clone(),
+            }),
+            SessionStatus::Failed,
+        ),
+    };
+    let event = live.append(None, body)?;
+    live.log.sync()?;
+    let mut meta = lock(&live.meta);
+    meta.status = status;
+    meta.last_index = event.index;
+    meta.updated_at = Utc::now();
+    meta.save(state)
+        .map_err(|e| io_error("cannot save session.json", e))
+}
+
+/// Prepares and runs a tool directly (no approval gate).
+async fn direct_call(
+    agent: &Agent,
+    name: &str,
+    input: Value,
+    workspace: &Path,
+    session_id: &str,
+    cancel: CancellationToken,
+) -> Result<DirectResult, ManagerError> {
+    let Some(tool) = agent.harness.tools.get(name) else {
+        return Err(ManagerError::NotFound(format!("no tool {name}")));
+    };
+    let input = tool
+        .prepare(input)
+        .map_err(|err| ManagerError::Invalid(format!("input: {err}")))?;
+    let (fs, scratch) = agent
+        .bind_turn_fs(workspace)
+        .await
+        .map_err(ManagerError::Internal)?;
+    let ctx = ToolContext {
+        fs,
+        workspace: workspace.to_path_buf(),
+        scratch,
+        cancel,
+        todos: TodoList::default(),
+        session_id: session_id.to_string(),
+        call_id: format!("direct_{}", ulid::Ulid::generate()),
+        dry_run: false,
+        purpose: None,
+        continuation_key: None,
+    };
+    Ok(match tool.call(input, &ctx).await {
+        Ok(output) => DirectResult {
+            result: output.to_event_value(),
+            is_error: false,
+        },
+        Err(err) => DirectResult {
+            result: Value::String(err.0),
+            is_error: true,
+        },
+    })
+}
+
+fn outcome_of(joined: Result<TurnOutcome, tokio::task::JoinError>) -> TurnOutcome {
+    joined.unwrap_or_else(|err| TurnOutcome::Failed {
+        message: format!("the turn task failed: {err}"),
+    })
+}
+
+/// The turn of the last `message.received` when it has no `turn.completed`/`turn.failed`.
+fn open_turn(events: &[Event]) -> Option<String> {
+    let mut open = None;
+    for event in events {
+        match &event.body {
+            EventBody::MessageReceived(_) => open = event.turn_id.clone(),
+            EventBody::TurnCompleted(_) | EventBody::TurnFailed(_) if event.turn_id == open => {
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    open
+}
+
+/// A task session's last event.
+fn is_final(event: &Event) -> bool {
+    matches!(
+        event.body,
+        EventBody::SessionCompleted(_) | EventBody::SessionFailed(_)
+    )
+}
+
+fn summary(meta: &SessionMeta) -> SessionSummary {
+    SessionSummary {
+        session_id: meta.session_id.clone(),
+        mode: meta.mode,
+        status: meta.status,
+        title: meta.title.clone().unwrap_or_default(),
+        created_at: folio_protocol::format_at(&meta.created_at),
+        updated_at: folio_protocol::format_at(&meta.updated_at),
+        turns: meta.turns,
+        last_index: meta.last_index,
+    }
+}
+
+/// Whether `id` has the form `ses_` + 26 ULID characters (and so is safe as a path component).
+pub fn valid_session_id(id: &str) -> bool {
+    id.strip_prefix("ses_")
+        .is_some_and(|rest| rest.len() == 26 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// A new HTTP continuation token: `http:` + 244 random bits.
+fn new_token() -> String {
+    format!(
+        "http:{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// SHA-256 of a token, hex (what `session.json` stores).
+fn hash_token(token: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn check_workspace_files(files: &BTreeMap<String, String>) -> Result<(), ManagerError> {
+    for path in files.keys() {
+        let relative = Path::new(path);
+        let ok = !path.is_empty()
+            && relative
+                .components()
+                .all(|c| matches!(c, Component::Normal(_)));
+        if !ok {
+            return Err(ManagerError::Invalid(format!(
+                "workspaceFiles: {path:?} must be a relative path inside the workspace"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn write_workspace_files(
+    workspace: &Path,
+    files: &BTreeMap<String, String>,
+) -> Result<(), ManagerError> {
+    for (path, contents) in files {
+        let target = workspace.join(path);
+        if let Some(dir) = target.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| io_error("cannot write workspaceFiles", e))?;
+        }
+        std::fs::write(&target, contents)
+            .map_err(|e| io_error("cannot write workspaceFiles", e))?;
+    }
+    Ok(())
+}
