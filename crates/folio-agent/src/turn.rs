@@ -1,6 +1,7 @@
 //! The turn loop: build the request, stream the model, run tool calls, record every effect as
 //! an event, and loop until the model answers without tool calls (architecture.md).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,9 +9,10 @@ use std::time::Instant;
 use folio_fs::FileSystem;
 use folio_model::{ModelRequest, Provider, ResponseAssembler, ToolSpec};
 use folio_protocol::{
-    ActionResult, ActionsRequested, Event, EventBody, FinishReason, MessageAppended,
-    MessageCompleted, ReasoningAppended, ReasoningCompleted, RequestedCall, StepCompleted,
-    StepStarted, TurnCompleted, TurnFailed, TurnStarted, Usage,
+    ActionApprovalRequested, ActionApprovalResolved, ActionResult, ActionsRequested,
+    ApprovalDecision, Event, EventBody, FinishReason, MessageAppended, MessageCompleted,
+    ReasoningAppended, ReasoningCompleted, RequestedCall, StepCompleted, StepStarted,
+    TurnCompleted, TurnFailed, TurnStarted, Usage,
 };
 use futures::StreamExt;
 use serde_json::Value;
@@ -31,6 +33,19 @@ pub trait EventSink: Send + Sync {
     async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, String>;
     /// Makes everything emitted so far durable (called at turn boundaries).
     async fn checkpoint(&self) -> Result<(), String>;
+    /// Waits for the human decision on a parked call (its `action.approval_requested` is
+    /// recorded); the turn records the returned `action.approval_resolved`. Without an approver
+    /// (outside `folio serve`) the call is denied.
+    async fn await_approval(&self, call_id: &str) -> ActionApprovalResolved {
+        ActionApprovalResolved {
+            call_id: call_id.to_string(),
+            decision: ApprovalDecision::Deny,
+            reason: Some(
+                "no approver is attached to this session (approvals need folio serve)".into(),
+            ),
+            by: "folio".to_string(),
+        }
+    }
 }
 
 /// A tool that records events of its own in the turn (`Task`, `tag_artifact`): the turn
@@ -120,7 +135,6 @@ impl Harness {
     /// Runs one turn, recording its events through `sink`; never panics on model or tool errors.
     pub async fn run_turn(&self, mut turn: Turn, sink: &dyn EventSink) -> TurnOutcome {
         let started = Instant::now();
-        let turn_id = turn.turn_id.clone();
         let outcome = match self
             .emit(
                 &mut turn,
@@ -131,9 +145,44 @@ impl Harness {
             )
             .await
         {
-            Ok(()) => self.steps(&mut turn, sink, started).await,
+            Ok(()) => self.steps(&mut turn, sink, started, 1).await,
             Err(stop) => Err(stop),
         };
+        self.finish(turn, sink, outcome).await
+    }
+
+    /// Resumes a turn that was parked on an approval when the server stopped: runs the calls of
+    /// its last `actions.requested` that have no result yet (through the approval gate), then
+    /// continues its steps. `turn.events` must hold the session's log, this turn's events included.
+    pub async fn resume_turn(&self, mut turn: Turn, sink: &dyn EventSink) -> TurnOutcome {
+        let started = Instant::now();
+        let open = open_calls(&turn.events, &turn.turn_id);
+        let pending = open
+            .calls
+            .into_iter()
+            .map(|call| {
+                let prepared = self.prepare(&call);
+                (call, prepared)
+            })
+            .collect();
+        let outcome = match self
+            .execute_calls(&mut turn, sink, pending, &open.approvals)
+            .await
+        {
+            Ok(()) => self.steps(&mut turn, sink, started, open.step + 1).await,
+            Err(stop) => Err(stop),
+        };
+        self.finish(turn, sink, outcome).await
+    }
+
+    /// Records how a turn ended and syncs the log.
+    async fn finish(
+        &self,
+        turn: Turn,
+        sink: &dyn EventSink,
+        outcome: Result<TurnOutcome, Stop>,
+    ) -> TurnOutcome {
+        let turn_id = turn.turn_id.clone();
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(stop) => {
@@ -175,6 +224,7 @@ impl Harness {
         turn: &mut Turn,
         sink: &dyn EventSink,
         started: Instant,
+        first_step: u32,
     ) -> Result<TurnOutcome, Stop> {
         let tools: Vec<ToolSpec> = self
             .tools
@@ -194,7 +244,7 @@ impl Harness {
             self.system
         );
         let mut usage = Usage::default();
-        for step in 1..=self.max_steps {
+        for step in first_step..=self.max_steps {
             self.emit(turn, sink, EventBody::StepStarted(StepStarted { step }))
                 .await?;
             let step_started = Instant::now();
@@ -318,14 +368,7 @@ impl Harness {
         let prepared: Vec<_> = calls
             .into_iter()
             .map(|call| {
-                let prepared = match self.tools.get(&call.name) {
-                    Some(tool) => tool.prepare(call.input.clone()).map_err(|e| e.0),
-                    None => Err(format!(
-                        "unknown tool \"{}\"; available tools: {}",
-                        call.name,
-                        self.tools.names().collect::<Vec<_>>().join(", ")
-                    )),
-                };
+                let prepared = self.prepare(&call);
                 (call, prepared)
             })
             .collect();
@@ -344,14 +387,46 @@ impl Harness {
             EventBody::ActionsRequested(ActionsRequested { calls: requested }),
         )
         .await?;
+        self.execute_calls(turn, sink, prepared, &HashMap::new())
+            .await
+    }
+
+    /// Validates a call's input with its tool (an unknown tool is an error for the model).
+    fn prepare(&self, call: &folio_model::ToolCall) -> Result<Value, String> {
+        match self.tools.get(&call.name) {
+            Some(tool) => tool.prepare(call.input.clone()).map_err(|e| e.0),
+            None => Err(format!(
+                "unknown tool \"{}\"; available tools: {}",
+                call.name,
+                self.tools.names().collect::<Vec<_>>().join(", ")
+            )),
+        }
+    }
+
+    /// Runs prepared calls in order, each through the approval gate, recording each result.
+    /// `approvals` holds the calls whose approval is already recorded (requested → decision).
+    async fn execute_calls(
+        &self,
+        turn: &mut Turn,
+        sink: &dyn EventSink,
+        prepared: Vec<(folio_model::ToolCall, Result<Value, String>)>,
+        approvals: &HashMap<String, Option<ActionApprovalResolved>>,
+    ) -> Result<(), Stop> {
         for (call, input) in prepared {
             if turn.cancel.is_cancelled() {
                 return Err(Stop::Interrupted);
             }
             let call_started = Instant::now();
-            let result = match input {
-                Err(message) => Err(message),
-                Ok(input) => {
+            let denied = match (&input, self.tools.get(&call.name)) {
+                (Ok(input), Some(tool)) if tool.needs_approval() => {
+                    self.approval_gate(turn, sink, &call, input, approvals.get(&call.id))
+                        .await?
+                }
+                _ => None,
+            };
+            let result = match (input, denied) {
+                (Err(message), _) | (Ok(_), Some(message)) => Err(message),
+                (Ok(input), None) => {
                     let ctx = ToolContext {
                         fs: turn.fs.clone(),
                         workspace: turn.workspace.clone(),
@@ -395,4 +470,110 @@ impl Harness {
         }
         Ok(())
     }
+
+    /// Parks a call until a human decides: records `action.approval_requested` (unless already
+    /// recorded), waits, records `action.approval_resolved`; returns the denial message, if any.
+    async fn approval_gate(
+        &self,
+        turn: &mut Turn,
+        sink: &dyn EventSink,
+        call: &folio_model::ToolCall,
+        input: &Value,
+        recorded: Option<&Option<ActionApprovalResolved>>,
+    ) -> Result<Option<String>, Stop> {
+        let resolved = match recorded {
+            Some(Some(resolved)) => resolved.clone(),
+            Some(None) | None => {
+                if recorded.is_none() {
+                    let body = EventBody::ActionApprovalRequested(ActionApprovalRequested {
+                        call_id: call.id.clone(),
+                        tool: call.name.clone(),
+                        input: input.clone(),
+                    });
+                    self.emit(turn, sink, body).await?;
+                }
+                let resolved = tokio::select! {
+                    resolved = sink.await_approval(&call.id) => resolved,
+                    () = turn.cancel.cancelled() => return Err(Stop::Interrupted),
+                };
+                self.emit(
+                    turn,
+                    sink,
+                    EventBody::ActionApprovalResolved(resolved.clone()),
+                )
+                .await?;
+                resolved
+            }
+        };
+        Ok(match resolved.decision {
+            ApprovalDecision::Approve => None,
+            ApprovalDecision::Deny => Some(denied_message(&resolved)),
+        })
+    }
+}
+
+/// The tool error a denied call returns to the model (a contract string).
+pub fn denied_message(resolved: &ActionApprovalResolved) -> String {
+    format!(
+        "denied by {}: {}",
+        resolved.by,
+        resolved.reason.as_deref().unwrap_or("no reason given")
+    )
+}
+
+/// The unanswered calls of a turn's last `actions.requested`, with what is recorded about them.
+struct OpenCalls {
+    /// The last step the turn started.
+    step: u32,
+    /// Calls without an `action.result`, in order.
+    calls: Vec<folio_model::ToolCall>,
+    /// Calls whose approval was requested → the recorded decision, if any.
+    approvals: HashMap<String, Option<ActionApprovalResolved>>,
+}
+
+fn open_calls(events: &[Event], turn_id: &str) -> OpenCalls {
+    let mut open = OpenCalls {
+        step: 0,
+        calls: Vec::new(),
+        approvals: HashMap::new(),
+    };
+    for event in events {
+        if event.turn_id.as_deref() != Some(turn_id) {
+            continue;
+        }
+        match &event.body {
+            EventBody::StepStarted(started) => open.step = started.step,
+            EventBody::ActionsRequested(requested) => {
+                open.calls = requested
+                    .calls
+                    .iter()
+                    .map(|call| folio_model::ToolCall {
+                        id: call.call_id.clone(),
+                        name: call.tool.clone(),
+                        input: call.input.clone(),
+                    })
+                    .collect();
+            }
+            EventBody::ActionResult(result) => open.calls.retain(|c| c.id != result.call_id),
+            EventBody::ActionApprovalRequested(requested) => {
+                open.approvals.insert(requested.call_id.clone(), None);
+            }
+            EventBody::ActionApprovalResolved(resolved) => {
+                open.approvals
+                    .insert(resolved.call_id.clone(), Some(resolved.clone()));
+            }
+            _ => {}
+        }
+    }
+    open
+}
+
+/// The call ids of a turn's approvals that are requested and not yet resolved.
+pub fn pending_approvals(events: &[Event], turn_id: &str) -> Vec<String> {
+    let open = open_calls(events, turn_id);
+    open.calls
+        .iter()
+        .filter(|call| matches!(open.approvals.get(&call.id), Some(None)))
+        .map(|call| call.id.clone())
+        .collect()
 }
