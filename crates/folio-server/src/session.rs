@@ -110,9 +110,15 @@ impl Session {
         self.set_status(SessionStatus::Running)?;
         let turn_id = new_turn_id();
         let workspace = self.state.workspace_dir(&self.meta.session_id);
+        // Hooks observe every event after it is recorded (they run in the background).
+        let hooks = agent.hooks.for_session(Some(&self.meta.channel), None);
+        let observed = |event: &Event| {
+            hooks.dispatch(event);
+            observer(event);
+        };
         let sink = ObservedLog {
             log: &self.log,
-            observer,
+            observer: &observed,
         };
         let received = sink.record(
             Some(&turn_id),
