@@ -3,6 +3,7 @@
 //! `Shell`, authored tools and generated skills).
 
 use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -62,8 +63,9 @@ pub(crate) async fn run_in_group(
             let _ = pipe.shutdown().await;
         });
     }
-    let stdout = read_capped(child.stdout.take());
-    let stderr = read_capped(child.stderr.take());
+    // Drain both pipes while waiting: a child that fills a pipe buffer would block forever.
+    let stdout = Capture::start(child.stdout.take());
+    let stderr = Capture::start(child.stderr.take());
     let outcome = tokio::select! {
         status = child.wait() => Outcome::Exited(status?),
         () = tokio::time::sleep(timeout) => Outcome::TimedOut,
@@ -73,7 +75,9 @@ pub(crate) async fn run_in_group(
         kill_group(group);
         let _ = child.wait().await;
     }
-    let (stdout, stderr) = tokio::join!(stdout, stderr);
+    // A process the child left running in the background may hold the pipes open: give the
+    // readers a moment to see end-of-file, then keep what arrived.
+    let (stdout, stderr) = tokio::join!(stdout.finish(), stderr.finish());
     Ok(Finished {
         outcome,
         stdout,
@@ -91,29 +95,48 @@ pub(crate) fn kill_group(pid: Option<u32>) {
     }
 }
 
-/// Reads a child stream to the end, keeping at most [`STREAM_CAP`] bytes (lossy UTF-8).
-pub(crate) async fn read_capped(stream: Option<impl AsyncRead + Unpin>) -> String {
-    let Some(mut stream) = stream else {
-        return String::new();
-    };
-    let mut kept = Vec::new();
-    let mut dropped = 0usize;
-    let mut buf = [0u8; 16 * 1024];
-    loop {
-        match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let room = STREAM_CAP.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-                dropped += n.saturating_sub(room);
+/// How long readers may wait for end-of-file after the child itself has ended.
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
+
+/// A child stream read on its own task, keeping at most [`STREAM_CAP`] bytes.
+struct Capture {
+    kept: Arc<Mutex<(Vec<u8>, usize)>>,
+    reader: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Capture {
+    fn start(stream: Option<impl AsyncRead + Unpin + Send + 'static>) -> Capture {
+        let kept = Arc::new(Mutex::new((Vec::new(), 0usize)));
+        let reader = stream.map(|mut stream| {
+            let kept = kept.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 16 * 1024];
+                while let Ok(n @ 1..) = stream.read(&mut buf).await {
+                    let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+                    let room = STREAM_CAP.saturating_sub(kept.0.len());
+                    kept.0.extend_from_slice(&buf[..n.min(room)]);
+                    kept.1 += n.saturating_sub(room);
+                }
+            })
+        });
+        Capture { kept, reader }
+    }
+
+    /// What was read (lossy UTF-8), with a note when bytes past the cap were dropped.
+    async fn finish(self) -> String {
+        if let Some(reader) = self.reader {
+            let abort = reader.abort_handle();
+            if tokio::time::timeout(DRAIN_GRACE, reader).await.is_err() {
+                abort.abort();
             }
         }
+        let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let mut text = String::from_utf8_lossy(&kept.0).into_owned();
+        if kept.1 > 0 {
+            text.push_str(&format!("\n[{} more bytes not kept]", kept.1));
+        }
+        text
     }
-    let mut text = String::from_utf8_lossy(&kept).into_owned();
-    if dropped > 0 {
-        text.push_str(&format!("\n[{dropped} more bytes not kept]"));
-    }
-    text
 }
 
 /// The last `lines` lines of `text`, trimmed (for error messages carrying a stderr tail).

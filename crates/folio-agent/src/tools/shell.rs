@@ -89,14 +89,16 @@ impl Tool for ShellTool {
         }
         match outcome {
             Outcome::Cancelled => Err(ToolError("command cancelled: the turn was stopped".into())),
-            Outcome::TimedOut => Err(ToolError(format!(
-                "command timed out after {timeout_secs} s and was killed{}",
-                if text.is_empty() {
+            Outcome::TimedOut => {
+                let so_far = if text.is_empty() {
                     String::new()
                 } else {
-                    format!("; output so far:\n{text}")
-                }
-            ))),
+                    format!("; output so far:\n{}", spill_if_large(ctx, text).await?)
+                };
+                Err(ToolError(format!(
+                    "command timed out after {timeout_secs} s and was killed{so_far}"
+                )))
+            }
             Outcome::Exited(status) => {
                 let code = status
                     .code()
