@@ -48,17 +48,24 @@ pub(crate) fn dev(args: ServeArgs, model: Option<String>) -> anyhow::Result<Exit
         let managers: Vec<_> = server
             .projects
             .iter()
-            .map(|p| (p.dir.clone(), p.slug.clone(), p.manager.clone()))
+            .map(|p| {
+                (
+                    p.dir.clone(),
+                    p.slug.clone(),
+                    p.manager.clone(),
+                    p.state.clone(),
+                )
+            })
             .collect();
         tokio::spawn(async move {
             while let Some(dir) = rx.recv().await {
                 tokio::time::sleep(DEBOUNCE).await;
                 while rx.try_recv().is_ok() {}
-                for (project, slug, manager) in &managers {
+                for (project, slug, manager, state) in &managers {
                     if *project != dir {
                         continue;
                     }
-                    match load_agent(project, model.as_deref()).await {
+                    match load_agent(project, model.as_deref(), state).await {
                         Ok((agent, _)) => {
                             manager.set_agent(Arc::new(agent));
                             eprintln!("folio dev: reloaded {slug}");

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
+use folio_agent::agent::LoadOptions;
 use folio_agent::{Agent, AgentDefinition, discover};
 use folio_model::{ProviderConfig, open_provider};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
@@ -58,6 +59,20 @@ pub(crate) struct Project {
     pub(crate) slug: String,
     pub(crate) dir: PathBuf,
     pub(crate) manager: SessionManager,
+    pub(crate) state: StateRoot,
+}
+
+/// The state root of one agent: `--state-root` (or `<project>/.folio/state`), plus `/<slug>`
+/// in the multi-agent layout.
+fn state_root(args: &ServeArgs, layout: Layout, dir: &Path, slug: &str) -> StateRoot {
+    let root = match &args.state_root {
+        Some(root) => StateRoot::new(root),
+        None => StateRoot::for_project(dir),
+    };
+    match layout {
+        Layout::Single => root,
+        Layout::Multi => StateRoot::new(root.path().join(slug)),
+    }
 }
 
 /// Runs `folio serve` until SIGINT/SIGTERM.
@@ -113,6 +128,7 @@ fn slug_of(name: &str) -> String {
 pub(crate) async fn load_agent(
     dir: &Path,
     model: Option<&str>,
+    state: &StateRoot,
 ) -> anyhow::Result<(Agent, Vec<serde_json::Value>)> {
     let discovery = discover(dir);
     for diagnostic in &discovery.diagnostics {
@@ -129,7 +145,7 @@ pub(crate) async fn load_agent(
             dir.display()
         );
     };
-    let agent = open_agent(definition, dir, model).await?;
+    let agent = open_agent(definition, dir, model, state).await?;
     Ok((agent, diagnostics))
 }
 
@@ -137,6 +153,7 @@ async fn open_agent(
     definition: AgentDefinition,
     dir: &Path,
     model: Option<&str>,
+    state: &StateRoot,
 ) -> anyhow::Result<Agent> {
     let env = |name: &str| std::env::var(name).ok();
     let spec = model
@@ -158,7 +175,11 @@ async fn open_agent(
         ..ProviderConfig::default()
     };
     let (provider, model) = open_provider(&spec, &config, &env)?;
-    Agent::load(definition, provider, model)
+    let options = LoadOptions {
+        state_root: Some(state.path().to_path_buf()),
+        ..LoadOptions::default()
+    };
+    Agent::load_with(definition, provider, model, options)
         .await
         .map_err(anyhow::Error::msg)
 }
@@ -206,27 +227,34 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
     let mut projects = Vec::new();
     let mut mounts = Vec::new();
     for dir in dirs {
-        let (agent, diagnostics) = load_agent(&dir, args.model.as_deref()).await?;
-        let mut slug = slug_of(&agent.definition.name);
+        let name = discover(&dir)
+            .definition
+            .map(|d| d.name)
+            .unwrap_or_else(|| {
+                dir.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .to_string()
+            });
+        let mut slug = slug_of(&name);
         if projects.iter().any(|p: &Project| p.slug == slug) {
             slug = format!("{slug}-{}", projects.len() + 1);
         }
-        let state = match (&args.state_root, layout) {
-            (Some(root), Layout::Single) => StateRoot::new(root),
-            (Some(root), Layout::Multi) => StateRoot::new(root.join(&slug)),
-            (None, Layout::Single) => StateRoot::for_project(&dir),
-            (None, Layout::Multi) => {
-                StateRoot::new(StateRoot::for_project(&dir).path().join(&slug))
-            }
-        };
-        let manager = SessionManager::open(state, Arc::new(agent), LogBuffer::new())
+        let state = state_root(args, layout, &dir, &slug);
+        let (agent, diagnostics) = load_agent(&dir, args.model.as_deref(), &state).await?;
+        let manager = SessionManager::open(state.clone(), Arc::new(agent), LogBuffer::new())
             .map_err(anyhow::Error::msg)?;
         mounts.push(Mount {
             slug: slug.clone(),
             manager: manager.clone(),
             diagnostics,
         });
-        projects.push(Project { slug, dir, manager });
+        projects.push(Project {
+            slug,
+            dir,
+            manager,
+            state,
+        });
     }
     let app = router(
         mounts,

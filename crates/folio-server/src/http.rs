@@ -281,6 +281,9 @@ fn agent_routes(state: AgentState) -> Router {
         .route("/v1/tools/{name}", post(unscoped_tool))
         .route("/v1/agent", get(agent_info))
         .route("/v1/logs", get(logs))
+        .route("/v1/artifacts", get(list_artifacts))
+        .route("/v1/artifacts/{id}", get(get_artifact))
+        .route("/v1/artifacts/{id}/content", get(artifact_content))
         .with_state(state)
 }
 
@@ -572,6 +575,45 @@ async fn logs(
     };
     let lines = state.mount.manager.logs().since(since);
     ok(StatusCode::OK, json!({"lines": lines}))
+}
+
+fn artifact_error(err: folio_agent::artifacts::ArtifactError) -> ApiError {
+    ApiError::from(ManagerError::Internal(err.to_string()))
+}
+
+async fn list_artifacts(State(state): State<AgentState>) -> ApiResult {
+    let records = state
+        .mount
+        .manager
+        .agent()
+        .artifacts
+        .list()
+        .map_err(artifact_error)?;
+    ok(StatusCode::OK, json!({"data": records}))
+}
+
+async fn get_artifact(State(state): State<AgentState>, Path(id): Path<String>) -> ApiResult {
+    let record = state
+        .mount
+        .manager
+        .agent()
+        .artifacts
+        .get(&id)
+        .map_err(artifact_error)?
+        .ok_or_else(|| ApiError::not_found(format!("no artifact {id}")))?;
+    ok(StatusCode::OK, json!({"artifact": record}))
+}
+
+async fn artifact_content(State(state): State<AgentState>, Path(id): Path<String>) -> ApiResult {
+    let (content_type, bytes) = state
+        .mount
+        .manager
+        .agent()
+        .artifacts
+        .content(&id)
+        .map_err(artifact_error)?
+        .ok_or_else(|| ApiError::not_found(format!("artifact {id} has no contents")))?;
+    Ok(([(header::CONTENT_TYPE, content_type)], bytes).into_response())
 }
 
 fn index_page(agents: &[Value], layout: Layout) -> Response {

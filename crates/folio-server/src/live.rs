@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use folio_agent::EventSink;
+use folio_agent::hooks::HookDispatcher;
 use folio_protocol::{ActionApprovalResolved, Event, EventBody};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -29,6 +30,8 @@ pub(crate) struct Live {
     pub(crate) approvals: Mutex<Approvals>,
     /// Fires when the session is deleted: streams end.
     pub(crate) closed: CancellationToken,
+    /// The agent's hooks, bound to this session's channel; they see every appended event.
+    hooks: Mutex<Option<HookDispatcher>>,
 }
 
 /// Decisions waiting for a parked call, and calls already decided.
@@ -81,6 +84,7 @@ impl Live {
                 mailbox: Mutex::new(None),
                 approvals: Mutex::new(Approvals::default()),
                 closed: CancellationToken::new(),
+                hooks: Mutex::new(None),
             },
             events,
         ))
@@ -92,7 +96,16 @@ impl Live {
         let event = self.log.append(turn_id, body)?;
         // No stream listening is fine: the event is on disk.
         let _ = self.tx.send(event.clone());
+        if let Some(hooks) = &*lock(&self.hooks) {
+            hooks.dispatch(&event);
+        }
         Ok(event)
+    }
+
+    /// Binds the agent's hooks to this session.
+    pub(crate) fn bind_hooks(&self, hooks: &HookDispatcher) {
+        let channel = lock(&self.meta).channel.clone();
+        *lock(&self.hooks) = Some(hooks.for_session(Some(&channel), None));
     }
 
     /// Every stored event.

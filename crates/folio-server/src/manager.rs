@@ -291,6 +291,7 @@ impl SessionManager {
 
     fn recover_session(&self, meta: SessionMeta) -> Result<(), ManagerError> {
         let (live, events) = Live::open(&self.inner.state, meta)?;
+        live.bind_hooks(&self.agent().hooks);
         let Some(turn_id) = open_turn(&events) else {
             finish_session(&live, None, &self.inner.state)?;
             return Ok(());
@@ -351,6 +352,7 @@ impl SessionManager {
             .map_err(|e| io_error("cannot save session.json", e))?;
         let (live, _) = Live::open(state, meta)?;
         let live = Arc::new(live);
+        live.bind_hooks(&self.agent().hooks);
         live.append(
             None,
             EventBody::SessionStarted(SessionStarted {
@@ -722,6 +724,7 @@ impl SessionManager {
         map.retain(|_, weak| weak.strong_count() > 0);
         let (live, _) = Live::open(&self.inner.state, meta)?;
         let live = Arc::new(live);
+        live.bind_hooks(&self.agent().hooks);
         map.insert(session_id.to_string(), Arc::downgrade(&live));
         Ok(live)
     }
