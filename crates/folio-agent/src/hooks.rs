@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -213,6 +214,7 @@ pub struct HookRun {
 pub struct HookDispatcher {
     queues: Vec<(Arc<HookDefinition>, mpsc::UnboundedSender<Value>)>,
     recent: Arc<Mutex<VecDeque<HookRun>>>,
+    pending: Arc<Pending>,
     context: serde_json::Map<String, Value>,
 }
 
@@ -229,12 +231,13 @@ impl HookDispatcher {
     /// (without a runtime, or without hooks, it dispatches nothing).
     pub fn new(hooks: &[HookDefinition]) -> Self {
         let recent = Arc::new(Mutex::new(VecDeque::new()));
+        let pending = Arc::new(Pending::default());
         let mut queues = Vec::new();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             for hook in hooks {
                 let hook = Arc::new(hook.clone());
                 let (tx, rx) = mpsc::unbounded_channel();
-                runtime.spawn(worker(hook.clone(), rx, recent.clone()));
+                runtime.spawn(worker(hook.clone(), rx, recent.clone(), pending.clone()));
                 queues.push((hook, tx));
             }
         } else if !hooks.is_empty() {
@@ -246,6 +249,7 @@ impl HookDispatcher {
         HookDispatcher {
             queues,
             recent,
+            pending,
             context: serde_json::Map::new(),
         }
     }
@@ -263,6 +267,7 @@ impl HookDispatcher {
         HookDispatcher {
             queues: self.queues.clone(),
             recent: self.recent.clone(),
+            pending: self.pending.clone(),
             context,
         }
     }
@@ -289,10 +294,27 @@ impl HookDispatcher {
                 }
                 value
             });
+            self.pending.count.fetch_add(1, Ordering::SeqCst);
             if queue.send(payload.clone()).is_err() {
+                self.pending.done();
                 tracing::warn!(hook = %hook.name, "hook worker stopped; event dropped");
             }
         }
+    }
+
+    /// Waits until every queued hook run has finished, at most `timeout`; returns whether all
+    /// did (a short-lived process such as `folio run` calls this before it exits).
+    pub async fn flush(&self, timeout: Duration) -> bool {
+        let drained = async {
+            loop {
+                let notified = self.pending.idle.notified();
+                if self.pending.count.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        tokio::time::timeout(timeout, drained).await.is_ok()
     }
 
     /// The most recent hook runs, oldest first.
@@ -304,10 +326,26 @@ impl HookDispatcher {
     }
 }
 
+/// Hook runs queued or running, and a wake-up for [`HookDispatcher::flush`].
+#[derive(Default)]
+struct Pending {
+    count: AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+impl Pending {
+    fn done(&self) {
+        if self.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.idle.notify_waiters();
+        }
+    }
+}
+
 async fn worker(
     hook: Arc<HookDefinition>,
     mut queue: mpsc::UnboundedReceiver<Value>,
     recent: Arc<Mutex<VecDeque<HookRun>>>,
+    pending: Arc<Pending>,
 ) {
     while let Some(payload) = queue.recv().await {
         let started = Instant::now();
@@ -334,6 +372,7 @@ async fn worker(
                 duration: started.elapsed(),
             });
         }
+        pending.done();
     }
 }
 
