@@ -831,6 +831,14 @@ impl Actor {
                         }
                     }
                 }
+                // Messages queued by coalesce go first, so nothing overtakes them.
+                let (text, coalesced) = if self.queue.is_empty() {
+                    (text, coalesced)
+                } else {
+                    let mut messages = std::mem::take(&mut self.queue);
+                    messages.push(text);
+                    (messages.join("\n\n"), Some(messages.len() as u32))
+                };
                 let result = self.start_turn(text, admission, coalesced);
                 let _ = reply.send(result);
                 false
@@ -881,6 +889,10 @@ impl Actor {
                     if !delete {
                         self.after_turn(outcome).await;
                     }
+                } else if let Some(running) = self.running.take() {
+                    // Parked on an approval: it stays parked in the log and resumes after
+                    // the restart, when the decision arrives.
+                    running.task.abort();
                 }
                 if delete {
                     self.live.closed.cancel();
@@ -958,7 +970,9 @@ impl Actor {
     }
 
     fn spawn_turn(&mut self, turn_id: String, resume: bool) {
-        let cancel = self.inner.shutdown.child_token();
+        // Not a child of the shutdown token: on shutdown the actor decides (a turn parked on an
+        // approval stays parked).
+        let cancel = CancellationToken::new();
         let task = tokio::spawn(run_turn(
             self.inner.clone(),
             self.live.clone(),

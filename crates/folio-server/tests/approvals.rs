@@ -1,0 +1,249 @@
+//! Approvals over HTTP: a parked call, approve, deny, a second decision, and a parked approval
+//! that survives a restart.
+
+mod support;
+
+use std::time::Duration;
+
+use folio_protocol::{Event, EventBody};
+use folio_test_support::{MockModelServer, MockReply};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use support::*;
+
+async fn post(url: &str, body: Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(url)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+/// Waits until the session's log satisfies `done`, returning the events.
+async fn wait_for(
+    manager: &folio_server::SessionManager,
+    id: &str,
+    done: impl Fn(&[Event]) -> bool,
+) -> Vec<Event> {
+    for _ in 0..300 {
+        let events = manager.events("local", id).unwrap();
+        if done(&events) {
+            return events;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!(
+        "timed out; events: {:#?}",
+        manager.events("local", id).unwrap()
+    );
+}
+
+fn count(events: &[Event], kind: &str) -> usize {
+    events.iter().filter(|e| e.event_type() == kind).count()
+}
+
+#[tokio::test]
+async fn approve_deny_single_use_and_survive_a_restart() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([(
+        "Deploy",
+        json!({"target": "prod"}),
+    )]));
+    mock.push(MockReply::text("deployed it"));
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let manager = manager(agent(&mock, dir.path()).await, state.path());
+    let url = http(manager.clone()).await;
+
+    let (status, created) = post(&format!("{url}/v1/session"), json!({"message": "ship it"})).await;
+    assert_eq!(status, 201);
+    let id = created["sessionId"].as_str().unwrap().to_string();
+    let token = created["continuationToken"].as_str().unwrap().to_string();
+    let events = wait_for(&manager, &id, |e| {
+        count(e, "action.approval_requested") == 1
+    })
+    .await;
+    let requested = events
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::ActionApprovalRequested(r) => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(requested.tool, "Deploy");
+    assert_eq!(requested.input, json!({"target": "prod"}));
+    // Parked: the tool has not run, the session is busy.
+    assert_eq!(count(&events, "action.result"), 0);
+    let (status, busy) = post(
+        &format!("{url}/v1/session/{id}/tools/Deploy"),
+        json!({"input": {"target": "x"}}),
+    )
+    .await;
+    assert_eq!(
+        (status, busy["error"].clone()),
+        (409, json!("session_busy"))
+    );
+
+    let approvals = format!("{url}/v1/session/{id}/approvals/{}", requested.call_id);
+    let (status, bad) = post(&approvals, json!({"decision": "maybe"})).await;
+    assert_eq!(
+        (status, bad["error"].clone()),
+        (400, json!("invalid_request"))
+    );
+    let (status, ok) = post(&approvals, json!({"decision": "approve"})).await;
+    assert_eq!((status, ok), (200, json!({"ok": true})));
+    let (status, again) = post(&approvals, json!({"decision": "deny"})).await;
+    assert_eq!(
+        (status, again["error"].clone()),
+        (409, json!("approval_resolved"))
+    );
+    let events = wait_for(&manager, &id, |e| count(e, "session.waiting") == 1).await;
+    let resolved = events
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::ActionApprovalResolved(r) => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(resolved.by, "local");
+    let result = events
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::ActionResult(r) => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(result.output, Some(json!("deployed prod")));
+    assert!(!result.is_error);
+    // A direct call skips the gate (and validates its input).
+    let (status, direct) = post(
+        &format!("{url}/v1/session/{id}/tools/Deploy"),
+        json!({"input": {"target": "staging"}}),
+    )
+    .await;
+    assert_eq!(
+        (status, direct),
+        (
+            200,
+            json!({"ok": true, "result": "deployed staging", "isError": false})
+        )
+    );
+    let (status, _) = post(&format!("{url}/v1/tools/Deploy"), json!({"input": {}})).await;
+    assert_eq!(status, 400);
+
+    // Deny: the model gets `denied by ${by}: ${reason}`.
+    mock.push(MockReply::tool_calls([(
+        "Deploy",
+        json!({"target": "prod"}),
+    )]));
+    mock.push(MockReply::text("ok, not deploying"));
+    let (_, followed) = post(
+        &format!("{url}/v1/session/{id}"),
+        json!({"continuationToken": token, "message": "again"}),
+    )
+    .await;
+    let token = followed["continuationToken"].as_str().unwrap().to_string();
+    let events = wait_for(&manager, &id, |e| {
+        count(e, "action.approval_requested") == 2
+    })
+    .await;
+    let call_id = events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.body {
+            EventBody::ActionApprovalRequested(r) => Some(r.call_id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let (status, _) = post(
+        &format!("{url}/v1/session/{id}/approvals/{call_id}"),
+        json!({"decision": "deny", "reason": "not today"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let events = wait_for(&manager, &id, |e| count(e, "session.waiting") == 2).await;
+    let denied = events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.body {
+            EventBody::ActionResult(r) => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(denied.error.as_deref(), Some("denied by local: not today"));
+    assert!(denied.is_error);
+    let last_request = mock.requests().last().unwrap().body.clone();
+    assert!(
+        last_request
+            .to_string()
+            .contains("denied by local: not today")
+    );
+
+    // A parked approval survives a restart: shut down while parked, reopen, resolve.
+    mock.push(MockReply::tool_calls([("Deploy", json!({"target": "eu"}))]));
+    mock.push(MockReply::text("resumed and deployed"));
+    let (_, _) = post(
+        &format!("{url}/v1/session/{id}"),
+        json!({"continuationToken": token, "message": "third"}),
+    )
+    .await;
+    let events = wait_for(&manager, &id, |e| {
+        count(e, "action.approval_requested") == 3
+    })
+    .await;
+    let call_id = events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.body {
+            EventBody::ActionApprovalRequested(r) => Some(r.call_id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    manager.shutdown().await;
+    let before = manager.events("local", &id).unwrap();
+    assert_eq!(
+        count(&before, "turn.failed"),
+        0,
+        "a parked turn is not interrupted by shutdown"
+    );
+
+    let restarted = support::manager(agent(&mock, dir.path()).await, state.path());
+    let after = restarted.events("local", &id).unwrap();
+    assert_eq!(
+        after.len(),
+        before.len(),
+        "recovery leaves a parked turn parked"
+    );
+    let url = http(restarted.clone()).await;
+    let (status, _) = post(
+        &format!("{url}/v1/session/{id}/approvals/{call_id}"),
+        json!({"decision": "approve"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let events = wait_for(&restarted, &id, |e| count(e, "session.waiting") == 3).await;
+    let tail: Vec<&str> = events[before.len()..]
+        .iter()
+        .map(|e| e.event_type())
+        .collect();
+    assert_eq!(
+        tail[..3],
+        ["action.approval_resolved", "action.result", "step.started"]
+    );
+    assert_eq!(tail.last(), Some(&"session.waiting"));
+    assert_eq!(count(&events, "turn.failed"), 0);
+    let completed = events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.body {
+            EventBody::TurnCompleted(c) => Some(c.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(completed.reply, "resumed and deployed");
+    for (i, event) in events.iter().enumerate() {
+        assert_eq!(event.index, i as u64);
+    }
+}

@@ -1,0 +1,104 @@
+//! In-process helpers: an agent on the mock model server (plus Rust test tools), a
+//! `SessionManager` on a temporary state root, and the HTTP router on a loopback port.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use folio_agent::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use folio_agent::{Agent, discover};
+use folio_model::{ProviderConfig, open_provider};
+use folio_server::http::{HttpConfig, Mount, router};
+use folio_server::{LogBuffer, SessionManager, StateRoot};
+use folio_test_support::MockModelServer;
+use serde_json::{Value, json};
+
+/// A tool whose model-initiated calls wait for approval.
+pub struct DeployTool;
+
+#[async_trait::async_trait]
+impl Tool for DeployTool {
+    fn name(&self) -> &str {
+        "Deploy"
+    }
+    fn description(&self) -> &str {
+        "Deploys to a target."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"target": {"type": "string"}}, "required": ["target"]})
+    }
+    fn prepare(&self, input: Value) -> Result<Value, ToolError> {
+        match input.get("target").and_then(Value::as_str) {
+            Some(_) => Ok(input),
+            None => Err(ToolError("target: required string".into())),
+        }
+    }
+    async fn call(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::Text(format!(
+            "deployed {}",
+            input["target"].as_str().unwrap_or("")
+        )))
+    }
+    fn needs_approval(&self) -> bool {
+        true
+    }
+}
+
+/// A project folder for the mock model.
+pub fn project(extra: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+    std::fs::write(dir.path().join("agent/instructions.md"), "Test agent.\n").unwrap();
+    std::fs::write(
+        dir.path().join("agent/agent.toml"),
+        format!("name = \"t\"\nmodel = \"openai:gpt-test\"\n{extra}"),
+    )
+    .unwrap();
+    dir
+}
+
+/// The project's agent answering through `mock`, with [`DeployTool`] registered.
+pub async fn agent(mock: &MockModelServer, dir: &Path) -> Arc<Agent> {
+    let definition = discover(dir).definition.expect("a valid project");
+    let config = ProviderConfig {
+        base_url: Some(mock.openai_base_url()),
+        ..ProviderConfig::default()
+    };
+    let (provider, model) =
+        open_provider("openai:gpt-test", &config, &|_| Some("test-key".into())).unwrap();
+    let mut agent = Agent::load(definition, provider, model).await.unwrap();
+    agent.harness.tools.register(Arc::new(DeployTool)).unwrap();
+    Arc::new(agent)
+}
+
+/// A manager on `state`.
+pub fn manager(agent: Arc<Agent>, state: &Path) -> SessionManager {
+    SessionManager::open(StateRoot::new(state), agent, LogBuffer::new()).unwrap()
+}
+
+/// Serves `manager` in the single layout on a loopback port; returns its base URL.
+pub async fn http(manager: SessionManager) -> String {
+    let app = router(
+        vec![Mount {
+            slug: "t".into(),
+            manager,
+            diagnostics: Vec::new(),
+        }],
+        HttpConfig {
+            layout: folio_server::http::Layout::Single,
+            ..HttpConfig::default()
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        .unwrap();
+    });
+    format!("http://{addr}")
+}
