@@ -1,0 +1,160 @@
+//! Harness overhead per turn: a two-step turn (one `LS` tool call, then a reply) against a
+//! zero-latency model, with every event appended to a real NDJSON event log.
+//!
+//! Two models: an in-process provider that yields canned deltas (pure harness cost), and the
+//! mock model *server* over loopback through the real OpenAI client (adds HTTP + SSE).
+//! Run: `cargo bench -p folio-cli --bench turn_overhead` (prints p50/p99 per turn).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use folio_agent::tools::{FileTool, ScratchMode, TodoList, ToolRegistry};
+use folio_agent::{EventSink, Harness, Turn, TurnOutcome};
+use folio_fs::{FileSystem, temp_fs};
+use folio_model::{
+    Delta, DeltaStream, FinishReason, ModelError, ModelRequest, Provider, ProviderConfig,
+    open_provider,
+};
+use folio_protocol::{Event, EventBody, MessageReceived, Usage};
+use folio_server::EventLog;
+use folio_test_support::{MockModelServer, MockReply};
+use futures::stream;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const TURNS: usize = 2_000;
+
+/// Answers step 1 with an `LS` call and step 2 with text, instantly.
+struct CannedProvider;
+
+#[async_trait::async_trait]
+impl Provider for CannedProvider {
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        _cancel: CancellationToken,
+    ) -> Result<DeltaStream, ModelError> {
+        let answered_tool = request
+            .messages
+            .iter()
+            .any(|m| matches!(m, folio_model::Message::ToolResult { .. }));
+        let deltas = if answered_tool {
+            vec![
+                Delta::Text("The tree has ".into()),
+                Delta::Text("two files.".into()),
+                Delta::Usage(Usage { input_tokens: 10, output_tokens: 4, ..Usage::default() }),
+                Delta::Finish(FinishReason::Stop),
+            ]
+        } else {
+            vec![
+                Delta::ToolCallStart { index: 0, id: "call_1".into(), name: "LS".into() },
+                Delta::ToolCallArgs { index: 0, fragment: "{\"path\":".into() },
+                Delta::ToolCallArgs { index: 0, fragment: "\"/\"}".into() },
+                Delta::ToolCallEnd { index: 0 },
+                Delta::Finish(FinishReason::ToolCalls),
+            ]
+        };
+        Ok(Box::pin(stream::iter(deltas.into_iter().map(Ok))))
+    }
+}
+
+struct LogSink(EventLog);
+
+#[async_trait::async_trait]
+impl EventSink for LogSink {
+    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, String> {
+        self.0.append(turn_id, body).map_err(|e| e.to_string())
+    }
+
+    async fn checkpoint(&self) -> Result<(), String> {
+        self.0.sync().map_err(|e| e.to_string())
+    }
+}
+
+fn harness(provider: Arc<dyn Provider>) -> Harness {
+    let mut tools = ToolRegistry::new();
+    for tool in FileTool::ALL {
+        tools.register(Arc::new(tool)).unwrap();
+    }
+    Harness {
+        provider,
+        model: "bench".into(),
+        system: "You are a benchmark.".into(),
+        params: Default::default(),
+        tools,
+        max_steps: 10,
+    }
+}
+
+async fn measure(name: &str, harness: &Harness, before_turn: impl Fn()) {
+    let dir = tempfile::tempdir().unwrap();
+    let fs: Arc<dyn FileSystem> = temp_fs([("/a.txt", "a"), ("/b.txt", "b")]);
+    let mut durations = Vec::with_capacity(TURNS);
+    let mut events = 0u64;
+    for n in 0..TURNS {
+        before_turn();
+        let session = format!("ses_{n}");
+        let (log, _) = EventLog::open(&dir.path().join(format!("{session}.ndjson")), &session).unwrap();
+        let sink = LogSink(log);
+        let started = Instant::now();
+        let received = sink
+            .emit(
+                Some("turn_1"),
+                EventBody::MessageReceived(MessageReceived {
+                    text: "What is in the tree?".into(),
+                    admission: None,
+                    coalesced: None,
+                }),
+            )
+            .await
+            .unwrap();
+        let turn = Turn {
+            session_id: session.clone(),
+            turn_id: "turn_1".into(),
+            events: vec![received],
+            fs: fs.clone(),
+            workspace: dir.path().to_path_buf(),
+            scratch: ScratchMode::Rooted,
+            cancel: CancellationToken::new(),
+            todos: TodoList::default(),
+            context: Default::default(),
+        };
+        let outcome = harness.run_turn(turn, &sink).await;
+        durations.push(started.elapsed());
+        assert!(matches!(outcome, TurnOutcome::Completed { .. }), "{outcome:?}");
+        events += folio_server::read_events(sink.0.path()).unwrap().len() as u64;
+    }
+    durations.sort();
+    let pct = |p: f64| durations[((durations.len() as f64 * p) as usize).min(durations.len() - 1)];
+    let total: Duration = durations.iter().sum();
+    println!(
+        "{name}: {TURNS} turns, {} events/turn: p50 {:?}, p99 {:?}, mean {:?}",
+        events / TURNS as u64,
+        pct(0.50),
+        pct(0.99),
+        total / TURNS as u32
+    );
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        measure("in-process provider", &harness(Arc::new(CannedProvider)), || {}).await;
+        let mock = MockModelServer::start().await;
+        let base = mock.openai_base_url();
+        let env = move |name: &str| match name {
+            "OPENAI_API_KEY" => Some("bench".to_string()),
+            "OPENAI_BASE_URL" => Some(base.clone()),
+            _ => None,
+        };
+        let (provider, model) =
+            open_provider("openai:bench", &ProviderConfig::default(), &env).unwrap();
+        let mut http = harness(provider);
+        http.model = model;
+        measure("mock model server over HTTP", &http, || {
+            mock.push(MockReply::tool_calls([("LS", json!({"path": "/"}))]));
+            mock.push(MockReply::text("The tree has two files."));
+        })
+        .await;
+    });
+}
