@@ -9,13 +9,13 @@ use folio_model::{Provider, ProviderConfig, open_provider};
 
 use crate::allowlist::NativeTool;
 use crate::artifacts::{ArtifactStore, TagArtifactTool};
-use crate::hooks::HookDispatcher;
-use crate::mcp::{Connections, EnvLookup, McpConnection, McpTool, process_env};
-use crate::subagents::{Subagent, TaskTool};
 use crate::config::Execution;
 use crate::discovery::AgentDefinition;
+use crate::hooks::HookDispatcher;
+use crate::mcp::{Connections, EnvLookup, McpConnection, McpTool, McpTransport, process_env};
 use crate::root::{bind_turn_root, build_root, with_skills_mount};
 use crate::skills::{HOST_SKILLS_DIR, ROOT_SKILLS_MOUNT, SkillContent, catalog, skills_mount};
+use crate::subagents::{Subagent, TaskTool};
 use crate::tools::{FileTool, ScratchMode, ShellTool, TodosTool, ToolRegistry, WebFetchTool};
 use crate::turn::Harness;
 use crate::workspace::{agent_tool_catalog, prepare_host_workspace};
@@ -114,6 +114,11 @@ impl Agent {
             &env,
         );
         for connection in connections.model.values() {
+            if let McpTransport::Peer { agent } = &connection.config().transport {
+                // A peer agent's `/v1/mcp` exists only inside `folio serve`, which mounts it.
+                tracing::warn!(server = %connection.name(), peer = %agent, "peer agent connections are served by `folio serve`; its tools are not offered here");
+                continue;
+            }
             let listed = McpTool::all(connection).await;
             let mcp_tools = match listed {
                 Ok(mcp_tools) => mcp_tools,

@@ -9,8 +9,8 @@
 //! log is its only state.
 
 pub mod agent;
-pub mod artifacts;
 pub mod allowlist;
+pub mod artifacts;
 pub mod config;
 pub mod conversation;
 pub mod discovery;
@@ -18,8 +18,8 @@ pub mod hooks;
 mod manifest;
 pub mod mcp;
 pub mod root;
-pub mod subagents;
 pub mod skills;
+pub mod subagents;
 pub mod tools;
 pub mod turn;
 pub mod workspace;

@@ -421,3 +421,29 @@ fn connection_manifests_are_checked() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_peer_agent_connection_does_not_block_loading_outside_serve() {
+    let mock = MockModelServer::start().await;
+    let dir = project(&[(
+        "agent/mcp-connections/weather.toml",
+        "agent = \"weather-agent\"\n",
+    )]);
+    let agent = load_agent(dir.path(), &mock.openai_base_url(), env_of(&[])).await;
+    assert_eq!(
+        agent.definition.mcp_connections[0].transport,
+        McpTransport::Peer {
+            agent: "weather-agent".into()
+        }
+    );
+    assert!(agent.harness.tools.names().all(|n| !n.starts_with("mcp__")));
+    let err = agent.connections.model["weather"]
+        .list_tools()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "MCP server \"weather\" could not start: peer agent \"weather-agent\" is reachable only inside `folio serve`, which mounts it"
+    );
+}
