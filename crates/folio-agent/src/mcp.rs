@@ -274,7 +274,12 @@ struct Running {
     stderr: Arc<StdMutex<VecDeque<String>>>,
     /// Consecutive failures before this start (reset by a successful call).
     failures: u32,
+    /// Which start this is, so a late error from an earlier one never marks this one down.
+    generation: u64,
 }
+
+/// Numbers every server start in the process.
+static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl std::fmt::Debug for McpConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -341,7 +346,7 @@ impl McpConnection {
                 self.mark_down(&mut state);
                 return Err(self.not_running(reason));
             }
-            (running.service.peer().clone(), running.pid)
+            (running.service.peer().clone(), running.generation)
         };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let result = tokio::time::timeout(self.config.call_timeout, peer.call_tool(params)).await;
@@ -359,7 +364,7 @@ impl McpConnection {
             Ok(Err(error)) => {
                 let mut state = self.state.lock().await;
                 let reason = match &*state {
-                    State::Running(running) if running.pid == generation => {
+                    State::Running(running) if running.generation == generation => {
                         let reason = if running.service.is_closed() {
                             self.exit_reason(running)
                         } else {
@@ -586,6 +591,7 @@ impl McpConnection {
                     pid,
                     stderr,
                     failures: 0,
+                    generation: 0,
                 })
                 .await;
                 return Err(format!("tools/list failed: {err}"));
@@ -597,6 +603,7 @@ impl McpConnection {
             pid,
             stderr,
             failures: 0,
+            generation: STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
         })
     }
 }
