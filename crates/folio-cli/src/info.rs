@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use folio_agent::allowlist::NativeTool;
+use folio_agent::mcp::{McpServerConfig, McpTransport};
 use folio_agent::tools::Tool;
 use folio_agent::{AgentDefinition, discover};
 use serde_json::{Map, Value, json};
@@ -79,6 +80,50 @@ pub(crate) fn info_json(definition: &AgentDefinition) -> Value {
         })
         .collect();
     info.insert("skills".into(), Value::Array(skills));
+    let connections = |list: &[McpServerConfig]| -> Vec<Value> {
+        list.iter()
+            .map(|c| {
+                json!({
+                    "name": c.name,
+                    "description": c.description,
+                    "transport": transport_json(&c.transport),
+                    "envVars": c.template_vars(),
+                })
+            })
+            .collect()
+    };
+    info.insert(
+        "mcpConnections".into(),
+        Value::Array(connections(&definition.mcp_connections)),
+    );
+    info.insert(
+        "hostConnections".into(),
+        Value::Array(connections(&definition.host_connections)),
+    );
+    let subagents: Vec<Value> = definition
+        .subagents
+        .iter()
+        .map(|s| json!({"id": s.id, "description": s.description, "model": s.model}))
+        .collect();
+    info.insert("subagents".into(), Value::Array(subagents));
+    let hooks: Vec<Value> = definition
+        .hooks
+        .iter()
+        .map(|h| json!({"name": h.name, "events": h.events, "command": h.command}))
+        .collect();
+    info.insert("hooks".into(), Value::Array(hooks));
+    info.insert(
+        "artifacts".into(),
+        definition.artifacts.as_ref().map_or(Value::Null, |a| {
+            json!({
+                "agentTool": a.agent_tool,
+                "max": a.max,
+                "kinds": a.kinds.iter().map(|(name, kind)| {
+                    json!({"name": name, "description": kind.description, "schema": kind.schema})
+                }).collect::<Vec<_>>(),
+            })
+        }),
+    );
     info.insert("channels".into(), json!(definition.channels));
     info.insert("schedules".into(), json!(definition.schedules));
     info.insert(
@@ -92,6 +137,28 @@ pub(crate) fn info_json(definition: &AgentDefinition) -> Value {
         ),
     );
     Value::Object(info)
+}
+
+/// A connection's resolved transport (templates kept as written).
+fn transport_json(transport: &McpTransport) -> Value {
+    match transport {
+        McpTransport::Stdio { command, args, env } => {
+            json!({"type": "stdio", "command": command, "args": args, "env": env})
+        }
+        McpTransport::Http { url, headers } => {
+            json!({"type": "http", "url": url, "headers": headers})
+        }
+        McpTransport::Peer { agent } => json!({"type": "peer", "agent": agent}),
+    }
+}
+
+/// A one-line summary of a transport.
+fn transport_line(transport: &McpTransport) -> String {
+    match transport {
+        McpTransport::Stdio { command, args, .. } => format!("stdio: {command} {}", args.join(" ")),
+        McpTransport::Http { url, .. } => format!("http: {url}"),
+        McpTransport::Peer { agent } => format!("peer agent: {agent}"),
+    }
 }
 
 /// The human form of [`info_json`].
@@ -176,6 +243,48 @@ fn info_text(definition: &AgentDefinition, info: &Value) -> String {
             })
             .collect(),
     );
+    for (title, list) in [
+        ("MCP connections", &definition.mcp_connections),
+        ("host connections", &definition.host_connections),
+    ] {
+        section(
+            &mut out,
+            title,
+            list.iter()
+                .map(|c| format!("{} ({})", c.name, transport_line(&c.transport)))
+                .collect(),
+        );
+    }
+    section(
+        &mut out,
+        "subagents",
+        definition
+            .subagents
+            .iter()
+            .map(|s| format!("{}: {}", s.id, s.description))
+            .collect(),
+    );
+    section(
+        &mut out,
+        "hooks",
+        definition
+            .hooks
+            .iter()
+            .map(|h| format!("{} (on {})", h.name, h.events.join(", ")))
+            .collect(),
+    );
+    if let Some(artifacts) = &definition.artifacts {
+        out.push_str(&format!(
+            "artifacts: {} kind(s), max {}{}\n",
+            artifacts.kinds.len(),
+            artifacts.max,
+            if artifacts.agent_tool {
+                ", tag_artifact offered"
+            } else {
+                ""
+            }
+        ));
+    }
     section(
         &mut out,
         "channels",

@@ -31,8 +31,14 @@ pub(crate) enum Template {
 }
 
 macro_rules! files {
-    ($base:literal: $($path:literal),* $(,)?) => {
-        &[$(($path, include_str!(concat!($base, $path)))),*]
+    ($base:literal: $($path:literal $(=> $target:literal)?),* $(,)?) => {
+        &[$(files!(@one $base, $path $(, $target)?)),*]
+    };
+    (@one $base:literal, $path:literal) => {
+        ($path, include_str!(concat!($base, $path)))
+    };
+    (@one $base:literal, $path:literal, $target:literal) => {
+        ($target, include_str!(concat!($base, $path)))
     };
 }
 
@@ -48,6 +54,9 @@ impl Template {
                 "agent/skills/haiku.md",
                 "agent/subagents/critic/agent.toml",
                 "agent/subagents/critic/instructions.md",
+                // examples/demo runs its MCP server from target/test-deps; a new project uses npx.
+                "../../crates/folio-cli/src/templates/demo/agent/mcp-connections/everything.toml"
+                    => "agent/mcp-connections/everything.toml",
             ),
             Template::PrReviewer => files!("templates/pr-reviewer/":
                 "agent/agent.toml",

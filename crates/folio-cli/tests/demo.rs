@@ -1,0 +1,173 @@
+//! `examples/demo`: the README's main-job command replays a recorded session with no network
+//! and no key; `record_demo_fixture` (ignored) re-records that fixture against the mock model
+//! server: `cargo test -p folio-cli --test demo -- --ignored record_demo_fixture`.
+//!
+//! Both need the MCP reference server that `scripts/install-test-deps` installs under
+//! `target/test-deps` (the demo's `mcp-connections/everything.toml` runs it from there).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::folio_bin;
+use folio_test_support::{MockModelServer, MockReply};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+/// The message of the README's main-job command.
+const MESSAGE: &str = "Write a haiku about the sea, then tell me what 17 + 25 is.";
+/// The demo's final reply, as recorded.
+const REPLY: &str = "Grey waves fold and break\nsalt wind combs the sleeping dunes\nthe tide keeps its time\n\n(16 words, 3 lines) Critic: \"The closing line lands; keep it.\" And 17 + 25 = 42.";
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .to_path_buf()
+}
+
+fn require_mcp_server(root: &Path) {
+    let server = root.join(
+        "target/test-deps/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    assert!(
+        server.is_file(),
+        "{} is missing: run scripts/install-test-deps first",
+        server.display()
+    );
+}
+
+#[test]
+fn readme_main_job_replays_the_demo_without_network_or_key() {
+    let root = workspace_root();
+    require_mcp_server(&root);
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let command = format!(
+        "cargo run -p folio-cli -- run --dir examples/demo --model replay:fixtures/demo.jsonl --message \"{MESSAGE}\""
+    );
+    assert!(
+        readme.contains(&command),
+        "the README's quick start must show exactly: {command}"
+    );
+    let state = tempfile::tempdir().unwrap();
+    // Exactly the README's arguments (from the workspace root), with no key and no network
+    // settings; only the state root moves to a temporary folder.
+    let output = Command::new(folio_bin())
+        .current_dir(&root)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .args([
+            "run",
+            "--dir",
+            "examples/demo",
+            "--model",
+            "replay:fixtures/demo.jsonl",
+            "--message",
+            MESSAGE,
+            "--json",
+            "--state-root",
+        ])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stderr:\n{stderr}");
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["reply"], REPLY);
+    let tools: Vec<(String, bool)> = result["toolCalls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["tool"].as_str().unwrap().to_string(),
+                c["isError"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("Read".to_string(), false),
+            ("word_stats".to_string(), false),
+            ("Task".to_string(), false),
+            ("mcp__everything__get-sum".to_string(), false),
+        ]
+    );
+    let calls = result["toolCalls"].as_array().unwrap();
+    assert_eq!(
+        calls[1]["output"],
+        json!({"words": 16, "lines": 3, "characters": 84})
+    );
+    assert_eq!(calls[2]["output"], "The closing line lands; keep it.");
+    assert!(
+        calls[3]["output"].to_string().contains("42"),
+        "{}",
+        calls[3]["output"]
+    );
+}
+
+/// Re-records `examples/demo/fixtures/demo.jsonl`: scripts the mock model, runs the demo with
+/// `--record`, and checks the recorded session.
+#[tokio::test]
+#[ignore = "re-records the demo fixture; run explicitly"]
+async fn record_demo_fixture() {
+    let root = workspace_root();
+    require_mcp_server(&root);
+    let haiku =
+        "Grey waves fold and break\nsalt wind combs the sleeping dunes\nthe tide keeps its time";
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([(
+        "Read",
+        json!({"path": ".folio/skills/haiku/SKILL.md"}),
+    )]));
+    mock.push(MockReply::tool_calls([(
+        "word_stats",
+        json!({"text": haiku}),
+    )]));
+    mock.push(MockReply::tool_calls([(
+        "Task",
+        json!({"subagent": "critic", "prompt": format!("Give a one-sentence opinion of this haiku:\n{haiku}")}),
+    )]));
+    // The critic subagent's own model call.
+    mock.push(MockReply::text("The closing line lands; keep it."));
+    mock.push(MockReply::tool_calls([(
+        "mcp__everything__get-sum",
+        json!({"a": 17, "b": 25}),
+    )]));
+    mock.push(MockReply::text(REPLY));
+    let state = tempfile::tempdir().unwrap();
+    let fixture = root.join("examples/demo/fixtures/demo.jsonl");
+    let output = tokio::process::Command::new(folio_bin())
+        .current_dir(&root)
+        .env_remove("FOLIO_MODEL")
+        .env("OPENAI_API_KEY", "test-key")
+        .env("OPENAI_BASE_URL", mock.openai_base_url())
+        .args([
+            "run",
+            "--dir",
+            "examples/demo",
+            "--json",
+            "--message",
+            MESSAGE,
+            "--record",
+        ])
+        .arg(&fixture)
+        .arg("--state-root")
+        .arg(state.path())
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "stderr:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["reply"], REPLY);
+    assert_eq!(mock.remaining(), 0, "every scripted reply was used");
+    let recorded = std::fs::read_to_string(&fixture).unwrap();
+    assert_eq!(recorded.lines().count(), 6, "six model calls recorded");
+}
