@@ -447,3 +447,51 @@ async fn a_peer_agent_connection_does_not_block_loading_outside_serve() {
         "MCP server \"weather\" could not start: peer agent \"weather-agent\" is reachable only inside `folio serve`, which mounts it"
     );
 }
+
+#[tokio::test]
+async fn mcp_tools_are_granted_by_an_empty_allowlist_and_images_map_to_content_parts() {
+    let mock = MockModelServer::start().await;
+    let dir = project(&[
+        ("agent/agent.toml", "tools = []\n"),
+        (
+            "agent/mcp-connections/everything.toml",
+            &everything_manifest(),
+        ),
+    ]);
+    let agent = load_agent(
+        dir.path(),
+        &mock.openai_base_url(),
+        env_of(&[("EVERYTHING_KEY", "k")]),
+    )
+    .await;
+    let names: Vec<&str> = agent.harness.tools.names().collect();
+    assert!(!names.is_empty());
+    assert!(
+        names.iter().all(|n| n.starts_with("mcp__everything__")),
+        "{names:?}"
+    );
+    let connection = agent.connections.model["everything"].clone();
+    let image = connection
+        .call_tool("get-tiny-image", Default::default())
+        .await
+        .unwrap();
+    let output = folio_agent::mcp::tool_output(image).unwrap();
+    let parts = match output {
+        ToolOutput::Json(serde_json::Value::Array(parts)) => parts,
+        other => panic!("expected content parts, got {other:?}"),
+    };
+    let image = parts
+        .iter()
+        .find(|p| p["type"] == "image")
+        .expect("an image part");
+    assert_eq!(image["mimeType"], "image/png");
+    assert!(!image["data"].as_str().unwrap().is_empty());
+    // The conversation shows them to the model as content parts.
+    let content = folio_agent::conversation::content_of(&serde_json::Value::Array(parts));
+    assert!(
+        content
+            .iter()
+            .any(|p| matches!(p, folio_model::ContentPart::Image { .. }))
+    );
+    agent.shutdown().await;
+}
