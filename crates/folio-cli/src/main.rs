@@ -6,13 +6,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod call;
-mod info;
-mod init;
 mod chat;
 mod dev;
+mod help;
+mod info;
+mod init;
 mod render;
 mod run;
 mod serve;
@@ -21,7 +22,13 @@ mod validate;
 
 /// Build, test and serve filesystem-first LLM agents.
 #[derive(Debug, Parser)]
-#[command(name = "folio", version, about, arg_required_else_help = true)]
+#[command(
+    name = "folio",
+    version,
+    about,
+    arg_required_else_help = true,
+    disable_help_subcommand = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -48,6 +55,8 @@ enum Command {
     Dev(serve::ServeArgs),
     /// Talk to a running agent, following the stream (a REPL without --message).
     Chat(chat::ChatArgs),
+    /// Print a command's help, or its arguments as JSON with --json.
+    Help(help::HelpArgs),
 }
 
 /// Arguments of `folio trajectory`.
@@ -63,6 +72,17 @@ struct TrajectoryArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(
+        cli.command,
+        Command::Serve(_) | Command::Dev(_) | Command::Chat(_)
+    ) {
+        // A one-shot command piped into `head` should end quietly when the pipe closes, like
+        // other Unix tools, instead of failing on a broken pipe. Servers keep ignoring SIGPIPE.
+        // SAFETY: restoring the default disposition of one signal before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("FOLIO_LOG")
@@ -85,6 +105,7 @@ fn main() -> ExitCode {
             dev::dev(args, model)
         }
         Command::Chat(args) => chat::chat(args),
+        Command::Help(args) => help::help(Cli::command(), args),
     };
     match result {
         Ok(code) => code,
