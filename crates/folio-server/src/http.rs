@@ -71,7 +71,7 @@ impl Default for HttpConfig {
 
 /// The caller, as authenticated by the auth layer.
 #[derive(Debug, Clone)]
-struct Principal(String);
+pub(crate) struct Principal(pub(crate) String);
 
 /// An error answer.
 #[derive(Debug)]
@@ -281,6 +281,13 @@ fn agent_routes(state: AgentState) -> Router {
         .route("/v1/tools/{name}", post(unscoped_tool))
         .route("/v1/agent", get(agent_info))
         .route("/v1/logs", get(logs))
+        .route_service(
+            "/v1/mcp",
+            crate::mcp::service(
+                state.mount.manager.clone(),
+                state.mount.manager.shutdown_token(),
+            ),
+        )
         .route("/v1/artifacts", get(list_artifacts))
         .route("/v1/artifacts/{id}", get(get_artifact))
         .route("/v1/artifacts/{id}/content", get(artifact_content))

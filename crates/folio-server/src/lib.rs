@@ -18,6 +18,7 @@ pub mod http;
 mod live;
 mod logs;
 mod manager;
+mod mcp;
 mod session;
 mod state;
 

@@ -257,6 +257,11 @@ impl SessionManager {
         &self.inner.logs
     }
 
+    /// Fires when the manager shuts down.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.inner.shutdown.clone()
+    }
+
     /// The state root.
     pub fn state(&self) -> &StateRoot {
         &self.inner.state
