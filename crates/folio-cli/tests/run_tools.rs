@@ -63,7 +63,12 @@ async fn host_workspace_turn_uses_every_file_tool() {
                 json!(format!("{ws}/notes.txt:1:gamma"))
             ),
             ("Glob".into(), false, json!(format!("{ws}/notes.txt"))),
-            ("LS".into(), false, json!(format!("{ws}/notes.txt"))),
+            (
+                "LS".into(),
+                false,
+                // The prepared workspace holds AGENTS.md and .folio/ (project-format.md).
+                json!(format!("{ws}/.folio/\n{ws}/AGENTS.md\n{ws}/notes.txt"))
+            ),
             ("Delete".into(), false, json!("Deleted notes.txt")),
             (
                 "Read".into(),
