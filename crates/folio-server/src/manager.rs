@@ -211,6 +211,8 @@ struct Inner {
     slots: Option<Arc<Semaphore>>,
     queued: std::sync::atomic::AtomicU32,
     shutdown: CancellationToken,
+    /// Set when shutdown starts: no new sessions or messages.
+    closing: std::sync::atomic::AtomicBool,
     tasks: TaskTracker,
     logs: LogBuffer,
     keepalive: std::time::Duration,
@@ -229,6 +231,7 @@ impl SessionManager {
                 slots: cap.map(|n| Arc::new(Semaphore::new(n.max(1) as usize))),
                 queued: std::sync::atomic::AtomicU32::new(0),
                 shutdown: CancellationToken::new(),
+                closing: std::sync::atomic::AtomicBool::new(false),
                 tasks: TaskTracker::new(),
                 logs,
                 keepalive: std::time::Duration::from_secs(15),
@@ -583,6 +586,7 @@ impl SessionManager {
             tick.tick().await;
             loop {
                 let events = tokio::select! {
+                    biased;
                     received = rx.recv() => match received {
                         Ok(event) if event.index < next => continue,
                         Ok(event) if event.index == next => vec![event],
@@ -675,7 +679,9 @@ impl SessionManager {
     /// Graceful shutdown: running turns are recorded as interrupted (parked approvals stay
     /// parked), logs are synced, streams end.
     pub async fn shutdown(&self) {
-        self.inner.shutdown.cancel();
+        self.inner
+            .closing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let lives: Vec<Arc<Live>> = lock(&self.inner.live)
             .values()
             .filter_map(Weak::upgrade)
@@ -695,11 +701,13 @@ impl SessionManager {
                 }
             }
         }
+        // Streams end after they forwarded what the shutdown recorded.
+        self.inner.shutdown.cancel();
         self.inner.tasks.close();
     }
 
     fn refuse_when_shutting_down(&self) -> Result<(), ManagerError> {
-        if self.inner.shutdown.is_cancelled() {
+        if self.inner.closing.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(ManagerError::Internal("the server is shutting down".into()));
         }
         Ok(())

@@ -1,0 +1,245 @@
+//! `folio serve` as a host of several agents, graceful shutdown, `folio chat` and `folio dev`.
+
+mod serve_support;
+
+use std::time::Duration;
+
+use folio_test_support::{MockModelServer, MockReply};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use serve_support::*;
+
+fn write_agent(dir: &std::path::Path, name: &str) {
+    std::fs::create_dir_all(dir.join("agent")).unwrap();
+    std::fs::write(
+        dir.join("agent/instructions.md"),
+        format!("You are {name}.\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("agent/agent.toml"),
+        format!(
+            "name = \"{name}\"\ndescription = \"the {name} agent\"\nmodel = \"openai:gpt-test\"\n"
+        ),
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_folder_of_projects_mounts_each_agent_under_its_slug() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("from beta"));
+    let root = tempfile::tempdir().unwrap();
+    write_agent(&root.path().join("one"), "Alpha");
+    write_agent(&root.path().join("two"), "Beta");
+    std::fs::create_dir_all(root.path().join("not-a-project")).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let server = serve(&mock.openai_base_url(), root.path(), state.path(), &[]).await;
+    let (status, agents) = get(&format!("{}/v1/agents", server.host)).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        agents,
+        json!([
+            {"slug": "alpha", "name": "Alpha", "description": "the Alpha agent"},
+            {"slug": "beta", "name": "Beta", "description": "the Beta agent"}
+        ])
+    );
+    let (_, info) = get(&format!("{}/beta/v1/agent", server.host)).await;
+    assert_eq!(info["agent"]["name"], "Beta");
+    let (status, created) = post(
+        &format!("{}/beta/v1/session", server.host),
+        json!({"message": "hi"}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let id = created["sessionId"].as_str().unwrap();
+    // Each slug has its own state root and its own sessions.
+    assert!(state.path().join("beta/sessions").join(id).exists());
+    let (status, _) = get(&format!("{}/alpha/v1/session/{id}", server.host)).await;
+    assert_eq!(status, 404);
+    let mut stream = Stream::open(&format!("{}/beta", server.host), id, 0, None).await;
+    let done = stream.until("turn.completed").await;
+    assert_eq!(done["data"]["reply"], "from beta");
+    let (status, index) = get(&format!("{}/", server.host)).await;
+    assert_eq!(status, 200);
+    let index = index.as_str().unwrap();
+    assert!(index.contains("Alpha") && index.contains("Beta"));
+    // --mode single refuses a folder of several agents.
+    let output = tokio::process::Command::new(folio_bin())
+        .args(["serve", "--port", "0", "--mode", "single", "--dir"])
+        .arg(root.path())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--mode single serves one agent"));
+}
+
+#[tokio::test]
+async fn sigterm_records_running_turns_as_interrupted_and_exits() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("slow").first_byte_delay(Duration::from_secs(20)));
+    let dir = project("name = \"stopper\"\nmodel = \"openai:gpt-test\"\n");
+    let state = tempfile::tempdir().unwrap();
+    let mut server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
+    let (_, created) = post(
+        &format!("{}/v1/session", server.url),
+        json!({"message": "hi"}),
+    )
+    .await;
+    let id = created["sessionId"].as_str().unwrap().to_string();
+    let mut stream = Stream::open(&server.url, &id, 0, None).await;
+    stream.until("step.started").await;
+    let pid = server.child.id().unwrap() as i32;
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = tokio::time::timeout(Duration::from_secs(15), server.child.wait())
+        .await
+        .expect("folio serve exits after SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    // The stream saw the interruption, then ended.
+    let failed = stream.until("turn.failed").await;
+    assert_eq!(failed["data"]["message"], "turn interrupted");
+    let trace = state
+        .path()
+        .join("stopper/traces")
+        .join(format!("{id}.ndjson"));
+    let log = std::fs::read_to_string(trace).unwrap();
+    let types: Vec<String> = log
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(types[types.len() - 2..], ["turn.failed", "session.waiting"]);
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            state
+                .path()
+                .join("stopper/sessions")
+                .join(&id)
+                .join("session.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["status"], "waiting");
+    assert!(
+        meta["tokenHash"].as_str().unwrap().len() == 64,
+        "the token is stored hashed"
+    );
+    assert!(
+        !meta
+            .to_string()
+            .contains(created["continuationToken"].as_str().unwrap())
+    );
+}
+
+#[tokio::test]
+async fn folio_chat_talks_to_a_running_agent() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("Hi from the agent."));
+    mock.push(MockReply::text("Second reply."));
+    let dir = project("name = \"chatty\"\nmodel = \"openai:gpt-test\"\n");
+    let state = tempfile::tempdir().unwrap();
+    let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
+    let output = tokio::process::Command::new(folio_bin())
+        .env_remove("FOLIO_TOKEN")
+        .args(["chat", "--url", &server.url, "--message", "hello"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "Hi from the agent."
+    );
+    // The REPL: one message per stdin line, in one session.
+    let mut child = tokio::process::Command::new(folio_bin())
+        .env_remove("FOLIO_TOKEN")
+        .args(["chat", "--url", &server.url])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    mock.push(MockReply::text("Third reply."));
+    use tokio::io::AsyncWriteExt;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"first line\nsecond line\n").await.unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().await.unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        ["Second reply.", "Third reply."]
+    );
+    let last = mock.requests().last().unwrap().body.clone();
+    let users: Vec<&str> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(users, ["first line", "second line"]);
+}
+
+#[tokio::test]
+async fn folio_dev_reloads_the_agent_when_its_files_change() {
+    let mock = MockModelServer::start().await;
+    let dir = project("name = \"devy\"\ndescription = \"before\"\nmodel = \"openai:gpt-test\"\n");
+    let state = tempfile::tempdir().unwrap();
+    let mut command = tokio::process::Command::new(folio_bin());
+    command
+        .env_remove("FOLIO_MODEL")
+        .env("OPENAI_API_KEY", "test-key")
+        .env("OPENAI_BASE_URL", mock.openai_base_url())
+        .args(["dev", "--port", "0", "--dir"])
+        .arg(dir.path())
+        .arg("--state-root")
+        .arg(state.path())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn().unwrap();
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut url = String::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        if let Some(rest) = line.strip_prefix("agent devy: ") {
+            url = rest.split(' ').next().unwrap().to_string();
+            break;
+        }
+    }
+    let (_, info) = get(&format!("{url}/v1/agent")).await;
+    assert_eq!(info["agent"]["description"], "before");
+    std::fs::write(
+        dir.path().join("agent/agent.toml"),
+        "name = \"devy\"\ndescription = \"after\"\nmodel = \"openai:gpt-test\"\n",
+    )
+    .unwrap();
+    let mut reloaded = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (_, info) = get(&format!("{url}/v1/agent")).await;
+        if info["agent"]["description"] == "after" {
+            reloaded = true;
+            break;
+        }
+    }
+    assert!(reloaded, "the agent was not reloaded");
+    child.kill().await.unwrap();
+}
