@@ -10,14 +10,14 @@ use serde::Serialize;
 use crate::allowlist::{self, ALLOWLIST_NAMES, ROOT_FORBIDDEN};
 use crate::artifacts::{self, ArtifactsConfig};
 use crate::config::{
-    AgentConfig, Effect, ProjectConfig, ScheduleFrontmatter, ToolManifest, nearest_key,
+    AgentConfig, Effect, Execution, ProjectConfig, ScheduleFrontmatter, ToolManifest, nearest_key,
 };
 use crate::hooks::{self, HookDefinition};
 use crate::mcp::{self, McpServerConfig};
 use crate::skills::{ROOT_SKILLS_MOUNT, Skill};
 use crate::subagents::{self, SubagentDefinition};
 use crate::tools::authored::DEFAULT_TOOL_TIMEOUT_SECS;
-use crate::tools::{AuthoredTool, AuthoredToolSpec, FileTool};
+use crate::tools::{AuthoredTool, AuthoredToolSpec, FileTool, Tool};
 
 /// How bad a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -283,6 +283,14 @@ fn discover_into(project_dir: &Path, findings: &mut Findings) -> Option<AgentDef
             &manifest,
             format!("root: mount \"{mount}\" collides with the read-only {ROOT_SKILLS_MOUNT} mount of the agent's skills (move the mount)"),
         );
+    }
+    if config.root.is_some() {
+        for tool in tools.iter().filter(|t| t.execution() == Execution::Agent) {
+            findings.warning(
+                &agent_dir.join("tools").join(format!("{}.toml", tool.name())),
+                "execution: \"agent\" tools run through Shell in a host workspace; with [root] the model cannot run them".into(),
+            );
+        }
     }
     let channels = discover_channels(&agent_dir, findings);
     let schedules = discover_schedules(&agent_dir, findings);

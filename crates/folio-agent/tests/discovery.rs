@@ -1,0 +1,202 @@
+//! Discovery of the whole agent folder: `agent/` or `bot/`, `lib/` ignored, instructions in
+//! parts, every capability folder into the definition, slugs, and the diagnostics' shape.
+
+use std::path::Path;
+
+use folio_agent::config::{Effect, Execution};
+use folio_agent::discovery::slug_problem;
+use folio_agent::skills::SkillForm;
+use folio_agent::tools::Tool;
+use folio_agent::{Severity, discover};
+use pretty_assertions::assert_eq;
+
+fn write(dir: &Path, files: &[(&str, &str)]) {
+    for (path, contents) in files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+    }
+}
+
+fn lines(dir: &Path) -> Vec<String> {
+    discover(dir)
+        .diagnostics
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn a_full_folder_is_discovered() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        &[
+            ("folio.toml", "name = \"full\"\n"),
+            ("agent/instructions/01-role.md", "You are thorough."),
+            ("agent/instructions/02-style.md", "Be brief.\n"),
+            (
+                "agent/tools/post.toml",
+                "description = \"Post a message to the team channel.\"\ncommand = [\"./post.sh\"]\nneeds_approval = true\ndry_run_result = { note = \"dry\" }\n",
+            ),
+            (
+                "agent/tools/probe.toml",
+                "description = \"Probe the service and report its health.\"\ncommand = [\"python3\", \"probe.py\"]\neffect = \"read\"\nexecution = \"agent\"\ntimeout_secs = 5\n",
+            ),
+            ("agent/tools/probe.py", "print('ok')\n"),
+            (
+                "agent/skills/flat.md",
+                "# Use when the question is about the flat skill form\nBody.\n",
+            ),
+            (
+                "agent/skills/packed/SKILL.md",
+                "---\nname: packed\ndescription: Use when a packaged skill with references is needed.\nallowed-tools: [Read]\nlicense: MIT\n---\nBody.\n",
+            ),
+            ("agent/skills/packed/references/a.md", "ref\n"),
+            (
+                "agent/skills/gen.toml",
+                "command = [\"python3\", \"gen.py\"]\n",
+            ),
+            ("agent/channels/hooks-in.toml", "kind = \"webhook\"\n"),
+            (
+                "agent/schedules/daily.md",
+                "---\ncron: \"0 9 * * 1-5\"\n---\nSummarize the day.\n",
+            ),
+            ("agent/sandbox/workspace/seed.txt", "seed\n"),
+            ("agent/lib/helper.py", "x = 1\n"),
+        ],
+    );
+    let discovery = discover(dir.path());
+    assert_eq!(lines(dir.path()), Vec::<String>::new());
+    let definition = discovery.definition.unwrap();
+    assert_eq!(definition.name, "full");
+    assert_eq!(definition.instructions, "You are thorough.\nBe brief.\n");
+    let tools: Vec<_> = definition
+        .tools
+        .iter()
+        .map(|t| {
+            (
+                t.name().to_string(),
+                t.effect(),
+                t.execution(),
+                t.needs_approval(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("post".to_string(), Effect::Write, Execution::Server, true),
+            ("probe".to_string(), Effect::Read, Execution::Agent, false),
+        ]
+    );
+    assert_eq!(definition.tools[1].script_files(), ["probe.py"]);
+    let skills: Vec<_> = definition
+        .skills
+        .iter()
+        .map(|s| (s.name.as_str(), s.form, s.description.as_deref()))
+        .collect();
+    assert_eq!(
+        skills,
+        [
+            (
+                "flat",
+                SkillForm::Flat,
+                Some("Use when the question is about the flat skill form")
+            ),
+            ("gen", SkillForm::Generated, None),
+            (
+                "packed",
+                SkillForm::Packaged,
+                Some("Use when a packaged skill with references is needed.")
+            ),
+        ]
+    );
+    assert_eq!(
+        definition.skills[2].frontmatter.license.as_deref(),
+        Some("MIT")
+    );
+    assert_eq!(definition.channels[0].kind, "webhook");
+    assert_eq!(definition.schedules[0].prompt, "Summarize the day.");
+    assert!(
+        definition
+            .sandbox_dir
+            .unwrap()
+            .ends_with("agent/sandbox/workspace")
+    );
+}
+
+#[test]
+fn bot_folder_is_accepted_and_agent_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), &[("bot/instructions.md", "From bot.\n")]);
+    assert_eq!(
+        discover(dir.path()).definition.unwrap().instructions,
+        "From bot.\n"
+    );
+    write(dir.path(), &[("agent/instructions.md", "From agent.\n")]);
+    assert_eq!(
+        discover(dir.path()).definition.unwrap().instructions,
+        "From agent.\n"
+    );
+}
+
+#[test]
+fn errors_come_first_and_block_the_definition() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        &[
+            ("agent/instructions.md", "Hi.\n"),
+            ("agent/skills/tiny.md", "---\ndescription: Short.\n---\n"),
+            (
+                "agent/tools/Shell.toml",
+                "description = \"x\"\ncommand = [\"true\"]\n",
+            ),
+        ],
+    );
+    let discovery = discover(dir.path());
+    assert!(discovery.definition.is_none());
+    let severities: Vec<Severity> = discovery.diagnostics.iter().map(|d| d.severity).collect();
+    assert_eq!(severities, [Severity::Error, Severity::Warning]);
+    assert_eq!(
+        lines(dir.path())[0],
+        "error: agent/tools/Shell.toml: name: \"Shell\" is a built-in tool (fail closed: rename the authored tool)"
+    );
+}
+
+#[test]
+fn agent_tools_under_a_root_are_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        &[
+            ("agent/instructions.md", "Hi.\n"),
+            (
+                "agent/agent.toml",
+                "[root]\n\"/notes\" = { temp = { \"/a.md\" = \"a\" } }\n",
+            ),
+            (
+                "agent/tools/probe.toml",
+                "description = \"Probe the service and report its health.\"\ncommand = [\"true\"]\nexecution = \"agent\"\n",
+            ),
+        ],
+    );
+    assert_eq!(
+        lines(dir.path()),
+        [
+            "warning: agent/tools/probe.toml: execution: \"agent\" tools run through Shell in a host workspace; with [root] the model cannot run them"
+        ]
+    );
+}
+
+#[test]
+fn slugs() {
+    assert_eq!(slug_problem("pr-reviewer_2"), None);
+    assert!(slug_problem("-x").is_some());
+    assert!(slug_problem("a.b").is_some());
+    assert!(slug_problem("").is_some());
+    for reserved in ["v1", "playground", "docs"] {
+        assert!(slug_problem(reserved).unwrap().contains("reserved"));
+    }
+}
