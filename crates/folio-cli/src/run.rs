@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
+use folio_agent::agent::LoadOptions;
 use folio_agent::{Agent, discover};
 use folio_model::{ProviderConfig, RecordingProvider, open_provider};
 use folio_protocol::{RunResult, SessionMode};
@@ -13,6 +14,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::render::print_event;
 use crate::trajectory::{exit_code, print_result};
+
+/// How long `run` waits for hooks still observing the turn before it exits.
+const HOOK_FLUSH: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Arguments of `folio run`.
 #[derive(Debug, clap::Args)]
@@ -79,13 +83,17 @@ async fn run_async(args: RunArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot create the fixture {}", fixture.display()))?;
         provider = Arc::new(RecordingProvider::new(provider, fixture));
     }
-    let agent = Agent::load(definition, provider, model)
-        .await
-        .map_err(anyhow::Error::msg)?;
     let state = match &args.state_root {
         Some(path) => StateRoot::new(path),
         None => StateRoot::for_project(&args.dir),
     };
+    let options = LoadOptions {
+        state_root: Some(state.path().to_path_buf()),
+        ..LoadOptions::default()
+    };
+    let agent = Agent::load_with(definition, provider, model, options)
+        .await
+        .map_err(anyhow::Error::msg)?;
     let mut session = Session::create(&state, SessionMode::Chat, "cli", "local", None)?;
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
@@ -94,9 +102,15 @@ async fn run_async(args: RunArgs) -> anyhow::Result<ExitCode> {
             on_interrupt.cancel();
         }
     });
-    session
+    let ran = session
         .run_turn(&agent, &args.message, cancel, &print_event)
-        .await?;
+        .await;
+    // Hooks observe the turn in the background: let them finish before the process exits.
+    if !agent.hooks.flush(HOOK_FLUSH).await {
+        eprintln!("warning: hooks still running after {HOOK_FLUSH:?} were stopped");
+    }
+    agent.shutdown().await;
+    ran?;
     let result = RunResult::from_events(&session.events);
     print_result(&result, args.json)?;
     eprintln!(
