@@ -7,9 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use folio_agent::discover;
-use folio_agent::tools::{
-    AuthoredTool, ScratchMode, TodoList, Tool, ToolContext, ToolError, ToolOutput,
-};
+use folio_agent::tools::{AuthoredTool, ScratchMode, TodoList, ToolContext, ToolError, ToolOutput};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
