@@ -90,3 +90,31 @@ fn init_refuses_a_non_empty_directory() {
         "mine"
     );
 }
+
+#[test]
+fn info_describes_what_discovery_found() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo");
+    let output = Command::new(folio_bin())
+        .args(["info", "--dir"])
+        .arg(&demo)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    insta::assert_snapshot!("info_demo", String::from_utf8(output.stdout).unwrap());
+    let output = Command::new(folio_bin())
+        .args(["info", "--json", "--dir"])
+        .arg(&demo)
+        .output()
+        .unwrap();
+    let info: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(info["tools"][0]["name"], "word_stats");
+    assert_eq!(
+        info["tools"][0]["inputSchema"]["required"],
+        serde_json::json!(["text"])
+    );
+    assert_eq!(info["skills"][0]["path"], "agent/skills/haiku.md");
+    assert_eq!(info["skills"][0]["frontmatter"]["license"], "Apache-2.0");
+    assert_eq!(info["mcpConnections"][0]["transport"]["type"], "stdio");
+    assert_eq!(info["subagents"][0]["id"], "critic");
+    assert_eq!(info["diagnostics"], serde_json::json!([]));
+}
