@@ -1,0 +1,383 @@
+//! Load benchmark of the embedded server (scale.md targets): 1,000 concurrent streams on one
+//! session, 200 concurrent sessions running turns, memory per idle session with 10,000 stored
+//! sessions, and cold start to listening. Run with
+//! `cargo bench -p folio-server --bench serve_load` (optionally `-- --sessions N --streams N
+//! --turns N`); results are printed as Markdown rows for bench/RESULTS.md.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use folio_agent::{Agent, discover};
+use folio_model::{Delta, DeltaStream, ModelError, ModelRequest, Provider};
+use folio_protocol::{FinishReason, SessionMode, Usage};
+use folio_server::http::{HttpConfig, Layout, Mount, router};
+use folio_server::{CreateSession, LogBuffer, SessionManager, StateRoot};
+use futures::{StreamExt, stream};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// Text deltas per answer (each is one `message.appended` event).
+const DELTAS: usize = 20;
+
+/// Answers every request at once with `DELTAS` text deltas.
+struct ZeroLatency;
+
+#[async_trait::async_trait]
+impl Provider for ZeroLatency {
+    async fn stream(
+        &self,
+        _request: &ModelRequest,
+        _cancel: CancellationToken,
+    ) -> Result<DeltaStream, ModelError> {
+        let mut deltas: Vec<Result<Delta, ModelError>> = (0..DELTAS)
+            .map(|i| Ok(Delta::Text(format!("w{i} "))))
+            .collect();
+        deltas.push(Ok(Delta::Usage(Usage {
+            input_tokens: 10,
+            output_tokens: DELTAS as u64,
+            ..Usage::default()
+        })));
+        deltas.push(Ok(Delta::Finish(FinishReason::Stop)));
+        Ok(stream::iter(deltas).boxed())
+    }
+}
+
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+async fn agent(project: &Path) -> Arc<Agent> {
+    let definition = discover(project).definition.expect("valid project");
+    Arc::new(
+        Agent::load(definition, Arc::new(ZeroLatency), "zero".into())
+            .await
+            .unwrap(),
+    )
+}
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+    std::fs::write(dir.path().join("agent/instructions.md"), "Bench agent.\n").unwrap();
+    std::fs::write(
+        dir.path().join("agent/agent.toml"),
+        "name = \"bench\"\nmodel = \"openai:zero\"\ntools = [\"read\"]\n",
+    )
+    .unwrap();
+    dir
+}
+
+async fn serve(manager: SessionManager) -> String {
+    let app = router(
+        vec![Mount {
+            slug: "bench".into(),
+            manager,
+            diagnostics: Vec::new(),
+        }],
+        HttpConfig {
+            layout: Layout::Single,
+            ..HttpConfig::default()
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        .unwrap();
+    });
+    url
+}
+
+/// Reads NDJSON events from a stream response until `count` events of type `kind` arrived.
+async fn read_until(response: reqwest::Response, kind: &str, count: usize) -> usize {
+    let mut body = response.bytes_stream();
+    let mut buffer = Vec::new();
+    let mut seen = 0;
+    let mut events = 0;
+    while let Some(chunk) = body.next().await {
+        buffer.extend_from_slice(&chunk.unwrap());
+        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buffer.drain(..=end).collect();
+            if line.len() <= 1 {
+                continue;
+            }
+            events += 1;
+            let event: Value = serde_json::from_slice(&line).unwrap();
+            if event["type"] == kind {
+                seen += 1;
+                if seen == count {
+                    return events;
+                }
+            }
+        }
+    }
+    panic!("the stream ended early");
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Child mode: open a manager on a state root and bind the HTTP port; print figures as JSON.
+async fn cold_start(state: &Path, project: &Path) {
+    let agent = agent(project).await;
+    let before = rss_kib();
+    let started = Instant::now();
+    let manager = SessionManager::open(StateRoot::new(state), agent, LogBuffer::new()).unwrap();
+    let url = serve(manager.clone()).await;
+    let listening = started.elapsed();
+    let page_started = Instant::now();
+    let page = manager.list("local", 50, None, None).unwrap();
+    let page_ms = page_started.elapsed().as_secs_f64() * 1000.0;
+    let _ = url;
+    println!(
+        "{}",
+        json!({
+            "listeningMs": listening.as_secs_f64() * 1000.0,
+            "rssBeforeKiB": before,
+            "rssAfterKiB": rss_kib(),
+            "firstPageMs": page_ms,
+            "firstPage": page.data.len(),
+        })
+    );
+}
+
+fn run_child(state: &Path, project: &Path) -> Value {
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--cold-start"])
+        .arg(state)
+        .arg(project)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(output.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap()
+}
+
+async fn run() {
+    let sessions = arg("--sessions", 10_000);
+    let streams = arg("--streams", 1_000);
+    let turns = arg("--turns", 200);
+    let project = project();
+    let agent = agent(project.path()).await;
+    println!("| case | figure | target |\n| --- | --- | --- |");
+
+    // 1. 10,000 stored sessions (each ran one real turn), then cold start and idle memory.
+    let state = tempfile::tempdir().unwrap();
+    let manager = SessionManager::open(
+        StateRoot::new(state.path()),
+        agent.clone(),
+        LogBuffer::new(),
+    )
+    .unwrap();
+    let started = Instant::now();
+    stream::iter(0..sessions)
+        .for_each_concurrent(64, |n| {
+            let manager = manager.clone();
+            async move {
+                let accepted = manager
+                    .create(
+                        "local",
+                        CreateSession {
+                            message: format!("m{n}"),
+                            title: Some(format!("session {n}")),
+                            workspace_files: Default::default(),
+                            mode: SessionMode::Chat,
+                            channel: "http".into(),
+                        },
+                    )
+                    .await
+                    .unwrap();
+                let mut events = manager.stream("local", &accepted.session_id, 0).unwrap();
+                while let Some(event) = events.rx.recv().await {
+                    if event.is_some_and(|e| e.event_type() == "session.waiting") {
+                        break;
+                    }
+                }
+            }
+        })
+        .await;
+    let elapsed = started.elapsed().as_secs_f64();
+    println!(
+        "| store {sessions} sessions (one turn each, 64 at a time) | {elapsed:.1} s ({:.0} sessions/s) | — |",
+        sessions as f64 / elapsed
+    );
+    manager.shutdown().await;
+    drop(manager);
+    let empty = tempfile::tempdir().unwrap();
+    let cold_empty = run_child(empty.path(), project.path());
+    let cold_full = run_child(state.path(), project.path());
+    println!(
+        "| cold start to listening, empty state root | {:.1} ms | — |",
+        cold_empty["listeningMs"].as_f64().unwrap()
+    );
+    println!(
+        "| cold start to listening, {sessions} stored sessions | {:.1} ms | — |",
+        cold_full["listeningMs"].as_f64().unwrap()
+    );
+    let per_idle = (cold_full["rssAfterKiB"].as_f64().unwrap()
+        - cold_empty["rssAfterKiB"].as_f64().unwrap())
+        * 1024.0
+        / sessions as f64;
+    println!(
+        "| RSS after cold start: empty / {sessions} stored | {} KiB / {} KiB ({per_idle:.1} bytes per idle session) | memory bounded by active work |",
+        cold_empty["rssAfterKiB"], cold_full["rssAfterKiB"]
+    );
+    println!(
+        "| first page of `GET /v1/sessions` (50 of {sessions}) | {:.1} ms | — |",
+        cold_full["firstPageMs"].as_f64().unwrap()
+    );
+
+    // 2. 1,000 concurrent streams on one session.
+    let state = tempfile::tempdir().unwrap();
+    let manager = SessionManager::open(
+        StateRoot::new(state.path()),
+        agent.clone(),
+        LogBuffer::new(),
+    )
+    .unwrap();
+    let url = serve(manager.clone()).await;
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let created: Value = client
+        .post(format!("{url}/v1/session"))
+        .json(&json!({"message": "fan out"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["sessionId"].as_str().unwrap().to_string();
+    let rss_before = rss_kib();
+    let opened = Instant::now();
+    let mut responses = Vec::new();
+    for _ in 0..streams {
+        responses.push(client.get(format!("{url}/v1/session/{id}/stream")).send());
+    }
+    let responses = futures::future::join_all(responses).await;
+    let readers: Vec<_> = responses
+        .into_iter()
+        .map(|r| tokio::spawn(read_until(r.unwrap(), "session.waiting", 2)))
+        .collect();
+    // Every stream has replayed the first turn before the follow-up.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let open_ms = opened.elapsed().as_secs_f64() * 1000.0;
+    let rss_open = rss_kib();
+    let sent = Instant::now();
+    manager.send("local", &id, "again", None).await.unwrap();
+    let mut delivered = 0;
+    for reader in readers {
+        delivered += reader.await.unwrap();
+    }
+    let fan_out = sent.elapsed().as_secs_f64();
+    println!(
+        "| {streams} concurrent streams on one session: open + replay | {open_ms:.0} ms; RSS +{} KiB ({:.1} KiB per stream) | 1,000 open streams |",
+        rss_open - rss_before,
+        (rss_open - rss_before) as f64 / streams as f64
+    );
+    println!(
+        "| one turn fanned out to {streams} streams | all streams saw the turn end {:.0} ms after the follow-up; {delivered} events delivered in total ({:.0} events/s) | — |",
+        fan_out * 1000.0,
+        delivered as f64 / (fan_out + open_ms / 1000.0)
+    );
+    manager.shutdown().await;
+
+    // 3. 200 concurrent sessions running turns.
+    let state = tempfile::tempdir().unwrap();
+    let manager = SessionManager::open(
+        StateRoot::new(state.path()),
+        agent.clone(),
+        LogBuffer::new(),
+    )
+    .unwrap();
+    let url = serve(manager.clone()).await;
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..turns)
+        .map(|n| {
+            let client = client.clone();
+            let url = url.clone();
+            tokio::spawn(async move {
+                let begun = Instant::now();
+                let created: Value = client
+                    .post(format!("{url}/v1/session"))
+                    .json(&json!({"message": format!("turn {n}")}))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                let id = created["sessionId"].as_str().unwrap();
+                let response = client
+                    .get(format!("{url}/v1/session/{id}/stream"))
+                    .send()
+                    .await
+                    .unwrap();
+                read_until(response, "turn.completed", 1).await;
+                begun.elapsed().as_secs_f64() * 1000.0
+            })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.push(task.await.unwrap());
+    }
+    let wall = started.elapsed().as_secs_f64();
+    latencies.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!(
+        "| {turns} concurrent sessions running turns (create → turn.completed over HTTP) | all done in {:.0} ms ({:.0} turns/s); p50 {:.0} ms, p99 {:.0} ms | 200 running turns |",
+        wall * 1000.0,
+        turns as f64 / wall,
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99)
+    );
+    manager.shutdown().await;
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    if let Some(i) = args.iter().position(|a| a == "--cold-start") {
+        let state = std::path::PathBuf::from(&args[i + 1]);
+        let project = std::path::PathBuf::from(&args[i + 2]);
+        runtime.block_on(cold_start(&state, &project));
+        return;
+    }
+    if args.iter().any(|a| a == "--list" || a == "--test") {
+        // `cargo test --benches` / harness probes: nothing to list.
+        return;
+    }
+    runtime.block_on(run());
+}
