@@ -9,15 +9,12 @@ use serde::Serialize;
 
 use crate::allowlist::{self, ALLOWLIST_NAMES, ROOT_FORBIDDEN};
 use crate::artifacts::{self, ArtifactsConfig};
-use crate::config::{
-    AgentConfig, Effect, Execution, ProjectConfig, ScheduleFrontmatter, ToolManifest, nearest_key,
-};
+use crate::config::{AgentConfig, Execution, ProjectConfig, ScheduleFrontmatter, nearest_key};
 use crate::hooks::{self, HookDefinition};
 use crate::mcp::{self, McpServerConfig};
 use crate::skills::{ROOT_SKILLS_MOUNT, Skill};
 use crate::subagents::{self, SubagentDefinition};
-use crate::tools::authored::DEFAULT_TOOL_TIMEOUT_SECS;
-use crate::tools::{AuthoredTool, AuthoredToolSpec, FileTool, Tool};
+use crate::tools::{AuthoredTool, Tool};
 
 /// How bad a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -135,17 +132,6 @@ const AGENT_ENTRIES: &[&str] = &[
 
 /// Channel kinds channels-schedules.md defines.
 const CHANNEL_KINDS: &[&str] = &["webhook", "github", "slack"];
-
-/// Names of built-in tools other than the file tools (an authored tool may not take them).
-const BUILT_IN_NAMES: &[&str] = &[
-    "Shell",
-    "WebFetch",
-    "WebSearch",
-    "UpdateTodos",
-    "ReadTodos",
-    "Task",
-    "ReadLints",
-];
 
 impl AgentDefinition {
     /// Whether the agent runs on an authored `[root]` instead of the host disk.
@@ -268,7 +254,7 @@ fn discover_into(project_dir: &Path, findings: &mut Findings) -> Option<AgentDef
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "agent".to_string());
     let name = config.name.clone().or(project.name).unwrap_or(dir_name);
-    let tools = discover_authored_tools(&agent_dir, &name, findings);
+    let tools = crate::tools::authored::discover_authored_tools(&agent_dir, &name, findings);
     let skills = crate::skills::discover_skills(&agent_dir, findings);
     if !skills.is_empty()
         && let Some(mount) = config
@@ -597,168 +583,6 @@ fn check_entries(agent_dir: &Path, findings: &mut Findings) {
             &agent_dir.join(&name),
             format!("entry: `{name}` is not part of the agent folder and is ignored{hint}"),
         );
-    }
-}
-
-/// Reads `tools/*.toml` into authored tools; names must not take a built-in tool's name
-/// (synthesized file tools fail closed, rooted or not).
-fn discover_authored_tools(
-    agent_dir: &Path,
-    agent_name: &str,
-    findings: &mut Findings,
-) -> Vec<Arc<AuthoredTool>> {
-    let tools_dir = agent_dir.join("tools");
-    let Ok(entries) = std::fs::read_dir(&tools_dir) else {
-        return Vec::new();
-    };
-    let mut manifests: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    manifests.sort();
-    let mut tools = Vec::new();
-    for path in manifests {
-        let Some(stem) = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .map(str::to_string)
-        else {
-            continue;
-        };
-        if let Some(tool) = FileTool::ALL.iter().find(|t| t.tool_name() == stem) {
-            findings.error(
-                &path,
-                format!(
-                    "name: \"{stem}\" is the synthesized file tool {} (fail closed: rename the authored tool)",
-                    tool.tool_name()
-                ),
-            );
-            continue;
-        }
-        if BUILT_IN_NAMES.contains(&stem.as_str()) {
-            findings.error(
-                &path,
-                format!(
-                    "name: \"{stem}\" is a built-in tool (fail closed: rename the authored tool)"
-                ),
-            );
-            continue;
-        }
-        if !is_valid_name(&stem) || stem.starts_with("mcp__") {
-            findings.error(
-                &path,
-                format!("name: \"{stem}\" is not a valid tool name (use 1-64 letters, digits, `-` or `_`; `mcp__` is reserved)"),
-            );
-            continue;
-        }
-        let Some(manifest) = parse_toml::<ToolManifest>(&path, findings) else {
-            continue;
-        };
-        if let Some(tool) = build_tool(&stem, manifest, &tools_dir, &path, agent_name, findings) {
-            tools.push(Arc::new(tool));
-        }
-    }
-    tools
-}
-
-fn build_tool(
-    name: &str,
-    manifest: ToolManifest,
-    tools_dir: &Path,
-    path: &Path,
-    agent_name: &str,
-    findings: &mut Findings,
-) -> Option<AuthoredTool> {
-    let mut ok = true;
-    let description = manifest.description.filter(|d| !d.trim().is_empty());
-    if description.is_none() {
-        findings.error(
-            path,
-            "description: missing (say what the tool does; the model reads it)".into(),
-        );
-        ok = false;
-    }
-    let command = manifest
-        .command
-        .filter(|c| !c.is_empty() && !c[0].is_empty());
-    if command.is_none() {
-        findings.error(
-            path,
-            "command: missing (the program and its arguments, e.g. [\"python3\", \"tool.py\"])"
-                .into(),
-        );
-        ok = false;
-    }
-    if manifest.timeout_secs == Some(0) {
-        findings.error(path, "timeout_secs: must be at least 1".into());
-        ok = false;
-    }
-    if manifest.dry_run_result.is_some() && manifest.effect == Effect::Read {
-        findings.warning(
-            path,
-            "dry_run_result: ignored for effect = \"read\" (read tools run in dry-run sessions)"
-                .into(),
-        );
-    }
-    let schema = match (manifest.input_schema, manifest.input_schema_file) {
-        (Some(_), Some(_)) => {
-            findings.error(
-                path,
-                "input_schema_file: cannot be combined with [input_schema] (keep one)".into(),
-            );
-            return None;
-        }
-        (Some(schema), None) => schema,
-        (None, Some(file)) => {
-            let schema_path = tools_dir.join(&file);
-            let parsed = std::fs::read_to_string(&schema_path)
-                .map_err(|err| err.to_string())
-                .and_then(|text| {
-                    serde_json::from_str::<serde_json::Value>(&text).map_err(|err| err.to_string())
-                });
-            match parsed {
-                Ok(schema) => schema,
-                Err(err) => {
-                    findings.error(
-                        path,
-                        format!("input_schema_file: cannot read {file} as JSON: {err}"),
-                    );
-                    return None;
-                }
-            }
-        }
-        (None, None) => serde_json::json!({"type": "object"}),
-    };
-    if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
-        findings.error(
-            path,
-            "input_schema: the input schema must have type = \"object\"".into(),
-        );
-        ok = false;
-    }
-    if !ok {
-        return None;
-    }
-    let spec = AuthoredToolSpec {
-        name: name.to_string(),
-        description: description.unwrap_or_default(),
-        command: command.unwrap_or_default(),
-        tools_dir: tools_dir.to_path_buf(),
-        effect: manifest.effect,
-        needs_approval: manifest.needs_approval,
-        execution: manifest.execution,
-        timeout_secs: manifest.timeout_secs.unwrap_or(DEFAULT_TOOL_TIMEOUT_SECS),
-        dry_run_result: manifest.dry_run_result,
-        schema,
-        agent: agent_name.to_string(),
-    };
-    match AuthoredTool::new(spec) {
-        Ok(tool) => Some(tool),
-        Err(err) => {
-            findings.error(path, format!("input_schema: {err}"));
-            None
-        }
     }
 }
 
