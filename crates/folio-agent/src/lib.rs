@@ -7,6 +7,11 @@
 //! calls, and records every effect as an event through an [`EventSink`]. The conversation sent
 //! to the model is rebuilt from those events ([`conversation::conversation`]), so a session's
 //! log is its only state.
+//!
+//! Authored tools ([`tools::AuthoredTool`]) are subprocesses behind the same [`tools::Tool`]
+//! trait, their input checked against a JSON Schema; [`skills`] are listed in the system prompt
+//! and materialized where `Read` finds them; [`workspace`] prepares a host session workspace
+//! (`AGENTS.md`, skills, agent-tool scripts, sandbox seeds) and writes per-send files.
 
 pub mod agent;
 pub mod allowlist;
