@@ -261,6 +261,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         HttpConfig {
             auth,
             layout,
+            playground: !args.no_playground,
             ..HttpConfig::default()
         },
     );

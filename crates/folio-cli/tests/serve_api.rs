@@ -61,6 +61,9 @@ async fn routes_bodies_statuses_and_error_codes() {
     let (status, index) = get(&format!("{}/", server.host)).await;
     assert_eq!(status, 200);
     assert!(index.as_str().unwrap().contains("Test Agent"));
+    let (status, playground) = get(&format!("{url}/playground")).await;
+    assert_eq!(status, 200);
+    assert!(playground.as_str().unwrap().contains("Folio playground"));
 
     // Create: 201, returns before the turn ends.
     let (status, created) = post(

@@ -56,6 +56,8 @@ pub struct HttpConfig {
     pub body_limit: usize,
     /// How long a request may take to answer (streams answer at once, then stay open).
     pub request_timeout: Duration,
+    /// Serve the playground page at `/<slug>/playground`.
+    pub playground: bool,
 }
 
 impl Default for HttpConfig {
@@ -65,6 +67,7 @@ impl Default for HttpConfig {
             layout: Layout::Multi,
             body_limit: BODY_LIMIT,
             request_timeout: Duration::from_secs(120),
+            playground: true,
         }
     }
 }
@@ -226,10 +229,16 @@ pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
             Layout::Multi => format!("/{}", mount.slug),
             Layout::Single => String::new(),
         };
-        let routes = agent_routes(AgentState {
+        let mut routes = agent_routes(AgentState {
             mount: Arc::new(mount.clone()),
             prefix: prefix.clone(),
         });
+        if config.playground {
+            routes = routes.route(
+                "/playground",
+                get(|| async { Html(include_str!("playground.html")) }),
+            );
+        }
         app = match config.layout {
             Layout::Multi => app.nest(&prefix, routes),
             Layout::Single => app.merge(routes),

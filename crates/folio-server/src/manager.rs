@@ -215,7 +215,8 @@ struct Inner {
     closing: std::sync::atomic::AtomicBool,
     tasks: TaskTracker,
     logs: LogBuffer,
-    keepalive: std::time::Duration,
+    /// Keep-alive interval of streams, in milliseconds.
+    keepalive_ms: std::sync::atomic::AtomicU64,
 }
 
 impl SessionManager {
@@ -234,7 +235,7 @@ impl SessionManager {
                 closing: std::sync::atomic::AtomicBool::new(false),
                 tasks: TaskTracker::new(),
                 logs,
-                keepalive: std::time::Duration::from_secs(15),
+                keepalive_ms: std::sync::atomic::AtomicU64::new(15_000),
             }),
         };
         manager.recover()?;
@@ -258,6 +259,14 @@ impl SessionManager {
     /// The server log buffer of this agent.
     pub fn logs(&self) -> &LogBuffer {
         &self.inner.logs
+    }
+
+    /// Sets how often an idle stream sends its keep-alive empty line (default 15 s).
+    pub fn set_keepalive(&self, interval: std::time::Duration) {
+        self.inner.keepalive_ms.store(
+            interval.as_millis() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     /// Fires when the manager shuts down.
@@ -553,7 +562,12 @@ impl SessionManager {
         let stored = live.events()?;
         let (tx, out) = mpsc::channel(256);
         let shutdown = self.inner.shutdown.clone();
-        let keepalive = self.inner.keepalive;
+        let keepalive = std::time::Duration::from_millis(
+            self.inner
+                .keepalive_ms
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .max(1),
+        );
         let task = live.clone();
         self.inner.tasks.spawn(async move {
             let live = task;

@@ -1,0 +1,145 @@
+//! SessionManager in process: keep-alive lines, a session whose directory is deleted, replay
+//! from any start index during a live turn, workspace files.
+
+mod support;
+
+use std::time::Duration;
+
+use folio_protocol::{EventBody, SessionMode};
+use folio_server::{CreateSession, ManagerError};
+use folio_test_support::{MockModelServer, MockReply};
+use futures::StreamExt;
+use pretty_assertions::assert_eq;
+use support::*;
+
+fn create(message: &str) -> CreateSession {
+    CreateSession {
+        message: message.into(),
+        title: Some("t".into()),
+        workspace_files: [("notes/a.txt".to_string(), "alpha".to_string())].into(),
+        mode: SessionMode::Chat,
+        channel: "http".into(),
+    }
+}
+
+#[tokio::test]
+async fn idle_streams_send_keep_alive_lines() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("hi"));
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let manager = manager(agent(&mock, dir.path()).await, state.path());
+    manager.set_keepalive(Duration::from_millis(100));
+    let url = http(manager.clone()).await;
+    let id = manager
+        .create("local", create("hello"))
+        .await
+        .unwrap()
+        .session_id;
+    let response = reqwest::get(format!("{url}/v1/session/{id}/stream"))
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    let mut text = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !text.contains("session.waiting") || !text.ends_with("\n\n") {
+        let chunk = tokio::time::timeout_at(deadline, body.next())
+            .await
+            .expect("a keep-alive line after the last event")
+            .unwrap()
+            .unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    // Workspace files were written before the turn.
+    let ws = state
+        .path()
+        .join("sessions")
+        .join(&id)
+        .join("workspace/notes/a.txt");
+    assert_eq!(std::fs::read_to_string(ws).unwrap(), "alpha");
+}
+
+#[tokio::test]
+async fn deleting_a_session_directory_removes_the_session() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("hi"));
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let manager = manager(agent(&mock, dir.path()).await, state.path());
+    let id = manager
+        .create("local", create("hello"))
+        .await
+        .unwrap()
+        .session_id;
+    let mut stream = manager.stream("local", &id, 0).unwrap();
+    while let Some(event) = stream.rx.recv().await {
+        if matches!(event.map(|e| e.body), Some(EventBody::SessionWaiting(_))) {
+            break;
+        }
+    }
+    assert_eq!(manager.list("local", 10, None, None).unwrap().data.len(), 1);
+    std::fs::remove_dir_all(state.path().join("sessions").join(&id)).unwrap();
+    assert!(matches!(
+        manager.get("local", &id),
+        Err(ManagerError::NotFound(_))
+    ));
+    assert!(matches!(
+        manager.stream("local", &id, 0),
+        Err(ManagerError::NotFound(_))
+    ));
+    assert!(matches!(
+        manager.send("local", &id, "more", None).await,
+        Err(ManagerError::NotFound(_))
+    ));
+    assert!(
+        manager
+            .list("local", 10, None, None)
+            .unwrap()
+            .data
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn streams_from_any_start_index_during_a_live_turn_have_no_gap_and_no_duplicate() {
+    let mock = MockModelServer::start().await;
+    mock.push(
+        MockReply::text("a b c d e f g h i j k l m n o p q r s t u v w x y z")
+            .chunk_delay(Duration::from_millis(15)),
+    );
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let manager = manager(agent(&mock, dir.path()).await, state.path());
+    let id = manager
+        .create("local", create("stream me"))
+        .await
+        .unwrap()
+        .session_id;
+    // Open streams at staggered moments and start indexes while the turn appends.
+    let mut readers = Vec::new();
+    for n in 0..12u64 {
+        tokio::time::sleep(Duration::from_millis(12)).await;
+        let start = n % 4;
+        let mut stream = manager.stream("local", &id, start).unwrap();
+        readers.push(tokio::spawn(async move {
+            let mut indexes = Vec::new();
+            while let Some(event) = stream.rx.recv().await {
+                let Some(event) = event else { continue };
+                indexes.push(event.index);
+                if matches!(event.body, EventBody::SessionWaiting(_)) {
+                    break;
+                }
+            }
+            (start, indexes)
+        }));
+    }
+    let all = manager.events("local", &id).unwrap();
+    for reader in readers {
+        let (start, indexes) = reader.await.unwrap();
+        let expected: Vec<u64> = (start..start + indexes.len() as u64).collect();
+        assert_eq!(indexes, expected);
+        assert!(indexes.len() as u64 + start >= 10);
+    }
+    let final_events = manager.events("local", &id).unwrap();
+    assert!(final_events.len() >= all.len());
+}
