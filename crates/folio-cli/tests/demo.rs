@@ -44,15 +44,20 @@ fn readme_main_job_replays_the_demo_without_network_or_key() {
     let root = workspace_root();
     require_mcp_server(&root);
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let command = format!(
-        "cargo run -p folio-cli -- run --dir examples/demo --model replay:fixtures/demo.jsonl --message \"{MESSAGE}\""
+    assert!(
+        readme.contains("```sh\nscripts/demo\n```"),
+        "the README's quick start must run the main job with scripts/demo"
+    );
+    let script = std::fs::read_to_string(root.join("scripts/demo")).unwrap();
+    let arguments = format!(
+        "run --dir examples/demo --model replay:fixtures/demo.jsonl \\\n  --message \"{MESSAGE}\""
     );
     assert!(
-        readme.contains(&command),
-        "the README's quick start must show exactly: {command}"
+        script.contains(&arguments),
+        "scripts/demo must run exactly: {arguments}"
     );
     let state = tempfile::tempdir().unwrap();
-    // Exactly the README's arguments (from the workspace root), with no key and no network
+    // Exactly the arguments of scripts/demo (from the workspace root), with no key and no network
     // settings; only the state root moves to a temporary folder.
     let output = Command::new(folio_bin())
         .current_dir(&root)
