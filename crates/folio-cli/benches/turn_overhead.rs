@@ -42,14 +42,28 @@ impl Provider for CannedProvider {
             vec![
                 Delta::Text("The tree has ".into()),
                 Delta::Text("two files.".into()),
-                Delta::Usage(Usage { input_tokens: 10, output_tokens: 4, ..Usage::default() }),
+                Delta::Usage(Usage {
+                    input_tokens: 10,
+                    output_tokens: 4,
+                    ..Usage::default()
+                }),
                 Delta::Finish(FinishReason::Stop),
             ]
         } else {
             vec![
-                Delta::ToolCallStart { index: 0, id: "call_1".into(), name: "LS".into() },
-                Delta::ToolCallArgs { index: 0, fragment: "{\"path\":".into() },
-                Delta::ToolCallArgs { index: 0, fragment: "\"/\"}".into() },
+                Delta::ToolCallStart {
+                    index: 0,
+                    id: "call_1".into(),
+                    name: "LS".into(),
+                },
+                Delta::ToolCallArgs {
+                    index: 0,
+                    fragment: "{\"path\":".into(),
+                },
+                Delta::ToolCallArgs {
+                    index: 0,
+                    fragment: "\"/\"}".into(),
+                },
                 Delta::ToolCallEnd { index: 0 },
                 Delta::Finish(FinishReason::ToolCalls),
             ]
@@ -94,7 +108,8 @@ async fn measure(name: &str, harness: &Harness, before_turn: impl Fn()) {
     for n in 0..TURNS {
         before_turn();
         let session = format!("ses_{n}");
-        let (log, _) = EventLog::open(&dir.path().join(format!("{session}.ndjson")), &session).unwrap();
+        let (log, _) =
+            EventLog::open(&dir.path().join(format!("{session}.ndjson")), &session).unwrap();
         let sink = LogSink(log);
         let started = Instant::now();
         let received = sink
@@ -121,7 +136,10 @@ async fn measure(name: &str, harness: &Harness, before_turn: impl Fn()) {
         };
         let outcome = harness.run_turn(turn, &sink).await;
         durations.push(started.elapsed());
-        assert!(matches!(outcome, TurnOutcome::Completed { .. }), "{outcome:?}");
+        assert!(
+            matches!(outcome, TurnOutcome::Completed { .. }),
+            "{outcome:?}"
+        );
         events += folio_server::read_events(sink.0.path()).unwrap().len() as u64;
     }
     durations.sort();
@@ -137,9 +155,17 @@ async fn measure(name: &str, harness: &Harness, before_turn: impl Fn()) {
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     runtime.block_on(async {
-        measure("in-process provider", &harness(Arc::new(CannedProvider)), || {}).await;
+        measure(
+            "in-process provider",
+            &harness(Arc::new(CannedProvider)),
+            || {},
+        )
+        .await;
         let mock = MockModelServer::start().await;
         let base = mock.openai_base_url();
         let env = move |name: &str| match name {
