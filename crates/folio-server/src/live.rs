@@ -48,7 +48,7 @@ pub(crate) struct Approvals {
 impl Approvals {
     /// Whether a turn waits for a decision.
     pub(crate) fn is_parked(&self) -> bool {
-        !self.waiting.is_empty()
+        self.waiting.values().any(|waiter| !waiter.is_closed())
     }
 
     /// Hands a decision to the turn waiting for it, or keeps it for the turn to pick up.

@@ -379,7 +379,7 @@ impl SessionManager {
                 principal: principal.to_string(),
             }),
         )?;
-        lock(&self.inner.live).insert(session_id.clone(), Arc::downgrade(&live));
+        remember(&mut lock(&self.inner.live), &session_id, &live);
         self.inner
             .logs
             .info(format!("session {session_id} created by {principal}"));
@@ -748,11 +748,10 @@ impl SessionManager {
         if let Some(live) = map.get(session_id).and_then(Weak::upgrade) {
             return Ok(live);
         }
-        map.retain(|_, weak| weak.strong_count() > 0);
         let (live, _) = Live::open(&self.inner.state, meta)?;
         let live = Arc::new(live);
         live.bind_hooks(&self.agent().hooks);
-        map.insert(session_id.to_string(), Arc::downgrade(&live));
+        remember(&mut map, session_id, &live);
         Ok(live)
     }
 
@@ -1239,6 +1238,15 @@ fn summary(meta: &SessionMeta) -> SessionSummary {
         turns: meta.turns,
         last_index: meta.last_index,
     }
+}
+
+/// Records a live session, dropping entries of sessions that went idle now and then (so the
+/// map stays bounded by active work, not by history).
+fn remember(map: &mut HashMap<String, Weak<Live>>, session_id: &str, live: &Arc<Live>) {
+    if map.len() >= 64 && map.len().is_power_of_two() {
+        map.retain(|_, weak| weak.strong_count() > 0);
+    }
+    map.insert(session_id.to_string(), Arc::downgrade(live));
 }
 
 /// Whether `id` has the form `ses_` + 26 ULID characters (and so is safe as a path component).
