@@ -265,6 +265,14 @@ pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
         authenticate(auth, req, next)
     }))
     .layer(DefaultBodyLimit::max(config.body_limit))
+    .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+        |_panic: Box<dyn std::any::Any + Send>| {
+            ApiError::from(ManagerError::Internal(
+                "the server failed while answering; see its log".into(),
+            ))
+            .into_response()
+        },
+    ))
     .layer(tower_http::timeout::TimeoutLayer::with_status_code(
         StatusCode::REQUEST_TIMEOUT,
         config.request_timeout,

@@ -12,6 +12,8 @@
 //! from its start index, then follows, skipping indexes already sent. [`http::router`] maps the
 //! routes of sessions-http.md onto the manager, behind [`Auth`].
 
+#![warn(missing_docs)]
+
 mod auth;
 mod event_log;
 pub mod http;
