@@ -857,6 +857,10 @@ impl Actor {
                         }
                     }
                 }
+                if self.running.is_none() {
+                    // A turn parked on an approval across a restart is preempted like a live one.
+                    self.interrupt_parked();
+                }
                 // Messages queued by coalesce go first, so nothing overtakes them.
                 let (text, coalesced) = if self.queue.is_empty() {
                     (text, coalesced)
@@ -873,6 +877,8 @@ impl Actor {
                 self.queue.clear();
                 if self.running.is_some() {
                     let outcome = self.interrupt().await;
+                    self.after_turn(outcome).await;
+                } else if let Some(outcome) = self.interrupt_parked() {
                     self.after_turn(outcome).await;
                 }
                 let _ = reply.send(());
@@ -1007,6 +1013,25 @@ impl Actor {
             cancel.clone(),
         ));
         self.running = Some(Running { cancel, task });
+    }
+
+    /// Records `turn interrupted` for a turn left open in the log without a task (parked on an
+    /// approval when the server restarted); returns its outcome when there was one.
+    fn interrupt_parked(&mut self) -> Option<TurnOutcome> {
+        let events = self.live.events().ok()?;
+        let turn_id = open_turn(&events)?;
+        let message = folio_agent::TURN_INTERRUPTED.to_string();
+        if let Err(err) = self.live.append(
+            Some(&turn_id),
+            EventBody::TurnFailed(TurnFailed {
+                message: message.clone(),
+            }),
+        ) {
+            self.inner
+                .logs
+                .error(format!("session {}: {err}", self.live.id));
+        }
+        Some(TurnOutcome::Failed { message })
     }
 
     /// Cancels the running turn and waits for it to settle.

@@ -247,3 +247,58 @@ async fn approve_deny_single_use_and_survive_a_restart() {
         assert_eq!(event.index, i as u64);
     }
 }
+
+#[tokio::test]
+async fn a_follow_up_preempts_a_turn_parked_across_a_restart() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([(
+        "Deploy",
+        json!({"target": "prod"}),
+    )]));
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let first = manager(agent(&mock, dir.path()).await, state.path());
+    let id = first
+        .create(
+            "local",
+            folio_server::CreateSession {
+                message: "ship it".into(),
+                title: None,
+                workspace_files: Default::default(),
+                mode: folio_protocol::SessionMode::Chat,
+                channel: "http".into(),
+            },
+        )
+        .await
+        .unwrap()
+        .session_id;
+    let events = wait_for(&first, &id, |e| count(e, "action.approval_requested") == 1).await;
+    let call_id = events
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::ActionApprovalRequested(r) => Some(r.call_id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    first.shutdown().await;
+
+    mock.push(MockReply::text("fresh answer"));
+    let second = support::manager(agent(&mock, dir.path()).await, state.path());
+    second.send("local", &id, "never mind", None).await.unwrap();
+    let events = wait_for(&second, &id, |e| count(e, "session.waiting") == 1).await;
+    let types: Vec<&str> = events.iter().map(|e| e.event_type()).collect();
+    let failed = types.iter().position(|t| *t == "turn.failed").unwrap();
+    assert_eq!(types[failed + 1], "message.received");
+    assert_eq!(count(&events, "turn.completed"), 1);
+    let err = second
+        .resolve_approval(
+            "local",
+            &id,
+            &call_id,
+            folio_protocol::ApprovalDecision::Approve,
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "approval_resolved");
+}
