@@ -231,6 +231,17 @@ async fn routes_bodies_statuses_and_error_codes() {
         (400, json!("invalid_request"))
     );
 
+    let (status, bad) = post(
+        &format!("{url}/v1/session"),
+        json!({"message": "x", "workspaceFiles": {"memory/notes.md": "x"}}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        bad["message"].as_str().unwrap().contains("memory/"),
+        "{bad}"
+    );
+
     // 413 over 1 MiB.
     let big = "x".repeat(1024 * 1024 + 10);
     let (status, too_big) = post(&format!("{url}/v1/session"), json!({"message": big})).await;

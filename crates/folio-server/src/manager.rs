@@ -3,12 +3,13 @@
 //! and a session never runs two turns at once. Idle sessions have no task.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Component, Path};
+use std::path::Path;
 use std::sync::{Arc, RwLock, Weak};
 
 use chrono::Utc;
 use folio_agent::tools::{SessionContext, TodoList, ToolContext};
 use folio_agent::turn::pending_approvals;
+use folio_agent::workspace::{check_workspace_path, write_workspace_files};
 use folio_agent::{Agent, Turn, TurnOutcome};
 use folio_protocol::{
     ActionApprovalResolved, Admission, ApprovalDecision, Event, EventBody, MessageReceived,
@@ -172,12 +173,38 @@ pub struct EventStream {
     pub rx: mpsc::Receiver<Option<Event>>,
 }
 
+/// A message admitted to a session, with the workspace files its turn writes first.
+pub(crate) struct Pending {
+    text: String,
+    files: BTreeMap<String, String>,
+}
+
+impl Pending {
+    /// Joins messages (arrival order) into one: texts separated by a blank line, later files
+    /// replacing earlier ones; returns it with how many were joined.
+    fn join(messages: Vec<Pending>) -> (Pending, u32) {
+        let count = messages.len() as u32;
+        let mut texts = Vec::new();
+        let mut files = BTreeMap::new();
+        for message in messages {
+            texts.push(message.text);
+            files.extend(message.files);
+        }
+        (
+            Pending {
+                text: texts.join("\n\n"),
+                files,
+            },
+            count,
+        )
+    }
+}
+
 /// Commands a session's actor receives.
 pub(crate) enum Command {
     Send {
-        text: String,
+        message: Pending,
         admission: Option<Admission>,
-        coalesced: Option<u32>,
         reply: oneshot::Sender<Result<(), ManagerError>>,
     },
     Stop {
@@ -364,7 +391,6 @@ impl SessionManager {
         let state = &self.inner.state;
         let workspace = state.workspace_dir(&session_id);
         std::fs::create_dir_all(&workspace).map_err(|e| io_error("cannot create workspace", e))?;
-        write_workspace_files(&workspace, &request.workspace_files)?;
         meta.save(state)
             .map_err(|e| io_error("cannot save session.json", e))?;
         let (live, _) = Live::open(state, meta)?;
@@ -384,9 +410,11 @@ impl SessionManager {
             .logs
             .info(format!("session {session_id} created by {principal}"));
         self.command(&live, |reply| Command::Send {
-            text: request.message,
+            message: Pending {
+                text: request.message,
+                files: request.workspace_files,
+            },
             admission: None,
-            coalesced: None,
             reply,
         })
         .await??;
@@ -424,14 +452,12 @@ impl SessionManager {
                 .map_err(|e| io_error("cannot save session.json", e))?;
             token
         };
-        write_workspace_files(
-            &self.inner.state.workspace_dir(session_id),
-            &request.workspace_files,
-        )?;
         self.command(&live, |reply| Command::Send {
-            text: request.message,
+            message: Pending {
+                text: request.message,
+                files: request.workspace_files,
+            },
             admission: request.admission,
-            coalesced: None,
             reply,
         })
         .await??;
@@ -454,9 +480,11 @@ impl SessionManager {
             return Err(ManagerError::NotFollowable(session_id.to_string()));
         }
         self.command(&live, |reply| Command::Send {
-            text: message.to_string(),
+            message: Pending {
+                text: message.to_string(),
+                files: BTreeMap::new(),
+            },
             admission,
-            coalesced: None,
             reply,
         })
         .await?
@@ -802,7 +830,7 @@ struct Actor {
     live: Arc<Live>,
     rx: mpsc::UnboundedReceiver<Command>,
     running: Option<Running>,
-    queue: Vec<String>,
+    queue: Vec<Pending>,
 }
 
 impl Actor {
@@ -840,15 +868,14 @@ impl Actor {
     async fn handle(&mut self, command: Command) -> bool {
         match command {
             Command::Send {
-                text,
+                message,
                 admission,
-                coalesced,
                 reply,
             } => {
                 if self.running.is_some() {
                     match admission.unwrap_or(Admission::Preempt) {
                         Admission::Coalesce => {
-                            self.queue.push(text);
+                            self.queue.push(message);
                             let _ = reply.send(Ok(()));
                             return false;
                         }
@@ -862,14 +889,15 @@ impl Actor {
                     self.interrupt_parked();
                 }
                 // Messages queued by coalesce go first, so nothing overtakes them.
-                let (text, coalesced) = if self.queue.is_empty() {
-                    (text, coalesced)
+                let (message, coalesced) = if self.queue.is_empty() {
+                    (message, None)
                 } else {
                     let mut messages = std::mem::take(&mut self.queue);
-                    messages.push(text);
-                    (messages.join("\n\n"), Some(messages.len() as u32))
+                    messages.push(message);
+                    let (joined, count) = Pending::join(messages);
+                    (joined, Some(count))
                 };
-                let result = self.start_turn(text, admission, coalesced);
+                let result = self.start_turn(message, admission, coalesced);
                 let _ = reply.send(result);
                 false
             }
@@ -968,7 +996,7 @@ impl Actor {
         drop(approvals);
         if self.running.is_none() {
             // Parked across a restart: the turn resumes from the log.
-            self.spawn_turn(turn_id, true);
+            self.spawn_turn(turn_id, true, BTreeMap::new());
         }
         Ok(())
     }
@@ -976,7 +1004,7 @@ impl Actor {
     /// Records the message and starts its turn.
     fn start_turn(
         &mut self,
-        text: String,
+        message: Pending,
         admission: Option<Admission>,
         coalesced: Option<u32>,
     ) -> Result<(), ManagerError> {
@@ -984,7 +1012,7 @@ impl Actor {
         self.live.append(
             Some(&turn_id),
             EventBody::MessageReceived(MessageReceived {
-                text,
+                text: message.text,
                 admission,
                 coalesced,
             }),
@@ -997,11 +1025,11 @@ impl Actor {
             meta.save(&self.inner.state)
                 .map_err(|e| io_error("cannot save session.json", e))?;
         }
-        self.spawn_turn(turn_id, false);
+        self.spawn_turn(turn_id, false, message.files);
         Ok(())
     }
 
-    fn spawn_turn(&mut self, turn_id: String, resume: bool) {
+    fn spawn_turn(&mut self, turn_id: String, resume: bool, files: BTreeMap<String, String>) {
         // Not a child of the shutdown token: on shutdown the actor decides (a turn parked on an
         // approval stays parked).
         let cancel = CancellationToken::new();
@@ -1010,6 +1038,7 @@ impl Actor {
             self.live.clone(),
             turn_id,
             resume,
+            files,
             cancel.clone(),
         ));
         self.running = Some(Running { cancel, task });
@@ -1049,10 +1078,8 @@ impl Actor {
     async fn after_turn(&mut self, outcome: TurnOutcome) {
         let mode = lock(&self.live.meta).mode;
         if !self.queue.is_empty() && mode == SessionMode::Chat {
-            let messages = std::mem::take(&mut self.queue);
-            let count = messages.len() as u32;
-            let text = messages.join("\n\n");
-            if let Err(err) = self.start_turn(text, Some(Admission::Coalesce), Some(count)) {
+            let (message, count) = Pending::join(std::mem::take(&mut self.queue));
+            if let Err(err) = self.start_turn(message, Some(Admission::Coalesce), Some(count)) {
                 self.inner
                     .logs
                     .error(format!("session {}: {err}", self.live.id));
@@ -1074,6 +1101,7 @@ async fn run_turn(
     live: Arc<Live>,
     turn_id: String,
     resume: bool,
+    files: BTreeMap<String, String>,
     cancel: CancellationToken,
 ) -> TurnOutcome {
     let interrupted = || TurnOutcome::Failed {
@@ -1124,6 +1152,9 @@ async fn run_turn(
         Ok(bound) => bound,
         Err(err) => return failed(&live, err),
     };
+    if let Err(err) = write_workspace_files(fs.as_ref(), &files).await {
+        return failed(&live, err.to_string());
+    }
     let events = match live.events() {
         Ok(events) => events,
         Err(err) => return failed(&live, err.to_string()),
@@ -1298,33 +1329,11 @@ fn hash_token(token: &str) -> String {
         .collect()
 }
 
+/// Checks every per-send workspace path (nothing is written when one is refused).
 fn check_workspace_files(files: &BTreeMap<String, String>) -> Result<(), ManagerError> {
     for path in files.keys() {
-        let relative = Path::new(path);
-        let ok = !path.is_empty()
-            && relative
-                .components()
-                .all(|c| matches!(c, Component::Normal(_)));
-        if !ok {
-            return Err(ManagerError::Invalid(format!(
-                "workspaceFiles: {path:?} must be a relative path inside the workspace"
-            )));
-        }
-    }
-    Ok(())
-}
-
-fn write_workspace_files(
-    workspace: &Path,
-    files: &BTreeMap<String, String>,
-) -> Result<(), ManagerError> {
-    for (path, contents) in files {
-        let target = workspace.join(path);
-        if let Some(dir) = target.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| io_error("cannot write workspaceFiles", e))?;
-        }
-        std::fs::write(&target, contents)
-            .map_err(|e| io_error("cannot write workspaceFiles", e))?;
+        check_workspace_path(path)
+            .map_err(|err| ManagerError::Invalid(format!("workspaceFiles: {err}")))?;
     }
     Ok(())
 }
