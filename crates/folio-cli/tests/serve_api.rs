@@ -528,6 +528,10 @@ async fn task_sessions_end_and_refuse_follow_ups() {
     );
     let (_, got) = get(&format!("{url}/v1/session/{id}")).await;
     assert_eq!(got["session"]["status"], "completed");
+    // A stream of a finished task past its last event ends at once.
+    let past = stream.events.len() as u64 + 5;
+    let mut late = Stream::open(url, id, past, None).await;
+    assert!(late.next().await.is_none());
 }
 
 #[tokio::test]

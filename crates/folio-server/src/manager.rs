@@ -621,7 +621,12 @@ impl SessionManager {
                     return;
                 }
             }
-            if done {
+            let ended = task_mode
+                && matches!(
+                    lock(&live.meta).status,
+                    SessionStatus::Completed | SessionStatus::Failed
+                );
+            if done || ended {
                 return;
             }
             let mut tick = tokio::time::interval(keepalive);
