@@ -918,7 +918,13 @@ impl Actor {
                 false
             }
             Command::Tool { name, input, reply } => {
-                if self.running.is_some() {
+                // A turn parked across a restart holds the lock too.
+                let parked = || {
+                    self.live
+                        .events()
+                        .is_ok_and(|events| open_turn(&events).is_some())
+                };
+                if self.running.is_some() || parked() {
                     let _ = reply.send(Err(ManagerError::Busy(self.live.id.clone())));
                     return false;
                 }

@@ -217,6 +217,16 @@ async fn approve_deny_single_use_and_survive_a_restart() {
         "recovery leaves a parked turn parked"
     );
     let url = http(restarted.clone()).await;
+    let (status, busy) = post(
+        &format!("{url}/v1/session/{id}/tools/Deploy"),
+        json!({"input": {"target": "x"}}),
+    )
+    .await;
+    assert_eq!(
+        (status, busy["error"].clone()),
+        (409, json!("session_busy")),
+        "a parked turn holds the execution lock across the restart"
+    );
     let (status, _) = post(
         &format!("{url}/v1/session/{id}/approvals/{call_id}"),
         json!({"decision": "approve"}),
