@@ -11,6 +11,31 @@
 //! fanned out to live streams through a broadcast; a stream subscribes first, replays the log
 //! from its start index, then follows, skipping indexes already sent. [`http::router`] maps the
 //! routes of sessions-http.md onto the manager, behind [`Auth`].
+//!
+//! ```no_run
+//! use std::net::SocketAddr;
+//! use std::sync::Arc;
+//!
+//! use folio_server::http::{HttpConfig, Mount, router};
+//! use folio_server::{LogBuffer, SessionManager, StateRoot};
+//!
+//! # async fn serve(agent: folio_agent::Agent) -> Result<(), Box<dyn std::error::Error>> {
+//! // Opening recovers from a crash: turns that were running are recorded as failed.
+//! let manager = SessionManager::open(StateRoot::new(".folio/state/demo"), Arc::new(agent), LogBuffer::new())?;
+//! let app = router(
+//!     vec![Mount { slug: "demo".into(), manager: manager.clone(), diagnostics: Vec::new() }],
+//!     HttpConfig::default(), // local-dev-strict, /<slug>/v1/…, 1 MiB bodies
+//! );
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+//!     .with_graceful_shutdown(async move {
+//!         let _ = tokio::signal::ctrl_c().await;
+//!         manager.shutdown().await // running turns are recorded as interrupted
+//!     })
+//!     .await?;
+//! # Ok(())
+//! # }
+//! ```
 
 #![warn(missing_docs)]
 
