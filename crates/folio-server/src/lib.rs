@@ -39,6 +39,7 @@
 
 #![warn(missing_docs)]
 
+mod actor;
 mod auth;
 mod event_log;
 pub mod http;

@@ -10,8 +10,8 @@ use folio_protocol::{ActionApprovalResolved, Event, EventBody};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::actor::Command;
 use crate::event_log::{EventLog, LogError};
-use crate::manager::Command;
 use crate::state::{SessionMeta, StateRoot};
 
 /// How many events a slow stream may fall behind before it re-reads from disk.

@@ -1,0 +1,553 @@
+//! The actor of one live session: it owns the running turn, the coalesce queue and the
+//! execution lock, so admission is sequential code and a session never runs two turns at once.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use chrono::Utc;
+use folio_agent::tools::{SessionContext, TodoList, ToolContext};
+use folio_agent::workspace::write_workspace_files;
+use folio_agent::{Agent, Turn, TurnOutcome};
+use folio_protocol::{
+    ActionApprovalResolved, Admission, Event, EventBody, MessageReceived, SessionCompleted,
+    SessionFailed, SessionMode, SessionWaiting, TurnFailed, TurnQueued,
+};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::live::{Live, LiveSink, lock};
+use crate::manager::{DirectResult, Inner, ManagerError, io_error};
+use crate::state::{SessionStatus, StateRoot, new_turn_id};
+
+/// A message admitted to a session, with the workspace files its turn writes first.
+pub(crate) struct Pending {
+    pub(crate) text: String,
+    pub(crate) files: BTreeMap<String, String>,
+}
+
+impl Pending {
+    /// Joins messages (arrival order) into one: texts separated by a blank line, later files
+    /// replacing earlier ones; returns it with how many were joined.
+    fn join(messages: Vec<Pending>) -> (Pending, u32) {
+        let count = messages.len() as u32;
+        let mut texts = Vec::new();
+        let mut files = BTreeMap::new();
+        for message in messages {
+            texts.push(message.text);
+            files.extend(message.files);
+        }
+        (
+            Pending {
+                text: texts.join("\n\n"),
+                files,
+            },
+            count,
+        )
+    }
+}
+
+/// Commands a session's actor receives.
+pub(crate) enum Command {
+    Send {
+        message: Pending,
+        admission: Option<Admission>,
+        reply: oneshot::Sender<Result<(), ManagerError>>,
+    },
+    Stop {
+        reply: oneshot::Sender<()>,
+    },
+    Tool {
+        name: String,
+        input: Value,
+        reply: oneshot::Sender<Result<DirectResult, ManagerError>>,
+    },
+    Resolve {
+        resolved: ActionApprovalResolved,
+        reply: oneshot::Sender<Result<(), ManagerError>>,
+    },
+    Close {
+        delete: bool,
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// The turn a session is running.
+struct Running {
+    cancel: CancellationToken,
+    task: JoinHandle<TurnOutcome>,
+}
+
+/// The task that owns one live session while it has work.
+pub(crate) struct Actor {
+    inner: Arc<Inner>,
+    live: Arc<Live>,
+    rx: mpsc::UnboundedReceiver<Command>,
+    running: Option<Running>,
+    queue: Vec<Pending>,
+}
+
+impl Actor {
+    /// An actor for `live`, reading its mailbox `rx` (run it with [`Actor::run`]).
+    pub(crate) fn new(
+        inner: Arc<Inner>,
+        live: Arc<Live>,
+        rx: mpsc::UnboundedReceiver<Command>,
+    ) -> Self {
+        Actor {
+            inner,
+            live,
+            rx,
+            running: None,
+            queue: Vec::new(),
+        }
+    }
+
+    pub(crate) async fn run(mut self) {
+        loop {
+            let command = match &mut self.running {
+                Some(running) => tokio::select! {
+                    command = self.rx.recv() => command,
+                    outcome = &mut running.task => {
+                        self.running = None;
+                        self.after_turn(outcome_of(outcome)).await;
+                        continue;
+                    }
+                },
+                None => {
+                    // Idle: leave only when the mailbox is empty, under its lock.
+                    let mut mailbox = lock(&self.live.mailbox);
+                    match self.rx.try_recv() {
+                        Ok(command) => Some(command),
+                        Err(_) => {
+                            *mailbox = None;
+                            return;
+                        }
+                    }
+                }
+            };
+            let Some(command) = command else { return };
+            if self.handle(command).await {
+                return;
+            }
+        }
+    }
+
+    /// Handles one command; true when the actor must end.
+    async fn handle(&mut self, command: Command) -> bool {
+        match command {
+            Command::Send {
+                message,
+                admission,
+                reply,
+            } => {
+                if self.running.is_some() {
+                    match admission.unwrap_or(Admission::Preempt) {
+                        Admission::Coalesce => {
+                            self.queue.push(message);
+                            let _ = reply.send(Ok(()));
+                            return false;
+                        }
+                        Admission::Preempt => {
+                            self.interrupt().await;
+                        }
+                    }
+                }
+                if self.running.is_none() {
+                    // A turn parked on an approval across a restart is preempted like a live one.
+                    self.interrupt_parked();
+                }
+                // Messages queued by coalesce go first, so nothing overtakes them.
+                let (message, coalesced) = if self.queue.is_empty() {
+                    (message, None)
+                } else {
+                    let mut messages = std::mem::take(&mut self.queue);
+                    messages.push(message);
+                    let (joined, count) = Pending::join(messages);
+                    (joined, Some(count))
+                };
+                let result = self.start_turn(message, admission, coalesced);
+                let _ = reply.send(result);
+                false
+            }
+            Command::Stop { reply } => {
+                self.queue.clear();
+                if self.running.is_some() {
+                    let outcome = self.interrupt().await;
+                    self.after_turn(outcome).await;
+                } else if let Some(outcome) = self.interrupt_parked() {
+                    self.after_turn(outcome).await;
+                }
+                let _ = reply.send(());
+                false
+            }
+            Command::Tool { name, input, reply } => {
+                // A turn parked across a restart holds the lock too.
+                let parked = || {
+                    self.live
+                        .events()
+                        .is_ok_and(|events| open_turn(&events).is_some())
+                };
+                if self.running.is_some() || parked() {
+                    let _ = reply.send(Err(ManagerError::Busy(self.live.id.clone())));
+                    return false;
+                }
+                let agent = self
+                    .inner
+                    .agent
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                let workspace = self.inner.state.workspace_dir(&self.live.id);
+                let result = direct_call(
+                    &agent,
+                    &name,
+                    input,
+                    &workspace,
+                    &self.live.id,
+                    self.inner.shutdown.child_token(),
+                )
+                .await;
+                let _ = reply.send(result);
+                false
+            }
+            Command::Resolve { resolved, reply } => {
+                let result = self.resolve(resolved);
+                let _ = reply.send(result);
+                false
+            }
+            Command::Close { delete, reply } => {
+                let parked = lock(&self.live.approvals).is_parked();
+                if self.running.is_some() && (delete || !parked) {
+                    self.queue.clear();
+                    let outcome = self.interrupt().await;
+                    if !delete {
+                        self.after_turn(outcome).await;
+                    }
+                } else if let Some(running) = self.running.take() {
+                    // Parked on an approval: it stays parked in the log and resumes after
+                    // the restart, when the decision arrives.
+                    running.task.abort();
+                }
+                if delete {
+                    self.live.closed.cancel();
+                    let state = &self.inner.state;
+                    let _ = std::fs::remove_dir_all(state.session_dir(&self.live.id));
+                    let _ = std::fs::remove_file(state.trace_path(&self.live.id));
+                }
+                let _ = self.live.log.sync();
+                *lock(&self.live.mailbox) = None;
+                let _ = reply.send(());
+                true
+            }
+        }
+    }
+
+    fn resolve(&mut self, resolved: ActionApprovalResolved) -> Result<(), ManagerError> {
+        let events = self.live.events()?;
+        let call_id = resolved.call_id.clone();
+        let requested = events.iter().find_map(|e| match &e.body {
+            EventBody::ActionApprovalRequested(r) if r.call_id == call_id => e.turn_id.clone(),
+            _ => None,
+        });
+        let Some(turn_id) = requested else {
+            return Err(ManagerError::NotFound(format!(
+                "no approval {call_id} in session {}",
+                self.live.id
+            )));
+        };
+        let recorded = events.iter().any(
+            |e| matches!(&e.body, EventBody::ActionApprovalResolved(r) if r.call_id == call_id),
+        );
+        let mut approvals = lock(&self.live.approvals);
+        if recorded || approvals.decided.contains(&call_id) {
+            return Err(ManagerError::ApprovalResolved(call_id));
+        }
+        let open = open_turn(&events).as_deref() == Some(turn_id.as_str());
+        if !open {
+            return Err(ManagerError::ApprovalResolved(call_id));
+        }
+        approvals.deliver(resolved);
+        drop(approvals);
+        if self.running.is_none() {
+            // Parked across a restart: the turn resumes from the log.
+            self.spawn_turn(turn_id, true, BTreeMap::new());
+        }
+        Ok(())
+    }
+
+    /// Records the message and starts its turn.
+    fn start_turn(
+        &mut self,
+        message: Pending,
+        admission: Option<Admission>,
+        coalesced: Option<u32>,
+    ) -> Result<(), ManagerError> {
+        let turn_id = new_turn_id();
+        self.live.append(
+            Some(&turn_id),
+            EventBody::MessageReceived(MessageReceived {
+                text: message.text,
+                admission,
+                coalesced,
+            }),
+        )?;
+        {
+            let mut meta = lock(&self.live.meta);
+            meta.status = SessionStatus::Running;
+            meta.turns += 1;
+            meta.updated_at = Utc::now();
+            meta.save(&self.inner.state)
+                .map_err(|e| io_error("cannot save session.json", e))?;
+        }
+        self.spawn_turn(turn_id, false, message.files);
+        Ok(())
+    }
+
+    fn spawn_turn(&mut self, turn_id: String, resume: bool, files: BTreeMap<String, String>) {
+        // Not a child of the shutdown token: on shutdown the actor decides (a turn parked on an
+        // approval stays parked).
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn(run_turn(
+            self.inner.clone(),
+            self.live.clone(),
+            turn_id,
+            resume,
+            files,
+            cancel.clone(),
+        ));
+        self.running = Some(Running { cancel, task });
+    }
+
+    /// Records `turn interrupted` for a turn left open in the log without a task (parked on an
+    /// approval when the server restarted); returns its outcome when there was one.
+    fn interrupt_parked(&mut self) -> Option<TurnOutcome> {
+        let events = self.live.events().ok()?;
+        let turn_id = open_turn(&events)?;
+        let message = folio_agent::TURN_INTERRUPTED.to_string();
+        if let Err(err) = self.live.append(
+            Some(&turn_id),
+            EventBody::TurnFailed(TurnFailed {
+                message: message.clone(),
+            }),
+        ) {
+            self.inner
+                .logs
+                .error(format!("session {}: {err}", self.live.id));
+        }
+        Some(TurnOutcome::Failed { message })
+    }
+
+    /// Cancels the running turn and waits for it to settle.
+    async fn interrupt(&mut self) -> TurnOutcome {
+        let Some(running) = self.running.take() else {
+            return TurnOutcome::Failed {
+                message: folio_agent::TURN_INTERRUPTED.to_string(),
+            };
+        };
+        running.cancel.cancel();
+        outcome_of(running.task.await)
+    }
+
+    /// After a turn: drain coalesced messages into one turn, or park / end the session.
+    async fn after_turn(&mut self, outcome: TurnOutcome) {
+        let mode = lock(&self.live.meta).mode;
+        if !self.queue.is_empty() && mode == SessionMode::Chat {
+            let (message, count) = Pending::join(std::mem::take(&mut self.queue));
+            if let Err(err) = self.start_turn(message, Some(Admission::Coalesce), Some(count)) {
+                self.inner
+                    .logs
+                    .error(format!("session {}: {err}", self.live.id));
+            }
+            return;
+        }
+        if let Err(err) = finish_session(&self.live, Some(&outcome), &self.inner.state) {
+            self.inner
+                .logs
+                .error(format!("session {}: {err}", self.live.id));
+        }
+    }
+}
+
+/// Runs (or resumes) one turn: waits for a slot under the agent's cap, binds the FileSystem,
+/// and hands the turn to the harness with the live session as its sink.
+async fn run_turn(
+    inner: Arc<Inner>,
+    live: Arc<Live>,
+    turn_id: String,
+    resume: bool,
+    files: BTreeMap<String, String>,
+    cancel: CancellationToken,
+) -> TurnOutcome {
+    let interrupted = || TurnOutcome::Failed {
+        message: folio_agent::TURN_INTERRUPTED.to_string(),
+    };
+    let failed = |live: &Live, message: String| {
+        let _ = live.append(
+            Some(&turn_id),
+            EventBody::TurnFailed(TurnFailed {
+                message: message.clone(),
+            }),
+        );
+        TurnOutcome::Failed { message }
+    };
+    let _permit = match &inner.slots {
+        None => None,
+        Some(slots) => match slots.clone().try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            Err(_) => {
+                use std::sync::atomic::Ordering;
+                let position = inner.queued.fetch_add(1, Ordering::SeqCst) + 1;
+                let _ = live.append(
+                    Some(&turn_id),
+                    EventBody::TurnQueued(TurnQueued { position }),
+                );
+                let acquired = tokio::select! {
+                    permit = slots.clone().acquire_owned() => permit.ok(),
+                    () = cancel.cancelled() => None,
+                };
+                inner.queued.fetch_sub(1, Ordering::SeqCst);
+                match acquired {
+                    Some(permit) => Some(permit),
+                    None => {
+                        let _ = failed(&live, folio_agent::TURN_INTERRUPTED.to_string());
+                        return interrupted();
+                    }
+                }
+            }
+        },
+    };
+    let agent = inner
+        .agent
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let workspace = inner.state.workspace_dir(&live.id);
+    let (fs, scratch) = match agent.bind_turn_fs(&workspace).await {
+        Ok(bound) => bound,
+        Err(err) => return failed(&live, err),
+    };
+    if let Err(err) = write_workspace_files(fs.as_ref(), &files).await {
+        return failed(&live, err.to_string());
+    }
+    let events = match live.events() {
+        Ok(events) => events,
+        Err(err) => return failed(&live, err.to_string()),
+    };
+    let turn = Turn {
+        session_id: live.id.clone(),
+        turn_id: turn_id.clone(),
+        events,
+        fs,
+        workspace,
+        scratch,
+        cancel,
+        todos: TodoList::default(),
+        context: SessionContext::default(),
+    };
+    let sink = LiveSink(live.clone());
+    if resume {
+        agent.harness.resume_turn(turn, &sink).await
+    } else {
+        agent.harness.run_turn(turn, &sink).await
+    }
+}
+
+/// Records the end of a turn: `session.waiting` (chat) or `session.completed`/`failed` (task).
+pub(crate) fn finish_session(
+    live: &Live,
+    outcome: Option<&TurnOutcome>,
+    state: &StateRoot,
+) -> Result<(), ManagerError> {
+    let mode = lock(&live.meta).mode;
+    let (body, status) = match (mode, outcome) {
+        (SessionMode::Chat, _) => (
+            EventBody::SessionWaiting(SessionWaiting {}),
+            SessionStatus::Waiting,
+        ),
+        (SessionMode::Task, Some(TurnOutcome::Completed { .. }) | None) => (
+            EventBody::SessionCompleted(SessionCompleted {}),
+            SessionStatus::Completed,
+        ),
+        (SessionMode::Task, Some(TurnOutcome::Failed { message })) => (
+            EventBody::SessionFailed(SessionFailed {
+                message: message.clone(),
+            }),
+            SessionStatus::Failed,
+        ),
+    };
+    let event = live.append(None, body)?;
+    live.log.sync()?;
+    let mut meta = lock(&live.meta);
+    meta.status = status;
+    meta.last_index = event.index;
+    meta.updated_at = Utc::now();
+    meta.save(state)
+        .map_err(|e| io_error("cannot save session.json", e))
+}
+
+/// Prepares and runs a tool directly (no approval gate).
+pub(crate) async fn direct_call(
+    agent: &Agent,
+    name: &str,
+    input: Value,
+    workspace: &Path,
+    session_id: &str,
+    cancel: CancellationToken,
+) -> Result<DirectResult, ManagerError> {
+    let Some(tool) = agent.harness.tools.get(name) else {
+        return Err(ManagerError::NotFound(format!("no tool {name}")));
+    };
+    let input = tool
+        .prepare(input)
+        .map_err(|err| ManagerError::Invalid(format!("input: {err}")))?;
+    let (fs, scratch) = agent
+        .bind_turn_fs(workspace)
+        .await
+        .map_err(ManagerError::Internal)?;
+    let ctx = ToolContext {
+        fs,
+        workspace: workspace.to_path_buf(),
+        scratch,
+        cancel,
+        todos: TodoList::default(),
+        session_id: session_id.to_string(),
+        call_id: format!("direct_{}", ulid::Ulid::generate()),
+        dry_run: false,
+        purpose: None,
+        continuation_key: None,
+    };
+    Ok(match tool.call(input, &ctx).await {
+        Ok(output) => DirectResult {
+            result: output.to_event_value(),
+            is_error: false,
+        },
+        Err(err) => DirectResult {
+            result: Value::String(err.0),
+            is_error: true,
+        },
+    })
+}
+
+fn outcome_of(joined: Result<TurnOutcome, tokio::task::JoinError>) -> TurnOutcome {
+    joined.unwrap_or_else(|err| TurnOutcome::Failed {
+        message: format!("the turn task failed: {err}"),
+    })
+}
+
+/// The turn of the last `message.received` when it has no `turn.completed`/`turn.failed`.
+pub(crate) fn open_turn(events: &[Event]) -> Option<String> {
+    let mut open = None;
+    for event in events {
+        match &event.body {
+            EventBody::MessageReceived(_) => open = event.turn_id.clone(),
+            EventBody::TurnCompleted(_) | EventBody::TurnFailed(_) if event.turn_id == open => {
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    open
+}
