@@ -243,3 +243,37 @@ async fn folio_dev_reloads_the_agent_when_its_files_change() {
     assert!(reloaded, "the agent was not reloaded");
     child.kill().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_busy_preferred_port_moves_to_the_next_free_one() {
+    let mock = MockModelServer::start().await;
+    let dir = project("name = \"porty\"\nmodel = \"openai:gpt-test\"\n");
+    let state = tempfile::tempdir().unwrap();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    let mut child = tokio::process::Command::new(folio_bin())
+        .env("OPENAI_API_KEY", "test-key")
+        .env("OPENAI_BASE_URL", mock.openai_base_url())
+        .args(["serve", "--port", &port.to_string(), "--dir"])
+        .arg(dir.path())
+        .arg("--state-root")
+        .arg(state.path())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next_line().await.unwrap().unwrap();
+    let url = first.strip_prefix("folio: listening on ").unwrap();
+    let chosen: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+    assert_ne!(chosen, port);
+    assert!(
+        chosen > port && chosen <= port.saturating_add(100),
+        "{chosen} after {port}"
+    );
+    let (status, _) = get(&format!("{url}/v1/agents")).await;
+    assert_eq!(status, 200);
+    drop(busy);
+    child.kill().await.unwrap();
+}
