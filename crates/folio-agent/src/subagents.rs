@@ -11,9 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use folio_model::{Message, ModelRequest, ResponseAssembler, ToolSpec};
+use folio_model::{Message, ModelRequest, ResponseAssembler};
 use folio_protocol::{
-    ActionResult, ActionsRequested, EventBody, RequestedCall, SubagentCalled, SubagentCompleted,
+    ActionsRequested, EventBody, RequestedCall, SubagentCalled, SubagentCompleted,
 };
 use futures::StreamExt;
 use serde::Deserialize;
@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 
 use crate::conversation::content_of;
 use crate::manifest::{Report, is_slug};
-use crate::tools::{ScratchMode, Tool, ToolContext, ToolError, ToolOutput};
-use crate::turn::{EventSink, Harness, TurnTool};
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::turn::{EventSink, Harness, TurnTool, action_result};
 
 /// The model-facing name of the delegation tool.
 pub const TASK_TOOL: &str = "Task";
@@ -343,23 +343,8 @@ async fn run_subagent(
 ) -> Result<String, String> {
     let harness = &subagent.harness;
     let id = &subagent.definition.id;
-    let tools: Vec<ToolSpec> = harness
-        .tools
-        .tools()
-        .map(|tool| ToolSpec {
-            name: tool.name().to_string(),
-            description: tool.description().to_string(),
-            input_schema: tool.input_schema(),
-        })
-        .collect();
-    let workspace = match ctx.scratch {
-        ScratchMode::Rooted => "/".to_string(),
-        ScratchMode::Host => ctx.workspace.display().to_string(),
-    };
-    let system = format!(
-        "{}\n\n# Environment\nWorkspace Path: {workspace}",
-        harness.system.trim_end()
-    );
+    let tools = harness.tool_specs();
+    let system = harness.system_prompt(&ctx.scratch, &ctx.workspace);
     let mut messages = vec![Message::User {
         text: prompt.to_string(),
     }];
@@ -391,14 +376,7 @@ async fn run_subagent(
             .tool_calls
             .into_iter()
             .map(|call| {
-                let prepared = match harness.tools.get(&call.name) {
-                    Some(tool) => tool.prepare(call.input.clone()).map_err(|e| e.0),
-                    None => Err(format!(
-                        "unknown tool \"{}\"; available tools: {}",
-                        call.name,
-                        harness.tools.names().collect::<Vec<_>>().join(", ")
-                    )),
-                };
+                let prepared = harness.prepare(&call);
                 (format!("{}/{}", ctx.call_id, call.id), call, prepared)
             })
             .collect();
@@ -433,25 +411,19 @@ async fn run_subagent(
                             "{} needs a human approval, which a subagent cannot ask for; the parent agent must call it",
                             call.name
                         )),
-                        Some(tool) => match tool.turn_tool() {
-                            Some(turn_tool) => turn_tool
-                                .call_in_turn(input, &call_ctx, sink, turn_id)
+                        _ => {
+                            harness
+                                .invoke(&call.name, input, &call_ctx, sink, turn_id)
                                 .await
-                                .map_err(|e| e.0),
-                            None => tool.call(input, &call_ctx).await.map_err(|e| e.0),
-                        },
-                        None => Err(format!("unknown tool \"{}\"", call.name)),
+                        }
                     }
                 }
             };
             if ctx.cancel.is_cancelled() {
                 return Err(interrupted(id));
             }
-            let (output, error) = match result {
-                Ok(output) => (Some(output.to_event_value()), None),
-                Err(message) => (None, Some(message)),
-            };
-            let content = match (&error, &output) {
+            let result = action_result(event_id, call.name, result, started);
+            let content = match (&result.error, &result.output) {
                 (Some(error), _) => vec![folio_model::ContentPart::Text {
                     text: error.clone(),
                 }],
@@ -460,19 +432,11 @@ async fn run_subagent(
             };
             messages.push(Message::ToolResult {
                 call_id: call.id.clone(),
-                tool: call.name.clone(),
+                tool: result.tool.clone(),
                 content,
-                is_error: error.is_some(),
+                is_error: result.is_error,
             });
-            emit(EventBody::ActionResult(ActionResult {
-                call_id: event_id,
-                tool: call.name,
-                is_error: error.is_some(),
-                output,
-                error,
-                duration_ms: started.elapsed().as_millis() as u64,
-            }))
-            .await?;
+            emit(EventBody::ActionResult(result)).await?;
         }
     }
     Err(format!(

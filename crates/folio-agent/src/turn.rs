@@ -2,7 +2,7 @@
 //! an event, and loop until the model answers without tool calls (architecture.md).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -122,6 +122,27 @@ enum Stop {
     Failed(String),
 }
 
+/// The `action.result` of a finished call.
+pub(crate) fn action_result(
+    call_id: String,
+    tool: String,
+    result: Result<ToolOutput, String>,
+    started: Instant,
+) -> ActionResult {
+    let (output, error) = match result {
+        Ok(output) => (Some(output.to_event_value()), None),
+        Err(message) => (None, Some(message)),
+    };
+    ActionResult {
+        call_id,
+        tool,
+        is_error: error.is_some(),
+        output,
+        error,
+        duration_ms: started.elapsed().as_millis() as u64,
+    }
+}
+
 /// A model error, or an interruption when the turn was cancelled while the model was called.
 fn model_stop(cancel: &CancellationToken, err: folio_model::ModelError) -> Stop {
     if cancel.is_cancelled() {
@@ -226,23 +247,8 @@ impl Harness {
         started: Instant,
         first_step: u32,
     ) -> Result<TurnOutcome, Stop> {
-        let tools: Vec<ToolSpec> = self
-            .tools
-            .tools()
-            .map(|tool| ToolSpec {
-                name: tool.name().to_string(),
-                description: tool.description().to_string(),
-                input_schema: tool.input_schema(),
-            })
-            .collect();
-        let workspace = match turn.scratch {
-            ScratchMode::Rooted => "/".to_string(),
-            ScratchMode::Host => turn.workspace.display().to_string(),
-        };
-        let system = format!(
-            "{}\n\n# Environment\nWorkspace Path: {workspace}",
-            self.system
-        );
+        let tools = self.tool_specs();
+        let system = self.system_prompt(&turn.scratch, &turn.workspace);
         let mut usage = Usage::default();
         for step in first_step..=self.max_steps {
             self.emit(turn, sink, EventBody::StepStarted(StepStarted { step }))
@@ -392,7 +398,51 @@ impl Harness {
     }
 
     /// Validates a call's input with its tool (an unknown tool is an error for the model).
-    fn prepare(&self, call: &folio_model::ToolCall) -> Result<Value, String> {
+    /// The schemas of every tool, as sent to the model.
+    pub(crate) fn tool_specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .tools()
+            .map(|tool| ToolSpec {
+                name: tool.name().to_string(),
+                description: tool.description().to_string(),
+                input_schema: tool.input_schema(),
+            })
+            .collect()
+    }
+
+    /// The system prompt of a turn: the instructions plus where the workspace is.
+    pub(crate) fn system_prompt(&self, scratch: &ScratchMode, workspace: &Path) -> String {
+        let workspace = match scratch {
+            ScratchMode::Rooted => "/".to_string(),
+            ScratchMode::Host => workspace.display().to_string(),
+        };
+        format!(
+            "{}\n\n# Environment\nWorkspace Path: {workspace}",
+            self.system.trim_end()
+        )
+    }
+
+    /// Runs prepared `input` on tool `name`; tools that record events get the turn's sink.
+    pub(crate) async fn invoke(
+        &self,
+        name: &str,
+        input: Value,
+        ctx: &ToolContext,
+        sink: &dyn EventSink,
+        turn_id: &str,
+    ) -> Result<ToolOutput, String> {
+        let Some(tool) = self.tools.get(name) else {
+            return Err(format!("unknown tool \"{name}\""));
+        };
+        let result = match tool.turn_tool() {
+            Some(turn_tool) => turn_tool.call_in_turn(input, ctx, sink, turn_id).await,
+            None => tool.call(input, ctx).await,
+        };
+        result.map_err(|e| e.0)
+    }
+
+    /// Validates a model's call against its tool (alias mapping included).
+    pub(crate) fn prepare(&self, call: &folio_model::ToolCall) -> Result<Value, String> {
         match self.tools.get(&call.name) {
             Some(tool) => tool.prepare(call.input.clone()).map_err(|e| e.0),
             None => Err(format!(
@@ -439,33 +489,15 @@ impl Harness {
                         purpose: turn.context.purpose.clone(),
                         continuation_key: turn.context.continuation_key.clone(),
                     };
-                    match self.tools.get(&call.name) {
-                        Some(tool) => match tool.turn_tool() {
-                            Some(turn_tool) => turn_tool
-                                .call_in_turn(input, &ctx, sink, &turn.turn_id)
-                                .await
-                                .map_err(|e| e.0),
-                            None => tool.call(input, &ctx).await.map_err(|e| e.0),
-                        },
-                        None => Err(format!("unknown tool \"{}\"", call.name)),
-                    }
+                    self.invoke(&call.name, input, &ctx, sink, &turn.turn_id)
+                        .await
                 }
             };
             if turn.cancel.is_cancelled() {
                 return Err(Stop::Interrupted);
             }
-            let (output, error) = match result {
-                Ok(output) => (Some(output.to_event_value()), None),
-                Err(message) => (None, Some(message)),
-            };
-            let body = EventBody::ActionResult(ActionResult {
-                call_id: call.id,
-                tool: call.name,
-                is_error: error.is_some(),
-                output,
-                error,
-                duration_ms: call_started.elapsed().as_millis() as u64,
-            });
+            let body =
+                EventBody::ActionResult(action_result(call.id, call.name, result, call_started));
             self.emit(turn, sink, body).await?;
         }
         Ok(())
