@@ -11,6 +11,7 @@ use crate::allowlist::{self, ALLOWLIST_NAMES, ROOT_FORBIDDEN};
 use crate::artifacts::{self, ArtifactsConfig};
 use crate::config::{AgentConfig, Execution, ProjectConfig, ScheduleFrontmatter, nearest_key};
 use crate::hooks::{self, HookDefinition};
+use crate::manifest::Report;
 use crate::mcp::{self, McpServerConfig};
 use crate::skills::{ROOT_SKILLS_MOUNT, Skill};
 use crate::subagents::{self, SubagentDefinition};
@@ -163,52 +164,10 @@ impl Discovery {
     }
 }
 
-/// Diagnostics being collected, with files named relative to the project directory.
-pub(crate) struct Findings {
-    project_dir: PathBuf,
-    diagnostics: Vec<Diagnostic>,
-}
-
-impl Findings {
-    /// Records a finding about `file`, at `line` when known.
-    pub(crate) fn push(
-        &mut self,
-        severity: Severity,
-        file: &Path,
-        line: Option<u32>,
-        message: String,
-    ) {
-        let file = file
-            .strip_prefix(&self.project_dir)
-            .unwrap_or(file)
-            .to_string_lossy()
-            .into_owned();
-        self.diagnostics.push(Diagnostic {
-            severity,
-            file,
-            line,
-            message,
-        });
-    }
-
-    /// Records an error about `file`.
-    pub(crate) fn error(&mut self, file: &Path, message: String) {
-        self.push(Severity::Error, file, None, message);
-    }
-
-    /// Records a warning about `file`.
-    pub(crate) fn warning(&mut self, file: &Path, message: String) {
-        self.push(Severity::Warning, file, None, message);
-    }
-}
-
 /// Discovers the agent in `project_dir`.
 pub fn discover(project_dir: &Path) -> Discovery {
     let project_dir = project_dir.to_path_buf();
-    let mut findings = Findings {
-        project_dir: project_dir.clone(),
-        diagnostics: Vec::new(),
-    };
+    let mut findings = Report::new(&project_dir);
     let definition = discover_into(&project_dir, &mut findings);
     let mut diagnostics = findings.diagnostics;
     diagnostics.sort_by_key(|d| d.severity);
@@ -219,7 +178,7 @@ pub fn discover(project_dir: &Path) -> Discovery {
     }
 }
 
-fn discover_into(project_dir: &Path, findings: &mut Findings) -> Option<AgentDefinition> {
+fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefinition> {
     if !project_dir.is_dir() {
         findings.error(
             project_dir,
@@ -231,7 +190,7 @@ fn discover_into(project_dir: &Path, findings: &mut Findings) -> Option<AgentDef
         return None;
     }
     let project_file = project_dir.join("folio.toml");
-    let project: ProjectConfig = parse_toml(&project_file, findings).unwrap_or_default();
+    let project: ProjectConfig = findings.parse_optional(&project_file).unwrap_or_default();
     let agent_dir = ["agent", "bot"]
         .iter()
         .map(|name| project_dir.join(name))
@@ -244,7 +203,7 @@ fn discover_into(project_dir: &Path, findings: &mut Findings) -> Option<AgentDef
         return None;
     };
     let manifest = agent_dir.join("agent.toml");
-    let config: AgentConfig = parse_toml(&manifest, findings).unwrap_or_default();
+    let config: AgentConfig = findings.parse_optional(&manifest).unwrap_or_default();
     let instructions = read_instructions(&agent_dir, findings);
     check_config(&config, &manifest, findings);
     check_entries(&agent_dir, findings);
@@ -295,13 +254,11 @@ fn discover_into(project_dir: &Path, findings: &mut Findings) -> Option<AgentDef
     }
     // MCP connections, host connections, subagents, hooks and artifacts.toml are read by
     // their own modules.
-    let mut report = crate::manifest::Report::new(project_dir);
-    let mcp_connections = mcp::discover_connections(&agent_dir, "mcp-connections", &mut report);
-    let host_connections = mcp::discover_connections(&agent_dir, "host-connections", &mut report);
-    let subagents = subagents::discover_subagents(&agent_dir, &mut report);
-    let hooks = hooks::discover_hooks(&agent_dir, &mut report);
-    let artifacts = artifacts::discover_artifacts(&agent_dir, &mut report);
-    findings.diagnostics.extend(report.diagnostics);
+    let mcp_connections = mcp::discover_connections(&agent_dir, "mcp-connections", findings);
+    let host_connections = mcp::discover_connections(&agent_dir, "host-connections", findings);
+    let subagents = subagents::discover_subagents(&agent_dir, findings);
+    let hooks = hooks::discover_hooks(&agent_dir, findings);
+    let artifacts = artifacts::discover_artifacts(&agent_dir, findings);
     let has_subagents = !subagents.is_empty();
     let resolved = allowlist::resolve(
         config.tools.as_deref(),
@@ -332,93 +289,6 @@ fn discover_into(project_dir: &Path, findings: &mut Findings) -> Option<AgentDef
     })
 }
 
-/// Parses an optional TOML file strictly; a missing file is `None` without a diagnostic, a
-/// parse error is recorded with line and column (unknown keys name the nearest valid key).
-pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
-    file: &Path,
-    findings: &mut Findings,
-) -> Option<T> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(err) => {
-            findings.error(file, format!("cannot read: {err}"));
-            return None;
-        }
-    };
-    match toml::from_str(&text) {
-        Ok(value) => Some(value),
-        Err(err) => {
-            let (line, column) = err
-                .span()
-                .map(|span| line_column(&text, span.start))
-                .unwrap_or((1, 1));
-            let message = explain_parse_error(err.message());
-            let message = if message.starts_with("unknown key") {
-                message
-            } else {
-                format!("{}: {message}", key_on_line(&text, line, '='))
-            };
-            findings.push(
-                Severity::Error,
-                file,
-                Some(line),
-                format!("column {column}: {message}"),
-            );
-            None
-        }
-    }
-}
-
-/// The key written at the start of 1-based `line` (before `separator`), or `syntax` when the
-/// line holds none: names the field of a parse error.
-pub(crate) fn key_on_line(text: &str, line: u32, separator: char) -> String {
-    text.lines()
-        .nth(line.saturating_sub(1) as usize)
-        .and_then(|l| l.split_once(separator))
-        .map(|(key, _)| {
-            key.trim()
-                .trim_matches('"')
-                .trim_start_matches('[')
-                .to_string()
-        })
-        .filter(|key| {
-            !key.is_empty()
-                && key
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-        })
-        .unwrap_or_else(|| "syntax".to_string())
-}
-
-fn line_column(text: &str, offset: usize) -> (u32, u32) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() as u32 + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) as u32 + 1;
-    (line, column)
-}
-
-/// Rewrites serde's unknown-field message (TOML or YAML) into one naming the nearest valid key.
-pub(crate) fn explain_parse_error(message: &str) -> String {
-    let message = message.trim();
-    let Some(rest) = message.strip_prefix("unknown field `") else {
-        return message.to_string();
-    };
-    let unknown = rest.split('`').next().unwrap_or_default();
-    let expected = rest
-        .split_once(", expected ")
-        .map(|(_, e)| {
-            let e = e.split(" at line ").next().unwrap_or(e);
-            e.trim_start_matches("one of ").replace('`', "")
-        })
-        .unwrap_or_default();
-    let keys: Vec<&str> = expected.split(", ").collect();
-    match nearest_key(unknown, &keys) {
-        Some(near) => format!("unknown key `{unknown}` (did you mean `{near}`?)"),
-        None => format!("unknown key `{unknown}`; valid keys: {expected}"),
-    }
-}
-
 /// Whether `name` is a valid tool or skill name: 1-64 of `[A-Za-z0-9_-]`.
 pub(crate) fn is_valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
@@ -446,7 +316,7 @@ pub fn slug_problem(slug: &str) -> Option<String> {
     None
 }
 
-fn read_instructions(agent_dir: &Path, findings: &mut Findings) -> Option<String> {
+fn read_instructions(agent_dir: &Path, findings: &mut Report) -> Option<String> {
     let single = agent_dir.join("instructions.md");
     if single.is_file() {
         return match std::fs::read_to_string(&single) {
@@ -491,7 +361,7 @@ fn read_instructions(agent_dir: &Path, findings: &mut Findings) -> Option<String
 }
 
 /// The fail-closed rules and allowlist validity of `agent.toml`.
-fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Findings) {
+fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
     if let Some(runtime) = config.runtime.as_deref().filter(|r| *r != "local") {
         findings.error(
             manifest,
@@ -562,7 +432,7 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Findings) 
 
 /// Warns about entries of the agent folder that discovery does not read (`lib/` is ignored
 /// silently), suggesting the nearest known entry.
-fn check_entries(agent_dir: &Path, findings: &mut Findings) {
+fn check_entries(agent_dir: &Path, findings: &mut Report) {
     let Ok(entries) = std::fs::read_dir(agent_dir) else {
         return;
     };
@@ -587,10 +457,10 @@ fn check_entries(agent_dir: &Path, findings: &mut Findings) {
 }
 
 /// The channel manifests: a known `kind` is required (the channel itself runs in the server).
-fn discover_channels(agent_dir: &Path, findings: &mut Findings) -> Vec<ChannelSummary> {
+fn discover_channels(agent_dir: &Path, findings: &mut Report) -> Vec<ChannelSummary> {
     let mut channels = Vec::new();
     for path in files_with_extension(&agent_dir.join("channels"), "toml") {
-        let Some(table) = parse_toml::<toml::Table>(&path, findings) else {
+        let Some(table) = findings.parse_optional::<toml::Table>(&path) else {
             continue;
         };
         let id = stem_of(&path);
@@ -628,7 +498,7 @@ fn discover_channels(agent_dir: &Path, findings: &mut Findings) -> Vec<ChannelSu
 }
 
 /// The schedule files: cron frontmatter (five fields, UTC) and a prompt body.
-fn discover_schedules(agent_dir: &Path, findings: &mut Findings) -> Vec<ScheduleSummary> {
+fn discover_schedules(agent_dir: &Path, findings: &mut Report) -> Vec<ScheduleSummary> {
     let mut schedules = Vec::new();
     for path in files_with_extension(&agent_dir.join("schedules"), "md") {
         let Ok(text) = std::fs::read_to_string(&path) else {

@@ -22,7 +22,14 @@ impl Report {
         }
     }
 
-    fn push(&mut self, severity: Severity, file: &Path, line: Option<u32>, message: String) {
+    /// Records a finding about `file`, at `line` when known.
+    pub(crate) fn push(
+        &mut self,
+        severity: Severity,
+        file: &Path,
+        line: Option<u32>,
+        message: String,
+    ) {
         let file = file
             .strip_prefix(&self.project_dir)
             .unwrap_or(file)
@@ -46,28 +53,58 @@ impl Report {
         self.push(Severity::Warning, file, None, message);
     }
 
-    /// Parses `file` strictly; a parse error (with line and column, unknown keys with the
-    /// nearest valid one) is recorded and gives `None`.
+    /// Parses required TOML `file` strictly; a missing or unparsable file is recorded and
+    /// gives `None`. `valid_keys` name the keys when serde's message does not list them.
     pub(crate) fn parse<T: serde::de::DeserializeOwned>(
         &mut self,
         file: &Path,
         valid_keys: &[&str],
     ) -> Option<T> {
-        let text = match std::fs::read_to_string(file) {
-            Ok(text) => text,
+        match std::fs::read_to_string(file) {
+            Ok(text) => self.parse_text(file, &text, valid_keys),
             Err(err) => {
                 self.error(file, format!("cannot read: {err}"));
-                return None;
+                None
             }
-        };
-        match toml::from_str(&text) {
+        }
+    }
+
+    /// Parses optional TOML `file` strictly; a missing file is `None` without a diagnostic.
+    pub(crate) fn parse_optional<T: serde::de::DeserializeOwned>(
+        &mut self,
+        file: &Path,
+    ) -> Option<T> {
+        match std::fs::read_to_string(file) {
+            Ok(text) => self.parse_text(file, &text, &[]),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+            Err(err) => {
+                self.error(file, format!("cannot read: {err}"));
+                None
+            }
+        }
+    }
+
+    /// A parse error is recorded with line and column, naming the field on that line (unknown
+    /// keys name the nearest valid key).
+    fn parse_text<T: serde::de::DeserializeOwned>(
+        &mut self,
+        file: &Path,
+        text: &str,
+        valid_keys: &[&str],
+    ) -> Option<T> {
+        match toml::from_str(text) {
             Ok(value) => Some(value),
             Err(err) => {
                 let (line, column) = err
                     .span()
-                    .map(|span| line_column(&text, span.start))
+                    .map(|span| line_column(text, span.start))
                     .unwrap_or((1, 1));
-                let message = explain(err.message(), valid_keys);
+                let message = explain_parse_error(err.message(), valid_keys);
+                let message = if message.starts_with("unknown key") {
+                    message
+                } else {
+                    format!("{}: {message}", key_on_line(text, line, '='))
+                };
                 self.push(
                     Severity::Error,
                     file,
@@ -80,6 +117,27 @@ impl Report {
     }
 }
 
+/// The key written at the start of 1-based `line` (before `separator`), or `syntax` when the
+/// line holds none: names the field of a parse error.
+pub(crate) fn key_on_line(text: &str, line: u32, separator: char) -> String {
+    text.lines()
+        .nth(line.saturating_sub(1) as usize)
+        .and_then(|l| l.split_once(separator))
+        .map(|(key, _)| {
+            key.trim()
+                .trim_matches('"')
+                .trim_start_matches('[')
+                .to_string()
+        })
+        .filter(|key| {
+            !key.is_empty()
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        })
+        .unwrap_or_else(|| "syntax".to_string())
+}
+
 fn line_column(text: &str, offset: usize) -> (u32, u32) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() as u32 + 1;
@@ -87,19 +145,25 @@ fn line_column(text: &str, offset: usize) -> (u32, u32) {
     (line, column)
 }
 
-/// Rewrites serde's unknown-field message into one naming the nearest valid key.
-fn explain(message: &str, valid_keys: &[&str]) -> String {
+/// Rewrites serde's unknown-field message (TOML or YAML) into one naming the nearest valid key;
+/// `fallback_keys` are used when the message does not list the expected keys.
+pub(crate) fn explain_parse_error(message: &str, fallback_keys: &[&str]) -> String {
     let message = message.trim();
     let Some(rest) = message.strip_prefix("unknown field `") else {
         return message.to_string();
     };
     let unknown = rest.split('`').next().unwrap_or_default();
-    match nearest_key(unknown, valid_keys) {
+    let expected = rest
+        .split_once(", expected ")
+        .map(|(_, e)| {
+            let e = e.split(" at line ").next().unwrap_or(e);
+            e.trim_start_matches("one of ").replace('`', "")
+        })
+        .unwrap_or_else(|| fallback_keys.join(", "));
+    let keys: Vec<&str> = expected.split(", ").collect();
+    match nearest_key(unknown, &keys) {
         Some(near) => format!("unknown key `{unknown}` (did you mean `{near}`?)"),
-        None => format!(
-            "unknown key `{unknown}`; valid keys: {}",
-            valid_keys.join(", ")
-        ),
+        None => format!("unknown key `{unknown}`; valid keys: {expected}"),
     }
 }
 

@@ -17,7 +17,8 @@ use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{GeneratedSkillManifest, SkillFrontmatter};
-use crate::discovery::{Findings, explain_parse_error, is_valid_name, key_on_line, parse_toml};
+use crate::discovery::is_valid_name;
+use crate::manifest::{Report, explain_parse_error, key_on_line};
 use crate::tools::process::{Outcome, run_in_group, tail_lines};
 
 /// Where skills land in a host session workspace.
@@ -90,7 +91,7 @@ pub(crate) fn split_frontmatter(text: &str) -> Option<(&str, &str, u32)> {
 pub(crate) fn parse_frontmatter<T: serde::de::DeserializeOwned + Default>(
     text: &str,
     file: &Path,
-    findings: &mut Findings,
+    findings: &mut Report,
 ) -> Option<(T, String)> {
     let Some((yaml, body, first_line)) = split_frontmatter(text) else {
         if text.starts_with("---") {
@@ -113,7 +114,7 @@ pub(crate) fn parse_frontmatter<T: serde::de::DeserializeOwned + Default>(
                 .location()
                 .map(|l| (l.line() as u32 + first_line - 1, l.column() as u32))
                 .unwrap_or((first_line, 1));
-            let message = explain_parse_error(&err.to_string());
+            let message = explain_parse_error(&err.to_string(), &[]);
             let message = message.split(" at line ").next().unwrap_or(&message);
             let message = if message.starts_with("unknown key") {
                 message.to_string()
@@ -141,7 +142,7 @@ fn first_body_line(body: &str) -> Option<String> {
 }
 
 /// Discovers every skill under `agent_dir/skills`, reporting problems into `findings`.
-pub(crate) fn discover_skills(agent_dir: &Path, findings: &mut Findings) -> Vec<Skill> {
+pub(crate) fn discover_skills(agent_dir: &Path, findings: &mut Report) -> Vec<Skill> {
     let dir = agent_dir.join("skills");
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Vec::new();
@@ -209,7 +210,7 @@ pub(crate) fn discover_skills(agent_dir: &Path, findings: &mut Findings) -> Vec<
     skills
 }
 
-fn check_name(frontmatter: &SkillFrontmatter, name: &str, file: &Path, findings: &mut Findings) {
+fn check_name(frontmatter: &SkillFrontmatter, name: &str, file: &Path, findings: &mut Report) {
     if let Some(declared) = &frontmatter.name
         && declared != name
     {
@@ -222,7 +223,7 @@ fn check_name(frontmatter: &SkillFrontmatter, name: &str, file: &Path, findings:
     }
 }
 
-fn flat(path: &Path, name: &str, findings: &mut Findings) -> Option<Skill> {
+fn flat(path: &Path, name: &str, findings: &mut Report) -> Option<Skill> {
     let text = read_text(path, findings)?;
     let (frontmatter, body) = parse_frontmatter::<SkillFrontmatter>(&text, path, findings)?;
     check_name(&frontmatter, name, path, findings);
@@ -249,7 +250,7 @@ fn flat(path: &Path, name: &str, findings: &mut Findings) -> Option<Skill> {
     })
 }
 
-fn packaged(dir: &Path, name: &str, findings: &mut Findings) -> Option<Skill> {
+fn packaged(dir: &Path, name: &str, findings: &mut Report) -> Option<Skill> {
     let file = dir.join("SKILL.md");
     if !file.is_file() {
         findings.error(
@@ -283,8 +284,8 @@ fn packaged(dir: &Path, name: &str, findings: &mut Findings) -> Option<Skill> {
     })
 }
 
-fn generated(path: &Path, name: &str, findings: &mut Findings) -> Option<Skill> {
-    let manifest: GeneratedSkillManifest = parse_toml(path, findings)?;
+fn generated(path: &Path, name: &str, findings: &mut Report) -> Option<Skill> {
+    let manifest: GeneratedSkillManifest = findings.parse_optional(path)?;
     let Some(command) = manifest.command.filter(|c| !c.is_empty()) else {
         findings.error(
             path,
@@ -308,7 +309,7 @@ fn generated(path: &Path, name: &str, findings: &mut Findings) -> Option<Skill> 
     })
 }
 
-fn read_text(path: &Path, findings: &mut Findings) -> Option<String> {
+fn read_text(path: &Path, findings: &mut Report) -> Option<String> {
     match std::fs::read_to_string(path) {
         Ok(text) => Some(text),
         Err(err) => {

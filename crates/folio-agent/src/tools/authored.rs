@@ -12,7 +12,8 @@ use tokio::process::Command;
 use super::process::{Finished, Outcome, run_in_group, tail_lines};
 use super::{FileTool, Tool, ToolContext, ToolError, ToolOutput};
 use crate::config::{Effect, Execution, ToolManifest};
-use crate::discovery::{Findings, is_valid_name, parse_toml};
+use crate::discovery::is_valid_name;
+use crate::manifest::Report;
 
 /// Seconds an authored tool may run when its manifest names no timeout.
 pub const DEFAULT_TOOL_TIMEOUT_SECS: u64 = 60;
@@ -361,7 +362,7 @@ fn parse_stdout(stdout: String) -> Result<ToolOutput, ToolError> {
 pub(crate) fn discover_authored_tools(
     agent_dir: &Path,
     agent_name: &str,
-    findings: &mut Findings,
+    findings: &mut Report,
 ) -> Vec<Arc<AuthoredTool>> {
     let tools_dir = agent_dir.join("tools");
     let Ok(entries) = std::fs::read_dir(&tools_dir) else {
@@ -408,7 +409,7 @@ pub(crate) fn discover_authored_tools(
             );
             continue;
         }
-        let Some(manifest) = parse_toml::<ToolManifest>(&path, findings) else {
+        let Some(manifest) = findings.parse_optional::<ToolManifest>(&path) else {
             continue;
         };
         if let Some(tool) = build_tool(&stem, manifest, &tools_dir, &path, agent_name, findings) {
@@ -424,7 +425,7 @@ fn build_tool(
     tools_dir: &Path,
     path: &Path,
     agent_name: &str,
-    findings: &mut Findings,
+    findings: &mut Report,
 ) -> Option<AuthoredTool> {
     let mut ok = true;
     let description = manifest.description.filter(|d| !d.trim().is_empty());
