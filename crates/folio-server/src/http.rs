@@ -316,7 +316,8 @@ async fn authenticate(auth: Arc<Auth>, mut req: Request, next: Next) -> Response
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|info| info.0)
-        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+        // Without the peer address nothing proves the caller is local: fail closed.
+        .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
     match auth.authenticate(req.headers(), peer) {
         Ok(principal) => {
             req.extensions_mut().insert(Principal(principal));
