@@ -722,7 +722,7 @@ impl Tool for McpTool {
             Value::Object(map) => Ok(Value::Object(map)),
             other => Err(ToolError(format!(
                 "input must be a JSON object, got {}",
-                json_kind(&other)
+                crate::tools::args::json_type(&other)
             ))),
         }
     }
@@ -740,17 +740,6 @@ impl Tool for McpTool {
         };
         let result = result.map_err(|err| ToolError(err.to_string()))?;
         tool_output(result)
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -155,7 +155,8 @@ fn check_type(arg: &Arg, value: &Value) -> Result<(), String> {
     ))
 }
 
-fn json_type(value: &Value) -> &'static str {
+/// How a JSON value's type reads in an error message (`a string`, `an array`, …).
+pub(crate) fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
