@@ -262,6 +262,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             auth,
             layout,
             playground: !args.no_playground,
+            dev: args.dev,
             ..HttpConfig::default()
         },
     );

@@ -58,6 +58,9 @@ pub struct HttpConfig {
     pub request_timeout: Duration,
     /// Serve the playground page at `/<slug>/playground`.
     pub playground: bool,
+    /// `--dev`: loopback callers may list every principal's sessions (`?scope=all`), which the
+    /// playground's Runs list uses; session routes still answer only their owner.
+    pub dev: bool,
 }
 
 impl Default for HttpConfig {
@@ -68,9 +71,14 @@ impl Default for HttpConfig {
             body_limit: BODY_LIMIT,
             request_timeout: Duration::from_secs(120),
             playground: true,
+            dev: false,
         }
     }
 }
+
+/// The caller's address as the auth layer saw it (unspecified when the server did not say).
+#[derive(Debug, Clone, Copy)]
+struct Peer(SocketAddr);
 
 /// The caller, as authenticated by the auth layer.
 #[derive(Debug, Clone)]
@@ -97,6 +105,14 @@ impl ApiError {
         ApiError {
             status: StatusCode::NOT_FOUND,
             code: "not_found",
+            message: message.into(),
+        }
+    }
+
+    fn forbidden(message: impl Into<String>) -> Self {
+        ApiError {
+            status: StatusCode::FORBIDDEN,
+            code: "forbidden",
             message: message.into(),
         }
     }
@@ -211,6 +227,8 @@ struct AgentState {
     mount: Arc<Mount>,
     /// URL prefix of the agent (`/<slug>` or empty).
     prefix: String,
+    /// Whether `--dev` lets loopback callers list every principal's sessions.
+    dev: bool,
 }
 
 /// The router of every mount, with auth, body limit and timeouts; serve it with
@@ -232,6 +250,7 @@ pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
         let mut routes = agent_routes(AgentState {
             mount: Arc::new(mount.clone()),
             prefix: prefix.clone(),
+            dev: config.dev,
         });
         if config.playground {
             routes = routes.route(
@@ -321,6 +340,7 @@ async fn authenticate(auth: Arc<Auth>, mut req: Request, next: Next) -> Response
     match auth.authenticate(req.headers(), peer) {
         Ok(principal) => {
             req.extensions_mut().insert(Principal(principal));
+            req.extensions_mut().insert(Peer(peer));
             next.run(req).await
         }
         Err(AuthError::Unauthorized(message)) => ApiError {
@@ -329,12 +349,7 @@ async fn authenticate(auth: Arc<Auth>, mut req: Request, next: Next) -> Response
             message,
         }
         .into_response(),
-        Err(AuthError::Forbidden(message)) => ApiError {
-            status: StatusCode::FORBIDDEN,
-            code: "forbidden",
-            message,
-        }
-        .into_response(),
+        Err(AuthError::Forbidden(message)) => ApiError::forbidden(message).into_response(),
     }
 }
 
@@ -427,12 +442,13 @@ async fn get_session(
 async fn list_sessions(
     State(state): State<AgentState>,
     Extension(Principal(principal)): Extension<Principal>,
+    Extension(Peer(peer)): Extension<Peer>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
     for key in query.keys() {
-        if !["limit", "cursor", "q"].contains(&key.as_str()) {
+        if !["limit", "cursor", "q", "scope"].contains(&key.as_str()) {
             return Err(ApiError::invalid(format!(
-                "unknown query parameter {key}: expected limit, cursor or q"
+                "unknown query parameter {key}: expected limit, cursor, q or scope"
             )));
         }
     }
@@ -444,12 +460,25 @@ async fn list_sessions(
             .ok_or_else(|| ApiError::invalid("limit must be a number from 1 to 200"))?,
         None => 50,
     };
-    let page = state.mount.manager.list(
-        &principal,
-        limit,
-        query.get("cursor").map(String::as_str),
-        query.get("q").map(String::as_str),
-    )?;
+    let cursor = query.get("cursor").map(String::as_str);
+    let q = query.get("q").map(String::as_str);
+    let manager = &state.mount.manager;
+    let page = match query.get("scope").map(String::as_str) {
+        None | Some("mine") => manager.list(&principal, limit, cursor, q)?,
+        Some("all") => {
+            if !(state.dev && peer.ip().is_loopback()) {
+                return Err(ApiError::forbidden(
+                    "scope=all lists every principal's sessions only under `folio dev` (or `serve --dev`) for loopback callers",
+                ));
+            }
+            manager.list_every_principal(limit, cursor, q)?
+        }
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "scope must be mine or all, got {other}"
+            )));
+        }
+    };
     ok(
         StatusCode::OK,
         serde_json::to_value(page).unwrap_or_default(),

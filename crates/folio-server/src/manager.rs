@@ -473,6 +473,27 @@ impl SessionManager {
         cursor: Option<&str>,
         q: Option<&str>,
     ) -> Result<SessionPage, ManagerError> {
+        self.list_owned_by(Some(principal), limit, cursor, q)
+    }
+
+    /// Every principal's sessions, newest first: the Runs list of `folio dev` on loopback.
+    /// Reading or continuing one of them still needs its owner.
+    pub fn list_every_principal(
+        &self,
+        limit: usize,
+        cursor: Option<&str>,
+        q: Option<&str>,
+    ) -> Result<SessionPage, ManagerError> {
+        self.list_owned_by(None, limit, cursor, q)
+    }
+
+    fn list_owned_by(
+        &self,
+        principal: Option<&str>,
+        limit: usize,
+        cursor: Option<&str>,
+        q: Option<&str>,
+    ) -> Result<SessionPage, ManagerError> {
         let dir = self.inner.state.path().join("sessions");
         let mut ids: Vec<String> = match std::fs::read_dir(&dir) {
             Ok(entries) => entries
@@ -496,7 +517,7 @@ impl SessionManager {
             let Ok(Some(meta)) = SessionMeta::load(&self.inner.state, &id) else {
                 continue;
             };
-            if meta.principal != principal {
+            if principal.is_some_and(|principal| meta.principal != principal) {
                 continue;
             }
             if let Some(q) = &q {

@@ -45,3 +45,104 @@ async fn a_loopback_peer_is_admitted() {
     let response = reqwest::get(format!("{base}/v1/sessions")).await.unwrap();
     assert_eq!(response.status(), 200);
 }
+
+/// Serves `manager` with two token principals (`alice`, `bob`) on loopback.
+async fn serve_tokens(manager: folio_server::SessionManager, dev: bool) -> String {
+    let app = router(
+        vec![Mount {
+            slug: "t".into(),
+            manager,
+            diagnostics: Vec::new(),
+        }],
+        HttpConfig {
+            layout: Layout::Single,
+            auth: folio_server::Auth::Tokens(vec![
+                ("alice".into(), "alice-token".into()),
+                ("bob".into(), "bob-token".into()),
+            ]),
+            dev,
+            ..HttpConfig::default()
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .await
+    });
+    format!("http://{addr}")
+}
+
+async fn create(base: &str, token: &str) -> String {
+    let body: serde_json::Value = reqwest::Client::new()
+        .post(format!("{base}/v1/session"))
+        .bearer_auth(token)
+        .json(&serde_json::json!({"message": "hi", "title": token}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    body["sessionId"].as_str().unwrap().to_string()
+}
+
+async fn get(url: String, token: &str) -> (u16, serde_json::Value) {
+    let response = reqwest::Client::new()
+        .get(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+fn ids(page: &serde_json::Value) -> Vec<String> {
+    let mut ids: Vec<String> = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sessionId"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[tokio::test]
+async fn dev_on_loopback_lists_every_principals_runs_but_keeps_sessions_private() {
+    let mock = MockModelServer::start().await;
+    mock.push(folio_test_support::MockReply::text("one"));
+    mock.push(folio_test_support::MockReply::text("two"));
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let base = serve_tokens(manager(agent(&mock, dir.path()).await, state.path()), true).await;
+    let alices = create(&base, "alice-token").await;
+    let bobs = create(&base, "bob-token").await;
+    let mut both = vec![alices.clone(), bobs.clone()];
+    both.sort();
+    let (status, all) = get(format!("{base}/v1/sessions?scope=all"), "alice-token").await;
+    assert_eq!(status, 200, "{all}");
+    assert_eq!(ids(&all), both);
+    let (_, mine) = get(format!("{base}/v1/sessions"), "alice-token").await;
+    assert_eq!(ids(&mine), vec![alices]);
+    // Listing is not access: bob's session still answers only bob.
+    let (status, body) = get(format!("{base}/v1/session/{bobs}"), "alice-token").await;
+    assert_eq!((status, body["error"].as_str()), (403, Some("forbidden")));
+}
+
+#[tokio::test]
+async fn scope_all_needs_dev() {
+    let mock = MockModelServer::start().await;
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let base = serve_tokens(manager(agent(&mock, dir.path()).await, state.path()), false).await;
+    let (status, body) = get(format!("{base}/v1/sessions?scope=all"), "alice-token").await;
+    assert_eq!(status, 403);
+    assert_eq!(body["error"], "forbidden");
+    let (status, body) = get(format!("{base}/v1/sessions?scope=everyone"), "alice-token").await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"], "invalid_request");
+}
