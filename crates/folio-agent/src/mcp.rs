@@ -650,7 +650,12 @@ async fn stop(running: Running) {
     }
 }
 
-/// The `mcp__<server>__<tool>` name of an MCP tool (characters providers reject become `_`).
+/// The longest tool name model providers accept (OpenAI: `^[a-zA-Z0-9_-]{1,64}$`).
+const MAX_TOOL_NAME: usize = 64;
+
+/// The `mcp__<server>__<tool>` name of an MCP tool: characters providers reject become `_`, and a
+/// name over 64 characters keeps its first 55 and ends in `_` + 8 hex digits of a hash of the
+/// whole name, so long names stay distinct and stable.
 pub fn mcp_tool_name(server: &str, tool: &str) -> String {
     let tool: String = tool
         .chars()
@@ -662,7 +667,14 @@ pub fn mcp_tool_name(server: &str, tool: &str) -> String {
             }
         })
         .collect();
-    format!("mcp__{server}__{tool}")
+    let name = format!("mcp__{server}__{tool}");
+    if name.len() <= MAX_TOOL_NAME {
+        return name;
+    }
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(name.as_bytes());
+    let suffix: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}_{suffix}", &name[..MAX_TOOL_NAME - 9])
 }
 
 /// One tool of an MCP server, offered to the model as `mcp__<server>__<tool>`.
@@ -856,6 +868,11 @@ mod tests {
     fn names_and_backoff() {
         assert_eq!(mcp_tool_name("srv", "get-sum"), "mcp__srv__get-sum");
         assert_eq!(mcp_tool_name("srv", "a.b c"), "mcp__srv__a_b_c");
+        let long = mcp_tool_name("srv", &"x".repeat(80));
+        assert_eq!(long.len(), 64);
+        assert!(long.starts_with("mcp__srv__xxx"));
+        assert_ne!(long, mcp_tool_name("srv", &"x".repeat(81)));
+        assert_eq!(long, mcp_tool_name("srv", &"x".repeat(80)));
         assert_eq!(backoff(1), Duration::from_millis(200));
         assert_eq!(backoff(2), Duration::from_millis(400));
         assert_eq!(backoff(40), MAX_BACKOFF);
