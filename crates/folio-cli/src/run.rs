@@ -8,12 +8,17 @@ use anyhow::{Context, bail};
 use folio_agent::agent::LoadOptions;
 use folio_agent::{Agent, discover};
 use folio_model::{ProviderConfig, RecordingProvider, open_provider};
-use folio_protocol::{RunResult, SessionMode};
-use folio_server::{Session, StateRoot};
-use tokio_util::sync::CancellationToken;
+use folio_protocol::{ApprovalDecision, EventBody, RunResult, SessionMode};
+use folio_server::{CreateSession, LogBuffer, SessionManager, StateRoot};
 
 use crate::render::print_event;
 use crate::trajectory::{exit_code, print_result};
+
+/// The principal of a local `folio run`.
+const PRINCIPAL: &str = "local";
+/// Why `run` denies a call that needs approval.
+const NO_APPROVER: &str =
+    "folio run has no one to ask; serve the agent (folio serve) to approve calls";
 
 /// How long `run` waits for hooks still observing the turn before it exits.
 const HOOK_FLUSH: std::time::Duration = std::time::Duration::from_secs(30);
@@ -94,31 +99,87 @@ async fn run_async(args: RunArgs) -> anyhow::Result<ExitCode> {
     let agent = Agent::load_with(definition, provider, model, options)
         .await
         .map_err(anyhow::Error::msg)?;
-    let mut session = Session::create(&state, SessionMode::Chat, "cli", "local", None)?;
-    let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
-    });
-    let ran = session
-        .run_turn(&agent, &args.message, cancel, &print_event)
-        .await;
+    let agent = Arc::new(agent);
+    let manager =
+        SessionManager::open(state, agent.clone(), LogBuffer::new()).map_err(anyhow::Error::msg)?;
+    let ran = run_session(&manager, &args.message).await;
+    manager.shutdown().await;
     // Hooks observe the turn in the background: let them finish before the process exits.
     if !agent.hooks.flush(HOOK_FLUSH).await {
         eprintln!("warning: hooks still running after {HOOK_FLUSH:?} were stopped");
     }
     agent.shutdown().await;
-    ran?;
-    let result = RunResult::from_events(&session.events);
+    let (session_id, events) = ran?;
+    let result = RunResult::from_events(&events);
     print_result(&result, args.json)?;
     eprintln!(
-        "session {} (events: {})",
-        session.meta.session_id,
-        session.log.path().display()
+        "session {session_id} (events: {})",
+        manager.state().trace_path(&session_id).display()
     );
     Ok(exit_code(&result))
+}
+
+/// Creates the session through the same `SessionManager` as `folio serve`, prints its events
+/// until the turn has settled, and returns the session id and its whole log. Ctrl-C stops the
+/// turn; a call that needs approval is denied, since no person can answer here.
+async fn run_session(
+    manager: &SessionManager,
+    message: &str,
+) -> anyhow::Result<(String, Vec<folio_protocol::Event>)> {
+    let accepted = manager
+        .create(
+            PRINCIPAL,
+            CreateSession {
+                message: message.to_string(),
+                title: None,
+                workspace_files: Default::default(),
+                mode: SessionMode::Chat,
+                channel: "cli".to_string(),
+            },
+        )
+        .await?;
+    let id = accepted.session_id;
+    let mut stream = manager.stream(PRINCIPAL, &id, 0)?;
+    let mut interrupt = std::pin::pin!(tokio::signal::ctrl_c());
+    let mut turn_ended = false;
+    let mut interrupted = false;
+    loop {
+        let next = tokio::select! {
+            next = stream.rx.recv() => next,
+            _ = &mut interrupt, if !turn_ended && !interrupted => {
+                interrupted = true;
+                manager.stop(PRINCIPAL, &id).await?;
+                continue;
+            }
+        };
+        let Some(item) = next else { break };
+        let Some(event) = item else { continue };
+        print_event(&event);
+        match &event.body {
+            EventBody::ActionApprovalRequested(requested) => {
+                manager
+                    .resolve_approval(
+                        PRINCIPAL,
+                        &id,
+                        &requested.call_id,
+                        ApprovalDecision::Deny,
+                        Some(NO_APPROVER.to_string()),
+                    )
+                    .await?;
+            }
+            EventBody::TurnCompleted(_) | EventBody::TurnFailed(_) => turn_ended = true,
+            EventBody::SessionWaiting(_)
+            | EventBody::SessionCompleted(_)
+            | EventBody::SessionFailed(_)
+                if turn_ended =>
+            {
+                break;
+            }
+            _ => {}
+        }
+    }
+    let events = manager.events(PRINCIPAL, &id)?;
+    Ok((id, events))
 }
 
 /// A relative `replay:` fixture path is taken relative to the project directory.

@@ -47,7 +47,6 @@ mod live;
 mod logs;
 mod manager;
 mod mcp;
-mod session;
 mod state;
 
 pub use auth::{Auth, AuthError};
@@ -57,5 +56,4 @@ pub use manager::{
     Accepted, CreateSession, DirectResult, EventStream, FollowUp, ManagerError, SERVER_RESTARTED,
     SessionManager, SessionPage, SessionSummary, valid_session_id,
 };
-pub use session::{Session, SessionError};
 pub use state::{SessionMeta, SessionStatus, StateRoot, new_session_id, new_turn_id};

@@ -170,6 +170,34 @@ pub struct EventStream {
     pub rx: mpsc::Receiver<Option<Event>>,
 }
 
+/// Takes the exclusive lock of a state root (`<state-root>/.lock`): two processes serving or
+/// running sessions on one state root would each record the other's running turns as
+/// `server restarted`. The kernel releases the lock when the process dies.
+fn lock_state_root(state: &StateRoot) -> Result<std::fs::File, String> {
+    use std::os::fd::AsRawFd;
+    let path = state.path().join(".lock");
+    std::fs::create_dir_all(state.path()).map_err(|err| {
+        format!(
+            "cannot create the state root {}: {err}",
+            state.path().display()
+        )
+    })?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|err| format!("cannot open {}: {err}", path.display()))?;
+    // SAFETY: flock on a descriptor this function owns; it only sets an advisory lock.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(format!(
+            "the state root {} is in use by another folio process: stop it, or pass --state-root with another directory",
+            state.path().display()
+        ));
+    }
+    Ok(file)
+}
+
 /// Sessions of one agent under one state root.
 #[derive(Clone)]
 pub struct SessionManager {
@@ -189,6 +217,8 @@ pub(crate) struct Inner {
     pub(crate) logs: LogBuffer,
     /// Keep-alive interval of streams, in milliseconds.
     pub(crate) keepalive_ms: std::sync::atomic::AtomicU64,
+    /// The exclusive lock on the state root, held until shutdown.
+    state_lock: std::sync::Mutex<Option<std::fs::File>>,
 }
 
 impl SessionManager {
@@ -196,6 +226,7 @@ impl SessionManager {
     /// died are recorded as failed (`server restarted`), parked approvals stay parked.
     pub fn open(state: StateRoot, agent: Arc<Agent>, logs: LogBuffer) -> Result<Self, String> {
         let cap = agent.definition.config.concurrency.max_running_turns;
+        let state_lock = lock_state_root(&state)?;
         let manager = SessionManager {
             inner: Arc::new(Inner {
                 state,
@@ -208,6 +239,7 @@ impl SessionManager {
                 tasks: TaskTracker::new(),
                 logs,
                 keepalive_ms: std::sync::atomic::AtomicU64::new(15_000),
+                state_lock: std::sync::Mutex::new(Some(state_lock)),
             }),
         };
         manager.recover()?;
@@ -717,6 +749,8 @@ impl SessionManager {
         // Streams end after they forwarded what the shutdown recorded.
         self.inner.shutdown.cancel();
         self.inner.tasks.close();
+        // Another process (or a restarted manager) may now own the state root.
+        lock(&self.inner.state_lock).take();
     }
 
     fn refuse_when_shutting_down(&self) -> Result<(), ManagerError> {
