@@ -37,6 +37,9 @@ pub struct Agent {
     pub hooks: HookDispatcher,
     /// The agent's artifact records (`<state-root>/artifacts`).
     pub artifacts: ArtifactStore,
+    /// The durable memory folder every local session workspace links as `memory/`
+    /// (`<state-root>/memory`).
+    pub memory_dir: PathBuf,
 }
 
 /// Opens the provider of a `provider:model` spec (a subagent's `model`); returns it with the
@@ -163,6 +166,7 @@ impl Agent {
             skills: Arc::new(skills),
             connections,
             artifacts,
+            memory_dir: state_root.join("memory"),
         })
     }
 
@@ -186,7 +190,7 @@ impl Agent {
         if let Some(root) = &self.root {
             return Ok((bind_turn_root(root.clone()), ScratchMode::Rooted));
         }
-        prepare_host_workspace(&self.definition, &self.skills, workspace).await?;
+        prepare_host_workspace(&self.definition, &self.skills, workspace, &self.memory_dir).await?;
         let host = local_fs(workspace);
         let wants_index = self
             .definition

@@ -169,6 +169,7 @@ pub async fn prepare_host_workspace(
     definition: &AgentDefinition,
     skills: &[SkillContent],
     workspace: &Path,
+    memory: &Path,
 ) -> Result<bool, String> {
     let marker = workspace.join(PREPARED_MARKER);
     if marker.exists() {
@@ -203,6 +204,7 @@ pub async fn prepare_host_workspace(
                 .map_err(|e| failed("agent tools", e))?;
         }
     }
+    link_memory(workspace, memory).map_err(|e| failed("memory/ link", e))?;
     if let Some(parent) = marker.parent() {
         std::fs::create_dir_all(parent).map_err(|e| failed("marker", e))?;
     }
@@ -210,6 +212,19 @@ pub async fn prepare_host_workspace(
         .await
         .map_err(|e| failed("marker", e))?;
     Ok(true)
+}
+
+/// Links `{workspace}/memory` to the agent's durable memory folder (created when missing), so
+/// what one session keeps there the next session of the agent finds. A `memory` entry the
+/// sandbox seeds already put in the workspace is left alone.
+fn link_memory(workspace: &Path, memory: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(memory)?;
+    let link = workspace.join(MEMORY_DIR);
+    if link.symlink_metadata().is_ok() {
+        return Ok(());
+    }
+    let target = std::path::absolute(memory)?;
+    std::os::unix::fs::symlink(target, link)
 }
 
 /// Copies every file under `from` into `to`, keeping relative paths (links are not followed).

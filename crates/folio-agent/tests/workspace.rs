@@ -40,8 +40,9 @@ async fn prepared_once_then_left_as_the_model_changed_it() {
     let skills = load_all(&definition.skills).await.unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let ws = workspace.path();
+    let memory = tempfile::tempdir().unwrap();
     assert!(
-        prepare_host_workspace(&definition, &skills, ws)
+        prepare_host_workspace(&definition, &skills, ws, memory.path())
             .await
             .unwrap()
     );
@@ -68,8 +69,22 @@ async fn prepared_once_then_left_as_the_model_changed_it() {
     // The model edits a seed and deletes AGENTS.md; the next turn keeps both changes.
     std::fs::write(ws.join("README.txt"), "edited by the model\n").unwrap();
     std::fs::remove_file(ws.join("AGENTS.md")).unwrap();
+    // memory/ is the agent's durable folder: what a session keeps there outlives it.
+    std::fs::write(ws.join("memory/facts.md"), "the user likes tea\n").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(memory.path().join("facts.md")).unwrap(),
+        "the user likes tea\n"
+    );
+    let second = tempfile::tempdir().unwrap();
+    prepare_host_workspace(&definition, &skills, second.path(), memory.path())
+        .await
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(second.path().join("memory/facts.md")).unwrap(),
+        "the user likes tea\n"
+    );
     assert!(
-        !prepare_host_workspace(&definition, &skills, ws)
+        !prepare_host_workspace(&definition, &skills, ws, memory.path())
             .await
             .unwrap()
     );

@@ -66,8 +66,11 @@ async fn host_workspace_turn_uses_every_file_tool() {
             (
                 "LS".into(),
                 false,
-                // The prepared workspace holds AGENTS.md and .folio/ (project-format.md).
-                json!(format!("{ws}/.folio/\n{ws}/AGENTS.md\n{ws}/notes.txt"))
+                // The prepared workspace holds AGENTS.md, .folio/ and the memory/ link
+                // (project-format.md); walks do not follow the link.
+                json!(format!(
+                    "{ws}/.folio/\n{ws}/AGENTS.md\n{ws}/memory/\n{ws}/notes.txt"
+                ))
             ),
             ("Delete".into(), false, json!("Deleted notes.txt")),
             (
