@@ -14,6 +14,7 @@ mod dev;
 mod help;
 mod info;
 mod init;
+mod model;
 mod render;
 mod run;
 mod serve;

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use folio_agent::agent::LoadOptions;
 use folio_agent::{Agent, discover};
-use folio_model::{ProviderConfig, RecordingProvider, open_provider};
+use folio_model::RecordingProvider;
 use folio_protocol::{ApprovalDecision, EventBody, RunResult, SessionMode};
 use folio_server::{CreateSession, LogBuffer, SessionManager, StateRoot};
 
+use crate::model::open_model;
 use crate::render::print_event;
 use crate::trajectory::{exit_code, print_result};
 
@@ -66,22 +67,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<ExitCode> {
             args.dir.display()
         );
     };
-    let env = |name: &str| std::env::var(name).ok();
-    let spec = args
-        .model
-        .clone()
-        .or_else(|| env("FOLIO_MODEL").filter(|m| !m.is_empty()))
-        .or_else(|| definition.config.model.clone())
-        .context(
-            "no model configured: set model in agent/agent.toml, pass --model, or set FOLIO_MODEL",
-        )?;
-    let spec = resolve_replay_path(&spec, &args.dir);
-    let config = ProviderConfig {
-        base_url: definition.config.provider.base_url.clone(),
-        api_key_env: definition.config.provider.api_key_env.clone(),
-        ..ProviderConfig::default()
-    };
-    let (mut provider, model) = open_provider(&spec, &config, &env)?;
+    let (mut provider, model) = open_model(&definition, &args.dir, args.model.as_deref())?;
     if let Some(fixture) = &args.record {
         // A fixture holds one session's exchanges: start it empty.
         std::fs::write(fixture, "")
@@ -180,17 +166,4 @@ async fn run_session(
     }
     let events = manager.events(PRINCIPAL, &id)?;
     Ok((id, events))
-}
-
-/// A relative `replay:` fixture path is taken relative to the project directory.
-fn resolve_replay_path(spec: &str, project: &std::path::Path) -> String {
-    match spec.strip_prefix("replay:") {
-        Some(path)
-            if !std::path::Path::new(path).is_absolute()
-                && !std::path::Path::new(path).exists() =>
-        {
-            format!("replay:{}", project.join(path).display())
-        }
-        _ => spec.to_string(),
-    }
 }

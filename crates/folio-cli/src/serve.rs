@@ -8,9 +8,10 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use folio_agent::agent::LoadOptions;
 use folio_agent::{Agent, AgentDefinition, discover};
-use folio_model::{ProviderConfig, open_provider};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
 use folio_server::{Auth, LogBuffer, SessionManager, StateRoot};
+
+use crate::model::open_model;
 
 /// Arguments of `folio serve` (and `folio dev`).
 #[derive(Debug, Clone, clap::Args)]
@@ -155,26 +156,7 @@ async fn open_agent(
     model: Option<&str>,
     state: &StateRoot,
 ) -> anyhow::Result<Agent> {
-    let env = |name: &str| std::env::var(name).ok();
-    let spec = model
-        .map(str::to_string)
-        .or_else(|| env("FOLIO_MODEL").filter(|m| !m.is_empty()))
-        .or_else(|| definition.config.model.clone())
-        .context(
-            "no model configured: set model in agent/agent.toml, pass --model, or set FOLIO_MODEL",
-        )?;
-    let spec = match spec.strip_prefix("replay:") {
-        Some(path) if !Path::new(path).is_absolute() && !Path::new(path).exists() => {
-            format!("replay:{}", dir.join(path).display())
-        }
-        _ => spec,
-    };
-    let config = ProviderConfig {
-        base_url: definition.config.provider.base_url.clone(),
-        api_key_env: definition.config.provider.api_key_env.clone(),
-        ..ProviderConfig::default()
-    };
-    let (provider, model) = open_provider(&spec, &config, &env)?;
+    let (provider, model) = open_model(&definition, dir, model)?;
     let options = LoadOptions {
         state_root: Some(state.path().to_path_buf()),
         ..LoadOptions::default()

@@ -105,18 +105,23 @@ async fn the_step_limit_fails_a_runaway_turn() {
 }
 
 #[tokio::test]
-async fn a_missing_key_names_the_variable() {
+async fn a_missing_key_fails_the_turn_at_once_naming_the_variable() {
     let dir = project(AGENT);
     let output = tokio::process::Command::new(folio_bin())
         .env_remove("OPENAI_API_KEY")
         .env_remove("FOLIO_MODEL")
-        .args(["run", "--message", "hi", "--dir"])
+        .args(["run", "--json", "--message", "hi", "--dir"])
         .arg(dir.path())
         .output()
         .await
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
+    let message =
+        "OPENAI_API_KEY is not set: export it or set api_key_env in agent.toml [provider]";
+    assert_eq!(result_of(&output)["error"], message);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("OPENAI_API_KEY is not set"), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("✗ turn failed: {message}")),
+        "{stderr}"
+    );
 }

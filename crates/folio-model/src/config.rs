@@ -227,3 +227,30 @@ mod tests {
         ));
     }
 }
+
+/// A provider whose API key is not set: every request fails at once with the error that names
+/// the variable, so a server can start and each turn says what to set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingKeyProvider {
+    var: String,
+}
+
+impl MissingKeyProvider {
+    /// A provider that fails every request asking for `var`.
+    pub fn new(var: impl Into<String>) -> Self {
+        MissingKeyProvider { var: var.into() }
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for MissingKeyProvider {
+    async fn stream(
+        &self,
+        _request: &crate::ModelRequest,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<crate::DeltaStream, ModelError> {
+        Err(ModelError::MissingKey {
+            var: self.var.clone(),
+        })
+    }
+}

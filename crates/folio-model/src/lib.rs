@@ -62,8 +62,8 @@ use futures::stream::BoxStream;
 use tokio_util::sync::CancellationToken;
 
 pub use config::{
-    ANTHROPIC_DEFAULT_BASE, OPENAI_DEFAULT_BASE, ProviderConfig, RetryPolicy, Timeouts,
-    open_provider,
+    ANTHROPIC_DEFAULT_BASE, MissingKeyProvider, OPENAI_DEFAULT_BASE, ProviderConfig, RetryPolicy,
+    Timeouts, open_provider,
 };
 pub use error::{ModelError, TimeoutKind};
 pub use replay::{RecordingProvider, ReplayProvider};

@@ -1,0 +1,45 @@
+//! Which model an agent runs with, shared by `run`, `serve` and `dev`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use folio_agent::AgentDefinition;
+use folio_model::{MissingKeyProvider, ModelError, Provider, ProviderConfig, open_provider};
+
+/// Opens the model of `definition`: `--model`, else `FOLIO_MODEL`, else `agent.toml`'s `model`.
+/// A relative `replay:` fixture is found relative to the project directory `dir`. A missing API
+/// key does not stop the command: each turn fails at once with the variable to set.
+pub(crate) fn open_model(
+    definition: &AgentDefinition,
+    dir: &Path,
+    model: Option<&str>,
+) -> anyhow::Result<(Arc<dyn Provider>, String)> {
+    let env = |name: &str| std::env::var(name).ok();
+    let spec = model
+        .map(str::to_string)
+        .or_else(|| env("FOLIO_MODEL").filter(|m| !m.is_empty()))
+        .or_else(|| definition.config.model.clone())
+        .context(
+            "no model configured: set model in agent/agent.toml, pass --model, or set FOLIO_MODEL",
+        )?;
+    let spec = match spec.strip_prefix("replay:") {
+        Some(path) if !Path::new(path).is_absolute() && !Path::new(path).exists() => {
+            format!("replay:{}", dir.join(path).display())
+        }
+        _ => spec,
+    };
+    let config = ProviderConfig {
+        base_url: definition.config.provider.base_url.clone(),
+        api_key_env: definition.config.provider.api_key_env.clone(),
+        ..ProviderConfig::default()
+    };
+    match open_provider(&spec, &config, &env) {
+        Ok(opened) => Ok(opened),
+        Err(ModelError::MissingKey { var }) => {
+            let model = spec.split_once(':').map_or(spec.as_str(), |(_, m)| m);
+            Ok((Arc::new(MissingKeyProvider::new(var)), model.to_string()))
+        }
+        Err(err) => Err(err.into()),
+    }
+}
