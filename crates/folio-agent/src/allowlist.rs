@@ -20,6 +20,20 @@ pub enum NativeTool {
     Task,
 }
 
+impl NativeTool {
+    /// The model-facing name of the tool.
+    pub fn tool_name(&self) -> &'static str {
+        match self {
+            NativeTool::File(file) => file.tool_name(),
+            NativeTool::Shell => "Shell",
+            NativeTool::WebFetch => "WebFetch",
+            NativeTool::UpdateTodos => "UpdateTodos",
+            NativeTool::ReadTodos => "ReadTodos",
+            NativeTool::Task => "Task",
+        }
+    }
+}
+
 /// Every name the allowlist accepts.
 pub const ALLOWLIST_NAMES: &[&str] = &[
     "read",

@@ -20,6 +20,7 @@ pub mod config;
 pub mod conversation;
 pub mod discovery;
 pub mod hooks;
+pub mod info;
 mod manifest;
 pub mod mcp;
 pub mod root;

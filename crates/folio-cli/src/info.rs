@@ -6,10 +6,10 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use folio_agent::allowlist::NativeTool;
-use folio_agent::mcp::{McpServerConfig, McpTransport};
+use folio_agent::mcp::McpTransport;
 use folio_agent::tools::Tool;
 use folio_agent::{AgentDefinition, discover};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 /// Arguments of `folio info`.
 #[derive(Debug, clap::Args)]
@@ -22,136 +22,6 @@ pub(crate) struct InfoArgs {
     json: bool,
 }
 
-/// The model-facing name of a built-in tool.
-fn native_name(tool: &NativeTool) -> &'static str {
-    match tool {
-        NativeTool::File(file) => file.tool_name(),
-        NativeTool::Shell => "Shell",
-        NativeTool::WebFetch => "WebFetch",
-        NativeTool::UpdateTodos => "UpdateTodos",
-        NativeTool::ReadTodos => "ReadTodos",
-        NativeTool::Task => "Task",
-    }
-}
-
-/// The JSON description of an agent (`info --json`).
-pub(crate) fn info_json(definition: &AgentDefinition) -> Value {
-    let mut info = Map::new();
-    info.insert("name".into(), json!(definition.name));
-    info.insert("description".into(), json!(definition.description));
-    info.insert("model".into(), json!(definition.config.model));
-    info.insert("rooted".into(), json!(definition.is_rooted()));
-    info.insert(
-        "nativeTools".into(),
-        json!(
-            definition
-                .native_tools
-                .iter()
-                .map(native_name)
-                .collect::<Vec<_>>()
-        ),
-    );
-    let tools: Vec<Value> = definition
-        .tools
-        .iter()
-        .map(|tool| {
-            json!({
-                "name": tool.name(),
-                "description": tool.description(),
-                "command": tool.command(),
-                "effect": tool.effect(),
-                "execution": tool.execution(),
-                "needsApproval": tool.needs_approval(),
-                "timeoutSecs": tool.timeout_secs(),
-                "inputSchema": tool.input_schema(),
-            })
-        })
-        .collect();
-    info.insert("tools".into(), Value::Array(tools));
-    let skills: Vec<Value> = definition
-        .skills
-        .iter()
-        .map(|skill| {
-            let mut value = folio_agent::skills::info_value(skill);
-            if let Ok(path) = skill.path.strip_prefix(&definition.project_dir) {
-                value["path"] = json!(path.display().to_string());
-            }
-            value
-        })
-        .collect();
-    info.insert("skills".into(), Value::Array(skills));
-    let connections = |list: &[McpServerConfig]| -> Vec<Value> {
-        list.iter()
-            .map(|c| {
-                json!({
-                    "name": c.name,
-                    "description": c.description,
-                    "transport": transport_json(&c.transport),
-                    "envVars": c.template_vars(),
-                })
-            })
-            .collect()
-    };
-    info.insert(
-        "mcpConnections".into(),
-        Value::Array(connections(&definition.mcp_connections)),
-    );
-    info.insert(
-        "hostConnections".into(),
-        Value::Array(connections(&definition.host_connections)),
-    );
-    let subagents: Vec<Value> = definition
-        .subagents
-        .iter()
-        .map(|s| json!({"id": s.id, "description": s.description, "model": s.model}))
-        .collect();
-    info.insert("subagents".into(), Value::Array(subagents));
-    let hooks: Vec<Value> = definition
-        .hooks
-        .iter()
-        .map(|h| json!({"name": h.name, "events": h.events, "command": h.command}))
-        .collect();
-    info.insert("hooks".into(), Value::Array(hooks));
-    info.insert(
-        "artifacts".into(),
-        definition.artifacts.as_ref().map_or(Value::Null, |a| {
-            json!({
-                "agentTool": a.agent_tool,
-                "max": a.max,
-                "kinds": a.kinds.iter().map(|(name, kind)| {
-                    json!({"name": name, "description": kind.description, "schema": kind.schema})
-                }).collect::<Vec<_>>(),
-            })
-        }),
-    );
-    info.insert("channels".into(), json!(definition.channels));
-    info.insert("schedules".into(), json!(definition.schedules));
-    info.insert(
-        "sandbox".into(),
-        json!(
-            definition
-                .sandbox_dir
-                .as_ref()
-                .and_then(|dir| dir.strip_prefix(&definition.project_dir).ok())
-                .map(|dir| dir.display().to_string())
-        ),
-    );
-    Value::Object(info)
-}
-
-/// A connection's resolved transport (templates kept as written).
-fn transport_json(transport: &McpTransport) -> Value {
-    match transport {
-        McpTransport::Stdio { command, args, env } => {
-            json!({"type": "stdio", "command": command, "args": args, "env": env})
-        }
-        McpTransport::Http { url, headers } => {
-            json!({"type": "http", "url": url, "headers": headers})
-        }
-        McpTransport::Peer { agent } => json!({"type": "peer", "agent": agent}),
-    }
-}
-
 /// A one-line summary of a transport.
 fn transport_line(transport: &McpTransport) -> String {
     match transport {
@@ -161,7 +31,7 @@ fn transport_line(transport: &McpTransport) -> String {
     }
 }
 
-/// The human form of [`info_json`].
+/// The human form of [`folio_agent::info::describe`].
 fn info_text(definition: &AgentDefinition, info: &Value) -> String {
     let mut out = format!("agent: {}\n", definition.name);
     if let Some(description) = &definition.description {
@@ -184,7 +54,7 @@ fn info_text(definition: &AgentDefinition, info: &Value) -> String {
         definition
             .native_tools
             .iter()
-            .map(native_name)
+            .map(NativeTool::tool_name)
             .collect::<Vec<_>>()
             .join(", ")
     ));
@@ -321,7 +191,7 @@ pub(crate) fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
             args.dir.display()
         );
     };
-    let mut info = info_json(definition);
+    let mut info = folio_agent::info::describe(definition);
     if args.json {
         info["diagnostics"] = serde_json::to_value(&discovery.diagnostics)?;
         println!("{}", serde_json::to_string_pretty(&info)?);

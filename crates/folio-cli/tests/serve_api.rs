@@ -46,6 +46,20 @@ async fn routes_bodies_statuses_and_error_codes() {
     mock.push(MockReply::text("Second answer."));
     mock.push(MockReply::text("Other answer."));
     let dir = project(AGENT);
+    // Something of each kind for GET /v1/agent to report.
+    write_files(
+        dir.path(),
+        &[
+            (
+                "agent/skills/triage.md",
+                "Use when a bug report arrives and needs a severity label.\n",
+            ),
+            (
+                "agent/hooks/audit.toml",
+                "events = [\"turn.completed\"]\ncommand = [\"true\"]\n",
+            ),
+        ],
+    );
     let state = tempfile::tempdir().unwrap();
     let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
     let url = &server.url;
@@ -329,6 +343,9 @@ async fn routes_bodies_statuses_and_error_codes() {
     ] {
         assert!(agent[key].is_array(), "{key}");
     }
+    assert_eq!(agent["skills"][0]["name"], "triage");
+    assert_eq!(agent["hooks"][0]["name"], "audit");
+    assert_eq!(agent["hooks"][0]["events"], json!(["turn.completed"]));
     let (status, logs) = get(&format!("{url}/v1/logs?since=0")).await;
     assert_eq!(status, 200);
     let lines = logs["lines"].as_array().unwrap();

@@ -596,6 +596,27 @@ async fn agent_info(State(state): State<AgentState>) -> ApiResult {
             })
         })
         .collect();
+    // The live registry (with MCP tools) answers `tools`; the rest is what discovery found.
+    let found = folio_agent::info::describe(def);
+    let connections: Vec<Value> = ["mcpConnections", "hostConnections"]
+        .iter()
+        .flat_map(|key| {
+            let visibility = if *key == "mcpConnections" {
+                "model"
+            } else {
+                "host"
+            };
+            found[*key]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |mut connection| {
+                    connection["visibleTo"] = json!(visibility);
+                    connection
+                })
+        })
+        .collect();
     ok(
         StatusCode::OK,
         json!({
@@ -604,14 +625,16 @@ async fn agent_info(State(state): State<AgentState>) -> ApiResult {
                 "name": def.name,
                 "description": def.description,
                 "model": agent.harness.model,
+                "rooted": found["rooted"],
             },
             "tools": tools,
-            "skills": [],
-            "subagents": [],
-            "connections": [],
-            "channels": [],
-            "hooks": [],
-            "schedules": [],
+            "skills": found["skills"],
+            "subagents": found["subagents"],
+            "connections": connections,
+            "channels": found["channels"],
+            "hooks": found["hooks"],
+            "schedules": found["schedules"],
+            "artifacts": found["artifacts"],
             "diagnostics": state.mount.diagnostics,
         }),
     )

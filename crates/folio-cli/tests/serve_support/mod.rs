@@ -1,30 +1,18 @@
 //! Helpers for tests that start `folio serve` as a process and speak HTTP to it.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// The `folio` binary under test.
-pub fn folio_bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin!("folio").to_path_buf()
-}
-
-/// A project folder with `agent/instructions.md` and `agent/agent.toml`.
-pub fn project(agent_toml: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
-    std::fs::write(
-        dir.path().join("agent/instructions.md"),
-        "You are a test agent.\n",
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("agent/agent.toml"), agent_toml).unwrap();
-    dir
-}
+#[path = "../common.rs"]
+mod common;
+// Shared by several test binaries; each uses a different part.
+#[allow(unused_imports)]
+pub use common::{folio_bin, project, write_files};
 
 /// A running `folio serve`.
 pub struct Served {
