@@ -5,12 +5,7 @@ mod suite;
 
 use std::sync::Arc;
 
-use folio_fs::{
-    Content, DirEntry, FileInfo, FileSystem, FsStream, GrepQuery, GrepResult, PathError,
-    SearchQuery, SearchResult, TempFs, empty_fs, overlay_fs, temp_fs, union_fs,
-    writable_overlay_fs,
-};
-use futures::{StreamExt, stream};
+use folio_fs::{FileSystem, TempFs, empty_fs, overlay_fs, temp_fs, union_fs, writable_overlay_fs};
 use suite::{Files, Subject};
 
 /// Splits a fixture by mount: each file goes to the deepest of `prefixes` that contains it, with
@@ -30,43 +25,9 @@ fn split(files: &Files, prefixes: &[&str]) -> Vec<Files> {
     parts
 }
 
-/// A tree whose every verb fails: a downed layer.
-struct Down;
-
-fn down(path: &str) -> PathError {
-    PathError::Other {
-        path: path.to_string(),
-        message: format!("layer down: {path}"),
-    }
-}
-
-#[async_trait::async_trait]
-impl FileSystem for Down {
-    fn list(&self, prefix: &str) -> FsStream<DirEntry> {
-        stream::iter([Err(down(prefix))]).boxed()
-    }
-    async fn stat(&self, path: &str) -> Result<FileInfo, PathError> {
-        Err(down(path))
-    }
-    fn glob(&self, _pattern: &str, dir: Option<&str>) -> FsStream<DirEntry> {
-        stream::iter([Err(down(dir.unwrap_or("/")))]).boxed()
-    }
-    async fn read(&self, path: &str) -> Result<Content, PathError> {
-        Err(down(path))
-    }
-    fn grep(&self, query: GrepQuery) -> FsStream<GrepResult> {
-        stream::iter([Err(down(query.path.as_deref().unwrap_or("/")))]).boxed()
-    }
-    async fn write(&self, path: &str, _contents: &str) -> Result<(), PathError> {
-        Err(down(path))
-    }
-    async fn delete(&self, path: &str) -> Result<(), PathError> {
-        Err(down(path))
-    }
-    fn search(&self, query: SearchQuery) -> FsStream<SearchResult> {
-        stream::iter([Err(down(query.path.as_deref().unwrap_or("/")))]).boxed()
-    }
-}
+#[path = "contract/down.rs"]
+mod down;
+use down::Down;
 
 /// Upper gets every other file; lower gets the rest plus stale copies of the upper's files, which
 /// must never show through.

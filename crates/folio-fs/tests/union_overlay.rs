@@ -10,7 +10,7 @@ use folio_fs::{
     OverlayDiff, PathError, SearchQuery, SearchResult, TempFs, empty_fs, overlay_fs, temp_fs,
     union_fs, writable_overlay_fs,
 };
-use futures::{StreamExt, TryStreamExt, stream};
+use futures::{StreamExt, TryStreamExt};
 
 // ---------------------------------------------------------------------------------------------
 // Test trees
@@ -78,43 +78,9 @@ impl FileSystem for Counting {
     }
 }
 
-/// A downed tree: every verb fails with `layer down: …`.
-struct Down;
-
-fn down(path: &str) -> PathError {
-    PathError::Other {
-        path: path.to_string(),
-        message: format!("layer down: {path}"),
-    }
-}
-
-#[async_trait::async_trait]
-impl FileSystem for Down {
-    fn list(&self, prefix: &str) -> FsStream<DirEntry> {
-        stream::iter([Err(down(prefix))]).boxed()
-    }
-    async fn stat(&self, path: &str) -> Result<FileInfo, PathError> {
-        Err(down(path))
-    }
-    fn glob(&self, _pattern: &str, dir: Option<&str>) -> FsStream<DirEntry> {
-        stream::iter([Err(down(dir.unwrap_or("/")))]).boxed()
-    }
-    async fn read(&self, path: &str) -> Result<Content, PathError> {
-        Err(down(path))
-    }
-    fn grep(&self, query: GrepQuery) -> FsStream<GrepResult> {
-        stream::iter([Err(down(query.path.as_deref().unwrap_or("/")))]).boxed()
-    }
-    async fn write(&self, path: &str, _contents: &str) -> Result<(), PathError> {
-        Err(down(path))
-    }
-    async fn delete(&self, path: &str) -> Result<(), PathError> {
-        Err(down(path))
-    }
-    fn search(&self, query: SearchQuery) -> FsStream<SearchResult> {
-        stream::iter([Err(down(query.path.as_deref().unwrap_or("/")))]).boxed()
-    }
-}
+#[path = "contract/down.rs"]
+mod down;
+use down::Down;
 
 /// A tree with `files` files of `hits` matching lines each.
 fn haystack(files: usize, hits: usize) -> Arc<dyn FileSystem> {
