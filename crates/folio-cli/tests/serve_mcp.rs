@@ -46,6 +46,10 @@ async fn python_mcp_sdk_asks_the_agent() {
     assert_eq!(result["isError"], false);
     let session = result["sessionId"].as_str().unwrap();
     assert!(session.starts_with("ses_"));
+    assert_eq!(
+        result["structured"],
+        serde_json::json!({"status": "completed", "sessionId": session, "reply": "Hello from Folio over MCP."})
+    );
     assert_eq!(result["check"]["session"]["sessionId"], session);
     assert_eq!(result["check"]["lastReply"], "Hello from Folio over MCP.");
     // The session is an ordinary chat session of the MCP channel.

@@ -170,8 +170,11 @@ impl ServerHandler for AgentMcp {
                 Ok(
                     match self.ask(&principal, message, string("sessionId")).await {
                         Ok((id, reply, failed)) => {
-                            let mut result = text_result(reply, failed);
-                            result.structured_content = Some(json!({"sessionId": id}));
+                            // project-format.md: `ask` returns `{status, sessionId, reply}`.
+                            let status = if failed { "failed" } else { "completed" };
+                            let mut result = text_result(reply.clone(), failed);
+                            result.structured_content =
+                                Some(json!({"status": status, "sessionId": id, "reply": reply}));
                             result.into()
                         }
                         Err(message) => text_result(message, true).into(),

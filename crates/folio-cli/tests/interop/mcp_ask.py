@@ -21,6 +21,7 @@ async def main(url: str) -> None:
                 "reply": asked.content[0].text,
                 "isError": asked.is_error,
                 "sessionId": session_id,
+                "structured": asked.structured_content,
                 "check": json.loads(checked.content[0].text),
             }))
 
