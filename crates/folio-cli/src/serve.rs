@@ -105,23 +105,21 @@ fn is_project(dir: &Path) -> bool {
         .any(|name| dir.join(name).exists())
 }
 
-/// The agent's URL segment: its name, lowercased, non-alphanumerics as `-`.
-fn slug_of(name: &str) -> String {
-    let slug: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let slug = slug.trim_matches('-').to_string();
-    if slug.is_empty() {
-        "agent".into()
-    } else {
-        slug
+/// The slug an agent is mounted under: its directory's name (project-format.md), which must be
+/// a valid slug in the multi-agent layout.
+fn slug_for(dir: &Path, layout: Layout) -> anyhow::Result<String> {
+    let name = dir
+        .canonicalize()
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match (layout, folio_agent::discovery::slug_problem(&name)) {
+        (Layout::Multi, Some(problem)) => bail!(
+            "cannot mount {}: {problem} (or serve this one project with --mode single)",
+            dir.display()
+        ),
+        _ => Ok(name),
     }
 }
 
@@ -209,19 +207,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
     let mut projects = Vec::new();
     let mut mounts = Vec::new();
     for dir in dirs {
-        let name = discover(&dir)
-            .definition
-            .map(|d| d.name)
-            .unwrap_or_else(|| {
-                dir.file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .to_string()
-            });
-        let mut slug = slug_of(&name);
-        if projects.iter().any(|p: &Project| p.slug == slug) {
-            slug = format!("{slug}-{}", projects.len() + 1);
-        }
+        let slug = slug_for(&dir, layout)?;
         let state = state_root(args, layout, &dir, &slug);
         let (agent, diagnostics) = load_agent(&dir, args.model.as_deref(), &state).await?;
         let manager = SessionManager::open(state.clone(), Arc::new(agent), LogBuffer::new())

@@ -20,17 +20,35 @@ pub fn write_files(dir: &Path, files: &[(&str, &str)]) {
     }
 }
 
+/// A temporary project folder named `test-agent` (a valid slug, as `folio serve` mounts an
+/// agent under its directory's name), removed when dropped.
+pub struct Project {
+    _parent: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Project {
+    /// The project directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
 /// A project with `agent/instructions.md` and `agent/agent.toml`.
-pub fn project(agent_toml: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
+pub fn project(agent_toml: &str) -> Project {
+    let parent = tempfile::tempdir().unwrap();
+    let path = parent.path().join("test-agent");
     write_files(
-        dir.path(),
+        &path,
         &[
             ("agent/instructions.md", "You are a test agent.\n"),
             ("agent/agent.toml", agent_toml),
         ],
     );
-    dir
+    Project {
+        _parent: parent,
+        path,
+    }
 }
 
 /// A `folio` command with the mock server's OpenAI base URL and a test key.

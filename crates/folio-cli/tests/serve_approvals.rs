@@ -8,7 +8,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use serve_support::*;
 
-fn agent_with_deploy() -> tempfile::TempDir {
+fn agent_with_deploy() -> Project {
     let dir = project("name = \"ops\"\nmodel = \"openai:gpt-test\"\n");
     std::fs::create_dir_all(dir.path().join("agent/tools")).unwrap();
     std::fs::write(

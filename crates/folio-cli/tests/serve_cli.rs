@@ -30,8 +30,8 @@ async fn a_folder_of_projects_mounts_each_agent_under_its_slug() {
     let mock = MockModelServer::start().await;
     mock.push(MockReply::text("from beta"));
     let root = tempfile::tempdir().unwrap();
-    write_agent(&root.path().join("one"), "Alpha");
-    write_agent(&root.path().join("two"), "Beta");
+    write_agent(&root.path().join("alpha"), "Alpha");
+    write_agent(&root.path().join("beta"), "Beta");
     std::fs::create_dir_all(root.path().join("not-a-project")).unwrap();
     let state = tempfile::tempdir().unwrap();
     let server = serve(&mock.openai_base_url(), root.path(), state.path(), &[]).await;
@@ -103,7 +103,7 @@ async fn sigterm_records_running_turns_as_interrupted_and_exits() {
     assert_eq!(failed["data"]["message"], "turn interrupted");
     let trace = state
         .path()
-        .join("stopper/traces")
+        .join("test-agent/traces")
         .join(format!("{id}.ndjson"));
     let log = std::fs::read_to_string(trace).unwrap();
     let types: Vec<String> = log
@@ -120,7 +120,7 @@ async fn sigterm_records_running_turns_as_interrupted_and_exits() {
         &std::fs::read(
             state
                 .path()
-                .join("stopper/sessions")
+                .join("test-agent/sessions")
                 .join(&id)
                 .join("session.json"),
         )
@@ -219,7 +219,7 @@ async fn folio_dev_reloads_the_agent_when_its_files_change() {
     let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let mut url = String::new();
     while let Some(line) = lines.next_line().await.unwrap() {
-        if let Some(rest) = line.strip_prefix("agent devy: ") {
+        if let Some(rest) = line.strip_prefix("agent test-agent: ") {
             url = rest.split(' ').next().unwrap().to_string();
             break;
         }
@@ -276,4 +276,23 @@ async fn a_busy_preferred_port_moves_to_the_next_free_one() {
     assert_eq!(status, 200);
     drop(busy);
     child.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_agent_is_mounted_under_its_directory_name_which_must_be_a_valid_slug() {
+    let root = tempfile::tempdir().unwrap();
+    write_agent(&root.path().join("v1"), "Reserved");
+    let output = tokio::process::Command::new(folio_bin())
+        .env("OPENAI_API_KEY", "test-key")
+        .args(["serve", "--port", "0", "--dir"])
+        .arg(root.path().join("v1"))
+        .arg("--state-root")
+        .arg(root.path().join("state"))
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("slug \"v1\" is reserved"), "{stderr}");
 }

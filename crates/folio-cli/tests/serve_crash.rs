@@ -39,7 +39,7 @@ async fn kill_9_mid_turn_then_restart_resumes_the_stream_and_the_conversation() 
     // A crash mid-append leaves half a line.
     let trace = state
         .path()
-        .join("crashy/traces")
+        .join("test-agent/traces")
         .join(format!("{id}.ndjson"));
     let stored_before = std::fs::read_to_string(&trace).unwrap().lines().count() as u64;
     let mut file = std::fs::OpenOptions::new()
