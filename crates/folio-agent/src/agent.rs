@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use folio_fs::{FileSystem, indexed, local_fs};
+use folio_fs::{FileSystem, local_fs};
 use folio_model::{Provider, ProviderConfig, open_provider};
 
 use crate::allowlist::NativeTool;
@@ -16,7 +16,7 @@ use crate::mcp::{Connections, EnvLookup, McpConnection, McpTool, McpTransport, p
 use crate::root::{bind_turn_root, build_root, with_skills_mount};
 use crate::skills::{HOST_SKILLS_DIR, ROOT_SKILLS_MOUNT, SkillContent, catalog, skills_mount};
 use crate::subagents::{Subagent, TaskTool};
-use crate::tools::{FileTool, ScratchMode, ShellTool, TodosTool, ToolRegistry, WebFetchTool};
+use crate::tools::{ScratchMode, ShellTool, TodosTool, ToolRegistry, WebFetchTool};
 use crate::turn::Harness;
 use crate::workspace::{agent_tool_catalog, prepare_host_workspace};
 
@@ -182,7 +182,7 @@ impl Agent {
     }
 
     /// The FileSystem one turn binds: the authored root plus a fresh `/tmp`, or the host
-    /// workspace (indexed when the allowlist grants `SemanticSearch`).
+    /// workspace (whose `SemanticSearch` index is built when the model searches, not per turn).
     pub async fn bind_turn_fs(
         &self,
         workspace: &Path,
@@ -191,18 +191,7 @@ impl Agent {
             return Ok((bind_turn_root(root.clone()), ScratchMode::Rooted));
         }
         prepare_host_workspace(&self.definition, &self.skills, workspace, &self.memory_dir).await?;
-        let host = local_fs(workspace);
-        let wants_index = self
-            .definition
-            .native_tools
-            .contains(&NativeTool::File(FileTool::SemanticSearch));
-        if wants_index {
-            let tree = indexed(host)
-                .await
-                .map_err(|err| format!("could not index the workspace: {err}"))?;
-            return Ok((tree, ScratchMode::Host));
-        }
-        Ok((host, ScratchMode::Host))
+        Ok((local_fs(workspace), ScratchMode::Host))
     }
 }
 

@@ -22,6 +22,9 @@ fn registry() -> ToolRegistry {
     registry.register(Arc::new(TodosTool::Read)).unwrap();
     registry.register(Arc::new(FileTool::Read)).unwrap();
     registry
+        .register(Arc::new(FileTool::SemanticSearch))
+        .unwrap();
+    registry
 }
 
 fn context(fs: Arc<dyn FileSystem>, workspace: &Path, scratch: ScratchMode) -> ToolContext {
@@ -242,4 +245,34 @@ async fn todos_are_replaced_and_read_back() {
         "{}",
         bad.0
     );
+}
+
+#[tokio::test]
+async fn semantic_search_on_the_host_default_sees_the_workspace_as_it_is_now() {
+    let workspace = tempfile::tempdir().unwrap();
+    let ctx = context(
+        local_fs(workspace.path()),
+        workspace.path(),
+        ScratchMode::Host,
+    );
+    let empty = text(
+        registry()
+            .call("SemanticSearch", json!({"query": "lighthouse"}), &ctx)
+            .await,
+    );
+    assert_eq!(empty, "");
+    // Written by a process, not through the tree: the search still finds it.
+    let shell = json!({"command": "printf 'notes\\nthe lighthouse keeper\\n' > log.md"});
+    text(registry().call("Shell", shell, &ctx).await);
+    let found = text(
+        registry()
+            .call("SemanticSearch", json!({"query": "lighthouse"}), &ctx)
+            .await,
+    );
+    let path = workspace.path().join("log.md");
+    assert!(
+        found.starts_with(&format!("{}:2-2 (score ", path.display())),
+        "{found}"
+    );
+    assert!(found.ends_with("the lighthouse keeper"), "{found}");
 }

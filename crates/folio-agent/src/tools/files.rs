@@ -8,7 +8,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value, json};
 
 use super::args::{Arg, ArgType, ArgsExt};
-use super::{Tool, ToolContext, ToolError, ToolOutput, prepare_with};
+use super::{ScratchMode, Tool, ToolContext, ToolError, ToolOutput, prepare_with};
 
 /// Lines longer than this are cut by `Read`.
 const MAX_LINE_CHARS: usize = 2000;
@@ -253,7 +253,7 @@ impl Tool for FileTool {
                 fs.delete(path).await?;
                 Ok(ToolOutput::Text(format!("Deleted {path}")))
             }
-            FileTool::SemanticSearch => semantic_search(fs, &args).await,
+            FileTool::SemanticSearch => semantic_search(ctx, &args).await,
         }
     }
 }
@@ -456,14 +456,21 @@ fn replace_literal(
     }
 }
 
+/// Ranked search through the tree's index. On the host default the workspace has no standing
+/// index (Shell and other processes change it behind the tree's back), so the index is built
+/// from the workspace as it is now, when the model searches, instead of on every turn.
 async fn semantic_search(
-    fs: &dyn folio_fs::FileSystem,
+    ctx: &ToolContext,
     args: &Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
     let query = SearchQuery {
         query: args.str_arg("query").unwrap_or_default().to_string(),
         path: args.str_arg("path").map(str::to_string),
         max_results: Some(args.u64_arg("numResults").unwrap_or(DEFAULT_SEARCH_RESULTS) as usize),
+    };
+    let fs = match ctx.scratch {
+        ScratchMode::Host => folio_fs::indexed(ctx.fs.clone()).await?,
+        ScratchMode::Rooted => ctx.fs.clone(),
     };
     let hits: Vec<_> = fs.search(query).try_collect().await?;
     let blocks: Vec<String> = hits
