@@ -182,10 +182,7 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
     if !project_dir.is_dir() {
         findings.error(
             project_dir,
-            format!(
-                "{} is not a directory: pass --dir with an agent project (a folder holding agent/)",
-                project_dir.display()
-            ),
+            "not a directory: pass --dir with an agent project (a folder holding agent/)".into(),
         );
         return None;
     }

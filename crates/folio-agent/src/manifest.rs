@@ -30,11 +30,13 @@ impl Report {
         line: Option<u32>,
         message: String,
     ) {
-        let file = file
-            .strip_prefix(&self.project_dir)
-            .unwrap_or(file)
-            .to_string_lossy()
-            .into_owned();
+        let file = match file.strip_prefix(&self.project_dir) {
+            Ok(relative) if !relative.as_os_str().is_empty() => relative,
+            // The project directory itself is named as given.
+            _ => file,
+        }
+        .to_string_lossy()
+        .into_owned();
         self.diagnostics.push(Diagnostic {
             severity,
             file,

@@ -8,8 +8,12 @@ use folio_protocol::RunResult;
 
 /// Prints the result of the session whose log is at `events`.
 pub(crate) fn trajectory(events: &Path, json: bool) -> anyhow::Result<ExitCode> {
-    let log = folio_server::read_events(events)
-        .with_context(|| "cannot summarize it: pass the path of a session's traces/<id>.ndjson")?;
+    let log = folio_server::read_events(events).with_context(|| {
+        format!(
+            "cannot summarize {} (pass a session's <state-root>/traces/<id>.ndjson)",
+            events.display()
+        )
+    })?;
     let result = RunResult::from_events(&log);
     print_result(&result, json)?;
     Ok(exit_code(&result))

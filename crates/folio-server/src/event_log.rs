@@ -21,7 +21,9 @@ pub enum LogError {
         source: std::io::Error,
     },
     /// A line other than the last one does not parse: the file was edited or corrupted.
-    #[error("event log {path}: line {line} is not a valid event ({message}); the log is corrupt")]
+    #[error(
+        "event log {path}: line {line} is not a valid event ({message}); the log is corrupt or not an event log"
+    )]
     Corrupt {
         /// The log file.
         path: PathBuf,
@@ -162,31 +164,26 @@ fn read_valid(path: &Path, file: &mut File) -> Result<(Vec<Event>, u64), LogErro
             break;
         }
         number += 1;
-        if line.ends_with(b"\n") {
-            match serde_json::from_slice::<Event>(&line) {
-                Ok(event) => {
-                    events.push(event);
-                    valid_len += read as u64;
-                    continue;
-                }
-                Err(err) if !reader_at_end(&mut reader) => {
-                    return Err(LogError::Corrupt {
-                        path: path.to_path_buf(),
-                        line: number,
-                        message: err.to_string(),
-                    });
-                }
-                Err(_) => {}
+        if !line.ends_with(b"\n") {
+            // An append is one `write` of the line and its newline: an unterminated last line
+            // is a torn append, dropped (and truncated away by `open`).
+            break;
+        }
+        match serde_json::from_slice::<Event>(&line) {
+            Ok(event) => {
+                events.push(event);
+                valid_len += read as u64;
+            }
+            Err(err) => {
+                return Err(LogError::Corrupt {
+                    path: path.to_path_buf(),
+                    line: number,
+                    message: err.to_string(),
+                });
             }
         }
-        // An unterminated or unparsable final line is a torn append: drop it.
-        break;
     }
     Ok((events, valid_len))
-}
-
-fn reader_at_end(reader: &mut BufReader<&mut File>) -> bool {
-    reader.fill_buf().map(|buf| buf.is_empty()).unwrap_or(true)
 }
 
 #[cfg(test)]
@@ -226,6 +223,21 @@ mod tests {
         assert!(
             text.lines()
                 .all(|l| serde_json::from_str::<Event>(l).is_ok())
+        );
+    }
+
+    #[test]
+    fn a_complete_last_line_that_is_not_an_event_is_an_error_not_a_torn_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.ndjson");
+        std::fs::write(&path, "garbage\n").unwrap();
+        let err = read_events(&path).unwrap_err().to_string();
+        assert!(err.contains("line 1 is not a valid event"), "{err}");
+        assert!(EventLog::open(&path, "s").is_err());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "garbage\n",
+            "nothing lost"
         );
     }
 
