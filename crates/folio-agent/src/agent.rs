@@ -5,20 +5,22 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use folio_fs::{FileSystem, local_fs};
-use folio_model::{Provider, ProviderConfig, open_provider};
+use folio_model::{ModelError, Provider, ProviderConfig, open_provider};
+use folio_project::{AgentDefinition, Execution, NativeTool, ROOT_SKILLS_MOUNT};
 
-use crate::allowlist::NativeTool;
-use crate::artifacts::{ArtifactStore, TagArtifactTool};
-use crate::config::Execution;
-use crate::discovery::AgentDefinition;
+use crate::artifacts::{ArtifactError, ArtifactStore, TagArtifactTool};
 use crate::hooks::HookDispatcher;
-use crate::mcp::{Connections, EnvLookup, McpConnection, McpTool, McpTransport, process_env};
-use crate::root::{bind_turn_root, build_root, with_skills_mount};
-use crate::skills::{HOST_SKILLS_DIR, ROOT_SKILLS_MOUNT, SkillContent, catalog, skills_mount};
+use crate::mcp::{
+    Connections, EnvLookup, McpConnection, McpError, McpTool, McpTransport, process_env,
+};
+use crate::root::{RootError, bind_turn_root, build_root, with_skills_mount};
+use crate::skills::{HOST_SKILLS_DIR, SkillContent, SkillError, catalog, skills_mount};
 use crate::subagents::{Subagent, TaskTool};
-use crate::tools::{ScratchMode, ShellTool, TodosTool, ToolRegistry, WebFetchTool};
+use crate::tools::{
+    AuthoredTool, DuplicateTool, ScratchMode, ShellTool, TodosTool, ToolRegistry, WebFetchTool,
+};
 use crate::turn::Harness;
-use crate::workspace::{agent_tool_catalog, prepare_host_workspace};
+use crate::workspace::{PrepareError, agent_tool_catalog, prepare_host_workspace};
 
 /// An agent ready to run turns.
 #[derive(Clone)]
@@ -45,7 +47,43 @@ pub struct Agent {
 /// Opens the provider of a `provider:model` spec (a subagent's `model`); returns it with the
 /// model id to send.
 pub type ModelOpener =
-    Arc<dyn Fn(&str) -> Result<(Arc<dyn Provider>, String), String> + Send + Sync>;
+    Arc<dyn Fn(&str) -> Result<(Arc<dyn Provider>, String), ModelError> + Send + Sync>;
+
+/// Why an agent could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A skill could not be loaded (a read error, or its generating command failed).
+    #[error(transparent)]
+    Skill(#[from] SkillError),
+    /// A mount of `[root]` could not be built.
+    #[error(transparent)]
+    Root(#[from] RootError),
+    /// Two tools ended up with the same name.
+    #[error(transparent)]
+    DuplicateTool(#[from] DuplicateTool),
+    /// An authored tool could not be built.
+    #[error("tools/{tool}.toml: {reason}")]
+    Tool {
+        /// The tool's name.
+        tool: String,
+        /// What failed.
+        reason: String,
+    },
+    /// An MCP server of `mcp-connections/` could not be started or listed.
+    #[error(transparent)]
+    Mcp(#[from] McpError),
+    /// The artifact store could not be opened.
+    #[error(transparent)]
+    Artifacts(#[from] ArtifactError),
+    /// A subagent's own model could not be opened.
+    #[error("subagent \"{id}\": model: {source}")]
+    SubagentModel {
+        /// The subagent's id.
+        id: String,
+        /// Why its model could not be opened.
+        source: ModelError,
+    },
+}
 
 /// What [`Agent::load_with`] needs from its host beyond the definition and the model.
 #[derive(Clone, Default)]
@@ -66,7 +104,7 @@ impl Agent {
         definition: AgentDefinition,
         provider: Arc<dyn Provider>,
         model: String,
-    ) -> Result<Agent, String> {
+    ) -> Result<Agent, LoadError> {
         Agent::load_with(definition, provider, model, LoadOptions::default()).await
     }
 
@@ -78,7 +116,7 @@ impl Agent {
         provider: Arc<dyn Provider>,
         model: String,
         options: LoadOptions,
-    ) -> Result<Agent, String> {
+    ) -> Result<Agent, LoadError> {
         let skills = crate::skills::load_all(&definition.skills).await?;
         let root = match &definition.config.root {
             Some(mounts) => {
@@ -96,7 +134,12 @@ impl Agent {
             let tool: Arc<dyn crate::tools::Tool> = match native {
                 NativeTool::File(file) => Arc::new(*file),
                 NativeTool::Shell => Arc::new(ShellTool),
-                NativeTool::WebFetch => Arc::new(WebFetchTool::new()?),
+                NativeTool::WebFetch => {
+                    Arc::new(WebFetchTool::new().map_err(|reason| LoadError::Tool {
+                        tool: "WebFetch".into(),
+                        reason,
+                    })?)
+                }
                 NativeTool::UpdateTodos => Arc::new(TodosTool::Update),
                 NativeTool::ReadTodos => Arc::new(TodosTool::Read),
                 // Registered below, once the subagents (which inherit every other tool) exist.
@@ -105,8 +148,12 @@ impl Agent {
             tools.register(tool)?;
         }
         for tool in &definition.tools {
-            if tool.execution() == Execution::Server {
-                tools.register(tool.clone())?;
+            if tool.execution == Execution::Server {
+                let built = AuthoredTool::new(tool).map_err(|err| LoadError::Tool {
+                    tool: tool.name.clone(),
+                    reason: format!("input_schema: {err}"),
+                })?;
+                tools.register(Arc::new(built))?;
             }
         }
         let env = options.env.clone().unwrap_or_else(process_env);
@@ -127,7 +174,7 @@ impl Agent {
                 Ok(mcp_tools) => mcp_tools,
                 Err(err) => {
                     connections.shutdown().await;
-                    return Err(err.to_string());
+                    return Err(err.into());
                 }
             };
             for tool in mcp_tools {
@@ -141,8 +188,7 @@ impl Agent {
         let artifacts = ArtifactStore::open(
             state_root.join("artifacts"),
             definition.artifacts.clone().unwrap_or_default(),
-        )
-        .map_err(|err| err.to_string())?;
+        )?;
         if artifacts.config().agent_tool {
             tools.register(Arc::new(TagArtifactTool::new(artifacts.clone())))?;
         }
@@ -186,7 +232,7 @@ impl Agent {
     pub async fn bind_turn_fs(
         &self,
         workspace: &Path,
-    ) -> Result<(Arc<dyn FileSystem>, ScratchMode), String> {
+    ) -> Result<(Arc<dyn FileSystem>, ScratchMode), PrepareError> {
         if let Some(root) = &self.root {
             return Ok((bind_turn_root(root.clone()), ScratchMode::Rooted));
         }
@@ -202,13 +248,13 @@ fn load_subagents(
     parent: &Harness,
     options: &LoadOptions,
     env: &EnvLookup,
-) -> Result<Vec<Subagent>, String> {
+) -> Result<Vec<Subagent>, LoadError> {
     let mut subagents = Vec::new();
     for sub in &definition.subagents {
         let (provider, model) = match &sub.model {
             None => (parent.provider.clone(), parent.model.clone()),
             Some(spec) => match &options.open_model {
-                Some(open) => open(spec)?,
+                Some(open) => open(spec),
                 None => {
                     let config = ProviderConfig {
                         base_url: definition.config.provider.base_url.clone(),
@@ -216,9 +262,12 @@ fn load_subagents(
                         ..ProviderConfig::default()
                     };
                     open_provider(spec, &config, &|name: &str| env(name))
-                        .map_err(|err| format!("subagent \"{}\": model: {err}", sub.id))?
                 }
-            },
+            }
+            .map_err(|source| LoadError::SubagentModel {
+                id: sub.id.clone(),
+                source,
+            })?,
         };
         subagents.push(Subagent {
             definition: sub.clone(),

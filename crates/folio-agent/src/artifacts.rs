@@ -1,19 +1,19 @@
-//! Artifacts (`artifacts.toml`): typed records an agent tags during sessions, upserted by
-//! `(kind, key)`, validated against their kind's JSON Schema, kept under the state root
-//! (`<state-root>/artifacts/<id>.json` plus an optional `<id>.content`), and evicted least
-//! recently updated first past the retention cap. The model tags through `tag_artifact`, which
-//! records `artifact.tagged` in the session.
+//! The artifact store (`artifacts.toml` is parsed by folio-project into [`ArtifactsConfig`]):
+//! typed records an agent tags during sessions, upserted by `(kind, key)`, validated against
+//! their kind's JSON Schema, kept under the state root (`<state-root>/artifacts/<id>.json` plus
+//! an optional `<id>.content`), and evicted least recently updated first past the retention cap.
+//! The model tags through `tag_artifact`, which records `artifact.tagged` in the session.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use folio_project::{ArtifactsConfig, compile_schema};
 use folio_protocol::{ArtifactTagged, EventBody};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::manifest::Report;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::turn::{EventSink, TurnTool};
 
@@ -21,115 +21,6 @@ use crate::turn::{EventSink, TurnTool};
 pub const DEFAULT_KIND: &str = "artifact";
 /// The model-facing tool name.
 pub const TAG_ARTIFACT: &str = "tag_artifact";
-/// Default retention cap.
-const DEFAULT_MAX: usize = 1000;
-
-const REGISTRY_KEYS: &[&str] = &["agent_tool", "max", "kinds"];
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Manifest {
-    #[serde(default)]
-    agent_tool: bool,
-    max: Option<usize>,
-    #[serde(default)]
-    kinds: BTreeMap<String, KindManifest>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KindManifest {
-    description: Option<String>,
-    schema: Option<toml::Value>,
-}
-
-/// One artifact kind.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ArtifactKind {
-    /// What records of this kind are.
-    pub description: Option<String>,
-    /// The JSON Schema `data` must satisfy (none: any value).
-    pub schema: Option<Value>,
-}
-
-/// `artifacts.toml`: the artifact kinds and retention.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ArtifactsConfig {
-    /// Whether `tag_artifact` is offered to the model.
-    pub agent_tool: bool,
-    /// Retention cap: past it, the least recently updated records are evicted.
-    pub max: usize,
-    /// The kinds by name.
-    pub kinds: BTreeMap<String, ArtifactKind>,
-}
-
-impl Default for ArtifactsConfig {
-    /// No `artifacts.toml`: any kind, no tool, the default cap.
-    fn default() -> Self {
-        ArtifactsConfig {
-            agent_tool: false,
-            max: DEFAULT_MAX,
-            kinds: BTreeMap::new(),
-        }
-    }
-}
-
-/// Reads `artifacts.toml` of `agent_dir`, when present.
-pub(crate) fn discover_artifacts(agent_dir: &Path, report: &mut Report) -> Option<ArtifactsConfig> {
-    let file = agent_dir.join("artifacts.toml");
-    if !file.is_file() {
-        return None;
-    }
-    let manifest = report.parse::<Manifest>(&file, REGISTRY_KEYS)?;
-    if manifest.agent_tool && manifest.kinds.is_empty() {
-        report.error(
-            &file,
-            "agent_tool: tag_artifact needs at least one kind; add a [kinds.<name>] table or set agent_tool = false".into(),
-        );
-        return None;
-    }
-    if manifest.max == Some(0) {
-        report.error(&file, "max: must be at least 1".into());
-        return None;
-    }
-    let mut kinds = BTreeMap::new();
-    for (name, kind) in manifest.kinds {
-        let schema = match kind.schema.map(serde_json::to_value).transpose() {
-            Ok(schema) => schema,
-            Err(err) => {
-                report.error(&file, format!("kinds.{name}.schema: {err}"));
-                continue;
-            }
-        };
-        if let Some(schema) = &schema
-            && let Err(err) = compile(schema)
-        {
-            report.error(
-                &file,
-                format!("kinds.{name}.schema: not a valid JSON Schema: {err}"),
-            );
-            continue;
-        }
-        kinds.insert(
-            name,
-            ArtifactKind {
-                description: kind.description,
-                schema,
-            },
-        );
-    }
-    Some(ArtifactsConfig {
-        agent_tool: manifest.agent_tool,
-        max: manifest.max.unwrap_or(DEFAULT_MAX),
-        kinds,
-    })
-}
-
-fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
-    jsonschema::options()
-        .build(schema)
-        .map_err(|err| err.to_string())
-}
 
 /// A stored artifact (`<id>.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -215,7 +106,7 @@ impl ArtifactStore {
         let mut validators = BTreeMap::new();
         for (name, kind) in &config.kinds {
             if let Some(schema) = &kind.schema {
-                let validator = compile(schema)
+                let validator = compile_schema(schema)
                     .map_err(|err| ArtifactError::Invalid(format!("kinds.{name}.schema: {err}")))?;
                 validators.insert(name.clone(), validator);
             }

@@ -1,12 +1,11 @@
-//! Agent discovery, the tool registry and the turn loop.
+//! The agent runtime: the tool registry, the MCP client, hooks, artifacts and the turn loop.
 //!
-//! An agent is a folder. [`discover`] reads it into an [`AgentDefinition`] plus
-//! [`Diagnostic`]s (every fail-closed rule is an error naming file, field and rule).
-//! [`Agent::load`] builds its authored root and its [`tools::ToolRegistry`]; each turn binds a
-//! FileSystem ([`Agent::bind_turn_fs`]) and [`Harness::run_turn`] streams the model, runs tool
-//! calls, and records every effect as an event through an [`EventSink`]. The conversation sent
-//! to the model is rebuilt from those events ([`conversation::conversation`]), so a session's
-//! log is its only state.
+//! An agent is a folder; folio-project discovers it into an [`AgentDefinition`] (re-exported
+//! here with [`discover`]). [`Agent::load`] builds its authored root and its
+//! [`tools::ToolRegistry`]; each turn binds a FileSystem ([`Agent::bind_turn_fs`]) and
+//! [`Harness::run_turn`] streams the model, runs tool calls, and records every effect as an
+//! event through an [`EventSink`]. The conversation sent to the model is rebuilt from those
+//! events ([`conversation::conversation`]), so a session's log is its only state.
 //!
 //! Authored tools ([`tools::AuthoredTool`]) are subprocesses behind the same [`tools::Tool`]
 //! trait, their input checked against a JSON Schema; [`skills`] are listed in the system prompt
@@ -14,14 +13,9 @@
 //! (`AGENTS.md`, skills, agent-tool scripts, sandbox seeds) and writes per-send files.
 
 pub mod agent;
-pub mod allowlist;
 pub mod artifacts;
-pub mod config;
 pub mod conversation;
-pub mod discovery;
 pub mod hooks;
-pub mod info;
-mod manifest;
 pub mod mcp;
 pub mod root;
 pub mod skills;
@@ -30,6 +24,6 @@ pub mod tools;
 pub mod turn;
 pub mod workspace;
 
-pub use agent::Agent;
-pub use discovery::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
+pub use agent::{Agent, LoadError, LoadOptions};
+pub use folio_project::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
 pub use turn::{EventSink, Harness, TURN_INTERRUPTED, Turn, TurnOutcome};

@@ -8,18 +8,31 @@ use std::sync::Arc;
 
 use folio_fs::{FileSystem, TempFs, host_dir, indexed, overlay_fs, temp_fs, union_fs};
 
-use crate::config::MountSpec;
+use folio_project::{MountSpec, ROOT_SKILLS_MOUNT};
+
+/// A mount of `[root]` that could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("agent.toml [root] \"{mount}\": {reason}")]
+pub struct RootError {
+    /// The mount path.
+    pub mount: String,
+    /// What failed and what to do.
+    pub reason: String,
+}
 
 /// Builds the authored root from `[root]`; host paths are relative to `agent_dir`.
 pub async fn build_root(
     mounts: &BTreeMap<String, MountSpec>,
     agent_dir: &Path,
-) -> Result<Arc<dyn FileSystem>, String> {
+) -> Result<Arc<dyn FileSystem>, RootError> {
     let mut built = Vec::new();
     for (mount, spec) in mounts {
         let tree = build_mount(spec, agent_dir)
             .await
-            .map_err(|err| format!("agent.toml [root] \"{mount}\": {err}"))?;
+            .map_err(|reason| RootError {
+                mount: mount.clone(),
+                reason,
+            })?;
         built.push((mount.clone(), tree));
     }
     Ok(union_fs(built))
@@ -80,6 +93,6 @@ pub fn with_skills_mount(
 ) -> Arc<dyn FileSystem> {
     union_fs([
         ("/".to_string(), root),
-        (crate::skills::ROOT_SKILLS_MOUNT.to_string(), skills),
+        (ROOT_SKILLS_MOUNT.to_string(), skills),
     ])
 }

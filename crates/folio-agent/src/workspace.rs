@@ -5,15 +5,12 @@
 //! `workspaceFiles` (never under `memory/`).
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 
 use folio_fs::{FileSystem, PathError};
+use folio_project::{AgentDefinition, Execution, ToolDefinition};
 
-use crate::config::Execution;
-use crate::discovery::AgentDefinition;
 use crate::skills::{SkillContent, materialize_host};
-use crate::tools::{AuthoredTool, Tool};
 
 /// Written once a workspace is prepared, so later turns leave it as the model left it.
 pub const PREPARED_MARKER: &str = ".folio/prepared";
@@ -99,22 +96,22 @@ pub async fn write_workspace_files(
 }
 
 /// The `execution = "agent"` tools of an agent.
-fn agent_tools(definition: &AgentDefinition) -> Vec<&Arc<AuthoredTool>> {
+fn agent_tools(definition: &AgentDefinition) -> Vec<&ToolDefinition> {
     definition
         .tools
         .iter()
-        .filter(|tool| tool.execution() == Execution::Agent)
+        .filter(|tool| tool.execution == Execution::Agent)
         .collect()
 }
 
 /// The command line that runs an agent tool from the workspace root.
-fn workspace_command(tool: &AuthoredTool) -> String {
+fn workspace_command(tool: &ToolDefinition) -> String {
     let scripts = tool.script_files();
-    tool.command()
+    tool.command
         .iter()
         .map(|arg| {
             let arg = if scripts.contains(arg) {
-                format!("{AGENT_TOOLS_DIR}/{}/{arg}", tool.name())
+                format!("{AGENT_TOOLS_DIR}/{}/{arg}", tool.name)
             } else {
                 arg.clone()
             };
@@ -143,10 +140,10 @@ pub fn agent_tool_catalog(definition: &AgentDefinition) -> Option<String> {
     for tool in tools {
         text.push_str(&format!(
             "- {}: {}\n  command: `{}`\n  input schema: {}\n",
-            tool.name(),
-            tool.description(),
+            tool.name,
+            tool.description,
             workspace_command(tool),
-            tool.input_schema()
+            tool.schema
         ));
     }
     Some(text.trim_end().to_string())
@@ -163,6 +160,18 @@ pub fn agents_md(definition: &AgentDefinition) -> String {
     text
 }
 
+/// A host session workspace that could not be prepared.
+#[derive(Debug, thiserror::Error)]
+#[error("could not prepare the workspace {} ({what}): {source}", workspace.display())]
+pub struct PrepareError {
+    /// The workspace directory.
+    pub workspace: PathBuf,
+    /// The step that failed (`AGENTS.md`, `skills`, `memory/ link`, …).
+    pub what: &'static str,
+    /// The OS error.
+    pub source: std::io::Error,
+}
+
 /// Prepares a host session workspace before its first local turn; returns `false` when it was
 /// already prepared (later turns keep what the model changed).
 pub async fn prepare_host_workspace(
@@ -170,16 +179,15 @@ pub async fn prepare_host_workspace(
     skills: &[SkillContent],
     workspace: &Path,
     memory: &Path,
-) -> Result<bool, String> {
+) -> Result<bool, PrepareError> {
     let marker = workspace.join(PREPARED_MARKER);
     if marker.exists() {
         return Ok(false);
     }
-    let failed = |what: &str, err: std::io::Error| {
-        format!(
-            "could not prepare the workspace {} ({what}): {err}",
-            workspace.display()
-        )
+    let failed = |what: &'static str, source: std::io::Error| PrepareError {
+        workspace: workspace.to_path_buf(),
+        what,
+        source,
     };
     tokio::fs::create_dir_all(workspace)
         .await
@@ -194,13 +202,13 @@ pub async fn prepare_host_workspace(
         .await
         .map_err(|e| failed("skills", e))?;
     for tool in agent_tools(definition) {
-        let dir = workspace.join(AGENT_TOOLS_DIR).join(tool.name());
+        let dir = workspace.join(AGENT_TOOLS_DIR).join(&tool.name);
         for script in tool.script_files() {
             let target = dir.join(&script);
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| failed("agent tools", e))?;
             }
-            std::fs::copy(tool.tools_dir().join(&script), &target)
+            std::fs::copy(tool.tools_dir.join(&script), &target)
                 .map_err(|e| failed("agent tools", e))?;
         }
     }

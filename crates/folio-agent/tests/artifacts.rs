@@ -3,8 +3,9 @@
 
 mod part_b;
 
-use folio_agent::artifacts::{ArtifactStore, ArtifactsConfig, TagRequest};
+use folio_agent::artifacts::{ArtifactStore, TagRequest};
 use folio_agent::{TurnOutcome, discover};
+use folio_project::ArtifactsConfig;
 use folio_protocol::{ArtifactTagged, EventBody};
 use folio_test_support::{MockModelServer, MockReply};
 use part_b::*;

@@ -43,8 +43,8 @@ fn make_tool(
     let discovery = discover(dir.path());
     assert!(!discovery.has_errors(), "{:?}", discovery.diagnostics);
     let definition = discovery.definition.unwrap();
-    let tool = definition.tools[0].clone();
-    (dir, tool)
+    let tool = AuthoredTool::new(&definition.tools[0]).unwrap();
+    (dir, Arc::new(tool))
 }
 
 fn context(workspace: &Path) -> ToolContext {
@@ -296,7 +296,8 @@ async fn schema_from_a_file_and_remote_refs_are_never_fetched() {
     let definition = discover(dir.path()).definition.unwrap();
     let ctx = context(dir2.path());
     assert_eq!(
-        definition.tools[0]
+        AuthoredTool::new(&definition.tools[0])
+            .unwrap()
             .call_direct(json!({"n": "x"}), &ctx)
             .await,
         Err(ToolError(

@@ -7,9 +7,10 @@ mod part_b;
 use std::sync::Arc;
 use std::time::Duration;
 
-use folio_agent::mcp::{McpConnection, McpError, McpServerConfig, McpTool, McpTransport};
+use folio_agent::mcp::{McpConnection, McpError, McpTool, McpTransport};
 use folio_agent::tools::{Tool, ToolOutput};
 use folio_agent::{Severity, TurnOutcome, discover};
+use folio_project::McpServerConfig;
 use folio_test_support::{MockModelServer, MockReply};
 use part_b::*;
 use pretty_assertions::assert_eq;

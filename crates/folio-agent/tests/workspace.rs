@@ -114,11 +114,17 @@ async fn a_failing_generated_skill_is_a_one_line_load_error() {
     );
     let definition = discover(project.path()).definition.unwrap();
     assert_eq!(
-        definition.skills[0].load().await.unwrap_err(),
+        folio_agent::skills::load(&definition.skills[0])
+            .await
+            .unwrap_err()
+            .to_string(),
         "skill broken: `bash -c echo boom >&2; exit 2` exited with code 2: boom"
     );
     assert_eq!(
-        definition.skills[1].load().await.unwrap_err(),
+        folio_agent::skills::load(&definition.skills[1])
+            .await
+            .unwrap_err()
+            .to_string(),
         "skill silent: the command printed no description (print {description, markdown, files} or set description in silent.toml)"
     );
 }

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use folio_agent::discover;
-use folio_agent::tools::{ScratchMode, TodoList, Tool, ToolContext};
+use folio_agent::tools::{AuthoredTool, ScratchMode, TodoList, Tool, ToolContext};
+use folio_project::discover;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -46,8 +46,8 @@ async fn call_async(args: CallArgs) -> anyhow::Result<ExitCode> {
             args.dir.display()
         );
     };
-    let Some(tool) = definition.tools.iter().find(|t| t.name() == args.tool) else {
-        let names: Vec<&str> = definition.tools.iter().map(|t| t.name()).collect();
+    let Some(tool) = definition.tools.iter().find(|t| t.name == args.tool) else {
+        let names: Vec<&str> = definition.tools.iter().map(|t| t.name.as_str()).collect();
         bail!(
             "no authored tool \"{}\" in {} (authored tools: {})",
             args.tool,
@@ -59,6 +59,8 @@ async fn call_async(args: CallArgs) -> anyhow::Result<ExitCode> {
             }
         );
     };
+    let tool = AuthoredTool::new(tool)
+        .with_context(|| format!("tools/{}.toml: input_schema", args.tool))?;
     let input: Value = serde_json::from_str(&args.input)
         .with_context(|| format!("--input is not JSON: {}", args.input))?;
     let workspace = tempfile::Builder::new()

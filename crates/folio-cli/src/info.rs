@@ -5,10 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use folio_agent::allowlist::NativeTool;
-use folio_agent::mcp::McpTransport;
-use folio_agent::tools::Tool;
-use folio_agent::{AgentDefinition, discover};
+use folio_project::{AgentDefinition, McpTransport, NativeTool, discover};
 use serde_json::Value;
 
 /// Arguments of `folio info`.
@@ -31,7 +28,7 @@ fn transport_line(transport: &McpTransport) -> String {
     }
 }
 
-/// The human form of [`folio_agent::info::describe`].
+/// The human form of [`folio_project::describe`].
 fn info_text(definition: &AgentDefinition, info: &Value) -> String {
     let mut out = format!("agent: {}\n", definition.name);
     if let Some(description) = &definition.description {
@@ -75,21 +72,21 @@ fn info_text(definition: &AgentDefinition, info: &Value) -> String {
             .map(|t| {
                 format!(
                     "{} ({}, {}{}): {}",
-                    t.name(),
-                    serde_json::to_value(t.effect())
+                    t.name,
+                    serde_json::to_value(t.effect)
                         .unwrap_or_default()
                         .as_str()
                         .unwrap_or(""),
-                    serde_json::to_value(t.execution())
+                    serde_json::to_value(t.execution)
                         .unwrap_or_default()
                         .as_str()
                         .unwrap_or(""),
-                    if t.needs_approval() {
+                    if t.needs_approval {
                         ", needs approval"
                     } else {
                         ""
                     },
-                    t.description()
+                    t.description
                 )
             })
             .collect(),
@@ -191,7 +188,7 @@ pub(crate) fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
             args.dir.display()
         );
     };
-    let mut info = folio_agent::info::describe(definition);
+    let mut info = folio_project::describe(definition);
     if args.json {
         info["diagnostics"] = serde_json::to_value(&discovery.diagnostics)?;
         println!("{}", serde_json::to_string_pretty(&info)?);

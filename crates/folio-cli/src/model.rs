@@ -4,8 +4,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use folio_agent::AgentDefinition;
 use folio_model::{MissingKeyProvider, ModelError, Provider, ProviderConfig, open_provider};
+use folio_project::AgentDefinition;
 
 /// Opens the model of `definition`: `--model`, else `FOLIO_MODEL`, else `agent.toml`'s `model`.
 /// A relative `replay:` fixture is found relative to the project directory `dir`. A missing API

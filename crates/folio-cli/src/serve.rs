@@ -114,7 +114,7 @@ fn slug_for(dir: &Path, layout: Layout) -> anyhow::Result<String> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    match (layout, folio_agent::discovery::slug_problem(&name)) {
+    match (layout, folio_project::slug_problem(&name)) {
         (Layout::Multi, Some(problem)) => bail!(
             "cannot mount {}: {problem} (or serve this one project with --mode single)",
             dir.display()

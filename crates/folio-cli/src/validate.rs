@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use folio_agent::{Severity, discover};
+use folio_project::{Severity, discover};
 
 /// Arguments of `folio validate`.
 #[derive(Debug, clap::Args)]

@@ -427,7 +427,7 @@ async fn run_turn(
     let workspace = inner.state.workspace_dir(&live.id);
     let (fs, scratch) = match agent.bind_turn_fs(&workspace).await {
         Ok(bound) => bound,
-        Err(err) => return failed(&live, err),
+        Err(err) => return failed(&live, err.to_string()),
     };
     if let Err(err) = write_workspace_files(fs.as_ref(), &files).await {
         return failed(&live, err.to_string());
@@ -506,7 +506,7 @@ pub(crate) async fn direct_call(
     let (fs, scratch) = agent
         .bind_turn_fs(workspace)
         .await
-        .map_err(ManagerError::Internal)?;
+        .map_err(|err| ManagerError::Internal(err.to_string()))?;
     let ctx = ToolContext {
         fs,
         workspace: workspace.to_path_buf(),

@@ -597,7 +597,7 @@ async fn agent_info(State(state): State<AgentState>) -> ApiResult {
         })
         .collect();
     // The live registry (with MCP tools) answers `tools`; the rest is what discovery found.
-    let found = folio_agent::info::describe(def);
+    let found = folio_project::describe(def);
     let connections: Vec<Value> = ["mcpConnections", "hostConnections"]
         .iter()
         .flat_map(|key| {

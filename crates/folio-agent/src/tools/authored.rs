@@ -6,27 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use folio_project::{Effect, Execution, InvalidSchema, ToolDefinition, compile_schema};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
 use super::process::{Finished, Outcome, run_in_group, tail_lines};
-use super::{FileTool, Tool, ToolContext, ToolError, ToolOutput};
-use crate::config::{Effect, Execution, ToolManifest};
-use crate::discovery::is_valid_name;
-use crate::manifest::Report;
-
-/// Seconds an authored tool may run when its manifest names no timeout.
-pub const DEFAULT_TOOL_TIMEOUT_SECS: u64 = 60;
-/// Names of built-in tools other than the file tools (an authored tool may not take them).
-const BUILT_IN_NAMES: &[&str] = &[
-    "Shell",
-    "WebFetch",
-    "WebSearch",
-    "UpdateTodos",
-    "ReadTodos",
-    "Task",
-    "ReadLints",
-];
+use super::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// Lines of stderr a failing tool's error carries.
 const STDERR_TAIL_LINES: usize = 20;
@@ -59,62 +44,24 @@ impl std::fmt::Debug for AuthoredTool {
     }
 }
 
-/// The parts of a manifest an [`AuthoredTool`] is built from (checked by discovery).
-#[derive(Debug, Clone)]
-pub struct AuthoredToolSpec {
-    /// The tool name (the manifest's file stem).
-    pub name: String,
-    /// What the tool does.
-    pub description: String,
-    /// The program and its arguments.
-    pub command: Vec<String>,
-    /// The `agent/tools/` folder the command resolves against.
-    pub tools_dir: PathBuf,
-    /// `read` or `write`.
-    pub effect: Effect,
-    /// Park model-initiated calls for a human decision.
-    pub needs_approval: bool,
-    /// `server` or `agent`.
-    pub execution: Execution,
-    /// Seconds before the process group is killed.
-    pub timeout_secs: u64,
-    /// Returned instead of running a write tool in a dry-run session.
-    pub dry_run_result: Option<Value>,
-    /// The input's JSON Schema.
-    pub schema: Value,
-    /// The agent's name (passed to the process in `context.agent`).
-    pub agent: String,
-}
-
 impl AuthoredTool {
-    /// Compiles the tool's schema; an invalid schema is a one-line error. Remote `$ref`s are
-    /// never fetched (jsonschema is built without its resolvers).
-    pub fn new(spec: AuthoredToolSpec) -> Result<AuthoredTool, String> {
-        let validator = jsonschema::validator_for(&spec.schema).map_err(|err| {
-            let at = err
-                .instance_path()
-                .as_str()
-                .trim_start_matches('/')
-                .replace('/', ".");
-            if at.is_empty() {
-                format!("not a valid JSON Schema: {err}")
-            } else {
-                format!("not a valid JSON Schema at {at}: {err}")
-            }
-        })?;
+    /// Builds the tool of a checked manifest, compiling its input schema (discovery has
+    /// already checked that it compiles). Remote `$ref`s are never fetched.
+    pub fn new(definition: &ToolDefinition) -> Result<AuthoredTool, InvalidSchema> {
+        let validator = compile_schema(&definition.schema)?;
         Ok(AuthoredTool {
-            name: spec.name,
-            description: spec.description,
-            command: spec.command,
-            tools_dir: spec.tools_dir,
-            effect: spec.effect,
-            needs_approval: spec.needs_approval,
-            execution: spec.execution,
-            timeout: Duration::from_secs(spec.timeout_secs.max(1)),
-            dry_run_result: spec.dry_run_result,
-            schema: spec.schema,
+            name: definition.name.clone(),
+            description: definition.description.clone(),
+            command: definition.command.clone(),
+            tools_dir: definition.tools_dir.clone(),
+            effect: definition.effect,
+            needs_approval: definition.needs_approval,
+            execution: definition.execution,
+            timeout: Duration::from_secs(definition.timeout_secs.max(1)),
+            dry_run_result: definition.dry_run_result.clone(),
+            schema: definition.schema.clone(),
             validator: Arc::new(validator),
-            agent: spec.agent,
+            agent: definition.agent.clone(),
         })
     }
 
@@ -141,17 +88,6 @@ impl AuthoredTool {
     /// Seconds before the process group is killed.
     pub fn timeout_secs(&self) -> u64 {
         self.timeout.as_secs()
-    }
-
-    /// The files under `agent/tools/` the command names (the scripts an agent tool carries).
-    pub fn script_files(&self) -> Vec<String> {
-        self.command
-            .iter()
-            .filter(|arg| {
-                !Path::new(arg.as_str()).is_absolute() && self.tools_dir.join(arg).is_file()
-            })
-            .cloned()
-            .collect()
     }
 
     /// Validates and runs the tool without a model (`folio call`, `POST /v1/tools/:name`):
@@ -354,168 +290,6 @@ fn parse_stdout(stdout: String) -> Result<ToolOutput, ToolError> {
             )),
         },
         _ => Ok(ToolOutput::Json(Value::Array(parts))),
-    }
-}
-
-/// Reads `tools/*.toml` into authored tools; names must not take a built-in tool's name
-/// (synthesized file tools fail closed, rooted or not).
-pub(crate) fn discover_authored_tools(
-    agent_dir: &Path,
-    agent_name: &str,
-    findings: &mut Report,
-) -> Vec<Arc<AuthoredTool>> {
-    let tools_dir = agent_dir.join("tools");
-    let Ok(entries) = std::fs::read_dir(&tools_dir) else {
-        return Vec::new();
-    };
-    let mut manifests: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    manifests.sort();
-    let mut tools = Vec::new();
-    for path in manifests {
-        let Some(stem) = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .map(str::to_string)
-        else {
-            continue;
-        };
-        if let Some(tool) = FileTool::ALL.iter().find(|t| t.tool_name() == stem) {
-            findings.error(
-                &path,
-                format!(
-                    "name: \"{stem}\" is the synthesized file tool {} (fail closed: rename the authored tool)",
-                    tool.tool_name()
-                ),
-            );
-            continue;
-        }
-        if BUILT_IN_NAMES.contains(&stem.as_str()) {
-            findings.error(
-                &path,
-                format!(
-                    "name: \"{stem}\" is a built-in tool (fail closed: rename the authored tool)"
-                ),
-            );
-            continue;
-        }
-        if !is_valid_name(&stem) || stem.starts_with("mcp__") {
-            findings.error(
-                &path,
-                format!("name: \"{stem}\" is not a valid tool name (use 1-64 letters, digits, `-` or `_`; `mcp__` is reserved)"),
-            );
-            continue;
-        }
-        let Some(manifest) = findings.parse_optional::<ToolManifest>(&path) else {
-            continue;
-        };
-        if let Some(tool) = build_tool(&stem, manifest, &tools_dir, &path, agent_name, findings) {
-            tools.push(Arc::new(tool));
-        }
-    }
-    tools
-}
-
-fn build_tool(
-    name: &str,
-    manifest: ToolManifest,
-    tools_dir: &Path,
-    path: &Path,
-    agent_name: &str,
-    findings: &mut Report,
-) -> Option<AuthoredTool> {
-    let mut ok = true;
-    let description = manifest.description.filter(|d| !d.trim().is_empty());
-    if description.is_none() {
-        findings.error(
-            path,
-            "description: missing (say what the tool does; the model reads it)".into(),
-        );
-        ok = false;
-    }
-    let command = manifest
-        .command
-        .filter(|c| !c.is_empty() && !c[0].is_empty());
-    if command.is_none() {
-        findings.error(
-            path,
-            "command: missing (the program and its arguments, e.g. [\"python3\", \"tool.py\"])"
-                .into(),
-        );
-        ok = false;
-    }
-    if manifest.timeout_secs == Some(0) {
-        findings.error(path, "timeout_secs: must be at least 1".into());
-        ok = false;
-    }
-    if manifest.dry_run_result.is_some() && manifest.effect == Effect::Read {
-        findings.warning(
-            path,
-            "dry_run_result: ignored for effect = \"read\" (read tools run in dry-run sessions)"
-                .into(),
-        );
-    }
-    let schema = match (manifest.input_schema, manifest.input_schema_file) {
-        (Some(_), Some(_)) => {
-            findings.error(
-                path,
-                "input_schema_file: cannot be combined with [input_schema] (keep one)".into(),
-            );
-            return None;
-        }
-        (Some(schema), None) => schema,
-        (None, Some(file)) => {
-            let schema_path = tools_dir.join(&file);
-            let parsed = std::fs::read_to_string(&schema_path)
-                .map_err(|err| err.to_string())
-                .and_then(|text| {
-                    serde_json::from_str::<serde_json::Value>(&text).map_err(|err| err.to_string())
-                });
-            match parsed {
-                Ok(schema) => schema,
-                Err(err) => {
-                    findings.error(
-                        path,
-                        format!("input_schema_file: cannot read {file} as JSON: {err}"),
-                    );
-                    return None;
-                }
-            }
-        }
-        (None, None) => serde_json::json!({"type": "object"}),
-    };
-    if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
-        findings.error(
-            path,
-            "input_schema: the input schema must have type = \"object\"".into(),
-        );
-        ok = false;
-    }
-    if !ok {
-        return None;
-    }
-    let spec = AuthoredToolSpec {
-        name: name.to_string(),
-        description: description.unwrap_or_default(),
-        command: command.unwrap_or_default(),
-        tools_dir: tools_dir.to_path_buf(),
-        effect: manifest.effect,
-        needs_approval: manifest.needs_approval,
-        execution: manifest.execution,
-        timeout_secs: manifest.timeout_secs.unwrap_or(DEFAULT_TOOL_TIMEOUT_SECS),
-        dry_run_result: manifest.dry_run_result,
-        schema,
-        agent: agent_name.to_string(),
-    };
-    match AuthoredTool::new(spec) {
-        Ok(tool) => Some(tool),
-        Err(err) => {
-            findings.error(path, format!("input_schema: {err}"));
-            None
-        }
     }
 }
 

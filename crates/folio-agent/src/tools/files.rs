@@ -7,6 +7,8 @@ use folio_fs::{Content, EditError, FileKind, GrepQuery, PathError, SearchQuery};
 use futures::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value, json};
 
+pub use folio_project::FileTool;
+
 use super::args::{Arg, ArgType, ArgsExt};
 use super::{ScratchMode, Tool, ToolContext, ToolError, ToolOutput, prepare_with};
 
@@ -16,27 +18,6 @@ const MAX_LINE_CHARS: usize = 2000;
 const DEFAULT_READ_LIMIT: u64 = 2000;
 /// Hits `SemanticSearch` returns when no `numResults` is given.
 const DEFAULT_SEARCH_RESULTS: u64 = 10;
-
-/// Which of the eight synthesized file tools this is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum FileTool {
-    /// `Read`: a file's lines, numbered; images as image parts.
-    Read,
-    /// `LS`: a directory's entries.
-    Ls,
-    /// `Grep`: regex search over file lines.
-    Grep,
-    /// `Glob`: paths matching a pattern.
-    Glob,
-    /// `Write`: create or overwrite a file.
-    Write,
-    /// `StrReplace`: exact, literal replacement inside a file.
-    StrReplace,
-    /// `Delete`: remove a file.
-    Delete,
-    /// `SemanticSearch`: ranked full-text search through the tree's index.
-    SemanticSearch,
-}
 
 const READ_ARGS: &[Arg] = &[
     Arg::new("path", ArgType::String, "The file to read.").required(),
@@ -138,44 +119,17 @@ const SEARCH_ARGS: &[Arg] = &[
     .aliases(&["num_results"]),
 ];
 
-impl FileTool {
-    /// All eight, in a stable order.
-    pub const ALL: [FileTool; 8] = [
-        FileTool::Read,
-        FileTool::Ls,
-        FileTool::Grep,
-        FileTool::Glob,
-        FileTool::Write,
-        FileTool::StrReplace,
-        FileTool::Delete,
-        FileTool::SemanticSearch,
-    ];
-
-    /// The model-facing name.
-    pub const fn tool_name(self) -> &'static str {
-        match self {
-            FileTool::Read => "Read",
-            FileTool::Ls => "LS",
-            FileTool::Grep => "Grep",
-            FileTool::Glob => "Glob",
-            FileTool::Write => "Write",
-            FileTool::StrReplace => "StrReplace",
-            FileTool::Delete => "Delete",
-            FileTool::SemanticSearch => "SemanticSearch",
-        }
-    }
-
-    fn args(self) -> &'static [Arg] {
-        match self {
-            FileTool::Read => READ_ARGS,
-            FileTool::Ls => LS_ARGS,
-            FileTool::Grep => GREP_ARGS,
-            FileTool::Glob => GLOB_ARGS,
-            FileTool::Write => WRITE_ARGS,
-            FileTool::StrReplace => STR_REPLACE_ARGS,
-            FileTool::Delete => DELETE_ARGS,
-            FileTool::SemanticSearch => SEARCH_ARGS,
-        }
+/// The arguments of `tool`.
+fn args_of(tool: FileTool) -> &'static [Arg] {
+    match tool {
+        FileTool::Read => READ_ARGS,
+        FileTool::Ls => LS_ARGS,
+        FileTool::Grep => GREP_ARGS,
+        FileTool::Glob => GLOB_ARGS,
+        FileTool::Write => WRITE_ARGS,
+        FileTool::StrReplace => STR_REPLACE_ARGS,
+        FileTool::Delete => DELETE_ARGS,
+        FileTool::SemanticSearch => SEARCH_ARGS,
     }
 }
 
@@ -207,11 +161,11 @@ impl Tool for FileTool {
     }
 
     fn input_schema(&self) -> Value {
-        super::args::schema(self.args())
+        super::args::schema(args_of(*self))
     }
 
     fn prepare(&self, input: Value) -> Result<Value, ToolError> {
-        prepare_with(self.args(), input)
+        prepare_with(args_of(*self), input)
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

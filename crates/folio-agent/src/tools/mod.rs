@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) mod args;
-pub mod authored;
+mod authored;
 mod files;
 pub(crate) mod process;
 mod shell;
@@ -19,7 +19,7 @@ mod spill;
 mod todos;
 mod web;
 
-pub use authored::{AuthoredTool, AuthoredToolSpec};
+pub use authored::AuthoredTool;
 pub use files::FileTool;
 pub use shell::ShellTool;
 pub use todos::{Todo, TodoList, TodosTool};
@@ -148,6 +148,14 @@ pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
 }
 
+/// A tool registered under a name another tool already has.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("two tools are named {name}: rename one of them")]
+pub struct DuplicateTool {
+    /// The name both tools share.
+    pub name: String,
+}
+
 impl ToolRegistry {
     /// An empty registry.
     pub fn new() -> Self {
@@ -155,10 +163,10 @@ impl ToolRegistry {
     }
 
     /// Adds `tool`; a second tool with the same name replaces nothing and is an error.
-    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), String> {
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), DuplicateTool> {
         let name = tool.name().to_string();
         if self.tools.contains_key(&name) {
-            return Err(format!("two tools are named {name}"));
+            return Err(DuplicateTool { name });
         }
         self.tools.insert(name, tool);
         Ok(())

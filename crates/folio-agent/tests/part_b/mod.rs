@@ -90,7 +90,7 @@ pub async fn load_agent(dir: &Path, base_url: &str, env: EnvLookup) -> Agent {
                 base_url: Some(base.clone()),
                 ..ProviderConfig::default()
             };
-            open_provider(spec, &config, &key).map_err(|e| e.to_string())
+            open_provider(spec, &config, &key)
         })),
     };
     Agent::load_with(definition, provider, model, options)

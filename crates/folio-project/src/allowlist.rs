@@ -1,7 +1,54 @@
 //! The `tools` allowlist of `agent.toml` → the built-in tools a turn offers (tools.md, seed 000
 //! "Allowlist"), and the fail-closed rules for an authored root.
 
-use crate::tools::FileTool;
+/// Which of the eight synthesized file tools this is (folio-agent implements them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FileTool {
+    /// `Read`: a file's lines, numbered; images as image parts.
+    Read,
+    /// `LS`: a directory's entries.
+    Ls,
+    /// `Grep`: regex search over file lines.
+    Grep,
+    /// `Glob`: paths matching a pattern.
+    Glob,
+    /// `Write`: create or overwrite a file.
+    Write,
+    /// `StrReplace`: exact, literal replacement inside a file.
+    StrReplace,
+    /// `Delete`: remove a file.
+    Delete,
+    /// `SemanticSearch`: ranked full-text search through the tree's index.
+    SemanticSearch,
+}
+
+impl FileTool {
+    /// All eight, in a stable order.
+    pub const ALL: [FileTool; 8] = [
+        FileTool::Read,
+        FileTool::Ls,
+        FileTool::Grep,
+        FileTool::Glob,
+        FileTool::Write,
+        FileTool::StrReplace,
+        FileTool::Delete,
+        FileTool::SemanticSearch,
+    ];
+
+    /// The model-facing name.
+    pub const fn tool_name(self) -> &'static str {
+        match self {
+            FileTool::Read => "Read",
+            FileTool::Ls => "LS",
+            FileTool::Grep => "Grep",
+            FileTool::Glob => "Glob",
+            FileTool::Write => "Write",
+            FileTool::StrReplace => "StrReplace",
+            FileTool::Delete => "Delete",
+            FileTool::SemanticSearch => "SemanticSearch",
+        }
+    }
+}
 
 /// A built-in tool the allowlist can grant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

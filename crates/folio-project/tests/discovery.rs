@@ -3,11 +3,7 @@
 
 use std::path::Path;
 
-use folio_agent::config::{Effect, Execution};
-use folio_agent::discovery::slug_problem;
-use folio_agent::skills::SkillForm;
-use folio_agent::tools::Tool;
-use folio_agent::{Severity, discover};
+use folio_project::{Effect, Execution, Severity, SkillForm, discover, slug_problem};
 use pretty_assertions::assert_eq;
 
 fn write(dir: &Path, files: &[(&str, &str)]) {
@@ -74,14 +70,7 @@ fn a_full_folder_is_discovered() {
     let tools: Vec<_> = definition
         .tools
         .iter()
-        .map(|t| {
-            (
-                t.name().to_string(),
-                t.effect(),
-                t.execution(),
-                t.needs_approval(),
-            )
-        })
+        .map(|t| (t.name.clone(), t.effect, t.execution, t.needs_approval))
         .collect();
     assert_eq!(
         tools,

@@ -1,10 +1,9 @@
-//! Reading the small TOML manifests of an agent folder (connections, subagents, hooks,
-//! artifacts) into typed values, with parse errors as [`Diagnostic`]s carrying line and column.
+//! Reading the manifests of an agent folder into typed values, with parse errors as [`Diagnostic`]s carrying line and column.
 
 use std::path::{Path, PathBuf};
 
 use crate::config::nearest_key;
-use crate::discovery::{Diagnostic, Severity};
+use crate::diagnostic::{Diagnostic, Severity};
 
 /// Diagnostics of one capability folder, with files named relative to the project directory.
 pub(crate) struct Report {
@@ -169,6 +168,14 @@ pub(crate) fn explain_parse_error(message: &str, fallback_keys: &[&str]) -> Stri
     }
 }
 
+/// Whether `name` is a valid tool or skill name: 1-64 of `[A-Za-z0-9_-]`.
+pub(crate) fn is_valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
 /// Whether `name` is a valid capability name (`[A-Za-z0-9][A-Za-z0-9_-]*`, at most 64 bytes).
 pub(crate) fn is_slug(name: &str) -> bool {
     let mut chars = name.chars();
@@ -192,11 +199,19 @@ pub(crate) fn toml_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// A `${NAME}` template that references a variable the environment does not set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("${{{name}}} is not set in the environment")]
+pub struct UnsetVariable {
+    /// The variable's name.
+    pub name: String,
+}
+
 /// Expands `${NAME}` templates from `env`; an unset variable is an error naming it.
-pub(crate) fn expand_template(
+pub fn expand_template(
     template: &str,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, String> {
+) -> Result<String, UnsetVariable> {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while let Some(start) = rest.find("${") {
@@ -209,7 +224,11 @@ pub(crate) fn expand_template(
         let name = &after[..end];
         match env(name) {
             Some(value) => out.push_str(&value),
-            None => return Err(format!("${{{name}}} is not set in the environment")),
+            None => {
+                return Err(UnsetVariable {
+                    name: name.to_string(),
+                });
+            }
         }
         rest = &after[end + 1..];
     }
@@ -244,7 +263,7 @@ mod tests {
         assert_eq!(expand_template("plain", &env).unwrap(), "plain");
         assert_eq!(expand_template("a ${open", &env).unwrap(), "a ${open");
         assert_eq!(
-            expand_template("${MISSING}", &env).unwrap_err(),
+            expand_template("${MISSING}", &env).unwrap_err().to_string(),
             "${MISSING} is not set in the environment"
         );
         assert_eq!(template_vars("${A}-${B}"), ["A", "B"]);

@@ -3,10 +3,9 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::AgentDefinition;
 use crate::allowlist::NativeTool;
+use crate::discovery::AgentDefinition;
 use crate::mcp::{McpServerConfig, McpTransport};
-use crate::tools::Tool;
 
 /// What discovery found, as JSON: the body of `folio info --json` and of `GET /v1/agent`.
 pub fn describe(definition: &AgentDefinition) -> Value {
@@ -30,14 +29,14 @@ pub fn describe(definition: &AgentDefinition) -> Value {
         .iter()
         .map(|tool| {
             json!({
-                "name": tool.name(),
-                "description": tool.description(),
-                "command": tool.command(),
-                "effect": tool.effect(),
-                "execution": tool.execution(),
-                "needsApproval": tool.needs_approval(),
-                "timeoutSecs": tool.timeout_secs(),
-                "inputSchema": tool.input_schema(),
+                "name": tool.name,
+                "description": tool.description,
+                "command": tool.command,
+                "effect": tool.effect,
+                "execution": tool.execution,
+                "needsApproval": tool.needs_approval,
+                "timeoutSecs": tool.timeout_secs,
+                "inputSchema": tool.schema,
             })
         })
         .collect();

@@ -3,11 +3,12 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// `folio.toml` at the project root.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectConfig {
     /// The project's name (default: the directory name).
@@ -15,7 +16,7 @@ pub struct ProjectConfig {
 }
 
 /// `agent/agent.toml`; every field is optional.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     /// Display name; default `folio.toml` name, else the directory name.
@@ -29,6 +30,7 @@ pub struct AgentConfig {
     /// `"local"` only; `"cloud"` is refused.
     pub runtime: Option<String>,
     /// Model calls per turn before the turn fails (default 50).
+    #[schemars(range(min = 1))]
     pub max_steps: Option<u32>,
     /// Passed through to the provider (temperature, max_tokens, reasoning_effort, …).
     #[serde(default)]
@@ -47,7 +49,7 @@ pub struct AgentConfig {
 }
 
 /// `[provider]`: where and how to reach the model server.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderSection {
     /// The API base URL (required for `openai-compatible`).
@@ -57,7 +59,7 @@ pub struct ProviderSection {
 }
 
 /// `[local]`: host-default workspace options.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LocalSection {
     /// Parent directory for session workspaces.
@@ -69,7 +71,7 @@ pub struct LocalSection {
 }
 
 /// `[concurrency]`.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConcurrencySection {
     /// Turns running at once across the agent; excess turns queue.
@@ -77,7 +79,7 @@ pub struct ConcurrencySection {
 }
 
 /// One mount of `[root]`: a host directory, an in-memory tree, or an overlay of mounts.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, PartialEq, JsonSchema)]
 #[serde(untagged)]
 pub enum MountSpec {
     /// `{ host = "dir", read_only = true, index = true }` — path relative to `agent/`.
@@ -120,7 +122,7 @@ pub(crate) fn nearest_key<'a>(unknown: &str, valid: &[&'a str]) -> Option<&'a st
 }
 
 /// Whether an authored tool only reads or also changes the world.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, serde::Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Effect {
     /// Safe to run in a dry-run session.
@@ -131,7 +133,7 @@ pub enum Effect {
 }
 
 /// Where an authored tool runs.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, serde::Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Execution {
     /// On the host, as a model-facing tool (the default).
@@ -142,12 +144,14 @@ pub enum Execution {
 }
 
 /// `agent/tools/<name>.toml`: one authored tool (tools.md "Authored tools").
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolManifest {
     /// What the tool does, shown to the model (required).
+    #[schemars(required)]
     pub description: Option<String>,
     /// The program and its arguments, resolved relative to `agent/tools/` (required).
+    #[schemars(required, length(min = 1))]
     pub command: Option<Vec<String>>,
     /// `read` or `write` (default `write`).
     #[serde(default)]
@@ -159,6 +163,7 @@ pub struct ToolManifest {
     #[serde(default)]
     pub execution: Execution,
     /// Seconds before the process group is killed (default 60).
+    #[schemars(range(min = 1))]
     pub timeout_secs: Option<u64>,
     /// Returned instead of running a write tool in a dry-run session.
     pub dry_run_result: Option<Value>,
@@ -169,7 +174,7 @@ pub struct ToolManifest {
 }
 
 /// YAML frontmatter of a skill (the Agent Skills format).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, serde::Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SkillFrontmatter {
     /// Must equal the file or folder name when present.
@@ -192,23 +197,27 @@ pub struct SkillFrontmatter {
 
 /// `agent/skills/<name>.toml`: a generated skill whose command prints
 /// `{description, markdown, files}`.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GeneratedSkillManifest {
     /// The program and its arguments, resolved relative to `agent/skills/` (required).
+    #[schemars(required, length(min = 1))]
     pub command: Option<Vec<String>>,
     /// Overrides the description the command prints.
     pub description: Option<String>,
     /// Seconds before the command is killed (default 30).
+    #[schemars(range(min = 1))]
     pub timeout_secs: Option<u64>,
 }
 
 /// The frontmatter of `agent/schedules/<name>.md`.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleFrontmatter {
     /// Five-field cron expression, UTC (required).
+    #[schemars(required)]
     pub cron: Option<String>,
     /// Missed slots at start: `latest` (default) or `none`.
+    #[schemars(extend("enum" = ["latest", "none", null]))]
     pub catch_up: Option<String>,
 }

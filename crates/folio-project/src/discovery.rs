@@ -1,58 +1,24 @@
 //! Project discovery: a project folder → an [`AgentDefinition`] plus diagnostics, with every
 //! fail-closed rule of tools.md reported as an error that names the file, the field and the rule.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use serde::Serialize;
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::allowlist::{self, ALLOWLIST_NAMES, ROOT_FORBIDDEN};
 use crate::artifacts::{self, ArtifactsConfig};
 use crate::config::{AgentConfig, Execution, ProjectConfig, ScheduleFrontmatter, nearest_key};
+use crate::diagnostic::{Diagnostic, Severity};
 use crate::hooks::{self, HookDefinition};
-use crate::manifest::Report;
 use crate::mcp::{self, McpServerConfig};
-use crate::skills::{ROOT_SKILLS_MOUNT, Skill};
+use crate::report::Report;
+use crate::skills::{self, ROOT_SKILLS_MOUNT, Skill};
 use crate::subagents::{self, SubagentDefinition};
-use crate::tools::{AuthoredTool, Tool};
-
-/// How bad a diagnostic is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Discovery fails; `validate` exits 1; `run`/`serve` refuse to start.
-    Error,
-    /// Worth fixing; the agent still runs.
-    Warning,
-}
-
-/// One finding of discovery, about one file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Diagnostic {
-    /// Error or warning.
-    pub severity: Severity,
-    /// The file, relative to the project directory (`agent/agent.toml`).
-    pub file: String,
-    /// 1-based line, where known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<u32>,
-    /// What is wrong and what to do, in one line.
-    pub message: String,
-}
-
-impl fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let severity = match self.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        };
-        match self.line {
-            Some(line) => write!(f, "{severity}: {}:{line}: {}", self.file, self.message),
-            None => write!(f, "{severity}: {}: {}", self.file, self.message),
-        }
-    }
-}
+use crate::tools::{self, ToolDefinition};
 
 /// A discovered agent.
 #[derive(Debug, Clone)]
@@ -72,7 +38,7 @@ pub struct AgentDefinition {
     /// The built-in tools the allowlist grants.
     pub native_tools: Vec<allowlist::NativeTool>,
     /// Authored tools (`tools/<name>.toml`), server and agent execution alike, by name.
-    pub tools: Vec<Arc<AuthoredTool>>,
+    pub tools: Vec<ToolDefinition>,
     /// Skills (`skills/`), by name.
     pub skills: Vec<Skill>,
     /// `sandbox/workspace/`, when present: seed files of every local session workspace.
@@ -100,6 +66,18 @@ pub struct ChannelSummary {
     pub id: String,
     /// `webhook`, `github` or `slack`.
     pub kind: String,
+}
+
+/// `channels/<id>.toml` as discovery reads it: the `kind`, plus the kind's own settings
+/// (`auth`, `routes`, `deliver`, …; channels-schedules.md), which the server reads.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+pub struct ChannelManifest {
+    /// `webhook`, `github` or `slack` (required).
+    #[schemars(required, extend("enum" = ["webhook", "github", "slack"]))]
+    pub kind: Option<String>,
+    /// The kind's settings.
+    #[serde(flatten)]
+    pub settings: BTreeMap<String, Value>,
 }
 
 /// A schedule as discovery sees it.
@@ -210,8 +188,8 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "agent".to_string());
     let name = config.name.clone().or(project.name).unwrap_or(dir_name);
-    let tools = crate::tools::authored::discover_authored_tools(&agent_dir, &name, findings);
-    let skills = crate::skills::discover_skills(&agent_dir, findings);
+    let tools = tools::discover_authored_tools(&agent_dir, &name, findings);
+    let skills = skills::discover_skills(&agent_dir, findings);
     if !skills.is_empty()
         && let Some(mount) = config
             .root
@@ -227,9 +205,9 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
         );
     }
     if config.root.is_some() {
-        for tool in tools.iter().filter(|t| t.execution() == Execution::Agent) {
+        for tool in tools.iter().filter(|t| t.execution == Execution::Agent) {
             findings.warning(
-                &agent_dir.join("tools").join(format!("{}.toml", tool.name())),
+                &agent_dir.join("tools").join(format!("{}.toml", tool.name)),
                 "execution: \"agent\" tools run through Shell in a host workspace; with [root] the model cannot run them".into(),
             );
         }
@@ -284,14 +262,6 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
         hooks,
         artifacts,
     })
-}
-
-/// Whether `name` is a valid tool or skill name: 1-64 of `[A-Za-z0-9_-]`.
-pub(crate) fn is_valid_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// Why `slug` cannot name an agent mounted next to others (`[A-Za-z0-9][A-Za-z0-9_-]*`, not
@@ -457,7 +427,7 @@ fn check_entries(agent_dir: &Path, findings: &mut Report) {
 fn discover_channels(agent_dir: &Path, findings: &mut Report) -> Vec<ChannelSummary> {
     let mut channels = Vec::new();
     for path in files_with_extension(&agent_dir.join("channels"), "toml") {
-        let Some(table) = findings.parse_optional::<toml::Table>(&path) else {
+        let Some(manifest) = findings.parse_optional::<ChannelManifest>(&path) else {
             continue;
         };
         let id = stem_of(&path);
@@ -468,7 +438,7 @@ fn discover_channels(agent_dir: &Path, findings: &mut Report) -> Vec<ChannelSumm
             );
             continue;
         }
-        match table.get("kind").and_then(|k| k.as_str()) {
+        match manifest.kind.as_deref() {
             Some(kind) if CHANNEL_KINDS.contains(&kind) => channels.push(ChannelSummary {
                 id,
                 kind: kind.to_string(),
@@ -503,7 +473,7 @@ fn discover_schedules(agent_dir: &Path, findings: &mut Report) -> Vec<ScheduleSu
             continue;
         };
         let Some((front, body)) =
-            crate::skills::parse_frontmatter::<ScheduleFrontmatter>(&text, &path, findings)
+            skills::parse_frontmatter::<ScheduleFrontmatter>(&text, &path, findings)
         else {
             continue;
         };

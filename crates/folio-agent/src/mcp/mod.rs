@@ -1,0 +1,63 @@
+//! MCP connections at run time (`mcp-connections/<name>.toml`, `host-connections/<name>.toml`,
+//! parsed by folio-project into [`McpServerConfig`]s): clients of MCP servers built on `rmcp`.
+//!
+//! [`connection`] holds one client's lifecycle, [`tool`] the adapter that offers a model-facing
+//! server's tools as `mcp__<server>__<tool>`, [`env`] the lookup `${NAME}` templates resolve
+//! against. Host connections are never offered to the model.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use folio_project::McpServerConfig;
+
+mod connection;
+mod env;
+mod tool;
+
+pub use connection::{McpConnection, McpError};
+pub use env::{EnvLookup, process_env};
+pub use folio_project::McpTransport;
+pub use tool::{McpTool, mcp_tool_name, tool_output};
+
+/// The connections of an agent: model-facing ones and host-only ones, by name.
+#[derive(Clone, Default)]
+pub struct Connections {
+    /// `mcp-connections/`: their tools are offered to the model.
+    pub model: BTreeMap<String, Arc<McpConnection>>,
+    /// `host-connections/`: callable from host code only.
+    pub host: BTreeMap<String, Arc<McpConnection>>,
+}
+
+impl Connections {
+    /// Connections for the given manifests (nothing starts yet).
+    pub fn new(
+        model: &[McpServerConfig],
+        host: &[McpServerConfig],
+        base_dir: &Path,
+        env: &EnvLookup,
+    ) -> Self {
+        let open = |configs: &[McpServerConfig]| {
+            configs
+                .iter()
+                .map(|config| {
+                    (
+                        config.name.clone(),
+                        Arc::new(McpConnection::new(config.clone(), base_dir, env.clone())),
+                    )
+                })
+                .collect()
+        };
+        Connections {
+            model: open(model),
+            host: open(host),
+        }
+    }
+
+    /// Stops every running server.
+    pub async fn shutdown(&self) {
+        for connection in self.model.values().chain(self.host.values()) {
+            connection.shutdown().await;
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! The adapter that offers each tool of a model-facing MCP server to the model as
+//! `mcp__<server>__<tool>`, and maps `tools/call` results to tool outputs.
+
+use std::sync::Arc;
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Map, Value, json};
+
+use super::connection::{McpConnection, McpError};
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
+
+/// The longest tool name model providers accept (OpenAI: `^[a-zA-Z0-9_-]{1,64}$`).
+const MAX_TOOL_NAME: usize = 64;
+
+/// The `mcp__<server>__<tool>` name of an MCP tool: characters providers reject become `_`, and a
+/// name over 64 characters keeps its first 55 and ends in `_` + 8 hex digits of a hash of the
+/// whole name, so long names stay distinct and stable.
+pub fn mcp_tool_name(server: &str, tool: &str) -> String {
+    let tool: String = tool
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let name = format!("mcp__{server}__{tool}");
+    if name.len() <= MAX_TOOL_NAME {
+        return name;
+    }
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(name.as_bytes());
+    let suffix: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}_{suffix}", &name[..MAX_TOOL_NAME - 9])
+}
+
+/// One tool of an MCP server, offered to the model as `mcp__<server>__<tool>`.
+pub struct McpTool {
+    connection: Arc<McpConnection>,
+    name: String,
+    tool: String,
+    description: String,
+    schema: Value,
+}
+
+impl McpTool {
+    /// The model-facing tool for `tool` of `connection`.
+    pub fn new(connection: Arc<McpConnection>, tool: &rmcp::model::Tool) -> Self {
+        let description = tool
+            .description
+            .as_deref()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("{} (MCP server {})", tool.name, connection.name()));
+        McpTool {
+            name: mcp_tool_name(connection.name(), &tool.name),
+            tool: tool.name.to_string(),
+            description,
+            schema: Value::Object((*tool.input_schema).clone()),
+            connection,
+        }
+    }
+
+    /// Every tool of `connection`, starting its server.
+    pub async fn all(connection: &Arc<McpConnection>) -> Result<Vec<McpTool>, McpError> {
+        Ok(connection
+            .list_tools()
+            .await?
+            .iter()
+            .map(|tool| McpTool::new(connection.clone(), tool))
+            .collect())
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> Value {
+        self.schema.clone()
+    }
+
+    fn prepare(&self, input: Value) -> Result<Value, ToolError> {
+        match input {
+            Value::Null => Ok(json!({})),
+            Value::Object(map) => Ok(Value::Object(map)),
+            other => Err(ToolError(format!(
+                "input must be a JSON object, got {}",
+                crate::tools::args::json_type(&other)
+            ))),
+        }
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let arguments = match input {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        let result = tokio::select! {
+            result = self.connection.call_tool(&self.tool, arguments) => result,
+            () = ctx.cancel.cancelled() => {
+                return Err(ToolError("tool call cancelled".into()));
+            }
+        };
+        let result = result.map_err(|err| ToolError(err.to_string()))?;
+        tool_output(result)
+    }
+}
+
+/// Maps an MCP `tools/call` result to a tool output: one text or image part as itself, several
+/// as content parts; `isError` becomes a tool error carrying the text.
+pub fn tool_output(result: CallToolResult) -> Result<ToolOutput, ToolError> {
+    let mut parts: Vec<Value> = Vec::new();
+    for block in &result.content {
+        match block {
+            ContentBlock::Text(text) => parts.push(json!({"type": "text", "text": text.text})),
+            ContentBlock::Image(image) => parts
+                .push(json!({"type": "image", "mimeType": image.mime_type, "data": image.data})),
+            ContentBlock::Resource(resource) => {
+                let text = match &resource.resource {
+                    rmcp::model::ResourceContents::TextResourceContents { uri, text, .. } => {
+                        format!("[resource {uri}]\n{text}")
+                    }
+                    rmcp::model::ResourceContents::BlobResourceContents {
+                        uri, mime_type, ..
+                    } => format!(
+                        "[resource {uri} ({}), binary]",
+                        mime_type.as_deref().unwrap_or("application/octet-stream")
+                    ),
+                    other => serde_json::to_string(other).unwrap_or_default(),
+                };
+                parts.push(json!({"type": "text", "text": text}));
+            }
+            other => parts.push(json!({
+                "type": "text",
+                "text": serde_json::to_string(other).unwrap_or_default(),
+            })),
+        }
+    }
+    if result.is_error == Some(true) {
+        let text: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+        let message = if text.is_empty() {
+            "the MCP tool reported an error".to_string()
+        } else {
+            text.join("\n")
+        };
+        return Err(ToolError(message));
+    }
+    if parts.is_empty() {
+        return Ok(match result.structured_content {
+            Some(value) => ToolOutput::Json(value),
+            None => ToolOutput::Text(String::new()),
+        });
+    }
+    if parts.len() == 1 {
+        let part = &parts[0];
+        if part["type"] == "text" {
+            return Ok(ToolOutput::Text(
+                part["text"].as_str().unwrap_or_default().to_string(),
+            ));
+        }
+        if let (Some(mime_type), Some(data)) = (part["mimeType"].as_str(), part["data"].as_str()) {
+            return Ok(ToolOutput::Image {
+                mime_type: mime_type.to_string(),
+                data: data.to_string(),
+            });
+        }
+    }
+    Ok(ToolOutput::Json(Value::Array(parts)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::TextContent;
+
+    #[test]
+    fn names() {
+        assert_eq!(mcp_tool_name("srv", "get-sum"), "mcp__srv__get-sum");
+        assert_eq!(mcp_tool_name("srv", "a.b c"), "mcp__srv__a_b_c");
+        let long = mcp_tool_name("srv", &"x".repeat(80));
+        assert_eq!(long.len(), 64);
+        assert!(long.starts_with("mcp__srv__xxx"));
+        assert_ne!(long, mcp_tool_name("srv", &"x".repeat(81)));
+        assert_eq!(long, mcp_tool_name("srv", &"x".repeat(80)));
+    }
+
+    #[test]
+    fn results_map_to_outputs() {
+        let text = CallToolResult::success(vec![ContentBlock::Text(TextContent::new("hi"))]);
+        assert_eq!(tool_output(text).unwrap(), ToolOutput::Text("hi".into()));
+        let image = CallToolResult::success(vec![ContentBlock::image("AAAA", "image/png")]);
+        assert_eq!(
+            tool_output(image).unwrap(),
+            ToolOutput::Image {
+                mime_type: "image/png".into(),
+                data: "AAAA".into()
+            }
+        );
+        let mixed = CallToolResult::success(vec![
+            ContentBlock::text("a"),
+            ContentBlock::image("AAAA", "image/png"),
+        ]);
+        assert_eq!(
+            tool_output(mixed).unwrap(),
+            ToolOutput::Json(json!([
+                {"type": "text", "text": "a"},
+                {"type": "image", "mimeType": "image/png", "data": "AAAA"}
+            ]))
+        );
+        let failed = CallToolResult::error(vec![ContentBlock::text("boom")]);
+        assert_eq!(tool_output(failed).unwrap_err(), ToolError("boom".into()));
+    }
+}

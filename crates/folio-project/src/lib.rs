@@ -1,0 +1,69 @@
+//! Agent folders as data: discovery, every manifest kind, diagnostics, the tool allowlist and
+//! the agent description — no processes, network or MCP.
+//!
+//! An agent is a folder. [`discover`] reads a project directory (holding `agent/`) into an
+//! [`AgentDefinition`] plus [`Diagnostic`]s: every fail-closed rule is an error naming the file,
+//! the field and the rule, and the definition is absent when any error was found. The
+//! definition holds manifest data only ([`ToolDefinition`], [`McpServerConfig`],
+//! [`SubagentDefinition`], [`HookDefinition`], [`Skill`], …); `folio-agent` builds the running
+//! objects from it. [`describe`] turns a definition into the JSON of `folio info --json` and
+//! `GET /v1/agent`, and [`schemas`] lists the JSON Schema of every agent-folder file kind.
+//!
+//! ```
+//! let project = tempfile::tempdir()?;
+//! let agent = project.path().join("agent");
+//! std::fs::create_dir_all(agent.join("tools"))?;
+//! std::fs::write(agent.join("instructions.md"), "You answer questions about the weather.")?;
+//! std::fs::write(agent.join("agent.toml"), "name = \"weather\"\nmax_stesp = 5\n")?;
+//!
+//! let found = folio_project::discover(project.path());
+//! for diagnostic in &found.diagnostics {
+//!     println!("{diagnostic}");
+//! }
+//! assert!(found.has_errors());
+//! assert_eq!(
+//!     found.diagnostics[0].to_string(),
+//!     "error: agent/agent.toml:2: column 1: unknown key `max_stesp` (did you mean `max_steps`?)"
+//! );
+//!
+//! std::fs::write(agent.join("agent.toml"), "name = \"weather\"\nmax_steps = 5\n")?;
+//! let definition = folio_project::discover(project.path()).definition.expect("no errors");
+//! assert_eq!((definition.name.as_str(), definition.max_steps()), ("weather", 5));
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+mod allowlist;
+mod artifacts;
+mod config;
+mod diagnostic;
+mod discovery;
+mod hooks;
+mod info;
+mod mcp;
+mod report;
+mod schema_check;
+mod schemas;
+mod skills;
+mod subagents;
+mod tools;
+
+pub use allowlist::{ALLOWLIST_NAMES, FileTool, NativeTool, ROOT_FORBIDDEN, Resolved, resolve};
+pub use artifacts::{ArtifactKind, ArtifactKindManifest, ArtifactsConfig, ArtifactsManifest};
+pub use config::{
+    AgentConfig, ConcurrencySection, Effect, Execution, GeneratedSkillManifest, LocalSection,
+    MountSpec, ProjectConfig, ProviderSection, ScheduleFrontmatter, SkillFrontmatter, ToolManifest,
+};
+pub use diagnostic::{Diagnostic, Severity};
+pub use discovery::{
+    AgentDefinition, ChannelManifest, ChannelSummary, Discovery, ScheduleSummary, discover,
+    slug_problem,
+};
+pub use hooks::{HookCommand, HookDefinition, HookManifest};
+pub use info::describe;
+pub use mcp::{McpConnectionManifest, McpServerConfig, McpTransport};
+pub use report::{UnsetVariable, expand_template};
+pub use schema_check::{InvalidSchema, compile_schema};
+pub use schemas::{SchemaFile, schemas};
+pub use skills::{MIN_DESCRIPTION_CHARS, ROOT_SKILLS_MOUNT, Skill, SkillForm, SkillGenerator};
+pub use subagents::{SubagentDefinition, SubagentManifest};
+pub use tools::{DEFAULT_TOOL_TIMEOUT_SECS, ToolDefinition};

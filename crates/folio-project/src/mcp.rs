@@ -1,0 +1,202 @@
+//! MCP connection manifests (`mcp-connections/<name>.toml`, `host-connections/<name>.toml`):
+//! parsed and checked into [`McpServerConfig`]s; folio-agent opens the clients.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::report::{Report, is_slug, template_vars, toml_files};
+
+/// How long a tool call may take before it is abandoned (default; `timeout_secs` overrides).
+const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
+const MANIFEST_KEYS: &[&str] = &[
+    "description",
+    "url",
+    "headers",
+    "command",
+    "args",
+    "env",
+    "agent",
+    "timeout_secs",
+];
+
+/// `mcp-connections/<name>.toml` or `host-connections/<name>.toml` as written: exactly one of
+/// `url` (streamable HTTP), `command` (stdio) or `agent` (a peer agent). String values may hold
+/// `${NAME}` templates, resolved from the environment when the connection opens.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpConnectionManifest {
+    /// What the server offers.
+    pub description: Option<String>,
+    /// A streamable HTTP endpoint (templated).
+    pub url: Option<String>,
+    /// Headers sent with every HTTP request (templated; only with `url`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// A program speaking MCP on stdin/stdout: a name on `PATH` or a path relative to the
+    /// manifest's folder.
+    pub command: Option<String>,
+    /// The program's arguments (templated; only with `command`).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment variables of the program (templated; only with `command`).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// A peer agent mounted in the same `folio serve`, by slug.
+    pub agent: Option<String>,
+    /// Seconds a tool call may take (default 300).
+    #[schemars(range(min = 1))]
+    pub timeout_secs: Option<u64>,
+}
+
+/// How Folio reaches an MCP server. Values keep their `${NAME}` templates as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpTransport {
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio {
+        /// The program (a name on `PATH`, or a path relative to the manifest's folder).
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment variables (templated).
+        env: BTreeMap<String, String>,
+    },
+    /// A streamable HTTP endpoint.
+    Http {
+        /// The endpoint URL (templated).
+        url: String,
+        /// Headers sent with every request (templated).
+        headers: BTreeMap<String, String>,
+    },
+    /// A peer agent mounted in the same `folio serve` (its `/v1/mcp`).
+    Peer {
+        /// The peer agent's slug.
+        agent: String,
+    },
+}
+
+/// One connection manifest as discovered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServerConfig {
+    /// The server name (the file name without `.toml`).
+    pub name: String,
+    /// What the server offers.
+    pub description: Option<String>,
+    /// How to reach it.
+    pub transport: McpTransport,
+    /// The manifest file.
+    pub file: PathBuf,
+    /// Per-call timeout.
+    pub call_timeout: Duration,
+}
+
+impl McpServerConfig {
+    /// Every `${NAME}` the manifest references, sorted and deduplicated.
+    pub fn template_vars(&self) -> Vec<String> {
+        let mut names: Vec<String> = match &self.transport {
+            McpTransport::Stdio { args, env, .. } => args
+                .iter()
+                .chain(env.values())
+                .flat_map(|v| template_vars(v))
+                .collect(),
+            McpTransport::Http { url, headers } => std::iter::once(url)
+                .chain(headers.values())
+                .flat_map(|v| template_vars(v))
+                .collect(),
+            McpTransport::Peer { .. } => Vec::new(),
+        };
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+/// Reads every manifest of `folder` (`mcp-connections` or `host-connections`) in `agent_dir`.
+pub(crate) fn discover_connections(
+    agent_dir: &Path,
+    folder: &str,
+    report: &mut Report,
+) -> Vec<McpServerConfig> {
+    let mut servers = Vec::new();
+    for file in toml_files(&agent_dir.join(folder)) {
+        let name = file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !is_slug(&name) || name.contains("__") {
+            report.error(
+                &file,
+                format!("name: \"{name}\" must match [A-Za-z0-9][A-Za-z0-9_-]* without \"__\" (it becomes mcp__{name}__<tool>)"),
+            );
+            continue;
+        }
+        let Some(manifest) = report.parse::<McpConnectionManifest>(&file, MANIFEST_KEYS) else {
+            continue;
+        };
+        let chosen = [
+            manifest.url.is_some(),
+            manifest.command.is_some(),
+            manifest.agent.is_some(),
+        ];
+        if chosen.iter().filter(|c| **c).count() != 1 {
+            report.error(
+                &file,
+                "transport: set exactly one of url (streamable HTTP), command (stdio) or agent (a peer agent)".into(),
+            );
+            continue;
+        }
+        if manifest.command.is_none() && (!manifest.args.is_empty() || !manifest.env.is_empty()) {
+            report.error(
+                &file,
+                "args/env: only a stdio connection (command) takes args and env".into(),
+            );
+            continue;
+        }
+        if manifest.url.is_none() && !manifest.headers.is_empty() {
+            report.error(
+                &file,
+                "headers: only a streamable HTTP connection (url) takes headers".into(),
+            );
+            continue;
+        }
+        if manifest.timeout_secs == Some(0) {
+            report.error(&file, "timeout_secs: must be at least 1".into());
+            continue;
+        }
+        let transport = match (manifest.url, manifest.command, manifest.agent) {
+            (Some(url), _, _) => McpTransport::Http {
+                url,
+                headers: manifest.headers,
+            },
+            (_, Some(command), _) => McpTransport::Stdio {
+                command,
+                args: manifest.args,
+                env: manifest.env,
+            },
+            (_, _, Some(agent)) => McpTransport::Peer { agent },
+            (None, None, None) => continue,
+        };
+        let config = McpServerConfig {
+            name,
+            description: manifest.description,
+            transport,
+            file: file.clone(),
+            call_timeout: manifest
+                .timeout_secs
+                .map_or(DEFAULT_CALL_TIMEOUT, Duration::from_secs),
+        };
+        for var in config.template_vars() {
+            if std::env::var_os(&var).is_none() {
+                report.warning(
+                    &file,
+                    format!("${{{var}}} is not set; the connection will fail to open until it is"),
+                );
+            }
+        }
+        servers.push(config);
+    }
+    servers
+}
