@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use axum::serve::ListenerExt;
 use folio_agent::agent::LoadOptions;
 use folio_agent::{Agent, AgentDefinition, discover};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
@@ -302,15 +301,8 @@ impl Server {
                 manager.shutdown().await;
             }
         };
-        // Every response is a small write (an event line, a reply): with Nagle's algorithm on, a
-        // kept-alive connection waits ~40 ms for the client's delayed ACK before each one.
-        let listener = self.listener.tap_io(|tcp| {
-            if let Err(err) = tcp.set_nodelay(true) {
-                tracing::warn!("cannot set TCP_NODELAY on a connection: {err}");
-            }
-        });
         axum::serve(
-            listener,
+            folio_server::no_delay(self.listener),
             self.app.into_make_service_with_connect_info::<SocketAddr>(),
         )
         .with_graceful_shutdown(shutdown)
