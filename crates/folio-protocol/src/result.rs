@@ -23,8 +23,8 @@ pub struct RunResult {
     pub turns: Vec<TurnSummary>,
     /// Every tool call, in request order, paired with its result.
     pub tool_calls: Vec<ToolCallRecord>,
-    /// Usage summed over all turns.
-    pub usage: Usage,
+    /// Usage summed over the turns that reported it; `null` when none did.
+    pub usage: Option<Usage>,
     /// The failure message when `ok` is false.
     pub error: Option<String>,
 }
@@ -41,8 +41,9 @@ pub struct TurnSummary {
     pub reply: String,
     /// Turn duration: from `turn.completed`, else from the `at` of its first and last events.
     pub duration_ms: u64,
-    /// Usage from `turn.completed` (zero for a turn that did not complete).
-    pub usage: Usage,
+    /// Usage from `turn.completed`; `null` for a turn that did not complete or whose provider
+    /// reported none.
+    pub usage: Option<Usage>,
 }
 
 /// One tool call of a [`RunResult`]: `actions.requested` paired with `action.result` by `callId`.
@@ -73,7 +74,7 @@ const NO_TURNS: &str = "no turn in the event log";
 #[derive(Default)]
 struct TurnState {
     turn_id: String,
-    outcome: Option<Result<(String, u64, Usage), String>>,
+    outcome: Option<Result<(String, u64, Option<Usage>), String>>,
     last_text: String,
     first_at: Option<chrono::DateTime<chrono::Utc>>,
     last_at: Option<chrono::DateTime<chrono::Utc>>,
@@ -169,14 +170,14 @@ impl RunResult {
                         false,
                         turn.last_text,
                         elapsed,
-                        Usage::default(),
+                        None,
                         Some(message),
                     ),
                     None => (
                         false,
                         turn.last_text,
                         elapsed,
-                        Usage::default(),
+                        None,
                         Some(UNFINISHED_TURN.to_string()),
                     ),
                 };
@@ -200,7 +201,7 @@ impl RunResult {
             .last()
             .map(|(summary, _)| summary.reply.clone())
             .unwrap_or_default();
-        let usage = turns.iter().map(|(summary, _)| summary.usage).sum();
+        let usage = Usage::sum_reported(turns.iter().map(|(summary, _)| summary.usage));
         RunResult {
             session_id,
             ok: error.is_none(),
