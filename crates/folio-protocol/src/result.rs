@@ -71,10 +71,13 @@ const UNFINISHED_TURN: &str = "turn did not finish";
 /// Error of a log without any turn.
 const NO_TURNS: &str = "no turn in the event log";
 
+/// How a turn ended: its reply, duration and usage, or its failure message.
+type TurnEnd = Result<(String, u64, Option<Usage>), String>;
+
 #[derive(Default)]
 struct TurnState {
     turn_id: String,
-    outcome: Option<Result<(String, u64, Option<Usage>), String>>,
+    outcome: Option<TurnEnd>,
     last_text: String,
     first_at: Option<chrono::DateTime<chrono::Utc>>,
     last_at: Option<chrono::DateTime<chrono::Utc>>,
