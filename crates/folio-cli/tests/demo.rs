@@ -140,24 +140,23 @@ async fn record_demo_fixture() {
     let haiku =
         "Grey waves fold and break\nsalt wind combs the sleeping dunes\nthe tide keeps its time";
     let mock = MockModelServer::start().await;
-    mock.push(MockReply::tool_calls([(
-        "Read",
-        json!({"path": ".folio/skills/haiku/SKILL.md"}),
-    )]).with_usage(usage(1187, 24)));
-    mock.push(MockReply::tool_calls([(
-        "word_stats",
-        json!({"text": haiku}),
-    )]).with_usage(usage(1402, 41)));
+    mock.push(
+        MockReply::tool_calls([("Read", json!({"path": ".folio/skills/haiku/SKILL.md"}))])
+            .with_usage(usage(1187, 24)),
+    );
+    mock.push(
+        MockReply::tool_calls([("word_stats", json!({"text": haiku}))]).with_usage(usage(1402, 41)),
+    );
     mock.push(MockReply::tool_calls([(
         "Task",
         json!({"subagent": "critic", "prompt": format!("Give a one-sentence opinion of this haiku:\n{haiku}")}),
     )]).with_usage(usage(1539, 52)));
     // The critic subagent's own model call.
     mock.push(MockReply::text("The closing line lands; keep it.").with_usage(usage(212, 11)));
-    mock.push(MockReply::tool_calls([(
-        "mcp__everything__get-sum",
-        json!({"a": 17, "b": 25}),
-    )]).with_usage(usage(1688, 29)));
+    mock.push(
+        MockReply::tool_calls([("mcp__everything__get-sum", json!({"a": 17, "b": 25}))])
+            .with_usage(usage(1688, 29)),
+    );
     mock.push(MockReply::text(REPLY).with_usage(usage(1790, 47)));
     let state = tempfile::tempdir().unwrap();
     let fixture = root.join("examples/demo/fixtures/demo.jsonl");

@@ -83,7 +83,12 @@ fn agent(base_url: &str, stream: bool) -> Project {
 
 async fn run(project: &Project) -> (Value, String) {
     let output = folio("http://127.0.0.1:9/unused")
-        .args(["run", "--json", "--message", "Say hello in one short sentence."])
+        .args([
+            "run",
+            "--json",
+            "--message",
+            "Say hello in one short sentence.",
+        ])
         .arg("--dir")
         .arg(project.path())
         .output()

@@ -169,13 +169,7 @@ impl RunResult {
                     Some(Ok((reply, duration_ms, usage))) => {
                         (true, reply, duration_ms, usage, None)
                     }
-                    Some(Err(message)) => (
-                        false,
-                        turn.last_text,
-                        elapsed,
-                        None,
-                        Some(message),
-                    ),
+                    Some(Err(message)) => (false, turn.last_text, elapsed, None, Some(message)),
                     None => (
                         false,
                         turn.last_text,

@@ -105,6 +105,9 @@ mod tests {
         };
         assert_eq!(Usage::sum_reported([None, None]), None);
         assert_eq!(Usage::sum_reported([]), None);
-        assert_eq!(Usage::sum_reported([None, Some(one), Some(one)]), Some(one + one));
+        assert_eq!(
+            Usage::sum_reported([None, Some(one), Some(one)]),
+            Some(one + one)
+        );
     }
 }
