@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use folio_fs::{FileSystem, local_fs};
 use folio_model::{ModelError, Provider, ProviderConfig, open_provider};
-use folio_project::{AgentDefinition, Execution, NativeTool, ROOT_SKILLS_MOUNT};
+use folio_project::{AgentDefinition, Execution, NativeTool, ProviderSection, ROOT_SKILLS_MOUNT};
 
 use crate::artifacts::{ArtifactError, ArtifactStore, TagArtifactTool};
 use crate::hooks::HookDispatcher;
@@ -243,6 +243,16 @@ impl Agent {
 
 /// Each subagent's harness: its instructions, its model (or the parent's), the parent's tools
 /// (the registry before `Task` is added) and step limit.
+/// The model client settings of an agent's `[provider]` section.
+pub fn provider_config(section: &ProviderSection) -> ProviderConfig {
+    ProviderConfig {
+        base_url: section.base_url.clone(),
+        api_key_env: section.api_key_env.clone(),
+        stream: section.stream.unwrap_or(true),
+        ..ProviderConfig::default()
+    }
+}
+
 fn load_subagents(
     definition: &AgentDefinition,
     parent: &Harness,
@@ -256,11 +266,7 @@ fn load_subagents(
             Some(spec) => match &options.open_model {
                 Some(open) => open(spec),
                 None => {
-                    let config = ProviderConfig {
-                        base_url: definition.config.provider.base_url.clone(),
-                        api_key_env: definition.config.provider.api_key_env.clone(),
-                        ..ProviderConfig::default()
-                    };
+                    let config = provider_config(&definition.config.provider);
                     open_provider(spec, &config, &|name: &str| env(name))
                 }
             }
