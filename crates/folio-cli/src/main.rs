@@ -17,6 +17,7 @@ mod init;
 mod model;
 mod render;
 mod run;
+mod schema;
 mod serve;
 mod trajectory;
 mod validate;
@@ -58,6 +59,8 @@ enum Command {
     Chat(chat::ChatArgs),
     /// Print a command's help, or its arguments as JSON with --json.
     Help(help::HelpArgs),
+    /// Write the JSON Schema of every agent-folder file kind (editors check agent files with them).
+    Schema(schema::SchemaArgs),
 }
 
 /// Arguments of `folio trajectory`.
@@ -109,6 +112,7 @@ fn main() -> ExitCode {
         }
         Command::Chat(args) => chat::chat(args),
         Command::Help(args) => help::help(Cli::command(), args),
+        Command::Schema(args) => schema::schema(args),
     };
     match result {
         Ok(code) => code,

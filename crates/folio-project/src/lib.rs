@@ -63,7 +63,7 @@ pub use info::describe;
 pub use mcp::{McpConnectionManifest, McpServerConfig, McpTransport};
 pub use report::{UnsetVariable, expand_template};
 pub use schema_check::{InvalidSchema, compile_schema};
-pub use schemas::{SchemaFile, schemas};
+pub use schemas::{SCHEMA_BASE_URL, SchemaFile, schema_name_for, schema_url, schemas};
 pub use skills::{MIN_DESCRIPTION_CHARS, ROOT_SKILLS_MOUNT, Skill, SkillForm, SkillGenerator};
 pub use subagents::{SubagentDefinition, SubagentManifest};
 pub use tools::{DEFAULT_TOOL_TIMEOUT_SECS, ToolDefinition};

@@ -16,6 +16,45 @@ use crate::hooks::HookManifest;
 use crate::mcp::McpConnectionManifest;
 use crate::subagents::SubagentManifest;
 
+/// Where the committed schemas are published: `docs/schema/` of the repository named by the
+/// workspace's `repository` key, on its `main` branch. The editor hints of `folio init`'s
+/// templates (`#:schema <url>`, `# yaml-language-server: $schema=<url>`) point here.
+pub const SCHEMA_BASE_URL: &str = concat!(env!("CARGO_PKG_REPOSITORY"), "/raw/main/docs/schema");
+
+/// The published URL of the schema `name` (`agent` → `…/docs/schema/agent.json`).
+pub fn schema_url(name: &str) -> String {
+    format!("{SCHEMA_BASE_URL}/{name}.json")
+}
+
+/// The schema that describes the agent-folder file at `path` (relative to the project
+/// directory, `/`-separated), or `None` for files without one (instructions, scripts, …).
+/// Markdown files are described by their YAML frontmatter.
+pub fn schema_name_for(path: &str) -> Option<&'static str> {
+    let parts: Vec<&str> = path.split('/').collect();
+    let file = *parts.last()?;
+    if parts.len() == 1 {
+        return (file == "folio.toml").then_some("folio");
+    }
+    if !matches!(parts[0], "agent" | "bot") {
+        return None;
+    }
+    let is_toml = file.ends_with(".toml");
+    match (&parts[1..], is_toml) {
+        (["agent.toml"], _) => Some("agent"),
+        (["artifacts.toml"], _) => Some("artifacts"),
+        (["tools", _], true) => Some("tool"),
+        (["skills", _], true) => Some("generated-skill"),
+        (["skills", name], false) if name.ends_with(".md") => Some("skill"),
+        (["skills", _, "SKILL.md"], _) => Some("skill"),
+        (["mcp-connections" | "host-connections", _], true) => Some("mcp-connection"),
+        (["subagents", _, "agent.toml"], _) => Some("subagent"),
+        (["hooks", .., _], true) => Some("hook"),
+        (["channels", _], true) => Some("channel"),
+        (["schedules", name], _) if name.ends_with(".md") => Some("schedule"),
+        _ => None,
+    }
+}
+
 /// The schema of one file kind.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SchemaFile {
@@ -69,4 +108,57 @@ pub fn schemas() -> Vec<SchemaFile> {
     ];
     all.sort_by_key(|file| file.name);
     all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_map_to_their_schemas() {
+        let cases = [
+            ("folio.toml", Some("folio")),
+            ("agent/agent.toml", Some("agent")),
+            ("bot/agent.toml", Some("agent")),
+            ("agent/artifacts.toml", Some("artifacts")),
+            ("agent/tools/word_stats.toml", Some("tool")),
+            ("agent/tools/word_stats.py", None),
+            ("agent/skills/haiku.md", Some("skill")),
+            ("agent/skills/review/SKILL.md", Some("skill")),
+            ("agent/skills/review/references/checklist.md", None),
+            ("agent/skills/generated.toml", Some("generated-skill")),
+            (
+                "agent/mcp-connections/everything.toml",
+                Some("mcp-connection"),
+            ),
+            ("agent/host-connections/crm.toml", Some("mcp-connection")),
+            ("agent/subagents/critic/agent.toml", Some("subagent")),
+            ("agent/subagents/critic/instructions.md", None),
+            ("agent/hooks/ops/turns.toml", Some("hook")),
+            ("agent/channels/github.toml", Some("channel")),
+            ("agent/schedules/daily.md", Some("schedule")),
+            ("agent/instructions.md", None),
+            ("evals/evals.toml", None),
+        ];
+        for (path, expected) in cases {
+            assert_eq!(schema_name_for(path), expected, "{path}");
+        }
+        let names: Vec<&str> = schemas().iter().map(|s| s.name).collect();
+        assert_eq!(
+            names,
+            [
+                "agent",
+                "artifacts",
+                "channel",
+                "folio",
+                "generated-skill",
+                "hook",
+                "mcp-connection",
+                "schedule",
+                "skill",
+                "subagent",
+                "tool"
+            ]
+        );
+    }
 }
