@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use folio_fs::{FileSystem, local_fs};
 use folio_model::{ModelError, Provider, ProviderConfig, open_provider};
-use folio_project::{AgentDefinition, Execution, NativeTool, ProviderSection, ROOT_SKILLS_MOUNT};
+use folio_project::{
+    AgentDefinition, Execution, InvalidSchema, NativeTool, ProviderSection, ROOT_SKILLS_MOUNT,
+};
 
 use crate::artifacts::{ArtifactError, ArtifactStore, TagArtifactTool};
 use crate::hooks::HookDispatcher;
@@ -17,7 +19,8 @@ use crate::root::{RootError, bind_turn_root, build_root, with_skills_mount};
 use crate::skills::{HOST_SKILLS_DIR, SkillContent, SkillError, catalog, skills_mount};
 use crate::subagents::{Subagent, TaskTool};
 use crate::tools::{
-    AuthoredTool, DuplicateTool, ScratchMode, ShellTool, TodosTool, ToolRegistry, WebFetchTool,
+    AuthoredTool, DuplicateTool, ScratchMode, ShellTool, TodosTool, ToolRegistry, WebClientError,
+    WebFetchTool,
 };
 use crate::turn::Harness;
 use crate::workspace::{PrepareError, agent_tool_catalog, prepare_host_workspace};
@@ -61,14 +64,17 @@ pub enum LoadError {
     /// Two tools ended up with the same name.
     #[error(transparent)]
     DuplicateTool(#[from] DuplicateTool),
-    /// An authored tool could not be built.
-    #[error("tools/{tool}.toml: {reason}")]
-    Tool {
+    /// An authored tool's input schema does not compile.
+    #[error("tools/{tool}.toml: input_schema: {source}")]
+    AuthoredTool {
         /// The tool's name.
         tool: String,
-        /// What failed.
-        reason: String,
+        /// Why the schema is invalid.
+        source: InvalidSchema,
     },
+    /// The `WebFetch` tool's HTTP client could not be built.
+    #[error(transparent)]
+    WebClient(#[from] WebClientError),
     /// An MCP server of `mcp-connections/` could not be started or listed.
     #[error(transparent)]
     Mcp(#[from] McpError),
@@ -134,12 +140,7 @@ impl Agent {
             let tool: Arc<dyn crate::tools::Tool> = match native {
                 NativeTool::File(file) => Arc::new(*file),
                 NativeTool::Shell => Arc::new(ShellTool),
-                NativeTool::WebFetch => {
-                    Arc::new(WebFetchTool::new().map_err(|reason| LoadError::Tool {
-                        tool: "WebFetch".into(),
-                        reason,
-                    })?)
-                }
+                NativeTool::WebFetch => Arc::new(WebFetchTool::new()?),
                 NativeTool::UpdateTodos => Arc::new(TodosTool::Update),
                 NativeTool::ReadTodos => Arc::new(TodosTool::Read),
                 // Registered below, once the subagents (which inherit every other tool) exist.
@@ -149,9 +150,9 @@ impl Agent {
         }
         for tool in &definition.tools {
             if tool.execution == Execution::Server {
-                let built = AuthoredTool::new(tool).map_err(|err| LoadError::Tool {
+                let built = AuthoredTool::new(tool).map_err(|source| LoadError::AuthoredTool {
                     tool: tool.name.clone(),
-                    reason: format!("input_schema: {err}"),
+                    source,
                 })?;
                 tools.register(Arc::new(built))?;
             }

@@ -23,7 +23,7 @@ pub use authored::AuthoredTool;
 pub use files::FileTool;
 pub use shell::ShellTool;
 pub use todos::{Todo, TodoList, TodosTool};
-pub use web::WebFetchTool;
+pub use web::{WebClientError, WebFetchTool};
 
 /// A model-facing tool: a name, a schema, and an async call.
 #[async_trait::async_trait]

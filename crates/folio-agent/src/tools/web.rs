@@ -19,16 +19,21 @@ pub struct WebFetchTool {
     client: reqwest::Client,
 }
 
+/// The HTTP client of `WebFetch` could not be built (no TLS roots, a broken system setup).
+#[derive(Debug, thiserror::Error)]
+#[error("could not build the WebFetch HTTP client: {0}")]
+pub struct WebClientError(#[source] reqwest::Error);
+
 impl WebFetchTool {
     /// A fetcher with a 30 s overall timeout and up to 10 redirects.
-    pub fn new() -> Result<Self, String> {
+    pub fn new() -> Result<Self, WebClientError> {
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .connect_timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::limited(10))
             .user_agent(concat!("folio/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|err| format!("could not build the WebFetch HTTP client: {err}"))?;
+            .map_err(WebClientError)?;
         Ok(WebFetchTool { client })
     }
 }
