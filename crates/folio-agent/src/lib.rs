@@ -12,18 +12,24 @@
 //! and materialized where `Read` finds them; [`workspace`] prepares a host session workspace
 //! (`AGENTS.md`, skills, agent-tool scripts, sandbox seeds) and writes per-send files.
 
-pub mod agent;
-pub mod artifacts;
+mod agent;
+mod artifacts;
 pub mod conversation;
-pub mod hooks;
+mod hooks;
 pub mod mcp;
-pub mod root;
+mod root;
 pub mod skills;
 pub mod subagents;
 pub mod tools;
 pub mod turn;
 pub mod workspace;
 
-pub use agent::{Agent, LoadError, LoadOptions};
+pub use agent::{Agent, LoadError, LoadOptions, ModelOpener, provider_config};
+pub use artifacts::{
+    ArtifactError, ArtifactRecord, ArtifactStore, DEFAULT_KIND, TAG_ARTIFACT, TagArtifactTool,
+    TagRequest,
+};
 pub use folio_project::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
+pub use hooks::{HookDispatcher, HookOutcome, HookRun};
+pub use root::RootError;
 pub use turn::{EventSink, Harness, TURN_INTERRUPTED, Turn, TurnOutcome};

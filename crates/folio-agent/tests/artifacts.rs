@@ -3,7 +3,7 @@
 
 mod part_b;
 
-use folio_agent::artifacts::{ArtifactStore, TagRequest};
+use folio_agent::{ArtifactStore, TagRequest};
 use folio_agent::{TurnOutcome, discover};
 use folio_project::ArtifactsConfig;
 use folio_protocol::{ArtifactTagged, EventBody};

@@ -6,7 +6,7 @@ mod part_b;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use folio_agent::hooks::{HookDispatcher, HookOutcome};
+use folio_agent::{HookDispatcher, HookOutcome};
 use folio_agent::{TurnOutcome, discover};
 use folio_test_support::{MockModelServer, MockReply};
 use part_b::*;

@@ -29,7 +29,7 @@ pub(crate) fn open_model(
         }
         _ => spec,
     };
-    let config = folio_agent::agent::provider_config(&definition.config.provider);
+    let config = folio_agent::provider_config(&definition.config.provider);
     match open_provider(&spec, &config, &env) {
         Ok(opened) => Ok(opened),
         Err(ModelError::MissingKey { var }) => {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use folio_agent::agent::LoadOptions;
+use folio_agent::LoadOptions;
 use folio_agent::{Agent, discover};
 use folio_model::RecordingProvider;
 use folio_protocol::{ApprovalDecision, EventBody, RunResult, SessionMode};

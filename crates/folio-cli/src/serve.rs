@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use folio_agent::agent::LoadOptions;
+use folio_agent::LoadOptions;
 use folio_agent::{Agent, AgentDefinition, discover};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
 use folio_server::{Auth, LogBuffer, SessionManager, StateRoot};

@@ -654,7 +654,7 @@ async fn logs(
     ok(StatusCode::OK, json!({"lines": lines}))
 }
 
-fn artifact_error(err: folio_agent::artifacts::ArtifactError) -> ApiError {
+fn artifact_error(err: folio_agent::ArtifactError) -> ApiError {
     ApiError::from(ManagerError::Internal(err.to_string()))
 }
 

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use folio_agent::EventSink;
-use folio_agent::hooks::HookDispatcher;
+use folio_agent::HookDispatcher;
 use folio_protocol::{ActionApprovalResolved, Event, EventBody};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
-use folio_agent::agent::LoadOptions;
+use folio_agent::LoadOptions;
 use folio_agent::mcp::EnvLookup;
 use folio_agent::tools::{ScratchMode, TodoList};
 use folio_agent::{Agent, EventSink, Turn, TurnOutcome, discover};
