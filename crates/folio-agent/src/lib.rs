@@ -24,6 +24,7 @@ pub mod info;
 mod manifest;
 pub mod mcp;
 pub mod root;
+mod sink;
 pub mod skills;
 pub mod subagents;
 pub mod tools;
@@ -32,4 +33,5 @@ pub mod workspace;
 
 pub use agent::Agent;
 pub use discovery::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
-pub use turn::{EventSink, Harness, TURN_INTERRUPTED, Turn, TurnOutcome};
+pub use sink::EventSink;
+pub use turn::{Harness, TURN_INTERRUPTED, Turn, TurnOutcome};
