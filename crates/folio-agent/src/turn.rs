@@ -725,3 +725,77 @@ pub fn pending_approvals(events: &[Event], turn_id: &str) -> Vec<String> {
         .map(|call| call.id.clone())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use folio_protocol::{ActionApprovalRequested, RequestedCall};
+    use serde_json::json;
+
+    fn event(index: u64, body: EventBody) -> Event {
+        Event {
+            index,
+            session_id: "ses_test".into(),
+            turn_id: Some("turn_1".into()),
+            at: chrono::Utc::now(),
+            body,
+        }
+    }
+
+    fn call(call_id: &str, tool: &str, subagent: Option<&str>) -> RequestedCall {
+        RequestedCall {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            input: json!({}),
+            subagent: subagent.map(str::to_string),
+        }
+    }
+
+    fn result(call_id: &str, tool: &str) -> EventBody {
+        EventBody::ActionResult(ActionResult {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            output: Some(json!("ok")),
+            error: None,
+            is_error: false,
+            duration_ms: 1,
+        })
+    }
+
+    /// A `Task` call ran a subagent (whose calls the log records after the parent's
+    /// `actions.requested`), then the parent's next call parked: the parked call is still open.
+    #[test]
+    fn a_parked_call_after_a_subagent_run_stays_open() {
+        let events: Vec<Event> = [
+            EventBody::StepStarted(StepStarted { step: 2 }),
+            EventBody::ActionsRequested(ActionsRequested {
+                calls: vec![call("c1", "Task", None), call("c2", "post", None)],
+            }),
+            EventBody::ActionsRequested(ActionsRequested {
+                calls: vec![call("c1/s1", "Read", Some("researcher"))],
+            }),
+            result("c1/s1", "Read"),
+            result("c1", "Task"),
+            EventBody::ActionApprovalRequested(ActionApprovalRequested {
+                call_id: "c2".into(),
+                tool: "post".into(),
+                input: json!({}),
+            }),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(index, body)| event(index as u64, body))
+        .collect();
+        assert_eq!(pending_approvals(&events, "turn_1"), ["c2"]);
+        let open = open_calls(&events, "turn_1");
+        assert_eq!(open.step, 2);
+        assert_eq!(
+            open.calls,
+            [folio_model::ToolCall {
+                id: "c2".into(),
+                name: "post".into(),
+                input: json!({}),
+            }]
+        );
+    }
+}
