@@ -21,6 +21,7 @@ pub mod conversation;
 pub mod discovery;
 pub mod hooks;
 pub mod info;
+mod layout;
 mod manifest;
 pub mod mcp;
 pub mod root;
@@ -33,5 +34,6 @@ pub mod workspace;
 
 pub use agent::Agent;
 pub use discovery::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
+pub use layout::StateLayout;
 pub use sink::EventSink;
 pub use turn::{Harness, TURN_INTERRUPTED, Turn, TurnOutcome};
