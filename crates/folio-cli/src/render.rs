@@ -45,6 +45,23 @@ pub(crate) fn print_event(event: &Event) {
     };
 }
 
+/// Whether stdout and stderr are one and the same terminal (what a person sees is both).
+pub(crate) fn stdout_is_stderr_terminal() -> bool {
+    use std::io::IsTerminal;
+    use std::os::unix::fs::MetadataExt;
+    if !(std::io::stdout().is_terminal() && std::io::stderr().is_terminal()) {
+        return false;
+    }
+    match (
+        std::fs::metadata("/proc/self/fd/1"),
+        std::fs::metadata("/proc/self/fd/2"),
+    ) {
+        (Ok(out), Ok(err)) => out.rdev() == err.rdev(),
+        // Two terminals we cannot tell apart: printing twice is better than not at all.
+        _ => false,
+    }
+}
+
 /// The first line of `text`, cut to a readable length.
 fn excerpt(text: &str) -> String {
     let first = text.lines().next().unwrap_or_default();

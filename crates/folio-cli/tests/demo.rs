@@ -176,3 +176,31 @@ async fn record_demo_fixture() {
     let recorded = std::fs::read_to_string(&fixture).unwrap();
     assert_eq!(recorded.lines().count(), 6, "six model calls recorded");
 }
+
+/// On a terminal the reply streams to stderr; when stdout is that same terminal it is not
+/// printed a second time (`script` gives the run one pseudo-terminal for both).
+#[test]
+fn on_one_terminal_the_reply_is_shown_once() {
+    let root = workspace_root();
+    require_mcp_server(&root);
+    let state = tempfile::tempdir().unwrap();
+    let command = format!(
+        "'{}' run --dir examples/demo --model replay:fixtures/demo.jsonl --message '{MESSAGE}' --state-root '{}'",
+        folio_bin().display(),
+        state.path().display()
+    );
+    let output = Command::new("script")
+        .current_dir(&root)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .output()
+        .unwrap();
+    let screen = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "screen:\n{screen}");
+    assert_eq!(
+        screen.matches("And 17 + 25 = 42.").count(),
+        1,
+        "screen:\n{screen}"
+    );
+}
