@@ -284,7 +284,7 @@ impl SessionManager {
     }
 
     fn recover(&self) -> Result<(), String> {
-        let dir = self.inner.state.path().join("sessions");
+        let dir = self.inner.state.sessions_dir();
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -526,7 +526,7 @@ impl SessionManager {
         cursor: Option<&str>,
         q: Option<&str>,
     ) -> Result<SessionPage, ManagerError> {
-        let dir = self.inner.state.path().join("sessions");
+        let dir = self.inner.state.sessions_dir();
         let mut ids: Vec<String> = match std::fs::read_dir(&dir) {
             Ok(entries) => entries
                 .flatten()
