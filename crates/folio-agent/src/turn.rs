@@ -23,8 +23,7 @@ use crate::tools::{
     ScratchMode, SessionContext, TodoList, ToolContext, ToolError, ToolOutput, ToolRegistry,
 };
 
-/// The message of a turn cancelled by stop or preempt (a contract string).
-pub const TURN_INTERRUPTED: &str = "turn interrupted";
+pub use folio_protocol::TURN_INTERRUPTED;
 
 /// Where a turn records its events: the session's log (and whatever follows it).
 #[async_trait::async_trait]
@@ -546,11 +545,7 @@ impl Harness {
 
 /// The tool error a denied call returns to the model (a contract string).
 pub fn denied_message(resolved: &ActionApprovalResolved) -> String {
-    format!(
-        "denied by {}: {}",
-        resolved.by,
-        resolved.reason.as_deref().unwrap_or("no reason given")
-    )
+    folio_protocol::denial_message(&resolved.by, resolved.reason.as_deref())
 }
 
 /// The unanswered calls of a turn's last `actions.requested`, with what is recorded about them.

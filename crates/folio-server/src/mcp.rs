@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use folio_protocol::{Admission, EventBody, SessionMode};
+use folio_protocol::{Admission, AskResult, AskStatus, CheckResult, CreateSession, EventBody};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -16,8 +16,8 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::http::Principal;
-use crate::manager::{CreateSession, SessionManager};
+use crate::manager::SessionManager;
+use crate::principal::Principal;
 
 /// The MCP handler of one agent.
 #[derive(Clone)]
@@ -57,6 +57,13 @@ fn text_result(text: String, is_error: bool) -> CallToolResult {
     }
 }
 
+/// Adds `value` as the result's structured content (project-format.md: `ask` returns
+/// `{status, sessionId, reply}`, `check` `{session, lastReply}`).
+fn structured(mut result: CallToolResult, value: &impl serde::Serialize) -> CallToolResult {
+    result.structured_content = serde_json::to_value(value).ok();
+    result
+}
+
 impl AgentMcp {
     /// Sends `message` (a new chat session, or a follow-up with preempt) and waits for the turn.
     async fn ask(
@@ -64,21 +71,12 @@ impl AgentMcp {
         principal: &str,
         message: String,
         session_id: Option<String>,
-    ) -> Result<(String, String, bool), String> {
+    ) -> Result<AskResult, String> {
         let (id, start) = match session_id {
             None => {
                 let accepted = self
                     .manager
-                    .create(
-                        principal,
-                        CreateSession {
-                            message,
-                            title: None,
-                            workspace_files: Default::default(),
-                            mode: SessionMode::Chat,
-                            channel: "mcp".into(),
-                        },
-                    )
+                    .create(principal, "mcp", CreateSession::message(message))
                     .await
                     .map_err(|e| e.to_string())?;
                 (accepted.session_id, 0)
@@ -101,11 +99,16 @@ impl AgentMcp {
             .stream(principal, &id, start)
             .map_err(|e| e.to_string())?;
         while let Some(event) = stream.rx.recv().await {
-            match event.map(|e| e.body) {
-                Some(EventBody::TurnCompleted(done)) => return Ok((id, done.reply, false)),
-                Some(EventBody::TurnFailed(failed)) => return Ok((id, failed.message, true)),
-                _ => {}
-            }
+            let (status, reply) = match event.map(|e| e.body) {
+                Some(EventBody::TurnCompleted(done)) => (AskStatus::Completed, done.reply),
+                Some(EventBody::TurnFailed(failed)) => (AskStatus::Failed, failed.message),
+                _ => continue,
+            };
+            return Ok(AskResult {
+                status,
+                session_id: id,
+                reply,
+            });
         }
         Err(format!("session {id} ended before the turn finished"))
     }
@@ -169,13 +172,9 @@ impl ServerHandler for AgentMcp {
                 };
                 Ok(
                     match self.ask(&principal, message, string("sessionId")).await {
-                        Ok((id, reply, failed)) => {
-                            // project-format.md: `ask` returns `{status, sessionId, reply}`.
-                            let status = if failed { "failed" } else { "completed" };
-                            let mut result = text_result(reply.clone(), failed);
-                            result.structured_content =
-                                Some(json!({"status": status, "sessionId": id, "reply": reply}));
-                            result.into()
+                        Ok(asked) => {
+                            let failed = asked.status == AskStatus::Failed;
+                            structured(text_result(asked.reply.clone(), failed), &asked).into()
                         }
                         Err(message) => text_result(message, true).into(),
                     },
@@ -189,17 +188,18 @@ impl ServerHandler for AgentMcp {
                     ));
                 };
                 Ok(match self.manager.get(&principal, &id) {
-                    Ok(summary) => {
+                    Ok(session) => {
                         let events = self.manager.events(&principal, &id).unwrap_or_default();
-                        let reply = events.iter().rev().find_map(|e| match &e.body {
+                        let last_reply = events.iter().rev().find_map(|e| match &e.body {
                             EventBody::TurnCompleted(done) => Some(done.reply.clone()),
                             _ => None,
                         });
-                        text_result(
-                            json!({"session": summary, "lastReply": reply}).to_string(),
-                            false,
-                        )
-                        .into()
+                        let checked = CheckResult {
+                            session,
+                            last_reply,
+                        };
+                        let text = serde_json::to_string(&checked).unwrap_or_default();
+                        structured(text_result(text, false), &checked).into()
                     }
                     Err(err) => text_result(err.to_string(), true).into(),
                 })

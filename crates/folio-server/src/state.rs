@@ -4,12 +4,18 @@
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use folio_protocol::SessionMode;
+use folio_protocol::{SessionMode, SessionStatus};
 use serde::{Deserialize, Serialize};
 
 /// A new session id: `ses_` + a 26-character ULID.
 pub fn new_session_id() -> String {
     format!("ses_{}", ulid::Ulid::generate())
+}
+
+/// Whether `id` has the form `ses_` + 26 ULID characters (and so is safe as a path component).
+pub fn valid_session_id(id: &str) -> bool {
+    id.strip_prefix("ses_")
+        .is_some_and(|rest| rest.len() == 26 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
 /// A new turn id: `turn_` + a ULID.
@@ -60,20 +66,6 @@ impl StateRoot {
             .join("traces")
             .join(format!("{session_id}.ndjson"))
     }
-}
-
-/// Where a session is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SessionStatus {
-    /// A turn is running.
-    Running,
-    /// A chat session waiting for a follow-up.
-    Waiting,
-    /// A task session that finished.
-    Completed,
-    /// A task session that failed.
-    Failed,
 }
 
 /// `session.json`: a session's metadata.
