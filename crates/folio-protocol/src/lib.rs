@@ -13,7 +13,8 @@
 //!   [`SessionResponse`], [`Page`], [`ToolCallResult`], [`AgentDescription`], [`LogsResponse`],
 //!   [`ArtifactResponse`]) and every error, [`ErrorBody`]. Success bodies carry `"ok": true`
 //!   ([`OkTrue`]), errors `"ok": false` ([`OkFalse`]).
-//! - The `/v1/mcp` tools' results: [`AskResult`], [`CheckResult`].
+//! - The `/v1/mcp` tools' arguments and results: [`AskArguments`], [`AskResult`],
+//!   [`CheckArguments`], [`CheckResult`].
 //! - Contract strings such as [`TURN_INTERRUPTED`] and [`SERVER_RESTARTED`].
 //! - [`schemas`] lists the JSON Schema of every wire type.
 //!
@@ -61,7 +62,7 @@ pub use http::{
     OkFalse, OkTrue, Page, SessionCreated, SessionResponse, SessionStatus, SessionSummary,
     ToolCallRequest, ToolCallResult,
 };
-pub use mcp::{AskResult, AskStatus, CheckResult};
+pub use mcp::{AskArguments, AskResult, AskStatus, CheckArguments, CheckResult};
 pub use result::{RunResult, ToolCallRecord, TurnSummary};
 pub use schema::schemas;
 pub use usage::Usage;

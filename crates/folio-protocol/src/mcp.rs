@@ -36,3 +36,22 @@ pub struct CheckResult {
     /// The reply of the last completed turn (`null` when none completed).
     pub last_reply: Option<String>,
 }
+
+/// The arguments of `ask`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AskArguments {
+    /// What to ask.
+    pub message: String,
+    /// Continue this session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+/// The arguments of `check`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckArguments {
+    /// The session to check.
+    pub session_id: String,
+}

@@ -28,7 +28,9 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("ArtifactResponse", schema_for!(ArtifactResponse)),
         ("LogsResponse", schema_for!(LogsResponse)),
         ("ErrorBody", schema_for!(ErrorBody)),
+        ("AskArguments", schema_for!(AskArguments)),
         ("AskResult", schema_for!(AskResult)),
+        ("CheckArguments", schema_for!(CheckArguments)),
         ("CheckResult", schema_for!(CheckResult)),
     ]
 }

@@ -4,7 +4,10 @@
 
 use std::sync::Arc;
 
-use folio_protocol::{Admission, AskResult, AskStatus, CheckResult, CreateSession, EventBody};
+use folio_protocol::{
+    Admission, AskArguments, AskResult, AskStatus, CheckArguments, CheckResult, CreateSession,
+    EventBody,
+};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -13,7 +16,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::manager::SessionManager;
@@ -44,8 +47,19 @@ pub(crate) fn service(
     )
 }
 
-fn schema(value: Value) -> Arc<serde_json::Map<String, Value>> {
-    Arc::new(value.as_object().cloned().unwrap_or_default())
+/// The input schema of a tool whose arguments are `T`.
+fn schema<T: schemars::JsonSchema>() -> Arc<serde_json::Map<String, Value>> {
+    let schema = schemars::schema_for!(T);
+    Arc::new(schema.as_object().cloned().unwrap_or_default())
+}
+
+/// Reads a tool's arguments as `T`; a refusal names the tool and what is wrong.
+fn arguments<T: serde::de::DeserializeOwned>(
+    tool: &str,
+    args: serde_json::Map<String, Value>,
+) -> Result<T, ErrorData> {
+    serde_json::from_value(Value::Object(args))
+        .map_err(|err| ErrorData::invalid_params(format!("{tool}: {err}"), None))
 }
 
 fn text_result(text: String, is_error: bool) -> CallToolResult {
@@ -131,23 +145,12 @@ impl ServerHandler for AgentMcp {
                 format!(
                     "Ask the {name} agent: runs a turn and returns its reply (pass sessionId to continue a conversation)."
                 ),
-                schema(json!({
-                    "type": "object",
-                    "properties": {
-                        "message": {"type": "string", "description": "What to ask."},
-                        "sessionId": {"type": "string", "description": "Continue this session."}
-                    },
-                    "required": ["message"]
-                })),
+                schema::<AskArguments>(),
             ),
             Tool::new(
                 "check",
                 "A session's status, turns and last reply, without waiting.",
-                schema(json!({
-                    "type": "object",
-                    "properties": {"sessionId": {"type": "string"}},
-                    "required": ["sessionId"]
-                })),
+                schema::<CheckArguments>(),
             ),
         ]))
     }
@@ -164,29 +167,22 @@ impl ServerHandler for AgentMcp {
             .map(|p| p.0.clone())
             .unwrap_or_else(|| "local".to_string());
         let args = request.arguments.unwrap_or_default();
-        let string = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_string);
         match request.name.as_ref() {
             "ask" => {
-                let Some(message) = string("message") else {
-                    return Err(ErrorData::invalid_params("ask: message is required", None));
-                };
-                Ok(
-                    match self.ask(&principal, message, string("sessionId")).await {
-                        Ok(asked) => {
-                            let failed = asked.status == AskStatus::Failed;
-                            structured(text_result(asked.reply.clone(), failed), &asked).into()
-                        }
-                        Err(message) => text_result(message, true).into(),
-                    },
-                )
+                let AskArguments {
+                    message,
+                    session_id,
+                } = arguments("ask", args)?;
+                Ok(match self.ask(&principal, message, session_id).await {
+                    Ok(asked) => {
+                        let failed = asked.status == AskStatus::Failed;
+                        structured(text_result(asked.reply.clone(), failed), &asked).into()
+                    }
+                    Err(message) => text_result(message, true).into(),
+                })
             }
             "check" => {
-                let Some(id) = string("sessionId") else {
-                    return Err(ErrorData::invalid_params(
-                        "check: sessionId is required",
-                        None,
-                    ));
-                };
+                let CheckArguments { session_id: id } = arguments("check", args)?;
                 Ok(match self.manager.get(&principal, &id) {
                     Ok(session) => {
                         let events = self.manager.events(&principal, &id).unwrap_or_default();
