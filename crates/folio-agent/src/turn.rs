@@ -28,8 +28,7 @@ use crate::conversation::conversation;
 use crate::sink::EventSink;
 use crate::tools::{ScratchMode, SessionContext, TodoList, ToolContext, ToolOutput, ToolRegistry};
 
-/// The message of a turn cancelled by stop or preempt (a contract string).
-pub const TURN_INTERRUPTED: &str = "turn interrupted";
+pub use folio_protocol::TURN_INTERRUPTED;
 
 /// What a turn runs with: the model, the tools, the tree, and its step limit.
 #[derive(Clone)]
@@ -663,11 +662,7 @@ impl Harness {
 
 /// The tool error a denied call returns to the model (a contract string).
 pub fn denied_message(resolved: &ActionApprovalResolved) -> String {
-    format!(
-        "denied by {}: {}",
-        resolved.by,
-        resolved.reason.as_deref().unwrap_or("no reason given")
-    )
+    folio_protocol::denial_message(&resolved.by, resolved.reason.as_deref())
 }
 
 /// The unanswered calls of a turn's last `actions.requested`, with what is recorded about them.
