@@ -12,6 +12,7 @@ use folio_project::{
 
 use crate::artifacts::{ArtifactError, ArtifactStore, TagArtifactTool};
 use crate::hooks::HookDispatcher;
+use crate::layout::StateLayout;
 use crate::mcp::{
     Connections, EnvLookup, McpConnection, McpError, McpTool, McpTransport, process_env,
 };
@@ -182,12 +183,12 @@ impl Agent {
                 tools.register(Arc::new(tool))?;
             }
         }
-        let state_root = options
-            .state_root
-            .clone()
-            .unwrap_or_else(|| definition.project_dir.join(".folio").join("state"));
+        let state = match &options.state_root {
+            Some(path) => StateLayout::new(path),
+            None => StateLayout::for_project(&definition.project_dir),
+        };
         let artifacts = ArtifactStore::open(
-            state_root.join("artifacts"),
+            state.artifacts_dir(),
             definition.artifacts.clone().unwrap_or_default(),
         )?;
         if artifacts.config().agent_tool {
@@ -213,7 +214,7 @@ impl Agent {
             skills: Arc::new(skills),
             connections,
             artifacts,
-            memory_dir: state_root.join("memory"),
+            memory_dir: state.memory_dir(),
         })
     }
 

@@ -16,6 +16,8 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use crate::tools::process::kill_group;
+
 /// Hook runs remembered for [`HookDispatcher::recent_runs`].
 const RECENT_RUNS: usize = 200;
 /// Bytes of stderr kept for a failure message.
@@ -265,12 +267,7 @@ async fn run_hook(hook: &HookDefinition, payload: &Value) -> HookOutcome {
         }
         Ok((Err(err), _)) => HookOutcome::Failed(format!("wait failed: {err}")),
         Err(_) => {
-            if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-                // SAFETY: killpg only sends a signal to the group this hook leads.
-                unsafe {
-                    libc::killpg(pid, libc::SIGKILL);
-                }
-            }
+            kill_group(pid);
             HookOutcome::Failed(format!(
                 "timed out after {}s and was killed",
                 hook.timeout.as_secs()

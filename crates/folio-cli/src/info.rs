@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use folio_project::{AgentDefinition, McpTransport, NativeTool, discover};
-use serde_json::Value;
+use folio_protocol::AgentInfo;
 
 /// Arguments of `folio info`.
 #[derive(Debug, clap::Args)]
@@ -29,7 +29,7 @@ fn transport_line(transport: &McpTransport) -> String {
 }
 
 /// The human form of [`folio_project::describe`].
-fn info_text(definition: &AgentDefinition, info: &Value) -> String {
+fn info_text(definition: &AgentDefinition, info: &AgentInfo) -> String {
     let mut out = format!("agent: {}\n", definition.name);
     if let Some(description) = &definition.description {
         out.push_str(&format!("description: {description}\n"));
@@ -170,7 +170,7 @@ fn info_text(definition: &AgentDefinition, info: &Value) -> String {
             .map(|s| format!("{} ({})", s.name, s.cron))
             .collect(),
     );
-    if let Some(sandbox) = info["sandbox"].as_str() {
+    if let Some(sandbox) = &info.sandbox {
         out.push_str(&format!("sandbox seeds: {sandbox}\n"));
     }
     out
@@ -190,7 +190,11 @@ pub(crate) fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
     };
     let mut info = folio_project::describe(definition);
     if args.json {
-        info["diagnostics"] = serde_json::to_value(&discovery.diagnostics)?;
+        info.diagnostics = discovery
+            .diagnostics
+            .iter()
+            .map(folio_project::diagnostic_info)
+            .collect();
         println!("{}", serde_json::to_string_pretty(&info)?);
     } else {
         print!("{}", info_text(definition, &info));

@@ -1,6 +1,7 @@
-//! `folio schema`: writes the JSON Schema of every agent-folder file kind (and, once
-//! folio-protocol lists them, of every wire type) as `<name>.json`. The repository commits them
-//! under `docs/schema/`; a test fails when they drift from the Rust types.
+//! `folio schema`: writes the JSON Schema of every agent-folder file kind (folio-project,
+//! kebab-case names such as `agent`) and of every wire type (folio-protocol, type names such as
+//! `Event`) as `<name>.json`. The repository commits them under `docs/schema/`; a test fails
+//! when they drift from the Rust types.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,7 +23,11 @@ pub(crate) fn schema_files() -> Vec<(String, String)> {
         .into_iter()
         .map(|file| (file.name.to_string(), file.schema))
         .collect();
-    // Each further source of schemas (the wire types of folio-protocol) extends `schemas` here.
+    schemas.extend(
+        folio_protocol::schemas()
+            .into_iter()
+            .map(|(name, schema)| (name.to_string(), schema.to_value())),
+    );
     schemas.sort_by(|a, b| a.0.cmp(&b.0));
     schemas
         .into_iter()

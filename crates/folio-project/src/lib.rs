@@ -59,7 +59,7 @@ pub use discovery::{
     slug_problem,
 };
 pub use hooks::{HookCommand, HookDefinition, HookManifest};
-pub use info::describe;
+pub use info::{describe, diagnostic_info};
 pub use mcp::{McpConnectionManifest, McpServerConfig, McpTransport};
 pub use report::{UnsetVariable, expand_template};
 pub use schema_check::{InvalidSchema, compile_schema};

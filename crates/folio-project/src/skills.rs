@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::config::{GeneratedSkillManifest, SkillFrontmatter};
 use crate::diagnostic::Severity;
@@ -306,9 +305,4 @@ fn read_text(path: &Path, findings: &mut Report) -> Option<String> {
             None
         }
     }
-}
-
-/// A JSON summary of a skill for `folio info`.
-pub(crate) fn info_value(skill: &Skill) -> Value {
-    serde_json::to_value(skill).unwrap_or(Value::Null)
 }

@@ -10,7 +10,7 @@ use crate::{Event, EventBody, Usage};
 /// The result of `folio run --json` and `folio trajectory --json`.
 ///
 /// Both commands build it with [`RunResult::from_events`] so they print the same thing.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
     /// The session the events belong to.
@@ -30,7 +30,7 @@ pub struct RunResult {
 }
 
 /// One turn of a [`RunResult`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnSummary {
     /// The turn id.
@@ -47,7 +47,7 @@ pub struct TurnSummary {
 }
 
 /// One tool call of a [`RunResult`]: `actions.requested` paired with `action.result` by `callId`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallRecord {
     /// The tool-call id.

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 ///
 /// `input_tokens` counts only input that was neither read from nor written to the prompt cache,
 /// so the whole prompt is `input_tokens + cache_read_tokens + cache_write_tokens`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     /// Input tokens not served from or written to the cache.

@@ -5,8 +5,8 @@ mod support;
 
 use std::time::Duration;
 
-use folio_protocol::{EventBody, SessionMode};
-use folio_server::{CreateSession, ManagerError};
+use folio_protocol::{CreateSession, EventBody};
+use folio_server::ManagerError;
 use folio_test_support::{MockModelServer, MockReply};
 use futures::StreamExt;
 use pretty_assertions::assert_eq;
@@ -17,8 +17,7 @@ fn create(message: &str) -> CreateSession {
         message: message.into(),
         title: Some("t".into()),
         workspace_files: [("notes/a.txt".to_string(), "alpha".to_string())].into(),
-        mode: SessionMode::Chat,
-        channel: "http".into(),
+        mode: None,
     }
 }
 
@@ -32,7 +31,7 @@ async fn idle_streams_send_keep_alive_lines() {
     manager.set_keepalive(Duration::from_millis(100));
     let url = http(manager.clone()).await;
     let id = manager
-        .create("local", create("hello"))
+        .create("local", "http", create("hello"))
         .await
         .unwrap()
         .session_id;
@@ -67,7 +66,7 @@ async fn deleting_a_session_directory_removes_the_session() {
     let state = tempfile::tempdir().unwrap();
     let manager = manager(agent(&mock, dir.path()).await, state.path());
     let id = manager
-        .create("local", create("hello"))
+        .create("local", "http", create("hello"))
         .await
         .unwrap()
         .session_id;
@@ -111,7 +110,7 @@ async fn streams_from_any_start_index_during_a_live_turn_have_no_gap_and_no_dupl
     let state = tempfile::tempdir().unwrap();
     let manager = manager(agent(&mock, dir.path()).await, state.path());
     let id = manager
-        .create("local", create("stream me"))
+        .create("local", "http", create("stream me"))
         .await
         .unwrap()
         .session_id;
@@ -142,4 +141,70 @@ async fn streams_from_any_start_index_during_a_live_turn_have_no_gap_and_no_dupl
     }
     let final_events = manager.events("local", &id).unwrap();
     assert!(final_events.len() >= all.len());
+}
+
+/// Waits until the session's log has `count` `session.waiting` events.
+async fn wait_turns(manager: &folio_server::SessionManager, id: &str, count: usize) {
+    let mut stream = manager.stream("local", id, 0).unwrap();
+    let mut seen = 0;
+    while let Some(event) = stream.rx.recv().await {
+        if matches!(event.map(|e| e.body), Some(EventBody::SessionWaiting(_))) {
+            seen += 1;
+            if seen == count {
+                return;
+            }
+        }
+    }
+}
+
+/// The todo list is derived from the session's log: a later turn, a session-scoped direct
+/// call and a restarted manager all see what `UpdateTodos` last set.
+#[tokio::test]
+async fn todos_outlive_turns_and_restarts() {
+    let mock = MockModelServer::start().await;
+    let todos = serde_json::json!({"todos": [
+        {"id": "1", "content": "write the plan", "status": "completed"},
+        {"id": "2", "content": "ship it", "status": "in_progress"},
+    ]});
+    mock.push(MockReply::tool_calls([("UpdateTodos", todos)]));
+    mock.push(MockReply::text("planned"));
+    mock.push(MockReply::tool_calls([(
+        "ReadTodos",
+        serde_json::json!({}),
+    )]));
+    mock.push(MockReply::text("read"));
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let agent = agent(&mock, dir.path()).await;
+    let manager = manager(agent.clone(), state.path());
+    let id = manager
+        .create("local", "http", create("plan"))
+        .await
+        .unwrap()
+        .session_id;
+    wait_turns(&manager, &id, 1).await;
+    manager
+        .send("local", &id, "where are we?", None)
+        .await
+        .unwrap();
+    wait_turns(&manager, &id, 2).await;
+    let expected = "[x] 1: write the plan\n[~] 2: ship it";
+    let read = manager
+        .events("local", &id)
+        .unwrap()
+        .into_iter()
+        .find_map(|event| match event.body {
+            EventBody::ActionResult(result) if result.tool == "ReadTodos" => result.output,
+            _ => None,
+        });
+    assert_eq!(read, Some(serde_json::json!(expected)));
+    manager.shutdown().await;
+    drop(manager);
+
+    let reopened = support::manager(agent, state.path());
+    let direct = reopened
+        .call_tool("local", Some(&id), "ReadTodos", serde_json::json!({}))
+        .await
+        .unwrap();
+    assert_eq!(direct.result, serde_json::json!(expected));
 }

@@ -21,6 +21,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::Mutex;
 
 use super::env::EnvLookup;
+use crate::tools::process::kill_group;
 
 /// How long starting a server (spawn + initialize + first listing) may take.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -431,16 +432,6 @@ impl Drop for McpConnection {
 fn backoff(failures: u32) -> Duration {
     let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
     FIRST_BACKOFF.saturating_mul(factor).min(MAX_BACKOFF)
-}
-
-/// Kills a stdio server's process group (the server is its leader).
-fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-        // SAFETY: killpg only sends a signal; the group id is the leader we spawned.
-        unsafe {
-            libc::killpg(pid, libc::SIGKILL);
-        }
-    }
 }
 
 /// Closes the client, kills the process group, and waits for the transport (and with it the
