@@ -32,8 +32,7 @@ mod record;
 
 use record::{Recorder, Scope};
 
-/// The message of a turn cancelled by stop or preempt (a contract string).
-pub const TURN_INTERRUPTED: &str = "turn interrupted";
+pub use folio_protocol::TURN_INTERRUPTED;
 
 /// What a turn runs with: the model, the tools, the tree, and its step limit.
 #[derive(Clone)]
@@ -312,7 +311,7 @@ impl Harness {
     ) -> Result<String, Stop> {
         let tools = self.tool_specs();
         let system = self.system_prompt(&turn.scratch, &turn.workspace);
-        let mut usage = Usage::default();
+        let mut usage = None;
         for step in first_step..=self.max_steps {
             self.emit(turn, recorder, EventBody::StepStarted(StepStarted { step }))
                 .await?;
@@ -325,7 +324,7 @@ impl Harness {
                 params: self.params.clone(),
             };
             let response = self.stream_step(turn, recorder, &request).await?;
-            usage += response.usage;
+            usage = Usage::sum_reported([usage, response.usage]);
             if let Some(reasoning) = &response.reasoning {
                 self.emit(
                     turn,
@@ -606,11 +605,7 @@ impl Harness {
 
 /// The tool error a denied call returns to the model (a contract string).
 pub fn denied_message(resolved: &ActionApprovalResolved) -> String {
-    format!(
-        "denied by {}: {}",
-        resolved.by,
-        resolved.reason.as_deref().unwrap_or("no reason given")
-    )
+    folio_protocol::denial_message(&resolved.by, resolved.reason.as_deref())
 }
 
 /// The unanswered calls of a turn's last `actions.requested`, with what is recorded about them.

@@ -34,11 +34,16 @@ pub(crate) fn print_event(event: &Event) {
         },
         EventBody::TurnCompleted(done) => writeln!(
             err,
-            "✓ turn completed in {:.1} s ({} steps, {} input / {} output tokens)",
+            "✓ turn completed in {:.1} s ({} steps, {})",
             done.duration_ms as f64 / 1000.0,
             done.steps,
-            done.usage.input_tokens,
-            done.usage.output_tokens
+            match done.usage {
+                Some(usage) => format!(
+                    "{} input / {} output tokens",
+                    usage.input_tokens, usage.output_tokens
+                ),
+                None => "usage not reported".to_string(),
+            }
         ),
         EventBody::TurnFailed(failed) => writeln!(err, "✗ turn failed: {}", failed.message),
         _ => Ok(()),

@@ -8,8 +8,8 @@ use anyhow::{Context, bail};
 use folio_agent::agent::LoadOptions;
 use folio_agent::{Agent, discover};
 use folio_model::RecordingProvider;
-use folio_protocol::{ApprovalDecision, EventBody, RunResult, SessionMode};
-use folio_server::{CreateSession, LogBuffer, SessionManager, StateRoot};
+use folio_protocol::{ApprovalDecision, CreateSession, EventBody, RunResult};
+use folio_server::{LogBuffer, SessionManager, StateRoot};
 
 use crate::model::open_model;
 use crate::render::print_event;
@@ -116,16 +116,7 @@ async fn run_session(
     message: &str,
 ) -> anyhow::Result<(String, Vec<folio_protocol::Event>)> {
     let accepted = manager
-        .create(
-            PRINCIPAL,
-            CreateSession {
-                message: message.to_string(),
-                title: None,
-                workspace_files: Default::default(),
-                mode: SessionMode::Chat,
-                channel: "cli".to_string(),
-            },
-        )
+        .create(PRINCIPAL, "cli", CreateSession::message(message))
         .await?;
     let id = accepted.session_id;
     let mut stream = manager.stream(PRINCIPAL, &id, 0)?;

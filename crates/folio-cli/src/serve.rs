@@ -128,7 +128,7 @@ pub(crate) async fn load_agent(
     dir: &Path,
     model: Option<&str>,
     state: &StateRoot,
-) -> anyhow::Result<(Agent, Vec<serde_json::Value>)> {
+) -> anyhow::Result<(Agent, Vec<folio_protocol::DiagnosticInfo>)> {
     let discovery = discover(dir);
     for diagnostic in &discovery.diagnostics {
         eprintln!("{diagnostic}");
@@ -136,7 +136,7 @@ pub(crate) async fn load_agent(
     let diagnostics = discovery
         .diagnostics
         .iter()
-        .filter_map(|d| serde_json::to_value(d).ok())
+        .map(folio_agent::info::diagnostic_info)
         .collect();
     let Some(definition) = discovery.definition else {
         bail!(

@@ -8,7 +8,7 @@ pub const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com/v1";
 pub const ANTHROPIC_DEFAULT_BASE: &str = "https://api.anthropic.com";
 
 /// How to reach a provider: `agent.toml [provider]` plus timeouts and retries.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProviderConfig {
     /// API base URL; overrides `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` (required for
     /// `openai-compatible`).
@@ -19,6 +19,21 @@ pub struct ProviderConfig {
     pub timeouts: Timeouts,
     /// Retry policy for 429, 5xx and connection errors.
     pub retry: RetryPolicy,
+    /// Stream responses (default). `false` asks OpenAI-compatible servers for one whole
+    /// response instead, for servers that stream badly or leave usage out of streams.
+    pub stream: bool,
+}
+
+impl Default for ProviderConfig {
+    fn default() -> ProviderConfig {
+        ProviderConfig {
+            base_url: None,
+            api_key_env: None,
+            timeouts: Timeouts::default(),
+            retry: RetryPolicy::default(),
+            stream: true,
+        }
+    }
 }
 
 /// Timeouts of one model call.

@@ -62,6 +62,11 @@ pub fn open_provider(
             let transport = HttpTransport::new("openai-compatible", config)?;
             Arc::new(OpenAiProvider::new(transport, &base, api_key))
         }
+        "anthropic" if !config.stream => {
+            return Err(ModelError::Config(
+                "`stream = false` is for openai and openai-compatible providers; Anthropic's Messages API is always streamed here: remove it from [provider]".to_string(),
+            ));
+        }
         "anthropic" => {
             let base = config
                 .base_url

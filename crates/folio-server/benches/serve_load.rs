@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use folio_agent::{Agent, discover};
 use folio_model::{Delta, DeltaStream, ModelError, ModelRequest, Provider};
-use folio_protocol::{FinishReason, SessionMode, Usage};
+use folio_protocol::{CreateSession, FinishReason, Usage};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
-use folio_server::{CreateSession, LogBuffer, SessionManager, StateRoot};
+use folio_server::{LogBuffer, SessionManager, StateRoot};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -298,12 +298,12 @@ async fn run() {
                 let accepted = manager
                     .create(
                         "local",
+                        "http",
                         CreateSession {
                             message: format!("m{n}"),
                             title: Some(format!("session {n}")),
                             workspace_files: Default::default(),
-                            mode: SessionMode::Chat,
-                            channel: "http".into(),
+                            mode: None,
                         },
                     )
                     .await

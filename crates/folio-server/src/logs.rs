@@ -4,24 +4,10 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
+use folio_protocol::{LogLevel, LogLine};
 
 /// Lines kept before the oldest is dropped.
 const CAPACITY: usize = 2000;
-
-/// One log line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LogLine {
-    /// Increases by one per line; pass the last one seen as `since`.
-    pub seq: u64,
-    /// RFC 3339 UTC with milliseconds.
-    pub at: String,
-    /// `info`, `warn` or `error`.
-    pub level: &'static str,
-    /// The line.
-    pub message: String,
-}
 
 /// A shared ring of recent log lines.
 #[derive(Debug, Clone, Default)]
@@ -35,7 +21,7 @@ impl LogBuffer {
         LogBuffer::default()
     }
 
-    fn push(&self, level: &'static str, message: String) {
+    fn push(&self, level: LogLevel, message: String) {
         let mut guard = self.lines.lock().unwrap_or_else(|p| p.into_inner());
         let (next, lines) = &mut *guard;
         *next += 1;
@@ -53,19 +39,19 @@ impl LogBuffer {
     /// Records an informational line.
     pub fn info(&self, message: String) {
         tracing::info!("{message}");
-        self.push("info", message);
+        self.push(LogLevel::Info, message);
     }
 
     /// Records a warning.
     pub fn warn(&self, message: String) {
         tracing::warn!("{message}");
-        self.push("warn", message);
+        self.push(LogLevel::Warn, message);
     }
 
     /// Records an error.
     pub fn error(&self, message: String) {
         tracing::error!("{message}");
-        self.push("error", message);
+        self.push(LogLevel::Error, message);
     }
 
     /// Lines with `seq > since`, oldest first.

@@ -2,12 +2,18 @@
 //! file lives is the state root's layout ([`StateRoot`], sessions-http.md "Storage").
 
 use chrono::{DateTime, Utc};
-use folio_protocol::SessionMode;
+use folio_protocol::{SessionMode, SessionStatus};
 use serde::{Deserialize, Serialize};
 
 /// A new session id: `ses_` + a 26-character ULID.
 pub fn new_session_id() -> String {
     format!("ses_{}", ulid::Ulid::generate())
+}
+
+/// Whether `id` has the form `ses_` + 26 ULID characters (and so is safe as a path component).
+pub fn valid_session_id(id: &str) -> bool {
+    id.strip_prefix("ses_")
+        .is_some_and(|rest| rest.len() == 26 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
 /// A new turn id: `turn_` + a ULID.
@@ -18,20 +24,6 @@ pub fn new_turn_id() -> String {
 /// The directory everything of one agent is stored under; its layout (sessions, traces,
 /// artifacts, memory) is owned by [`folio_agent::StateLayout`].
 pub type StateRoot = folio_agent::StateLayout;
-
-/// Where a session is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SessionStatus {
-    /// A turn is running.
-    Running,
-    /// A chat session waiting for a follow-up.
-    Waiting,
-    /// A task session that finished.
-    Completed,
-    /// A task session that failed.
-    Failed,
-}
 
 /// `session.json`: a session's metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
