@@ -157,6 +157,17 @@ pub async fn run_turn(
     workspace: &Path,
     message: &str,
 ) -> TurnOutcome {
+    run_turn_until(agent, sink, workspace, message, CancellationToken::new()).await
+}
+
+/// [`run_turn`] with the turn's cancellation token (stop or preempt fires it).
+pub async fn run_turn_until(
+    agent: &Agent,
+    sink: &MemorySink,
+    workspace: &Path,
+    message: &str,
+    cancel: CancellationToken,
+) -> TurnOutcome {
     let turn_id = format!("turn_{}", ulid::Ulid::generate());
     sink.emit(
         Some(&turn_id),
@@ -178,7 +189,7 @@ pub async fn run_turn(
         fs,
         workspace: workspace.to_path_buf(),
         scratch,
-        cancel: CancellationToken::new(),
+        cancel,
         todos: TodoList::default(),
         context: Default::default(),
     };
