@@ -11,6 +11,7 @@ use folio_project::{
 };
 
 use crate::artifacts::{ArtifactError, ArtifactStore, TagArtifactTool};
+use crate::compaction::{ContextBudget, Summarizer};
 use crate::hooks::HookDispatcher;
 use crate::layout::StateLayout;
 use crate::mcp::{
@@ -82,6 +83,12 @@ pub enum LoadError {
     /// The artifact store could not be opened.
     #[error(transparent)]
     Artifacts(#[from] ArtifactError),
+    /// The model of `[context] compaction_model` could not be opened.
+    #[error("agent.toml context.compaction_model: {source}")]
+    CompactionModel {
+        /// Why the model could not be opened.
+        source: ModelError,
+    },
     /// A subagent's own model could not be opened.
     #[error("subagent \"{id}\": model: {source}")]
     SubagentModel {
@@ -97,9 +104,8 @@ pub enum LoadError {
 pub struct LoadOptions {
     /// Resolves `${NAME}` templates of connections and provider keys (default: the process env).
     pub env: Option<EnvLookup>,
-    /// The state root; artifacts live in `<state-root>/artifacts` (default
-    /// `<project>/.folio/state`).
-    pub state_root: Option<PathBuf>,
+    /// The state root, where artifacts and memory live (default `<project>/.folio/state`).
+    pub state_root: Option<StateLayout>,
     /// Opens a subagent's own model (default: `open_provider` with the agent's `[provider]`).
     pub open_model: Option<ModelOpener>,
 }
@@ -183,10 +189,10 @@ impl Agent {
                 tools.register(Arc::new(tool))?;
             }
         }
-        let state = match &options.state_root {
-            Some(path) => StateLayout::new(path),
-            None => StateLayout::for_project(&definition.project_dir),
-        };
+        let state = options
+            .state_root
+            .clone()
+            .unwrap_or_else(|| StateLayout::for_project(&definition.project_dir));
         let artifacts = ArtifactStore::open(
             state.artifacts_dir(),
             definition.artifacts.clone().unwrap_or_default(),
@@ -194,6 +200,15 @@ impl Agent {
         if artifacts.config().agent_tool {
             tools.register(Arc::new(TagArtifactTool::new(artifacts.clone())))?;
         }
+        let summarizer = match &definition.config.context.compaction_model {
+            Some(spec) => {
+                let (provider, model) = open_spec(&definition, &options, &env, spec)
+                    .map_err(|source| LoadError::CompactionModel { source })?;
+                Some(Summarizer { provider, model })
+            }
+            None => None,
+        };
+        let model_id = model.clone();
         let mut harness = Harness {
             provider,
             model,
@@ -201,6 +216,7 @@ impl Agent {
             params: definition.config.model_params.clone(),
             tools,
             max_steps: definition.max_steps(),
+            context: ContextBudget::new(&model_id, &definition.config.context, summarizer),
         };
         if definition.native_tools.contains(&NativeTool::Task) {
             let subagents = load_subagents(&definition, &harness, &options, &env)?;
@@ -243,8 +259,6 @@ impl Agent {
     }
 }
 
-/// Each subagent's harness: its instructions, its model (or the parent's), the parent's tools
-/// (the registry before `Task` is added) and step limit.
 /// The model client settings of an agent's `[provider]` section.
 pub fn provider_config(section: &ProviderSection) -> ProviderConfig {
     ProviderConfig {
@@ -255,6 +269,25 @@ pub fn provider_config(section: &ProviderSection) -> ProviderConfig {
     }
 }
 
+/// Opens the model `spec` names (`provider:model`) with the agent's `[provider]` settings, or
+/// through [`LoadOptions::open_model`] when the caller opens models itself.
+fn open_spec(
+    definition: &AgentDefinition,
+    options: &LoadOptions,
+    env: &EnvLookup,
+    spec: &str,
+) -> Result<(Arc<dyn Provider>, String), ModelError> {
+    match &options.open_model {
+        Some(open) => open(spec),
+        None => {
+            let config = provider_config(&definition.config.provider);
+            open_provider(spec, &config, &|name: &str| env(name))
+        }
+    }
+}
+
+/// Each subagent's harness: its instructions, its model (or the parent's), the parent's tools
+/// (the registry before `Task` is added) and step limit.
 fn load_subagents(
     definition: &AgentDefinition,
     parent: &Harness,
@@ -265,16 +298,11 @@ fn load_subagents(
     for sub in &definition.subagents {
         let (provider, model) = match &sub.model {
             None => (parent.provider.clone(), parent.model.clone()),
-            Some(spec) => match &options.open_model {
-                Some(open) => open(spec),
-                None => {
-                    let config = provider_config(&definition.config.provider);
-                    open_provider(spec, &config, &|name: &str| env(name))
+            Some(spec) => open_spec(definition, options, env, spec).map_err(|source| {
+                LoadError::SubagentModel {
+                    id: sub.id.clone(),
+                    source,
                 }
-            }
-            .map_err(|source| LoadError::SubagentModel {
-                id: sub.id.clone(),
-                source,
             })?,
         };
         subagents.push(Subagent {

@@ -123,6 +123,7 @@
 
 mod agent;
 mod artifacts;
+mod compaction;
 pub mod conversation;
 mod hooks;
 mod layout;
@@ -140,6 +141,7 @@ pub use artifacts::{
     ArtifactError, ArtifactRecord, ArtifactStore, DEFAULT_KIND, TAG_ARTIFACT, TagArtifactTool,
     TagRequest,
 };
+pub use compaction::{ContextBudget, Summarizer};
 pub use folio_project::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
 pub use hooks::{HookDispatcher, HookOutcome, HookRun};
 pub use layout::StateLayout;

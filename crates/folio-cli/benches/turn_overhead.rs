@@ -9,12 +9,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use folio_agent::tools::{FileTool, ScratchMode, TodoList, ToolRegistry};
-use folio_agent::{EventSink, Harness, Turn, TurnOutcome};
+use folio_agent::{ContextBudget, EventSink, Harness, Turn, TurnOutcome};
 use folio_fs::{FileSystem, temp_fs};
 use folio_model::{
     Delta, DeltaStream, FinishReason, ModelError, ModelRequest, Provider, ProviderConfig,
     open_provider,
 };
+use folio_project::ContextSection;
 use folio_protocol::{Event, EventBody, MessageReceived, Usage};
 use folio_server::EventLog;
 use folio_test_support::{MockModelServer, MockReply};
@@ -97,6 +98,7 @@ fn harness(provider: Arc<dyn Provider>) -> Harness {
         params: Default::default(),
         tools,
         max_steps: 10,
+        context: ContextBudget::new("bench", &ContextSection::default(), None),
     }
 }
 

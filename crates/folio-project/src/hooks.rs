@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use folio_protocol::EventBody;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -12,34 +13,6 @@ use crate::report::Report;
 const HOOK_KEYS: &[&str] = &["description", "events", "command", "timeout_secs"];
 /// Default timeout of one hook run.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Every event type of sessions-http.md, for checking hook filters.
-const EVENT_TYPES: &[&str] = &[
-    "session.started",
-    "ab.assigned",
-    "session.waiting",
-    "session.completed",
-    "session.failed",
-    "agent.bound",
-    "message.received",
-    "turn.queued",
-    "turn.started",
-    "turn.completed",
-    "turn.failed",
-    "step.started",
-    "step.completed",
-    "reasoning.appended",
-    "reasoning.completed",
-    "message.appended",
-    "message.completed",
-    "actions.requested",
-    "action.result",
-    "action.approval_requested",
-    "action.approval_resolved",
-    "subagent.called",
-    "subagent.completed",
-    "artifact.tagged",
-];
 
 /// `hooks/<name>.toml` as written.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -131,8 +104,8 @@ pub(crate) fn discover_hooks(agent_dir: &Path, report: &mut Report) -> Vec<HookD
         for filter in &manifest.events {
             let known = filter == "*"
                 || match filter.strip_suffix('*') {
-                    Some(prefix) => EVENT_TYPES.iter().any(|t| t.starts_with(prefix)),
-                    None => EVENT_TYPES.contains(&filter.as_str()),
+                    Some(prefix) => EventBody::TYPES.iter().any(|t| t.starts_with(prefix)),
+                    None => EventBody::TYPES.contains(&filter.as_str()),
                 };
             if !known {
                 report.warning(

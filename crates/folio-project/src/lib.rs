@@ -50,8 +50,9 @@ mod tools;
 pub use allowlist::{ALLOWLIST_NAMES, FileTool, NativeTool, ROOT_FORBIDDEN, Resolved, resolve};
 pub use artifacts::{ArtifactKind, ArtifactKindManifest, ArtifactsConfig, ArtifactsManifest};
 pub use config::{
-    AgentConfig, ConcurrencySection, Effect, Execution, GeneratedSkillManifest, LocalSection,
-    MountSpec, ProjectConfig, ProviderSection, ScheduleFrontmatter, SkillFrontmatter, ToolManifest,
+    AgentConfig, ConcurrencySection, ContextSection, Effect, Execution, GeneratedSkillManifest,
+    LocalSection, MountSpec, ProjectConfig, ProviderSection, ScheduleFrontmatter, SkillFrontmatter,
+    ToolManifest,
 };
 pub use diagnostic::{Diagnostic, Severity};
 pub use discovery::{
