@@ -9,7 +9,7 @@ use folio_model::{Provider, ProviderConfig, open_provider};
 
 use crate::allowlist::NativeTool;
 use crate::artifacts::{ArtifactStore, TagArtifactTool};
-use crate::config::Execution;
+use crate::config::{Execution, ProviderSection};
 use crate::discovery::AgentDefinition;
 use crate::hooks::HookDispatcher;
 use crate::mcp::{Connections, EnvLookup, McpConnection, McpTool, McpTransport, process_env};
@@ -197,6 +197,16 @@ impl Agent {
 
 /// Each subagent's harness: its instructions, its model (or the parent's), the parent's tools
 /// (the registry before `Task` is added) and step limit.
+/// The model client settings of an agent's `[provider]` section.
+pub fn provider_config(section: &ProviderSection) -> ProviderConfig {
+    ProviderConfig {
+        base_url: section.base_url.clone(),
+        api_key_env: section.api_key_env.clone(),
+        stream: section.stream.unwrap_or(true),
+        ..ProviderConfig::default()
+    }
+}
+
 fn load_subagents(
     definition: &AgentDefinition,
     parent: &Harness,
@@ -210,11 +220,7 @@ fn load_subagents(
             Some(spec) => match &options.open_model {
                 Some(open) => open(spec)?,
                 None => {
-                    let config = ProviderConfig {
-                        base_url: definition.config.provider.base_url.clone(),
-                        api_key_env: definition.config.provider.api_key_env.clone(),
-                        ..ProviderConfig::default()
-                    };
+                    let config = provider_config(&definition.config.provider);
                     open_provider(spec, &config, &|name: &str| env(name))
                         .map_err(|err| format!("subagent \"{}\": model: {err}", sub.id))?
                 }

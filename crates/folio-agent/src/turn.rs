@@ -248,7 +248,7 @@ impl Harness {
     ) -> Result<TurnOutcome, Stop> {
         let tools = self.tool_specs();
         let system = self.system_prompt(&turn.scratch, &turn.workspace);
-        let mut usage = Usage::default();
+        let mut usage = None;
         for step in first_step..=self.max_steps {
             self.emit(turn, sink, EventBody::StepStarted(StepStarted { step }))
                 .await?;
@@ -261,7 +261,7 @@ impl Harness {
                 params: self.params.clone(),
             };
             let response = self.stream_step(turn, sink, &request).await?;
-            usage += response.usage;
+            usage = Usage::sum_reported([usage, response.usage]);
             if let Some(reasoning) = &response.reasoning {
                 self.emit(
                     turn,

@@ -97,7 +97,10 @@ async fn run_async(args: RunArgs) -> anyhow::Result<ExitCode> {
     agent.shutdown().await;
     let (session_id, events) = ran?;
     let result = RunResult::from_events(&events);
-    print_result(&result, args.json)?;
+    // The reply already streamed to stderr; when stdout is that same terminal, print it once.
+    if args.json || !crate::render::stdout_is_stderr_terminal() {
+        print_result(&result, args.json)?;
+    }
     eprintln!(
         "session {session_id} (events: {})",
         manager.state().trace_path(&session_id).display()

@@ -302,7 +302,7 @@ impl Server {
             }
         };
         axum::serve(
-            self.listener,
+            folio_server::no_delay(self.listener),
             self.app.into_make_service_with_connect_info::<SocketAddr>(),
         )
         .with_graceful_shutdown(shutdown)

@@ -15,7 +15,7 @@ pub const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com/v1";
 pub const ANTHROPIC_DEFAULT_BASE: &str = "https://api.anthropic.com";
 
 /// How to reach a provider: `agent.toml [provider]` plus timeouts and retries.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProviderConfig {
     /// API base URL; overrides `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` (required for
     /// `openai-compatible`).
@@ -26,6 +26,21 @@ pub struct ProviderConfig {
     pub timeouts: Timeouts,
     /// Retry policy for 429, 5xx and connection errors.
     pub retry: RetryPolicy,
+    /// Stream responses (default). `false` asks OpenAI-compatible servers for one whole
+    /// response instead, for servers that stream badly or leave usage out of streams.
+    pub stream: bool,
+}
+
+impl Default for ProviderConfig {
+    fn default() -> ProviderConfig {
+        ProviderConfig {
+            base_url: None,
+            api_key_env: None,
+            timeouts: Timeouts::default(),
+            retry: RetryPolicy::default(),
+            stream: true,
+        }
+    }
 }
 
 /// Timeouts of one model call.
@@ -139,6 +154,11 @@ pub fn open_provider(
             };
             let transport = HttpTransport::new("openai-compatible", config)?;
             Arc::new(OpenAiProvider::new(transport, &base, api_key))
+        }
+        "anthropic" if !config.stream => {
+            return Err(ModelError::Config(
+                "`stream = false` is for openai and openai-compatible providers; Anthropic's Messages API is always streamed here: remove it from [provider]".to_string(),
+            ));
         }
         "anthropic" => {
             let base = config

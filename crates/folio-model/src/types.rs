@@ -154,8 +154,9 @@ pub struct Response {
     pub reasoning: Option<Reasoning>,
     /// Tool calls, in the order they started.
     pub tool_calls: Vec<ToolCall>,
-    /// Token usage.
-    pub usage: Usage,
+    /// Token usage; `None` when the provider reported none.
+    #[serde(default)]
+    pub usage: Option<Usage>,
     /// Why the response ended (`None` when the stream ended without saying).
     pub finish_reason: Option<FinishReason>,
 }
@@ -190,7 +191,7 @@ pub struct ResponseAssembler {
     text: String,
     reasoning: Option<Reasoning>,
     calls: Vec<PendingCall>,
-    usage: Usage,
+    usage: Option<Usage>,
     finish_reason: Option<FinishReason>,
 }
 
@@ -222,7 +223,7 @@ impl ResponseAssembler {
                 }
             }
             Delta::ToolCallEnd { .. } => {}
-            Delta::Usage(usage) => self.usage += *usage,
+            Delta::Usage(usage) => *self.usage.get_or_insert_default() += *usage,
             Delta::Finish(reason) => self.finish_reason = Some(reason.clone()),
         }
     }
@@ -343,11 +344,11 @@ mod tests {
                         input: json!({})
                     },
                 ],
-                usage: Usage {
+                usage: Some(Usage {
                     input_tokens: 3,
                     output_tokens: 4,
                     ..Usage::default()
-                },
+                }),
                 finish_reason: Some(FinishReason::ToolCalls),
             }
         );

@@ -371,8 +371,9 @@ pub struct TurnStarted {
 pub struct TurnCompleted {
     /// The final assistant reply.
     pub reply: String,
-    /// Token usage summed over the turn's steps.
-    pub usage: Usage,
+    /// Token usage summed over the steps whose provider reported it; `null` when none did.
+    #[serde(default)]
+    pub usage: Option<Usage>,
     /// Number of model calls in the turn.
     pub steps: u32,
     /// Wall time of the turn in milliseconds.

@@ -28,7 +28,8 @@
 //!     vec![Mount { slug: "demo".into(), manager: manager.clone(), diagnostics: Vec::new() }],
 //!     HttpConfig::default(), // local-dev-strict, /<slug>/v1/…, 1 MiB bodies
 //! );
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! // TCP_NODELAY on every connection: no 40 ms stall before each streamed event.
+//! let listener = folio_server::no_delay(tokio::net::TcpListener::bind("127.0.0.1:3000").await?);
 //! axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
 //!     .with_graceful_shutdown(async move {
 //!         let _ = tokio::signal::ctrl_c().await;
@@ -47,6 +48,7 @@ mod command;
 mod error;
 mod event_log;
 pub mod http;
+mod listener;
 mod live;
 mod logs;
 mod manager;
@@ -61,6 +63,7 @@ mod stream;
 pub use auth::{Auth, AuthError};
 pub use error::ManagerError;
 pub use event_log::{EventLog, LogError, read_events};
+pub use listener::{NoDelayListener, no_delay};
 pub use logs::LogBuffer;
 pub use manager::{Accepted, SessionManager};
 pub use state::{SessionMeta, StateRoot, new_session_id, new_turn_id, valid_session_id};
