@@ -12,6 +12,7 @@ use crate::artifacts::{ArtifactStore, TagArtifactTool};
 use crate::config::{Execution, ProviderSection};
 use crate::discovery::AgentDefinition;
 use crate::hooks::HookDispatcher;
+use crate::layout::StateLayout;
 use crate::mcp::{Connections, EnvLookup, McpConnection, McpTool, McpTransport, process_env};
 use crate::root::{bind_turn_root, build_root, with_skills_mount};
 use crate::skills::{HOST_SKILLS_DIR, ROOT_SKILLS_MOUNT, SkillContent, catalog, skills_mount};
@@ -134,12 +135,12 @@ impl Agent {
                 tools.register(Arc::new(tool))?;
             }
         }
-        let state_root = options
-            .state_root
-            .clone()
-            .unwrap_or_else(|| definition.project_dir.join(".folio").join("state"));
+        let state = match &options.state_root {
+            Some(path) => StateLayout::new(path),
+            None => StateLayout::for_project(&definition.project_dir),
+        };
         let artifacts = ArtifactStore::open(
-            state_root.join("artifacts"),
+            state.artifacts_dir(),
             definition.artifacts.clone().unwrap_or_default(),
         )
         .map_err(|err| err.to_string())?;
@@ -166,7 +167,7 @@ impl Agent {
             skills: Arc::new(skills),
             connections,
             artifacts,
-            memory_dir: state_root.join("memory"),
+            memory_dir: state.memory_dir(),
         })
     }
 

@@ -14,8 +14,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::manifest::Report;
+use crate::sink::EventSink;
+use crate::tools::TurnTool;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::turn::{EventSink, TurnTool};
 
 /// The kind used when none is given and no `artifacts.toml` exists.
 pub const DEFAULT_KIND: &str = "artifact";

@@ -43,11 +43,7 @@ pub fn conversation(events: &[Event]) -> Vec<Message> {
                         subagent_calls.insert(call.call_id.clone());
                         continue;
                     }
-                    step.calls.push(ToolCall {
-                        id: call.call_id.clone(),
-                        name: call.tool.clone(),
-                        input: call.input.clone(),
-                    });
+                    step.calls.push(ToolCall::from(call));
                     open_calls.push((call.call_id.clone(), call.tool.clone()));
                 }
                 step.flush(&mut messages);

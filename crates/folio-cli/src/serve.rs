@@ -72,7 +72,7 @@ fn state_root(args: &ServeArgs, layout: Layout, dir: &Path, slug: &str) -> State
     };
     match layout {
         Layout::Single => root,
-        Layout::Multi => StateRoot::new(root.path().join(slug)),
+        Layout::Multi => root.for_agent(slug),
     }
 }
 

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use folio_protocol::RequestedCall;
 pub use folio_protocol::{FinishReason, Usage};
 
 use crate::ModelError;
@@ -106,6 +107,31 @@ pub struct ToolCall {
     pub name: String,
     /// Parsed JSON arguments.
     pub input: Value,
+}
+
+impl ToolCall {
+    /// The call as `actions.requested` logs it: `input` is the argument object after validation
+    /// and alias mapping (the model's own when it did not validate); `subagent` names the
+    /// subagent that made the call, if one did.
+    pub fn to_requested(&self, input: Value, subagent: Option<String>) -> RequestedCall {
+        RequestedCall {
+            call_id: self.id.clone(),
+            tool: self.name.clone(),
+            input,
+            subagent,
+        }
+    }
+}
+
+/// A logged call as the model sees it again when the conversation is rebuilt.
+impl From<&RequestedCall> for ToolCall {
+    fn from(call: &RequestedCall) -> Self {
+        ToolCall {
+            id: call.call_id.clone(),
+            name: call.tool.clone(),
+            input: call.input.clone(),
+        }
+    }
 }
 
 /// One streamed piece of a model response.
@@ -278,6 +304,33 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
     use serde_json::json;
+
+    #[test]
+    fn a_tool_call_maps_to_its_logged_call_and_back() {
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "Read".into(),
+            input: json!({"file_path": "a.md"}),
+        };
+        let logged = call.to_requested(json!({"path": "a.md"}), Some("researcher".into()));
+        assert_eq!(
+            logged,
+            RequestedCall {
+                call_id: "call_1".into(),
+                tool: "Read".into(),
+                input: json!({"path": "a.md"}),
+                subagent: Some("researcher".into()),
+            }
+        );
+        assert_eq!(
+            ToolCall::from(&logged),
+            ToolCall {
+                id: "call_1".into(),
+                name: "Read".into(),
+                input: json!({"path": "a.md"}),
+            }
+        );
+    }
 
     #[test]
     fn assembles_text_reasoning_and_tool_calls() {

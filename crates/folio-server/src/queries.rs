@@ -52,7 +52,7 @@ impl SessionManager {
         cursor: Option<&str>,
         q: Option<&str>,
     ) -> Result<Page<SessionSummary>, ManagerError> {
-        let dir = self.inner.state.path().join("sessions");
+        let dir = self.inner.state.sessions_dir();
         let mut ids: Vec<String> = match std::fs::read_dir(&dir) {
             Ok(entries) => entries
                 .flatten()

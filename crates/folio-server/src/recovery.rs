@@ -13,7 +13,7 @@ use crate::state::{SessionMeta, valid_session_id};
 
 impl SessionManager {
     pub(crate) fn recover(&self) -> Result<(), String> {
-        let dir = self.inner.state.path().join("sessions");
+        let dir = self.inner.state.sessions_dir();
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
