@@ -96,6 +96,8 @@ pub struct ContextSection {
     pub keep_recent: Option<u32>,
     /// `provider:model` that writes summaries (default: the agent's model).
     pub compaction_model: Option<String>,
+    /// Tokens one tool result may carry before it is spilled to a scratch file (default 10,000).
+    pub tool_output_tokens: Option<u64>,
 }
 
 /// One mount of `[root]`: a host directory, an in-memory tree, or an overlay of mounts.

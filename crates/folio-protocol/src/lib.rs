@@ -63,6 +63,6 @@ pub use http::{
     ToolCallRequest, ToolCallResult,
 };
 pub use mcp::{AskArguments, AskResult, AskStatus, CheckArguments, CheckResult};
-pub use result::{RunResult, ToolCallRecord, TurnSummary};
+pub use result::{CompactionPoint, RunResult, ToolCallRecord, TurnSummary};
 pub use schema::schemas;
 pub use usage::Usage;

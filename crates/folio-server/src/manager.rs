@@ -28,9 +28,8 @@ use crate::command::{Command, Pending};
 use crate::error::{ManagerError, io_error};
 use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
-use crate::recovery::lock_state_root;
 use crate::shared::Inner;
-use crate::state::{SessionMeta, StateRoot, new_session_id, valid_session_id};
+use crate::state::{SessionMeta, StateRoot, lock_state_root, new_session_id, valid_session_id};
 
 /// An accepted message: the session and its (new) continuation token.
 #[derive(Debug, Clone, PartialEq, Eq)]

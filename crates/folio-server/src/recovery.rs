@@ -1,5 +1,5 @@
-//! Opening a state root: its exclusive lock, and recovery of the sessions a dead process left
-//! running (their turns are recorded as `server restarted`; parked approvals stay parked).
+//! Recovery on open: the sessions a dead process left running get their turns recorded as
+//! `server restarted`; parked approvals stay parked.
 
 use folio_agent::TurnOutcome;
 use folio_agent::turn::pending_approvals;
@@ -9,35 +9,7 @@ use crate::actor::{finish_session, open_turn};
 use crate::error::ManagerError;
 use crate::live::Live;
 use crate::manager::SessionManager;
-use crate::state::{SessionMeta, StateRoot, valid_session_id};
-
-/// Takes the exclusive lock of a state root (`<state-root>/.lock`): two processes serving or
-/// running sessions on one state root would each record the other's running turns as
-/// `server restarted`. The kernel releases the lock when the process dies.
-pub(crate) fn lock_state_root(state: &StateRoot) -> Result<std::fs::File, String> {
-    use std::os::fd::AsRawFd;
-    let path = state.path().join(".lock");
-    std::fs::create_dir_all(state.path()).map_err(|err| {
-        format!(
-            "cannot create the state root {}: {err}",
-            state.path().display()
-        )
-    })?;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|err| format!("cannot open {}: {err}", path.display()))?;
-    // SAFETY: flock on a descriptor this function owns; it only sets an advisory lock.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(format!(
-            "the state root {} is in use by another folio process: stop it, or pass --state-root with another directory",
-            state.path().display()
-        ));
-    }
-    Ok(file)
-}
+use crate::state::{SessionMeta, valid_session_id};
 
 impl SessionManager {
     pub(crate) fn recover(&self) -> Result<(), String> {

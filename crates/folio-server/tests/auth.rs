@@ -3,6 +3,7 @@
 
 mod support;
 
+use folio_protocol::{CreateSession, ErrorBody, ErrorCode, Page, SessionCreated, SessionSummary};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
 use folio_test_support::MockModelServer;
 use support::*;
@@ -32,8 +33,8 @@ async fn without_peer_addresses_local_dev_strict_fails_closed() {
         .await
         .unwrap();
     assert_eq!(response.status(), 403);
-    let body: serde_json::Value = response.json().await.unwrap();
-    assert_eq!(body["error"], "forbidden");
+    let body: ErrorBody = response.json().await.unwrap();
+    assert_eq!(body.error, ErrorCode::Forbidden);
 }
 
 #[tokio::test]
@@ -77,20 +78,24 @@ async fn serve_tokens(manager: folio_server::SessionManager, dev: bool) -> Strin
 }
 
 async fn create(base: &str, token: &str) -> String {
-    let body: serde_json::Value = reqwest::Client::new()
+    let created: SessionCreated = reqwest::Client::new()
         .post(format!("{base}/v1/session"))
         .bearer_auth(token)
-        .json(&serde_json::json!({"message": "hi", "title": token}))
+        .json(&CreateSession {
+            title: Some(token.to_string()),
+            ..CreateSession::message("hi")
+        })
         .send()
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
-    body["sessionId"].as_str().unwrap().to_string()
+    created.session_id
 }
 
-async fn get(url: String, token: &str) -> (u16, serde_json::Value) {
+/// GETs `url` as `token`; reads the answer as its folio-protocol type `T`.
+async fn get<T: serde::de::DeserializeOwned>(url: String, token: &str) -> (u16, T) {
     let response = reqwest::Client::new()
         .get(url)
         .bearer_auth(token)
@@ -100,13 +105,8 @@ async fn get(url: String, token: &str) -> (u16, serde_json::Value) {
     (response.status().as_u16(), response.json().await.unwrap())
 }
 
-fn ids(page: &serde_json::Value) -> Vec<String> {
-    let mut ids: Vec<String> = page["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["sessionId"].as_str().unwrap().to_string())
-        .collect();
+fn ids(page: &Page<SessionSummary>) -> Vec<String> {
+    let mut ids: Vec<String> = page.data.iter().map(|s| s.session_id.clone()).collect();
     ids.sort();
     ids
 }
@@ -124,13 +124,14 @@ async fn dev_on_loopback_lists_every_principals_runs_but_keeps_sessions_private(
     let mut both = vec![alices.clone(), bobs.clone()];
     both.sort();
     let (status, all) = get(format!("{base}/v1/sessions?scope=all"), "alice-token").await;
-    assert_eq!(status, 200, "{all}");
+    assert_eq!(status, 200, "{all:?}");
     assert_eq!(ids(&all), both);
     let (_, mine) = get(format!("{base}/v1/sessions"), "alice-token").await;
     assert_eq!(ids(&mine), vec![alices]);
     // Listing is not access: bob's session still answers only bob.
-    let (status, body) = get(format!("{base}/v1/session/{bobs}"), "alice-token").await;
-    assert_eq!((status, body["error"].as_str()), (403, Some("forbidden")));
+    let (status, body): (_, ErrorBody) =
+        get(format!("{base}/v1/session/{bobs}"), "alice-token").await;
+    assert_eq!((status, body.error), (403, ErrorCode::Forbidden));
 }
 
 #[tokio::test]
@@ -139,10 +140,10 @@ async fn scope_all_needs_dev() {
     let dir = project("");
     let state = tempfile::tempdir().unwrap();
     let base = serve_tokens(manager(agent(&mock, dir.path()).await, state.path()), false).await;
-    let (status, body) = get(format!("{base}/v1/sessions?scope=all"), "alice-token").await;
-    assert_eq!(status, 403);
-    assert_eq!(body["error"], "forbidden");
-    let (status, body) = get(format!("{base}/v1/sessions?scope=everyone"), "alice-token").await;
-    assert_eq!(status, 400);
-    assert_eq!(body["error"], "invalid_request");
+    let (status, body): (_, ErrorBody) =
+        get(format!("{base}/v1/sessions?scope=all"), "alice-token").await;
+    assert_eq!((status, body.error), (403, ErrorCode::Forbidden));
+    let (status, body): (_, ErrorBody) =
+        get(format!("{base}/v1/sessions?scope=everyone"), "alice-token").await;
+    assert_eq!((status, body.error), (400, ErrorCode::InvalidRequest));
 }

@@ -27,6 +27,8 @@ pub use shell::ShellTool;
 pub use todos::{Todo, TodoList, TodosTool};
 pub use web::{WebClientError, WebFetchTool};
 
+pub(crate) use spill::spill;
+
 /// A model-facing tool: a name, a schema, and an async call.
 #[async_trait::async_trait]
 pub trait Tool: Send + Sync {

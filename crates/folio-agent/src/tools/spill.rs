@@ -17,6 +17,12 @@ pub(crate) async fn spill_if_large(ctx: &ToolContext, text: String) -> Result<St
     if text.len() <= INLINE_LIMIT {
         return Ok(text);
     }
+    spill(ctx, text).await
+}
+
+/// Writes `text` to a scratch file (`agent-tools/{uuid}.txt` on the host default,
+/// `/tmp/{uuid}.txt` under an authored root) and returns its head and where the rest is.
+pub(crate) async fn spill(ctx: &ToolContext, text: String) -> Result<String, ToolError> {
     let uuid = Uuid::new_v4();
     let dir = ctx.workspace.join(SPILL_DIR);
     let host_path = dir.join(format!("{uuid}.txt"));
