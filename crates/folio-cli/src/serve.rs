@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use folio_agent::agent::LoadOptions;
 use folio_agent::{Agent, AgentDefinition, discover};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
-use folio_server::{Auth, LogBuffer, SessionManager, StateRoot};
+use folio_server::{Auth, Browsers, LogBuffer, SessionManager, StateRoot};
 
 use crate::model::open_model;
 
@@ -53,6 +53,18 @@ pub(crate) struct ServeArgs {
     /// `provider:model`, overriding `agent.toml` and `FOLIO_MODEL`.
     #[arg(long)]
     pub(crate) model: Option<String>,
+    /// The URL clients reach the server at behind a proxy (e.g. `https://folio.example.com`):
+    /// its host is accepted in `Host` and its origin in `Origin`.
+    #[arg(long)]
+    public_url: Option<String>,
+    /// A further `Host` value to answer (`name` or `name:port`); loopback names and the
+    /// listening address are always accepted. Repeatable.
+    #[arg(long = "allowed-host")]
+    allowed_hosts: Vec<String>,
+    /// A web origin whose pages may call the server (`scheme://host[:port]`); same-origin pages
+    /// always may. Repeatable.
+    #[arg(long = "allowed-origin")]
+    allowed_origins: Vec<String>,
 }
 
 /// One agent project found under `--dir`.
@@ -224,6 +236,14 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             state,
         });
     }
+    let listener = bind(&args.host, args.port).await?;
+    let addr = listener.local_addr()?;
+    let browsers = Browsers::from_flags(
+        addr,
+        args.public_url.as_deref(),
+        &args.allowed_hosts,
+        &args.allowed_origins,
+    )?;
     let app = router(
         mounts,
         HttpConfig {
@@ -231,11 +251,10 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             layout,
             playground: !args.no_playground,
             dev: args.dev,
+            browsers,
             ..HttpConfig::default()
         },
     );
-    let listener = bind(&args.host, args.port).await?;
-    let addr = listener.local_addr()?;
     let base = format!("http://{addr}");
     println!("folio: listening on {base}");
     for project in &projects {

@@ -20,6 +20,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::auth::{Auth, AuthError};
+use crate::guard::{BodyLimit, Browsers, Guard};
 use crate::manager::{CreateSession, FollowUp, ManagerError, SessionManager};
 
 /// The default request body limit: 1 MiB.
@@ -61,6 +62,8 @@ pub struct HttpConfig {
     /// `--dev`: loopback callers may list every principal's sessions (`?scope=all`), which the
     /// playground's Runs list uses; session routes still answer only their owner.
     pub dev: bool,
+    /// Hosts and browser origins admitted beyond loopback and same-origin (see [`Browsers`]).
+    pub browsers: Browsers,
 }
 
 impl Default for HttpConfig {
@@ -72,6 +75,7 @@ impl Default for HttpConfig {
             request_timeout: Duration::from_secs(120),
             playground: true,
             dev: false,
+            browsers: Browsers::default(),
         }
     }
 }
@@ -161,12 +165,16 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let limit = req
+            .extensions()
+            .get::<BodyLimit>()
+            .map_or(BODY_LIMIT, |l| l.0);
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError {
                     status: StatusCode::PAYLOAD_TOO_LARGE,
                     code: "payload_too_large",
-                    message: "the request body is over the limit (1 MiB)".into(),
+                    message: crate::guard::too_large_message(limit),
                 }
             } else {
                 ApiError::invalid(format!("body: {}", rejection.body_text()))
@@ -229,11 +237,14 @@ struct AgentState {
     prefix: String,
     /// Whether `--dev` lets loopback callers list every principal's sessions.
     dev: bool,
+    /// Browser rules and body limit (also handed to `/v1/mcp`).
+    guard: Arc<Guard>,
 }
 
 /// The router of every mount, with auth, body limit and timeouts; serve it with
 /// `into_make_service_with_connect_info::<SocketAddr>()`.
 pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
+    let guard = Guard::new(&config);
     let agents: Vec<Value> = mounts
         .iter()
         .map(|m| {
@@ -251,6 +262,7 @@ pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
             mount: Arc::new(mount.clone()),
             prefix: prefix.clone(),
             dev: config.dev,
+            guard: guard.clone(),
         });
         if config.playground {
             routes = routes.route(
@@ -296,6 +308,10 @@ pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
         StatusCode::REQUEST_TIMEOUT,
         config.request_timeout,
     ))
+    .layer(axum::middleware::from_fn_with_state(
+        guard,
+        crate::guard::guard,
+    ))
 }
 
 fn agent_routes(state: AgentState) -> Router {
@@ -322,6 +338,7 @@ fn agent_routes(state: AgentState) -> Router {
             crate::mcp::service(
                 state.mount.manager.clone(),
                 state.mount.manager.shutdown_token(),
+                &state.guard,
             ),
         )
         .route("/v1/artifacts", get(list_artifacts))

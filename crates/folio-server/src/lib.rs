@@ -42,6 +42,7 @@
 mod actor;
 mod auth;
 mod event_log;
+mod guard;
 pub mod http;
 mod live;
 mod logs;
@@ -51,6 +52,7 @@ mod state;
 
 pub use auth::{Auth, AuthError};
 pub use event_log::{EventLog, LogError, read_events};
+pub use guard::{Browsers, BrowsersError};
 pub use logs::{LogBuffer, LogLine};
 pub use manager::{
     Accepted, CreateSession, DirectResult, EventStream, FollowUp, ManagerError, SERVER_RESTARTED,
