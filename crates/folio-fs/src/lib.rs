@@ -36,6 +36,7 @@ use std::time::SystemTime;
 
 use futures::stream::BoxStream;
 
+mod beneath;
 mod error;
 mod host;
 mod host_files;
@@ -48,8 +49,9 @@ mod path;
 mod union;
 mod walk;
 
+pub use beneath::{BeneathError, write_beneath};
 pub use error::{EditError, PathError};
-pub use host::{HostTree, host_dir, local_fs};
+pub use host::{HostTree, READ_BYTE_CAP, host_dir, local_fs, workspace_fs};
 pub use host_files::{
     HostFileMeta, HostFilesApi, HostFilesError, HostFs, MemoryHostFiles, PutOutcome, host_fs,
 };

@@ -659,6 +659,7 @@ async fn agent_info(State(state): State<AgentState>) -> ApiResult {
 
 async fn logs(
     State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
     let since = match query.get("since") {
@@ -667,7 +668,11 @@ async fn logs(
             .map_err(|_| ApiError::invalid("since must be the seq of a log line"))?,
         None => 0,
     };
-    let lines = state.mount.manager.logs().since(since);
+    // A principal sees only lines about its own sessions (and server-wide lines).
+    let manager = &state.mount.manager;
+    let lines = manager
+        .logs()
+        .since_visible(since, |id| manager.get(&principal, id).is_ok());
     ok(StatusCode::OK, json!({"lines": lines}))
 }
 

@@ -41,6 +41,7 @@
 
 mod actor;
 mod auth;
+mod direct;
 mod event_log;
 mod guard;
 pub mod http;

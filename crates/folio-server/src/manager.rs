@@ -304,6 +304,7 @@ impl SessionManager {
             if let Err(err) = self.recover_session(meta) {
                 self.inner
                     .logs
+                    .about(&id)
                     .error(format!("could not recover session {id}: {err}"));
             }
         }
@@ -318,7 +319,7 @@ impl SessionManager {
             return Ok(());
         };
         if !pending_approvals(&events, &turn_id).is_empty() {
-            self.inner.logs.info(format!(
+            self.inner.logs.about(&live.id).info(format!(
                 "session {} stays parked on an approval after the restart",
                 live.id
             ));
@@ -334,7 +335,7 @@ impl SessionManager {
             message: SERVER_RESTARTED.to_string(),
         };
         finish_session(&live, Some(&outcome), &self.inner.state)?;
-        self.inner.logs.warn(format!(
+        self.inner.logs.about(&live.id).warn(format!(
             "session {}: turn {turn_id} was running when the server stopped; recorded as failed",
             live.id
         ));
@@ -705,6 +706,7 @@ impl SessionManager {
                     .await?
             }
             None => {
+                crate::direct::check_unscoped(name)?;
                 let workspace = self.inner.state.path().join("direct").join("workspace");
                 std::fs::create_dir_all(&workspace)
                     .map_err(|e| io_error("cannot create the direct-call workspace", e))?;
