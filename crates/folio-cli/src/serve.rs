@@ -65,6 +65,10 @@ pub(crate) struct ServeArgs {
     /// always may. Repeatable.
     #[arg(long = "allowed-origin")]
     allowed_origins: Vec<String>,
+    /// Single-user opt-out: session file tools reach the whole host disk instead of only the
+    /// session workspace. Refused with more than one principal or a non-loopback listener.
+    #[arg(long)]
+    pub(crate) unconfined_files: bool,
 }
 
 /// One agent project found under `--dir`.
@@ -140,6 +144,7 @@ pub(crate) async fn load_agent(
     dir: &Path,
     model: Option<&str>,
     state: &StateRoot,
+    unconfined_files: bool,
 ) -> anyhow::Result<(Agent, Vec<serde_json::Value>)> {
     let discovery = discover(dir);
     for diagnostic in &discovery.diagnostics {
@@ -156,24 +161,44 @@ pub(crate) async fn load_agent(
             dir.display()
         );
     };
-    let agent = open_agent(definition, dir, model, state).await?;
-    Ok((agent, diagnostics))
-}
-
-async fn open_agent(
-    definition: AgentDefinition,
-    dir: &Path,
-    model: Option<&str>,
-    state: &StateRoot,
-) -> anyhow::Result<Agent> {
     let (provider, model) = open_model(&definition, dir, model)?;
     let options = LoadOptions {
         state_root: Some(state.path().to_path_buf()),
+        unconfined_files,
         ..LoadOptions::default()
     };
-    Agent::load_with(definition, provider, model, options)
+    let agent = Agent::load_with(definition, provider, model, options)
         .await
-        .map_err(anyhow::Error::msg)
+        .map_err(anyhow::Error::msg)?;
+    Ok((agent, diagnostics))
+}
+
+/// `--unconfined-files` is a single-user opt-out: refused when several principals share the
+/// server or it listens beyond loopback.
+fn check_unconfined(args: &ServeArgs, auth: &Auth) -> anyhow::Result<()> {
+    if !args.unconfined_files {
+        return Ok(());
+    }
+    if let Auth::Tokens(tokens) = auth
+        && tokens.len() > 1
+    {
+        bail!(
+            "--unconfined-files is for a single user, but --tokens-file names {} principals: drop the flag",
+            tokens.len()
+        );
+    }
+    let loopback = args.host == "localhost"
+        || args
+            .host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if !loopback {
+        bail!(
+            "--unconfined-files is for a single user on this machine, but --host {} listens beyond loopback: drop the flag or listen on 127.0.0.1",
+            args.host
+        );
+    }
+    Ok(())
 }
 
 /// Loads every agent, opens its sessions (recovering from a crash) and binds the port.
@@ -187,6 +212,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         args.allow_anonymous,
     )
     .map_err(anyhow::Error::msg)?;
+    check_unconfined(args, &auth)?;
     let layout = match args.mode.as_deref() {
         Some("single") => Layout::Single,
         _ => Layout::Multi,
@@ -221,7 +247,8 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
     for dir in dirs {
         let slug = slug_for(&dir, layout)?;
         let state = state_root(args, layout, &dir, &slug);
-        let (agent, diagnostics) = load_agent(&dir, args.model.as_deref(), &state).await?;
+        let (agent, diagnostics) =
+            load_agent(&dir, args.model.as_deref(), &state, args.unconfined_files).await?;
         let manager = SessionManager::open(state.clone(), Arc::new(agent), LogBuffer::new())
             .map_err(anyhow::Error::msg)?;
         mounts.push(Mount {

@@ -16,9 +16,7 @@ pub(crate) fn check_unscoped(name: &str) -> Result<(), ManagerError> {
         .iter()
         .any(|tool| tool.tool_name() == name);
     if builtin {
-        return Err(ManagerError::Forbidden(format!(
-            "{name} is a built-in tool and runs only in a session: call POST /v1/session/<id>/tools/{name} on your own session (unscoped calls run authored tools only)"
-        )));
+        return Err(ManagerError::BuiltInUnscoped(name.to_string()));
     }
     Ok(())
 }
@@ -45,7 +43,7 @@ mod tests {
             "Task",
         ] {
             assert!(
-                matches!(check_unscoped(name), Err(ManagerError::Forbidden(_))),
+                check_unscoped(name) == Err(ManagerError::BuiltInUnscoped(name.into())),
                 "{name}"
             );
         }

@@ -127,7 +127,7 @@ impl From<ManagerError> for ApiError {
         let status = match &err {
             ManagerError::Invalid(_) => StatusCode::BAD_REQUEST,
             ManagerError::NotFound(_) => StatusCode::NOT_FOUND,
-            ManagerError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ManagerError::Forbidden(_) | ManagerError::BuiltInUnscoped(_) => StatusCode::FORBIDDEN,
             ManagerError::StaleToken
             | ManagerError::NotFollowable(_)
             | ManagerError::Busy(_)

@@ -41,6 +41,11 @@ pub enum ManagerError {
     /// The session belongs to another principal (`403 forbidden`).
     #[error("session {0} belongs to another principal")]
     Forbidden(String),
+    /// An unscoped direct call of a built-in tool (`403 forbidden`; see `direct.rs`).
+    #[error(
+        "{0} is a built-in tool and runs only in a session: call POST /v1/session/<id>/tools/{0} on your own session (unscoped calls run authored tools only)"
+    )]
+    BuiltInUnscoped(String),
     /// The continuation token is not the current one (`409 stale_continuation_token`).
     #[error("the continuation token is stale: use the token returned by the last accepted message")]
     StaleToken,
@@ -64,7 +69,7 @@ impl ManagerError {
         match self {
             ManagerError::Invalid(_) => "invalid_request",
             ManagerError::NotFound(_) => "not_found",
-            ManagerError::Forbidden(_) => "forbidden",
+            ManagerError::Forbidden(_) | ManagerError::BuiltInUnscoped(_) => "forbidden",
             ManagerError::StaleToken => "stale_continuation_token",
             ManagerError::NotFollowable(_) => "session_not_followable",
             ManagerError::Busy(_) => "session_busy",
