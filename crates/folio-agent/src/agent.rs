@@ -16,7 +16,7 @@ use crate::mcp::{Connections, EnvLookup, McpConnection, McpTool, McpTransport, p
 use crate::root::{bind_turn_root, build_root, with_skills_mount};
 use crate::skills::{HOST_SKILLS_DIR, ROOT_SKILLS_MOUNT, SkillContent, catalog, skills_mount};
 use crate::subagents::{Subagent, TaskTool};
-use crate::tools::{ScratchMode, ShellTool, TodosTool, ToolRegistry, WebFetchTool};
+use crate::tools::{SandboxPolicy, ScratchMode, ShellTool, TodosTool, ToolRegistry, WebFetchTool};
 use crate::turn::Harness;
 use crate::workspace::{agent_tool_catalog, prepare_host_workspace};
 
@@ -100,7 +100,7 @@ impl Agent {
         for native in &definition.native_tools {
             let tool: Arc<dyn crate::tools::Tool> = match native {
                 NativeTool::File(file) => Arc::new(*file),
-                NativeTool::Shell => Arc::new(ShellTool),
+                NativeTool::Shell => Arc::new(ShellTool::new(sandbox_policy(&definition))),
                 NativeTool::WebFetch => Arc::new(WebFetchTool::new()?),
                 NativeTool::UpdateTodos => Arc::new(TodosTool::Update),
                 NativeTool::ReadTodos => Arc::new(TodosTool::Read),
@@ -211,6 +211,24 @@ impl Agent {
         };
         Ok((fs, ScratchMode::Host))
     }
+}
+
+/// The `Shell` sandbox `[local]` asks for (`None`: unconfined).
+fn sandbox_policy(definition: &AgentDefinition) -> Option<SandboxPolicy> {
+    let local = &definition.config.local;
+    if local.sandbox != Some(true) {
+        return None;
+    }
+    let read = local
+        .sandbox_read
+        .iter()
+        .flatten()
+        .map(|path| definition.project_dir.join(path))
+        .collect();
+    Some(SandboxPolicy {
+        read,
+        network: local.sandbox_network.unwrap_or(false),
+    })
 }
 
 /// Each subagent's harness: its instructions, its model (or the parent's), the parent's tools

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use folio_agent::agent::LoadOptions;
-use folio_agent::{Agent, AgentDefinition, discover};
+use folio_agent::{Agent, discover};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
 use folio_server::{Auth, Browsers, LogBuffer, SessionManager, StateRoot};
 
