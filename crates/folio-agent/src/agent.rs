@@ -9,9 +9,10 @@ use folio_model::{Provider, ProviderConfig, open_provider};
 
 use crate::allowlist::NativeTool;
 use crate::artifacts::{ArtifactStore, TagArtifactTool};
-use crate::config::Execution;
+use crate::config::{Execution, ProviderSection};
 use crate::discovery::AgentDefinition;
 use crate::hooks::HookDispatcher;
+use crate::layout::StateLayout;
 use crate::mcp::{Connections, EnvLookup, McpConnection, McpTool, McpTransport, process_env};
 use crate::root::{bind_turn_root, build_root, with_skills_mount};
 use crate::skills::{HOST_SKILLS_DIR, ROOT_SKILLS_MOUNT, SkillContent, catalog, skills_mount};
@@ -139,12 +140,12 @@ impl Agent {
                 tools.register(Arc::new(tool))?;
             }
         }
-        let state_root = options
-            .state_root
-            .clone()
-            .unwrap_or_else(|| definition.project_dir.join(".folio").join("state"));
+        let state = match &options.state_root {
+            Some(path) => StateLayout::new(path),
+            None => StateLayout::for_project(&definition.project_dir),
+        };
         let artifacts = ArtifactStore::open(
-            state_root.join("artifacts"),
+            state.artifacts_dir(),
             definition.artifacts.clone().unwrap_or_default(),
         )
         .map_err(|err| err.to_string())?;
@@ -171,7 +172,7 @@ impl Agent {
             skills: Arc::new(skills),
             connections,
             artifacts,
-            memory_dir: state_root.join("memory"),
+            memory_dir: state.memory_dir(),
             unconfined_files: options.unconfined_files,
         })
     }
@@ -233,6 +234,16 @@ fn sandbox_policy(definition: &AgentDefinition) -> Option<SandboxPolicy> {
 
 /// Each subagent's harness: its instructions, its model (or the parent's), the parent's tools
 /// (the registry before `Task` is added) and step limit.
+/// The model client settings of an agent's `[provider]` section.
+pub fn provider_config(section: &ProviderSection) -> ProviderConfig {
+    ProviderConfig {
+        base_url: section.base_url.clone(),
+        api_key_env: section.api_key_env.clone(),
+        stream: section.stream.unwrap_or(true),
+        ..ProviderConfig::default()
+    }
+}
+
 fn load_subagents(
     definition: &AgentDefinition,
     parent: &Harness,
@@ -246,11 +257,7 @@ fn load_subagents(
             Some(spec) => match &options.open_model {
                 Some(open) => open(spec)?,
                 None => {
-                    let config = ProviderConfig {
-                        base_url: definition.config.provider.base_url.clone(),
-                        api_key_env: definition.config.provider.api_key_env.clone(),
-                        ..ProviderConfig::default()
-                    };
+                    let config = provider_config(&definition.config.provider);
                     open_provider(spec, &config, &|name: &str| env(name))
                         .map_err(|err| format!("subagent \"{}\": model: {err}", sub.id))?
                 }

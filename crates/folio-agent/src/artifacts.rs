@@ -8,14 +8,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use folio_protocol::{ArtifactTagged, EventBody};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::manifest::Report;
+use crate::sink::EventSink;
+use crate::tools::TurnTool;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::turn::{EventSink, TurnTool};
 
 /// The kind used when none is given and no `artifacts.toml` exists.
 pub const DEFAULT_KIND: &str = "artifact";
@@ -131,31 +132,7 @@ fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
         .map_err(|err| err.to_string())
 }
 
-/// A stored artifact (`<id>.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ArtifactRecord {
-    /// `art_` + ULID; stable across upserts of the same `(kind, key)`.
-    pub id: String,
-    /// The kind.
-    pub kind: String,
-    /// The upsert key, unique within the kind.
-    pub key: String,
-    /// A title for lists.
-    pub title: String,
-    /// Structured data (validated against the kind's schema).
-    pub data: Value,
-    /// The MIME type of the contents, when there are contents.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content_type: Option<String>,
-    /// The session that last tagged it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
-    /// When it was first tagged.
-    pub created_at: DateTime<Utc>,
-    /// When it was last tagged.
-    pub updated_at: DateTime<Utc>,
-}
+pub use folio_protocol::ArtifactRecord;
 
 /// What one tagging says.
 #[derive(Debug, Clone, PartialEq, Default)]

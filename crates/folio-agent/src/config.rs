@@ -54,6 +54,9 @@ pub struct ProviderSection {
     pub base_url: Option<String>,
     /// The environment variable holding the API key.
     pub api_key_env: Option<String>,
+    /// `false` asks an OpenAI-compatible server for whole responses instead of streams (for
+    /// servers that leave usage out of streams); default `true`.
+    pub stream: Option<bool>,
 }
 
 /// `[local]`: host-default workspace options.

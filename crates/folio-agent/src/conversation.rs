@@ -7,8 +7,7 @@ use folio_model::{ContentPart, Message, Reasoning, ToolCall};
 use folio_protocol::{Event, EventBody};
 use serde_json::Value;
 
-/// The text a tool result carries when its call never finished (stop, preempt, crash).
-pub const INTERRUPTED_RESULT: &str = "tool call interrupted: the turn ended before it finished";
+pub use folio_protocol::INTERRUPTED_RESULT;
 
 /// Rebuilds the messages to send to the provider from a session's events, in order.
 pub fn conversation(events: &[Event]) -> Vec<Message> {
@@ -44,11 +43,7 @@ pub fn conversation(events: &[Event]) -> Vec<Message> {
                         subagent_calls.insert(call.call_id.clone());
                         continue;
                     }
-                    step.calls.push(ToolCall {
-                        id: call.call_id.clone(),
-                        name: call.tool.clone(),
-                        input: call.input.clone(),
-                    });
+                    step.calls.push(ToolCall::from(call));
                     open_calls.push((call.call_id.clone(), call.tool.clone()));
                 }
                 step.flush(&mut messages);

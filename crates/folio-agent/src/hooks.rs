@@ -17,6 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::manifest::Report;
+use crate::tools::process::kill_group;
 
 const HOOK_KEYS: &[&str] = &["description", "events", "command", "timeout_secs"];
 /// Default timeout of one hook run.
@@ -429,12 +430,7 @@ async fn run_hook(hook: &HookDefinition, payload: &Value) -> HookOutcome {
         }
         Ok((Err(err), _)) => HookOutcome::Failed(format!("wait failed: {err}")),
         Err(_) => {
-            if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-                // SAFETY: killpg only sends a signal to the group this hook leads.
-                unsafe {
-                    libc::killpg(pid, libc::SIGKILL);
-                }
-            }
+            kill_group(pid);
             HookOutcome::Failed(format!(
                 "timed out after {}s and was killed",
                 hook.timeout.as_secs()

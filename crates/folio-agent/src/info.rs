@@ -1,127 +1,178 @@
-//! What discovery found about an agent, as one JSON description shared by `folio info --json`
+//! What discovery found about an agent, as one typed description shared by `folio info --json`
 //! and the server's `GET /v1/agent`.
 
-use serde_json::{Map, Value, json};
+use folio_protocol::{
+    AgentInfo, ArtifactKindInfo, ArtifactsInfo, AuthoredToolInfo, ChannelInfo, ConnectionInfo,
+    DiagnosticInfo, HookInfo, ScheduleInfo, SkillFrontmatterInfo, SkillInfo, SubagentInfo,
+    ToolEffect, ToolExecution, TransportInfo,
+};
 
-use crate::AgentDefinition;
 use crate::allowlist::NativeTool;
+use crate::config::{Effect, Execution};
 use crate::mcp::{McpServerConfig, McpTransport};
+use crate::skills::SkillForm;
 use crate::tools::Tool;
+use crate::{AgentDefinition, Diagnostic, Severity};
 
-/// What discovery found, as JSON: the body of `folio info --json` and of `GET /v1/agent`.
-pub fn describe(definition: &AgentDefinition) -> Value {
-    let mut info = Map::new();
-    info.insert("name".into(), json!(definition.name));
-    info.insert("description".into(), json!(definition.description));
-    info.insert("model".into(), json!(definition.config.model));
-    info.insert("rooted".into(), json!(definition.is_rooted()));
-    info.insert(
-        "nativeTools".into(),
-        json!(
-            definition
-                .native_tools
-                .iter()
-                .map(NativeTool::tool_name)
-                .collect::<Vec<_>>()
-        ),
-    );
-    let tools: Vec<Value> = definition
+/// What discovery found: the body of `folio info --json` and the source of `GET /v1/agent`
+/// (diagnostics are left empty for the caller to fill).
+pub fn describe(definition: &AgentDefinition) -> AgentInfo {
+    let relative = |path: &std::path::Path| {
+        path.strip_prefix(&definition.project_dir)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    };
+    let tools = definition
         .tools
         .iter()
-        .map(|tool| {
-            json!({
-                "name": tool.name(),
-                "description": tool.description(),
-                "command": tool.command(),
-                "effect": tool.effect(),
-                "execution": tool.execution(),
-                "needsApproval": tool.needs_approval(),
-                "timeoutSecs": tool.timeout_secs(),
-                "inputSchema": tool.input_schema(),
-            })
+        .map(|tool| AuthoredToolInfo {
+            name: tool.name().to_string(),
+            description: tool.description().to_string(),
+            command: tool.command().to_vec(),
+            effect: match tool.effect() {
+                Effect::Read => ToolEffect::Read,
+                Effect::Write => ToolEffect::Write,
+            },
+            execution: match tool.execution() {
+                Execution::Server => ToolExecution::Server,
+                Execution::Agent => ToolExecution::Agent,
+            },
+            needs_approval: tool.needs_approval(),
+            timeout_secs: tool.timeout_secs(),
+            input_schema: tool.input_schema(),
         })
         .collect();
-    info.insert("tools".into(), Value::Array(tools));
-    let skills: Vec<Value> = definition
+    let skills = definition
         .skills
         .iter()
-        .map(|skill| {
-            let mut value = crate::skills::info_value(skill);
-            if let Ok(path) = skill.path.strip_prefix(&definition.project_dir) {
-                value["path"] = json!(path.display().to_string());
-            }
-            value
+        .map(|skill| SkillInfo {
+            name: skill.name.clone(),
+            form: match skill.form {
+                SkillForm::Flat => folio_protocol::SkillForm::Flat,
+                SkillForm::Packaged => folio_protocol::SkillForm::Packaged,
+                SkillForm::Generated => folio_protocol::SkillForm::Generated,
+            },
+            description: skill.description.clone(),
+            frontmatter: SkillFrontmatterInfo {
+                name: skill.frontmatter.name.clone(),
+                description: skill.frontmatter.description.clone(),
+                allowed_tools: skill.frontmatter.allowed_tools.clone(),
+                metadata: skill.frontmatter.metadata.clone(),
+                license: skill.frontmatter.license.clone(),
+                compatibility: skill.frontmatter.compatibility.clone(),
+            },
+            path: relative(&skill.path),
         })
         .collect();
-    info.insert("skills".into(), Value::Array(skills));
-    let connections = |list: &[McpServerConfig]| -> Vec<Value> {
+    let connections = |list: &[McpServerConfig]| -> Vec<ConnectionInfo> {
         list.iter()
-            .map(|c| {
-                json!({
-                    "name": c.name,
-                    "description": c.description,
-                    "transport": transport_json(&c.transport),
-                    "envVars": c.template_vars(),
-                })
+            .map(|c| ConnectionInfo {
+                name: c.name.clone(),
+                description: c.description.clone(),
+                transport: transport_info(&c.transport),
+                env_vars: c.template_vars(),
             })
             .collect()
     };
-    info.insert(
-        "mcpConnections".into(),
-        Value::Array(connections(&definition.mcp_connections)),
-    );
-    info.insert(
-        "hostConnections".into(),
-        Value::Array(connections(&definition.host_connections)),
-    );
-    let subagents: Vec<Value> = definition
-        .subagents
-        .iter()
-        .map(|s| json!({"id": s.id, "description": s.description, "model": s.model}))
-        .collect();
-    info.insert("subagents".into(), Value::Array(subagents));
-    let hooks: Vec<Value> = definition
-        .hooks
-        .iter()
-        .map(|h| json!({"name": h.name, "events": h.events, "command": h.command}))
-        .collect();
-    info.insert("hooks".into(), Value::Array(hooks));
-    info.insert(
-        "artifacts".into(),
-        definition.artifacts.as_ref().map_or(Value::Null, |a| {
-            json!({
-                "agentTool": a.agent_tool,
-                "max": a.max,
-                "kinds": a.kinds.iter().map(|(name, kind)| {
-                    json!({"name": name, "description": kind.description, "schema": kind.schema})
-                }).collect::<Vec<_>>(),
+    AgentInfo {
+        name: definition.name.clone(),
+        description: definition.description.clone(),
+        model: definition.config.model.clone(),
+        rooted: definition.is_rooted(),
+        native_tools: definition
+            .native_tools
+            .iter()
+            .map(|tool| NativeTool::tool_name(tool).to_string())
+            .collect(),
+        tools,
+        skills,
+        mcp_connections: connections(&definition.mcp_connections),
+        host_connections: connections(&definition.host_connections),
+        subagents: definition
+            .subagents
+            .iter()
+            .map(|s| SubagentInfo {
+                id: s.id.clone(),
+                description: s.description.clone(),
+                model: s.model.clone(),
             })
+            .collect(),
+        hooks: definition
+            .hooks
+            .iter()
+            .map(|h| HookInfo {
+                name: h.name.clone(),
+                events: h.events.clone(),
+                command: h.command.clone(),
+            })
+            .collect(),
+        artifacts: definition.artifacts.as_ref().map(|a| ArtifactsInfo {
+            agent_tool: a.agent_tool,
+            max: a.max,
+            kinds: a
+                .kinds
+                .iter()
+                .map(|(name, kind)| ArtifactKindInfo {
+                    name: name.clone(),
+                    description: kind.description.clone(),
+                    schema: kind.schema.clone(),
+                })
+                .collect(),
         }),
-    );
-    info.insert("channels".into(), json!(definition.channels));
-    info.insert("schedules".into(), json!(definition.schedules));
-    info.insert(
-        "sandbox".into(),
-        json!(
-            definition
-                .sandbox_dir
-                .as_ref()
-                .and_then(|dir| dir.strip_prefix(&definition.project_dir).ok())
-                .map(|dir| dir.display().to_string())
-        ),
-    );
-    Value::Object(info)
+        channels: definition
+            .channels
+            .iter()
+            .map(|c| ChannelInfo {
+                id: c.id.clone(),
+                kind: c.kind.clone(),
+            })
+            .collect(),
+        schedules: definition
+            .schedules
+            .iter()
+            .map(|s| ScheduleInfo {
+                name: s.name.clone(),
+                cron: s.cron.clone(),
+                prompt: s.prompt.clone(),
+            })
+            .collect(),
+        sandbox: definition
+            .sandbox_dir
+            .as_ref()
+            .and_then(|dir| dir.strip_prefix(&definition.project_dir).ok())
+            .map(|dir| dir.display().to_string()),
+        diagnostics: Vec::new(),
+    }
 }
 
 /// A connection's resolved transport (templates kept as written).
-fn transport_json(transport: &McpTransport) -> Value {
+fn transport_info(transport: &McpTransport) -> TransportInfo {
     match transport {
-        McpTransport::Stdio { command, args, env } => {
-            json!({"type": "stdio", "command": command, "args": args, "env": env})
-        }
-        McpTransport::Http { url, headers } => {
-            json!({"type": "http", "url": url, "headers": headers})
-        }
-        McpTransport::Peer { agent } => json!({"type": "peer", "agent": agent}),
+        McpTransport::Stdio { command, args, env } => TransportInfo::Stdio {
+            command: command.clone(),
+            args: args.clone(),
+            env: env.clone(),
+        },
+        McpTransport::Http { url, headers } => TransportInfo::Http {
+            url: url.clone(),
+            headers: headers.clone(),
+        },
+        McpTransport::Peer { agent } => TransportInfo::Peer {
+            agent: agent.clone(),
+        },
+    }
+}
+
+/// A discovery diagnostic as the wire shows it.
+pub fn diagnostic_info(diagnostic: &Diagnostic) -> DiagnosticInfo {
+    DiagnosticInfo {
+        severity: match diagnostic.severity {
+            Severity::Error => folio_protocol::Severity::Error,
+            Severity::Warning => folio_protocol::Severity::Warning,
+        },
+        file: diagnostic.file.clone(),
+        line: diagnostic.line,
+        message: diagnostic.message.clone(),
     }
 }

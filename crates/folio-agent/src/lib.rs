@@ -12,6 +12,115 @@
 //! trait, their input checked against a JSON Schema; [`skills`] are listed in the system prompt
 //! and materialized where `Read` finds them; [`workspace`] prepares a host session workspace
 //! (`AGENTS.md`, skills, agent-tool scripts, sandbox seeds) and writes per-send files.
+//! Subagents run through the same step loop as the turn ([`subagents`]); every path under a
+//! state root comes from [`StateLayout`].
+//!
+//! Discover an agent folder, load it on a `replay:` model, and run one turn into a log kept in
+//! memory:
+//!
+//! ```
+//! use std::sync::Mutex;
+//!
+//! use folio_agent::tools::TodoList;
+//! use folio_agent::{Agent, EventSink, Turn, TurnOutcome, discover};
+//! use folio_model::{Delta, FinishReason, Message, ModelRequest, ProviderConfig, open_provider};
+//! use folio_protocol::{Event, EventBody, MessageReceived};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! /// A session log in memory (`folio serve` appends to a file instead).
+//! #[derive(Default)]
+//! struct MemorySink(Mutex<Vec<Event>>);
+//!
+//! #[async_trait::async_trait]
+//! impl EventSink for MemorySink {
+//!     async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, String> {
+//!         let mut events = self.0.lock().map_err(|_| "the log lock is poisoned")?;
+//!         let event = Event {
+//!             index: events.len() as u64,
+//!             session_id: "ses_doc".into(),
+//!             turn_id: turn_id.map(str::to_string),
+//!             at: chrono::Utc::now(),
+//!             body,
+//!         };
+//!         events.push(event.clone());
+//!         Ok(event)
+//!     }
+//!
+//!     async fn checkpoint(&self) -> Result<(), String> {
+//!         Ok(())
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // The agent folder: instructions, and no tools.
+//! let project = tempfile::tempdir()?;
+//! std::fs::create_dir_all(project.path().join("agent"))?;
+//! std::fs::write(project.path().join("agent/instructions.md"), "Greet the user by name.\n")?;
+//! std::fs::write(project.path().join("agent/agent.toml"), "tools = []\n")?;
+//! let discovery = discover(project.path());
+//! assert!(!discovery.has_errors(), "{:?}", discovery.diagnostics);
+//! let definition = discovery.definition.ok_or("discovery found no agent")?;
+//!
+//! // A replay fixture: each line is a request the agent will make and the deltas answering it.
+//! let asked = ModelRequest {
+//!     model: "recorded".into(),
+//!     system: String::new(), // replay compares the messages and tools only
+//!     messages: vec![Message::User { text: "Hi, I am Ada.".into() }],
+//!     tools: vec![],
+//!     params: Default::default(),
+//! };
+//! let answer = [
+//!     Delta::Text("Hello, ".into()),
+//!     Delta::Text("Ada!".into()),
+//!     Delta::Finish(FinishReason::Stop),
+//! ];
+//! let fixture = project.path().join("hello.jsonl");
+//! let line = serde_json::json!({"request": asked, "response": answer});
+//! std::fs::write(&fixture, line.to_string())?;
+//! let spec = format!("replay:{}", fixture.display());
+//! let (provider, model) = open_provider(&spec, &ProviderConfig::default(), &|_| None)?;
+//! let agent = Agent::load(definition, provider, model).await?;
+//!
+//! // One turn: record the user's message, bind the turn's FileSystem, run it.
+//! let sink = MemorySink::default();
+//! let turn_id = "turn_1";
+//! let text = "Hi, I am Ada.".to_string();
+//! let received = EventBody::MessageReceived(MessageReceived {
+//!     text,
+//!     admission: None,
+//!     coalesced: None,
+//! });
+//! let first = sink.emit(Some(turn_id), received).await?;
+//! let workspace = project.path().join("workspace");
+//! std::fs::create_dir_all(&workspace)?;
+//! let (fs, scratch) = agent.bind_turn_fs(&workspace).await?;
+//! let turn = Turn {
+//!     session_id: "ses_doc".into(),
+//!     turn_id: turn_id.into(),
+//!     events: vec![first],
+//!     fs,
+//!     workspace,
+//!     scratch,
+//!     cancel: CancellationToken::new(),
+//!     todos: TodoList::default(),
+//!     context: Default::default(),
+//! };
+//! let outcome = agent.harness.run_turn(turn, &sink).await;
+//! let TurnOutcome::Completed { reply } = outcome else {
+//!     panic!("the turn failed: {outcome:?}");
+//! };
+//! println!("{reply}");
+//! assert_eq!(reply, "Hello, Ada!");
+//!
+//! // The log holds the whole turn, from the message to `turn.completed`.
+//! let log = sink.0.lock().map_err(|_| "the log lock is poisoned")?;
+//! let types: Vec<&str> = log.iter().map(Event::event_type).collect();
+//! assert_eq!(types.first(), Some(&"message.received"));
+//! assert_eq!(types.last(), Some(&"turn.completed"));
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod agent;
 pub mod allowlist;
@@ -21,9 +130,11 @@ pub mod conversation;
 pub mod discovery;
 pub mod hooks;
 pub mod info;
+mod layout;
 mod manifest;
 pub mod mcp;
 pub mod root;
+mod sink;
 pub mod skills;
 pub mod subagents;
 pub mod tools;
@@ -32,4 +143,6 @@ pub mod workspace;
 
 pub use agent::Agent;
 pub use discovery::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
-pub use turn::{EventSink, Harness, TURN_INTERRUPTED, Turn, TurnOutcome};
+pub use layout::StateLayout;
+pub use sink::EventSink;
+pub use turn::{Harness, TURN_INTERRUPTED, Turn, TurnOutcome};

@@ -24,6 +24,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::Mutex;
 
 use crate::manifest::{Report, expand_template, is_slug, template_vars, toml_files};
+use crate::tools::process::kill_group;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// Looks up an environment variable for `${NAME}` templates (never mutates the process env).
@@ -621,16 +622,6 @@ impl Drop for McpConnection {
 fn backoff(failures: u32) -> Duration {
     let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
     FIRST_BACKOFF.saturating_mul(factor).min(MAX_BACKOFF)
-}
-
-/// Kills a stdio server's process group (the server is its leader).
-fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-        // SAFETY: killpg only sends a signal; the group id is the leader we spawned.
-        unsafe {
-            libc::killpg(pid, libc::SIGKILL);
-        }
-    }
 }
 
 /// Closes the client, kills the process group, and waits for the transport (and with it the

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use folio_fs::{FileSystem, TempFs, overlay_fs};
 use serde::Serialize;
-use serde_json::Value;
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
@@ -521,9 +520,4 @@ pub fn skills_mount(skills: &[SkillContent]) -> Result<Arc<dyn FileSystem>, Stri
     });
     let tree = TempFs::try_from_files(files).map_err(|err| format!("skills: {err}"))?;
     Ok(overlay_fs([Arc::new(tree) as Arc<dyn FileSystem>]))
-}
-
-/// A JSON summary of a skill for `folio info`.
-pub fn info_value(skill: &Skill) -> Value {
-    serde_json::to_value(skill).unwrap_or(Value::Null)
 }

@@ -2,27 +2,23 @@
 //! delegates to them.
 //!
 //! A subagent has its own instructions and (optionally) its own model; it inherits the parent's
-//! tools minus `Task`. Its run is part of the parent's turn: the stream records
-//! `subagent.called`, the subagent's tool calls (`actions.requested` calls carry `subagent`,
-//! their call ids are prefixed with the parent's `Task` call id), and `subagent.completed`.
-//! Its model steps are not recorded as message events, so the parent's conversation (rebuilt
-//! from the log) only sees the `Task` call and its result, the subagent's reply.
+//! tools minus `Task`. Its run is part of the parent's turn and goes through the same step loop
+//! ([`Harness`]), over a conversation of its own: the stream records `subagent.called`, the
+//! subagent's tool calls (`actions.requested` calls carry `subagent`, their call ids are prefixed
+//! with the parent's `Task` call id) and their results, and `subagent.completed`. Its model steps
+//! stay in its own conversation, so the parent's conversation (rebuilt from the log) only sees
+//! the `Task` call and its result, the subagent's reply.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
-use folio_model::{Message, ModelRequest, ResponseAssembler};
-use folio_protocol::{
-    ActionsRequested, EventBody, RequestedCall, SubagentCalled, SubagentCompleted,
-};
-use futures::StreamExt;
+use folio_protocol::{EventBody, SubagentCalled, SubagentCompleted};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::conversation::content_of;
 use crate::manifest::{Report, is_slug};
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::turn::{EventSink, Harness, TurnTool, action_result};
+use crate::sink::EventSink;
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, TurnTool};
+use crate::turn::Harness;
 
 /// The model-facing name of the delegation tool.
 pub const TASK_TOOL: &str = "Task";
@@ -231,7 +227,10 @@ impl TaskTool {
             prompt: prompt.clone(),
         }))
         .await?;
-        let result = run_subagent(subagent, &prompt, ctx, sink, turn_id).await;
+        let result = subagent
+            .harness
+            .run_subagent(id, &prompt, ctx, sink, turn_id)
+            .await;
         let (reply, is_error) = match &result {
             Ok(reply) => (reply.clone(), false),
             Err(message) => (message.clone(), true),
@@ -331,138 +330,4 @@ impl TurnTool for TaskTool {
     ) -> Result<ToolOutput, ToolError> {
         self.delegate(input, ctx, sink, turn_id).await
     }
-}
-
-/// The subagent's own loop: model steps and tool calls until it answers without tool calls.
-async fn run_subagent(
-    subagent: &Subagent,
-    prompt: &str,
-    ctx: &ToolContext,
-    sink: &dyn EventSink,
-    turn_id: &str,
-) -> Result<String, String> {
-    let harness = &subagent.harness;
-    let id = &subagent.definition.id;
-    let tools = harness.tool_specs();
-    let system = harness.system_prompt(&ctx.scratch, &ctx.workspace);
-    let mut messages = vec![Message::User {
-        text: prompt.to_string(),
-    }];
-    let emit = |body: EventBody| async move {
-        sink.emit(Some(turn_id), body)
-            .await
-            .map(|_| ())
-            .map_err(|err| format!("could not record an event: {err}"))
-    };
-    for _ in 0..harness.max_steps {
-        let request = ModelRequest {
-            model: harness.model.clone(),
-            system: system.clone(),
-            messages: messages.clone(),
-            tools: tools.clone(),
-            params: harness.params.clone(),
-        };
-        let response = tokio::select! {
-            response = stream(harness, &request, ctx) => response?,
-            () = ctx.cancel.cancelled() => return Err(interrupted(id)),
-        };
-        if response.tool_calls.is_empty() {
-            return Ok(response.text);
-        }
-        messages.push(response.to_message());
-        // The subagent's call ids are scoped by the parent's Task call, so they never collide
-        // with the parent's own calls in the session log.
-        let calls: Vec<(String, folio_model::ToolCall, Result<Value, String>)> = response
-            .tool_calls
-            .into_iter()
-            .map(|call| {
-                let prepared = harness.prepare(&call);
-                (format!("{}/{}", ctx.call_id, call.id), call, prepared)
-            })
-            .collect();
-        emit(EventBody::ActionsRequested(ActionsRequested {
-            calls: calls
-                .iter()
-                .map(|(event_id, call, prepared)| RequestedCall {
-                    call_id: event_id.clone(),
-                    tool: call.name.clone(),
-                    input: prepared.as_ref().unwrap_or(&call.input).clone(),
-                    subagent: Some(id.clone()),
-                })
-                .collect(),
-        }))
-        .await?;
-        for (event_id, call, prepared) in calls {
-            if ctx.cancel.is_cancelled() {
-                return Err(interrupted(id));
-            }
-            let started = Instant::now();
-            let result = match prepared {
-                Err(message) => Err(message),
-                Ok(input) => {
-                    let call_ctx = ToolContext {
-                        call_id: event_id.clone(),
-                        ..ctx.clone()
-                    };
-                    match harness.tools.get(&call.name) {
-                        // The approval gate lives in the parent's turn loop; a subagent fails
-                        // closed instead of running a tool that needs a human decision.
-                        Some(tool) if tool.needs_approval() => Err(format!(
-                            "{} needs a human approval, which a subagent cannot ask for; the parent agent must call it",
-                            call.name
-                        )),
-                        _ => {
-                            harness
-                                .invoke(&call.name, input, &call_ctx, sink, turn_id)
-                                .await
-                        }
-                    }
-                }
-            };
-            if ctx.cancel.is_cancelled() {
-                return Err(interrupted(id));
-            }
-            let result = action_result(event_id, call.name, result, started);
-            let content = match (&result.error, &result.output) {
-                (Some(error), _) => vec![folio_model::ContentPart::Text {
-                    text: error.clone(),
-                }],
-                (None, Some(output)) => content_of(output),
-                (None, None) => Vec::new(),
-            };
-            messages.push(Message::ToolResult {
-                call_id: call.id.clone(),
-                tool: result.tool.clone(),
-                content,
-                is_error: result.is_error,
-            });
-            emit(EventBody::ActionResult(result)).await?;
-        }
-    }
-    Err(format!(
-        "subagent \"{id}\" reached its step limit ({} model calls) without answering",
-        harness.max_steps
-    ))
-}
-
-fn interrupted(id: &str) -> String {
-    format!("subagent \"{id}\" was interrupted")
-}
-
-async fn stream(
-    harness: &Harness,
-    request: &ModelRequest,
-    ctx: &ToolContext,
-) -> Result<folio_model::Response, String> {
-    let mut deltas = harness
-        .provider
-        .stream(request, ctx.cancel.child_token())
-        .await
-        .map_err(|err| err.to_string())?;
-    let mut assembler = ResponseAssembler::new();
-    while let Some(delta) = deltas.next().await {
-        let delta = delta.map_err(|err| err.to_string())?;
-        assembler.push(&delta);
-    }
-    assembler.finish().map_err(|err| err.to_string())
 }

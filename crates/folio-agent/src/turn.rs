@@ -1,5 +1,11 @@
 //! The turn loop: build the request, stream the model, run tool calls, record every effect as
 //! an event, and loop until the model answers without tool calls (architecture.md).
+//!
+//! The step loop is one piece that a root turn and a subagent both run through. A root turn's
+//! events are the session's log, and its conversation is rebuilt from them. A subagent runs the
+//! same loop inside its parent's `Task` call over a conversation of its own: its events are kept
+//! in memory, and only its tool calls reach the log (tagged with the subagent, their call ids
+//! scoped by the `Task` call id), so the parent's conversation sees the `Task` call and its result.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,7 +17,7 @@ use folio_model::{ModelRequest, Provider, ResponseAssembler, ToolSpec};
 use folio_protocol::{
     ActionApprovalRequested, ActionApprovalResolved, ActionResult, ActionsRequested,
     ApprovalDecision, Event, EventBody, FinishReason, MessageAppended, MessageCompleted,
-    ReasoningAppended, ReasoningCompleted, RequestedCall, StepCompleted, StepStarted,
+    MessageReceived, ReasoningAppended, ReasoningCompleted, StepCompleted, StepStarted,
     TurnCompleted, TurnFailed, TurnStarted, Usage,
 };
 use futures::StreamExt;
@@ -19,48 +25,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::conversation;
-use crate::tools::{
-    ScratchMode, SessionContext, TodoList, ToolContext, ToolError, ToolOutput, ToolRegistry,
-};
+use crate::sink::EventSink;
+use crate::tools::{ScratchMode, SessionContext, TodoList, ToolContext, ToolOutput, ToolRegistry};
 
-/// The message of a turn cancelled by stop or preempt (a contract string).
-pub const TURN_INTERRUPTED: &str = "turn interrupted";
-
-/// Where a turn records its events: the session's log (and whatever follows it).
-#[async_trait::async_trait]
-pub trait EventSink: Send + Sync {
-    /// Appends one event and returns it with its index and time.
-    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, String>;
-    /// Makes everything emitted so far durable (called at turn boundaries).
-    async fn checkpoint(&self) -> Result<(), String>;
-    /// Waits for the human decision on a parked call (its `action.approval_requested` is
-    /// recorded); the turn records the returned `action.approval_resolved`. Without an approver
-    /// (outside `folio serve`) the call is denied.
-    async fn await_approval(&self, call_id: &str) -> ActionApprovalResolved {
-        ActionApprovalResolved {
-            call_id: call_id.to_string(),
-            decision: ApprovalDecision::Deny,
-            reason: Some(
-                "no approver is attached to this session (approvals need folio serve)".into(),
-            ),
-            by: "folio".to_string(),
-        }
-    }
-}
-
-/// A tool that records events of its own in the turn (`Task`, `tag_artifact`): the turn
-/// loop calls [`TurnTool::call_in_turn`] instead of [`crate::tools::Tool::call`].
-#[async_trait::async_trait]
-pub trait TurnTool: Send + Sync {
-    /// Runs on prepared input inside turn `turn_id`, recording its events through `sink`.
-    async fn call_in_turn(
-        &self,
-        input: Value,
-        ctx: &ToolContext,
-        sink: &dyn EventSink,
-        turn_id: &str,
-    ) -> Result<ToolOutput, ToolError>;
-}
+pub use folio_protocol::TURN_INTERRUPTED;
 
 /// What a turn runs with: the model, the tools, the tree, and its step limit.
 #[derive(Clone)]
@@ -116,14 +84,80 @@ pub enum TurnOutcome {
     },
 }
 
-/// A turn's failure before it is recorded as `turn.failed`.
+/// Why a step loop stopped before an answer; its runner words it (`turn.failed` for a root
+/// turn, the `Task` call's error for a subagent).
 enum Stop {
+    /// The cancellation token fired (stop, preempt).
     Interrupted,
+    /// The model was called `max_steps` times without answering.
+    StepLimit,
+    /// A model error or an event that could not be recorded.
     Failed(String),
 }
 
+/// Whose step loop runs: the root turn, or a subagent inside the parent's `Task` call.
+#[derive(Clone, Copy)]
+enum Scope<'a> {
+    /// Every event is appended to the session's log and is the turn's conversation.
+    Root,
+    /// The events are the subagent's own conversation, kept in memory; only its tool calls and
+    /// their results are appended to the log.
+    Subagent {
+        /// The subagent's id, the tag of its calls in the log.
+        id: &'a str,
+        /// The parent's `Task` call id, which scopes the subagent's call ids in the log.
+        task_call_id: &'a str,
+    },
+}
+
+impl Scope<'_> {
+    /// The id the log and the tool see for the model's call `id`: a subagent's call ids are
+    /// scoped by the parent's `Task` call, so they never collide with the parent's own calls.
+    fn logged_call_id(&self, id: &str) -> String {
+        match self {
+            Scope::Root => id.to_string(),
+            Scope::Subagent { task_call_id, .. } => format!("{task_call_id}/{id}"),
+        }
+    }
+
+    /// What a subagent's event appends to the log: its tool calls, tagged and scoped, and their
+    /// results; its steps and messages stay in its own conversation.
+    fn logged_by_subagent(&self, body: &EventBody) -> Option<EventBody> {
+        let Scope::Subagent { id, .. } = self else {
+            return None;
+        };
+        match body {
+            EventBody::ActionsRequested(requested) => {
+                Some(EventBody::ActionsRequested(ActionsRequested {
+                    calls: requested
+                        .calls
+                        .iter()
+                        .map(|call| folio_protocol::RequestedCall {
+                            call_id: self.logged_call_id(&call.call_id),
+                            subagent: Some(id.to_string()),
+                            ..call.clone()
+                        })
+                        .collect(),
+                }))
+            }
+            EventBody::ActionResult(result) => Some(EventBody::ActionResult(ActionResult {
+                call_id: self.logged_call_id(&result.call_id),
+                ..result.clone()
+            })),
+            _ => None,
+        }
+    }
+}
+
+/// Where a step loop records: the session's sink, and whose loop it is.
+#[derive(Clone, Copy)]
+struct Recorder<'a> {
+    sink: &'a dyn EventSink,
+    scope: Scope<'a>,
+}
+
 /// The `action.result` of a finished call.
-pub(crate) fn action_result(
+fn action_result(
     call_id: String,
     tool: String,
     result: Result<ToolOutput, String>,
@@ -156,20 +190,72 @@ impl Harness {
     /// Runs one turn, recording its events through `sink`; never panics on model or tool errors.
     pub async fn run_turn(&self, mut turn: Turn, sink: &dyn EventSink) -> TurnOutcome {
         let started = Instant::now();
-        let outcome = match self
-            .emit(
-                &mut turn,
-                sink,
-                EventBody::TurnStarted(TurnStarted {
-                    model: self.model.clone(),
-                }),
-            )
-            .await
-        {
-            Ok(()) => self.steps(&mut turn, sink, started, 1).await,
+        let recorder = Recorder {
+            sink,
+            scope: Scope::Root,
+        };
+        let body = EventBody::TurnStarted(TurnStarted {
+            model: self.model.clone(),
+        });
+        let outcome = match self.emit(&mut turn, recorder, body).await {
+            Ok(()) => self.steps(&mut turn, recorder, started, 1).await,
             Err(stop) => Err(stop),
         };
         self.finish(turn, sink, outcome).await
+    }
+
+    /// Runs this harness as subagent `id` inside the parent's call `ctx.call_id` of turn
+    /// `turn_id`: the turn's step loop over a conversation of its own that starts with `prompt`.
+    /// Only its tool calls and their results reach `sink` (tagged with `id`, call ids scoped by
+    /// the parent's call id); a tool that needs a human approval is refused, since only the
+    /// parent's turn can park. Returns the subagent's reply, or why it failed.
+    pub(crate) async fn run_subagent(
+        &self,
+        id: &str,
+        prompt: &str,
+        ctx: &ToolContext,
+        sink: &dyn EventSink,
+        turn_id: &str,
+    ) -> Result<String, String> {
+        let mut turn = Turn {
+            session_id: ctx.session_id.clone(),
+            turn_id: turn_id.to_string(),
+            events: Vec::new(),
+            fs: ctx.fs.clone(),
+            workspace: ctx.workspace.clone(),
+            scratch: ctx.scratch.clone(),
+            cancel: ctx.cancel.clone(),
+            todos: ctx.todos.clone(),
+            context: SessionContext {
+                dry_run: ctx.dry_run,
+                purpose: ctx.purpose.clone(),
+                continuation_key: ctx.continuation_key.clone(),
+            },
+        };
+        let recorder = Recorder {
+            sink,
+            scope: Scope::Subagent {
+                id,
+                task_call_id: &ctx.call_id,
+            },
+        };
+        let body = EventBody::MessageReceived(MessageReceived {
+            text: prompt.to_string(),
+            admission: None,
+            coalesced: None,
+        });
+        let outcome = match self.emit(&mut turn, recorder, body).await {
+            Ok(()) => self.steps(&mut turn, recorder, Instant::now(), 1).await,
+            Err(stop) => Err(stop),
+        };
+        outcome.map_err(|stop| match stop {
+            Stop::Interrupted => format!("subagent \"{id}\" was interrupted"),
+            Stop::StepLimit => format!(
+                "subagent \"{id}\" reached its step limit ({} model calls) without answering",
+                self.max_steps
+            ),
+            Stop::Failed(message) => message,
+        })
     }
 
     /// Resumes a turn that was parked on an approval when the server stopped: runs the calls of
@@ -178,6 +264,10 @@ impl Harness {
     pub async fn resume_turn(&self, mut turn: Turn, sink: &dyn EventSink) -> TurnOutcome {
         let started = Instant::now();
         let open = open_calls(&turn.events, &turn.turn_id);
+        let recorder = Recorder {
+            sink,
+            scope: Scope::Root,
+        };
         let pending = open
             .calls
             .into_iter()
@@ -187,10 +277,13 @@ impl Harness {
             })
             .collect();
         let outcome = match self
-            .execute_calls(&mut turn, sink, pending, &open.approvals)
+            .execute_calls(&mut turn, recorder, pending, &open.approvals)
             .await
         {
-            Ok(()) => self.steps(&mut turn, sink, started, open.step + 1).await,
+            Ok(()) => {
+                self.steps(&mut turn, recorder, started, open.step + 1)
+                    .await
+            }
             Err(stop) => Err(stop),
         };
         self.finish(turn, sink, outcome).await
@@ -201,14 +294,18 @@ impl Harness {
         &self,
         turn: Turn,
         sink: &dyn EventSink,
-        outcome: Result<TurnOutcome, Stop>,
+        outcome: Result<String, Stop>,
     ) -> TurnOutcome {
         let turn_id = turn.turn_id.clone();
         let outcome = match outcome {
-            Ok(outcome) => outcome,
+            Ok(reply) => TurnOutcome::Completed { reply },
             Err(stop) => {
                 let message = match stop {
                     Stop::Interrupted => TURN_INTERRUPTED.to_string(),
+                    Stop::StepLimit => format!(
+                        "step limit reached: the turn made {} model calls without finishing (raise max_steps in agent.toml)",
+                        self.max_steps
+                    ),
                     Stop::Failed(message) => message,
                 };
                 let body = EventBody::TurnFailed(TurnFailed {
@@ -226,32 +323,54 @@ impl Harness {
         outcome
     }
 
+    /// Records one event of the loop: a root turn's in the log, a subagent's in its own
+    /// conversation (its tool calls in the log too); either way the loop's conversation sees it.
     async fn emit(
         &self,
         turn: &mut Turn,
-        sink: &dyn EventSink,
+        recorder: Recorder<'_>,
         body: EventBody,
     ) -> Result<(), Stop> {
-        let event = sink
-            .emit(Some(&turn.turn_id), body)
-            .await
-            .map_err(|err| Stop::Failed(format!("could not record an event: {err}")))?;
+        let record = |body| async {
+            recorder
+                .sink
+                .emit(Some(&turn.turn_id), body)
+                .await
+                .map_err(|err| Stop::Failed(format!("could not record an event: {err}")))
+        };
+        let event = match recorder.scope {
+            Scope::Root => record(body).await?,
+            Scope::Subagent { .. } => {
+                if let Some(logged) = recorder.scope.logged_by_subagent(&body) {
+                    record(logged).await?;
+                }
+                Event {
+                    index: turn.events.len() as u64,
+                    session_id: turn.session_id.clone(),
+                    turn_id: Some(turn.turn_id.clone()),
+                    at: chrono::Utc::now(),
+                    body,
+                }
+            }
+        };
         turn.events.push(event);
         Ok(())
     }
 
+    /// The step loop: request → stream → record → run calls, until the model answers without
+    /// tool calls (its reply) or the step limit.
     async fn steps(
         &self,
         turn: &mut Turn,
-        sink: &dyn EventSink,
+        recorder: Recorder<'_>,
         started: Instant,
         first_step: u32,
-    ) -> Result<TurnOutcome, Stop> {
+    ) -> Result<String, Stop> {
         let tools = self.tool_specs();
         let system = self.system_prompt(&turn.scratch, &turn.workspace);
-        let mut usage = Usage::default();
+        let mut usage = None;
         for step in first_step..=self.max_steps {
-            self.emit(turn, sink, EventBody::StepStarted(StepStarted { step }))
+            self.emit(turn, recorder, EventBody::StepStarted(StepStarted { step }))
                 .await?;
             let step_started = Instant::now();
             let request = ModelRequest {
@@ -261,12 +380,12 @@ impl Harness {
                 tools: tools.clone(),
                 params: self.params.clone(),
             };
-            let response = self.stream_step(turn, sink, &request).await?;
-            usage += response.usage;
+            let response = self.stream_step(turn, recorder, &request).await?;
+            usage = Usage::sum_reported([usage, response.usage]);
             if let Some(reasoning) = &response.reasoning {
                 self.emit(
                     turn,
-                    sink,
+                    recorder,
                     EventBody::ReasoningCompleted(ReasoningCompleted {
                         text: reasoning.text.clone(),
                         signature: reasoning.signature.clone(),
@@ -277,7 +396,7 @@ impl Harness {
             if !response.text.is_empty() {
                 self.emit(
                     turn,
-                    sink,
+                    recorder,
                     EventBody::MessageCompleted(MessageCompleted {
                         text: response.text.clone(),
                     }),
@@ -286,7 +405,7 @@ impl Harness {
             }
             self.emit(
                 turn,
-                sink,
+                recorder,
                 EventBody::StepCompleted(StepCompleted {
                     step,
                     duration_ms: step_started.elapsed().as_millis() as u64,
@@ -307,24 +426,19 @@ impl Harness {
                     steps: step,
                     duration_ms: started.elapsed().as_millis() as u64,
                 });
-                self.emit(turn, sink, body).await?;
-                return Ok(TurnOutcome::Completed {
-                    reply: response.text,
-                });
+                self.emit(turn, recorder, body).await?;
+                return Ok(response.text);
             }
-            self.run_calls(turn, sink, response.tool_calls).await?;
+            self.run_calls(turn, recorder, response.tool_calls).await?;
         }
-        Err(Stop::Failed(format!(
-            "step limit reached: the turn made {} model calls without finishing (raise max_steps in agent.toml)",
-            self.max_steps
-        )))
+        Err(Stop::StepLimit)
     }
 
     /// Streams one model call, recording deltas as they arrive.
     async fn stream_step(
         &self,
         turn: &mut Turn,
-        sink: &dyn EventSink,
+        recorder: Recorder<'_>,
         request: &ModelRequest,
     ) -> Result<folio_model::Response, Stop> {
         let cancel = turn.cancel.clone();
@@ -347,13 +461,13 @@ impl Harness {
                     let body = EventBody::MessageAppended(MessageAppended {
                         delta: text.clone(),
                     });
-                    self.emit(turn, sink, body).await?;
+                    self.emit(turn, recorder, body).await?;
                 }
                 folio_model::Delta::Reasoning(text) if !text.is_empty() => {
                     let body = EventBody::ReasoningAppended(ReasoningAppended {
                         delta: text.clone(),
                     });
-                    self.emit(turn, sink, body).await?;
+                    self.emit(turn, recorder, body).await?;
                 }
                 _ => {}
             }
@@ -368,7 +482,7 @@ impl Harness {
     async fn run_calls(
         &self,
         turn: &mut Turn,
-        sink: &dyn EventSink,
+        recorder: Recorder<'_>,
         calls: Vec<folio_model::ToolCall>,
     ) -> Result<(), Stop> {
         let prepared: Vec<_> = calls
@@ -380,26 +494,22 @@ impl Harness {
             .collect();
         let requested = prepared
             .iter()
-            .map(|(call, input)| RequestedCall {
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                input: input.as_ref().unwrap_or(&call.input).clone(),
-                subagent: None,
+            .map(|(call, input)| {
+                call.to_requested(input.as_ref().unwrap_or(&call.input).clone(), None)
             })
             .collect();
         self.emit(
             turn,
-            sink,
+            recorder,
             EventBody::ActionsRequested(ActionsRequested { calls: requested }),
         )
         .await?;
-        self.execute_calls(turn, sink, prepared, &HashMap::new())
+        self.execute_calls(turn, recorder, prepared, &HashMap::new())
             .await
     }
 
-    /// Validates a call's input with its tool (an unknown tool is an error for the model).
     /// The schemas of every tool, as sent to the model.
-    pub(crate) fn tool_specs(&self) -> Vec<ToolSpec> {
+    fn tool_specs(&self) -> Vec<ToolSpec> {
         self.tools
             .tools()
             .map(|tool| ToolSpec {
@@ -411,7 +521,7 @@ impl Harness {
     }
 
     /// The system prompt of a turn: the instructions plus where the workspace is.
-    pub(crate) fn system_prompt(&self, scratch: &ScratchMode, workspace: &Path) -> String {
+    fn system_prompt(&self, scratch: &ScratchMode, workspace: &Path) -> String {
         let workspace = match scratch {
             ScratchMode::Rooted => "/".to_string(),
             ScratchMode::Host => workspace.display().to_string(),
@@ -423,7 +533,7 @@ impl Harness {
     }
 
     /// Runs prepared `input` on tool `name`; tools that record events get the turn's sink.
-    pub(crate) async fn invoke(
+    async fn invoke(
         &self,
         name: &str,
         input: Value,
@@ -442,7 +552,7 @@ impl Harness {
     }
 
     /// Validates a model's call against its tool (alias mapping included).
-    pub(crate) fn prepare(&self, call: &folio_model::ToolCall) -> Result<Value, String> {
+    fn prepare(&self, call: &folio_model::ToolCall) -> Result<Value, String> {
         match self.tools.get(&call.name) {
             Some(tool) => tool.prepare(call.input.clone()).map_err(|e| e.0),
             None => Err(format!(
@@ -458,7 +568,7 @@ impl Harness {
     async fn execute_calls(
         &self,
         turn: &mut Turn,
-        sink: &dyn EventSink,
+        recorder: Recorder<'_>,
         prepared: Vec<(folio_model::ToolCall, Result<Value, String>)>,
         approvals: &HashMap<String, Option<ActionApprovalResolved>>,
     ) -> Result<(), Stop> {
@@ -467,10 +577,16 @@ impl Harness {
                 return Err(Stop::Interrupted);
             }
             let call_started = Instant::now();
-            let denied = match (&input, self.tools.get(&call.name)) {
-                (Ok(input), Some(tool)) if tool.needs_approval() => {
-                    self.approval_gate(turn, sink, &call, input, approvals.get(&call.id))
+            let denied = match (&input, self.tools.get(&call.name), recorder.scope) {
+                (Ok(input), Some(tool), Scope::Root) if tool.needs_approval() => {
+                    self.approval_gate(turn, recorder, &call, input, approvals.get(&call.id))
                         .await?
+                }
+                (Ok(_), Some(tool), Scope::Subagent { .. }) if tool.needs_approval() => {
+                    Some(format!(
+                        "{} needs a human approval, which a subagent cannot ask for; the parent agent must call it",
+                        call.name
+                    ))
                 }
                 _ => None,
             };
@@ -484,12 +600,12 @@ impl Harness {
                         cancel: turn.cancel.clone(),
                         todos: turn.todos.clone(),
                         session_id: turn.session_id.clone(),
-                        call_id: call.id.clone(),
+                        call_id: recorder.scope.logged_call_id(&call.id),
                         dry_run: turn.context.dry_run,
                         purpose: turn.context.purpose.clone(),
                         continuation_key: turn.context.continuation_key.clone(),
                     };
-                    self.invoke(&call.name, input, &ctx, sink, &turn.turn_id)
+                    self.invoke(&call.name, input, &ctx, recorder.sink, &turn.turn_id)
                         .await
                 }
             };
@@ -498,7 +614,7 @@ impl Harness {
             }
             let body =
                 EventBody::ActionResult(action_result(call.id, call.name, result, call_started));
-            self.emit(turn, sink, body).await?;
+            self.emit(turn, recorder, body).await?;
         }
         Ok(())
     }
@@ -508,7 +624,7 @@ impl Harness {
     async fn approval_gate(
         &self,
         turn: &mut Turn,
-        sink: &dyn EventSink,
+        recorder: Recorder<'_>,
         call: &folio_model::ToolCall,
         input: &Value,
         recorded: Option<&Option<ActionApprovalResolved>>,
@@ -522,15 +638,15 @@ impl Harness {
                         tool: call.name.clone(),
                         input: input.clone(),
                     });
-                    self.emit(turn, sink, body).await?;
+                    self.emit(turn, recorder, body).await?;
                 }
                 let resolved = tokio::select! {
-                    resolved = sink.await_approval(&call.id) => resolved,
+                    resolved = recorder.sink.await_approval(&call.id) => resolved,
                     () = turn.cancel.cancelled() => return Err(Stop::Interrupted),
                 };
                 self.emit(
                     turn,
-                    sink,
+                    recorder,
                     EventBody::ActionApprovalResolved(resolved.clone()),
                 )
                 .await?;
@@ -546,11 +662,7 @@ impl Harness {
 
 /// The tool error a denied call returns to the model (a contract string).
 pub fn denied_message(resolved: &ActionApprovalResolved) -> String {
-    format!(
-        "denied by {}: {}",
-        resolved.by,
-        resolved.reason.as_deref().unwrap_or("no reason given")
-    )
+    folio_protocol::denial_message(&resolved.by, resolved.reason.as_deref())
 }
 
 /// The unanswered calls of a turn's last `actions.requested`, with what is recorded about them.
@@ -575,15 +687,14 @@ fn open_calls(events: &[Event], turn_id: &str) -> OpenCalls {
         }
         match &event.body {
             EventBody::StepStarted(started) => open.step = started.step,
-            EventBody::ActionsRequested(requested) => {
+            // A subagent's calls run inside the parent's `Task` call, never on their own.
+            EventBody::ActionsRequested(requested)
+                if requested.calls.iter().all(|c| c.subagent.is_none()) =>
+            {
                 open.calls = requested
                     .calls
                     .iter()
-                    .map(|call| folio_model::ToolCall {
-                        id: call.call_id.clone(),
-                        name: call.tool.clone(),
-                        input: call.input.clone(),
-                    })
+                    .map(folio_model::ToolCall::from)
                     .collect();
             }
             EventBody::ActionResult(result) => open.calls.retain(|c| c.id != result.call_id),
@@ -608,4 +719,78 @@ pub fn pending_approvals(events: &[Event], turn_id: &str) -> Vec<String> {
         .filter(|call| matches!(open.approvals.get(&call.id), Some(None)))
         .map(|call| call.id.clone())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use folio_protocol::{ActionApprovalRequested, RequestedCall};
+    use serde_json::json;
+
+    fn event(index: u64, body: EventBody) -> Event {
+        Event {
+            index,
+            session_id: "ses_test".into(),
+            turn_id: Some("turn_1".into()),
+            at: chrono::Utc::now(),
+            body,
+        }
+    }
+
+    fn call(call_id: &str, tool: &str, subagent: Option<&str>) -> RequestedCall {
+        RequestedCall {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            input: json!({}),
+            subagent: subagent.map(str::to_string),
+        }
+    }
+
+    fn result(call_id: &str, tool: &str) -> EventBody {
+        EventBody::ActionResult(ActionResult {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            output: Some(json!("ok")),
+            error: None,
+            is_error: false,
+            duration_ms: 1,
+        })
+    }
+
+    /// A `Task` call ran a subagent (whose calls the log records after the parent's
+    /// `actions.requested`), then the parent's next call parked: the parked call is still open.
+    #[test]
+    fn a_parked_call_after_a_subagent_run_stays_open() {
+        let events: Vec<Event> = [
+            EventBody::StepStarted(StepStarted { step: 2 }),
+            EventBody::ActionsRequested(ActionsRequested {
+                calls: vec![call("c1", "Task", None), call("c2", "post", None)],
+            }),
+            EventBody::ActionsRequested(ActionsRequested {
+                calls: vec![call("c1/s1", "Read", Some("researcher"))],
+            }),
+            result("c1/s1", "Read"),
+            result("c1", "Task"),
+            EventBody::ActionApprovalRequested(ActionApprovalRequested {
+                call_id: "c2".into(),
+                tool: "post".into(),
+                input: json!({}),
+            }),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(index, body)| event(index as u64, body))
+        .collect();
+        assert_eq!(pending_approvals(&events, "turn_1"), ["c2"]);
+        let open = open_calls(&events, "turn_1");
+        assert_eq!(open.step, 2);
+        assert_eq!(
+            open.calls,
+            [folio_model::ToolCall {
+                id: "c2".into(),
+                name: "post".into(),
+                input: json!({}),
+            }]
+        );
+    }
 }

@@ -89,21 +89,18 @@ async fn a_subagent_turn_streams_its_calls_and_returns_its_reply() {
             prompt: "What does notes.md say?".into(),
         })
     );
-    match &events[from + 2].body {
+    let read_call_id = match &events[from + 2].body {
         EventBody::ActionsRequested(requested) => {
             assert_eq!(requested.calls.len(), 1);
             assert_eq!(requested.calls[0].tool, "Read");
             assert_eq!(requested.calls[0].subagent.as_deref(), Some("researcher"));
-            assert!(
-                requested.calls[0]
-                    .call_id
-                    .starts_with(&format!("{task_call_id}/"))
-            );
+            requested.calls[0].call_id.clone()
         }
         other => panic!("{other:?}"),
-    }
+    };
     match &events[from + 3].body {
         EventBody::ActionResult(result) => {
+            assert_eq!(result.call_id, read_call_id);
             assert_eq!(result.tool, "Read");
             assert!(!result.is_error);
             assert!(
@@ -158,6 +155,19 @@ async fn a_subagent_turn_streams_its_calls_and_returns_its_reply() {
         sub_request["messages"][1]["content"],
         "What does notes.md say?"
     );
+    // The subagent's next request is its own conversation rebuilt from its events: the prompt,
+    // its Read call under the model's own id (the log scopes it by the Task call), the result.
+    let sub_messages = requests[2].body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = sub_messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool"]);
+    let model_call_id = sub_messages[2]["tool_calls"][0]["id"].as_str().unwrap();
+    assert_eq!(read_call_id, format!("{task_call_id}/{model_call_id}"));
+    assert_eq!(sub_messages[3]["tool_call_id"], model_call_id);
+    let read_output = sub_messages[3]["content"].as_str().unwrap();
+    assert!(read_output.contains("the answer is 42"), "{read_output}");
 
     // The parent's conversation holds the Task call and its reply, never the subagent's calls.
     let messages = conversation(&events);
@@ -287,6 +297,56 @@ fn subagent_folders_are_checked() {
         [
             "error: agent/subagents/nodesc/agent.toml: description: required for a subagent (a routing rule: \"Use when …\")",
             "error: agent/subagents/nofile/agent.toml: missing: a subagent needs agent.toml with a description (a routing rule: \"Use when …\")",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_subagent_refuses_a_tool_that_needs_approval_without_parking_the_turn() {
+    let mock = MockModelServer::start().await;
+    let dir = researcher_project(&[
+        (
+            "agent/tools/post.toml",
+            "description = \"Post a message to the team channel.\"\ncommand = [\"./post.sh\"]\nneeds_approval = true\n",
+        ),
+        ("agent/tools/post.sh", "#!/bin/sh\necho posted\n"),
+    ]);
+    let agent = load_agent(dir.path(), &mock.openai_base_url(), env_of(&[])).await;
+    let workspace = dir.path().join("workspace");
+    mock.push(MockReply::tool_calls([(
+        "Task",
+        json!({"subagent": "researcher", "prompt": "Post hello"}),
+    )]));
+    mock.push(MockReply::tool_calls([("post", json!({}))]));
+    mock.push(MockReply::text("I could not post"));
+    mock.push(MockReply::text("The researcher could not post."));
+    let sink = MemorySink::default();
+    let outcome = run_turn(&agent, &sink, &workspace, "post through the researcher").await;
+    assert_eq!(
+        outcome,
+        TurnOutcome::Completed {
+            reply: "The researcher could not post.".into()
+        }
+    );
+    assert!(
+        !sink
+            .types()
+            .iter()
+            .any(|t| t.starts_with("action.approval")),
+        "{:?}",
+        sink.types()
+    );
+    assert_eq!(
+        results(&sink.events()),
+        [
+            (
+                "post".to_string(),
+                true,
+                json!(
+                    "post needs a human approval, which a subagent cannot ask for; the parent agent must call it"
+                )
+            ),
+            ("Task".to_string(), false, json!("I could not post")),
         ]
     );
 }

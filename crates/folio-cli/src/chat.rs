@@ -5,9 +5,12 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use folio_protocol::{Event, EventBody};
+use folio_protocol::{
+    CreateSession, ErrorBody, Event, EventBody, FollowUp, FollowUpAccepted, SessionCreated,
+};
 use futures::StreamExt;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::serve::runtime;
 
@@ -40,23 +43,35 @@ impl Client {
         }
     }
 
-    async fn post(&self, path: &str, body: Value) -> anyhow::Result<Value> {
+    /// Posts `body` and reads the answer as `T`, or the server's [`ErrorBody`] as the error.
+    async fn post<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+    ) -> anyhow::Result<T> {
         let response = self
             .request(reqwest::Method::POST, path)
-            .json(&body)
+            .json(body)
             .send()
             .await
             .with_context(|| format!("cannot reach {}", self.base))?;
         let status = response.status();
-        let body: Value = response.json().await.context("the server sent no JSON")?;
+        let bytes = response
+            .bytes()
+            .await
+            .with_context(|| format!("{status}: the answer broke off"))?;
         if !status.is_success() {
-            bail!(
-                "{status}: {} ({})",
-                body["message"].as_str().unwrap_or("request failed"),
-                body["error"].as_str().unwrap_or("error")
-            );
+            match serde_json::from_slice::<ErrorBody>(&bytes) {
+                Ok(error) => bail!("{status}: {error}"),
+                Err(_) => bail!(
+                    "{status}: {} (not a Folio error body: is --url a Folio agent?)",
+                    String::from_utf8_lossy(&bytes)
+                ),
+            }
         }
-        Ok(body)
+        serde_json::from_slice(&bytes).with_context(|| {
+            format!("{status}: the answer is not what a Folio agent sends: is --url a Folio agent?")
+        })
     }
 
     /// Follows the stream from `start` until the turn ends; prints the reply as it streams.
@@ -142,34 +157,19 @@ pub(crate) fn chat(args: ChatArgs) -> anyhow::Result<ExitCode> {
             }
             let (id, token) = match &session {
                 None => {
-                    let created = client
-                        .post("/v1/session", json!({"message": message}))
+                    let created: SessionCreated = client
+                        .post("/v1/session", &CreateSession::message(message))
                         .await?;
-                    (
-                        created["sessionId"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_string(),
-                        created["continuationToken"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_string(),
-                    )
+                    (created.session_id, created.continuation_token)
                 }
                 Some((id, token)) => {
-                    let sent = client
+                    let sent: FollowUpAccepted = client
                         .post(
                             &format!("/v1/session/{id}"),
-                            json!({"continuationToken": token, "message": message}),
+                            &FollowUp::new(token.clone(), message),
                         )
                         .await?;
-                    (
-                        id.clone(),
-                        sent["continuationToken"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_string(),
-                    )
+                    (sent.session_id, sent.continuation_token)
                 }
             };
             let (after, ok) = client.follow(&id, next).await?;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use folio_agent::StateLayout;
 use notify::{RecursiveMode, Watcher};
 
 use crate::serve::{ServeArgs, load_agent, runtime, start};
@@ -26,10 +27,10 @@ pub(crate) fn dev(args: ServeArgs, model: Option<String>) -> anyhow::Result<Exit
             let mut watcher =
                 notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
                     if let Ok(event) = event
-                        && !event
-                            .paths
-                            .iter()
-                            .all(|p| p.components().any(|c| c.as_os_str() == ".folio"))
+                        && !event.paths.iter().all(|p| {
+                            p.components()
+                                .any(|c| c.as_os_str() == StateLayout::PROJECT_DIR)
+                        })
                     {
                         let _ = tx.send(dir.clone());
                     }

@@ -9,7 +9,7 @@ use folio_agent::allowlist::NativeTool;
 use folio_agent::mcp::McpTransport;
 use folio_agent::tools::Tool;
 use folio_agent::{AgentDefinition, discover};
-use serde_json::Value;
+use folio_protocol::AgentInfo;
 
 /// Arguments of `folio info`.
 #[derive(Debug, clap::Args)]
@@ -32,7 +32,7 @@ fn transport_line(transport: &McpTransport) -> String {
 }
 
 /// The human form of [`folio_agent::info::describe`].
-fn info_text(definition: &AgentDefinition, info: &Value) -> String {
+fn info_text(definition: &AgentDefinition, info: &AgentInfo) -> String {
     let mut out = format!("agent: {}\n", definition.name);
     if let Some(description) = &definition.description {
         out.push_str(&format!("description: {description}\n"));
@@ -173,7 +173,7 @@ fn info_text(definition: &AgentDefinition, info: &Value) -> String {
             .map(|s| format!("{} ({})", s.name, s.cron))
             .collect(),
     );
-    if let Some(sandbox) = info["sandbox"].as_str() {
+    if let Some(sandbox) = &info.sandbox {
         out.push_str(&format!("sandbox seeds: {sandbox}\n"));
     }
     out
@@ -193,7 +193,11 @@ pub(crate) fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
     };
     let mut info = folio_agent::info::describe(definition);
     if args.json {
-        info["diagnostics"] = serde_json::to_value(&discovery.diagnostics)?;
+        info.diagnostics = discovery
+            .diagnostics
+            .iter()
+            .map(folio_agent::info::diagnostic_info)
+            .collect();
         println!("{}", serde_json::to_string_pretty(&info)?);
     } else {
         print!("{}", info_text(definition, &info));

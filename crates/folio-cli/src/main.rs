@@ -86,7 +86,9 @@ fn main() -> ExitCode {
     }
     tracing_subscriber::fmt()
         .with_env_filter(
+            // FOLIO_LOG wins; RUST_LOG is read too, as every Rust program's users expect.
             tracing_subscriber::EnvFilter::try_from_env("FOLIO_LOG")
+                .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use folio_agent::AgentDefinition;
-use folio_model::{MissingKeyProvider, ModelError, Provider, ProviderConfig, open_provider};
+use folio_model::{MissingKeyProvider, ModelError, Provider, open_provider};
 
 /// Opens the model of `definition`: `--model`, else `FOLIO_MODEL`, else `agent.toml`'s `model`.
 /// A relative `replay:` fixture is found relative to the project directory `dir`. A missing API
@@ -29,11 +29,7 @@ pub(crate) fn open_model(
         }
         _ => spec,
     };
-    let config = ProviderConfig {
-        base_url: definition.config.provider.base_url.clone(),
-        api_key_env: definition.config.provider.api_key_env.clone(),
-        ..ProviderConfig::default()
-    };
+    let config = folio_agent::agent::provider_config(&definition.config.provider);
     match open_provider(&spec, &config, &env) {
         Ok(opened) => Ok(opened),
         Err(ModelError::MissingKey { var }) => {

@@ -34,15 +34,37 @@ pub(crate) fn print_event(event: &Event) {
         },
         EventBody::TurnCompleted(done) => writeln!(
             err,
-            "✓ turn completed in {:.1} s ({} steps, {} input / {} output tokens)",
+            "✓ turn completed in {:.1} s ({} steps, {})",
             done.duration_ms as f64 / 1000.0,
             done.steps,
-            done.usage.input_tokens,
-            done.usage.output_tokens
+            match done.usage {
+                Some(usage) => format!(
+                    "{} input / {} output tokens",
+                    usage.input_tokens, usage.output_tokens
+                ),
+                None => "usage not reported".to_string(),
+            }
         ),
         EventBody::TurnFailed(failed) => writeln!(err, "✗ turn failed: {}", failed.message),
         _ => Ok(()),
     };
+}
+
+/// Whether stdout and stderr are one and the same terminal (what a person sees is both).
+pub(crate) fn stdout_is_stderr_terminal() -> bool {
+    use std::io::IsTerminal;
+    use std::os::unix::fs::MetadataExt;
+    if !(std::io::stdout().is_terminal() && std::io::stderr().is_terminal()) {
+        return false;
+    }
+    match (
+        std::fs::metadata("/proc/self/fd/1"),
+        std::fs::metadata("/proc/self/fd/2"),
+    ) {
+        (Ok(out), Ok(err)) => out.rdev() == err.rdev(),
+        // Two terminals we cannot tell apart: printing twice is better than not at all.
+        _ => false,
+    }
 }
 
 /// The first line of `text`, cut to a readable length.

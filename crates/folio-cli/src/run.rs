@@ -8,8 +8,8 @@ use anyhow::{Context, bail};
 use folio_agent::agent::LoadOptions;
 use folio_agent::{Agent, discover};
 use folio_model::RecordingProvider;
-use folio_protocol::{ApprovalDecision, EventBody, RunResult, SessionMode};
-use folio_server::{CreateSession, LogBuffer, SessionManager, StateRoot};
+use folio_protocol::{ApprovalDecision, CreateSession, EventBody, RunResult};
+use folio_server::{LogBuffer, SessionManager, StateRoot};
 
 use crate::model::open_model;
 use crate::render::print_event;
@@ -97,7 +97,10 @@ async fn run_async(args: RunArgs) -> anyhow::Result<ExitCode> {
     agent.shutdown().await;
     let (session_id, events) = ran?;
     let result = RunResult::from_events(&events);
-    print_result(&result, args.json)?;
+    // The reply already streamed to stderr; when stdout is that same terminal, print it once.
+    if args.json || !crate::render::stdout_is_stderr_terminal() {
+        print_result(&result, args.json)?;
+    }
     eprintln!(
         "session {session_id} (events: {})",
         manager.state().trace_path(&session_id).display()
@@ -113,16 +116,7 @@ async fn run_session(
     message: &str,
 ) -> anyhow::Result<(String, Vec<folio_protocol::Event>)> {
     let accepted = manager
-        .create(
-            PRINCIPAL,
-            CreateSession {
-                message: message.to_string(),
-                title: None,
-                workspace_files: Default::default(),
-                mode: SessionMode::Chat,
-                channel: "cli".to_string(),
-            },
-        )
+        .create(PRINCIPAL, "cli", CreateSession::message(message))
         .await?;
     let id = accepted.session_id;
     let mut stream = manager.stream(PRINCIPAL, &id, 0)?;

@@ -88,7 +88,7 @@ fn state_root(args: &ServeArgs, layout: Layout, dir: &Path, slug: &str) -> State
     };
     match layout {
         Layout::Single => root,
-        Layout::Multi => StateRoot::new(root.path().join(slug)),
+        Layout::Multi => root.for_agent(slug),
     }
 }
 
@@ -145,7 +145,7 @@ pub(crate) async fn load_agent(
     model: Option<&str>,
     state: &StateRoot,
     unconfined_files: bool,
-) -> anyhow::Result<(Agent, Vec<serde_json::Value>)> {
+) -> anyhow::Result<(Agent, Vec<folio_protocol::DiagnosticInfo>)> {
     let discovery = discover(dir);
     for diagnostic in &discovery.diagnostics {
         eprintln!("{diagnostic}");
@@ -153,7 +153,7 @@ pub(crate) async fn load_agent(
     let diagnostics = discovery
         .diagnostics
         .iter()
-        .filter_map(|d| serde_json::to_value(d).ok())
+        .map(folio_agent::info::diagnostic_info)
         .collect();
     let Some(definition) = discovery.definition else {
         bail!(
@@ -348,7 +348,7 @@ impl Server {
             }
         };
         axum::serve(
-            self.listener,
+            folio_server::no_delay(self.listener),
             self.app.into_make_service_with_connect_info::<SocketAddr>(),
         )
         .with_graceful_shutdown(shutdown)

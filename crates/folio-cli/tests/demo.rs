@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::folio_bin;
+use folio_protocol::Usage;
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -26,6 +27,15 @@ fn workspace_root() -> PathBuf {
         .and_then(Path::parent)
         .unwrap()
         .to_path_buf()
+}
+
+/// Usage a scripted reply reports.
+fn usage(input_tokens: u64, output_tokens: u64) -> Usage {
+    Usage {
+        input_tokens,
+        output_tokens,
+        ..Usage::default()
+    }
 }
 
 fn require_mcp_server(root: &Path) {
@@ -81,6 +91,11 @@ fn readme_main_job_replays_the_demo_without_network_or_key() {
     assert!(output.status.success(), "stderr:\n{stderr}");
     let result: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(result["reply"], REPLY);
+    // The root agent's five model calls (the critic's is the subagent's own).
+    assert_eq!(
+        result["usage"],
+        json!({"inputTokens": 7606, "outputTokens": 193, "cacheReadTokens": 0, "cacheWriteTokens": 0})
+    );
     let tools: Vec<(String, bool)> = result["toolCalls"]
         .as_array()
         .unwrap()
@@ -115,7 +130,8 @@ fn readme_main_job_replays_the_demo_without_network_or_key() {
 }
 
 /// Re-records `examples/demo/fixtures/demo.jsonl`: scripts the mock model, runs the demo with
-/// `--record`, and checks the recorded session.
+/// `--record`, and checks the recorded session. Each reply reports token usage, as a real
+/// provider does, so the replayed demo shows real-looking figures.
 #[tokio::test]
 #[ignore = "re-records the demo fixture; run explicitly"]
 async fn record_demo_fixture() {
@@ -124,25 +140,24 @@ async fn record_demo_fixture() {
     let haiku =
         "Grey waves fold and break\nsalt wind combs the sleeping dunes\nthe tide keeps its time";
     let mock = MockModelServer::start().await;
-    mock.push(MockReply::tool_calls([(
-        "Read",
-        json!({"path": ".folio/skills/haiku/SKILL.md"}),
-    )]));
-    mock.push(MockReply::tool_calls([(
-        "word_stats",
-        json!({"text": haiku}),
-    )]));
+    mock.push(
+        MockReply::tool_calls([("Read", json!({"path": ".folio/skills/haiku/SKILL.md"}))])
+            .with_usage(usage(1187, 24)),
+    );
+    mock.push(
+        MockReply::tool_calls([("word_stats", json!({"text": haiku}))]).with_usage(usage(1402, 41)),
+    );
     mock.push(MockReply::tool_calls([(
         "Task",
         json!({"subagent": "critic", "prompt": format!("Give a one-sentence opinion of this haiku:\n{haiku}")}),
-    )]));
+    )]).with_usage(usage(1539, 52)));
     // The critic subagent's own model call.
-    mock.push(MockReply::text("The closing line lands; keep it."));
-    mock.push(MockReply::tool_calls([(
-        "mcp__everything__get-sum",
-        json!({"a": 17, "b": 25}),
-    )]));
-    mock.push(MockReply::text(REPLY));
+    mock.push(MockReply::text("The closing line lands; keep it.").with_usage(usage(212, 11)));
+    mock.push(
+        MockReply::tool_calls([("mcp__everything__get-sum", json!({"a": 17, "b": 25}))])
+            .with_usage(usage(1688, 29)),
+    );
+    mock.push(MockReply::text(REPLY).with_usage(usage(1790, 47)));
     let state = tempfile::tempdir().unwrap();
     let fixture = root.join("examples/demo/fixtures/demo.jsonl");
     let output = tokio::process::Command::new(folio_bin())
@@ -175,4 +190,32 @@ async fn record_demo_fixture() {
     assert_eq!(mock.remaining(), 0, "every scripted reply was used");
     let recorded = std::fs::read_to_string(&fixture).unwrap();
     assert_eq!(recorded.lines().count(), 6, "six model calls recorded");
+}
+
+/// On a terminal the reply streams to stderr; when stdout is that same terminal it is not
+/// printed a second time (`script` gives the run one pseudo-terminal for both).
+#[test]
+fn on_one_terminal_the_reply_is_shown_once() {
+    let root = workspace_root();
+    require_mcp_server(&root);
+    let state = tempfile::tempdir().unwrap();
+    let command = format!(
+        "'{}' run --dir examples/demo --model replay:fixtures/demo.jsonl --message '{MESSAGE}' --state-root '{}'",
+        folio_bin().display(),
+        state.path().display()
+    );
+    let output = Command::new("script")
+        .current_dir(&root)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .output()
+        .unwrap();
+    let screen = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "screen:\n{screen}");
+    assert_eq!(
+        screen.matches("And 17 + 25 = 42.").count(),
+        1,
+        "screen:\n{screen}"
+    );
 }

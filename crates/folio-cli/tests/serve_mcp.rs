@@ -5,6 +5,7 @@ mod serve_support;
 
 use std::path::PathBuf;
 
+use folio_protocol::{AskResult, AskStatus, CheckResult};
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use serve_support::*;
@@ -50,8 +51,14 @@ async fn python_mcp_sdk_asks_the_agent() {
         result["structured"],
         serde_json::json!({"status": "completed", "sessionId": session, "reply": "Hello from Folio over MCP."})
     );
-    assert_eq!(result["check"]["session"]["sessionId"], session);
-    assert_eq!(result["check"]["lastReply"], "Hello from Folio over MCP.");
+    let asked: AskResult = wire(&result["structured"]);
+    assert_eq!(asked.status, AskStatus::Completed);
+    let checked: CheckResult = wire(&result["check"]);
+    assert_eq!(checked.session.session_id, session);
+    assert_eq!(
+        checked.last_reply.as_deref(),
+        Some("Hello from Folio over MCP.")
+    );
     // The session is an ordinary chat session of the MCP channel.
     let (_, events) = get(&format!("{}/v1/session/{session}", server.url)).await;
     assert_eq!(events["session"]["mode"], "chat");

@@ -1,13 +1,6 @@
-//! Provider configuration and `open_provider`, which turns a `provider:model` spec into a client.
+//! Provider configuration: base URL, key variable, timeouts and the retry policy.
 
-use std::sync::Arc;
 use std::time::Duration;
-
-use crate::anthropic::AnthropicProvider;
-use crate::http::HttpTransport;
-use crate::openai::OpenAiProvider;
-use crate::replay::ReplayProvider;
-use crate::{ModelError, Provider};
 
 /// Public OpenAI API base.
 pub const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com/v1";
@@ -15,7 +8,7 @@ pub const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com/v1";
 pub const ANTHROPIC_DEFAULT_BASE: &str = "https://api.anthropic.com";
 
 /// How to reach a provider: `agent.toml [provider]` plus timeouts and retries.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProviderConfig {
     /// API base URL; overrides `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` (required for
     /// `openai-compatible`).
@@ -26,6 +19,21 @@ pub struct ProviderConfig {
     pub timeouts: Timeouts,
     /// Retry policy for 429, 5xx and connection errors.
     pub retry: RetryPolicy,
+    /// Stream responses (default). `false` asks OpenAI-compatible servers for one whole
+    /// response instead, for servers that stream badly or leave usage out of streams.
+    pub stream: bool,
+}
+
+impl Default for ProviderConfig {
+    fn default() -> ProviderConfig {
+        ProviderConfig {
+            base_url: None,
+            api_key_env: None,
+            timeouts: Timeouts::default(),
+            retry: RetryPolicy::default(),
+            stream: true,
+        }
+    }
 }
 
 /// Timeouts of one model call.
@@ -87,79 +95,6 @@ impl RetryPolicy {
     }
 }
 
-/// Opens the provider named by `spec` (`openai:MODEL`, `anthropic:MODEL`,
-/// `openai-compatible:MODEL`, `replay:PATH`) and returns it with the model id to put in requests.
-///
-/// Credentials and base URLs are read through `env` (the CLI passes `std::env::var`), never from
-/// the process environment directly. A missing API key fails here, naming the variable to set.
-pub fn open_provider(
-    spec: &str,
-    config: &ProviderConfig,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<(Arc<dyn Provider>, String), ModelError> {
-    let (kind, model) = spec.split_once(':').ok_or_else(|| {
-        ModelError::Config(format!(
-            "model `{spec}` must be `provider:model` (openai, anthropic, openai-compatible, replay)"
-        ))
-    })?;
-    if model.is_empty() {
-        return Err(ModelError::Config(format!(
-            "model `{spec}` names no model after `{kind}:`"
-        )));
-    }
-    let lookup = |name: &str| env(name).filter(|value| !value.is_empty());
-    let key = |default_var: &str| {
-        let var = config.api_key_env.as_deref().unwrap_or(default_var);
-        lookup(var).ok_or_else(|| ModelError::MissingKey {
-            var: var.to_string(),
-        })
-    };
-    let provider: Arc<dyn Provider> = match kind {
-        "openai" => {
-            let base = config
-                .base_url
-                .clone()
-                .or_else(|| lookup("OPENAI_BASE_URL"))
-                .unwrap_or_else(|| OPENAI_DEFAULT_BASE.to_string());
-            let api_key = key("OPENAI_API_KEY")?;
-            let transport = HttpTransport::new("openai", config)?;
-            Arc::new(OpenAiProvider::new(transport, &base, Some(api_key)))
-        }
-        "openai-compatible" => {
-            let base = config.base_url.clone().ok_or_else(|| {
-                ModelError::Config(
-                    "openai-compatible needs base_url in agent.toml [provider]".to_string(),
-                )
-            })?;
-            let api_key = match &config.api_key_env {
-                Some(var) => {
-                    Some(lookup(var).ok_or_else(|| ModelError::MissingKey { var: var.clone() })?)
-                }
-                None => None,
-            };
-            let transport = HttpTransport::new("openai-compatible", config)?;
-            Arc::new(OpenAiProvider::new(transport, &base, api_key))
-        }
-        "anthropic" => {
-            let base = config
-                .base_url
-                .clone()
-                .or_else(|| lookup("ANTHROPIC_BASE_URL"))
-                .unwrap_or_else(|| ANTHROPIC_DEFAULT_BASE.to_string());
-            let api_key = key("ANTHROPIC_API_KEY")?;
-            let transport = HttpTransport::new("anthropic", config)?;
-            Arc::new(AnthropicProvider::new(transport, &base, api_key))
-        }
-        "replay" => Arc::new(ReplayProvider::open(model)?),
-        other => {
-            return Err(ModelError::Config(format!(
-                "unknown provider `{other}` in `{spec}` (expected openai, anthropic, openai-compatible or replay)"
-            )));
-        }
-    };
-    Ok((provider, model.to_string()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,70 +122,5 @@ mod tests {
             policy.delay(1, Some(Duration::from_secs(60))),
             Duration::from_millis(300)
         );
-    }
-
-    #[test]
-    fn bad_specs_are_clear() {
-        let none = |_: &str| None;
-        let config = ProviderConfig::default();
-        let message = |spec: &str| match open_provider(spec, &config, &none) {
-            Ok(_) => panic!("{spec} opened"),
-            Err(error) => error.to_string(),
-        };
-        assert_eq!(
-            message("gpt-4"),
-            "invalid model configuration: model `gpt-4` must be `provider:model` (openai, anthropic, openai-compatible, replay)"
-        );
-        assert_eq!(
-            message("mistral:large"),
-            "invalid model configuration: unknown provider `mistral` in `mistral:large` (expected openai, anthropic, openai-compatible or replay)"
-        );
-        assert_eq!(
-            message("openai-compatible:llama"),
-            "invalid model configuration: openai-compatible needs base_url in agent.toml [provider]"
-        );
-        assert_eq!(
-            message("openai:gpt-4.1-mini"),
-            "OPENAI_API_KEY is not set: export it or set api_key_env in agent.toml [provider]"
-        );
-        assert_eq!(
-            message("anthropic:claude-sonnet-4-5"),
-            "ANTHROPIC_API_KEY is not set: export it or set api_key_env in agent.toml [provider]"
-        );
-        let custom = ProviderConfig {
-            api_key_env: Some("MY_KEY".into()),
-            ..ProviderConfig::default()
-        };
-        assert!(matches!(
-            open_provider("openai:gpt-4.1-mini", &custom, &none),
-            Err(ModelError::MissingKey { var }) if var == "MY_KEY"
-        ));
-    }
-}
-
-/// A provider whose API key is not set: every request fails at once with the error that names
-/// the variable, so a server can start and each turn says what to set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MissingKeyProvider {
-    var: String,
-}
-
-impl MissingKeyProvider {
-    /// A provider that fails every request asking for `var`.
-    pub fn new(var: impl Into<String>) -> Self {
-        MissingKeyProvider { var: var.into() }
-    }
-}
-
-#[async_trait::async_trait]
-impl Provider for MissingKeyProvider {
-    async fn stream(
-        &self,
-        _request: &crate::ModelRequest,
-        _cancel: tokio_util::sync::CancellationToken,
-    ) -> Result<crate::DeltaStream, ModelError> {
-        Err(ModelError::MissingKey {
-            var: self.var.clone(),
-        })
     }
 }

@@ -32,6 +32,7 @@ pub(crate) struct HttpTransport {
     client: reqwest::Client,
     timeouts: Timeouts,
     retry: RetryPolicy,
+    stream: bool,
 }
 
 /// Largest excerpt of an error body kept in a message.
@@ -49,12 +50,18 @@ impl HttpTransport {
             client,
             timeouts: config.timeouts,
             retry: config.retry,
+            stream: config.stream,
         })
     }
 
     /// The provider name used in messages.
     pub(crate) fn provider(&self) -> &'static str {
         self.provider
+    }
+
+    /// Whether requests ask for a streamed response ([`ProviderConfig::stream`]).
+    pub(crate) fn streams(&self) -> bool {
+        self.stream
     }
 
     /// The underlying client, to build requests.
@@ -123,6 +130,7 @@ impl HttpTransport {
     }
 
     /// One attempt: send, check the status, and wait for the first event (first-byte timeout).
+    /// A JSON body (a non-streamed answer) is the first and only event.
     async fn attempt(
         &self,
         request: reqwest::RequestBuilder,
@@ -130,7 +138,14 @@ impl HttpTransport {
         let provider = self.provider;
         let started = async {
             let response = request
-                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .header(
+                    reqwest::header::ACCEPT,
+                    if self.stream {
+                        "text/event-stream"
+                    } else {
+                        "application/json"
+                    },
+                )
                 .send()
                 .await
                 .map_err(|error| self.send_error(&error))?;
@@ -150,6 +165,18 @@ impl HttpTransport {
                     message: error_message(status, &body),
                     retry_after,
                 });
+            }
+            if is_json(&response) {
+                // A whole response (`stream = false`): the decoder reads it as the one event.
+                let body = response.text().await.map_err(|error| ModelError::Connect {
+                    provider: provider.to_string(),
+                    message: format!("response broke before it was read: {}", chain(&error)),
+                })?;
+                let whole = SseEvent {
+                    data: body,
+                    ..SseEvent::default()
+                };
+                return Ok((futures::stream::empty().boxed(), whole));
             }
             let mut events: SseStream = response.bytes_stream().eventsource().boxed();
             match events.next().await {
@@ -191,6 +218,15 @@ impl HttpTransport {
 }
 
 /// The message of an error response: the JSON `error.message` when there is one, else an excerpt.
+/// Whether a response's body is one JSON document rather than a stream of events.
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.trim_start().starts_with("application/json"))
+}
+
 fn error_message(status: reqwest::StatusCode, body: &str) -> String {
     let from_json = serde_json::from_str::<serde_json::Value>(body)
         .ok()

@@ -53,6 +53,7 @@ mod anthropic;
 mod config;
 mod error;
 mod http;
+mod open;
 mod openai;
 mod replay;
 mod types;
@@ -62,10 +63,10 @@ use futures::stream::BoxStream;
 use tokio_util::sync::CancellationToken;
 
 pub use config::{
-    ANTHROPIC_DEFAULT_BASE, MissingKeyProvider, OPENAI_DEFAULT_BASE, ProviderConfig, RetryPolicy,
-    Timeouts, open_provider,
+    ANTHROPIC_DEFAULT_BASE, OPENAI_DEFAULT_BASE, ProviderConfig, RetryPolicy, Timeouts,
 };
 pub use error::{ModelError, TimeoutKind};
+pub use open::{MissingKeyProvider, open_provider};
 pub use replay::{RecordingProvider, ReplayProvider};
 pub use types::{
     ContentPart, Delta, FinishReason, Message, ModelRequest, Reasoning, Response,

@@ -38,7 +38,7 @@ impl Provider for OpenAiProvider {
         request: &ModelRequest,
         cancel: CancellationToken,
     ) -> Result<DeltaStream, ModelError> {
-        let body = request_body(request);
+        let body = request_body(request, self.transport.streams());
         let build = || {
             let builder = self.transport.client().post(&self.url).json(&body);
             match &self.api_key {
@@ -51,13 +51,18 @@ impl Provider for OpenAiProvider {
     }
 }
 
-/// The Chat Completions request body: params first, then the fields Folio owns.
-pub(crate) fn request_body(request: &ModelRequest) -> Value {
+/// The Chat Completions request body: params first, then the fields Folio owns. `stream`
+/// false asks for one whole `chat.completion` (which carries usage on every server).
+pub(crate) fn request_body(request: &ModelRequest, stream: bool) -> Value {
     let mut body: Map<String, Value> = request.params.clone();
     body.insert("model".into(), json!(request.model));
     body.insert("messages".into(), Value::Array(messages(request)));
-    body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({"include_usage": true}));
+    body.insert("stream".into(), json!(stream));
+    if stream {
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    } else {
+        body.remove("stream_options");
+    }
     if !request.tools.is_empty() {
         let tools = request
             .tools
@@ -151,7 +156,9 @@ fn messages(request: &ModelRequest) -> Vec<Value> {
     out
 }
 
-/// Decodes `chat.completion.chunk` events and the final `[DONE]`.
+/// Decodes `chat.completion.chunk` events and the final `[DONE]`; a whole (non-streamed)
+/// `chat.completion` arrives as one event and decodes the same way, its `message` read as the
+/// one and only `delta`.
 pub(crate) struct ChunkDecoder {
     provider: &'static str,
     /// Tool-call index → whether its end was already emitted.
@@ -222,7 +229,7 @@ impl WireDecoder for ChunkDecoder {
             .into_iter()
             .flatten()
         {
-            if let Some(delta) = choice.get("delta") {
+            if let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) {
                 for key in ["reasoning_content", "reasoning"] {
                     if let Some(text) = delta.get(key).and_then(Value::as_str)
                         && !text.is_empty()
@@ -365,7 +372,7 @@ mod tests {
             params,
         };
         assert_eq!(
-            request_body(&request),
+            request_body(&request, true),
             json!({
                 "model": "gpt-test",
                 "temperature": 0.2,

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use folio_protocol::RequestedCall;
 pub use folio_protocol::{FinishReason, Usage};
 
 use crate::ModelError;
@@ -108,6 +109,31 @@ pub struct ToolCall {
     pub input: Value,
 }
 
+impl ToolCall {
+    /// The call as `actions.requested` logs it: `input` is the argument object after validation
+    /// and alias mapping (the model's own when it did not validate); `subagent` names the
+    /// subagent that made the call, if one did.
+    pub fn to_requested(&self, input: Value, subagent: Option<String>) -> RequestedCall {
+        RequestedCall {
+            call_id: self.id.clone(),
+            tool: self.name.clone(),
+            input,
+            subagent,
+        }
+    }
+}
+
+/// A logged call as the model sees it again when the conversation is rebuilt.
+impl From<&RequestedCall> for ToolCall {
+    fn from(call: &RequestedCall) -> Self {
+        ToolCall {
+            id: call.call_id.clone(),
+            name: call.tool.clone(),
+            input: call.input.clone(),
+        }
+    }
+}
+
 /// One streamed piece of a model response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -154,8 +180,9 @@ pub struct Response {
     pub reasoning: Option<Reasoning>,
     /// Tool calls, in the order they started.
     pub tool_calls: Vec<ToolCall>,
-    /// Token usage.
-    pub usage: Usage,
+    /// Token usage; `None` when the provider reported none.
+    #[serde(default)]
+    pub usage: Option<Usage>,
     /// Why the response ended (`None` when the stream ended without saying).
     pub finish_reason: Option<FinishReason>,
 }
@@ -190,7 +217,7 @@ pub struct ResponseAssembler {
     text: String,
     reasoning: Option<Reasoning>,
     calls: Vec<PendingCall>,
-    usage: Usage,
+    usage: Option<Usage>,
     finish_reason: Option<FinishReason>,
 }
 
@@ -222,7 +249,7 @@ impl ResponseAssembler {
                 }
             }
             Delta::ToolCallEnd { .. } => {}
-            Delta::Usage(usage) => self.usage += *usage,
+            Delta::Usage(usage) => *self.usage.get_or_insert_default() += *usage,
             Delta::Finish(reason) => self.finish_reason = Some(reason.clone()),
         }
     }
@@ -277,6 +304,33 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
     use serde_json::json;
+
+    #[test]
+    fn a_tool_call_maps_to_its_logged_call_and_back() {
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "Read".into(),
+            input: json!({"file_path": "a.md"}),
+        };
+        let logged = call.to_requested(json!({"path": "a.md"}), Some("researcher".into()));
+        assert_eq!(
+            logged,
+            RequestedCall {
+                call_id: "call_1".into(),
+                tool: "Read".into(),
+                input: json!({"path": "a.md"}),
+                subagent: Some("researcher".into()),
+            }
+        );
+        assert_eq!(
+            ToolCall::from(&logged),
+            ToolCall {
+                id: "call_1".into(),
+                name: "Read".into(),
+                input: json!({"path": "a.md"}),
+            }
+        );
+    }
 
     #[test]
     fn assembles_text_reasoning_and_tool_calls() {
@@ -343,11 +397,11 @@ mod tests {
                         input: json!({})
                     },
                 ],
-                usage: Usage {
+                usage: Some(Usage {
                     input_tokens: 3,
                     output_tokens: 4,
                     ..Usage::default()
-                },
+                }),
                 finish_reason: Some(FinishReason::ToolCalls),
             }
         );

@@ -3,7 +3,7 @@
 mod common;
 
 use common::{assemble, collect, config, open, request};
-use folio_model::{Delta, FinishReason, Reasoning, Response, ToolCall, Usage};
+use folio_model::{Delta, FinishReason, ProviderConfig, Reasoning, Response, ToolCall, Usage};
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -125,7 +125,7 @@ async fn openai_assembles_tool_calls_from_fragments() {
                     input: json!({"pattern": "**/*.rs"})
                 },
             ],
-            usage: Usage::default(),
+            usage: Some(Usage::default()),
             finish_reason: Some(FinishReason::ToolCalls),
         }
     );
@@ -159,7 +159,7 @@ async fn anthropic_assembles_tool_calls_from_fragments() {
                     input: json!({"pattern": "**/*.rs"})
                 },
             ],
-            usage: Usage::default(),
+            usage: Some(Usage::default()),
             finish_reason: Some(FinishReason::ToolCalls),
         }
     );
@@ -249,19 +249,91 @@ async fn usage_includes_cache_tokens_in_both_formats() {
     let anthropic = open("anthropic:test-model", &config(server.anthropic_base_url()));
     let openai = open("openai:test-model", &config(server.openai_base_url()));
     let from_anthropic = assemble(&collect(anthropic.as_ref(), &request("x")).await.unwrap());
-    assert_eq!(from_anthropic.usage, usage);
+    assert_eq!(from_anthropic.usage, Some(usage));
     // OpenAI reports cached reads inside prompt_tokens and has no cache-write count: the mock
     // folds writes into prompt_tokens, so they come back as uncached input.
     let from_openai = assemble(&collect(openai.as_ref(), &request("x")).await.unwrap());
     assert_eq!(
         from_openai.usage,
-        Usage {
+        Some(Usage {
             input_tokens: 305,
             output_tokens: 7,
             cache_read_tokens: 900,
             cache_write_tokens: 0
+        })
+    );
+}
+
+/// Some OpenAI-compatible servers (llama.cpp's) send no usage in a stream even when asked:
+/// the usage is unknown, never a made-up zero.
+#[tokio::test]
+async fn a_stream_without_usage_reports_none() {
+    let server = MockModelServer::start().await;
+    server.push(MockReply::text("hi").without_usage());
+    let openai = open("openai:test-model", &config(server.openai_base_url()));
+    let response = assemble(&collect(openai.as_ref(), &request("x")).await.unwrap());
+    assert_eq!(response.text, "hi");
+    assert_eq!(response.usage, None);
+}
+
+/// `stream = false`: one whole `chat.completion` (no `stream_options`), decoded into the same
+/// response as a stream, usage included.
+#[tokio::test]
+async fn stream_false_asks_for_one_whole_response() {
+    let server = MockModelServer::start().await;
+    let usage = Usage {
+        input_tokens: 11,
+        output_tokens: 3,
+        ..Usage::default()
+    };
+    server.push(two_calls().with_usage(usage));
+    let provider = open(
+        "openai-compatible:test-model",
+        &ProviderConfig {
+            stream: false,
+            ..config(server.openai_base_url())
+        },
+    );
+    let response = assemble(&collect(provider.as_ref(), &request("look")).await.unwrap());
+    let body = &server.requests()[0].body;
+    assert_eq!(body["stream"], json!(false));
+    assert_eq!(body.get("stream_options"), None);
+    assert_eq!(
+        response,
+        Response {
+            text: "Let me look.".into(),
+            reasoning: None,
+            tool_calls: vec![
+                ToolCall {
+                    id: "call_mock0_0".into(),
+                    name: "Read".into(),
+                    input: json!({"path": "/docs/a long file name.md", "offset": 10}),
+                },
+                ToolCall {
+                    id: "call_mock0_1".into(),
+                    name: "Glob".into(),
+                    input: json!({"pattern": "**/*.rs"})
+                },
+            ],
+            usage: Some(usage),
+            finish_reason: Some(FinishReason::ToolCalls),
         }
     );
+}
+
+#[test]
+fn stream_false_is_refused_for_anthropic() {
+    let Err(error) = folio_model::open_provider(
+        "anthropic:claude",
+        &ProviderConfig {
+            stream: false,
+            ..ProviderConfig::default()
+        },
+        &|_| Some("key".to_string()),
+    ) else {
+        panic!("anthropic with stream = false must be refused");
+    };
+    assert!(error.to_string().contains("stream = false"), "{error}");
 }
 
 #[tokio::test]

@@ -1,6 +1,9 @@
 //! The event envelope and every event's `data`.
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, SecondsFormat, Utc};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -61,20 +64,28 @@ impl Serialize for BodyData<'_> {
     }
 }
 
+/// The wire shape of [`Event`]: what it deserializes from, and its JSON Schema.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "Event")]
+#[serde(rename_all = "camelCase")]
+struct EventWire {
+    /// Position in the session's log: 0, 1, 2, … without gaps.
+    index: u64,
+    /// The session this event belongs to (`ses_…`).
+    session_id: String,
+    /// The turn this event belongs to (`turn_…`), for turn-scoped events.
+    #[serde(default)]
+    turn_id: Option<String>,
+    /// When the event was appended: RFC 3339 UTC with milliseconds.
+    at: DateTime<Utc>,
+    /// The event type (`type`) and its `data`.
+    #[serde(flatten)]
+    body: EventBody,
+}
+
 impl<'de> Deserialize<'de> for Event {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Wire {
-            index: u64,
-            session_id: String,
-            #[serde(default)]
-            turn_id: Option<String>,
-            at: DateTime<Utc>,
-            #[serde(flatten)]
-            body: EventBody,
-        }
-        let wire = Wire::deserialize(deserializer)?;
+        let wire = EventWire::deserialize(deserializer)?;
         Ok(Event {
             index: wire.index,
             session_id: wire.session_id,
@@ -85,10 +96,20 @@ impl<'de> Deserialize<'de> for Event {
     }
 }
 
+impl JsonSchema for Event {
+    fn schema_name() -> Cow<'static, str> {
+        "Event".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        EventWire::json_schema(generator)
+    }
+}
+
 macro_rules! event_body {
     ($( $(#[$doc:meta])* $name:literal => $variant:ident($data:ty), )*) => {
         /// Every event type with its typed `data` (`type` is the tag, `data` the content).
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
         #[serde(tag = "type", content = "data")]
         pub enum EventBody {
             $(
@@ -175,7 +196,7 @@ event_body! {
 }
 
 /// How a session runs: `chat` parks after each turn, `task` ends after its turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SessionMode {
     /// Parks in `session.waiting` after each turn and takes follow-ups.
@@ -185,7 +206,7 @@ pub enum SessionMode {
 }
 
 /// What happens when a message reaches a busy session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Admission {
     /// Cancel the running turn, then run the new message.
@@ -239,6 +260,19 @@ impl std::fmt::Display for FinishReason {
     }
 }
 
+impl JsonSchema for FinishReason {
+    fn schema_name() -> Cow<'static, str> {
+        "FinishReason".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": "stop, tool_calls, length, content_filter, or the provider's own reason verbatim"
+        })
+    }
+}
+
 impl Serialize for FinishReason {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.as_str())
@@ -253,7 +287,7 @@ impl<'de> Deserialize<'de> for FinishReason {
 }
 
 /// `session.started` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionStarted {
     /// `chat` or `task`.
@@ -268,7 +302,7 @@ pub struct SessionStarted {
 }
 
 /// `ab.assigned` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AbAssigned {
     /// Experiment name.
@@ -278,15 +312,15 @@ pub struct AbAssigned {
 }
 
 /// `session.waiting` data (empty).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionWaiting {}
 
 /// `session.completed` data (empty).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionCompleted {}
 
 /// `session.failed` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionFailed {
     /// Why the session failed.
@@ -294,7 +328,7 @@ pub struct SessionFailed {
 }
 
 /// `agent.bound` data (reserved).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentBound {
     /// Remote conversation URL.
@@ -302,7 +336,7 @@ pub struct AgentBound {
 }
 
 /// `message.received` data: the user text, as the conversation rebuild needs it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageReceived {
     /// The user message (coalesced messages already joined).
@@ -316,7 +350,7 @@ pub struct MessageReceived {
 }
 
 /// `turn.queued` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnQueued {
     /// 1-based position in the agent's turn queue.
@@ -324,7 +358,7 @@ pub struct TurnQueued {
 }
 
 /// `turn.started` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnStarted {
     /// The model spec used for this turn (e.g. `openai:gpt-4.1-mini`).
@@ -332,13 +366,14 @@ pub struct TurnStarted {
 }
 
 /// `turn.completed` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnCompleted {
     /// The final assistant reply.
     pub reply: String,
-    /// Token usage summed over the turn's steps.
-    pub usage: Usage,
+    /// Token usage summed over the steps whose provider reported it; `null` when none did.
+    #[serde(default)]
+    pub usage: Option<Usage>,
     /// Number of model calls in the turn.
     pub steps: u32,
     /// Wall time of the turn in milliseconds.
@@ -346,7 +381,7 @@ pub struct TurnCompleted {
 }
 
 /// `turn.failed` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnFailed {
     /// Why the turn failed; exactly `turn interrupted` for stop/preempt.
@@ -354,7 +389,7 @@ pub struct TurnFailed {
 }
 
 /// `step.started` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StepStarted {
     /// 1-based step number within the turn.
@@ -362,7 +397,7 @@ pub struct StepStarted {
 }
 
 /// `step.completed` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StepCompleted {
     /// 1-based step number within the turn.
@@ -374,7 +409,7 @@ pub struct StepCompleted {
 }
 
 /// `reasoning.appended` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReasoningAppended {
     /// Reasoning text delta.
@@ -382,7 +417,7 @@ pub struct ReasoningAppended {
 }
 
 /// `reasoning.completed` data, with the provider signature the conversation rebuild sends back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReasoningCompleted {
     /// The step's full reasoning text.
@@ -393,7 +428,7 @@ pub struct ReasoningCompleted {
 }
 
 /// `message.appended` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageAppended {
     /// Assistant text delta.
@@ -401,7 +436,7 @@ pub struct MessageAppended {
 }
 
 /// `message.completed` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageCompleted {
     /// The step's full assistant text.
@@ -409,7 +444,7 @@ pub struct MessageCompleted {
 }
 
 /// `actions.requested` data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ActionsRequested {
     /// The tool calls of one step, in the model's order.
@@ -417,7 +452,7 @@ pub struct ActionsRequested {
 }
 
 /// One tool call of `actions.requested`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestedCall {
     /// The provider's tool-call id.
@@ -432,7 +467,7 @@ pub struct RequestedCall {
 }
 
 /// `action.result` data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ActionResult {
     /// The call this result answers.
@@ -452,7 +487,7 @@ pub struct ActionResult {
 }
 
 /// `action.approval_requested` data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ActionApprovalRequested {
     /// The call waiting for approval.
@@ -464,7 +499,7 @@ pub struct ActionApprovalRequested {
 }
 
 /// An approval decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ApprovalDecision {
     /// Run the call.
@@ -474,7 +509,7 @@ pub enum ApprovalDecision {
 }
 
 /// `action.approval_resolved` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ActionApprovalResolved {
     /// The call that was decided.
@@ -489,7 +524,7 @@ pub struct ActionApprovalResolved {
 }
 
 /// `subagent.called` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubagentCalled {
     /// The tool call that delegated.
@@ -501,7 +536,7 @@ pub struct SubagentCalled {
 }
 
 /// `subagent.completed` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubagentCompleted {
     /// The tool call that delegated.
@@ -515,7 +550,7 @@ pub struct SubagentCompleted {
 }
 
 /// `artifact.tagged` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ArtifactTagged {
     /// Artifact id.

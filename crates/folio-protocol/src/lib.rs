@@ -8,6 +8,15 @@
 //! - [`Usage`] counts tokens and adds up with `+` / `+=`.
 //! - [`RunResult`] is the `run --json` / `trajectory --json` result, built from events by
 //!   [`RunResult::from_events`] (the single function both commands use).
+//! - The HTTP API's bodies: requests ([`CreateSession`], [`FollowUp`], [`ApprovalRequest`],
+//!   [`ToolCallRequest`]), answers ([`SessionCreated`], [`FollowUpAccepted`], [`Acknowledged`],
+//!   [`SessionResponse`], [`Page`], [`ToolCallResult`], [`AgentDescription`], [`LogsResponse`],
+//!   [`ArtifactResponse`]) and every error, [`ErrorBody`]. Success bodies carry `"ok": true`
+//!   ([`OkTrue`]), errors `"ok": false` ([`OkFalse`]).
+//! - The `/v1/mcp` tools' arguments and results: [`AskArguments`], [`AskResult`],
+//!   [`CheckArguments`], [`CheckResult`].
+//! - Contract strings such as [`TURN_INTERRUPTED`] and [`SERVER_RESTARTED`].
+//! - [`schemas`] lists the JSON Schema of every wire type.
 //!
 //! ```
 //! use folio_protocol::{Event, EventBody, MessageCompleted};
@@ -20,9 +29,24 @@
 
 #![warn(missing_docs)]
 
+mod agent;
+mod contract;
 mod event;
+mod http;
+mod mcp;
 mod result;
+mod schema;
 mod usage;
+
+pub use agent::{
+    AgentDescription, AgentHeader, AgentInfo, ArtifactKindInfo, ArtifactsInfo, AuthoredToolInfo,
+    ChannelInfo, ConnectionDescription, ConnectionInfo, DiagnosticInfo, HookInfo, ScheduleInfo,
+    Severity, SkillForm, SkillFrontmatterInfo, SkillInfo, SubagentInfo, ToolDescription,
+    ToolEffect, ToolExecution, TransportInfo, Visibility,
+};
+pub use contract::{
+    INTERRUPTED_RESULT, NO_REASON_GIVEN, SERVER_RESTARTED, TURN_INTERRUPTED, denial_message,
+};
 
 pub use event::{
     AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionResult, ActionsRequested,
@@ -32,5 +56,13 @@ pub use event::{
     StepCompleted, StepStarted, SubagentCalled, SubagentCompleted, TurnCompleted, TurnFailed,
     TurnQueued, TurnStarted, format_at,
 };
+pub use http::{
+    Acknowledged, AgentSummary, ApprovalRequest, ArtifactRecord, ArtifactResponse, CreateSession,
+    Empty, ErrorBody, ErrorCode, FollowUp, FollowUpAccepted, LogLevel, LogLine, LogsResponse,
+    OkFalse, OkTrue, Page, SessionCreated, SessionResponse, SessionStatus, SessionSummary,
+    ToolCallRequest, ToolCallResult,
+};
+pub use mcp::{AskArguments, AskResult, AskStatus, CheckArguments, CheckResult};
 pub use result::{RunResult, ToolCallRecord, TurnSummary};
+pub use schema::schemas;
 pub use usage::Usage;

@@ -10,7 +10,7 @@ use crate::{Event, EventBody, Usage};
 /// The result of `folio run --json` and `folio trajectory --json`.
 ///
 /// Both commands build it with [`RunResult::from_events`] so they print the same thing.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
     /// The session the events belong to.
@@ -23,14 +23,14 @@ pub struct RunResult {
     pub turns: Vec<TurnSummary>,
     /// Every tool call, in request order, paired with its result.
     pub tool_calls: Vec<ToolCallRecord>,
-    /// Usage summed over all turns.
-    pub usage: Usage,
+    /// Usage summed over the turns that reported it; `null` when none did.
+    pub usage: Option<Usage>,
     /// The failure message when `ok` is false.
     pub error: Option<String>,
 }
 
 /// One turn of a [`RunResult`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnSummary {
     /// The turn id.
@@ -41,12 +41,13 @@ pub struct TurnSummary {
     pub reply: String,
     /// Turn duration: from `turn.completed`, else from the `at` of its first and last events.
     pub duration_ms: u64,
-    /// Usage from `turn.completed` (zero for a turn that did not complete).
-    pub usage: Usage,
+    /// Usage from `turn.completed`; `null` for a turn that did not complete or whose provider
+    /// reported none.
+    pub usage: Option<Usage>,
 }
 
 /// One tool call of a [`RunResult`]: `actions.requested` paired with `action.result` by `callId`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallRecord {
     /// The tool-call id.
@@ -70,10 +71,13 @@ const UNFINISHED_TURN: &str = "turn did not finish";
 /// Error of a log without any turn.
 const NO_TURNS: &str = "no turn in the event log";
 
+/// How a turn ended: its reply, duration and usage, or its failure message.
+type TurnEnd = Result<(String, u64, Option<Usage>), String>;
+
 #[derive(Default)]
 struct TurnState {
     turn_id: String,
-    outcome: Option<Result<(String, u64, Usage), String>>,
+    outcome: Option<TurnEnd>,
     last_text: String,
     first_at: Option<chrono::DateTime<chrono::Utc>>,
     last_at: Option<chrono::DateTime<chrono::Utc>>,
@@ -165,18 +169,12 @@ impl RunResult {
                     Some(Ok((reply, duration_ms, usage))) => {
                         (true, reply, duration_ms, usage, None)
                     }
-                    Some(Err(message)) => (
-                        false,
-                        turn.last_text,
-                        elapsed,
-                        Usage::default(),
-                        Some(message),
-                    ),
+                    Some(Err(message)) => (false, turn.last_text, elapsed, None, Some(message)),
                     None => (
                         false,
                         turn.last_text,
                         elapsed,
-                        Usage::default(),
+                        None,
                         Some(UNFINISHED_TURN.to_string()),
                     ),
                 };
@@ -200,7 +198,7 @@ impl RunResult {
             .last()
             .map(|(summary, _)| summary.reply.clone())
             .unwrap_or_default();
-        let usage = turns.iter().map(|(summary, _)| summary.usage).sum();
+        let usage = Usage::sum_reported(turns.iter().map(|(summary, _)| summary.usage));
         RunResult {
             session_id,
             ok: error.is_none(),

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 ///
 /// `input_tokens` counts only input that was neither read from nor written to the prompt cache,
 /// so the whole prompt is `input_tokens + cache_read_tokens + cache_write_tokens`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     /// Input tokens not served from or written to the cache.
@@ -29,6 +31,15 @@ impl Usage {
     /// True when every count is zero.
     pub fn is_zero(&self) -> bool {
         *self == Usage::default()
+    }
+
+    /// The sum of the parts whose usage is known; `None` when no part reported any.
+    ///
+    /// A provider that reports nothing (some OpenAI-compatible servers never send usage in a
+    /// stream) leaves its part unknown, and an unknown total is `null` on the wire, never a
+    /// made-up zero.
+    pub fn sum_reported(parts: impl IntoIterator<Item = Option<Usage>>) -> Option<Usage> {
+        parts.into_iter().flatten().reduce(Add::add)
     }
 }
 
@@ -86,5 +97,19 @@ mod tests {
         );
         assert!(Usage::default().is_zero());
         assert!(!total.is_zero());
+    }
+
+    #[test]
+    fn a_sum_of_unreported_parts_is_unknown_not_zero() {
+        let one = Usage {
+            input_tokens: 1,
+            ..Usage::default()
+        };
+        assert_eq!(Usage::sum_reported([None, None]), None);
+        assert_eq!(Usage::sum_reported([]), None);
+        assert_eq!(
+            Usage::sum_reported([None, Some(one), Some(one)]),
+            Some(one + one)
+        );
     }
 }

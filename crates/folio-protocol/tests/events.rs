@@ -156,14 +156,27 @@ fn message_and_turn_events() {
         ),
         EventBody::TurnCompleted(TurnCompleted {
             reply: "done".into(),
-            usage: Usage {
+            usage: Some(Usage {
                 input_tokens: 10,
                 output_tokens: 5,
                 cache_read_tokens: 3,
                 cache_write_tokens: 1,
-            },
+            }),
             steps: 2,
             duration_ms: 1234,
+        }),
+    );
+    // A provider that reported no usage: unknown, not zero.
+    round_trip(
+        &line(
+            "turn.completed",
+            r#"{"reply":"done","usage":null,"steps":1,"durationMs":7}"#,
+        ),
+        EventBody::TurnCompleted(TurnCompleted {
+            reply: "done".into(),
+            usage: None,
+            steps: 1,
+            duration_ms: 7,
         }),
     );
     round_trip(

@@ -45,24 +45,24 @@ fn pairs_calls_with_results_and_sums_usage() {
                     ok: true,
                     reply: "It says hi.".into(),
                     duration_ms: 29,
-                    usage: Usage {
+                    usage: Some(Usage {
                         input_tokens: 100,
                         output_tokens: 20,
                         cache_read_tokens: 50,
                         cache_write_tokens: 10
-                    },
+                    }),
                 },
                 TurnSummary {
                     turn_id: "turn_2".into(),
                     ok: true,
                     reply: "You're welcome.".into(),
                     duration_ms: 100,
-                    usage: Usage {
+                    usage: Some(Usage {
                         input_tokens: 1,
                         output_tokens: 2,
                         cache_read_tokens: 3,
                         cache_write_tokens: 4
-                    },
+                    }),
                 },
             ],
             tool_calls: vec![
@@ -94,12 +94,12 @@ fn pairs_calls_with_results_and_sums_usage() {
                     subagent: None,
                 },
             ],
-            usage: Usage {
+            usage: Some(Usage {
                 input_tokens: 101,
                 output_tokens: 22,
                 cache_read_tokens: 53,
                 cache_write_tokens: 14
-            },
+            }),
             error: None,
         }
     );
@@ -145,7 +145,7 @@ fn interrupted_turn_is_the_error() {
                 ok: false,
                 reply: "partial".into(),
                 duration_ms: 250,
-                usage: Usage::default(),
+                usage: None,
             }],
             tool_calls: vec![ToolCallRecord {
                 call_id: "c9".into(),
@@ -156,7 +156,7 @@ fn interrupted_turn_is_the_error() {
                 duration_ms: 0,
                 subagent: None,
             }],
-            usage: Usage::default(),
+            usage: None,
             error: Some("turn interrupted".into()),
         }
     );

@@ -2,7 +2,9 @@
 //! session, 200 concurrent sessions running turns, memory per idle session with 10,000 stored
 //! sessions, and cold start to listening. Run with
 //! `cargo bench -p folio-server --bench serve_load` (optionally `-- --sessions N --streams N
-//! --turns N`); results are printed as Markdown rows for bench/RESULTS.md.
+//! --turns N --keep-alive-turns N`); results are printed as Markdown rows for bench/RESULTS.md.
+//! It opens with kept-alive clients (1, 8, 32 at once) creating sessions and streaming each turn
+//! to `session.waiting`, plus one run with Nagle's algorithm left on to show what it costs.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -11,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use folio_agent::{Agent, discover};
 use folio_model::{Delta, DeltaStream, ModelError, ModelRequest, Provider};
-use folio_protocol::{FinishReason, SessionMode, Usage};
+use folio_protocol::{CreateSession, FinishReason, Usage};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
-use folio_server::{CreateSession, LogBuffer, SessionManager, StateRoot};
+use folio_server::{LogBuffer, SessionManager, StateRoot};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -75,6 +77,11 @@ fn project() -> tempfile::TempDir {
 }
 
 async fn serve(manager: SessionManager) -> String {
+    serve_with(manager, true).await
+}
+
+/// Serves `manager` on a loopback port, with or without `TCP_NODELAY` on its connections.
+async fn serve_with(manager: SessionManager, nodelay: bool) -> String {
     let app = router(
         vec![Mount {
             slug: "bench".into(),
@@ -88,15 +95,97 @@ async fn serve(manager: SessionManager) -> String {
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
     tokio::spawn(async move {
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await
-        .unwrap();
+        if nodelay {
+            axum::serve(folio_server::no_delay(listener), app)
+                .await
+                .unwrap();
+        } else {
+            axum::serve(listener, app).await.unwrap();
+        }
     });
     url
+}
+
+/// One client's loop over a kept-alive connection pool: create a session, stream its turn to
+/// `session.waiting`; returns each turn's latency and when its first event arrived (ms).
+async fn client_turns(url: String, turns: usize) -> Vec<(f64, f64)> {
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let mut figures = Vec::with_capacity(turns);
+    for n in 0..turns {
+        let begun = Instant::now();
+        let created: Value = client
+            .post(format!("{url}/v1/session"))
+            .json(&json!({"message": format!("turn {n}")}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let id = created["sessionId"].as_str().unwrap();
+        let response = client
+            .get(format!("{url}/v1/session/{id}/stream"))
+            .send()
+            .await
+            .unwrap();
+        let mut body = response.bytes_stream();
+        let mut buffer = Vec::new();
+        let mut first_event = None;
+        'read: while let Some(chunk) = body.next().await {
+            buffer.extend_from_slice(&chunk.unwrap());
+            first_event.get_or_insert_with(|| begun.elapsed().as_secs_f64() * 1000.0);
+            while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buffer.drain(..=end).collect();
+                if line.len() > 1 {
+                    let event: Value = serde_json::from_slice(&line).unwrap();
+                    if event["type"] == "session.waiting" {
+                        break 'read;
+                    }
+                }
+            }
+        }
+        figures.push((
+            begun.elapsed().as_secs_f64() * 1000.0,
+            first_event.expect("the stream sent an event"),
+        ));
+    }
+    figures
+}
+
+/// `clients` clients each run `turns` turns at once; prints latency and throughput rows.
+async fn kept_alive(agent: Arc<Agent>, clients: usize, turns: usize, nodelay: bool) {
+    let state = tempfile::tempdir().unwrap();
+    let manager =
+        SessionManager::open(StateRoot::new(state.path()), agent, LogBuffer::new()).unwrap();
+    let url = serve_with(manager.clone(), nodelay).await;
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|_| tokio::spawn(client_turns(url.clone(), turns)))
+        .collect();
+    let mut figures = Vec::new();
+    for task in tasks {
+        figures.extend(task.await.unwrap());
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let mut latencies: Vec<f64> = figures.iter().map(|(total, _)| *total).collect();
+    let mut firsts: Vec<f64> = figures.iter().map(|(_, first)| *first).collect();
+    latencies.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    firsts.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let nagle = if nodelay {
+        "TCP_NODELAY"
+    } else {
+        "Nagle on (before the fix)"
+    };
+    println!(
+        "| kept-alive clients: {clients} × {turns} turns (create → stream to `session.waiting`), {nagle} | {:.0} turns/s; turn p50 {:.2} ms, p99 {:.2} ms; first event p50 {:.2} ms | one client p50 < 5 ms; 8 clients > 1,000 turns/s |",
+        figures.len() as f64 / wall,
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        percentile(&firsts, 0.5),
+    );
+    manager.shutdown().await;
 }
 
 /// Reads NDJSON events from a stream response until `count` events of type `kind` arrived.
@@ -182,9 +271,16 @@ async fn run() {
     let sessions = arg("--sessions", 10_000);
     let streams = arg("--streams", 1_000);
     let turns = arg("--turns", 200);
+    let keep_alive_turns = arg("--keep-alive-turns", 200);
     let project = project();
     let agent = agent(project.path()).await;
     println!("| case | figure | target |\n| --- | --- | --- |");
+
+    // 0. Latency and throughput of clients that keep their connections alive.
+    kept_alive(agent.clone(), 1, keep_alive_turns / 4, false).await;
+    for clients in [1, 8, 32] {
+        kept_alive(agent.clone(), clients, keep_alive_turns, true).await;
+    }
 
     // 1. 10,000 stored sessions (each ran one real turn), then cold start and idle memory.
     let state = tempfile::tempdir().unwrap();
@@ -202,12 +298,12 @@ async fn run() {
                 let accepted = manager
                     .create(
                         "local",
+                        "http",
                         CreateSession {
                             message: format!("m{n}"),
                             title: Some(format!("session {n}")),
                             workspace_files: Default::default(),
-                            mode: SessionMode::Chat,
-                            channel: "http".into(),
+                            mode: None,
                         },
                     )
                     .await

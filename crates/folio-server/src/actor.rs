@@ -10,69 +10,20 @@ use folio_agent::tools::{ScratchMode, SessionContext, TodoList, ToolContext};
 use folio_agent::workspace::write_workspace_files;
 use folio_agent::{Agent, Turn, TurnOutcome};
 use folio_protocol::{
-    ActionApprovalResolved, Admission, Event, EventBody, MessageReceived, SessionCompleted,
-    SessionFailed, SessionMode, SessionWaiting, TurnFailed, TurnQueued,
+    ActionApprovalResolved, Admission, Event, EventBody, MessageReceived, OkTrue, SessionCompleted,
+    SessionFailed, SessionMode, SessionStatus, SessionWaiting, TURN_INTERRUPTED, ToolCallResult,
+    TurnFailed, TurnQueued,
 };
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::command::{Command, Pending};
+use crate::error::{ManagerError, io_error};
 use crate::live::{Live, LiveSink, lock};
-use crate::manager::{DirectResult, Inner, ManagerError, io_error};
-use crate::state::{SessionStatus, StateRoot, new_turn_id};
-
-/// A message admitted to a session, with the workspace files its turn writes first.
-pub(crate) struct Pending {
-    pub(crate) text: String,
-    pub(crate) files: BTreeMap<String, String>,
-}
-
-impl Pending {
-    /// Joins messages (arrival order) into one: texts separated by a blank line, later files
-    /// replacing earlier ones; returns it with how many were joined.
-    fn join(messages: Vec<Pending>) -> (Pending, u32) {
-        let count = messages.len() as u32;
-        let mut texts = Vec::new();
-        let mut files = BTreeMap::new();
-        for message in messages {
-            texts.push(message.text);
-            files.extend(message.files);
-        }
-        (
-            Pending {
-                text: texts.join("\n\n"),
-                files,
-            },
-            count,
-        )
-    }
-}
-
-/// Commands a session's actor receives.
-pub(crate) enum Command {
-    Send {
-        message: Pending,
-        admission: Option<Admission>,
-        reply: oneshot::Sender<Result<(), ManagerError>>,
-    },
-    Stop {
-        reply: oneshot::Sender<()>,
-    },
-    Tool {
-        name: String,
-        input: Value,
-        reply: oneshot::Sender<Result<DirectResult, ManagerError>>,
-    },
-    Resolve {
-        resolved: ActionApprovalResolved,
-        reply: oneshot::Sender<Result<(), ManagerError>>,
-    },
-    Close {
-        delete: bool,
-        reply: oneshot::Sender<()>,
-    },
-}
+use crate::shared::Inner;
+use crate::state::{StateRoot, new_turn_id};
 
 /// The turn a session is running.
 struct Running {
@@ -185,21 +136,12 @@ impl Actor {
             }
             Command::Tool { name, input, reply } => {
                 // A turn parked across a restart holds the lock too.
-                let parked = || {
-                    self.live
-                        .events()
-                        .is_ok_and(|events| open_turn(&events).is_some())
-                };
+                let parked = || self.live.with_events(|events| open_turn(events).is_some());
                 if self.running.is_some() || parked() {
                     let _ = reply.send(Err(ManagerError::Busy(self.live.id.clone())));
                     return false;
                 }
-                let agent = self
-                    .inner
-                    .agent
-                    .read()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clone();
+                let agent = self.inner.agent();
                 let workspace = self.inner.state.workspace_dir(&self.live.id);
                 let result = direct_call(
                     &agent,
@@ -246,11 +188,16 @@ impl Actor {
     }
 
     fn resolve(&mut self, resolved: ActionApprovalResolved) -> Result<(), ManagerError> {
-        let events = self.live.events()?;
         let call_id = resolved.call_id.clone();
-        let requested = events.iter().find_map(|e| match &e.body {
-            EventBody::ActionApprovalRequested(r) if r.call_id == call_id => e.turn_id.clone(),
-            _ => None,
+        let (requested, recorded, open) = self.live.with_events(|events| {
+            let requested = events.iter().find_map(|e| match &e.body {
+                EventBody::ActionApprovalRequested(r) if r.call_id == call_id => e.turn_id.clone(),
+                _ => None,
+            });
+            let recorded = events.iter().any(
+                |e| matches!(&e.body, EventBody::ActionApprovalResolved(r) if r.call_id == call_id),
+            );
+            (requested, recorded, open_turn(events))
         });
         let Some(turn_id) = requested else {
             return Err(ManagerError::NotFound(format!(
@@ -258,15 +205,11 @@ impl Actor {
                 self.live.id
             )));
         };
-        let recorded = events.iter().any(
-            |e| matches!(&e.body, EventBody::ActionApprovalResolved(r) if r.call_id == call_id),
-        );
         let mut approvals = lock(&self.live.approvals);
         if recorded || approvals.decided.contains(&call_id) {
             return Err(ManagerError::ApprovalResolved(call_id));
         }
-        let open = open_turn(&events).as_deref() == Some(turn_id.as_str());
-        if !open {
+        if open.as_deref() != Some(turn_id.as_str()) {
             return Err(ManagerError::ApprovalResolved(call_id));
         }
         approvals.deliver(resolved);
@@ -324,9 +267,8 @@ impl Actor {
     /// Records `turn interrupted` for a turn left open in the log without a task (parked on an
     /// approval when the server restarted); returns its outcome when there was one.
     fn interrupt_parked(&mut self) -> Option<TurnOutcome> {
-        let events = self.live.events().ok()?;
-        let turn_id = open_turn(&events)?;
-        let message = folio_agent::TURN_INTERRUPTED.to_string();
+        let turn_id = self.live.with_events(open_turn)?;
+        let message = TURN_INTERRUPTED.to_string();
         if let Err(err) = self.live.append(
             Some(&turn_id),
             EventBody::TurnFailed(TurnFailed {
@@ -345,7 +287,7 @@ impl Actor {
     async fn interrupt(&mut self) -> TurnOutcome {
         let Some(running) = self.running.take() else {
             return TurnOutcome::Failed {
-                message: folio_agent::TURN_INTERRUPTED.to_string(),
+                message: TURN_INTERRUPTED.to_string(),
             };
         };
         running.cancel.cancel();
@@ -385,7 +327,7 @@ async fn run_turn(
     cancel: CancellationToken,
 ) -> TurnOutcome {
     let interrupted = || TurnOutcome::Failed {
-        message: folio_agent::TURN_INTERRUPTED.to_string(),
+        message: TURN_INTERRUPTED.to_string(),
     };
     let failed = |live: &Live, message: String| {
         let _ = live.append(
@@ -415,18 +357,14 @@ async fn run_turn(
                 match acquired {
                     Some(permit) => Some(permit),
                     None => {
-                        let _ = failed(&live, folio_agent::TURN_INTERRUPTED.to_string());
+                        let _ = failed(&live, TURN_INTERRUPTED.to_string());
                         return interrupted();
                     }
                 }
             }
         },
     };
-    let agent = inner
-        .agent
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
+    let agent = inner.agent();
     let workspace = inner.state.workspace_dir(&live.id);
     let (fs, scratch) = match agent.bind_turn_fs(&workspace).await {
         Ok(bound) => bound,
@@ -436,10 +374,7 @@ async fn run_turn(
     if let Err(err) = write_workspace_files(fs.as_ref(), host_workspace, &files).await {
         return failed(&live, err.to_string());
     }
-    let events = match live.events() {
-        Ok(events) => events,
-        Err(err) => return failed(&live, err.to_string()),
-    };
+    let events = live.events();
     let turn = Turn {
         session_id: live.id.clone(),
         turn_id: turn_id.clone(),
@@ -500,7 +435,7 @@ pub(crate) async fn direct_call(
     workspace: &Path,
     session_id: &str,
     cancel: CancellationToken,
-) -> Result<DirectResult, ManagerError> {
+) -> Result<ToolCallResult, ManagerError> {
     let Some(tool) = agent.harness.tools.get(name) else {
         return Err(ManagerError::NotFound(format!("no tool {name}")));
     };
@@ -524,11 +459,13 @@ pub(crate) async fn direct_call(
         continuation_key: None,
     };
     Ok(match tool.call(input, &ctx).await {
-        Ok(output) => DirectResult {
+        Ok(output) => ToolCallResult {
+            ok: OkTrue,
             result: output.to_event_value(),
             is_error: false,
         },
-        Err(err) => DirectResult {
+        Err(err) => ToolCallResult {
+            ok: OkTrue,
             result: Value::String(err.0),
             is_error: true,
         },

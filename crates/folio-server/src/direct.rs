@@ -7,7 +7,7 @@
 
 use folio_agent::allowlist;
 
-use crate::manager::ManagerError;
+use crate::error::ManagerError;
 
 /// Refuses an unscoped direct call of a built-in tool (`403 forbidden`).
 pub(crate) fn check_unscoped(name: &str) -> Result<(), ManagerError> {

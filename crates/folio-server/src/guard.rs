@@ -16,7 +16,7 @@ use axum::http::uri::Authority;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use folio_protocol::{ErrorBody, ErrorCode};
 
 use crate::http::HttpConfig;
 
@@ -156,8 +156,7 @@ impl Browsers {
                     String::from_utf8_lossy(v.as_bytes()).into_owned()
                 });
             return Some(Refusal {
-                status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                code: "unsupported_media_type",
+                code: ErrorCode::UnsupportedMediaType,
                 message: format!(
                     "request bodies must be JSON: send Content-Type: application/json (got {given})"
                 ),
@@ -179,27 +178,25 @@ impl Browsers {
     }
 }
 
-/// A refused request: status, error code and the message for a person.
+/// A refused request: the error code (which fixes the status) and the message for a person.
 struct Refusal {
-    status: StatusCode,
-    code: &'static str,
+    code: ErrorCode,
     message: String,
 }
 
 impl Refusal {
     fn forbidden(message: impl Into<String>) -> Refusal {
         Refusal {
-            status: StatusCode::FORBIDDEN,
-            code: "forbidden",
+            code: ErrorCode::Forbidden,
             message: message.into(),
         }
     }
 }
 
 /// The `{ok: false, error, message}` answer.
-pub(crate) fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
-    let body = json!({"ok": false, "error": code, "message": message});
-    (status, axum::Json(body)).into_response()
+fn error_response(code: ErrorCode, message: &str) -> Response {
+    let status = StatusCode::from_u16(code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, axum::Json(ErrorBody::new(code, message))).into_response()
 }
 
 /// The configured body limit, for extractors that report a `413`.
@@ -254,7 +251,7 @@ pub(crate) async fn guard(
 ) -> Response {
     let body_limit = guard.body_limit;
     if let Some(refusal) = guard.browsers.refusal(req.method(), req.headers()) {
-        return error_response(refusal.status, refusal.code, &refusal.message);
+        return error_response(refusal.code, &refusal.message);
     }
     let declared = req
         .headers()
@@ -262,11 +259,7 @@ pub(crate) async fn guard(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > body_limit as u64) {
-        return error_response(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
-            &too_large_message(body_limit),
-        );
+        return error_response(ErrorCode::PayloadTooLarge, &too_large_message(body_limit));
     }
     req.extensions_mut().insert(BodyLimit(body_limit));
     let method = req.method().clone();
@@ -293,30 +286,40 @@ async fn json_error(response: Response, method: &Method, path: &str) -> Response
     };
     let (code, fallback) = match status {
         StatusCode::METHOD_NOT_ALLOWED => (
-            "method_not_allowed",
+            ErrorCode::MethodNotAllowed,
             format!("{method} is not allowed on {path}; see the route table in the API docs"),
         ),
-        StatusCode::NOT_FOUND => ("not_found", format!("no such route: {path}")),
+        StatusCode::NOT_FOUND => (ErrorCode::NotFound, format!("no such route: {path}")),
         StatusCode::REQUEST_TIMEOUT => (
-            "request_timeout",
+            ErrorCode::RequestTimeout,
             "the request took too long to answer; try again".to_string(),
         ),
-        StatusCode::UNAUTHORIZED => ("unauthorized", "missing or bad credentials".to_string()),
-        StatusCode::FORBIDDEN => ("forbidden", "not allowed".to_string()),
-        StatusCode::PAYLOAD_TOO_LARGE => ("payload_too_large", "the body is too large".into()),
+        StatusCode::UNAUTHORIZED => (
+            ErrorCode::Unauthorized,
+            "missing or bad credentials".to_string(),
+        ),
+        StatusCode::FORBIDDEN => (ErrorCode::Forbidden, "not allowed".to_string()),
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            (ErrorCode::PayloadTooLarge, "the body is too large".into())
+        }
         StatusCode::UNSUPPORTED_MEDIA_TYPE => (
-            "unsupported_media_type",
+            ErrorCode::UnsupportedMediaType,
             "send Content-Type: application/json".to_string(),
         ),
-        s if s.is_server_error() => ("internal", "the server failed; see its log".to_string()),
-        _ => ("invalid_request", format!("bad request to {path}")),
+        s if s.is_server_error() => (
+            ErrorCode::Internal,
+            "the server failed; see its log".to_string(),
+        ),
+        _ => (ErrorCode::InvalidRequest, format!("bad request to {path}")),
     };
     let message = if text.is_empty() {
         fallback
     } else {
         text.lines().next().unwrap_or_default().to_string()
     };
-    let mut out = error_response(status, code, &message);
+    let mut out = error_response(code, &message);
+    // Statuses without a code of their own (e.g. 406 from /v1/mcp) keep their status.
+    *out.status_mut() = status;
     // Keep `Allow` on 405 so clients still learn the methods.
     if let Some(allow) = allow {
         out.headers_mut().insert(header::ALLOW, allow);

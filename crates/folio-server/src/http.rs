@@ -1,7 +1,8 @@
 //! The HTTP API (sessions-http.md): one thin handler per route — parse, call the
-//! [`SessionManager`], map the result to a status. Errors are `{ok: false, error, message}`.
+//! [`SessionManager`], map the result to a status. Every body read or written is a
+//! [`folio_protocol`] type; errors are [`ErrorBody`] (`{ok: false, error, message}`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,14 +15,20 @@ use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use folio_protocol::{Admission, ApprovalDecision, SessionMode};
-use serde::Deserialize;
+use folio_protocol::{
+    Acknowledged, AgentDescription, AgentHeader, AgentSummary, ApprovalRequest, ArtifactResponse,
+    ConnectionDescription, CreateSession, DiagnosticInfo, Empty, ErrorBody, ErrorCode, FollowUp,
+    FollowUpAccepted, LogsResponse, OkTrue, Page, SessionCreated, SessionResponse, ToolCallRequest,
+    ToolDescription, Visibility,
+};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
 
 use crate::auth::{Auth, AuthError};
+use crate::error::ManagerError;
 use crate::guard::{BodyLimit, Browsers, Guard};
-use crate::manager::{CreateSession, FollowUp, ManagerError, SessionManager};
+use crate::manager::SessionManager;
+use crate::principal::Principal;
 
 /// The default request body limit: 1 MiB.
 pub const BODY_LIMIT: usize = 1024 * 1024;
@@ -34,7 +41,7 @@ pub struct Mount {
     /// The agent's sessions.
     pub manager: SessionManager,
     /// Discovery diagnostics (shown by `/v1/agent`).
-    pub diagnostics: Vec<Value>,
+    pub diagnostics: Vec<DiagnosticInfo>,
 }
 
 /// Where agent routes live.
@@ -84,77 +91,46 @@ impl Default for HttpConfig {
 #[derive(Debug, Clone, Copy)]
 struct Peer(SocketAddr);
 
-/// The caller, as authenticated by the auth layer.
-#[derive(Debug, Clone)]
-pub(crate) struct Principal(pub(crate) String);
-
-/// An error answer.
+/// An error answer: an [`ErrorBody`] with the status of its code.
 #[derive(Debug)]
-struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-}
+struct ApiError(ErrorBody);
 
 impl ApiError {
+    fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ApiError(ErrorBody::new(code, message))
+    }
+
     fn invalid(message: impl Into<String>) -> Self {
-        ApiError {
-            status: StatusCode::BAD_REQUEST,
-            code: "invalid_request",
-            message: message.into(),
-        }
+        ApiError::new(ErrorCode::InvalidRequest, message)
     }
 
     fn not_found(message: impl Into<String>) -> Self {
-        ApiError {
-            status: StatusCode::NOT_FOUND,
-            code: "not_found",
-            message: message.into(),
-        }
+        ApiError::new(ErrorCode::NotFound, message)
     }
 
     fn forbidden(message: impl Into<String>) -> Self {
-        ApiError {
-            status: StatusCode::FORBIDDEN,
-            code: "forbidden",
-            message: message.into(),
-        }
+        ApiError::new(ErrorCode::Forbidden, message)
     }
 }
 
 impl From<ManagerError> for ApiError {
     fn from(err: ManagerError) -> Self {
-        let status = match &err {
-            ManagerError::Invalid(_) => StatusCode::BAD_REQUEST,
-            ManagerError::NotFound(_) => StatusCode::NOT_FOUND,
-            ManagerError::Forbidden(_) | ManagerError::BuiltInUnscoped(_) => StatusCode::FORBIDDEN,
-            ManagerError::StaleToken
-            | ManagerError::NotFollowable(_)
-            | ManagerError::Busy(_)
-            | ManagerError::ApprovalResolved(_) => StatusCode::CONFLICT,
-            ManagerError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        ApiError {
-            status,
-            code: err.code(),
-            message: err.to_string(),
-        }
+        ApiError::new(err.code(), err.to_string())
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"ok": false, "error": self.code, "message": self.message});
-        (self.status, Json(body)).into_response()
+        let status = StatusCode::from_u16(self.0.error.status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, Json(self.0)).into_response()
     }
 }
 
 type ApiResult = Result<Response, ApiError>;
 
-fn ok(status: StatusCode, mut body: Value) -> ApiResult {
-    if let Some(map) = body.as_object_mut() {
-        map.insert("ok".into(), Value::Bool(true));
-    }
+/// A success answer: `body` (a [`folio_protocol`] type carrying `ok: true`) with `status`.
+fn ok(status: StatusCode, body: impl Serialize) -> ApiResult {
     Ok((status, Json(body)).into_response())
 }
 
@@ -171,11 +147,10 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
             .map_or(BODY_LIMIT, |l| l.0);
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError {
-                    status: StatusCode::PAYLOAD_TOO_LARGE,
-                    code: "payload_too_large",
-                    message: crate::guard::too_large_message(limit),
-                }
+                ApiError::new(
+                    ErrorCode::PayloadTooLarge,
+                    crate::guard::too_large_message(limit),
+                )
             } else {
                 ApiError::invalid(format!("body: {}", rejection.body_text()))
             }
@@ -190,44 +165,6 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
             .map_err(|err| ApiError::invalid(format!("body: {err}")))
     }
 }
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct CreateBody {
-    message: String,
-    title: Option<String>,
-    #[serde(default)]
-    workspace_files: BTreeMap<String, String>,
-    mode: Option<SessionMode>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct FollowUpBody {
-    continuation_token: String,
-    message: String,
-    admission: Option<Admission>,
-    #[serde(default)]
-    workspace_files: BTreeMap<String, String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct ApprovalBody {
-    decision: ApprovalDecision,
-    reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct ToolBody {
-    #[serde(default)]
-    input: Value,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct EmptyBody {}
 
 /// State of one agent's routes.
 #[derive(Clone)]
@@ -245,11 +182,15 @@ struct AgentState {
 /// `into_make_service_with_connect_info::<SocketAddr>()`.
 pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
     let guard = Guard::new(&config);
-    let agents: Vec<Value> = mounts
+    let agents: Vec<AgentSummary> = mounts
         .iter()
         .map(|m| {
             let def = &m.manager.agent().definition;
-            json!({"slug": m.slug, "name": def.name, "description": def.description})
+            AgentSummary {
+                slug: m.slug.clone(),
+                name: def.name.clone(),
+                description: def.description.clone(),
+            }
         })
         .collect();
     let mut app = Router::new();
@@ -282,7 +223,7 @@ pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
             "/v1/agents",
             get(move || {
                 let agents = agents.clone();
-                async move { Json(Value::Array(agents)) }
+                async move { Json(agents) }
             }),
         )
         .route(
@@ -360,12 +301,9 @@ async fn authenticate(auth: Arc<Auth>, mut req: Request, next: Next) -> Response
             req.extensions_mut().insert(Peer(peer));
             next.run(req).await
         }
-        Err(AuthError::Unauthorized(message)) => ApiError {
-            status: StatusCode::UNAUTHORIZED,
-            code: "unauthorized",
-            message,
+        Err(AuthError::Unauthorized(message)) => {
+            ApiError::new(ErrorCode::Unauthorized, message).into_response()
         }
-        .into_response(),
         Err(AuthError::Forbidden(message)) => ApiError::forbidden(message).into_response(),
     }
 }
@@ -373,32 +311,20 @@ async fn authenticate(auth: Arc<Auth>, mut req: Request, next: Next) -> Response
 async fn create_session(
     State(state): State<AgentState>,
     Extension(Principal(principal)): Extension<Principal>,
-    ApiJson(body): ApiJson<CreateBody>,
+    ApiJson(body): ApiJson<CreateSession>,
 ) -> ApiResult {
-    let accepted = state
-        .mount
-        .manager
-        .create(
-            &principal,
-            CreateSession {
-                message: body.message,
-                title: body.title,
-                workspace_files: body.workspace_files,
-                mode: body.mode.unwrap_or(SessionMode::Chat),
-                channel: "http".into(),
-            },
-        )
-        .await?;
+    let accepted = state.mount.manager.create(&principal, "http", body).await?;
     let id = &accepted.session_id;
     let prefix = &state.prefix;
     ok(
         StatusCode::CREATED,
-        json!({
-            "sessionId": id,
-            "continuationToken": accepted.continuation_token,
-            "playgroundUrl": format!("{prefix}/playground?session={id}"),
-            "traceUrl": format!("{prefix}/v1/session/{id}/events"),
-        }),
+        SessionCreated {
+            ok: OkTrue,
+            playground_url: format!("{prefix}/playground?session={id}"),
+            trace_url: format!("{prefix}/v1/session/{id}/events"),
+            session_id: accepted.session_id,
+            continuation_token: accepted.continuation_token,
+        },
     )
 }
 
@@ -406,25 +332,16 @@ async fn follow_up(
     State(state): State<AgentState>,
     Extension(Principal(principal)): Extension<Principal>,
     Path(id): Path<String>,
-    ApiJson(body): ApiJson<FollowUpBody>,
+    ApiJson(body): ApiJson<FollowUp>,
 ) -> ApiResult {
-    let accepted = state
-        .mount
-        .manager
-        .follow_up(
-            &principal,
-            &id,
-            FollowUp {
-                continuation_token: body.continuation_token,
-                message: body.message,
-                admission: body.admission,
-                workspace_files: body.workspace_files,
-            },
-        )
-        .await?;
+    let accepted = state.mount.manager.follow_up(&principal, &id, body).await?;
     ok(
         StatusCode::OK,
-        json!({"sessionId": accepted.session_id, "continuationToken": accepted.continuation_token}),
+        FollowUpAccepted {
+            ok: OkTrue,
+            session_id: accepted.session_id,
+            continuation_token: accepted.continuation_token,
+        },
     )
 }
 
@@ -432,10 +349,10 @@ async fn stop_session(
     State(state): State<AgentState>,
     Extension(Principal(principal)): Extension<Principal>,
     Path(id): Path<String>,
-    ApiJson(EmptyBody {}): ApiJson<EmptyBody>,
+    ApiJson(Empty {}): ApiJson<Empty>,
 ) -> ApiResult {
     state.mount.manager.stop(&principal, &id).await?;
-    ok(StatusCode::OK, json!({}))
+    ok(StatusCode::OK, Acknowledged::default())
 }
 
 async fn delete_session(
@@ -444,7 +361,7 @@ async fn delete_session(
     Path(id): Path<String>,
 ) -> ApiResult {
     state.mount.manager.delete(&principal, &id).await?;
-    ok(StatusCode::OK, json!({}))
+    ok(StatusCode::OK, Acknowledged::default())
 }
 
 async fn get_session(
@@ -452,8 +369,14 @@ async fn get_session(
     Extension(Principal(principal)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult {
-    let summary = state.mount.manager.get(&principal, &id)?;
-    ok(StatusCode::OK, json!({"session": summary}))
+    let session = state.mount.manager.get(&principal, &id)?;
+    ok(
+        StatusCode::OK,
+        SessionResponse {
+            ok: OkTrue,
+            session,
+        },
+    )
 }
 
 async fn list_sessions(
@@ -496,10 +419,7 @@ async fn list_sessions(
             )));
         }
     };
-    ok(
-        StatusCode::OK,
-        serde_json::to_value(page).unwrap_or_default(),
-    )
+    ok(StatusCode::OK, page)
 }
 
 fn ndjson(body: Body) -> Response {
@@ -553,107 +473,94 @@ async fn resolve_approval(
     State(state): State<AgentState>,
     Extension(Principal(principal)): Extension<Principal>,
     Path((id, call_id)): Path<(String, String)>,
-    ApiJson(body): ApiJson<ApprovalBody>,
+    ApiJson(body): ApiJson<ApprovalRequest>,
 ) -> ApiResult {
     state
         .mount
         .manager
         .resolve_approval(&principal, &id, &call_id, body.decision, body.reason)
         .await?;
-    ok(StatusCode::OK, json!({}))
+    ok(StatusCode::OK, Acknowledged::default())
 }
 
 async fn session_tool(
     State(state): State<AgentState>,
     Extension(Principal(principal)): Extension<Principal>,
     Path((id, name)): Path<(String, String)>,
-    ApiJson(body): ApiJson<ToolBody>,
+    ApiJson(body): ApiJson<ToolCallRequest>,
 ) -> ApiResult {
     let result = state
         .mount
         .manager
         .call_tool(&principal, Some(&id), &name, body.input)
         .await?;
-    ok(
-        StatusCode::OK,
-        json!({"result": result.result, "isError": result.is_error}),
-    )
+    ok(StatusCode::OK, result)
 }
 
 async fn unscoped_tool(
     State(state): State<AgentState>,
     Extension(Principal(principal)): Extension<Principal>,
     Path(name): Path<String>,
-    ApiJson(body): ApiJson<ToolBody>,
+    ApiJson(body): ApiJson<ToolCallRequest>,
 ) -> ApiResult {
     let result = state
         .mount
         .manager
         .call_tool(&principal, None, &name, body.input)
         .await?;
-    ok(
-        StatusCode::OK,
-        json!({"result": result.result, "isError": result.is_error}),
-    )
+    ok(StatusCode::OK, result)
 }
 
 async fn agent_info(State(state): State<AgentState>) -> ApiResult {
     let agent = state.mount.manager.agent();
     let def = &agent.definition;
-    let tools: Vec<Value> = agent
+    // The live registry (with MCP tools) answers `tools`; the rest is what discovery found.
+    let tools = agent
         .harness
         .tools
         .tools()
-        .map(|tool| {
-            json!({
-                "name": tool.name(),
-                "description": tool.description(),
-                "inputSchema": tool.input_schema(),
-                "needsApproval": tool.needs_approval(),
-            })
+        .map(|tool| ToolDescription {
+            name: tool.name().to_string(),
+            description: tool.description().to_string(),
+            input_schema: tool.input_schema(),
+            needs_approval: tool.needs_approval(),
         })
         .collect();
-    // The live registry (with MCP tools) answers `tools`; the rest is what discovery found.
     let found = folio_agent::info::describe(def);
-    let connections: Vec<Value> = ["mcpConnections", "hostConnections"]
-        .iter()
-        .flat_map(|key| {
-            let visibility = if *key == "mcpConnections" {
-                "model"
-            } else {
-                "host"
-            };
-            found[*key]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .into_iter()
-                .map(move |mut connection| {
-                    connection["visibleTo"] = json!(visibility);
-                    connection
-                })
-        })
-        .collect();
+    let connections = [
+        (found.mcp_connections, Visibility::Model),
+        (found.host_connections, Visibility::Host),
+    ]
+    .into_iter()
+    .flat_map(|(list, visible_to)| {
+        list.into_iter()
+            .map(move |connection| ConnectionDescription {
+                connection,
+                visible_to,
+            })
+    })
+    .collect();
     ok(
         StatusCode::OK,
-        json!({
-            "agent": {
-                "slug": state.mount.slug,
-                "name": def.name,
-                "description": def.description,
-                "model": agent.harness.model,
-                "rooted": found["rooted"],
+        AgentDescription {
+            ok: OkTrue,
+            agent: AgentHeader {
+                slug: state.mount.slug.clone(),
+                name: found.name,
+                description: found.description,
+                model: agent.harness.model.clone(),
+                rooted: found.rooted,
             },
-            "tools": tools,
-            "skills": found["skills"],
-            "subagents": found["subagents"],
-            "connections": connections,
-            "channels": found["channels"],
-            "hooks": found["hooks"],
-            "schedules": found["schedules"],
-            "artifacts": found["artifacts"],
-            "diagnostics": state.mount.diagnostics,
-        }),
+            tools,
+            skills: found.skills,
+            subagents: found.subagents,
+            connections,
+            channels: found.channels,
+            hooks: found.hooks,
+            schedules: found.schedules,
+            artifacts: found.artifacts,
+            diagnostics: state.mount.diagnostics.clone(),
+        },
     )
 }
 
@@ -673,7 +580,7 @@ async fn logs(
     let lines = manager
         .logs()
         .since_visible(since, |id| manager.get(&principal, id).is_ok());
-    ok(StatusCode::OK, json!({"lines": lines}))
+    ok(StatusCode::OK, LogsResponse { ok: OkTrue, lines })
 }
 
 fn artifact_error(err: folio_agent::artifacts::ArtifactError) -> ApiError {
@@ -688,7 +595,7 @@ async fn list_artifacts(State(state): State<AgentState>) -> ApiResult {
         .artifacts
         .list()
         .map_err(artifact_error)?;
-    ok(StatusCode::OK, json!({"data": records}))
+    ok(StatusCode::OK, Page::new(records, None))
 }
 
 async fn get_artifact(State(state): State<AgentState>, Path(id): Path<String>) -> ApiResult {
@@ -700,7 +607,13 @@ async fn get_artifact(State(state): State<AgentState>, Path(id): Path<String>) -
         .get(&id)
         .map_err(artifact_error)?
         .ok_or_else(|| ApiError::not_found(format!("no artifact {id}")))?;
-    ok(StatusCode::OK, json!({"artifact": record}))
+    ok(
+        StatusCode::OK,
+        ArtifactResponse {
+            ok: OkTrue,
+            artifact: record,
+        },
+    )
 }
 
 async fn artifact_content(State(state): State<AgentState>, Path(id): Path<String>) -> ApiResult {
@@ -715,14 +628,13 @@ async fn artifact_content(State(state): State<AgentState>, Path(id): Path<String
     Ok(([(header::CONTENT_TYPE, content_type)], bytes).into_response())
 }
 
-fn index_page(agents: &[Value], layout: Layout) -> Response {
+fn index_page(agents: &[AgentSummary], layout: Layout) -> Response {
     let mut items = String::new();
     for agent in agents {
-        let slug = agent["slug"].as_str().unwrap_or_default();
-        let name = html_escape(agent["name"].as_str().unwrap_or_default());
-        let description = html_escape(agent["description"].as_str().unwrap_or_default());
+        let name = html_escape(&agent.name);
+        let description = html_escape(agent.description.as_deref().unwrap_or_default());
         let href = match layout {
-            Layout::Multi => format!("/{}/v1/agent", html_escape(slug)),
+            Layout::Multi => format!("/{}/v1/agent", html_escape(&agent.slug)),
             Layout::Single => "/v1/agent".to_string(),
         };
         items.push_str(&format!(

@@ -1,4 +1,5 @@
-//! A live session: its open event log, the broadcast that fans appends out to streams, its
+//! A live session: its open event log and the events in it (read from disk once, when the
+//! session opens, then kept in memory), the broadcast that fans appends out to streams, its
 //! metadata, and the approvals its turn waits on. At most one exists per session at a time.
 
 use std::collections::{HashMap, HashSet};
@@ -10,7 +11,7 @@ use folio_protocol::{ActionApprovalResolved, Event, EventBody};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::actor::Command;
+use crate::command::Command;
 use crate::event_log::{EventLog, LogError};
 use crate::state::{SessionMeta, StateRoot};
 
@@ -23,6 +24,8 @@ pub(crate) struct Live {
     pub(crate) log: EventLog,
     /// Serializes append + broadcast so the wire order is the log order.
     append: Mutex<()>,
+    /// Every event of the log, in order: loaded once by [`Live::open`], then appended to.
+    events: Mutex<Vec<Event>>,
     pub(crate) tx: broadcast::Sender<Event>,
     pub(crate) meta: Mutex<SessionMeta>,
     /// The actor's mailbox while it runs (`None` when the session is idle).
@@ -66,34 +69,33 @@ impl Approvals {
 }
 
 impl Live {
-    /// Opens the session's log (recovering a torn last line) with its metadata.
-    pub(crate) fn open(
-        state: &StateRoot,
-        meta: SessionMeta,
-    ) -> Result<(Live, Vec<Event>), LogError> {
+    /// Opens the session's log (recovering a torn last line) with its metadata; the stored
+    /// events are read here, once.
+    pub(crate) fn open(state: &StateRoot, meta: SessionMeta) -> Result<Live, LogError> {
         let id = meta.session_id.clone();
         let (log, events) = EventLog::open(&state.trace_path(&id), &id)?;
         let (tx, _) = broadcast::channel(BROADCAST_CAPACITY);
-        Ok((
-            Live {
-                id,
-                log,
-                append: Mutex::new(()),
-                tx,
-                meta: Mutex::new(meta),
-                mailbox: Mutex::new(None),
-                approvals: Mutex::new(Approvals::default()),
-                closed: CancellationToken::new(),
-                hooks: Mutex::new(None),
-            },
-            events,
-        ))
+        Ok(Live {
+            id,
+            log,
+            append: Mutex::new(()),
+            events: Mutex::new(events),
+            tx,
+            meta: Mutex::new(meta),
+            mailbox: Mutex::new(None),
+            approvals: Mutex::new(Approvals::default()),
+            closed: CancellationToken::new(),
+            hooks: Mutex::new(None),
+        })
     }
 
     /// Appends one event and shows it to every live stream.
     pub(crate) fn append(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, LogError> {
         let _order = lock(&self.append);
         let event = self.log.append(turn_id, body)?;
+        // Stored before it is broadcast: a stream that subscribed, then copied the events,
+        // misses nothing.
+        lock(&self.events).push(event.clone());
         // No stream listening is fine: the event is on disk.
         let _ = self.tx.send(event.clone());
         if let Some(hooks) = &*lock(&self.hooks) {
@@ -108,9 +110,14 @@ impl Live {
         *lock(&self.hooks) = Some(hooks.for_session(Some(&channel), None));
     }
 
-    /// Every stored event.
-    pub(crate) fn events(&self) -> Result<Vec<Event>, LogError> {
-        crate::event_log::read_events(self.log.path())
+    /// A copy of every stored event.
+    pub(crate) fn events(&self) -> Vec<Event> {
+        lock(&self.events).clone()
+    }
+
+    /// Answers `read` from the stored events without copying them.
+    pub(crate) fn with_events<T>(&self, read: impl FnOnce(&[Event]) -> T) -> T {
+        read(&lock(&self.events))
     }
 }
 

@@ -2,35 +2,25 @@
 //! `tracing`. A line about a session carries its id, so a principal is shown only lines about
 //! its own sessions (and the server-wide lines that name no session).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
+use folio_protocol::{LogLevel, LogLine};
 
 /// Lines kept before the oldest is dropped.
 const CAPACITY: usize = 2000;
 
-/// One log line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LogLine {
-    /// Increases by one per line; pass the last one seen as `since`.
-    pub seq: u64,
-    /// RFC 3339 UTC with milliseconds.
-    pub at: String,
-    /// `info`, `warn` or `error`.
-    pub level: &'static str,
-    /// The line.
-    pub message: String,
-    /// The session the line is about, if any (not part of the wire shape).
-    #[serde(skip)]
-    pub session_id: Option<String>,
+/// One kept line and the session it is about, if any.
+#[derive(Debug, Clone)]
+struct Kept {
+    session_id: Option<String>,
+    line: LogLine,
 }
 
 /// A shared ring of recent log lines.
 #[derive(Debug, Clone, Default)]
 pub struct LogBuffer {
-    lines: Arc<Mutex<(u64, VecDeque<LogLine>)>>,
+    lines: Arc<Mutex<(u64, VecDeque<Kept>)>>,
 }
 
 impl LogBuffer {
@@ -39,16 +29,18 @@ impl LogBuffer {
         LogBuffer::default()
     }
 
-    fn push(&self, level: &'static str, session_id: Option<&str>, message: String) {
+    fn push(&self, level: LogLevel, session_id: Option<&str>, message: String) {
         let mut guard = self.lines.lock().unwrap_or_else(|p| p.into_inner());
         let (next, lines) = &mut *guard;
         *next += 1;
-        lines.push_back(LogLine {
-            seq: *next,
-            at: folio_protocol::format_at(&chrono::Utc::now()),
-            level,
-            message,
+        lines.push_back(Kept {
             session_id: session_id.map(str::to_string),
+            line: LogLine {
+                seq: *next,
+                at: folio_protocol::format_at(&chrono::Utc::now()),
+                level,
+                message,
+            },
         });
         if lines.len() > CAPACITY {
             lines.pop_front();
@@ -58,19 +50,19 @@ impl LogBuffer {
     /// Records an informational line about the whole server.
     pub fn info(&self, message: String) {
         tracing::info!("{message}");
-        self.push("info", None, message);
+        self.push(LogLevel::Info, None, message);
     }
 
     /// Records a warning about the whole server.
     pub fn warn(&self, message: String) {
         tracing::warn!("{message}");
-        self.push("warn", None, message);
+        self.push(LogLevel::Warn, None, message);
     }
 
     /// Records an error about the whole server.
     pub fn error(&self, message: String) {
         tracing::error!("{message}");
-        self.push("error", None, message);
+        self.push(LogLevel::Error, None, message);
     }
 
     /// Lines about session `session_id`, shown only to its owner.
@@ -88,17 +80,22 @@ impl LogBuffer {
 
     /// Lines with `seq > since` that name no session or a session `owns` accepts.
     pub fn since_visible(&self, since: u64, mut owns: impl FnMut(&str) -> bool) -> Vec<LogLine> {
-        let lines: Vec<LogLine> = {
+        let kept: Vec<Kept> = {
             let guard = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-            guard.1.iter().filter(|l| l.seq > since).cloned().collect()
+            guard
+                .1
+                .iter()
+                .filter(|k| k.line.seq > since)
+                .cloned()
+                .collect()
         };
-        let mut seen = std::collections::HashMap::new();
-        lines
-            .into_iter()
-            .filter(|line| match &line.session_id {
+        let mut seen = HashMap::new();
+        kept.into_iter()
+            .filter(|kept| match &kept.session_id {
                 None => true,
                 Some(id) => *seen.entry(id.clone()).or_insert_with(|| owns(id)),
             })
+            .map(|kept| kept.line)
             .collect()
     }
 }
@@ -114,19 +111,22 @@ impl SessionLog<'_> {
     /// Records an informational line about the session.
     pub fn info(&self, message: String) {
         tracing::info!(session = self.session_id, "{message}");
-        self.buffer.push("info", Some(self.session_id), message);
+        self.buffer
+            .push(LogLevel::Info, Some(self.session_id), message);
     }
 
     /// Records a warning about the session.
     pub fn warn(&self, message: String) {
         tracing::warn!(session = self.session_id, "{message}");
-        self.buffer.push("warn", Some(self.session_id), message);
+        self.buffer
+            .push(LogLevel::Warn, Some(self.session_id), message);
     }
 
     /// Records an error about the session.
     pub fn error(&self, message: String) {
         tracing::error!(session = self.session_id, "{message}");
-        self.buffer.push("error", Some(self.session_id), message);
+        self.buffer
+            .push(LogLevel::Error, Some(self.session_id), message);
     }
 }
 
@@ -141,25 +141,21 @@ mod tests {
         logs.about("s-alice").info("session s-alice created".into());
         logs.about("s-bob").warn("session s-bob failed".into());
         logs.about("s-alice").error("session s-alice: oops".into());
-        let owners = [("alice", "s-alice"), ("bob", "s-bob")];
-        for (principal, own) in owners {
-            let shown: Vec<String> = logs
-                .since_visible(0, |id| id == own)
+        let shown = |own: &str| -> Vec<String> {
+            logs.since_visible(0, |id| id == own)
                 .into_iter()
                 .map(|line| line.message)
-                .collect();
-            let expected: Vec<String> = logs
-                .since(0)
-                .into_iter()
-                .filter(|line| line.session_id.as_deref().is_none_or(|id| id == own))
-                .map(|line| line.message)
-                .collect();
-            assert_eq!(shown, expected, "{principal}");
-            assert!(shown.iter().all(|m| !m.contains(if own == "s-alice" {
-                "s-bob"
-            } else {
-                "s-alice"
-            })));
-        }
+                .collect()
+        };
+        assert_eq!(
+            shown("s-alice"),
+            [
+                "server started",
+                "session s-alice created",
+                "session s-alice: oops"
+            ]
+        );
+        assert_eq!(shown("s-bob"), ["server started", "session s-bob failed"]);
+        assert_eq!(logs.since(2).len(), 2);
     }
 }

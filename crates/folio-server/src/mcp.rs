@@ -4,7 +4,10 @@
 
 use std::sync::Arc;
 
-use folio_protocol::{Admission, EventBody, SessionMode};
+use folio_protocol::{
+    Admission, AskArguments, AskResult, AskStatus, CheckArguments, CheckResult, CreateSession,
+    EventBody,
+};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -13,12 +16,12 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::guard::Guard;
-use crate::http::Principal;
-use crate::manager::{CreateSession, SessionManager};
+use crate::manager::SessionManager;
+use crate::principal::Principal;
 
 /// The MCP handler of one agent.
 #[derive(Clone)]
@@ -48,8 +51,19 @@ pub(crate) fn service(
     )
 }
 
-fn schema(value: Value) -> Arc<serde_json::Map<String, Value>> {
-    Arc::new(value.as_object().cloned().unwrap_or_default())
+/// The input schema of a tool whose arguments are `T`.
+fn schema<T: schemars::JsonSchema>() -> Arc<serde_json::Map<String, Value>> {
+    let schema = schemars::schema_for!(T);
+    Arc::new(schema.as_object().cloned().unwrap_or_default())
+}
+
+/// Reads a tool's arguments as `T`; a refusal names the tool and what is wrong.
+fn arguments<T: serde::de::DeserializeOwned>(
+    tool: &str,
+    args: serde_json::Map<String, Value>,
+) -> Result<T, ErrorData> {
+    serde_json::from_value(Value::Object(args))
+        .map_err(|err| ErrorData::invalid_params(format!("{tool}: {err}"), None))
 }
 
 fn text_result(text: String, is_error: bool) -> CallToolResult {
@@ -61,6 +75,13 @@ fn text_result(text: String, is_error: bool) -> CallToolResult {
     }
 }
 
+/// Adds `value` as the result's structured content (project-format.md: `ask` returns
+/// `{status, sessionId, reply}`, `check` `{session, lastReply}`).
+fn structured(mut result: CallToolResult, value: &impl serde::Serialize) -> CallToolResult {
+    result.structured_content = serde_json::to_value(value).ok();
+    result
+}
+
 impl AgentMcp {
     /// Sends `message` (a new chat session, or a follow-up with preempt) and waits for the turn.
     async fn ask(
@@ -68,21 +89,12 @@ impl AgentMcp {
         principal: &str,
         message: String,
         session_id: Option<String>,
-    ) -> Result<(String, String, bool), String> {
+    ) -> Result<AskResult, String> {
         let (id, start) = match session_id {
             None => {
                 let accepted = self
                     .manager
-                    .create(
-                        principal,
-                        CreateSession {
-                            message,
-                            title: None,
-                            workspace_files: Default::default(),
-                            mode: SessionMode::Chat,
-                            channel: "mcp".into(),
-                        },
-                    )
+                    .create(principal, "mcp", CreateSession::message(message))
                     .await
                     .map_err(|e| e.to_string())?;
                 (accepted.session_id, 0)
@@ -105,11 +117,16 @@ impl AgentMcp {
             .stream(principal, &id, start)
             .map_err(|e| e.to_string())?;
         while let Some(event) = stream.rx.recv().await {
-            match event.map(|e| e.body) {
-                Some(EventBody::TurnCompleted(done)) => return Ok((id, done.reply, false)),
-                Some(EventBody::TurnFailed(failed)) => return Ok((id, failed.message, true)),
-                _ => {}
-            }
+            let (status, reply) = match event.map(|e| e.body) {
+                Some(EventBody::TurnCompleted(done)) => (AskStatus::Completed, done.reply),
+                Some(EventBody::TurnFailed(failed)) => (AskStatus::Failed, failed.message),
+                _ => continue,
+            };
+            return Ok(AskResult {
+                status,
+                session_id: id,
+                reply,
+            });
         }
         Err(format!("session {id} ended before the turn finished"))
     }
@@ -132,23 +149,12 @@ impl ServerHandler for AgentMcp {
                 format!(
                     "Ask the {name} agent: runs a turn and returns its reply (pass sessionId to continue a conversation)."
                 ),
-                schema(json!({
-                    "type": "object",
-                    "properties": {
-                        "message": {"type": "string", "description": "What to ask."},
-                        "sessionId": {"type": "string", "description": "Continue this session."}
-                    },
-                    "required": ["message"]
-                })),
+                schema::<AskArguments>(),
             ),
             Tool::new(
                 "check",
                 "A session's status, turns and last reply, without waiting.",
-                schema(json!({
-                    "type": "object",
-                    "properties": {"sessionId": {"type": "string"}},
-                    "required": ["sessionId"]
-                })),
+                schema::<CheckArguments>(),
             ),
         ]))
     }
@@ -165,45 +171,35 @@ impl ServerHandler for AgentMcp {
             .map(|p| p.0.clone())
             .unwrap_or_else(|| "local".to_string());
         let args = request.arguments.unwrap_or_default();
-        let string = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_string);
         match request.name.as_ref() {
             "ask" => {
-                let Some(message) = string("message") else {
-                    return Err(ErrorData::invalid_params("ask: message is required", None));
-                };
-                Ok(
-                    match self.ask(&principal, message, string("sessionId")).await {
-                        Ok((id, reply, failed)) => {
-                            // project-format.md: `ask` returns `{status, sessionId, reply}`.
-                            let status = if failed { "failed" } else { "completed" };
-                            let mut result = text_result(reply.clone(), failed);
-                            result.structured_content =
-                                Some(json!({"status": status, "sessionId": id, "reply": reply}));
-                            result.into()
-                        }
-                        Err(message) => text_result(message, true).into(),
-                    },
-                )
+                let AskArguments {
+                    message,
+                    session_id,
+                } = arguments("ask", args)?;
+                Ok(match self.ask(&principal, message, session_id).await {
+                    Ok(asked) => {
+                        let failed = asked.status == AskStatus::Failed;
+                        structured(text_result(asked.reply.clone(), failed), &asked).into()
+                    }
+                    Err(message) => text_result(message, true).into(),
+                })
             }
             "check" => {
-                let Some(id) = string("sessionId") else {
-                    return Err(ErrorData::invalid_params(
-                        "check: sessionId is required",
-                        None,
-                    ));
-                };
+                let CheckArguments { session_id: id } = arguments("check", args)?;
                 Ok(match self.manager.get(&principal, &id) {
-                    Ok(summary) => {
+                    Ok(session) => {
                         let events = self.manager.events(&principal, &id).unwrap_or_default();
-                        let reply = events.iter().rev().find_map(|e| match &e.body {
+                        let last_reply = events.iter().rev().find_map(|e| match &e.body {
                             EventBody::TurnCompleted(done) => Some(done.reply.clone()),
                             _ => None,
                         });
-                        text_result(
-                            json!({"session": summary, "lastReply": reply}).to_string(),
-                            false,
-                        )
-                        .into()
+                        let checked = CheckResult {
+                            session,
+                            last_reply,
+                        };
+                        let text = serde_json::to_string(&checked).unwrap_or_default();
+                        structured(text_result(text, false), &checked).into()
                     }
                     Err(err) => text_result(err.to_string(), true).into(),
                 })

@@ -1,10 +1,8 @@
-//! The state root on disk: where each session's metadata, event log and workspace live
-//! (sessions-http.md "Storage").
-
-use std::path::{Path, PathBuf};
+//! Session metadata on disk (`session.json`) and the ids of sessions and turns; where each
+//! file lives is the state root's layout ([`StateRoot`], sessions-http.md "Storage").
 
 use chrono::{DateTime, Utc};
-use folio_protocol::SessionMode;
+use folio_protocol::{SessionMode, SessionStatus};
 use serde::{Deserialize, Serialize};
 
 /// A new session id: `ses_` + a 26-character ULID.
@@ -12,69 +10,20 @@ pub fn new_session_id() -> String {
     format!("ses_{}", ulid::Ulid::generate())
 }
 
+/// Whether `id` has the form `ses_` + 26 ULID characters (and so is safe as a path component).
+pub fn valid_session_id(id: &str) -> bool {
+    id.strip_prefix("ses_")
+        .is_some_and(|rest| rest.len() == 26 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
 /// A new turn id: `turn_` + a ULID.
 pub fn new_turn_id() -> String {
     format!("turn_{}", ulid::Ulid::generate())
 }
 
-/// The directory everything of one agent is stored under.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StateRoot {
-    path: PathBuf,
-}
-
-impl StateRoot {
-    /// A state root at `path` (created on first use).
-    pub fn new(path: impl Into<PathBuf>) -> Self {
-        StateRoot { path: path.into() }
-    }
-
-    /// The default state root of a project: `<project>/.folio/state`.
-    pub fn for_project(project_dir: &Path) -> Self {
-        StateRoot::new(project_dir.join(".folio").join("state"))
-    }
-
-    /// The root directory.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// `sessions/<id>`: metadata and workspace of one session.
-    pub fn session_dir(&self, session_id: &str) -> PathBuf {
-        self.path.join("sessions").join(session_id)
-    }
-
-    /// `sessions/<id>/session.json`.
-    pub fn meta_path(&self, session_id: &str) -> PathBuf {
-        self.session_dir(session_id).join("session.json")
-    }
-
-    /// `sessions/<id>/workspace`: the session's host workspace.
-    pub fn workspace_dir(&self, session_id: &str) -> PathBuf {
-        self.session_dir(session_id).join("workspace")
-    }
-
-    /// `traces/<id>.ndjson`: the session's event log.
-    pub fn trace_path(&self, session_id: &str) -> PathBuf {
-        self.path
-            .join("traces")
-            .join(format!("{session_id}.ndjson"))
-    }
-}
-
-/// Where a session is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SessionStatus {
-    /// A turn is running.
-    Running,
-    /// A chat session waiting for a follow-up.
-    Waiting,
-    /// A task session that finished.
-    Completed,
-    /// A task session that failed.
-    Failed,
-}
+/// The directory everything of one agent is stored under; its layout (sessions, traces,
+/// artifacts, memory) is owned by [`folio_agent::StateLayout`].
+pub type StateRoot = folio_agent::StateLayout;
 
 /// `session.json`: a session's metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -77,13 +77,8 @@ async fn scenario(ops: Vec<Op>) {
     let created = manager
         .create(
             "local",
-            folio_server::CreateSession {
-                message: "m0".into(),
-                title: None,
-                workspace_files: Default::default(),
-                mode: folio_protocol::SessionMode::Chat,
-                channel: "http".into(),
-            },
+            "http",
+            folio_protocol::CreateSession::message("m0"),
         )
         .await
         .unwrap();

@@ -271,13 +271,8 @@ async fn a_follow_up_preempts_a_turn_parked_across_a_restart() {
     let id = first
         .create(
             "local",
-            folio_server::CreateSession {
-                message: "ship it".into(),
-                title: None,
-                workspace_files: Default::default(),
-                mode: folio_protocol::SessionMode::Chat,
-                channel: "http".into(),
-            },
+            "http",
+            folio_protocol::CreateSession::message("ship it"),
         )
         .await
         .unwrap()
@@ -310,5 +305,5 @@ async fn a_follow_up_preempts_a_turn_parked_across_a_restart() {
         )
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "approval_resolved");
+    assert_eq!(err.code(), folio_protocol::ErrorCode::ApprovalResolved);
 }

@@ -5,8 +5,8 @@ mod support;
 
 use std::time::Duration;
 
-use folio_protocol::{EventBody, SessionMode};
-use folio_server::{CreateSession, ManagerError};
+use folio_protocol::{CreateSession, EventBody};
+use folio_server::ManagerError;
 use folio_test_support::{MockModelServer, MockReply};
 use futures::StreamExt;
 use pretty_assertions::assert_eq;
@@ -17,8 +17,7 @@ fn create(message: &str) -> CreateSession {
         message: message.into(),
         title: Some("t".into()),
         workspace_files: [("notes/a.txt".to_string(), "alpha".to_string())].into(),
-        mode: SessionMode::Chat,
-        channel: "http".into(),
+        mode: None,
     }
 }
 
@@ -32,7 +31,7 @@ async fn idle_streams_send_keep_alive_lines() {
     manager.set_keepalive(Duration::from_millis(100));
     let url = http(manager.clone()).await;
     let id = manager
-        .create("local", create("hello"))
+        .create("local", "http", create("hello"))
         .await
         .unwrap()
         .session_id;
@@ -67,7 +66,7 @@ async fn deleting_a_session_directory_removes_the_session() {
     let state = tempfile::tempdir().unwrap();
     let manager = manager(agent(&mock, dir.path()).await, state.path());
     let id = manager
-        .create("local", create("hello"))
+        .create("local", "http", create("hello"))
         .await
         .unwrap()
         .session_id;
@@ -111,7 +110,7 @@ async fn streams_from_any_start_index_during_a_live_turn_have_no_gap_and_no_dupl
     let state = tempfile::tempdir().unwrap();
     let manager = manager(agent(&mock, dir.path()).await, state.path());
     let id = manager
-        .create("local", create("stream me"))
+        .create("local", "http", create("stream me"))
         .await
         .unwrap()
         .session_id;

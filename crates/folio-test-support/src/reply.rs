@@ -31,6 +31,8 @@ pub(crate) struct StreamReply {
     pub(crate) signature: Option<String>,
     pub(crate) tool_calls: Vec<(String, Value)>,
     pub(crate) usage: Usage,
+    /// Leave usage out of OpenAI-format streams even when asked (as llama.cpp's server does).
+    pub(crate) omit_usage: bool,
     pub(crate) finish: Option<String>,
 }
 
@@ -129,6 +131,15 @@ impl MockReply {
     pub fn with_usage(mut self, usage: Usage) -> MockReply {
         if let Some(stream) = self.stream_mut() {
             stream.usage = usage;
+        }
+        self
+    }
+
+    /// Sends no usage in an OpenAI-format stream even when the request asks for it with
+    /// `stream_options.include_usage`, as some OpenAI-compatible servers (llama.cpp's) do.
+    pub fn without_usage(mut self) -> MockReply {
+        if let Some(stream) = self.stream_mut() {
+            stream.omit_usage = true;
         }
         self
     }

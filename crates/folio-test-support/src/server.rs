@@ -81,7 +81,7 @@ impl Drop for MockModelServer {
     }
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Format {
     OpenAi,
     Anthropic,
@@ -254,6 +254,10 @@ async fn answer(
         Outcome::Stream(stream) => stream,
     };
     let model = body["model"].as_str().unwrap_or("mock-model");
+    if format == Format::OpenAi && body["stream"] != Value::Bool(true) {
+        let completion = wire::openai_completion(stream, model, number);
+        return (StatusCode::OK, axum::Json(completion)).into_response();
+    }
     let chunks = match format {
         Format::OpenAi => {
             let include_usage = body["stream_options"]["include_usage"].as_bool() == Some(true);

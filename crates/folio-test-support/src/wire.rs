@@ -65,18 +65,8 @@ pub(crate) fn openai_chunks(
             ));
         }
     }
-    let finish = reply.finish.clone().unwrap_or_else(|| {
-        if reply.tool_calls.is_empty() {
-            "stop"
-        } else {
-            "tool_calls"
-        }
-        .to_string()
-    });
-    out.push(chunk(json!({}), json!(finish)));
-    if include_usage {
-        let usage = &reply.usage;
-        let prompt = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
+    out.push(chunk(json!({}), json!(openai_finish(reply))));
+    if include_usage && !reply.omit_usage {
         out.push(data_line(&json!({
             "id": id,
             "object": "chat.completion.chunk",
@@ -84,17 +74,71 @@ pub(crate) fn openai_chunks(
             "model": model,
             "system_fingerprint": "fp_mock",
             "choices": [],
-            "usage": {
-                "prompt_tokens": prompt,
-                "completion_tokens": usage.output_tokens,
-                "total_tokens": prompt + usage.output_tokens,
-                "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens, "audio_tokens": 0},
-                "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
-            },
+            "usage": openai_usage(reply),
         })));
     }
     out.push(Bytes::from_static(b"data: [DONE]\n\n"));
     out
+}
+
+/// The finish reason of an OpenAI-format reply.
+fn openai_finish(reply: &StreamReply) -> String {
+    reply.finish.clone().unwrap_or_else(|| {
+        if reply.tool_calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        }
+        .to_string()
+    })
+}
+
+/// OpenAI's `usage` object (cache writes are folded into `prompt_tokens`).
+fn openai_usage(reply: &StreamReply) -> Value {
+    let usage = &reply.usage;
+    let prompt = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
+    json!({
+        "prompt_tokens": prompt,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": prompt + usage.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+    })
+}
+
+/// A whole (non-streamed) OpenAI `chat.completion`, the answer to `"stream": false`.
+pub(crate) fn openai_completion(reply: &StreamReply, model: &str, number: usize) -> Value {
+    let mut message = json!({
+        "role": "assistant",
+        "content": if reply.text.is_empty() { Value::Null } else { json!(reply.text) },
+    });
+    if let Some(reasoning) = &reply.reasoning {
+        message["reasoning_content"] = json!(reasoning);
+    }
+    if !reply.tool_calls.is_empty() {
+        message["tool_calls"] = reply
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(index, (name, input))| {
+                json!({"id": format!("call_mock{number}_{index}"), "type": "function",
+                       "function": {"name": name, "arguments": input.to_string()}})
+            })
+            .collect();
+    }
+    let mut completion = json!({
+        "id": format!("chatcmpl-mock{number}"),
+        "object": "chat.completion",
+        "created": 1_790_000_000u64,
+        "model": model,
+        "system_fingerprint": "fp_mock",
+        "choices": [{"index": 0, "message": message, "logprobs": null,
+                     "finish_reason": openai_finish(reply)}],
+    });
+    if !reply.omit_usage {
+        completion["usage"] = openai_usage(reply);
+    }
+    completion
 }
 
 /// Anthropic Messages events, `message_start` through `message_stop`.

@@ -10,6 +10,8 @@ use folio_fs::{FileSystem, PathError};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::sink::EventSink;
+
 pub(crate) mod args;
 pub mod authored;
 mod files;
@@ -46,9 +48,23 @@ pub trait Tool: Send + Sync {
         false
     }
     /// The in-turn form of a tool that records events of its own (`Task`, `tag_artifact`).
-    fn turn_tool(&self) -> Option<&dyn crate::turn::TurnTool> {
+    fn turn_tool(&self) -> Option<&dyn TurnTool> {
         None
     }
+}
+
+/// A tool that records events of its own in the turn (`Task`, `tag_artifact`): the turn
+/// loop calls [`TurnTool::call_in_turn`] instead of [`Tool::call`].
+#[async_trait::async_trait]
+pub trait TurnTool: Send + Sync {
+    /// Runs on prepared input inside turn `turn_id`, recording its events through `sink`.
+    async fn call_in_turn(
+        &self,
+        input: Value,
+        ctx: &ToolContext,
+        sink: &dyn EventSink,
+        turn_id: &str,
+    ) -> Result<ToolOutput, ToolError>;
 }
 
 /// A successful tool result.

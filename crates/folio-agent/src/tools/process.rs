@@ -85,7 +85,8 @@ pub(crate) async fn run_in_group(
     })
 }
 
-/// Kills the whole process group led by `pid` (the child and everything it started).
+/// Kills the whole process group led by `pid` (the child and everything it started); the one
+/// process-group kill of the crate (tools, MCP stdio servers and hooks).
 pub(crate) fn kill_group(pid: Option<u32>) {
     if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
         // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH, which is fine.

@@ -37,6 +37,7 @@ pub fn config(base: String) -> ProviderConfig {
             initial_backoff: Duration::from_millis(10),
             max_backoff: Duration::from_secs(3),
         },
+        stream: true,
     }
 }
 

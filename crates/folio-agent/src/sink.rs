@@ -1,0 +1,26 @@
+//! Where a turn records its events: the [`EventSink`] trait, shared by the turn loop and the
+//! tools that record events of their own.
+
+use folio_protocol::{ActionApprovalResolved, ApprovalDecision, Event, EventBody};
+
+/// Where a turn records its events: the session's log (and whatever follows it).
+#[async_trait::async_trait]
+pub trait EventSink: Send + Sync {
+    /// Appends one event and returns it with its index and time.
+    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, String>;
+    /// Makes everything emitted so far durable (called at turn boundaries).
+    async fn checkpoint(&self) -> Result<(), String>;
+    /// Waits for the human decision on a parked call (its `action.approval_requested` is
+    /// recorded); the turn records the returned `action.approval_resolved`. Without an approver
+    /// (outside `folio serve`) the call is denied.
+    async fn await_approval(&self, call_id: &str) -> ActionApprovalResolved {
+        ActionApprovalResolved {
+            call_id: call_id.to_string(),
+            decision: ApprovalDecision::Deny,
+            reason: Some(
+                "no approver is attached to this session (approvals need folio serve)".into(),
+            ),
+            by: "folio".to_string(),
+        }
+    }
+}

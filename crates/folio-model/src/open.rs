@@ -1,0 +1,158 @@
+//! `open_provider`, which turns a `provider:model` spec into a client.
+
+use std::sync::Arc;
+
+use crate::anthropic::AnthropicProvider;
+use crate::config::{ANTHROPIC_DEFAULT_BASE, OPENAI_DEFAULT_BASE, ProviderConfig};
+use crate::http::HttpTransport;
+use crate::openai::OpenAiProvider;
+use crate::replay::ReplayProvider;
+use crate::{ModelError, Provider};
+
+/// Opens the provider named by `spec` (`openai:MODEL`, `anthropic:MODEL`,
+/// `openai-compatible:MODEL`, `replay:PATH`) and returns it with the model id to put in requests.
+///
+/// Credentials and base URLs are read through `env` (the CLI passes `std::env::var`), never from
+/// the process environment directly. A missing API key fails here, naming the variable to set.
+pub fn open_provider(
+    spec: &str,
+    config: &ProviderConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Arc<dyn Provider>, String), ModelError> {
+    let (kind, model) = spec.split_once(':').ok_or_else(|| {
+        ModelError::Config(format!(
+            "model `{spec}` must be `provider:model` (openai, anthropic, openai-compatible, replay)"
+        ))
+    })?;
+    if model.is_empty() {
+        return Err(ModelError::Config(format!(
+            "model `{spec}` names no model after `{kind}:`"
+        )));
+    }
+    let lookup = |name: &str| env(name).filter(|value| !value.is_empty());
+    let key = |default_var: &str| {
+        let var = config.api_key_env.as_deref().unwrap_or(default_var);
+        lookup(var).ok_or_else(|| ModelError::MissingKey {
+            var: var.to_string(),
+        })
+    };
+    let provider: Arc<dyn Provider> = match kind {
+        "openai" => {
+            let base = config
+                .base_url
+                .clone()
+                .or_else(|| lookup("OPENAI_BASE_URL"))
+                .unwrap_or_else(|| OPENAI_DEFAULT_BASE.to_string());
+            let api_key = key("OPENAI_API_KEY")?;
+            let transport = HttpTransport::new("openai", config)?;
+            Arc::new(OpenAiProvider::new(transport, &base, Some(api_key)))
+        }
+        "openai-compatible" => {
+            let base = config.base_url.clone().ok_or_else(|| {
+                ModelError::Config(
+                    "openai-compatible needs base_url in agent.toml [provider]".to_string(),
+                )
+            })?;
+            let api_key = match &config.api_key_env {
+                Some(var) => {
+                    Some(lookup(var).ok_or_else(|| ModelError::MissingKey { var: var.clone() })?)
+                }
+                None => None,
+            };
+            let transport = HttpTransport::new("openai-compatible", config)?;
+            Arc::new(OpenAiProvider::new(transport, &base, api_key))
+        }
+        "anthropic" if !config.stream => {
+            return Err(ModelError::Config(
+                "`stream = false` is for openai and openai-compatible providers; Anthropic's Messages API is always streamed here: remove it from [provider]".to_string(),
+            ));
+        }
+        "anthropic" => {
+            let base = config
+                .base_url
+                .clone()
+                .or_else(|| lookup("ANTHROPIC_BASE_URL"))
+                .unwrap_or_else(|| ANTHROPIC_DEFAULT_BASE.to_string());
+            let api_key = key("ANTHROPIC_API_KEY")?;
+            let transport = HttpTransport::new("anthropic", config)?;
+            Arc::new(AnthropicProvider::new(transport, &base, api_key))
+        }
+        "replay" => Arc::new(ReplayProvider::open(model)?),
+        other => {
+            return Err(ModelError::Config(format!(
+                "unknown provider `{other}` in `{spec}` (expected openai, anthropic, openai-compatible or replay)"
+            )));
+        }
+    };
+    Ok((provider, model.to_string()))
+}
+
+/// A provider whose API key is not set: every request fails at once with the error that names
+/// the variable, so a server can start and each turn says what to set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingKeyProvider {
+    var: String,
+}
+
+impl MissingKeyProvider {
+    /// A provider that fails every request asking for `var`.
+    pub fn new(var: impl Into<String>) -> Self {
+        MissingKeyProvider { var: var.into() }
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for MissingKeyProvider {
+    async fn stream(
+        &self,
+        _request: &crate::ModelRequest,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<crate::DeltaStream, ModelError> {
+        Err(ModelError::MissingKey {
+            var: self.var.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_specs_are_clear() {
+        let none = |_: &str| None;
+        let config = ProviderConfig::default();
+        let message = |spec: &str| match open_provider(spec, &config, &none) {
+            Ok(_) => panic!("{spec} opened"),
+            Err(error) => error.to_string(),
+        };
+        assert_eq!(
+            message("gpt-4"),
+            "invalid model configuration: model `gpt-4` must be `provider:model` (openai, anthropic, openai-compatible, replay)"
+        );
+        assert_eq!(
+            message("mistral:large"),
+            "invalid model configuration: unknown provider `mistral` in `mistral:large` (expected openai, anthropic, openai-compatible or replay)"
+        );
+        assert_eq!(
+            message("openai-compatible:llama"),
+            "invalid model configuration: openai-compatible needs base_url in agent.toml [provider]"
+        );
+        assert_eq!(
+            message("openai:gpt-4.1-mini"),
+            "OPENAI_API_KEY is not set: export it or set api_key_env in agent.toml [provider]"
+        );
+        assert_eq!(
+            message("anthropic:claude-sonnet-4-5"),
+            "ANTHROPIC_API_KEY is not set: export it or set api_key_env in agent.toml [provider]"
+        );
+        let custom = ProviderConfig {
+            api_key_env: Some("MY_KEY".into()),
+            ..ProviderConfig::default()
+        };
+        assert!(matches!(
+            open_provider("openai:gpt-4.1-mini", &custom, &none),
+            Err(ModelError::MissingKey { var }) if var == "MY_KEY"
+        ));
+    }
+}

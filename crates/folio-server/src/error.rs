@@ -1,0 +1,66 @@
+//! [`ManagerError`]: why a session operation was refused, one wire error code each.
+
+use folio_protocol::ErrorCode;
+
+use crate::event_log::LogError;
+
+/// Why a session operation was refused; each maps to one HTTP status and error code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManagerError {
+    /// The body or a parameter is invalid (`400 invalid_request`).
+    #[error("{0}")]
+    Invalid(String),
+    /// No such session, tool or approval (`404 not_found`).
+    #[error("{0}")]
+    NotFound(String),
+    /// The session belongs to another principal (`403 forbidden`).
+    #[error("session {0} belongs to another principal")]
+    Forbidden(String),
+    /// An unscoped direct call of a built-in tool (`403 forbidden`; see `direct.rs`).
+    #[error(
+        "{0} is a built-in tool and runs only in a session: call POST /v1/session/<id>/tools/{0} on your own session (unscoped calls run authored tools only)"
+    )]
+    BuiltInUnscoped(String),
+    /// The continuation token is not the current one (`409 stale_continuation_token`).
+    #[error("the continuation token is stale: use the token returned by the last accepted message")]
+    StaleToken,
+    /// A follow-up to a task session (`409 session_not_followable`).
+    #[error("session {0} is a task session and takes no follow-ups")]
+    NotFollowable(String),
+    /// A session-bound tool call while a turn runs (`409 session_busy`).
+    #[error("session {0} is running a turn; try again when it is waiting")]
+    Busy(String),
+    /// A second decision on one approval (`409 approval_resolved`).
+    #[error("approval {0} is already resolved")]
+    ApprovalResolved(String),
+    /// Anything else (`500 internal`).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ManagerError {
+    /// The wire error code (which fixes the HTTP status).
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ManagerError::Invalid(_) => ErrorCode::InvalidRequest,
+            ManagerError::NotFound(_) => ErrorCode::NotFound,
+            ManagerError::Forbidden(_) | ManagerError::BuiltInUnscoped(_) => ErrorCode::Forbidden,
+            ManagerError::StaleToken => ErrorCode::StaleContinuationToken,
+            ManagerError::NotFollowable(_) => ErrorCode::SessionNotFollowable,
+            ManagerError::Busy(_) => ErrorCode::SessionBusy,
+            ManagerError::ApprovalResolved(_) => ErrorCode::ApprovalResolved,
+            ManagerError::Internal(_) => ErrorCode::Internal,
+        }
+    }
+}
+
+impl From<LogError> for ManagerError {
+    fn from(err: LogError) -> Self {
+        ManagerError::Internal(err.to_string())
+    }
+}
+
+/// An I/O failure while doing `what`, as an internal error.
+pub(crate) fn io_error(what: &str, err: std::io::Error) -> ManagerError {
+    ManagerError::Internal(format!("{what}: {err}"))
+}

@@ -1,0 +1,44 @@
+//! What a [`SessionManager`](crate::SessionManager), its actors, turns and streams share.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+
+use folio_agent::Agent;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::live::{Live, lock};
+use crate::logs::LogBuffer;
+use crate::state::StateRoot;
+
+/// The state of one agent's sessions, shared by the manager, its actors and its streams.
+pub(crate) struct Inner {
+    pub(crate) state: StateRoot,
+    pub(crate) agent: RwLock<Arc<Agent>>,
+    pub(crate) live: Mutex<HashMap<String, Weak<Live>>>,
+    pub(crate) slots: Option<Arc<Semaphore>>,
+    pub(crate) queued: AtomicU32,
+    pub(crate) shutdown: CancellationToken,
+    /// Set when shutdown starts: no new sessions or messages.
+    pub(crate) closing: AtomicBool,
+    pub(crate) tasks: TaskTracker,
+    pub(crate) logs: LogBuffer,
+    /// Keep-alive interval of streams, in milliseconds.
+    pub(crate) keepalive_ms: AtomicU64,
+    /// The exclusive lock on the state root, held until shutdown.
+    pub(crate) state_lock: Mutex<Option<std::fs::File>>,
+}
+
+impl Inner {
+    /// The agent new turns run with.
+    pub(crate) fn agent(&self) -> Arc<Agent> {
+        self.agent.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The live session of `session_id`, when one is open.
+    pub(crate) fn live(&self, session_id: &str) -> Option<Arc<Live>> {
+        lock(&self.live).get(session_id).and_then(Weak::upgrade)
+    }
+}
