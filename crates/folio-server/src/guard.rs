@@ -136,12 +136,13 @@ impl Browsers {
         let listed = origin.is_some_and(|o| {
             normalize_origin(o).is_some_and(|o| self.allowed_origins.contains(&o))
         });
-        if let Some(origin) = origin {
-            if !listed && !same_origin(origin, host) {
-                return Some(Refusal::forbidden(format!(
-                    "requests from the web origin {origin:?} are refused: only same-origin pages may call this server; start it with --allowed-origin {origin} to admit that site"
-                )));
-            }
+        if let Some(origin) = origin
+            && !listed
+            && !same_origin(origin, host)
+        {
+            return Some(Refusal::forbidden(format!(
+                "requests from the web origin {origin:?} are refused: only same-origin pages may call this server; start it with --allowed-origin {origin} to admit that site"
+            )));
         }
         let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
         if fetch_site.is_some_and(|s| s.eq_ignore_ascii_case("cross-site")) && !listed {
