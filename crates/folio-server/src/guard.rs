@@ -120,8 +120,17 @@ impl Browsers {
     }
 
     /// Why a request with `headers` must be refused (`None`: the browser rules admit it).
-    fn refusal(&self, method: &Method, headers: &HeaderMap) -> Option<Refusal> {
-        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    /// `authority` is the request target's, which HTTP/2 carries instead of a `Host` header.
+    fn refusal(
+        &self,
+        method: &Method,
+        headers: &HeaderMap,
+        authority: Option<&str>,
+    ) -> Option<Refusal> {
+        let host = headers
+            .get(header::HOST)
+            .map(|v| v.to_str().unwrap_or(""))
+            .or(authority);
         if let Some(host) = host {
             let admitted = parse_host(host).is_some_and(|entry| self.host_admitted(&entry));
             if !admitted {
@@ -251,7 +260,11 @@ pub(crate) async fn guard(
     next: Next,
 ) -> Response {
     let body_limit = guard.body_limit;
-    if let Some(refusal) = guard.browsers.refusal(req.method(), req.headers()) {
+    if let Some(refusal) = guard.browsers.refusal(
+        req.method(),
+        req.headers(),
+        req.uri().authority().map(|a| a.as_str()),
+    ) {
         return error_response(refusal.code, &refusal.message);
     }
     let declared = req
@@ -474,9 +487,14 @@ mod tests {
         ];
         for (host, admitted) in cases {
             let refused = browsers
-                .refusal(&Method::GET, &headers(&[("host", host)]))
+                .refusal(&Method::GET, &headers(&[("host", host)]), None)
                 .is_some();
             assert_eq!(refused, !admitted, "Host {host:?}");
+            // HTTP/2 names the host in the request target instead.
+            if !host.is_empty() {
+                let by_target = browsers.refusal(&Method::GET, &HeaderMap::new(), Some(host));
+                assert_eq!(by_target.is_some(), !admitted, "authority {host:?}");
+            }
         }
     }
 
@@ -498,7 +516,7 @@ mod tests {
         for (origin, admitted) in cases {
             let h = headers(&[("host", "localhost:3000"), ("origin", origin)]);
             assert_eq!(
-                browsers.refusal(&Method::GET, &h).is_none(),
+                browsers.refusal(&Method::GET, &h, None).is_none(),
                 admitted,
                 "Origin {origin:?}"
             );
