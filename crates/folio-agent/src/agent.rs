@@ -55,9 +55,8 @@ pub type ModelOpener =
 pub struct LoadOptions {
     /// Resolves `${NAME}` templates of connections and provider keys (default: the process env).
     pub env: Option<EnvLookup>,
-    /// The state root; artifacts live in `<state-root>/artifacts` (default
-    /// `<project>/.folio/state`).
-    pub state_root: Option<PathBuf>,
+    /// The state root, where artifacts and memory live (default `<project>/.folio/state`).
+    pub state_root: Option<StateLayout>,
     /// Opens a subagent's own model (default: `open_provider` with the agent's `[provider]`).
     pub open_model: Option<ModelOpener>,
     /// The single-user opt-out: host-default file tools reach the whole host disk instead of
@@ -140,10 +139,10 @@ impl Agent {
                 tools.register(Arc::new(tool))?;
             }
         }
-        let state = match &options.state_root {
-            Some(path) => StateLayout::new(path),
-            None => StateLayout::for_project(&definition.project_dir),
-        };
+        let state = options
+            .state_root
+            .clone()
+            .unwrap_or_else(|| StateLayout::for_project(&definition.project_dir));
         let artifacts = ArtifactStore::open(
             state.artifacts_dir(),
             definition.artifacts.clone().unwrap_or_default(),

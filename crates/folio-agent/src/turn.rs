@@ -28,6 +28,10 @@ use crate::conversation::conversation;
 use crate::sink::EventSink;
 use crate::tools::{ScratchMode, SessionContext, TodoList, ToolContext, ToolOutput, ToolRegistry};
 
+mod record;
+
+use record::{Recorder, Scope};
+
 pub use folio_protocol::TURN_INTERRUPTED;
 
 /// What a turn runs with: the model, the tools, the tree, and its step limit.
@@ -93,67 +97,6 @@ enum Stop {
     StepLimit,
     /// A model error or an event that could not be recorded.
     Failed(String),
-}
-
-/// Whose step loop runs: the root turn, or a subagent inside the parent's `Task` call.
-#[derive(Clone, Copy)]
-enum Scope<'a> {
-    /// Every event is appended to the session's log and is the turn's conversation.
-    Root,
-    /// The events are the subagent's own conversation, kept in memory; only its tool calls and
-    /// their results are appended to the log.
-    Subagent {
-        /// The subagent's id, the tag of its calls in the log.
-        id: &'a str,
-        /// The parent's `Task` call id, which scopes the subagent's call ids in the log.
-        task_call_id: &'a str,
-    },
-}
-
-impl Scope<'_> {
-    /// The id the log and the tool see for the model's call `id`: a subagent's call ids are
-    /// scoped by the parent's `Task` call, so they never collide with the parent's own calls.
-    fn logged_call_id(&self, id: &str) -> String {
-        match self {
-            Scope::Root => id.to_string(),
-            Scope::Subagent { task_call_id, .. } => format!("{task_call_id}/{id}"),
-        }
-    }
-
-    /// What a subagent's event appends to the log: its tool calls, tagged and scoped, and their
-    /// results; its steps and messages stay in its own conversation.
-    fn logged_by_subagent(&self, body: &EventBody) -> Option<EventBody> {
-        let Scope::Subagent { id, .. } = self else {
-            return None;
-        };
-        match body {
-            EventBody::ActionsRequested(requested) => {
-                Some(EventBody::ActionsRequested(ActionsRequested {
-                    calls: requested
-                        .calls
-                        .iter()
-                        .map(|call| folio_protocol::RequestedCall {
-                            call_id: self.logged_call_id(&call.call_id),
-                            subagent: Some(id.to_string()),
-                            ..call.clone()
-                        })
-                        .collect(),
-                }))
-            }
-            EventBody::ActionResult(result) => Some(EventBody::ActionResult(ActionResult {
-                call_id: self.logged_call_id(&result.call_id),
-                ..result.clone()
-            })),
-            _ => None,
-        }
-    }
-}
-
-/// Where a step loop records: the session's sink, and whose loop it is.
-#[derive(Clone, Copy)]
-struct Recorder<'a> {
-    sink: &'a dyn EventSink,
-    scope: Scope<'a>,
 }
 
 /// The `action.result` of a finished call.

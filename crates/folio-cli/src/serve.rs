@@ -163,7 +163,7 @@ pub(crate) async fn load_agent(
     };
     let (provider, model) = open_model(&definition, dir, model)?;
     let options = LoadOptions {
-        state_root: Some(state.path().to_path_buf()),
+        state_root: Some(state.clone()),
         unconfined_files,
         ..LoadOptions::default()
     };

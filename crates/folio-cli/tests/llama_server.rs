@@ -77,7 +77,7 @@ async fn start_llama() -> LlamaServer {
 
 fn agent(base_url: &str, stream: bool) -> Project {
     project(&format!(
-        "model = \"openai-compatible:smollm2\"\ntools = []\n[params]\nmax_tokens = 24\ntemperature = 0\n[provider]\nbase_url = \"{base_url}\"\nstream = {stream}\n"
+        "model = \"openai-compatible:smollm2\"\ntools = []\n[model_params]\nmax_tokens = 24\ntemperature = 0\n[provider]\nbase_url = \"{base_url}\"\nstream = {stream}\n"
     ))
 }
 

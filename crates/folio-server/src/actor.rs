@@ -143,12 +143,14 @@ impl Actor {
                 }
                 let agent = self.inner.agent();
                 let workspace = self.inner.state.workspace_dir(&self.live.id);
+                let todos = self.live.with_events(TodoList::from_events);
                 let result = direct_call(
                     &agent,
                     &name,
                     input,
                     &workspace,
                     &self.live.id,
+                    todos,
                     self.inner.shutdown.child_token(),
                 )
                 .await;
@@ -375,6 +377,7 @@ async fn run_turn(
         return failed(&live, err.to_string());
     }
     let events = live.events();
+    let todos = TodoList::from_events(&events);
     let turn = Turn {
         session_id: live.id.clone(),
         turn_id: turn_id.clone(),
@@ -383,7 +386,7 @@ async fn run_turn(
         workspace,
         scratch,
         cancel,
-        todos: TodoList::default(),
+        todos,
         context: SessionContext::default(),
     };
     let sink = LiveSink(live.clone());
@@ -434,6 +437,7 @@ pub(crate) async fn direct_call(
     input: Value,
     workspace: &Path,
     session_id: &str,
+    todos: TodoList,
     cancel: CancellationToken,
 ) -> Result<ToolCallResult, ManagerError> {
     let Some(tool) = agent.harness.tools.get(name) else {
@@ -451,7 +455,7 @@ pub(crate) async fn direct_call(
         workspace: workspace.to_path_buf(),
         scratch,
         cancel,
-        todos: TodoList::default(),
+        todos,
         session_id: session_id.to_string(),
         call_id: format!("direct_{}", ulid::Ulid::generate()),
         dry_run: false,

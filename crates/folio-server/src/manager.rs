@@ -11,6 +11,7 @@ use std::sync::{Arc, RwLock, Weak};
 
 use chrono::Utc;
 use folio_agent::Agent;
+use folio_agent::tools::TodoList;
 use folio_agent::workspace::check_workspace_path;
 use folio_protocol::{
     ActionApprovalResolved, Admission, ApprovalDecision, CreateSession, EventBody, FollowUp,
@@ -302,6 +303,7 @@ impl SessionManager {
                     input,
                     &workspace,
                     "direct",
+                    TodoList::default(),
                     self.inner.shutdown.child_token(),
                 )
                 .await

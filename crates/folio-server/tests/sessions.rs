@@ -142,3 +142,69 @@ async fn streams_from_any_start_index_during_a_live_turn_have_no_gap_and_no_dupl
     let final_events = manager.events("local", &id).unwrap();
     assert!(final_events.len() >= all.len());
 }
+
+/// Waits until the session's log has `count` `session.waiting` events.
+async fn wait_turns(manager: &folio_server::SessionManager, id: &str, count: usize) {
+    let mut stream = manager.stream("local", id, 0).unwrap();
+    let mut seen = 0;
+    while let Some(event) = stream.rx.recv().await {
+        if matches!(event.map(|e| e.body), Some(EventBody::SessionWaiting(_))) {
+            seen += 1;
+            if seen == count {
+                return;
+            }
+        }
+    }
+}
+
+/// The todo list is derived from the session's log: a later turn, a session-scoped direct
+/// call and a restarted manager all see what `UpdateTodos` last set.
+#[tokio::test]
+async fn todos_outlive_turns_and_restarts() {
+    let mock = MockModelServer::start().await;
+    let todos = serde_json::json!({"todos": [
+        {"id": "1", "content": "write the plan", "status": "completed"},
+        {"id": "2", "content": "ship it", "status": "in_progress"},
+    ]});
+    mock.push(MockReply::tool_calls([("UpdateTodos", todos)]));
+    mock.push(MockReply::text("planned"));
+    mock.push(MockReply::tool_calls([(
+        "ReadTodos",
+        serde_json::json!({}),
+    )]));
+    mock.push(MockReply::text("read"));
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let agent = agent(&mock, dir.path()).await;
+    let manager = manager(agent.clone(), state.path());
+    let id = manager
+        .create("local", "http", create("plan"))
+        .await
+        .unwrap()
+        .session_id;
+    wait_turns(&manager, &id, 1).await;
+    manager
+        .send("local", &id, "where are we?", None)
+        .await
+        .unwrap();
+    wait_turns(&manager, &id, 2).await;
+    let expected = "[x] 1: write the plan\n[~] 2: ship it";
+    let read = manager
+        .events("local", &id)
+        .unwrap()
+        .into_iter()
+        .find_map(|event| match event.body {
+            EventBody::ActionResult(result) if result.tool == "ReadTodos" => result.output,
+            _ => None,
+        });
+    assert_eq!(read, Some(serde_json::json!(expected)));
+    manager.shutdown().await;
+    drop(manager);
+
+    let reopened = support::manager(agent, state.path());
+    let direct = reopened
+        .call_tool("local", Some(&id), "ReadTodos", serde_json::json!({}))
+        .await
+        .unwrap();
+    assert_eq!(direct.result, serde_json::json!(expected));
+}

@@ -1,7 +1,9 @@
 //! The session's todo list and its two tools, `UpdateTodos` and `ReadTodos`.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use folio_protocol::{Event, EventBody};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -24,6 +26,33 @@ pub struct Todo {
 pub struct TodoList(Arc<Mutex<Vec<Todo>>>);
 
 impl TodoList {
+    /// The list as a session's log left it: the input of its last `UpdateTodos` call that
+    /// succeeded. The log is the only state, so todos outlive turns and restarts.
+    pub fn from_events(events: &[Event]) -> TodoList {
+        let update = TodosTool::Update.name();
+        let mut inputs: HashMap<&str, &Value> = HashMap::new();
+        let mut current = Vec::new();
+        for event in events {
+            match &event.body {
+                EventBody::ActionsRequested(requested) => {
+                    for call in requested.calls.iter().filter(|c| c.tool == update) {
+                        inputs.insert(&call.call_id, &call.input);
+                    }
+                }
+                EventBody::ActionResult(result) if !result.is_error => {
+                    if let Some(todos) = inputs
+                        .remove(result.call_id.as_str())
+                        .and_then(|input| serde_json::from_value(input["todos"].clone()).ok())
+                    {
+                        current = todos;
+                    }
+                }
+                _ => {}
+            }
+        }
+        TodoList(Arc::new(Mutex::new(current)))
+    }
+
     /// The current items.
     pub fn items(&self) -> Vec<Todo> {
         self.0.lock().map(|items| items.clone()).unwrap_or_default()
