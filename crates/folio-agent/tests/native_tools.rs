@@ -325,3 +325,25 @@ async fn a_sandboxed_shell_writes_only_in_its_workspace_and_scratch() {
     assert!(refused.0.contains("Permission denied"), "{}", refused.0);
     assert!(!target.exists());
 }
+
+#[tokio::test]
+async fn spills_never_follow_a_planted_link() {
+    let workspace = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), workspace.path().join("agent-tools")).unwrap();
+    let ctx = context(
+        local_fs(workspace.path()),
+        workspace.path(),
+        ScratchMode::Host,
+    );
+    let err = registry()
+        .call("Shell", json!({"command": "seq 1 20000"}), &ctx)
+        .await
+        .unwrap_err();
+    assert!(
+        err.0.starts_with("could not save large output to"),
+        "{}",
+        err.0
+    );
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+}
