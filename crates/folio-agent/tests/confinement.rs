@@ -228,8 +228,12 @@ async fn reads_refuse_devices_fifos_and_files_over_the_cap() {
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
     std::os::unix::fs::symlink("/dev/zero", ws.join("zero")).unwrap();
-    // Sparse: the cap is checked before anything is read.
-    let big = std::fs::File::create(ws.join("big.log")).unwrap();
+    // A first line, then a sparse run of NULs past the cap (one long second line).
+    std::fs::write(ws.join("big.log"), "first line\n").unwrap();
+    let big = std::fs::OpenOptions::new()
+        .write(true)
+        .open(ws.join("big.log"))
+        .unwrap();
     big.set_len(READ_BYTE_CAP + 1).unwrap();
     let confined = workspace_fs(ws, std::slice::from_ref(&layout.memory)).unwrap();
     let unconfined = folio_fs::local_fs(ws);
@@ -241,8 +245,20 @@ async fn reads_refuse_devices_fifos_and_files_over_the_cap() {
                 ws.display()
             )
         );
+        // Read streams: the page costs its lines, not the file.
         assert_eq!(
             call(&fs, ws, "Read", json!({"path": "big.log", "limit": 1})).await,
+            "     1\tfirst line\n… 1 more lines; call Read with offset=2"
+        );
+        // Whole-file readers (StrReplace) refuse it without loading it.
+        assert_eq!(
+            call(
+                &fs,
+                ws,
+                "StrReplace",
+                json!({"path": "big.log", "oldText": "first", "newText": "1st"})
+            )
+            .await,
             format!(
                 "too large to read: {}/big.log is over {READ_BYTE_CAP} bytes; use Grep, or Shell with head/sed",
                 ws.display()

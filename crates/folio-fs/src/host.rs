@@ -10,7 +10,8 @@ use std::sync::Arc;
 use crate::walk::{Symlinks, Walk, blocking, crosses_symlink, display_join, produce};
 use crate::{
     Content, DirEntry, EntryKind, FileInfo, FileKind, FileSystem, FsStream, GrepQuery, GrepResult,
-    LineMatcher, PathError, PathFilter, SearchQuery, SearchResult, normalize_fs_path,
+    LineMatcher, Page, PathError, PathFilter, SCAN_BYTE_CAP, SearchQuery, SearchResult,
+    normalize_fs_path,
 };
 
 /// The message of a write or delete refused because the path leaves a `host_dir` mount.
@@ -233,14 +234,11 @@ impl HostTree {
         })
     }
 
-    fn read_blocking(&self, target: &Target) -> Result<Content, PathError> {
+    /// Opens a file for reading: inside the tree, regular, not blocking on a FIFO.
+    fn open_regular(&self, target: &Target) -> Result<(fs::File, u64), PathError> {
         self.check_inside(target)?;
         let not_found = || PathError::FileNotFound {
             path: target.display.clone(),
-        };
-        let failed = |err: io::Error| PathError::Other {
-            path: target.display.clone(),
-            message: format!("read failed: {}: {err}", target.display),
         };
         let resolved = self.visible(&target.host).ok_or_else(not_found)?;
         // Non-blocking, so opening a FIFO cannot hang; the kind is checked on the open file.
@@ -252,9 +250,9 @@ impl HostTree {
         .map(fs::File::from)
         .map_err(|err| match err {
             rustix::io::Errno::NOENT => not_found(),
-            err => failed(err.into()),
+            err => read_failed(target, err.into()),
         })?;
-        let meta = file.metadata().map_err(failed)?;
+        let meta = file.metadata().map_err(|err| read_failed(target, err))?;
         if meta.is_dir() {
             return Err(PathError::Other {
                 path: target.display.clone(),
@@ -266,21 +264,47 @@ impl HostTree {
                 path: target.display.clone(),
             });
         }
+        Ok((file, meta.len()))
+    }
+
+    fn read_blocking(&self, target: &Target) -> Result<Content, PathError> {
+        let (file, len) = self.open_regular(target)?;
         let too_large = || PathError::TooLarge {
             path: target.display.clone(),
             limit: READ_BYTE_CAP,
         };
-        if meta.len() > READ_BYTE_CAP {
+        if len > READ_BYTE_CAP {
             return Err(too_large());
         }
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        let mut bytes = Vec::with_capacity(len as usize);
         // The file may grow while it is read: never past the cap.
         io::Read::read_to_end(&mut io::Read::take(file, READ_BYTE_CAP + 1), &mut bytes)
-            .map_err(failed)?;
+            .map_err(|err| read_failed(target, err))?;
         if bytes.len() as u64 > READ_BYTE_CAP {
             return Err(too_large());
         }
         Ok(Content::from_bytes(bytes))
+    }
+
+    /// A page of a text file, streamed: only the requested lines are kept. Images (and small
+    /// files) are read whole.
+    fn page_blocking(&self, target: &Target, offset: u64, limit: u64) -> Result<Page, PathError> {
+        let (mut file, len) = self.open_regular(target)?;
+        let mut head = [0u8; 12];
+        let sniffed =
+            io::Read::read(&mut file, &mut head).map_err(|err| read_failed(target, err))?;
+        if crate::image_mime(&head[..sniffed]).is_some() {
+            return Ok(Page::of_content(self.read_blocking(target)?, offset, limit));
+        }
+        if len > SCAN_BYTE_CAP {
+            return Err(PathError::TooLarge {
+                path: target.display.clone(),
+                limit: SCAN_BYTE_CAP,
+            });
+        }
+        let rest = io::Read::take(file, SCAN_BYTE_CAP);
+        crate::page_reader(io::Read::chain(&head[..sniffed], rest), offset, limit)
+            .map_err(|err| read_failed(target, err))
     }
 
     /// The directory a walk starts in, when it exists and may be walked.
@@ -558,6 +582,13 @@ impl HostTree {
     }
 }
 
+fn read_failed(target: &Target, err: io::Error) -> PathError {
+    PathError::Other {
+        path: target.display.clone(),
+        message: format!("read failed: {}: {err}", target.display),
+    }
+}
+
 fn write_failed(path: &str, err: &io::Error) -> PathError {
     PathError::WriteFailed {
         path: path.to_string(),
@@ -592,6 +623,13 @@ impl FileSystem for HostTree {
         let target = self.target(path);
         let display = target.display.clone();
         blocking(&display, move || tree.read_blocking(&target)).await
+    }
+
+    async fn read_page(&self, path: &str, offset: u64, limit: u64) -> Result<Page, PathError> {
+        let tree = self.clone();
+        let target = self.target(path);
+        let display = target.display.clone();
+        blocking(&display, move || tree.page_blocking(&target, offset, limit)).await
     }
 
     fn grep(&self, query: GrepQuery) -> FsStream<GrepResult> {
