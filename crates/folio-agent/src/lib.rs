@@ -125,6 +125,7 @@
 pub mod agent;
 pub mod allowlist;
 pub mod artifacts;
+mod compaction;
 pub mod config;
 pub mod conversation;
 pub mod discovery;
@@ -142,6 +143,7 @@ pub mod turn;
 pub mod workspace;
 
 pub use agent::Agent;
+pub use compaction::{ContextBudget, Summarizer};
 pub use discovery::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
 pub use layout::StateLayout;
 pub use sink::EventSink;
