@@ -136,7 +136,7 @@ pub mod tools;
 pub mod turn;
 pub mod workspace;
 
-pub use agent::{Agent, LoadError, LoadOptions, ModelOpener, provider_config};
+pub use agent::{Agent, BindError, LoadError, LoadOptions, ModelOpener, provider_config};
 pub use artifacts::{
     ArtifactError, ArtifactRecord, ArtifactStore, DEFAULT_KIND, TAG_ARTIFACT, TagArtifactTool,
     TagRequest,

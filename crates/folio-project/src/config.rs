@@ -74,6 +74,10 @@ pub struct LocalSection {
     pub workspace_dir: Option<String>,
     /// Confine Shell child processes.
     pub sandbox: Option<bool>,
+    /// Extra host paths a sandboxed Shell may read (relative to the project directory).
+    pub sandbox_read: Option<Vec<String>>,
+    /// Whether a sandboxed Shell keeps TCP `bind`/`connect` (default: off).
+    pub sandbox_network: Option<bool>,
 }
 
 /// `[concurrency]`.

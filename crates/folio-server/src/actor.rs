@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use chrono::Utc;
-use folio_agent::tools::{SessionContext, TodoList, ToolContext};
+use folio_agent::tools::{ScratchMode, SessionContext, TodoList, ToolContext};
 use folio_agent::workspace::write_workspace_files;
 use folio_agent::{Agent, Turn, TurnOutcome};
 use folio_protocol::{
@@ -279,6 +279,7 @@ impl Actor {
         ) {
             self.inner
                 .logs
+                .about(&self.live.id)
                 .error(format!("session {}: {err}", self.live.id));
         }
         Some(TurnOutcome::Failed { message })
@@ -303,6 +304,7 @@ impl Actor {
             if let Err(err) = self.start_turn(message, Some(Admission::Coalesce), Some(count)) {
                 self.inner
                     .logs
+                    .about(&self.live.id)
                     .error(format!("session {}: {err}", self.live.id));
             }
             return;
@@ -310,6 +312,7 @@ impl Actor {
         if let Err(err) = finish_session(&self.live, Some(&outcome), &self.inner.state) {
             self.inner
                 .logs
+                .about(&self.live.id)
                 .error(format!("session {}: {err}", self.live.id));
         }
     }
@@ -369,7 +372,8 @@ async fn run_turn(
         Ok(bound) => bound,
         Err(err) => return failed(&live, err.to_string()),
     };
-    if let Err(err) = write_workspace_files(fs.as_ref(), &files).await {
+    let host_workspace = (scratch == ScratchMode::Host).then_some(workspace.as_path());
+    if let Err(err) = write_workspace_files(fs.as_ref(), host_workspace, &files).await {
         return failed(&live, err.to_string());
     }
     let events = live.events();

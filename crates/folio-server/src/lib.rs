@@ -45,8 +45,10 @@
 mod actor;
 mod auth;
 mod command;
+mod direct;
 mod error;
 mod event_log;
+mod guard;
 pub mod http;
 mod listener;
 mod live;
@@ -63,6 +65,7 @@ mod stream;
 pub use auth::{Auth, AuthError};
 pub use error::ManagerError;
 pub use event_log::{EventLog, LogError, read_events};
+pub use guard::{Browsers, BrowsersError};
 pub use listener::{NoDelayListener, no_delay};
 pub use logs::LogBuffer;
 pub use manager::{Accepted, SessionManager};

@@ -150,6 +150,7 @@ impl SessionManager {
         remember(&mut lock(&self.inner.live), &session_id, &live);
         self.inner
             .logs
+            .about(&session_id)
             .info(format!("session {session_id} created by {principal}"));
         self.command(&live, |reply| Command::Send {
             message: Pending {
@@ -249,6 +250,7 @@ impl SessionManager {
         lock(&self.inner.live).remove(session_id);
         self.inner
             .logs
+            .about(session_id)
             .info(format!("session {session_id} deleted by {principal}"));
         Ok(())
     }
@@ -290,6 +292,7 @@ impl SessionManager {
                     .await?
             }
             None => {
+                crate::direct::check_unscoped(name)?;
                 let workspace = self.inner.state.path().join("direct").join("workspace");
                 std::fs::create_dir_all(&workspace)
                     .map_err(|e| io_error("cannot create the direct-call workspace", e))?;

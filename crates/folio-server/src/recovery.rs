@@ -33,6 +33,7 @@ impl SessionManager {
             if let Err(err) = self.recover_session(meta) {
                 self.inner
                     .logs
+                    .about(&id)
                     .error(format!("could not recover session {id}: {err}"));
             }
         }
@@ -47,7 +48,7 @@ impl SessionManager {
             return Ok(());
         };
         if live.with_events(|events| !pending_approvals(events, &turn_id).is_empty()) {
-            self.inner.logs.info(format!(
+            self.inner.logs.about(&live.id).info(format!(
                 "session {} stays parked on an approval after the restart",
                 live.id
             ));
@@ -63,7 +64,7 @@ impl SessionManager {
             message: SERVER_RESTARTED.to_string(),
         };
         finish_session(&live, Some(&outcome), &self.inner.state)?;
-        self.inner.logs.warn(format!(
+        self.inner.logs.about(&live.id).warn(format!(
             "session {}: turn {turn_id} was running when the server stopped; recorded as failed",
             live.id
         ));

@@ -16,6 +16,7 @@ pub(crate) mod args;
 mod authored;
 mod files;
 pub(crate) mod process;
+mod sandbox;
 mod shell;
 mod spill;
 mod todos;
@@ -23,6 +24,7 @@ mod web;
 
 pub use authored::AuthoredTool;
 pub use files::FileTool;
+pub use sandbox::{SandboxError, SandboxPolicy};
 pub use shell::ShellTool;
 pub use todos::{Todo, TodoList, TodosTool};
 pub use web::{WebClientError, WebFetchTool};

@@ -32,10 +32,19 @@ pub(crate) async fn spill(ctx: &ToolContext, text: String) -> Result<String, Too
             host_path.display()
         ))
     };
-    tokio::fs::create_dir_all(&dir).await.map_err(io_error)?;
-    tokio::fs::write(&host_path, &text)
+    tokio::fs::create_dir_all(&ctx.workspace)
         .await
         .map_err(io_error)?;
+    // Never through a link the model planted in the workspace (e.g. `agent-tools` → elsewhere).
+    let (workspace, rel, bytes) = (
+        ctx.workspace.clone(),
+        format!("{SPILL_DIR}/{uuid}.txt"),
+        text.clone().into_bytes(),
+    );
+    tokio::task::spawn_blocking(move || folio_fs::write_beneath(&workspace, &rel, &bytes))
+        .await
+        .map_err(|err| io_error(std::io::Error::other(err)))?
+        .map_err(|err| io_error(std::io::Error::other(err)))?;
     let shown_path = match ctx.scratch {
         ScratchMode::Host => host_path.display().to_string(),
         ScratchMode::Rooted => {
