@@ -3,7 +3,10 @@
 
 mod support;
 
-use folio_protocol::{CreateSession, ErrorBody, ErrorCode, Page, SessionCreated, SessionSummary};
+use folio_protocol::{
+    CreateSession, ErrorBody, ErrorCode, Page, SessionCreated, SessionResponse, SessionStatus,
+    SessionSummary,
+};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
 use folio_test_support::MockModelServer;
 use support::*;
@@ -162,8 +165,8 @@ async fn post(url: String, token: &str, body: serde_json::Value) -> (u16, serde_
 /// Waits until the session's first turn is over (session tools answer 409 during a turn).
 async fn settled(base: &str, id: &str, token: &str) {
     for _ in 0..500 {
-        let (_, body) = get(format!("{base}/v1/session/{id}"), token).await;
-        if body["session"]["status"] != "running" {
+        let (_, body): (u16, SessionResponse) = get(format!("{base}/v1/session/{id}"), token).await;
+        if body.session.status != SessionStatus::Running {
             return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
