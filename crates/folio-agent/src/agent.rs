@@ -265,7 +265,7 @@ impl Agent {
     /// The FileSystem one turn binds: the authored root plus a fresh `/tmp`, or the host
     /// workspace (whose `SemanticSearch` index is built when the model searches, not per turn).
     ///
-    /// Sessions are confined by default (filesystem.md): the host-default tree reaches only the
+    /// Sessions are confined by default (docs/filesystem.md): the host-default tree reaches only the
     /// session workspace and its `memory/` link — absolute paths or `..` leaving them are
     /// refused and links are not followed out — so one principal's session cannot read
     /// another's state, tokens or the host. `unconfined_files` restores the whole host disk for

@@ -1,6 +1,6 @@
 //! The authored root of `[root]` in `agent.toml`: a `union_fs` of host directories, in-memory
 //! trees and overlays, each optionally indexed for `SemanticSearch`; and the per-turn binding
-//! that adds an empty `/tmp` scratch mount (filesystem.md "/tmp scratch").
+//! that adds an empty `/tmp` scratch mount (docs/filesystem.md).
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! The turn loop: build the request, stream the model, run tool calls, record every effect as
-//! an event, and loop until the model answers without tool calls (architecture.md).
+//! an event, and loop until the model answers without tool calls (docs/architecture.md).
 //!
 //! The step loop is one piece that a root turn and a subagent both run through. A root turn's
 //! events are the session's log, and its conversation is rebuilt from them. A subagent runs the

@@ -1,4 +1,4 @@
-//! The local session workspace (project-format.md "The local session workspace"): before a
+//! The local session workspace (docs/agent-folder.md "The session workspace"): before a
 //! session's first local turn it gets `AGENTS.md` (instructions + the agent-tool catalog), the
 //! skills under `.folio/skills/`, the scripts of `execution = "agent"` tools under
 //! `.folio/tools/`, and the `sandbox/workspace/**` seed files; before each turn, the send's

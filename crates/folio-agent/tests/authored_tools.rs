@@ -1,4 +1,4 @@
-//! The authored-tool subprocess contract (tools.md "Authored tools"): stdin `{input, context}`,
+//! The authored-tool subprocess contract (docs/tools.md "Authored tools"): stdin `{input, context}`,
 //! stdout as JSON, envelope or text, non-zero exit with the stderr tail, timeout and cancel
 //! killing the whole process group, dry runs, and schema validation.
 

@@ -1,4 +1,4 @@
-//! Sessions are confined (filesystem.md): across every traversal form, every file tool and
+//! Sessions are confined (docs/filesystem.md): across every traversal form, every file tool and
 //! every mount kind (a session workspace, a read-only and a writable `host_dir` mount under a
 //! union), nothing outside is read, listed, written or deleted; reads refuse devices, FIFOs and
 //! files over the cap without loading them.

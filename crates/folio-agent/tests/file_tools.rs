@@ -1,5 +1,5 @@
 //! The synthesized file tools on an authored tree: every output format and every error text,
-//! byte for byte (tools.md).
+//! byte for byte (docs/tools.md).
 
 use std::path::PathBuf;
 use std::sync::Arc;

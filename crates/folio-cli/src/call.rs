@@ -1,5 +1,5 @@
 //! `folio call`: a direct, deterministic call of an authored tool without a model
-//! (tools.md "Direct calls"): the input is validated, the approval gate is skipped.
+//! (docs/tools.md): the input is validated, the approval gate is skipped.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -121,7 +121,7 @@ fn is_project(dir: &Path) -> bool {
         .any(|name| dir.join(name).exists())
 }
 
-/// The slug an agent is mounted under: its directory's name (project-format.md), which must be
+/// The slug an agent is mounted under: its directory's name (docs/agent-folder.md), which must be
 /// a valid slug in the multi-agent layout.
 fn slug_for(dir: &Path, layout: Layout) -> anyhow::Result<String> {
     let name = dir

@@ -1,5 +1,5 @@
 //! The allowlist table row by row (the tools each configuration offers the model), and every
-//! fail-closed combination as a non-zero exit with a one-line diagnostic (tools.md).
+//! fail-closed combination as a non-zero exit with a one-line diagnostic (docs/tools.md).
 
 mod common;
 

@@ -67,7 +67,7 @@ async fn host_workspace_turn_uses_every_file_tool() {
                 "LS".into(),
                 false,
                 // The prepared workspace holds AGENTS.md, .folio/ and the memory/ link
-                // (project-format.md); walks do not follow the link.
+                // (docs/agent-folder.md); walks do not follow the link.
                 json!(format!(
                     "{ws}/.folio/\n{ws}/AGENTS.md\n{ws}/memory/\n{ws}/notes.txt"
                 ))

@@ -1,5 +1,5 @@
 //! `folio serve` end to end: the process is started with `--port 0`, the mock model server is
-//! the model, and the tests speak HTTP (sessions-http.md, every route and error code).
+//! the model, and the tests speak HTTP (docs/http-api.md, every route and error code).
 
 mod serve_support;
 

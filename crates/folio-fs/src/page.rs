@@ -1,4 +1,4 @@
-//! Pages of a file for `Read` (tools.md): the requested lines, each cut at [`MAX_LINE_CHARS`],
+//! Pages of a file for `Read` (docs/tools.md): the requested lines, each cut at [`MAX_LINE_CHARS`],
 //! and the file's line count. Trees on the host stream the file, keeping only the requested
 //! lines, so a large file costs its page, not its size; other trees page what `read` returns.
 

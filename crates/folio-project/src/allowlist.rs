@@ -1,5 +1,5 @@
-//! The `tools` allowlist of `agent.toml` → the built-in tools a turn offers (tools.md, seed 000
-//! "Allowlist"), and the fail-closed rules for an authored root.
+//! The `tools` allowlist of `agent.toml` → the built-in tools a turn offers (docs/tools.md
+//! "Which tools a turn gets"), and the fail-closed rules for an authored root.
 
 /// Which of the eight synthesized file tools this is (folio-agent implements them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -23,9 +23,9 @@ pub struct AgentConfig {
     pub name: Option<String>,
     /// One line saying what the agent is for.
     pub description: Option<String>,
-    /// `provider:model` (models.md); subagents inherit when omitted.
+    /// `provider:model` (docs/models.md); subagents inherit when omitted.
     pub model: Option<String>,
-    /// The native tool allowlist (tools.md); `None` = the full default set.
+    /// The native tool allowlist (docs/tools.md); `None` = the full default set.
     pub tools: Option<Vec<String>>,
     /// `"local"` only; `"cloud"` is refused.
     pub runtime: Option<String>,
@@ -169,7 +169,7 @@ pub enum Execution {
     Agent,
 }
 
-/// `agent/tools/<name>.toml`: one authored tool (tools.md "Authored tools").
+/// `agent/tools/<name>.toml`: one authored tool (docs/tools.md "Authored tools").
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolManifest {

@@ -1,5 +1,5 @@
 //! Project discovery: a project folder → an [`AgentDefinition`] plus diagnostics, with every
-//! fail-closed rule of tools.md reported as an error that names the file, the field and the rule.
+//! fail-closed rule of docs/tools.md reported as an error that names the file, the field and the rule.
 
 use std::path::{Path, PathBuf};
 
@@ -59,7 +59,7 @@ pub struct AgentDefinition {
     pub artifacts: Option<ArtifactsConfig>,
 }
 
-/// A channel as discovery sees it (channels-schedules.md runs it).
+/// A channel as discovery sees it (channels are validated, not served yet).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChannelSummary {
     /// The file name: the channel id.
@@ -69,7 +69,7 @@ pub struct ChannelSummary {
 }
 
 /// `channels/<id>.toml` as discovery reads it: the `kind`, plus the kind's own settings
-/// (`auth`, `routes`, `deliver`, …; channels-schedules.md), which the server reads.
+/// (`auth`, `routes`, `deliver`, …), which the server reads.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 pub struct ChannelManifest {
     /// `webhook`, `github` or `slack` (required).
@@ -109,7 +109,7 @@ const AGENT_ENTRIES: &[&str] = &[
     "lib",
 ];
 
-/// Channel kinds channels-schedules.md defines.
+/// The channel kinds Folio knows.
 const CHANNEL_KINDS: &[&str] = &["webhook", "github", "slack"];
 
 impl AgentDefinition {

@@ -1,4 +1,4 @@
-//! Skills (project-format.md "Skills"): on-demand procedures the model loads by reading them.
+//! Skills (docs/agent-folder.md): on-demand procedures the model loads by reading them.
 //! Three forms — flat `skills/<name>.md`, packaged `skills/<name>/SKILL.md` with siblings,
 //! generated `skills/<name>.toml` whose command prints `{description, markdown, files}` — are
 //! discovered here; folio-agent loads and materializes them.

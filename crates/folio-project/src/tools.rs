@@ -1,4 +1,4 @@
-//! Authored tool manifests (`agent/tools/<name>.toml`, tools.md "Authored tools"): checked into
+//! Authored tool manifests (`agent/tools/<name>.toml`, docs/tools.md "Authored tools"): checked into
 //! [`ToolDefinition`]s; folio-agent runs them as subprocesses.
 
 use std::path::{Path, PathBuf};

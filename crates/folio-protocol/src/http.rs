@@ -1,4 +1,4 @@
-//! Request and response bodies of the HTTP API (sessions-http.md), one type per body.
+//! Request and response bodies of the HTTP API (docs/http-api.md), one type per body.
 //!
 //! Success bodies carry `"ok": true` ([`OkTrue`]); every error is an [`ErrorBody`] with
 //! `"ok": false`. Request bodies refuse unknown fields (`400 invalid_request` naming the field).
@@ -366,7 +366,7 @@ pub enum ErrorCode {
     RequestTimeout,
     /// `413`: the body is over the limit.
     PayloadTooLarge,
-    /// `415`: a body that is not JSON (browser guard, sessions-http.md).
+    /// `415`: a body that is not JSON (browser guard, docs/http-api.md).
     UnsupportedMediaType,
     /// `500`: anything else (never a stack trace).
     Internal,

@@ -1,4 +1,4 @@
-//! Load benchmark of the embedded server (scale.md targets): 1,000 concurrent streams on one
+//! Load benchmark of the embedded server (targets and figures in bench/RESULTS.md): 1,000 concurrent streams on one
 //! session, 200 concurrent sessions running turns, memory per idle session with 10,000 stored
 //! sessions, and cold start to listening. Run with
 //! `cargo bench -p folio-server --bench serve_load` (optionally `-- --sessions N --streams N

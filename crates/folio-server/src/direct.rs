@@ -1,4 +1,4 @@
-//! Which tools a direct call may run (sessions-http.md, "Direct tool calls"). Unscoped calls
+//! Which tools a direct call may run (docs/tools.md). Unscoped calls
 //! (`POST /v1/tools/:name`) share one workspace among every principal, so they run only tools
 //! the agent's authors wrote — never a built-in (the file tools, `Shell`, `WebFetch`, the todo
 //! tools, `Task`), which would read, write or run in that shared workspace or on the host.

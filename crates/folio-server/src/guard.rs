@@ -1,4 +1,4 @@
-//! The outer guard of every route (sessions-http.md, "Browsers are callers too"): a web page the
+//! The outer guard of every route (docs/http-api.md "Guards"): a web page the
 //! developer visits can reach a loopback server, so in every auth mode the `Host` must be a
 //! loopback name, the bound address or a configured host (DNS rebinding), a foreign `Origin` or
 //! `Sec-Fetch-Site: cross-site` is refused unless the origin is configured, bodies must be JSON

@@ -1,4 +1,4 @@
-//! The HTTP API (sessions-http.md): one thin handler per route — parse, call the
+//! The HTTP API (docs/http-api.md): one thin handler per route — parse, call the
 //! [`SessionManager`], map the result to a status. Every body read or written is a
 //! [`folio_protocol`] type; errors are [`ErrorBody`] (`{ok: false, error, message}`).
 

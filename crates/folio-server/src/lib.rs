@@ -11,7 +11,7 @@
 //! reads its log once when it opens and keeps the events in memory; appends go to disk, to that
 //! copy, and out to live streams through a broadcast. A stream subscribes first, replays from its
 //! start index, then follows, skipping indexes already sent. [`http::router`] maps the routes of
-//! sessions-http.md onto the manager, behind [`Auth`]; every body it reads or writes is a
+//! docs/http-api.md onto the manager, behind [`Auth`]; every body it reads or writes is a
 //! [`folio_protocol`] type.
 //!
 //! ```no_run

@@ -75,7 +75,7 @@ fn text_result(text: String, is_error: bool) -> CallToolResult {
     }
 }
 
-/// Adds `value` as the result's structured content (project-format.md: `ask` returns
+/// Adds `value` as the result's structured content (docs/agent-folder.md: `ask` returns
 /// `{status, sessionId, reply}`, `check` `{session, lastReply}`).
 fn structured(mut result: CallToolResult, value: &impl serde::Serialize) -> CallToolResult {
     result.structured_content = serde_json::to_value(value).ok();

@@ -1,5 +1,5 @@
 //! Session metadata on disk (`session.json`) and the ids of sessions and turns; where each
-//! file lives is the state root's layout ([`StateRoot`], sessions-http.md "Storage").
+//! file lives is the state root's layout ([`StateRoot`], docs/http-api.md "Storage and crashes").
 
 use chrono::{DateTime, Utc};
 use folio_protocol::{SessionMode, SessionStatus};

@@ -1,4 +1,4 @@
-//! Browsers are callers too (sessions-http.md): every route, in every auth mode, refuses a
+//! Browsers are callers too (docs/http-api.md): every route, in every auth mode, refuses a
 //! foreign `Host` (DNS rebinding), a foreign `Origin`, `Sec-Fetch-Site: cross-site` and non-JSON
 //! bodies, while same-origin JSON requests pass; bad input gets the JSON error body, and a
 //! declared body over the limit is refused at once.

@@ -1,4 +1,4 @@
-//! Authored tools (`agent/tools/<name>.toml`, tools.md "Authored tools"): input validated
+//! Authored tools (`agent/tools/<name>.toml`, docs/tools.md "Authored tools"): input validated
 //! against the manifest's JSON Schema, then a subprocess that reads `{input, context}` on stdin
 //! and prints its result on stdout.
 

@@ -1,5 +1,5 @@
-//! The eight file tools synthesized from the turn's FileSystem (tools.md, seed 000 "Tool
-//! synthesis"): `Read`, `LS`, `Grep`, `Glob`, `Write`, `StrReplace`, `Delete`, `SemanticSearch`.
+//! The eight file tools synthesized from the turn's FileSystem (docs/tools.md): `Read`, `LS`,
+//! `Grep`, `Glob`, `Write`, `StrReplace`, `Delete`, `SemanticSearch`.
 
 use std::fmt::Write as _;
 

@@ -1,4 +1,4 @@
-//! The `Shell` sandbox (`[local] sandbox = true`, project-format.md): Linux Landlock confines the
+//! The `Shell` sandbox (`[local] sandbox = true`, docs/agent-folder.md): Linux Landlock confines the
 //! whole process tree of a command. It may write only in the session workspace (with its
 //! `memory/` link target) and a scratch directory of its own (`TMPDIR`); it may read and run
 //! the system directories plus what `[local] sandbox_read` lists, and nothing else (no home

@@ -1,5 +1,5 @@
 //! Large tool output: kept inline when small, otherwise spilled to a scratch file and replaced
-//! by a short head plus where to read the rest (filesystem.md "/tmp scratch").
+//! by a short head plus where to read the rest (docs/filesystem.md).
 
 use uuid::Uuid;
 
