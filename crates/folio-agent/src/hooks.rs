@@ -36,6 +36,7 @@ const EVENT_TYPES: &[&str] = &[
     "session.failed",
     "agent.bound",
     "message.received",
+    "message.queued",
     "turn.queued",
     "turn.started",
     "turn.completed",

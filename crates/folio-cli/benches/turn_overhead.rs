@@ -119,6 +119,7 @@ async fn measure(name: &str, harness: &Harness, before_turn: impl Fn()) {
                     text: "What is in the tree?".into(),
                     admission: None,
                     coalesced: None,
+                    client_message_id: None,
                 }),
             )
             .await

@@ -164,6 +164,7 @@ pub async fn run_turn(
             text: message.to_string(),
             admission: None,
             coalesced: None,
+            client_message_id: None,
         }),
     )
     .await
