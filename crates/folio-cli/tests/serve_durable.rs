@@ -241,6 +241,21 @@ async fn a_create_acknowledged_just_before_a_crash_is_retried_by_key_into_the_sa
 
 #[tokio::test]
 async fn coalesced_messages_acknowledged_before_a_kill_9_run_once_after_the_restart() {
+    coalesced_messages_survive(Ending::Kill9).await;
+}
+
+#[tokio::test]
+async fn coalesced_messages_acknowledged_before_a_graceful_shutdown_run_once_after_the_restart() {
+    coalesced_messages_survive(Ending::Sigterm).await;
+}
+
+/// How the server ends while coalesced messages are queued.
+enum Ending {
+    Kill9,
+    Sigterm,
+}
+
+async fn coalesced_messages_survive(ending: Ending) {
     let mock = MockModelServer::start().await;
     mock.push(
         MockReply::text("one two three four five six seven eight nine ten eleven twelve")
@@ -265,7 +280,22 @@ async fn coalesced_messages_acknowledged_before_a_kill_9_run_once_after_the_rest
         assert_eq!(status, 200, "{accepted}");
         token = accepted["continuationToken"].as_str().unwrap().to_string();
     }
-    kill(server).await;
+    match ending {
+        Ending::Kill9 => kill(server).await,
+        Ending::Sigterm => {
+            let mut server = server;
+            let pid = server.child.id().unwrap().to_string();
+            let sent = std::process::Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .unwrap();
+            assert!(sent.success());
+            tokio::time::timeout(Duration::from_secs(30), server.child.wait())
+                .await
+                .expect("the server shuts down within 30 s")
+                .unwrap();
+        }
+    }
     drop(stream);
 
     mock.push(MockReply::text("both answered"));

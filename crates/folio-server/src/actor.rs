@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::command::{Admit, Command, Pending};
+use crate::command::{Admit, Command, Pending, queued_messages};
 use crate::error::ManagerError;
 use crate::fault::FaultPoint;
 use crate::live::{Live, LiveSink, lock};
@@ -49,12 +49,15 @@ impl Actor {
         live: Arc<Live>,
         rx: mpsc::UnboundedReceiver<Command>,
     ) -> Self {
+        // Messages acknowledged while a turn ran that no turn drained yet (a turn parked
+        // across a restart, or a restart before the drain).
+        let queue = live.with_events(queued_messages);
         Actor {
             inner,
             live,
             rx,
             running: None,
-            queue: Vec::new(),
+            queue,
         }
     }
 
@@ -96,9 +99,9 @@ impl Actor {
                 let _ = reply.send(result);
                 false
             }
-            Command::Drain { messages } => {
-                if self.running.is_none() && !messages.is_empty() {
-                    let (message, count) = Pending::join(messages);
+            Command::Drain => {
+                if self.running.is_none() && !self.queue.is_empty() {
+                    let (message, count) = Pending::join(std::mem::take(&mut self.queue));
                     let admission = Some(Admission::Coalesce);
                     if let Err(err) = self.start_turn(message, admission, Some(count), None, None) {
                         self.inner
@@ -150,11 +153,13 @@ impl Actor {
             Command::Close { delete, reply } => {
                 let parked = lock(&self.live.approvals).is_parked();
                 if self.running.is_some() && (delete || !parked) {
-                    self.queue.clear();
                     let outcome = self.interrupt().await;
-                    if !delete {
+                    // Queued messages were acknowledged: they stay in the log (no end of turn
+                    // recorded after them) and the next start runs them.
+                    if !delete && self.queue.is_empty() {
                         self.after_turn(outcome).await;
                     }
+                    self.queue.clear();
                 } else if let Some(running) = self.running.take() {
                     // Parked on an approval: it stays parked in the log and resumes after
                     // the restart, when the decision arrives.

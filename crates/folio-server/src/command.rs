@@ -73,10 +73,8 @@ pub(crate) enum Command {
         admit: Admit,
         reply: oneshot::Sender<Result<Option<String>, ManagerError>>,
     },
-    /// Runs messages a restart found queued (recovery).
-    Drain {
-        messages: Vec<Pending>,
-    },
+    /// Runs the messages a restart found queued (recovery).
+    Drain,
     Stop {
         reply: oneshot::Sender<()>,
     },

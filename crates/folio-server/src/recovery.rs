@@ -118,15 +118,14 @@ impl SessionManager {
                 .count() as u32
         });
         lock(&live.meta).turns = turns;
-        let queued = live.with_events(queued_messages);
-        if !queued.is_empty() && lock(&live.meta).mode == SessionMode::Chat {
+        let queued = live.with_events(queued_messages).len();
+        if queued > 0 && lock(&live.meta).mode == SessionMode::Chat {
             self.inner.logs.info(format!(
-                "session {}: running {} message(s) queued before the restart",
-                live.id,
-                queued.len()
+                "session {}: running {queued} message(s) queued before the restart",
+                live.id
             ));
             remember(&mut lock(&self.inner.live), &live.id, &live);
-            return self.post(&live, Command::Drain { messages: queued });
+            return self.post(&live, Command::Drain);
         }
         let boundary = live.with_events(|events| {
             let last = events.last()?;
