@@ -9,6 +9,7 @@ use folio_model::{Provider, ProviderConfig, open_provider};
 
 use crate::allowlist::NativeTool;
 use crate::artifacts::{ArtifactStore, TagArtifactTool};
+use crate::compaction::{ContextBudget, Summarizer};
 use crate::config::{Execution, ProviderSection};
 use crate::discovery::AgentDefinition;
 use crate::hooks::HookDispatcher;
@@ -53,9 +54,8 @@ pub type ModelOpener =
 pub struct LoadOptions {
     /// Resolves `${NAME}` templates of connections and provider keys (default: the process env).
     pub env: Option<EnvLookup>,
-    /// The state root; artifacts live in `<state-root>/artifacts` (default
-    /// `<project>/.folio/state`).
-    pub state_root: Option<PathBuf>,
+    /// The state root, where artifacts and memory live (default `<project>/.folio/state`).
+    pub state_root: Option<StateLayout>,
     /// Opens a subagent's own model (default: `open_provider` with the agent's `[provider]`).
     pub open_model: Option<ModelOpener>,
 }
@@ -135,10 +135,10 @@ impl Agent {
                 tools.register(Arc::new(tool))?;
             }
         }
-        let state = match &options.state_root {
-            Some(path) => StateLayout::new(path),
-            None => StateLayout::for_project(&definition.project_dir),
-        };
+        let state = options
+            .state_root
+            .clone()
+            .unwrap_or_else(|| StateLayout::for_project(&definition.project_dir));
         let artifacts = ArtifactStore::open(
             state.artifacts_dir(),
             definition.artifacts.clone().unwrap_or_default(),
@@ -147,6 +147,15 @@ impl Agent {
         if artifacts.config().agent_tool {
             tools.register(Arc::new(TagArtifactTool::new(artifacts.clone())))?;
         }
+        let summarizer = match &definition.config.context.compaction_model {
+            Some(spec) => {
+                let (provider, model) = open_spec(&definition, &options, &env, spec)
+                    .map_err(|err| format!("context.compaction_model: {err}"))?;
+                Some(Summarizer { provider, model })
+            }
+            None => None,
+        };
+        let model_id = model.clone();
         let mut harness = Harness {
             provider,
             model,
@@ -154,6 +163,7 @@ impl Agent {
             params: definition.config.model_params.clone(),
             tools,
             max_steps: definition.max_steps(),
+            context: ContextBudget::new(&model_id, &definition.config.context, summarizer),
         };
         if definition.native_tools.contains(&NativeTool::Task) {
             let subagents = load_subagents(&definition, &harness, &options, &env)?;
@@ -196,8 +206,6 @@ impl Agent {
     }
 }
 
-/// Each subagent's harness: its instructions, its model (or the parent's), the parent's tools
-/// (the registry before `Task` is added) and step limit.
 /// The model client settings of an agent's `[provider]` section.
 pub fn provider_config(section: &ProviderSection) -> ProviderConfig {
     ProviderConfig {
@@ -208,6 +216,25 @@ pub fn provider_config(section: &ProviderSection) -> ProviderConfig {
     }
 }
 
+/// Opens the model `spec` names (`provider:model`) with the agent's `[provider]` settings, or
+/// through [`LoadOptions::open_model`] when the caller opens models itself.
+fn open_spec(
+    definition: &AgentDefinition,
+    options: &LoadOptions,
+    env: &EnvLookup,
+    spec: &str,
+) -> Result<(Arc<dyn Provider>, String), String> {
+    match &options.open_model {
+        Some(open) => open(spec),
+        None => {
+            let config = provider_config(&definition.config.provider);
+            open_provider(spec, &config, &|name: &str| env(name)).map_err(|err| err.to_string())
+        }
+    }
+}
+
+/// Each subagent's harness: its instructions, its model (or the parent's), the parent's tools
+/// (the registry before `Task` is added) and step limit.
 fn load_subagents(
     definition: &AgentDefinition,
     parent: &Harness,
@@ -218,14 +245,8 @@ fn load_subagents(
     for sub in &definition.subagents {
         let (provider, model) = match &sub.model {
             None => (parent.provider.clone(), parent.model.clone()),
-            Some(spec) => match &options.open_model {
-                Some(open) => open(spec)?,
-                None => {
-                    let config = provider_config(&definition.config.provider);
-                    open_provider(spec, &config, &|name: &str| env(name))
-                        .map_err(|err| format!("subagent \"{}\": model: {err}", sub.id))?
-                }
-            },
+            Some(spec) => open_spec(definition, options, env, spec)
+                .map_err(|err| format!("subagent \"{}\": model: {err}", sub.id))?,
         };
         subagents.push(Subagent {
             definition: sub.clone(),

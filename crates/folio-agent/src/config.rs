@@ -42,6 +42,9 @@ pub struct AgentConfig {
     /// Agent-wide concurrency limits.
     #[serde(default)]
     pub concurrency: ConcurrencySection,
+    /// The context budget: window, when to compact, what to keep.
+    #[serde(default)]
+    pub context: ContextSection,
     /// An authored FileSystem instead of the host disk: mount path → mount.
     pub root: Option<BTreeMap<String, MountSpec>>,
 }
@@ -77,6 +80,20 @@ pub struct LocalSection {
 pub struct ConcurrencySection {
     /// Turns running at once across the agent; excess turns queue.
     pub max_running_turns: Option<u32>,
+}
+
+/// `[context]`: how much conversation a model request may carry, and compaction.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ContextSection {
+    /// The model's context window in tokens (default: known per model, else 128,000).
+    pub window: Option<u64>,
+    /// Compact when a request would exceed this fraction of the window (default 0.8).
+    pub compact_at: Option<f64>,
+    /// Most recent turns kept verbatim when compacting (default 2).
+    pub keep_recent: Option<u32>,
+    /// `provider:model` that writes summaries (default: the agent's model).
+    pub compaction_model: Option<String>,
 }
 
 /// One mount of `[root]`: a host directory, an in-memory tree, or an overlay of mounts.

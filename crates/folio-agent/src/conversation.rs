@@ -9,9 +9,29 @@ use serde_json::Value;
 
 pub use folio_protocol::INTERRUPTED_RESULT;
 
+/// How the summary of a compacted conversation opens, as the first user message.
+pub const SUMMARY_HEADING: &str = "Summary of the earlier conversation (compacted to fit the context window; the full record is kept in the session log):";
+
 /// Rebuilds the messages to send to the provider from a session's events, in order.
+///
+/// After a `context.compacted` event the conversation is its summary (one user message) and
+/// the events from its `upToIndex` on; the events before are not read at all, so the rebuild
+/// costs what the model sees, not the length of the log.
 pub fn conversation(events: &[Event]) -> Vec<Message> {
-    let mut messages = Vec::new();
+    let compacted = events.iter().rev().find_map(|event| match &event.body {
+        EventBody::ContextCompacted(compacted) => Some(compacted),
+        _ => None,
+    });
+    let (mut messages, events) = match compacted {
+        Some(compacted) => {
+            let first = events.partition_point(|event| event.index < compacted.up_to_index);
+            let summary = Message::User {
+                text: format!("{SUMMARY_HEADING}\n\n{}", compacted.summary),
+            };
+            (vec![summary], &events[first..])
+        }
+        None => (Vec::new(), events),
+    };
     let mut step = Step::default();
     // Calls requested but not yet answered, so an interrupted call still gets a result.
     let mut open_calls: Vec<(String, String)> = Vec::new();

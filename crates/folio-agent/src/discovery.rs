@@ -370,6 +370,19 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
     if config.max_steps == Some(0) {
         findings.error(manifest, "max_steps: must be at least 1".into());
     }
+    if config.context.window == Some(0) {
+        findings.error(manifest, "context.window: must be at least 1 token".into());
+    }
+    if let Some(at) = config
+        .context
+        .compact_at
+        .filter(|at| !(*at > 0.0 && *at <= 1.0))
+    {
+        findings.error(
+            manifest,
+            format!("context.compact_at: {at} is not a fraction of the window (use a number in (0, 1], e.g. 0.8)"),
+        );
+    }
     for name in config.tools.iter().flatten() {
         if !ALLOWLIST_NAMES.contains(&name.as_str()) {
             let hint = nearest_key(name, ALLOWLIST_NAMES)

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use folio_protocol::Event;
+use folio_protocol::{Event, EventBody};
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -26,35 +26,6 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 const RECENT_RUNS: usize = 200;
 /// Bytes of stderr kept for a failure message.
 const STDERR_TAIL: usize = 2000;
-
-/// Every event type of sessions-http.md, for checking hook filters.
-const EVENT_TYPES: &[&str] = &[
-    "session.started",
-    "ab.assigned",
-    "session.waiting",
-    "session.completed",
-    "session.failed",
-    "agent.bound",
-    "message.received",
-    "message.queued",
-    "turn.queued",
-    "turn.started",
-    "turn.completed",
-    "turn.failed",
-    "step.started",
-    "step.completed",
-    "reasoning.appended",
-    "reasoning.completed",
-    "message.appended",
-    "message.completed",
-    "actions.requested",
-    "action.result",
-    "action.approval_requested",
-    "action.approval_resolved",
-    "subagent.called",
-    "subagent.completed",
-    "artifact.tagged",
-];
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -135,8 +106,8 @@ pub(crate) fn discover_hooks(agent_dir: &Path, report: &mut Report) -> Vec<HookD
         for filter in &manifest.events {
             let known = filter == "*"
                 || match filter.strip_suffix('*') {
-                    Some(prefix) => EVENT_TYPES.iter().any(|t| t.starts_with(prefix)),
-                    None => EVENT_TYPES.contains(&filter.as_str()),
+                    Some(prefix) => EventBody::TYPES.iter().any(|t| t.starts_with(prefix)),
+                    None => EventBody::TYPES.contains(&filter.as_str()),
                 };
             if !known {
                 report.warning(

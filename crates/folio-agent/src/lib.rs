@@ -126,6 +126,7 @@
 pub mod agent;
 pub mod allowlist;
 pub mod artifacts;
+mod compaction;
 pub mod config;
 pub mod conversation;
 pub mod discovery;
@@ -143,6 +144,7 @@ pub mod turn;
 pub mod workspace;
 
 pub use agent::Agent;
+pub use compaction::{ContextBudget, Summarizer};
 pub use discovery::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
 pub use layout::StateLayout;
 pub use sink::EventSink;

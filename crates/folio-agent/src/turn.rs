@@ -24,9 +24,15 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::compaction::ContextBudget;
 use crate::conversation::conversation;
 use crate::sink::EventSink;
 use crate::tools::{ScratchMode, SessionContext, TodoList, ToolContext, ToolOutput, ToolRegistry};
+
+mod compact;
+mod record;
+
+use record::{Recorder, Scope};
 
 pub use folio_protocol::TURN_INTERRUPTED;
 
@@ -45,6 +51,8 @@ pub struct Harness {
     pub tools: ToolRegistry,
     /// Model calls per turn before the turn fails.
     pub max_steps: u32,
+    /// The context budget: window, compaction threshold, what to keep, who summarizes.
+    pub context: ContextBudget,
 }
 
 /// One turn's inputs from its session.
@@ -93,67 +101,8 @@ enum Stop {
     StepLimit,
     /// A model error or an event that could not be recorded.
     Failed(String),
-}
-
-/// Whose step loop runs: the root turn, or a subagent inside the parent's `Task` call.
-#[derive(Clone, Copy)]
-enum Scope<'a> {
-    /// Every event is appended to the session's log and is the turn's conversation.
-    Root,
-    /// The events are the subagent's own conversation, kept in memory; only its tool calls and
-    /// their results are appended to the log.
-    Subagent {
-        /// The subagent's id, the tag of its calls in the log.
-        id: &'a str,
-        /// The parent's `Task` call id, which scopes the subagent's call ids in the log.
-        task_call_id: &'a str,
-    },
-}
-
-impl Scope<'_> {
-    /// The id the log and the tool see for the model's call `id`: a subagent's call ids are
-    /// scoped by the parent's `Task` call, so they never collide with the parent's own calls.
-    fn logged_call_id(&self, id: &str) -> String {
-        match self {
-            Scope::Root => id.to_string(),
-            Scope::Subagent { task_call_id, .. } => format!("{task_call_id}/{id}"),
-        }
-    }
-
-    /// What a subagent's event appends to the log: its tool calls, tagged and scoped, and their
-    /// results; its steps and messages stay in its own conversation.
-    fn logged_by_subagent(&self, body: &EventBody) -> Option<EventBody> {
-        let Scope::Subagent { id, .. } = self else {
-            return None;
-        };
-        match body {
-            EventBody::ActionsRequested(requested) => {
-                Some(EventBody::ActionsRequested(ActionsRequested {
-                    calls: requested
-                        .calls
-                        .iter()
-                        .map(|call| folio_protocol::RequestedCall {
-                            call_id: self.logged_call_id(&call.call_id),
-                            subagent: Some(id.to_string()),
-                            ..call.clone()
-                        })
-                        .collect(),
-                }))
-            }
-            EventBody::ActionResult(result) => Some(EventBody::ActionResult(ActionResult {
-                call_id: self.logged_call_id(&result.call_id),
-                ..result.clone()
-            })),
-            _ => None,
-        }
-    }
-}
-
-/// Where a step loop records: the session's sink, and whose loop it is.
-#[derive(Clone, Copy)]
-struct Recorder<'a> {
-    sink: &'a dyn EventSink,
-    scope: Scope<'a>,
+    /// The provider refused the request as larger than the model's context window.
+    ContextOverflow(String),
 }
 
 /// The `action.result` of a finished call.
@@ -181,6 +130,8 @@ fn action_result(
 fn model_stop(cancel: &CancellationToken, err: folio_model::ModelError) -> Stop {
     if cancel.is_cancelled() {
         Stop::Interrupted
+    } else if err.is_context_overflow() {
+        Stop::ContextOverflow(err.to_string())
     } else {
         Stop::Failed(err.to_string())
     }
@@ -255,7 +206,7 @@ impl Harness {
                 "subagent \"{id}\" reached its step limit ({} model calls) without answering",
                 self.max_steps
             ),
-            Stop::Failed(message) => message,
+            Stop::Failed(message) | Stop::ContextOverflow(message) => message,
         })
     }
 
@@ -307,7 +258,7 @@ impl Harness {
                         "step limit reached: the turn made {} model calls without finishing (raise max_steps in agent.toml)",
                         self.max_steps
                     ),
-                    Stop::Failed(message) => message,
+                    Stop::Failed(message) | Stop::ContextOverflow(message) => message,
                 };
                 let body = EventBody::TurnFailed(TurnFailed {
                     message: message.clone(),
@@ -370,18 +321,47 @@ impl Harness {
         let tools = self.tool_specs();
         let system = self.system_prompt(&turn.scratch, &turn.workspace);
         let mut usage = None;
+        let mut compaction_usage = None;
         for step in first_step..=self.max_steps {
             self.emit(turn, recorder, EventBody::StepStarted(StepStarted { step }))
                 .await?;
             let step_started = Instant::now();
-            let request = ModelRequest {
+            let request = |turn: &Turn| ModelRequest {
                 model: self.model.clone(),
                 system: system.clone(),
                 messages: conversation(&turn.events),
                 tools: tools.clone(),
                 params: self.params.clone(),
             };
-            let response = self.stream_step(turn, recorder, &request).await?;
+            let mut next = request(turn);
+            let root = matches!(recorder.scope, Scope::Root);
+            let tokens = if root {
+                self.context.counter.request(&next)
+            } else {
+                0
+            };
+            if tokens > self.context.threshold()
+                && self
+                    .compact(turn, recorder, &next, tokens, &mut compaction_usage)
+                    .await?
+            {
+                next = request(turn);
+            }
+            let response = match self.stream_step(turn, recorder, &next).await {
+                // The provider counts differently than we estimated: compact once and retry.
+                Err(Stop::ContextOverflow(message)) if root => {
+                    let tokens = self.context.counter.request(&next);
+                    if !self
+                        .compact(turn, recorder, &next, tokens, &mut compaction_usage)
+                        .await?
+                    {
+                        return Err(Stop::Failed(message));
+                    }
+                    next = request(turn);
+                    self.stream_step(turn, recorder, &next).await?
+                }
+                other => other?,
+            };
             usage = Usage::sum_reported([usage, response.usage]);
             if let Some(reasoning) = &response.reasoning {
                 self.emit(
@@ -423,7 +403,8 @@ impl Harness {
             if response.tool_calls.is_empty() {
                 let body = EventBody::TurnCompleted(TurnCompleted {
                     reply: response.text.clone(),
-                    usage,
+                    usage: Usage::sum_reported([usage, compaction_usage]),
+                    compaction_usage,
                     steps: step,
                     duration_ms: started.elapsed().as_millis() as u64,
                 });
@@ -442,9 +423,22 @@ impl Harness {
         recorder: Recorder<'_>,
         request: &ModelRequest,
     ) -> Result<folio_model::Response, Stop> {
+        self.call_model(turn, Some(recorder), self.provider.as_ref(), request)
+            .await
+    }
+
+    /// One model call through `provider`; its text and reasoning deltas are recorded as they
+    /// arrive when a `recorder` is given (a compaction request records none).
+    async fn call_model(
+        &self,
+        turn: &mut Turn,
+        recorder: Option<Recorder<'_>>,
+        provider: &dyn Provider,
+        request: &ModelRequest,
+    ) -> Result<folio_model::Response, Stop> {
         let cancel = turn.cancel.clone();
         let mut stream = tokio::select! {
-            stream = self.provider.stream(request, cancel.child_token()) => {
+            stream = provider.stream(request, cancel.child_token()) => {
                 stream.map_err(|err| model_stop(&cancel, err))?
             }
             () = cancel.cancelled() => return Err(Stop::Interrupted),
@@ -457,6 +451,10 @@ impl Harness {
             };
             let Some(delta) = delta else { break };
             let delta = delta.map_err(|err| model_stop(&cancel, err))?;
+            let Some(recorder) = recorder else {
+                assembler.push(&delta);
+                continue;
+            };
             match &delta {
                 folio_model::Delta::Text(text) if !text.is_empty() => {
                     let body = EventBody::MessageAppended(MessageAppended {

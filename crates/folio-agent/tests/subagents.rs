@@ -350,3 +350,54 @@ async fn a_subagent_refuses_a_tool_that_needs_approval_without_parking_the_turn(
         ]
     );
 }
+
+#[tokio::test]
+async fn stopping_the_turn_interrupts_the_subagent_and_fails_the_turn() {
+    let mock = MockModelServer::start().await;
+    let dir = researcher_project(&[]);
+    let agent = load_agent(dir.path(), &mock.openai_base_url(), env_of(&[])).await;
+    let workspace = dir.path().join("workspace");
+    mock.push(MockReply::tool_calls([(
+        "Task",
+        json!({"subagent": "researcher", "prompt": "Take your time"}),
+    )]));
+    mock.push(MockReply::text("too late").first_byte_delay(std::time::Duration::from_secs(30)));
+    // Stop arrives while the subagent waits for its model.
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let stop = cancel.clone();
+    let sink = MemorySink {
+        observer: Some(Box::new(move |event| {
+            if matches!(event.body, EventBody::SubagentCalled(_)) {
+                stop.cancel();
+            }
+        })),
+        ..MemorySink::default()
+    };
+    let outcome = run_turn_until(&agent, &sink, &workspace, "delegate", cancel).await;
+    assert_eq!(
+        outcome,
+        TurnOutcome::Failed {
+            message: "turn interrupted".into()
+        }
+    );
+    let events = sink.events();
+    let types: Vec<&str> = events.iter().map(|e| e.body.event_type()).collect();
+    let called = types.iter().position(|t| *t == "subagent.called").unwrap();
+    assert_eq!(
+        types[called..],
+        ["subagent.called", "subagent.completed", "turn.failed"]
+    );
+    let task_call_id = match &events[called].body {
+        EventBody::SubagentCalled(called) => called.call_id.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        events[called + 1].body,
+        EventBody::SubagentCompleted(SubagentCompleted {
+            call_id: task_call_id,
+            subagent: "researcher".into(),
+            reply: "subagent \"researcher\" was interrupted".into(),
+            is_error: true,
+        })
+    );
+}

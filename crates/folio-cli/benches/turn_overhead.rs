@@ -8,8 +8,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use folio_agent::config::ContextSection;
 use folio_agent::tools::{FileTool, ScratchMode, TodoList, ToolRegistry};
-use folio_agent::{EventSink, Harness, Turn, TurnOutcome};
+use folio_agent::{ContextBudget, EventSink, Harness, Turn, TurnOutcome};
 use folio_fs::{FileSystem, temp_fs};
 use folio_model::{
     Delta, DeltaStream, FinishReason, ModelError, ModelRequest, Provider, ProviderConfig,
@@ -97,6 +98,7 @@ fn harness(provider: Arc<dyn Provider>) -> Harness {
         params: Default::default(),
         tools,
         max_steps: 10,
+        context: ContextBudget::new("bench", &ContextSection::default(), None),
     }
 }
 

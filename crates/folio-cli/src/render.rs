@@ -46,6 +46,11 @@ pub(crate) fn print_event(event: &Event) {
             }
         ),
         EventBody::TurnFailed(failed) => writeln!(err, "✗ turn failed: {}", failed.message),
+        EventBody::ContextCompacted(compacted) => writeln!(
+            err,
+            "⋯ context compacted: events before #{} summarized ({} → {} tokens)",
+            compacted.up_to_index, compacted.tokens_before, compacted.tokens_after
+        ),
         _ => Ok(()),
     };
 }

@@ -79,7 +79,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<ExitCode> {
         None => StateRoot::for_project(&args.dir),
     };
     let options = LoadOptions {
-        state_root: Some(state.path().to_path_buf()),
+        state_root: Some(state.clone()),
         ..LoadOptions::default()
     };
     let agent = Agent::load_with(definition, provider, model, options)

@@ -156,7 +156,7 @@ async fn open_agent(
 ) -> anyhow::Result<Agent> {
     let (provider, model) = open_model(&definition, dir, model)?;
     let options = LoadOptions {
-        state_root: Some(state.path().to_path_buf()),
+        state_root: Some(state.clone()),
         ..LoadOptions::default()
     };
     Agent::load_with(definition, provider, model, options)

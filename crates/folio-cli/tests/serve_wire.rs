@@ -172,7 +172,7 @@ async fn every_route_answers_with_its_folio_protocol_type() {
     .await;
     let page: Page<SessionSummary> =
         expect(Method::GET, &format!("{url}/v1/sessions"), NO_BODY, 200).await;
-    assert_eq!(page.data, [got.session.clone()]);
+    assert_eq!(page.data, std::slice::from_ref(&got.session));
     assert_eq!(page.next_cursor, None);
     expect_error(
         Method::GET,

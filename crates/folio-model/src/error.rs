@@ -132,7 +132,36 @@ pub enum ModelError {
     },
 }
 
+/// Phrases providers use when a request does not fit the model's context window (OpenAI
+/// `context_length_exceeded`, Anthropic "prompt is too long", llama.cpp and vLLM wordings).
+const CONTEXT_OVERFLOW: &[&str] = &[
+    "context_length_exceeded",
+    "context length",
+    "maximum context",
+    "context window",
+    "prompt is too long",
+    "too many tokens",
+    "exceeds the context",
+];
+
 impl ModelError {
+    /// Whether the provider refused the request because it does not fit the context window.
+    pub fn is_context_overflow(&self) -> bool {
+        match self {
+            ModelError::Http {
+                status: 400 | 413 | 422,
+                message,
+                ..
+            } => {
+                let message = message.to_ascii_lowercase();
+                CONTEXT_OVERFLOW
+                    .iter()
+                    .any(|phrase| message.contains(phrase))
+            }
+            _ => false,
+        }
+    }
+
     /// Whether a retry may help (429, 5xx, connection errors), before any token streamed.
     pub(crate) fn is_retryable(&self) -> bool {
         match self {

@@ -56,6 +56,7 @@ mod http;
 mod open;
 mod openai;
 mod replay;
+mod tokens;
 mod types;
 
 use async_trait::async_trait;
@@ -68,6 +69,7 @@ pub use config::{
 pub use error::{ModelError, TimeoutKind};
 pub use open::{MissingKeyProvider, open_provider};
 pub use replay::{RecordingProvider, ReplayProvider};
+pub use tokens::{TokenCounter, known_context_window};
 pub use types::{
     ContentPart, Delta, FinishReason, Message, ModelRequest, Reasoning, Response,
     ResponseAssembler, ToolCall, ToolSpec, Usage,

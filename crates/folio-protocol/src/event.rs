@@ -121,6 +121,9 @@ macro_rules! event_body {
         }
 
         impl EventBody {
+            /// Every event `type` string, in the order of the contract's event table.
+            pub const TYPES: &'static [&'static str] = &[$($name,)*];
+
             /// The wire `type` string of this event.
             pub fn event_type(&self) -> &'static str {
                 match self {
@@ -197,6 +200,8 @@ event_body! {
     "subagent.completed" => SubagentCompleted(SubagentCompleted),
     /// An artifact was tagged for this session.
     "artifact.tagged" => ArtifactTagged(ArtifactTagged),
+    /// The conversation before `upToIndex` was summarized to fit the context window.
+    "context.compacted" => ContextCompacted(ContextCompacted),
 }
 
 /// How a session runs: `chat` parks after each turn, `task` ends after its turn.
@@ -394,13 +399,33 @@ pub struct TurnStarted {
 pub struct TurnCompleted {
     /// The final assistant reply.
     pub reply: String,
-    /// Token usage summed over the steps whose provider reported it; `null` when none did.
+    /// Token usage summed over the steps whose provider reported it, compaction calls
+    /// included; `null` when none did.
     #[serde(default)]
     pub usage: Option<Usage>,
+    /// The part of `usage` spent compacting the conversation (absent when the turn did not
+    /// compact).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction_usage: Option<Usage>,
     /// Number of model calls in the turn.
     pub steps: u32,
     /// Wall time of the turn in milliseconds.
     pub duration_ms: u64,
+}
+
+/// `context.compacted` data: what the model sees of the session from now on is `summary` in
+/// place of every event before `up_to_index`. The log itself keeps everything.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextCompacted {
+    /// The first event index still sent to the model as it was.
+    pub up_to_index: u64,
+    /// The model-written summary of everything before `up_to_index`.
+    pub summary: String,
+    /// Estimated tokens of the request before compaction.
+    pub tokens_before: u64,
+    /// Estimated tokens of the same request rebuilt with the summary.
+    pub tokens_after: u64,
 }
 
 /// `turn.failed` data.

@@ -50,11 +50,11 @@ pub use contract::{
 
 pub use event::{
     AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionResult, ActionsRequested,
-    Admission, AgentBound, ApprovalDecision, ArtifactTagged, Event, EventBody, FinishReason,
-    MessageAppended, MessageCompleted, MessageQueued, MessageReceived, ReasoningAppended,
-    ReasoningCompleted, RequestedCall, SessionCompleted, SessionFailed, SessionMode,
-    SessionStarted, SessionWaiting, StepCompleted, StepStarted, SubagentCalled, SubagentCompleted,
-    TurnCompleted, TurnFailed, TurnQueued, TurnStarted, format_at,
+    Admission, AgentBound, ApprovalDecision, ArtifactTagged, ContextCompacted, Event, EventBody,
+    FinishReason, MessageAppended, MessageCompleted, MessageQueued, MessageReceived,
+    ReasoningAppended, ReasoningCompleted, RequestedCall, SessionCompleted, SessionFailed,
+    SessionMode, SessionStarted, SessionWaiting, StepCompleted, StepStarted, SubagentCalled,
+    SubagentCompleted, TurnCompleted, TurnFailed, TurnQueued, TurnStarted, format_at,
 };
 pub use http::{
     Acknowledged, AgentSummary, ApprovalRequest, ArtifactRecord, ArtifactResponse, CreateSession,
@@ -63,6 +63,6 @@ pub use http::{
     ToolCallRequest, ToolCallResult,
 };
 pub use mcp::{AskArguments, AskResult, AskStatus, CheckArguments, CheckResult};
-pub use result::{RunResult, ToolCallRecord, TurnSummary};
+pub use result::{CompactionPoint, RunResult, ToolCallRecord, TurnSummary};
 pub use schema::schemas;
 pub use usage::Usage;

@@ -27,6 +27,25 @@ pub struct RunResult {
     pub usage: Option<Usage>,
     /// The failure message when `ok` is false.
     pub error: Option<String>,
+    /// Where the conversation was compacted (absent when it never was).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compactions: Vec<CompactionPoint>,
+}
+
+/// One `context.compacted` of a [`RunResult`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionPoint {
+    /// The turn that compacted.
+    pub turn_id: Option<String>,
+    /// The index of the `context.compacted` event.
+    pub index: u64,
+    /// Events before this index were summarized.
+    pub up_to_index: u64,
+    /// Estimated request tokens before and after.
+    pub tokens_before: u64,
+    /// Estimated request tokens after.
+    pub tokens_after: u64,
 }
 
 /// One turn of a [`RunResult`].
@@ -95,6 +114,7 @@ impl RunResult {
         let mut tool_calls: Vec<ToolCallRecord> = Vec::new();
         let mut call_by_id: HashMap<String, usize> = HashMap::new();
         let mut session_failure: Option<String> = None;
+        let mut compactions = Vec::new();
 
         for event in events {
             if let Some(turn_id) = &event.turn_id {
@@ -149,6 +169,13 @@ impl RunResult {
                     }
                 }
                 EventBody::SessionFailed(failed) => session_failure = Some(failed.message.clone()),
+                EventBody::ContextCompacted(compacted) => compactions.push(CompactionPoint {
+                    turn_id: event.turn_id.clone(),
+                    index: event.index,
+                    up_to_index: compacted.up_to_index,
+                    tokens_before: compacted.tokens_before,
+                    tokens_after: compacted.tokens_after,
+                }),
                 _ => {}
             }
         }
@@ -207,6 +234,7 @@ impl RunResult {
             tool_calls,
             usage,
             error,
+            compactions,
         }
     }
 }

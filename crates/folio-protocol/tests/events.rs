@@ -187,6 +187,7 @@ fn message_and_turn_events() {
                 cache_read_tokens: 3,
                 cache_write_tokens: 1,
             }),
+            compaction_usage: None,
             steps: 2,
             duration_ms: 1234,
         }),
@@ -200,6 +201,7 @@ fn message_and_turn_events() {
         EventBody::TurnCompleted(TurnCompleted {
             reply: "done".into(),
             usage: None,
+            compaction_usage: None,
             steps: 1,
             duration_ms: 7,
         }),

@@ -101,6 +101,7 @@ fn pairs_calls_with_results_and_sums_usage() {
                 cache_write_tokens: 14
             }),
             error: None,
+            compactions: vec![],
         }
     );
 }
@@ -158,6 +159,7 @@ fn interrupted_turn_is_the_error() {
             }],
             usage: None,
             error: Some("turn interrupted".into()),
+            compactions: vec![],
         }
     );
 }
@@ -215,4 +217,27 @@ fn in_memory_and_stored_events_give_the_same_result() {
     let from_live = RunResult::from_events(&live);
     assert_eq!(from_live, RunResult::from_events(&stored));
     assert_eq!(from_live.turns[0].duration_ms, 2);
+}
+
+#[test]
+fn compaction_points_are_listed() {
+    let log = r#"{"type":"message.received","index":0,"sessionId":"ses_D","turnId":"turn_1","at":"2026-11-30T04:15:47.000Z","data":{"text":"hi"}}
+{"type":"context.compacted","index":1,"sessionId":"ses_D","turnId":"turn_1","at":"2026-11-30T04:15:47.001Z","data":{"upToIndex":0,"summary":"s","tokensBefore":900,"tokensAfter":120}}
+{"type":"turn.completed","index":2,"sessionId":"ses_D","turnId":"turn_1","at":"2026-11-30T04:15:47.002Z","data":{"reply":"r","usage":null,"steps":1,"durationMs":2}}
+"#;
+    let result = RunResult::from_events(&parse(log));
+    assert_eq!(
+        result.compactions,
+        [folio_protocol::CompactionPoint {
+            turn_id: Some("turn_1".into()),
+            index: 1,
+            up_to_index: 0,
+            tokens_before: 900,
+            tokens_after: 120,
+        }]
+    );
+    assert_eq!(
+        serde_json::to_value(&result).unwrap()["compactions"][0]["tokensAfter"],
+        120
+    );
 }

@@ -9,7 +9,7 @@ use chrono::Utc;
 use folio_agent::agent::LoadOptions;
 use folio_agent::mcp::EnvLookup;
 use folio_agent::tools::{ScratchMode, TodoList};
-use folio_agent::{Agent, EventSink, Turn, TurnOutcome, discover};
+use folio_agent::{Agent, EventSink, StateLayout, Turn, TurnOutcome, discover};
 use folio_model::{ProviderConfig, open_provider};
 use folio_protocol::{Event, EventBody, MessageReceived};
 use tokio_util::sync::CancellationToken;
@@ -84,7 +84,7 @@ pub async fn load_agent(dir: &Path, base_url: &str, env: EnvLookup) -> Agent {
     let base = base_url.to_string();
     let options = LoadOptions {
         env: Some(env),
-        state_root: Some(dir.join("state")),
+        state_root: Some(StateLayout::new(dir.join("state"))),
         open_model: Some(Arc::new(move |spec: &str| {
             let config = ProviderConfig {
                 base_url: Some(base.clone()),
@@ -157,6 +157,17 @@ pub async fn run_turn(
     workspace: &Path,
     message: &str,
 ) -> TurnOutcome {
+    run_turn_until(agent, sink, workspace, message, CancellationToken::new()).await
+}
+
+/// [`run_turn`] with the turn's cancellation token (stop or preempt fires it).
+pub async fn run_turn_until(
+    agent: &Agent,
+    sink: &MemorySink,
+    workspace: &Path,
+    message: &str,
+    cancel: CancellationToken,
+) -> TurnOutcome {
     let turn_id = format!("turn_{}", ulid::Ulid::generate());
     sink.emit(
         Some(&turn_id),
@@ -179,7 +190,7 @@ pub async fn run_turn(
         fs,
         workspace: workspace.to_path_buf(),
         scratch,
-        cancel: CancellationToken::new(),
+        cancel,
         todos: TodoList::default(),
         context: Default::default(),
     };
