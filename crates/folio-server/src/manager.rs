@@ -138,14 +138,13 @@ impl SessionManager {
             }
             None => None,
         };
-        if let (Some(key), Some(record)) = (&key, &record) {
-            if let Some(accepted) = self
+        if let (Some(key), Some(record)) = (&key, &record)
+            && let Some(accepted) = self
                 .created_before(principal, record, key, &message)
                 .await?
-            {
-                self.inner.fault(FaultPoint::BeforeReply);
-                return Ok(accepted);
-            }
+        {
+            self.inner.fault(FaultPoint::BeforeReply);
+            return Ok(accepted);
         }
         let session_id = new_session_id();
         let token = match &key {

@@ -91,3 +91,52 @@ fn sha256_hex(text: &str) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::SessionMeta;
+
+    fn meta() -> SessionMeta {
+        serde_json::from_value(serde_json::json!({
+            "sessionId": "ses_01JDXYZ0000000000000000000",
+            "mode": "chat",
+            "status": "waiting",
+            "channel": "http",
+            "principal": "local",
+            "createdAt": "2026-11-30T00:00:00Z",
+            "updatedAt": "2026-11-30T00:00:00Z"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_derived_token_depends_on_the_seed_and_the_key_only() {
+        let token = derived_token("http:old", "k1");
+        assert_eq!(token, derived_token("http:old", "k1"));
+        assert_ne!(token, derived_token("http:old", "k2"));
+        assert_ne!(token, derived_token("http:other", "k1"));
+        assert_eq!(token.len(), "http:".len() + 64);
+    }
+
+    #[test]
+    fn keys_are_checked_and_the_newest_are_remembered() {
+        assert!(check_key("msg-1").is_ok());
+        for bad in ["", "has space", "é", &"x".repeat(256)] {
+            assert!(check_key(bad).is_err(), "{bad:?}");
+        }
+        let mut meta = meta();
+        for n in 0..=REMEMBERED_KEYS {
+            remember_key(&mut meta, &format!("k{n}"), &hash_token(&format!("t{n}")));
+        }
+        assert_eq!(meta.accepted_keys.len(), REMEMBERED_KEYS);
+        assert!(!answered_with(&meta, "k0", "t0"), "the oldest is forgotten");
+        assert!(answered_with(&meta, "k1", "t1"));
+        assert!(
+            !answered_with(&meta, "k1", "t2"),
+            "a key answers only its own token"
+        );
+        let last = format!("k{REMEMBERED_KEYS}");
+        assert!(answered_with(&meta, &last, &format!("t{REMEMBERED_KEYS}")));
+    }
+}
