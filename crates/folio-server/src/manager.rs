@@ -30,7 +30,9 @@ use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
 use crate::recovery::lock_state_root;
 use crate::shared::Inner;
-use crate::state::{SessionMeta, StateRoot, new_session_id, valid_session_id, write_durably};
+use crate::state::{
+    SessionMeta, StateRoot, new_session_id, sync_dir, valid_session_id, write_durably,
+};
 use crate::token;
 
 /// An accepted message: the session and its (new) continuation token.
@@ -176,6 +178,15 @@ impl SessionManager {
         meta.save(state)
             .map_err(|e| io_error("cannot save session.json", e))?;
         let live = Arc::new(Live::open(state, meta)?);
+        // The new session directory and log file are entries of their parents: synced before
+        // the first message is acknowledged.
+        let trace = state.trace_path(&session_id);
+        for dir in [
+            state.sessions_dir().as_path(),
+            trace.parent().unwrap_or(&trace),
+        ] {
+            sync_dir(dir).map_err(|e| io_error("cannot sync the new session's directories", e))?;
+        }
         live.bind_hooks(&self.agent().hooks);
         live.append(
             None,

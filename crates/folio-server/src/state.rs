@@ -108,5 +108,10 @@ pub(crate) fn write_durably(path: &std::path::Path, bytes: &[u8]) -> std::io::Re
     file.sync_all()?;
     drop(file);
     std::fs::rename(&tmp, path)?;
+    sync_dir(dir)
+}
+
+/// Syncs a directory, so the entries created or renamed in it survive a power loss.
+pub(crate) fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
