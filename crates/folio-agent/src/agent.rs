@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use folio_fs::{FileSystem, local_fs};
+use folio_fs::{FileSystem, local_fs, workspace_fs};
 use folio_model::{Provider, ProviderConfig, open_provider};
 
 use crate::allowlist::NativeTool;
@@ -18,7 +18,7 @@ use crate::mcp::{Connections, EnvLookup, McpConnection, McpTool, McpTransport, p
 use crate::root::{bind_turn_root, build_root, with_skills_mount};
 use crate::skills::{HOST_SKILLS_DIR, ROOT_SKILLS_MOUNT, SkillContent, catalog, skills_mount};
 use crate::subagents::{Subagent, TaskTool};
-use crate::tools::{ScratchMode, ShellTool, TodosTool, ToolRegistry, WebFetchTool};
+use crate::tools::{SandboxPolicy, ScratchMode, ShellTool, TodosTool, ToolRegistry, WebFetchTool};
 use crate::turn::Harness;
 use crate::workspace::{agent_tool_catalog, prepare_host_workspace};
 
@@ -42,6 +42,8 @@ pub struct Agent {
     /// The durable memory folder every local session workspace links as `memory/`
     /// (`<state-root>/memory`).
     pub memory_dir: PathBuf,
+    /// Whether host-default file tools reach the whole host disk (the single-user opt-out).
+    pub unconfined_files: bool,
 }
 
 /// Opens the provider of a `provider:model` spec (a subagent's `model`); returns it with the
@@ -58,6 +60,9 @@ pub struct LoadOptions {
     pub state_root: Option<StateLayout>,
     /// Opens a subagent's own model (default: `open_provider` with the agent's `[provider]`).
     pub open_model: Option<ModelOpener>,
+    /// The single-user opt-out: host-default file tools reach the whole host disk instead of
+    /// only the session workspace and its `memory/` link (the default, see [`Agent::bind_turn_fs`]).
+    pub unconfined_files: bool,
 }
 
 impl Agent {
@@ -96,7 +101,7 @@ impl Agent {
         for native in &definition.native_tools {
             let tool: Arc<dyn crate::tools::Tool> = match native {
                 NativeTool::File(file) => Arc::new(*file),
-                NativeTool::Shell => Arc::new(ShellTool),
+                NativeTool::Shell => Arc::new(ShellTool::new(sandbox_policy(&definition))),
                 NativeTool::WebFetch => Arc::new(WebFetchTool::new()?),
                 NativeTool::UpdateTodos => Arc::new(TodosTool::Update),
                 NativeTool::ReadTodos => Arc::new(TodosTool::Read),
@@ -178,6 +183,7 @@ impl Agent {
             connections,
             artifacts,
             memory_dir: state.memory_dir(),
+            unconfined_files: options.unconfined_files,
         })
     }
 
@@ -194,6 +200,12 @@ impl Agent {
 
     /// The FileSystem one turn binds: the authored root plus a fresh `/tmp`, or the host
     /// workspace (whose `SemanticSearch` index is built when the model searches, not per turn).
+    ///
+    /// Sessions are confined by default (filesystem.md): the host-default tree reaches only the
+    /// session workspace and its `memory/` link — absolute paths or `..` leaving them are
+    /// refused and links are not followed out — so one principal's session cannot read
+    /// another's state, tokens or the host. `unconfined_files` restores the whole host disk for
+    /// a single user.
     pub async fn bind_turn_fs(
         &self,
         workspace: &Path,
@@ -202,8 +214,32 @@ impl Agent {
             return Ok((bind_turn_root(root.clone()), ScratchMode::Rooted));
         }
         prepare_host_workspace(&self.definition, &self.skills, workspace, &self.memory_dir).await?;
-        Ok((local_fs(workspace), ScratchMode::Host))
+        let fs = if self.unconfined_files {
+            local_fs(workspace)
+        } else {
+            workspace_fs(workspace, std::slice::from_ref(&self.memory_dir))
+                .map_err(|err| format!("cannot open the session workspace: {err}"))?
+        };
+        Ok((fs, ScratchMode::Host))
     }
+}
+
+/// The `Shell` sandbox `[local]` asks for (`None`: unconfined).
+fn sandbox_policy(definition: &AgentDefinition) -> Option<SandboxPolicy> {
+    let local = &definition.config.local;
+    if local.sandbox != Some(true) {
+        return None;
+    }
+    let read = local
+        .sandbox_read
+        .iter()
+        .flatten()
+        .map(|path| definition.project_dir.join(path))
+        .collect();
+    Some(SandboxPolicy {
+        read,
+        network: local.sandbox_network.unwrap_or(false),
+    })
 }
 
 /// The model client settings of an agent's `[provider]` section.

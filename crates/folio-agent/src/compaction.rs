@@ -11,6 +11,9 @@
 //! - What is kept verbatim: the current turn and the `keep_recent` (default 2) turns before it.
 //!   Everything earlier, including an earlier summary, is summarized; bulky tool outputs are
 //!   elided before summarizing (the call is kept, the output cut, and the cut noted).
+//! - Every tool result is bounded: text over `tool_output_tokens` (default 10,000) is spilled
+//!   to a scratch file like `Shell` output (`agent-tools/{uuid}.txt` on the host default,
+//!   `/tmp/{uuid}.txt` under a root) and replaced by its head and where to read the rest.
 //! - The summary is an event (`context.compacted`); the log keeps every event, so streams,
 //!   replays and evals still see the whole session, and the conversation rebuild starts at the
 //!   summary.
@@ -31,6 +34,9 @@ const DEFAULT_WINDOW: u64 = 128_000;
 const DEFAULT_COMPACT_AT: f64 = 0.8;
 /// Turns kept verbatim besides the current one.
 const DEFAULT_KEEP_RECENT: u32 = 2;
+/// Tokens one tool result may carry inline: the 30 KB that `Shell` and `WebFetch` keep inline,
+/// at the approximation's three bytes per token.
+const DEFAULT_TOOL_OUTPUT_TOKENS: u64 = 10_000;
 /// Tool outputs longer than this (characters) are cut before summarizing.
 const ELIDE_OVER: usize = 2_000;
 /// What is kept of a cut tool output.
@@ -59,6 +65,8 @@ pub struct ContextBudget {
     pub compact_at: f64,
     /// Turns kept verbatim besides the current one.
     pub keep_recent: u32,
+    /// Tokens one tool result may carry before it is spilled to a scratch file.
+    pub tool_output_tokens: u64,
     /// Counts the tokens of a request.
     pub counter: TokenCounter,
     /// Writes summaries; `None`: the turn's own model.
@@ -75,6 +83,9 @@ impl ContextBudget {
                 .unwrap_or(DEFAULT_WINDOW),
             compact_at: section.compact_at.unwrap_or(DEFAULT_COMPACT_AT),
             keep_recent: section.keep_recent.unwrap_or(DEFAULT_KEEP_RECENT),
+            tool_output_tokens: section
+                .tool_output_tokens
+                .unwrap_or(DEFAULT_TOOL_OUTPUT_TOKENS),
             counter: TokenCounter::for_model(model),
             summarizer,
         }

@@ -72,6 +72,10 @@ pub struct LocalSection {
     pub workspace_dir: Option<String>,
     /// Confine Shell child processes.
     pub sandbox: Option<bool>,
+    /// Extra host paths a sandboxed Shell may read (relative to the project directory).
+    pub sandbox_read: Option<Vec<String>>,
+    /// Whether a sandboxed Shell keeps TCP `bind`/`connect` (default: off).
+    pub sandbox_network: Option<bool>,
 }
 
 /// `[concurrency]`.
@@ -94,6 +98,8 @@ pub struct ContextSection {
     pub keep_recent: Option<u32>,
     /// `provider:model` that writes summaries (default: the agent's model).
     pub compaction_model: Option<String>,
+    /// Tokens one tool result may carry before it is spilled to a scratch file (default 10,000).
+    pub tool_output_tokens: Option<u64>,
 }
 
 /// One mount of `[root]`: a host directory, an in-memory tree, or an overlay of mounts.

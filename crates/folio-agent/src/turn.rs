@@ -27,7 +27,9 @@ use tokio_util::sync::CancellationToken;
 use crate::compaction::ContextBudget;
 use crate::conversation::conversation;
 use crate::sink::EventSink;
-use crate::tools::{ScratchMode, SessionContext, TodoList, ToolContext, ToolOutput, ToolRegistry};
+use crate::tools::{
+    ScratchMode, SessionContext, TodoList, ToolContext, ToolOutput, ToolRegistry, spill,
+};
 
 mod compact;
 mod record;
@@ -547,7 +549,24 @@ impl Harness {
             Some(turn_tool) => turn_tool.call_in_turn(input, ctx, sink, turn_id).await,
             None => tool.call(input, ctx).await,
         };
-        result.map_err(|e| e.0)
+        self.bound(ctx, result.map_err(|e| e.0)?).await
+    }
+
+    /// A tool output within the budget: text (or JSON) over `tool_output_tokens` is spilled
+    /// to a scratch file and replaced by its head and where to read the rest.
+    async fn bound(&self, ctx: &ToolContext, output: ToolOutput) -> Result<ToolOutput, String> {
+        let text = match &output {
+            ToolOutput::Text(text) => text.clone(),
+            ToolOutput::Json(value) => value.to_string(),
+            ToolOutput::Image { .. } => return Ok(output),
+        };
+        if self.context.counter.count(&text) <= self.context.tool_output_tokens {
+            return Ok(output);
+        }
+        spill(ctx, text)
+            .await
+            .map(ToolOutput::Text)
+            .map_err(|e| e.0)
     }
 
     /// Validates a model's call against its tool (alias mapping included).

@@ -41,6 +41,14 @@ pub enum WorkspaceFileError {
         /// The FileSystem error.
         source: PathError,
     },
+    /// Writing into the host workspace failed or met a symbolic link on the way.
+    #[error("workspace file \"{path}\": {source}")]
+    Host {
+        /// The path as sent.
+        path: String,
+        /// What the no-follow writer refused.
+        source: folio_fs::BeneathError,
+    },
 }
 
 /// Normalizes a per-send workspace path to a relative `a/b` form, refusing absolute paths,
@@ -77,16 +85,32 @@ pub fn check_workspace_path(path: &str) -> Result<String, WorkspaceFileError> {
     Ok(segments.join("/"))
 }
 
-/// Writes a send's `workspaceFiles` through the turn's FileSystem, checking every path first
-/// (nothing is written when any path is refused).
+/// Writes a send's `workspaceFiles`, checking every path first (nothing is written when any
+/// path is refused). On the host default (`host_workspace`) each file is opened relative to the
+/// workspace directory without following any symbolic link on the way, so a link planted in the
+/// workspace cannot redirect the write outside it or into `memory/`; under an authored root the
+/// files go through the turn's FileSystem.
 pub async fn write_workspace_files(
     fs: &dyn FileSystem,
+    host_workspace: Option<&Path>,
     files: &BTreeMap<String, String>,
 ) -> Result<(), WorkspaceFileError> {
     let checked = files
         .iter()
         .map(|(path, contents)| check_workspace_path(path).map(|rel| (path, rel, contents)))
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(workspace) = host_workspace {
+        // A few small files (bounded by the request body limit): written in place.
+        for (path, rel, contents) in checked {
+            folio_fs::write_beneath(workspace, &rel, contents.as_bytes()).map_err(|source| {
+                WorkspaceFileError::Host {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+        }
+        return Ok(());
+    }
     for (path, rel, contents) in checked {
         fs.write(&rel, contents)
             .await
@@ -282,16 +306,52 @@ mod tests {
     async fn files_are_written_only_when_every_path_is_allowed() {
         let dir = tempfile::tempdir().unwrap();
         let fs = folio_fs::local_fs(dir.path());
-        let mut files = BTreeMap::new();
-        files.insert("in/a.txt".to_string(), "A".to_string());
-        write_workspace_files(fs.as_ref(), &files).await.unwrap();
+        for host in [None, Some(dir.path())] {
+            let mut files = BTreeMap::new();
+            files.insert("in/a.txt".to_string(), "A".to_string());
+            write_workspace_files(fs.as_ref(), host, &files)
+                .await
+                .unwrap();
+            assert_eq!(
+                std::fs::read_to_string(dir.path().join("in/a.txt")).unwrap(),
+                "A"
+            );
+            files.insert("b.txt".to_string(), "B".to_string());
+            files.insert("./memory/c".to_string(), "C".to_string());
+            assert!(
+                write_workspace_files(fs.as_ref(), host, &files)
+                    .await
+                    .is_err()
+            );
+            assert!(!dir.path().join("b.txt").exists());
+        }
+    }
+
+    #[tokio::test]
+    async fn host_workspace_files_never_follow_links() {
+        let outside = tempfile::tempdir().unwrap();
+        let memory = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("victim"), "keep").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+        std::os::unix::fs::symlink(memory.path(), dir.path().join("notes")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("victim"), dir.path().join("v")).unwrap();
+        let fs = folio_fs::local_fs(dir.path());
+        for rel in ["out/victim", "out/new.txt", "notes/x", "v", "./out/deep/x"] {
+            let files = BTreeMap::from([(rel.to_string(), "owned".to_string())]);
+            let err = write_workspace_files(fs.as_ref(), Some(dir.path()), &files)
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(err, WorkspaceFileError::Host { .. }),
+                "{rel}: {err}"
+            );
+        }
         assert_eq!(
-            std::fs::read_to_string(dir.path().join("in/a.txt")).unwrap(),
-            "A"
+            std::fs::read_to_string(outside.path().join("victim")).unwrap(),
+            "keep"
         );
-        files.insert("b.txt".to_string(), "B".to_string());
-        files.insert("./memory/c".to_string(), "C".to_string());
-        assert!(write_workspace_files(fs.as_ref(), &files).await.is_err());
-        assert!(!dir.path().join("b.txt").exists());
+        assert!(!outside.path().join("new.txt").exists());
+        assert_eq!(std::fs::read_dir(memory.path()).unwrap().count(), 0);
     }
 }

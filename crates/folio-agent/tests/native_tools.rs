@@ -17,7 +17,7 @@ fn registry() -> ToolRegistry {
     registry
         .register(Arc::new(WebFetchTool::new().unwrap()))
         .unwrap();
-    registry.register(Arc::new(ShellTool)).unwrap();
+    registry.register(Arc::new(ShellTool::default())).unwrap();
     registry.register(Arc::new(TodosTool::Update)).unwrap();
     registry.register(Arc::new(TodosTool::Read)).unwrap();
     registry.register(Arc::new(FileTool::Read)).unwrap();
@@ -275,4 +275,75 @@ async fn semantic_search_on_the_host_default_sees_the_workspace_as_it_is_now() {
         "{found}"
     );
     assert!(found.ends_with("the lighthouse keeper"), "{found}");
+}
+
+#[tokio::test]
+async fn a_sandboxed_shell_writes_only_in_its_workspace_and_scratch() {
+    let workspace = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let ctx = context(
+        local_fs(workspace.path()),
+        workspace.path(),
+        ScratchMode::Host,
+    );
+    let mut registry = ToolRegistry::new();
+    registry
+        .register(Arc::new(ShellTool::new(Some(
+            folio_agent::tools::SandboxPolicy::default(),
+        ))))
+        .unwrap();
+    let inside = registry
+        .call(
+            "Shell",
+            json!({"command": "echo a > in.txt && echo b > \"$TMPDIR/t\" && cat \"$TMPDIR/t\""}),
+            &ctx,
+        )
+        .await;
+    match inside {
+        Ok(ToolOutput::Text(out)) => assert_eq!(out, "b\n[exit code: 0]"),
+        // The only acceptable failure: a kernel that cannot enforce it, said in one line.
+        Err(ToolError(message)) => {
+            assert!(
+                message.starts_with(
+                    "Shell is sandboxed ([local] sandbox = true) but this kernel cannot enforce it"
+                ),
+                "{message}"
+            );
+            return;
+        }
+        other => panic!("{other:?}"),
+    }
+    let target = outside.path().join("x");
+    let refused = registry
+        .call(
+            "Shell",
+            json!({"command": format!("echo owned > {}", target.display())}),
+            &ctx,
+        )
+        .await
+        .unwrap_err();
+    assert!(refused.0.contains("Permission denied"), "{}", refused.0);
+    assert!(!target.exists());
+}
+
+#[tokio::test]
+async fn spills_never_follow_a_planted_link() {
+    let workspace = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), workspace.path().join("agent-tools")).unwrap();
+    let ctx = context(
+        local_fs(workspace.path()),
+        workspace.path(),
+        ScratchMode::Host,
+    );
+    let err = registry()
+        .call("Shell", json!({"command": "seq 1 20000"}), &ctx)
+        .await
+        .unwrap_err();
+    assert!(
+        err.0.starts_with("could not save large output to"),
+        "{}",
+        err.0
+    );
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
 }

@@ -46,6 +46,7 @@ pub(crate) fn dev(args: ServeArgs, model: Option<String>) -> anyhow::Result<Exit
             }
             watchers.push(watcher);
         }
+        let unconfined = args.unconfined_files;
         let managers: Vec<_> = server
             .projects
             .iter()
@@ -66,7 +67,7 @@ pub(crate) fn dev(args: ServeArgs, model: Option<String>) -> anyhow::Result<Exit
                     if *project != dir {
                         continue;
                     }
-                    match load_agent(project, model.as_deref(), state).await {
+                    match load_agent(project, model.as_deref(), state, unconfined).await {
                         Ok((agent, _)) => {
                             manager.set_agent(Arc::new(agent));
                             eprintln!("folio dev: reloaded {slug}");

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use folio_agent::agent::LoadOptions;
-use folio_agent::{Agent, AgentDefinition, discover};
+use folio_agent::{Agent, discover};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
-use folio_server::{Auth, FaultPoint, LogBuffer, SessionManager, StateRoot};
+use folio_server::{Auth, Browsers, FaultPoint, LogBuffer, SessionManager, StateRoot};
 
 use crate::model::open_model;
 
@@ -53,6 +53,22 @@ pub(crate) struct ServeArgs {
     /// `provider:model`, overriding `agent.toml` and `FOLIO_MODEL`.
     #[arg(long)]
     pub(crate) model: Option<String>,
+    /// The URL clients reach the server at behind a proxy (e.g. `https://folio.example.com`):
+    /// its host is accepted in `Host` and its origin in `Origin`.
+    #[arg(long)]
+    public_url: Option<String>,
+    /// A further `Host` value to answer (`name` or `name:port`); loopback names and the
+    /// listening address are always accepted. Repeatable.
+    #[arg(long = "allowed-host")]
+    allowed_hosts: Vec<String>,
+    /// A web origin whose pages may call the server (`scheme://host[:port]`); same-origin pages
+    /// always may. Repeatable.
+    #[arg(long = "allowed-origin")]
+    allowed_origins: Vec<String>,
+    /// Single-user opt-out: session file tools reach the whole host disk instead of only the
+    /// session workspace. Refused with more than one principal or a non-loopback listener.
+    #[arg(long)]
+    pub(crate) unconfined_files: bool,
 }
 
 /// One agent project found under `--dir`.
@@ -128,6 +144,7 @@ pub(crate) async fn load_agent(
     dir: &Path,
     model: Option<&str>,
     state: &StateRoot,
+    unconfined_files: bool,
 ) -> anyhow::Result<(Agent, Vec<folio_protocol::DiagnosticInfo>)> {
     let discovery = discover(dir);
     for diagnostic in &discovery.diagnostics {
@@ -144,24 +161,44 @@ pub(crate) async fn load_agent(
             dir.display()
         );
     };
-    let agent = open_agent(definition, dir, model, state).await?;
-    Ok((agent, diagnostics))
-}
-
-async fn open_agent(
-    definition: AgentDefinition,
-    dir: &Path,
-    model: Option<&str>,
-    state: &StateRoot,
-) -> anyhow::Result<Agent> {
     let (provider, model) = open_model(&definition, dir, model)?;
     let options = LoadOptions {
         state_root: Some(state.clone()),
+        unconfined_files,
         ..LoadOptions::default()
     };
-    Agent::load_with(definition, provider, model, options)
+    let agent = Agent::load_with(definition, provider, model, options)
         .await
-        .map_err(anyhow::Error::msg)
+        .map_err(anyhow::Error::msg)?;
+    Ok((agent, diagnostics))
+}
+
+/// `--unconfined-files` is a single-user opt-out: refused when several principals share the
+/// server or it listens beyond loopback.
+fn check_unconfined(args: &ServeArgs, auth: &Auth) -> anyhow::Result<()> {
+    if !args.unconfined_files {
+        return Ok(());
+    }
+    if let Auth::Tokens(tokens) = auth
+        && tokens.len() > 1
+    {
+        bail!(
+            "--unconfined-files is for a single user, but --tokens-file names {} principals: drop the flag",
+            tokens.len()
+        );
+    }
+    let loopback = args.host == "localhost"
+        || args
+            .host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if !loopback {
+        bail!(
+            "--unconfined-files is for a single user on this machine, but --host {} listens beyond loopback: drop the flag or listen on 127.0.0.1",
+            args.host
+        );
+    }
+    Ok(())
 }
 
 /// Loads every agent, opens its sessions (recovering from a crash) and binds the port.
@@ -175,6 +212,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         args.allow_anonymous,
     )
     .map_err(anyhow::Error::msg)?;
+    check_unconfined(args, &auth)?;
     let layout = match args.mode.as_deref() {
         Some("single") => Layout::Single,
         _ => Layout::Multi,
@@ -210,7 +248,8 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
     for dir in dirs {
         let slug = slug_for(&dir, layout)?;
         let state = state_root(args, layout, &dir, &slug);
-        let (agent, diagnostics) = load_agent(&dir, args.model.as_deref(), &state).await?;
+        let (agent, diagnostics) =
+            load_agent(&dir, args.model.as_deref(), &state, args.unconfined_files).await?;
         let manager = SessionManager::open(state.clone(), Arc::new(agent), LogBuffer::new())
             .map_err(anyhow::Error::msg)?;
         manager.set_fault(fault);
@@ -226,6 +265,14 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             state,
         });
     }
+    let listener = bind(&args.host, args.port).await?;
+    let addr = listener.local_addr()?;
+    let browsers = Browsers::from_flags(
+        addr,
+        args.public_url.as_deref(),
+        &args.allowed_hosts,
+        &args.allowed_origins,
+    )?;
     let app = router(
         mounts,
         HttpConfig {
@@ -233,11 +280,10 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             layout,
             playground: !args.no_playground,
             dev: args.dev,
+            browsers,
             ..HttpConfig::default()
         },
     );
-    let listener = bind(&args.host, args.port).await?;
-    let addr = listener.local_addr()?;
     let base = format!("http://{addr}");
     println!("folio: listening on {base}");
     for project in &projects {

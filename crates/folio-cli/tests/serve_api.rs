@@ -304,12 +304,29 @@ async fn routes_bodies_statuses_and_error_codes() {
     )
     .await;
     assert_eq!(missing_file["isError"], true);
-    let (status, invalid) = post(&format!("{url}/v1/tools/Read"), json!({"input": {}})).await;
+    // Built-in tools run only session-scoped (the unscoped workspace is shared).
+    for tool in ["Read", "LS", "Shell", "Write"] {
+        let (status, refused) = post(&format!("{url}/v1/tools/{tool}"), json!({"input": {}})).await;
+        assert_eq!(
+            (status, refused["error"].clone()),
+            (403, json!("forbidden")),
+            "{tool}"
+        );
+    }
+    let (status, invalid) = post(
+        &format!("{url}/v1/session/{id}/tools/Read"),
+        json!({"input": {}}),
+    )
+    .await;
     assert_eq!(
         (status, invalid["error"].clone()),
         (400, json!("invalid_request"))
     );
-    let (status, listed) = post(&format!("{url}/v1/tools/LS"), json!({"input": {}})).await;
+    let (status, listed) = post(
+        &format!("{url}/v1/session/{id}/tools/LS"),
+        json!({"input": {}}),
+    )
+    .await;
     assert_eq!(status, 200, "{listed}");
     assert_eq!(listed["isError"], false);
     assert!(

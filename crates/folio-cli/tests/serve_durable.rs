@@ -52,7 +52,7 @@ async fn post_keyed(url: &str, body: Value, key: Option<&str>) -> Option<(u16, V
     let response = request.send().await.ok()?;
     let status = response.status().as_u16();
     let body = response.json().await.ok()?;
-    check_wire(&reqwest::Method::POST, url, status, &body);
+    check_answer("POST", url, status, &body);
     Some((status, body))
 }
 

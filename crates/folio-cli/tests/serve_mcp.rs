@@ -51,9 +51,9 @@ async fn python_mcp_sdk_asks_the_agent() {
         result["structured"],
         serde_json::json!({"status": "completed", "sessionId": session, "reply": "Hello from Folio over MCP."})
     );
-    let asked: AskResult = wire(&result["structured"]);
+    let asked: AskResult = read_wire(&result["structured"]);
     assert_eq!(asked.status, AskStatus::Completed);
-    let checked: CheckResult = wire(&result["check"]);
+    let checked: CheckResult = read_wire(&result["check"]);
     assert_eq!(checked.session.session_id, session);
     assert_eq!(
         checked.last_reply.as_deref(),

@@ -45,7 +45,7 @@ async fn expect<T: Serialize + DeserializeOwned>(
     let body = body.map(|body| serde_json::to_value(body).unwrap());
     let (got, answer) = call(method.clone(), url, body, None).await;
     assert_eq!(got, status, "{method} {url}: {answer}");
-    wire(&answer)
+    read_wire(&answer)
 }
 
 /// Calls `method url` with `body` and expects the error `code` (its status, an [`ErrorBody`]).
@@ -146,7 +146,7 @@ async fn every_route_answers_with_its_folio_protocol_type() {
         .unwrap();
     let dumped: Vec<Event> = dump
         .lines()
-        .map(|line| wire(&serde_json::from_str(line).unwrap()))
+        .map(|line| read_wire(&serde_json::from_str(line).unwrap()))
         .collect();
     assert_eq!(dumped.len(), stream.events.len());
     assert!(

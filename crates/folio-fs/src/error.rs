@@ -51,6 +51,26 @@ pub enum PathError {
         /// Which rule failed.
         message: EditError,
     },
+    /// A read of something that is not a regular file (a device, FIFO or socket).
+    #[error("not a regular file: {path} (devices, FIFOs and sockets are not read)")]
+    NotRegular {
+        /// The path that was refused.
+        path: String,
+    },
+    /// A read of a file over the byte cap.
+    #[error("too large to read: {path} is over {limit} bytes; use Grep, or Shell with head/sed")]
+    TooLarge {
+        /// The path that was refused.
+        path: String,
+        /// The cap in bytes.
+        limit: u64,
+    },
+    /// A path (absolute, or with `..`) that leaves a confined session workspace.
+    #[error("outside the session workspace: {path} (paths must stay in the workspace)")]
+    OutsideWorkspace {
+        /// The path that was refused.
+        path: String,
+    },
     /// Any other failure (host I/O, a remote API); `message` is shown as is.
     #[error("{message}")]
     Other {
@@ -98,6 +118,9 @@ impl PathError {
             | PathError::InvalidGrepPattern { path, .. }
             | PathError::DeleteNotSupported { path }
             | PathError::Edit { path, .. }
+            | PathError::NotRegular { path }
+            | PathError::TooLarge { path, .. }
+            | PathError::OutsideWorkspace { path }
             | PathError::Other { path, .. } => path,
         }
     }
@@ -124,6 +147,12 @@ impl PathError {
                 path: new_path,
                 message,
             },
+            PathError::NotRegular { .. } => PathError::NotRegular { path: new_path },
+            PathError::TooLarge { limit, .. } => PathError::TooLarge {
+                path: new_path,
+                limit,
+            },
+            PathError::OutsideWorkspace { .. } => PathError::OutsideWorkspace { path: new_path },
             PathError::Other { path, message } => {
                 // Best-effort rewrite of a foreign message that quotes the child path.
                 let message = if path.is_empty() || path == "/" {

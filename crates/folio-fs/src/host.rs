@@ -10,18 +10,36 @@ use std::sync::Arc;
 use crate::walk::{Symlinks, Walk, blocking, crosses_symlink, display_join, produce};
 use crate::{
     Content, DirEntry, EntryKind, FileInfo, FileKind, FileSystem, FsStream, GrepQuery, GrepResult,
-    LineMatcher, PathError, PathFilter, SearchQuery, SearchResult, normalize_fs_path,
+    LineMatcher, Page, PathError, PathFilter, SCAN_BYTE_CAP, SearchQuery, SearchResult,
+    normalize_fs_path,
 };
 
 /// The message of a write or delete refused because the path leaves a `host_dir` mount.
 const ESCAPES: &str = "path escapes the mounted directory";
 
+/// The most bytes a host `read` returns; a larger file is refused (`TooLarge`) without being
+/// loaded, so one `Read` cannot exhaust memory.
+pub const READ_BYTE_CAP: u64 = 64 * 1024 * 1024;
+
 #[derive(Debug)]
 enum Mode {
     /// `host_dir`: paths are rooted at `/` = `root` (canonical); nothing may resolve outside it.
     Confined { root: PathBuf, read_only: bool },
-    /// `local_fs`: relative paths resolve against `cwd`; yielded paths are host paths.
-    Local { cwd: PathBuf },
+    /// `local_fs`: relative paths resolve against `cwd`; yielded paths are host paths. With
+    /// `confine` (a session workspace) nothing may resolve outside those canonical roots.
+    Local {
+        cwd: PathBuf,
+        confine: Option<Confine>,
+    },
+}
+
+/// Where a confined host-default tree may reach.
+#[derive(Debug)]
+struct Confine {
+    /// The roots as given (absolute), for the lexical check of asked paths.
+    given: Vec<PathBuf>,
+    /// The same roots with links resolved, for the check after resolving.
+    roots: Vec<PathBuf>,
 }
 
 /// A tree on the host disk; built by [`host_dir`] or [`local_fs`].
@@ -54,6 +72,18 @@ pub fn local_fs(cwd: impl Into<PathBuf>) -> Arc<dyn FileSystem> {
     Arc::new(HostTree::local(cwd.into()))
 }
 
+/// A session workspace with host-default paths (relative paths resolve against `workspace`,
+/// yielded paths are host paths) confined to `workspace` and the directories in `also` (its
+/// `memory/` link target): an absolute path or `..` leaving them is refused with
+/// `OutsideWorkspace`, and a symbolic link is followed only while it stays inside. Fails when
+/// `workspace` does not exist.
+pub fn workspace_fs(
+    workspace: impl Into<PathBuf>,
+    also: &[PathBuf],
+) -> Result<Arc<dyn FileSystem>, PathError> {
+    Ok(Arc::new(HostTree::workspace(workspace.into(), also)?))
+}
+
 impl HostTree {
     /// A confined tree over `dir` (see [`host_dir`]).
     pub fn confined(dir: &Path, read_only: bool) -> Result<Self, PathError> {
@@ -76,7 +106,64 @@ impl HostTree {
     pub fn local(cwd: PathBuf) -> Self {
         let cwd = std::path::absolute(&cwd).unwrap_or(cwd);
         HostTree {
-            mode: Arc::new(Mode::Local { cwd }),
+            mode: Arc::new(Mode::Local { cwd, confine: None }),
+        }
+    }
+
+    /// A confined session workspace (see [`workspace_fs`]).
+    pub fn workspace(workspace: PathBuf, also: &[PathBuf]) -> Result<Self, PathError> {
+        let cwd = std::path::absolute(&workspace).unwrap_or(workspace);
+        let mut given = Vec::new();
+        let mut roots = Vec::new();
+        for dir in std::iter::once(&cwd).chain(also) {
+            let shown = dir.to_string_lossy().into_owned();
+            let root = fs::canonicalize(dir).map_err(|_| PathError::FileNotFound {
+                path: shown.clone(),
+            })?;
+            given.push(PathBuf::from(normalize_fs_path(&shown)));
+            roots.push(root);
+        }
+        Ok(HostTree {
+            mode: Arc::new(Mode::Local {
+                cwd,
+                confine: Some(Confine { given, roots }),
+            }),
+        })
+    }
+
+    /// The canonical roots nothing may resolve outside (`None`: the unconfined host disk).
+    fn roots(&self) -> Option<&[PathBuf]> {
+        match &*self.mode {
+            Mode::Confined { root, .. } => Some(std::slice::from_ref(root)),
+            Mode::Local {
+                confine: Some(confine),
+                ..
+            } => Some(&confine.roots),
+            Mode::Local { confine: None, .. } => None,
+        }
+    }
+
+    /// A confined workspace refuses an asked path that leaves it before looking at the disk.
+    fn check_inside(&self, target: &Target) -> Result<(), PathError> {
+        let Mode::Local {
+            confine: Some(confine),
+            ..
+        } = &*self.mode
+        else {
+            return Ok(());
+        };
+        let asked = Path::new(&target.display);
+        if confine
+            .given
+            .iter()
+            .chain(&confine.roots)
+            .any(|root| asked.starts_with(root))
+        {
+            Ok(())
+        } else {
+            Err(PathError::OutsideWorkspace {
+                path: target.display.clone(),
+            })
         }
     }
 
@@ -87,7 +174,7 @@ impl HostTree {
                 let host = root.join(display.trim_start_matches('/'));
                 Target { display, host }
             }
-            Mode::Local { cwd } => {
+            Mode::Local { cwd, .. } => {
                 let joined = if Path::new(path).is_absolute() {
                     PathBuf::from(path)
                 } else {
@@ -103,11 +190,11 @@ impl HostTree {
     /// Where an exact path may be read: the link-resolved location when it stays inside a
     /// confined root, the path itself on the local disk; `None` when it must stay invisible.
     fn visible(&self, host: &Path) -> Option<PathBuf> {
-        match &*self.mode {
-            Mode::Confined { root, .. } => fs::canonicalize(host)
+        match self.roots() {
+            Some(roots) => fs::canonicalize(host)
                 .ok()
-                .filter(|resolved| resolved.starts_with(root)),
-            Mode::Local { .. } => Some(host.to_path_buf()),
+                .filter(|resolved| roots.iter().any(|root| resolved.starts_with(root))),
+            None => Some(host.to_path_buf()),
         }
     }
 
@@ -124,47 +211,100 @@ impl HostTree {
         }
     }
 
-    fn stat_blocking(&self, target: &Target) -> FileInfo {
+    fn stat_blocking(&self, target: &Target) -> Result<FileInfo, PathError> {
+        self.check_inside(target)?;
         let Some(meta) = self
             .visible(&target.host)
             .and_then(|resolved| fs::metadata(resolved).ok())
         else {
-            return FileInfo::missing(target.display.clone());
+            return Ok(FileInfo::missing(target.display.clone()));
         };
         let kind = if meta.is_dir() {
             FileKind::Directory
         } else if meta.is_file() {
             FileKind::File
         } else {
-            return FileInfo::missing(target.display.clone());
+            return Ok(FileInfo::missing(target.display.clone()));
         };
-        FileInfo {
+        Ok(FileInfo {
             path: target.display.clone(),
             kind,
             size: (kind == FileKind::File).then_some(meta.len()),
             modified: meta.modified().ok(),
-        }
+        })
     }
 
-    fn read_blocking(&self, target: &Target) -> Result<Content, PathError> {
+    /// Opens a file for reading: inside the tree, regular, not blocking on a FIFO.
+    fn open_regular(&self, target: &Target) -> Result<(fs::File, u64), PathError> {
+        self.check_inside(target)?;
         let not_found = || PathError::FileNotFound {
             path: target.display.clone(),
         };
         let resolved = self.visible(&target.host).ok_or_else(not_found)?;
-        match fs::read(&resolved) {
-            Ok(bytes) => Ok(Content::from_bytes(bytes)),
-            Err(err) if err.kind() == io::ErrorKind::NotFound => Err(not_found()),
-            Err(err) if err.kind() == io::ErrorKind::IsADirectory || resolved.is_dir() => {
-                Err(PathError::Other {
-                    path: target.display.clone(),
-                    message: format!("is a directory: {}", target.display),
-                })
-            }
-            Err(err) => Err(PathError::Other {
+        // Non-blocking, so opening a FIFO cannot hang; the kind is checked on the open file.
+        let file = rustix::fs::open(
+            &resolved,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map(fs::File::from)
+        .map_err(|err| match err {
+            rustix::io::Errno::NOENT => not_found(),
+            err => read_failed(target, err.into()),
+        })?;
+        let meta = file.metadata().map_err(|err| read_failed(target, err))?;
+        if meta.is_dir() {
+            return Err(PathError::Other {
                 path: target.display.clone(),
-                message: format!("read failed: {}: {err}", target.display),
-            }),
+                message: format!("is a directory: {}", target.display),
+            });
         }
+        if !meta.is_file() {
+            return Err(PathError::NotRegular {
+                path: target.display.clone(),
+            });
+        }
+        Ok((file, meta.len()))
+    }
+
+    fn read_blocking(&self, target: &Target) -> Result<Content, PathError> {
+        let (file, len) = self.open_regular(target)?;
+        let too_large = || PathError::TooLarge {
+            path: target.display.clone(),
+            limit: READ_BYTE_CAP,
+        };
+        if len > READ_BYTE_CAP {
+            return Err(too_large());
+        }
+        let mut bytes = Vec::with_capacity(len as usize);
+        // The file may grow while it is read: never past the cap.
+        io::Read::read_to_end(&mut io::Read::take(file, READ_BYTE_CAP + 1), &mut bytes)
+            .map_err(|err| read_failed(target, err))?;
+        if bytes.len() as u64 > READ_BYTE_CAP {
+            return Err(too_large());
+        }
+        Ok(Content::from_bytes(bytes))
+    }
+
+    /// A page of a text file, streamed: only the requested lines are kept. Images (and small
+    /// files) are read whole.
+    fn page_blocking(&self, target: &Target, offset: u64, limit: u64) -> Result<Page, PathError> {
+        let (mut file, len) = self.open_regular(target)?;
+        let mut head = [0u8; 12];
+        let sniffed =
+            io::Read::read(&mut file, &mut head).map_err(|err| read_failed(target, err))?;
+        if crate::image_mime(&head[..sniffed]).is_some() {
+            return Ok(Page::of_content(self.read_blocking(target)?, offset, limit));
+        }
+        if len > SCAN_BYTE_CAP {
+            return Err(PathError::TooLarge {
+                path: target.display.clone(),
+                limit: SCAN_BYTE_CAP,
+            });
+        }
+        let rest = io::Read::take(file, SCAN_BYTE_CAP);
+        crate::page_reader(io::Read::chain(&head[..sniffed], rest), offset, limit)
+            .map_err(|err| read_failed(target, err))
     }
 
     /// The directory a walk starts in, when it exists and may be walked.
@@ -186,26 +326,27 @@ impl HostTree {
             });
         };
         let parent = target.host.parent().unwrap_or(Path::new("/"));
-        let Mode::Confined { root, .. } = &*self.mode else {
+        let Some(roots) = self.roots() else {
             if create {
                 fs::create_dir_all(parent).map_err(|err| write_failed(&target.display, &err))?;
             }
             return Ok(target.host.clone());
         };
+        let inside = |path: &Path| roots.iter().any(|root| path.starts_with(root));
         // The deepest existing ancestor must resolve inside the root before anything is created.
         let mut existing = parent;
         while fs::symlink_metadata(existing).is_err() {
-            existing = existing.parent().unwrap_or(root);
+            existing = existing.parent().unwrap_or(Path::new("/"));
         }
         let resolved = fs::canonicalize(existing).map_err(|_| escapes())?;
-        if !resolved.starts_with(root) {
+        if !inside(&resolved) {
             return Err(escapes());
         }
         if create {
             fs::create_dir_all(parent).map_err(|err| write_failed(&target.display, &err))?;
         }
         let parent = match fs::canonicalize(parent) {
-            Ok(parent) if parent.starts_with(root) => parent,
+            Ok(parent) if inside(&parent) => parent,
             Ok(_) => return Err(escapes()),
             Err(_) => {
                 return Err(PathError::FileNotFound {
@@ -217,6 +358,7 @@ impl HostTree {
     }
 
     fn write_blocking(&self, target: &Target, contents: &str) -> Result<(), PathError> {
+        self.check_inside(target)?;
         if let Mode::Confined {
             read_only: true, ..
         } = &*self.mode
@@ -226,12 +368,12 @@ impl HostTree {
             });
         }
         let mut host = self.mutation_path(target, true)?;
-        if let Mode::Confined { root, .. } = &*self.mode {
+        if let Some(roots) = self.roots() {
             // A link in the last segment is written through only when its target stays inside.
             if fs::symlink_metadata(&host).is_ok_and(|m| m.file_type().is_symlink()) {
                 host = fs::canonicalize(&host)
                     .ok()
-                    .filter(|resolved| resolved.starts_with(root))
+                    .filter(|resolved| roots.iter().any(|root| resolved.starts_with(root)))
                     .ok_or_else(|| PathError::WriteFailed {
                         path: target.display.clone(),
                         message: Some(ESCAPES.to_string()),
@@ -242,6 +384,7 @@ impl HostTree {
     }
 
     fn delete_blocking(&self, target: &Target) -> Result<(), PathError> {
+        self.check_inside(target)?;
         if let Mode::Confined {
             read_only: true, ..
         } = &*self.mode
@@ -255,7 +398,7 @@ impl HostTree {
         };
         let host = match self.mutation_path(target, false) {
             Ok(host) => host,
-            Err(PathError::WriteFailed { .. }) if matches!(*self.mode, Mode::Confined { .. }) => {
+            Err(PathError::WriteFailed { .. }) if self.roots().is_some() => {
                 return Err(not_found());
             }
             Err(err) => return Err(err),
@@ -263,9 +406,7 @@ impl HostTree {
         let meta = fs::symlink_metadata(&host).map_err(|_| not_found())?;
         if meta.file_type().is_symlink() {
             // A link is removed itself, never its target; one that leads outside is invisible.
-            if self.link_kind(&host) != Some(EntryKind::File)
-                && matches!(*self.mode, Mode::Confined { .. })
-            {
+            if self.link_kind(&host) != Some(EntryKind::File) && self.roots().is_some() {
                 return Err(not_found());
             }
         } else if meta.is_dir() {
@@ -284,6 +425,10 @@ impl HostTree {
     }
 
     fn list_into(&self, target: &Target, sink: &mut crate::walk::Sink<DirEntry>) {
+        if let Err(err) = self.check_inside(target) {
+            sink.push(Err(err));
+            return;
+        }
         let Some(dir) = self.walk_root(target) else {
             return;
         };
@@ -307,10 +452,28 @@ impl HostTree {
                 return;
             }
         };
+        if let Err(err) = self.check_inside(target) {
+            sink.push(Err(err));
+            return;
+        }
         let Some(dir) = self.walk_root(target) else {
             return;
         };
         let start = PathFilter::literal_base(pattern);
+        if self.roots().is_some()
+            && Path::new(&start)
+                .components()
+                .any(|c| c == std::path::Component::ParentDir)
+        {
+            // The walk would start outside the directory asked about.
+            sink.push(Err(PathError::Other {
+                path: target.display.clone(),
+                message: format!(
+                    "glob patterns may not climb with `..`: {pattern} (pass the directory as path instead)"
+                ),
+            }));
+            return;
+        }
         if crosses_symlink(&dir, &start) {
             return;
         }
@@ -351,6 +514,10 @@ impl HostTree {
         let not_found = || PathError::FileNotFound {
             path: target.display.clone(),
         };
+        if let Err(err) = self.check_inside(target) {
+            sink.push(Err(err));
+            return;
+        }
         let Some(resolved) = self.visible(&target.host) else {
             sink.push(Err(not_found()));
             return;
@@ -408,10 +575,17 @@ impl HostTree {
         match path {
             None | Some("") => match &*self.mode {
                 Mode::Confined { .. } => self.target("/"),
-                Mode::Local { cwd } => self.target(&cwd.to_string_lossy()),
+                Mode::Local { cwd, .. } => self.target(&cwd.to_string_lossy()),
             },
             Some(path) => self.target(path),
         }
+    }
+}
+
+fn read_failed(target: &Target, err: io::Error) -> PathError {
+    PathError::Other {
+        path: target.display.clone(),
+        message: format!("read failed: {}: {err}", target.display),
     }
 }
 
@@ -434,7 +608,7 @@ impl FileSystem for HostTree {
         let tree = self.clone();
         let target = self.target(path);
         let display = target.display.clone();
-        blocking(&display, move || Ok(tree.stat_blocking(&target))).await
+        blocking(&display, move || tree.stat_blocking(&target)).await
     }
 
     fn glob(&self, pattern: &str, dir: Option<&str>) -> FsStream<DirEntry> {
@@ -449,6 +623,13 @@ impl FileSystem for HostTree {
         let target = self.target(path);
         let display = target.display.clone();
         blocking(&display, move || tree.read_blocking(&target)).await
+    }
+
+    async fn read_page(&self, path: &str, offset: u64, limit: u64) -> Result<Page, PathError> {
+        let tree = self.clone();
+        let target = self.target(path);
+        let display = target.display.clone();
+        blocking(&display, move || tree.page_blocking(&target, offset, limit)).await
     }
 
     fn grep(&self, query: GrepQuery) -> FsStream<GrepResult> {

@@ -280,7 +280,14 @@ impl IndexedFs {
                 async move {
                     match inner.read(&entry.path).await {
                         Ok(Content::Text(text)) => Ok(Some((entry.path, text))),
-                        Ok(Content::Image { .. }) | Err(PathError::FileNotFound { .. }) => Ok(None),
+                        // Images, vanished files and what Read refuses (over the byte cap, not
+                        // a regular file) are not indexed.
+                        Ok(Content::Image { .. })
+                        | Err(
+                            PathError::FileNotFound { .. }
+                            | PathError::TooLarge { .. }
+                            | PathError::NotRegular { .. },
+                        ) => Ok(None),
                         Err(err) => Err(err),
                     }
                 }

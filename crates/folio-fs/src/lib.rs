@@ -36,6 +36,7 @@ use std::time::SystemTime;
 
 use futures::stream::BoxStream;
 
+mod beneath;
 mod error;
 mod host;
 mod host_files;
@@ -44,12 +45,14 @@ mod matcher;
 mod memory;
 pub mod merge;
 mod overlay;
+mod page;
 mod path;
 mod union;
 mod walk;
 
+pub use beneath::{BeneathError, write_beneath};
 pub use error::{EditError, PathError};
-pub use host::{HostTree, host_dir, local_fs};
+pub use host::{HostTree, READ_BYTE_CAP, host_dir, local_fs, workspace_fs};
 pub use host_files::{
     HostFileMeta, HostFilesApi, HostFilesError, HostFs, MemoryHostFiles, PutOutcome, host_fs,
 };
@@ -57,6 +60,7 @@ pub use index::{IndexedFs, indexed};
 pub use matcher::{LineMatcher, PathFilter};
 pub use memory::{EmptyFs, TempFs, empty_fs, temp_fs};
 pub use overlay::{OverlayDiff, OverlayFs, WritableOverlayFs, overlay_fs, writable_overlay_fs};
+pub use page::{MAX_LINE_CHARS, Page, PageLine, SCAN_BYTE_CAP, page_reader};
 pub use path::{basename, is_within, join_mount, normalize_fs_path, parent, strip_mount};
 pub use union::{IntoFs, UnionFs, union_fs};
 
@@ -253,6 +257,11 @@ pub trait FileSystem: Send + Sync + 'static {
     fn glob(&self, pattern: &str, dir: Option<&str>) -> FsStream<DirEntry>;
     /// The contents of file `path`.
     async fn read(&self, path: &str) -> Result<Content, PathError>;
+    /// Lines `offset..offset + limit` (1-based) of file `path` and its line count, for `Read`.
+    /// Host trees stream the file; the default pages what `read` returns.
+    async fn read_page(&self, path: &str, offset: u64, limit: u64) -> Result<Page, PathError> {
+        Ok(Page::of_content(self.read(path).await?, offset, limit))
+    }
     /// Lines matching `query`.
     fn grep(&self, query: GrepQuery) -> FsStream<GrepResult>;
     /// Creates or overwrites file `path`.

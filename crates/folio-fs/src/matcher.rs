@@ -51,6 +51,8 @@ impl LineMatcher {
         SearcherBuilder::new()
             .line_number(true)
             .binary_detection(BinaryDetection::quit(b'\x00'))
+            // One giant line must not buffer a whole file: past this the file is skipped.
+            .heap_limit(Some(crate::READ_BYTE_CAP as usize))
             .build()
     }
 

@@ -29,7 +29,7 @@ use crate::merge::{
 };
 use crate::{
     Content, DirEntry, FileInfo, FileKind, FileSystem, FsStream, GrepQuery, GrepResult,
-    LineMatcher, PathError, PathFilter, SearchQuery, SearchResult, is_within, join_mount,
+    LineMatcher, Page, PathError, PathFilter, SearchQuery, SearchResult, is_within, join_mount,
     normalize_fs_path, strip_mount,
 };
 
@@ -360,6 +360,16 @@ impl FileSystem for UnionFs {
         mount
             .fs
             .read(&child_path)
+            .await
+            .map_err(|err| reprefix_error(&mount.prefix, err))
+    }
+
+    async fn read_page(&self, path: &str, offset: u64, limit: u64) -> Result<Page, PathError> {
+        let path = normalize_fs_path(path);
+        let (mount, child_path) = self.route(&path)?;
+        mount
+            .fs
+            .read_page(&child_path, offset, limit)
             .await
             .map_err(|err| reprefix_error(&mount.prefix, err))
     }

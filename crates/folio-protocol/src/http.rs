@@ -371,8 +371,14 @@ pub enum ErrorCode {
     SessionBusy,
     /// `409`: a second decision on one approval.
     ApprovalResolved,
+    /// `405`: the route exists but not with this method.
+    MethodNotAllowed,
+    /// `408`: the request took too long to answer.
+    RequestTimeout,
     /// `413`: the body is over the limit.
     PayloadTooLarge,
+    /// `415`: a body that is not JSON (browser guard, sessions-http.md).
+    UnsupportedMediaType,
     /// `500`: anything else (never a stack trace).
     Internal,
 }
@@ -389,7 +395,10 @@ impl ErrorCode {
             ErrorCode::SessionNotFollowable => "session_not_followable",
             ErrorCode::SessionBusy => "session_busy",
             ErrorCode::ApprovalResolved => "approval_resolved",
+            ErrorCode::MethodNotAllowed => "method_not_allowed",
+            ErrorCode::RequestTimeout => "request_timeout",
             ErrorCode::PayloadTooLarge => "payload_too_large",
+            ErrorCode::UnsupportedMediaType => "unsupported_media_type",
             ErrorCode::Internal => "internal",
         }
     }
@@ -405,7 +414,10 @@ impl ErrorCode {
             | ErrorCode::SessionNotFollowable
             | ErrorCode::SessionBusy
             | ErrorCode::ApprovalResolved => 409,
+            ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::RequestTimeout => 408,
             ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::Internal => 500,
         }
     }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use folio_agent::tools::{SessionContext, TodoList, ToolContext};
+use folio_agent::tools::{ScratchMode, SessionContext, TodoList, ToolContext};
 use folio_agent::workspace::write_workspace_files;
 use folio_agent::{Agent, Turn, TurnOutcome};
 use folio_protocol::{
@@ -106,6 +106,7 @@ impl Actor {
                     if let Err(err) = self.start_turn(message, admission, Some(count), None, None) {
                         self.inner
                             .logs
+                            .about(&self.live.id)
                             .error(format!("session {}: {err}", self.live.id));
                     }
                 }
@@ -357,6 +358,7 @@ impl Actor {
         ) {
             self.inner
                 .logs
+                .about(&self.live.id)
                 .error(format!("session {}: {err}", self.live.id));
         }
         Some(TurnOutcome::Failed { message })
@@ -382,6 +384,7 @@ impl Actor {
             if let Err(err) = self.start_turn(message, admission, Some(count), None, None) {
                 self.inner
                     .logs
+                    .about(&self.live.id)
                     .error(format!("session {}: {err}", self.live.id));
             }
             return;
@@ -389,6 +392,7 @@ impl Actor {
         if let Err(err) = finish_session(&self.live, Some(&outcome), &self.inner) {
             self.inner
                 .logs
+                .about(&self.live.id)
                 .error(format!("session {}: {err}", self.live.id));
         }
     }
@@ -448,7 +452,8 @@ async fn run_turn(
         Ok(bound) => bound,
         Err(err) => return failed(&live, err),
     };
-    if let Err(err) = write_workspace_files(fs.as_ref(), &files).await {
+    let host_workspace = (scratch == ScratchMode::Host).then_some(workspace.as_path());
+    if let Err(err) = write_workspace_files(fs.as_ref(), host_workspace, &files).await {
         return failed(&live, err.to_string());
     }
     let events = live.events();

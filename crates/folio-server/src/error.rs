@@ -16,6 +16,11 @@ pub enum ManagerError {
     /// The session belongs to another principal (`403 forbidden`).
     #[error("session {0} belongs to another principal")]
     Forbidden(String),
+    /// An unscoped direct call of a built-in tool (`403 forbidden`; see `direct.rs`).
+    #[error(
+        "{0} is a built-in tool and runs only in a session: call POST /v1/session/<id>/tools/{0} on your own session (unscoped calls run authored tools only)"
+    )]
+    BuiltInUnscoped(String),
     /// The continuation token is not the current one (`409 stale_continuation_token`).
     #[error("the continuation token is stale: use the token returned by the last accepted message")]
     StaleToken,
@@ -39,7 +44,7 @@ impl ManagerError {
         match self {
             ManagerError::Invalid(_) => ErrorCode::InvalidRequest,
             ManagerError::NotFound(_) => ErrorCode::NotFound,
-            ManagerError::Forbidden(_) => ErrorCode::Forbidden,
+            ManagerError::Forbidden(_) | ManagerError::BuiltInUnscoped(_) => ErrorCode::Forbidden,
             ManagerError::StaleToken => ErrorCode::StaleContinuationToken,
             ManagerError::NotFollowable(_) => ErrorCode::SessionNotFollowable,
             ManagerError::Busy(_) => ErrorCode::SessionBusy,

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use folio_protocol::{Event, EventBody};
 
 /// Why the log could not be read or appended to.
@@ -102,7 +102,7 @@ impl EventLog {
             index: state.next_index,
             session_id: self.session_id.clone(),
             turn_id: turn_id.map(str::to_string),
-            at: Utc::now(),
+            at: now_millis(),
             body,
         };
         let mut line = serde_json::to_vec(&event).map_err(|err| LogError::Io {
@@ -129,6 +129,13 @@ impl EventLog {
             source,
         })
     }
+}
+
+/// Now, in whole milliseconds: the precision the log stores, so an appended event equals the
+/// same event read back (a live session keeps the appended ones in memory).
+fn now_millis() -> DateTime<Utc> {
+    let now = Utc::now();
+    DateTime::from_timestamp_millis(now.timestamp_millis()).unwrap_or(now)
 }
 
 /// Reads every event of the log at `path` (read-only), skipping a torn last line.

@@ -26,6 +26,7 @@ use serde::de::DeserializeOwned;
 
 use crate::auth::{Auth, AuthError};
 use crate::error::ManagerError;
+use crate::guard::{BodyLimit, Browsers, Guard};
 use crate::manager::SessionManager;
 use crate::principal::Principal;
 
@@ -68,6 +69,8 @@ pub struct HttpConfig {
     /// `--dev`: loopback callers may list every principal's sessions (`?scope=all`), which the
     /// playground's Runs list uses; session routes still answer only their owner.
     pub dev: bool,
+    /// Hosts and browser origins admitted beyond loopback and same-origin (see [`Browsers`]).
+    pub browsers: Browsers,
 }
 
 impl Default for HttpConfig {
@@ -79,6 +82,7 @@ impl Default for HttpConfig {
             request_timeout: Duration::from_secs(120),
             playground: true,
             dev: false,
+            browsers: Browsers::default(),
         }
     }
 }
@@ -137,11 +141,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let limit = req
+            .extensions()
+            .get::<BodyLimit>()
+            .map_or(BODY_LIMIT, |l| l.0);
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::new(
                     ErrorCode::PayloadTooLarge,
-                    "the request body is over the limit (1 MiB)",
+                    crate::guard::too_large_message(limit),
                 )
             } else {
                 ApiError::invalid(format!("body: {}", rejection.body_text()))
@@ -166,11 +174,14 @@ struct AgentState {
     prefix: String,
     /// Whether `--dev` lets loopback callers list every principal's sessions.
     dev: bool,
+    /// Browser rules and body limit (also handed to `/v1/mcp`).
+    guard: Arc<Guard>,
 }
 
 /// The router of every mount, with auth, body limit and timeouts; serve it with
 /// `into_make_service_with_connect_info::<SocketAddr>()`.
 pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
+    let guard = Guard::new(&config);
     let agents: Vec<AgentSummary> = mounts
         .iter()
         .map(|m| {
@@ -192,6 +203,7 @@ pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
             mount: Arc::new(mount.clone()),
             prefix: prefix.clone(),
             dev: config.dev,
+            guard: guard.clone(),
         });
         if config.playground {
             routes = routes.route(
@@ -237,6 +249,10 @@ pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
         StatusCode::REQUEST_TIMEOUT,
         config.request_timeout,
     ))
+    .layer(axum::middleware::from_fn_with_state(
+        guard,
+        crate::guard::guard,
+    ))
 }
 
 fn agent_routes(state: AgentState) -> Router {
@@ -263,6 +279,7 @@ fn agent_routes(state: AgentState) -> Router {
             crate::mcp::service(
                 state.mount.manager.clone(),
                 state.mount.manager.shutdown_token(),
+                &state.guard,
             ),
         )
         .route("/v1/artifacts", get(list_artifacts))
@@ -570,6 +587,7 @@ async fn agent_info(State(state): State<AgentState>) -> ApiResult {
 
 async fn logs(
     State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
     let since = match query.get("since") {
@@ -578,7 +596,11 @@ async fn logs(
             .map_err(|_| ApiError::invalid("since must be the seq of a log line"))?,
         None => 0,
     };
-    let lines = state.mount.manager.logs().since(since);
+    // A principal sees only lines about its own sessions (and server-wide lines).
+    let manager = &state.mount.manager;
+    let lines = manager
+        .logs()
+        .since_visible(since, |id| manager.get(&principal, id).is_ok());
     ok(StatusCode::OK, LogsResponse { ok: OkTrue, lines })
 }
 

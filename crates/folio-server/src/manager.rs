@@ -28,10 +28,10 @@ use crate::error::{ManagerError, io_error};
 use crate::fault::FaultPoint;
 use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
-use crate::recovery::lock_state_root;
 use crate::shared::Inner;
 use crate::state::{
-    SessionMeta, StateRoot, new_session_id, sync_dir, valid_session_id, write_durably,
+    SessionMeta, StateRoot, lock_state_root, new_session_id, sync_dir, valid_session_id,
+    write_durably,
 };
 use crate::token;
 
@@ -200,6 +200,7 @@ impl SessionManager {
         remember(&mut lock(&self.inner.live), &session_id, &live);
         self.inner
             .logs
+            .about(&session_id)
             .info(format!("session {session_id} created by {principal}"));
         let admit = Admit {
             message,
@@ -337,6 +338,7 @@ impl SessionManager {
         lock(&self.inner.live).remove(session_id);
         self.inner
             .logs
+            .about(session_id)
             .info(format!("session {session_id} deleted by {principal}"));
         Ok(())
     }
@@ -378,6 +380,7 @@ impl SessionManager {
                     .await?
             }
             None => {
+                crate::direct::check_unscoped(name)?;
                 let workspace = self.inner.state.path().join("direct").join("workspace");
                 std::fs::create_dir_all(&workspace)
                     .map_err(|e| io_error("cannot create the direct-call workspace", e))?;

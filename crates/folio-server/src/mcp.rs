@@ -19,6 +19,7 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::guard::Guard;
 use crate::manager::SessionManager;
 use crate::principal::Principal;
 
@@ -28,10 +29,12 @@ struct AgentMcp {
     manager: SessionManager,
 }
 
-/// The streamable-HTTP service of `/v1/mcp` for `manager`; ends with `cancel`.
+/// The streamable-HTTP service of `/v1/mcp` for `manager`; ends with `cancel`. rmcp's own
+/// Host check and body limit repeat the router's guard.
 pub(crate) fn service(
     manager: SessionManager,
     cancel: CancellationToken,
+    guard: &Guard,
 ) -> StreamableHttpService<impl ServerHandler, LocalSessionManager> {
     StreamableHttpService::new(
         move || {
@@ -42,7 +45,8 @@ pub(crate) fn service(
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default()
             .with_sse_keep_alive(None)
-            .disable_allowed_hosts()
+            .with_allowed_hosts(guard.browsers.mcp_hosts())
+            .with_max_request_body_bytes(guard.body_limit)
             .with_cancellation_token(cancel),
     )
 }

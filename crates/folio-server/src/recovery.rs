@@ -1,10 +1,11 @@
-//! Opening a state root: its exclusive lock, and recovery of the sessions a dead process left
-//! running (their turns are recorded as `server restarted`; parked approvals stay parked).
+//! Recovery on open: the sessions a dead process left between two durable steps get their
+//! turns recorded as `server restarted`, their queued messages run and their `session.json`
+//! repaired; parked approvals stay parked.
+
+use std::sync::Arc;
 
 use folio_agent::TurnOutcome;
 use folio_agent::turn::pending_approvals;
-use std::sync::Arc;
-
 use folio_protocol::{Event, EventBody, SERVER_RESTARTED, SessionMode, SessionStatus, TurnFailed};
 
 use crate::actor::{finish_session, open_turn};
@@ -13,35 +14,7 @@ use crate::error::ManagerError;
 use crate::event_log::last_index;
 use crate::live::{Live, lock};
 use crate::manager::{SessionManager, remember};
-use crate::state::{SessionMeta, StateRoot, valid_session_id};
-
-/// Takes the exclusive lock of a state root (`<state-root>/.lock`): two processes serving or
-/// running sessions on one state root would each record the other's running turns as
-/// `server restarted`. The kernel releases the lock when the process dies.
-pub(crate) fn lock_state_root(state: &StateRoot) -> Result<std::fs::File, String> {
-    use std::os::fd::AsRawFd;
-    let path = state.path().join(".lock");
-    std::fs::create_dir_all(state.path()).map_err(|err| {
-        format!(
-            "cannot create the state root {}: {err}",
-            state.path().display()
-        )
-    })?;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|err| format!("cannot open {}: {err}", path.display()))?;
-    // SAFETY: flock on a descriptor this function owns; it only sets an advisory lock.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(format!(
-            "the state root {} is in use by another folio process: stop it, or pass --state-root with another directory",
-            state.path().display()
-        ));
-    }
-    Ok(file)
-}
+use crate::state::{SessionMeta, valid_session_id};
 
 impl SessionManager {
     /// Repairs every session a dead process left between two durable steps: a turn still open
@@ -69,6 +42,7 @@ impl SessionManager {
                 Err(err) => {
                     self.inner
                         .logs
+                        .about(&id)
                         .error(format!("could not recover session {id}: {err}"));
                     continue;
                 }
@@ -79,6 +53,7 @@ impl SessionManager {
             if let Err(err) = self.recover_session(meta) {
                 self.inner
                     .logs
+                    .about(&id)
                     .error(format!("could not recover session {id}: {err}"));
             }
         }
@@ -91,7 +66,7 @@ impl SessionManager {
         let mut outcome = live.with_events(last_outcome);
         if let Some(turn_id) = live.with_events(open_turn) {
             if live.with_events(|events| !pending_approvals(events, &turn_id).is_empty()) {
-                self.inner.logs.info(format!(
+                self.inner.logs.about(&live.id).info(format!(
                     "session {} stays parked on an approval after the restart",
                     live.id
                 ));
@@ -106,7 +81,7 @@ impl SessionManager {
             outcome = Some(TurnOutcome::Failed {
                 message: SERVER_RESTARTED.to_string(),
             });
-            self.inner.logs.warn(format!(
+            self.inner.logs.about(&live.id).warn(format!(
                 "session {}: turn {turn_id} was running when the server stopped; recorded as failed",
                 live.id
             ));
@@ -120,7 +95,7 @@ impl SessionManager {
         lock(&live.meta).turns = turns;
         let queued = live.with_events(queued_messages).len();
         if queued > 0 && lock(&live.meta).mode == SessionMode::Chat {
-            self.inner.logs.info(format!(
+            self.inner.logs.about(&live.id).info(format!(
                 "session {}: running {queued} message(s) queued before the restart",
                 live.id
             ));

@@ -115,3 +115,31 @@ pub(crate) fn write_durably(path: &std::path::Path, bytes: &[u8]) -> std::io::Re
 pub(crate) fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
+
+/// Takes the exclusive lock of a state root (`<state-root>/.lock`): two processes serving or
+/// running sessions on one state root would each record the other's running turns as
+/// `server restarted`. The kernel releases the lock when the process dies.
+pub(crate) fn lock_state_root(state: &StateRoot) -> Result<std::fs::File, String> {
+    use std::os::fd::AsRawFd;
+    let path = state.path().join(".lock");
+    std::fs::create_dir_all(state.path()).map_err(|err| {
+        format!(
+            "cannot create the state root {}: {err}",
+            state.path().display()
+        )
+    })?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|err| format!("cannot open {}: {err}", path.display()))?;
+    // SAFETY: flock on a descriptor this function owns; it only sets an advisory lock.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(format!(
+            "the state root {} is in use by another folio process: stop it, or pass --state-root with another directory",
+            state.path().display()
+        ));
+    }
+    Ok(file)
+}

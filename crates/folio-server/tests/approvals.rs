@@ -5,20 +5,37 @@ mod support;
 
 use std::time::Duration;
 
-use folio_protocol::{Event, EventBody};
+use folio_protocol::{
+    Acknowledged, ApprovalDecision, ApprovalRequest, CreateSession, ErrorBody, ErrorCode, Event,
+    EventBody, FollowUp, FollowUpAccepted, OkTrue, SessionCreated, ToolCallRequest, ToolCallResult,
+};
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
 use support::*;
 
-async fn post(url: &str, body: Value) -> (u16, Value) {
+/// POSTs `body` and reads the answer as its folio-protocol type `T` ([`ErrorBody`] for errors).
+async fn post<T: DeserializeOwned>(url: &str, body: &impl Serialize) -> (u16, T) {
     let response = reqwest::Client::new()
         .post(url)
-        .json(&body)
+        .json(body)
         .send()
         .await
         .unwrap();
     (response.status().as_u16(), response.json().await.unwrap())
+}
+
+fn decision(decision: ApprovalDecision, reason: Option<&str>) -> ApprovalRequest {
+    ApprovalRequest {
+        decision,
+        reason: reason.map(str::to_string),
+    }
+}
+
+fn tool_input(input: serde_json::Value) -> ToolCallRequest {
+    ToolCallRequest { input }
 }
 
 /// Waits until the session's log satisfies `done`, returning the events.
@@ -57,10 +74,14 @@ async fn approve_deny_single_use_and_survive_a_restart() {
     let manager = manager(agent(&mock, dir.path()).await, state.path());
     let url = http(manager.clone()).await;
 
-    let (status, created) = post(&format!("{url}/v1/session"), json!({"message": "ship it"})).await;
+    let (status, created): (_, SessionCreated) = post(
+        &format!("{url}/v1/session"),
+        &CreateSession::message("ship it"),
+    )
+    .await;
     assert_eq!(status, 201);
-    let id = created["sessionId"].as_str().unwrap().to_string();
-    let token = created["continuationToken"].as_str().unwrap().to_string();
+    let id = created.session_id;
+    let token = created.continuation_token;
     let events = wait_for(&manager, &id, |e| {
         count(e, "action.approval_requested") == 1
     })
@@ -76,29 +97,22 @@ async fn approve_deny_single_use_and_survive_a_restart() {
     assert_eq!(requested.input, json!({"target": "prod"}));
     // Parked: the tool has not run, the session is busy.
     assert_eq!(count(&events, "action.result"), 0);
-    let (status, busy) = post(
+    let (status, busy): (_, ErrorBody) = post(
         &format!("{url}/v1/session/{id}/tools/Deploy"),
-        json!({"input": {"target": "x"}}),
+        &tool_input(json!({"target": "x"})),
     )
     .await;
-    assert_eq!(
-        (status, busy["error"].clone()),
-        (409, json!("session_busy"))
-    );
+    assert_eq!((status, busy.error), (409, ErrorCode::SessionBusy));
 
     let approvals = format!("{url}/v1/session/{id}/approvals/{}", requested.call_id);
-    let (status, bad) = post(&approvals, json!({"decision": "maybe"})).await;
-    assert_eq!(
-        (status, bad["error"].clone()),
-        (400, json!("invalid_request"))
-    );
-    let (status, ok) = post(&approvals, json!({"decision": "approve"})).await;
-    assert_eq!((status, ok), (200, json!({"ok": true})));
-    let (status, again) = post(&approvals, json!({"decision": "deny"})).await;
-    assert_eq!(
-        (status, again["error"].clone()),
-        (409, json!("approval_resolved"))
-    );
+    let (status, bad): (_, ErrorBody) = post(&approvals, &json!({"decision": "maybe"})).await;
+    assert_eq!((status, bad.error), (400, ErrorCode::InvalidRequest));
+    let (status, ok): (_, Acknowledged) =
+        post(&approvals, &decision(ApprovalDecision::Approve, None)).await;
+    assert_eq!((status, ok), (200, Acknowledged { ok: OkTrue }));
+    let (status, again): (_, ErrorBody) =
+        post(&approvals, &decision(ApprovalDecision::Deny, None)).await;
+    assert_eq!((status, again.error), (409, ErrorCode::ApprovalResolved));
     let events = wait_for(&manager, &id, |e| count(e, "session.waiting") == 1).await;
     let resolved = events
         .iter()
@@ -118,20 +132,25 @@ async fn approve_deny_single_use_and_survive_a_restart() {
     assert_eq!(result.output, Some(json!("deployed prod")));
     assert!(!result.is_error);
     // A direct call skips the gate (and validates its input).
-    let (status, direct) = post(
+    let (status, direct): (_, ToolCallResult) = post(
         &format!("{url}/v1/session/{id}/tools/Deploy"),
-        json!({"input": {"target": "staging"}}),
+        &tool_input(json!({"target": "staging"})),
     )
     .await;
     assert_eq!(
         (status, direct),
         (
             200,
-            json!({"ok": true, "result": "deployed staging", "isError": false})
+            ToolCallResult {
+                ok: OkTrue,
+                result: json!("deployed staging"),
+                is_error: false
+            }
         )
     );
-    let (status, _) = post(&format!("{url}/v1/tools/Deploy"), json!({"input": {}})).await;
-    assert_eq!(status, 400);
+    let (status, invalid): (_, ErrorBody) =
+        post(&format!("{url}/v1/tools/Deploy"), &tool_input(json!({}))).await;
+    assert_eq!((status, invalid.error), (400, ErrorCode::InvalidRequest));
 
     // Deny: the model gets `denied by ${by}: ${reason}`.
     mock.push(MockReply::tool_calls([(
@@ -139,12 +158,12 @@ async fn approve_deny_single_use_and_survive_a_restart() {
         json!({"target": "prod"}),
     )]));
     mock.push(MockReply::text("ok, not deploying"));
-    let (_, followed) = post(
+    let (_, followed): (_, FollowUpAccepted) = post(
         &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": token, "message": "again"}),
+        &FollowUp::new(token, "again"),
     )
     .await;
-    let token = followed["continuationToken"].as_str().unwrap().to_string();
+    let token = followed.continuation_token;
     let events = wait_for(&manager, &id, |e| {
         count(e, "action.approval_requested") == 2
     })
@@ -157,9 +176,9 @@ async fn approve_deny_single_use_and_survive_a_restart() {
             _ => None,
         })
         .unwrap();
-    let (status, _) = post(
+    let (status, _): (_, Acknowledged) = post(
         &format!("{url}/v1/session/{id}/approvals/{call_id}"),
-        json!({"decision": "deny", "reason": "not today"}),
+        &decision(ApprovalDecision::Deny, Some("not today")),
     )
     .await;
     assert_eq!(status, 200);
@@ -184,11 +203,12 @@ async fn approve_deny_single_use_and_survive_a_restart() {
     // A parked approval survives a restart: shut down while parked, reopen, resolve.
     mock.push(MockReply::tool_calls([("Deploy", json!({"target": "eu"}))]));
     mock.push(MockReply::text("resumed and deployed"));
-    let (_, _) = post(
+    let (status, _): (_, FollowUpAccepted) = post(
         &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": token, "message": "third"}),
+        &FollowUp::new(token, "third"),
     )
     .await;
+    assert_eq!(status, 200);
     let events = wait_for(&manager, &id, |e| {
         count(e, "action.approval_requested") == 3
     })
@@ -217,19 +237,19 @@ async fn approve_deny_single_use_and_survive_a_restart() {
         "recovery leaves a parked turn parked"
     );
     let url = http(restarted.clone()).await;
-    let (status, busy) = post(
+    let (status, busy): (_, ErrorBody) = post(
         &format!("{url}/v1/session/{id}/tools/Deploy"),
-        json!({"input": {"target": "x"}}),
+        &tool_input(json!({"target": "x"})),
     )
     .await;
     assert_eq!(
-        (status, busy["error"].clone()),
-        (409, json!("session_busy")),
+        (status, busy.error),
+        (409, ErrorCode::SessionBusy),
         "a parked turn holds the execution lock across the restart"
     );
-    let (status, _) = post(
+    let (status, _): (_, Acknowledged) = post(
         &format!("{url}/v1/session/{id}/approvals/{call_id}"),
-        json!({"decision": "approve"}),
+        &decision(ApprovalDecision::Approve, None),
     )
     .await;
     assert_eq!(status, 200);

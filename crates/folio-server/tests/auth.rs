@@ -3,6 +3,10 @@
 
 mod support;
 
+use folio_protocol::{
+    CreateSession, ErrorBody, ErrorCode, Page, SessionCreated, SessionResponse, SessionStatus,
+    SessionSummary,
+};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
 use folio_test_support::MockModelServer;
 use support::*;
@@ -32,8 +36,8 @@ async fn without_peer_addresses_local_dev_strict_fails_closed() {
         .await
         .unwrap();
     assert_eq!(response.status(), 403);
-    let body: serde_json::Value = response.json().await.unwrap();
-    assert_eq!(body["error"], "forbidden");
+    let body: ErrorBody = response.json().await.unwrap();
+    assert_eq!(body.error, ErrorCode::Forbidden);
 }
 
 #[tokio::test]
@@ -77,20 +81,24 @@ async fn serve_tokens(manager: folio_server::SessionManager, dev: bool) -> Strin
 }
 
 async fn create(base: &str, token: &str) -> String {
-    let body: serde_json::Value = reqwest::Client::new()
+    let created: SessionCreated = reqwest::Client::new()
         .post(format!("{base}/v1/session"))
         .bearer_auth(token)
-        .json(&serde_json::json!({"message": "hi", "title": token}))
+        .json(&CreateSession {
+            title: Some(token.to_string()),
+            ..CreateSession::message("hi")
+        })
         .send()
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
-    body["sessionId"].as_str().unwrap().to_string()
+    created.session_id
 }
 
-async fn get(url: String, token: &str) -> (u16, serde_json::Value) {
+/// GETs `url` as `token`; reads the answer as its folio-protocol type `T`.
+async fn get<T: serde::de::DeserializeOwned>(url: String, token: &str) -> (u16, T) {
     let response = reqwest::Client::new()
         .get(url)
         .bearer_auth(token)
@@ -100,13 +108,8 @@ async fn get(url: String, token: &str) -> (u16, serde_json::Value) {
     (response.status().as_u16(), response.json().await.unwrap())
 }
 
-fn ids(page: &serde_json::Value) -> Vec<String> {
-    let mut ids: Vec<String> = page["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["sessionId"].as_str().unwrap().to_string())
-        .collect();
+fn ids(page: &Page<SessionSummary>) -> Vec<String> {
+    let mut ids: Vec<String> = page.data.iter().map(|s| s.session_id.clone()).collect();
     ids.sort();
     ids
 }
@@ -124,13 +127,14 @@ async fn dev_on_loopback_lists_every_principals_runs_but_keeps_sessions_private(
     let mut both = vec![alices.clone(), bobs.clone()];
     both.sort();
     let (status, all) = get(format!("{base}/v1/sessions?scope=all"), "alice-token").await;
-    assert_eq!(status, 200, "{all}");
+    assert_eq!(status, 200, "{all:?}");
     assert_eq!(ids(&all), both);
     let (_, mine) = get(format!("{base}/v1/sessions"), "alice-token").await;
     assert_eq!(ids(&mine), vec![alices]);
     // Listing is not access: bob's session still answers only bob.
-    let (status, body) = get(format!("{base}/v1/session/{bobs}"), "alice-token").await;
-    assert_eq!((status, body["error"].as_str()), (403, Some("forbidden")));
+    let (status, body): (_, ErrorBody) =
+        get(format!("{base}/v1/session/{bobs}"), "alice-token").await;
+    assert_eq!((status, body.error), (403, ErrorCode::Forbidden));
 }
 
 #[tokio::test]
@@ -139,10 +143,141 @@ async fn scope_all_needs_dev() {
     let dir = project("");
     let state = tempfile::tempdir().unwrap();
     let base = serve_tokens(manager(agent(&mock, dir.path()).await, state.path()), false).await;
-    let (status, body) = get(format!("{base}/v1/sessions?scope=all"), "alice-token").await;
-    assert_eq!(status, 403);
-    assert_eq!(body["error"], "forbidden");
-    let (status, body) = get(format!("{base}/v1/sessions?scope=everyone"), "alice-token").await;
-    assert_eq!(status, 400);
-    assert_eq!(body["error"], "invalid_request");
+    let (status, body): (_, ErrorBody) =
+        get(format!("{base}/v1/sessions?scope=all"), "alice-token").await;
+    assert_eq!((status, body.error), (403, ErrorCode::Forbidden));
+    let (status, body): (_, ErrorBody) =
+        get(format!("{base}/v1/sessions?scope=everyone"), "alice-token").await;
+    assert_eq!((status, body.error), (400, ErrorCode::InvalidRequest));
+}
+
+async fn post(url: String, token: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+    let response = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+/// Waits until the session's first turn is over (session tools answer 409 during a turn).
+async fn settled(base: &str, id: &str, token: &str) {
+    for _ in 0..500 {
+        let (_, body): (u16, SessionResponse) = get(format!("{base}/v1/session/{id}"), token).await;
+        if body.session.status != SessionStatus::Running {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("session {id} did not settle");
+}
+
+#[tokio::test]
+async fn principals_reach_only_their_own_data_through_tools() {
+    let mock = MockModelServer::start().await;
+    mock.push(folio_test_support::MockReply::text("one"));
+    mock.push(folio_test_support::MockReply::text("two"));
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let root = state.path().canonicalize().unwrap();
+    let base = serve_tokens(manager(agent(&mock, dir.path()).await, &root), false).await;
+    let sessions = [
+        ("alice-token", create(&base, "alice-token").await),
+        ("bob-token", create(&base, "bob-token").await),
+    ];
+    for (token, id) in &sessions {
+        settled(&base, id, token).await;
+        let secret = format!("secret of {token}");
+        let (status, wrote) = post(
+            format!("{base}/v1/session/{id}/tools/Write"),
+            token,
+            serde_json::json!({"input": {"path": "secret.txt", "contents": secret}}),
+        )
+        .await;
+        assert_eq!(
+            (status, &wrote["isError"]),
+            (200, &serde_json::json!(false)),
+            "{wrote}"
+        );
+    }
+    for (caller, own) in &sessions {
+        for (victim, other) in &sessions {
+            if caller == victim {
+                continue;
+            }
+            let secret = format!("secret of {victim}");
+            let other_ws = root.join("sessions").join(other).join("workspace");
+            let paths = [
+                other_ws.join("secret.txt").display().to_string(),
+                other_ws.display().to_string(),
+                format!("../../{other}/workspace/secret.txt"),
+                root.join("traces")
+                    .join(format!("{other}.ndjson"))
+                    .display()
+                    .to_string(),
+                root.display().to_string(),
+                "../..".to_string(),
+            ];
+            for path in &paths {
+                for (tool, input) in [
+                    ("Read", serde_json::json!({"path": path})),
+                    ("LS", serde_json::json!({"path": path})),
+                    (
+                        "Grep",
+                        serde_json::json!({"pattern": "secret", "path": path}),
+                    ),
+                    ("Glob", serde_json::json!({"pattern": "**/*", "path": path})),
+                    (
+                        "Write",
+                        serde_json::json!({"path": format!("{path}/x"), "contents": "x"}),
+                    ),
+                    ("Delete", serde_json::json!({"path": path})),
+                ] {
+                    let (status, answer) = post(
+                        format!("{base}/v1/session/{own}/tools/{tool}"),
+                        caller,
+                        serde_json::json!({"input": input}),
+                    )
+                    .await;
+                    let shown = answer.to_string();
+                    assert!(
+                        status == 200 && !shown.contains(&secret),
+                        "{caller} {tool} {path}: {status} {shown}"
+                    );
+                    assert!(
+                        answer["isError"] == true || tool == "Glob" || tool == "Grep",
+                        "{caller} {tool} {path}: {shown}"
+                    );
+                }
+            }
+            // Another principal's session answers 403 on every session route.
+            let (status, _) = post(
+                format!("{base}/v1/session/{other}/tools/Read"),
+                caller,
+                serde_json::json!({"input": {"path": "secret.txt"}}),
+            )
+            .await;
+            assert_eq!(status, 403);
+            assert_eq!(
+                std::fs::read_to_string(other_ws.join("secret.txt")).unwrap(),
+                secret
+            );
+        }
+        // Unscoped built-ins never run, for anyone.
+        for tool in ["Shell", "Read", "Write", "Grep", "LS"] {
+            let (status, answer) = post(
+                format!("{base}/v1/tools/{tool}"),
+                caller,
+                serde_json::json!({"input": {"command": "id", "path": "x", "contents": "x", "pattern": "x"}}),
+            )
+            .await;
+            assert_eq!(
+                (status, &answer["error"]),
+                (403, &serde_json::json!("forbidden")),
+                "{tool}"
+            );
+        }
+    }
 }

@@ -209,3 +209,38 @@ async fn todos_outlive_turns_and_restarts() {
         .unwrap();
     assert_eq!(direct.result, serde_json::json!(expected));
 }
+
+#[tokio::test]
+async fn a_live_session_serves_the_events_of_its_log_from_memory() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("one"));
+    mock.push(MockReply::text("two"));
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let manager = manager(agent(&mock, dir.path()).await, state.path());
+    let id = manager
+        .create("local", "http", create("hello"))
+        .await
+        .unwrap()
+        .session_id;
+    // The stream holds the live session open across both turns.
+    let mut stream = manager.stream("local", &id, 0).unwrap();
+    let mut waiting = 0;
+    while waiting < 2 {
+        let Some(event) = stream.rx.recv().await else {
+            panic!("the stream ended early");
+        };
+        if matches!(event.map(|e| e.body), Some(EventBody::SessionWaiting(_))) {
+            waiting += 1;
+            if waiting == 1 {
+                manager.send("local", &id, "again", None).await.unwrap();
+            }
+        }
+    }
+    let trace = state.path().join("traces").join(format!("{id}.ndjson"));
+    let on_disk = folio_server::read_events(&trace).unwrap();
+    assert_eq!(manager.events("local", &id).unwrap(), on_disk);
+    let summary = manager.get("local", &id).unwrap();
+    assert_eq!(summary.last_index, on_disk.last().unwrap().index);
+    assert_eq!(summary.turns, 2);
+}

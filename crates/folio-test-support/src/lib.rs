@@ -22,15 +22,20 @@
 //! # }
 //! ```
 //!
+//! [`read_wire`] and [`check_answer`] read Folio's own HTTP answers through their
+//! folio-protocol types, exactly, so a test fails when the server and the contract drift apart.
+//!
 //! Failure modes: [`MockReply::status`] / [`MockReply::rate_limited`] (with `Retry-After`),
 //! [`MockReply::drop_after_chunks`], [`MockReply::first_byte_delay`], [`MockReply::chunk_delay`].
 
 #![warn(missing_docs)]
 
+mod answers;
 mod reply;
 mod server;
 mod wire;
 
+pub use answers::{check_answer, read_wire};
 pub use folio_protocol::Usage;
 pub use reply::MockReply;
 pub use server::{Disconnect, MockModelServer, RecordedRequest};

@@ -3,15 +3,13 @@
 
 use std::fmt::Write as _;
 
-use folio_fs::{Content, EditError, FileKind, GrepQuery, PathError, SearchQuery};
+use folio_fs::{Content, EditError, FileKind, GrepQuery, Page, PageLine, PathError, SearchQuery};
 use futures::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value, json};
 
 use super::args::{Arg, ArgType, ArgsExt};
 use super::{ScratchMode, Tool, ToolContext, ToolError, ToolOutput, prepare_with};
 
-/// Lines longer than this are cut by `Read`.
-const MAX_LINE_CHARS: usize = 2000;
 /// Lines `Read` returns when no `limit` is given.
 const DEFAULT_READ_LIMIT: u64 = 2000;
 /// Hits `SemanticSearch` returns when no `numResults` is given.
@@ -263,48 +261,35 @@ async fn read(
     path: &str,
     args: &Map<String, Value>,
 ) -> Result<ToolOutput, ToolError> {
-    let text = match fs.read(path).await? {
-        Content::Image { bytes, mime } => return Ok(ToolOutput::image(mime, &bytes)),
-        Content::Text(text) => text,
-    };
     let offset = args.u64_arg("offset").unwrap_or(1).max(1);
     let limit = args.u64_arg("limit").unwrap_or(DEFAULT_READ_LIMIT).max(1);
-    Ok(ToolOutput::Text(number_lines(&text, offset, limit)?))
+    match fs.read_page(path, offset, limit).await? {
+        Page::Image { bytes, mime } => Ok(ToolOutput::image(mime, &bytes)),
+        Page::Text { lines, total } => Ok(ToolOutput::Text(number_lines(&lines, total, offset)?)),
+    }
 }
 
 /// `Read`'s text rendering: `{n:>6}\t{line}` per line, long lines cut, a note when more remain.
-fn number_lines(text: &str, offset: u64, limit: u64) -> Result<String, ToolError> {
-    let body = text.strip_suffix('\n').unwrap_or(text);
-    if body.is_empty() {
+fn number_lines(lines: &[PageLine], total: u64, offset: u64) -> Result<String, ToolError> {
+    if total == 0 {
         return Ok("(empty file)".to_string());
     }
-    let total = body.split('\n').count() as u64;
     if offset > total {
         return Err(ToolError(format!(
             "offset {offset} is past the end of the file ({total} lines)"
         )));
     }
     let mut out = String::new();
-    let mut shown = 0u64;
-    for (index, line) in body.split('\n').enumerate().skip((offset - 1) as usize) {
-        if shown == limit {
-            break;
-        }
-        let line = line.strip_suffix('\r').unwrap_or(line);
+    for line in lines {
         if !out.is_empty() {
             out.push('\n');
         }
-        let _ = write!(out, "{:>6}\t", index + 1);
-        match line.char_indices().nth(MAX_LINE_CHARS) {
-            Some((cut, _)) => {
-                let rest = line[cut..].chars().count();
-                let _ = write!(out, "{}… [line cut: {rest} more characters]", &line[..cut]);
-            }
-            None => out.push_str(line),
+        let _ = write!(out, "{:>6}\t{}", line.number, line.text);
+        if line.cut_chars > 0 {
+            let _ = write!(out, "… [line cut: {} more characters]", line.cut_chars);
         }
-        shown += 1;
     }
-    let next = offset + shown;
+    let next = offset + lines.len() as u64;
     if next <= total {
         let _ = write!(
             out,
@@ -489,23 +474,28 @@ async fn semantic_search(
 mod tests {
     use super::*;
 
+    /// Renders `text` as `Read` does, paged in memory.
+    fn render(text: &str, offset: u64, limit: u64) -> Result<String, ToolError> {
+        match Page::of_content(Content::Text(text.to_string()), offset, limit) {
+            Page::Text { lines, total } => number_lines(&lines, total, offset),
+            Page::Image { .. } => unreachable!("text pages"),
+        }
+    }
+
     #[test]
     fn numbers_lines_and_pages() {
+        assert_eq!(render("a\nb\n", 1, 2000).unwrap(), "     1\ta\n     2\tb");
         assert_eq!(
-            number_lines("a\nb\n", 1, 2000).unwrap(),
-            "     1\ta\n     2\tb"
-        );
-        assert_eq!(
-            number_lines("a\nb\nc\nd", 2, 2).unwrap(),
+            render("a\nb\nc\nd", 2, 2).unwrap(),
             "     2\tb\n     3\tc\n… 1 more lines; call Read with offset=4"
         );
         assert_eq!(
-            number_lines("a", 5, 1).unwrap_err().0,
+            render("a", 5, 1).unwrap_err().0,
             "offset 5 is past the end of the file (1 lines)"
         );
         let long = "x".repeat(2005);
         assert_eq!(
-            number_lines(&long, 1, 10).unwrap(),
+            render(&long, 1, 10).unwrap(),
             format!(
                 "     1\t{}… [line cut: 5 more characters]",
                 "x".repeat(2000)

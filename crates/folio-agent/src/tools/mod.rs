@@ -16,6 +16,7 @@ pub(crate) mod args;
 pub mod authored;
 mod files;
 pub(crate) mod process;
+mod sandbox;
 mod shell;
 mod spill;
 mod todos;
@@ -23,9 +24,12 @@ mod web;
 
 pub use authored::{AuthoredTool, AuthoredToolSpec};
 pub use files::FileTool;
+pub use sandbox::{SandboxError, SandboxPolicy};
 pub use shell::ShellTool;
 pub use todos::{Todo, TodoList, TodosTool};
 pub use web::WebFetchTool;
+
+pub(crate) use spill::spill;
 
 /// A model-facing tool: a name, a schema, and an async call.
 #[async_trait::async_trait]

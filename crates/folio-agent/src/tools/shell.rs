@@ -1,6 +1,7 @@
 //! `Shell`: `bash -c` in the session workspace, with output caps, a timeout, and the whole
 //! process group killed on timeout, stop or preempt.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -8,6 +9,7 @@ use tokio::process::Command;
 
 use super::args::{Arg, ArgType, ArgsExt};
 use super::process::{Finished, Outcome, run_in_group};
+use super::sandbox::SandboxPolicy;
 use super::spill::spill_if_large;
 use super::{Tool, ToolContext, ToolError, ToolOutput, prepare_with};
 
@@ -26,9 +28,18 @@ const ARGS: &[Arg] = &[
     .aliases(&["timeout_secs", "timeout"]),
 ];
 
-/// The `Shell` tool.
+/// The `Shell` tool; with a [`SandboxPolicy`] every command runs confined (see `sandbox.rs`).
 #[derive(Debug, Clone, Default)]
-pub struct ShellTool;
+pub struct ShellTool {
+    sandbox: Option<SandboxPolicy>,
+}
+
+impl ShellTool {
+    /// A `Shell` whose commands run under `sandbox` (`None`: unconfined).
+    pub fn new(sandbox: Option<SandboxPolicy>) -> Self {
+        ShellTool { sandbox }
+    }
+}
 
 #[async_trait::async_trait]
 impl Tool for ShellTool {
@@ -62,18 +73,32 @@ impl Tool for ShellTool {
             .arg("-c")
             .arg(command_line)
             .current_dir(&ctx.workspace);
-        let Finished {
-            outcome,
-            stdout,
-            stderr,
-        } = run_in_group(
+        // A sandboxed command gets a scratch directory of its own, removed afterwards.
+        let scratch = match &self.sandbox {
+            Some(policy) => {
+                let scratch = Scratch::create()?;
+                policy
+                    .prepare(&ctx.workspace, &scratch.0)
+                    .map_err(|err| ToolError(err.to_string()))?
+                    .apply_to(&mut command);
+                command.env("TMPDIR", &scratch.0);
+                Some(scratch)
+            }
+            None => None,
+        };
+        let finished = run_in_group(
             command,
             None,
             Duration::from_secs(timeout_secs),
             &ctx.cancel,
         )
-        .await
-        .map_err(|err| {
+        .await;
+        drop(scratch);
+        let Finished {
+            outcome,
+            stdout,
+            stderr,
+        } = finished.map_err(|err| {
             ToolError(format!(
                 "could not start bash in {}: {err}",
                 ctx.workspace.display()
@@ -115,5 +140,27 @@ impl Tool for ShellTool {
                 }
             }
         }
+    }
+}
+
+/// A sandboxed command's scratch directory under the system temp dir, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn create() -> Result<Scratch, ToolError> {
+        let dir = std::env::temp_dir().join(format!("folio-shell-{}", ulid::Ulid::generate()));
+        std::fs::create_dir(&dir).map_err(|err| {
+            ToolError(format!(
+                "could not create the scratch directory {}: {err}",
+                dir.display()
+            ))
+        })?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -17,6 +17,12 @@ pub(crate) async fn spill_if_large(ctx: &ToolContext, text: String) -> Result<St
     if text.len() <= INLINE_LIMIT {
         return Ok(text);
     }
+    spill(ctx, text).await
+}
+
+/// Writes `text` to a scratch file (`agent-tools/{uuid}.txt` on the host default,
+/// `/tmp/{uuid}.txt` under an authored root) and returns its head and where the rest is.
+pub(crate) async fn spill(ctx: &ToolContext, text: String) -> Result<String, ToolError> {
     let uuid = Uuid::new_v4();
     let dir = ctx.workspace.join(SPILL_DIR);
     let host_path = dir.join(format!("{uuid}.txt"));
@@ -26,10 +32,19 @@ pub(crate) async fn spill_if_large(ctx: &ToolContext, text: String) -> Result<St
             host_path.display()
         ))
     };
-    tokio::fs::create_dir_all(&dir).await.map_err(io_error)?;
-    tokio::fs::write(&host_path, &text)
+    tokio::fs::create_dir_all(&ctx.workspace)
         .await
         .map_err(io_error)?;
+    // Never through a link the model planted in the workspace (e.g. `agent-tools` → elsewhere).
+    let (workspace, rel, bytes) = (
+        ctx.workspace.clone(),
+        format!("{SPILL_DIR}/{uuid}.txt"),
+        text.clone().into_bytes(),
+    );
+    tokio::task::spawn_blocking(move || folio_fs::write_beneath(&workspace, &rel, &bytes))
+        .await
+        .map_err(|err| io_error(std::io::Error::other(err)))?
+        .map_err(|err| io_error(std::io::Error::other(err)))?;
     let shown_path = match ctx.scratch {
         ScratchMode::Host => host_path.display().to_string(),
         ScratchMode::Rooted => {

@@ -92,6 +92,7 @@ pub async fn load_agent(dir: &Path, base_url: &str, env: EnvLookup) -> Agent {
             };
             open_provider(spec, &config, &key).map_err(|e| e.to_string())
         })),
+        ..LoadOptions::default()
     };
     Agent::load_with(definition, provider, model, options)
         .await

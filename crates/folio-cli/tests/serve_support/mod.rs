@@ -4,14 +4,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use folio_protocol::{
-    Acknowledged, AgentDescription, AgentSummary, ArtifactRecord, ArtifactResponse, ErrorBody,
-    Event, FollowUpAccepted, LogsResponse, Page, SessionCreated, SessionResponse, SessionSummary,
-    ToolCallResult,
-};
+use folio_protocol::Event;
+pub use folio_test_support::{check_answer, read_wire};
 use futures::StreamExt;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -88,74 +83,8 @@ pub fn client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
 
-/// Reads `value` as the wire type `T` and checks that nothing was lost or added: `T` written
-/// back must be `value` again (a field the type does not know, or a changed shape, fails).
-pub fn wire<T: Serialize + DeserializeOwned>(value: &Value) -> T {
-    let name = std::any::type_name::<T>();
-    let typed: T = serde_json::from_value(value.clone())
-        .unwrap_or_else(|err| panic!("not a {name}: {err}\n{value:#}"));
-    assert_eq!(
-        &serde_json::to_value(&typed).unwrap(),
-        value,
-        "the answer and {name} differ"
-    );
-    typed
-}
-
-/// Checks a JSON answer of Folio against the folio-protocol type of its route: every error is an
-/// [`ErrorBody`]; each JSON route's success body is its own type.
-pub fn check_wire(method: &reqwest::Method, url: &str, status: u16, body: &Value) {
-    if body.is_string() {
-        return; // HTML pages, NDJSON and empty answers are not JSON bodies
-    }
-    if status >= 400 {
-        wire::<ErrorBody>(body);
-        return;
-    }
-    let path = url.split('?').next().unwrap_or(url);
-    let route = path.rsplit_once("/v1/").map_or("", |(_, route)| route);
-    let segments: Vec<&str> = route.split('/').collect();
-    match (method.as_str(), segments.as_slice()) {
-        ("POST", ["session"]) => {
-            wire::<SessionCreated>(body);
-        }
-        ("POST", ["session", _]) => {
-            wire::<FollowUpAccepted>(body);
-        }
-        ("GET", ["session", _]) => {
-            wire::<SessionResponse>(body);
-        }
-        ("DELETE", ["session", _])
-        | ("POST", ["session", _, "stop"] | ["session", _, "approvals", _]) => {
-            wire::<Acknowledged>(body);
-        }
-        ("POST", ["session", _, "tools", _] | ["tools", _]) => {
-            wire::<ToolCallResult>(body);
-        }
-        ("GET", ["sessions"]) => {
-            wire::<Page<SessionSummary>>(body);
-        }
-        ("GET", ["agent"]) => {
-            wire::<AgentDescription>(body);
-        }
-        ("GET", ["agents"]) => {
-            wire::<Vec<AgentSummary>>(body);
-        }
-        ("GET", ["logs"]) => {
-            wire::<LogsResponse>(body);
-        }
-        ("GET", ["artifacts"]) => {
-            wire::<Page<ArtifactRecord>>(body);
-        }
-        ("GET", ["artifacts", _]) => {
-            wire::<ArtifactResponse>(body);
-        }
-        _ => panic!("{method} {url}: a JSON answer of a route with no folio-protocol type: {body}"),
-    }
-}
-
 /// Sends `body` as JSON with `method` and an optional bearer token; returns status and JSON
-/// (checked against the route's folio-protocol type, see [`check_wire`]).
+/// (checked against the route's folio-protocol type, see [`check_answer`]).
 pub async fn call(
     method: reqwest::Method,
     url: &str,
@@ -173,7 +102,7 @@ pub async fn call(
     let status = response.status().as_u16();
     let text = response.text().await.unwrap();
     let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    check_wire(&method, url, status, &value);
+    check_answer(method.as_str(), url, status, &value);
     (status, value)
 }
 
@@ -226,7 +155,7 @@ impl Stream {
                     continue;
                 }
                 let event: Value = serde_json::from_slice(&line).unwrap();
-                wire::<Event>(&event);
+                read_wire::<Event>(&event);
                 self.events.push(event.clone());
                 return Some(event);
             }

@@ -1,0 +1,54 @@
+//! Which tools a direct call may run (sessions-http.md, "Direct tool calls"). Unscoped calls
+//! (`POST /v1/tools/:name`) share one workspace among every principal, so they run only tools
+//! the agent's authors wrote — never a built-in (the file tools, `Shell`, `WebFetch`, the todo
+//! tools, `Task`), which would read, write or run in that shared workspace or on the host.
+//! Session-scoped calls run any tool, in the caller's own session (ownership is checked by the
+//! manager).
+
+use folio_agent::allowlist;
+
+use crate::error::ManagerError;
+
+/// Refuses an unscoped direct call of a built-in tool (`403 forbidden`).
+pub(crate) fn check_unscoped(name: &str) -> Result<(), ManagerError> {
+    let builtin = allowlist::resolve(None, false, true)
+        .tools
+        .iter()
+        .any(|tool| tool.tool_name() == name);
+    if builtin {
+        return Err(ManagerError::BuiltInUnscoped(name.to_string()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_ins_are_refused_unscoped_and_others_pass() {
+        for name in [
+            "Read",
+            "LS",
+            "Grep",
+            "Glob",
+            "Write",
+            "StrReplace",
+            "Delete",
+            "SemanticSearch",
+            "Shell",
+            "WebFetch",
+            "UpdateTodos",
+            "ReadTodos",
+            "Task",
+        ] {
+            assert!(
+                check_unscoped(name) == Err(ManagerError::BuiltInUnscoped(name.into())),
+                "{name}"
+            );
+        }
+        for name in ["Deploy", "lookup_order", "read", "shell"] {
+            assert_eq!(check_unscoped(name), Ok(()), "{name}");
+        }
+    }
+}
