@@ -14,6 +14,79 @@ use super::{ScratchMode, Tool, ToolContext, ToolError, ToolOutput, prepare_with}
 const DEFAULT_READ_LIMIT: u64 = 2000;
 /// Hits `SemanticSearch` returns when no `numResults` is given.
 const DEFAULT_SEARCH_RESULTS: u64 = 10;
+/// Lines `Grep`, `Glob` and `LS` return when no `headLimit` is given: a page a model can read,
+/// with a note saying how to get the next one.
+const DEFAULT_HEAD_LIMIT: usize = 200;
+
+/// The two paging arguments of `Grep`, `Glob` and `LS`.
+const fn paging_args() -> [Arg; 2] {
+    [
+        Arg::new(
+            "headLimit",
+            ArgType::Integer,
+            "Return at most this many output lines (default 200).",
+        )
+        .aliases(&["head_limit", "limit"]),
+        Arg::new(
+            "offset",
+            ArgType::Integer,
+            "Skip this many output lines first (for the next page).",
+        ),
+    ]
+}
+
+/// One page of a listing: the lines from `offset`, at most `limit` of them, while every line
+/// is counted so the result can say how many there are in all.
+struct Pager {
+    offset: usize,
+    limit: usize,
+    total: usize,
+    lines: Vec<String>,
+}
+
+impl Pager {
+    fn new(args: &Map<String, Value>) -> Pager {
+        Pager {
+            offset: args.u64_arg("offset").unwrap_or(0) as usize,
+            limit: args
+                .u64_arg("headLimit")
+                .map_or(DEFAULT_HEAD_LIMIT, |n| n as usize),
+            total: 0,
+            lines: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, line: String) {
+        if self.total >= self.offset && self.lines.len() < self.limit {
+            self.lines.push(line);
+        }
+        self.total += 1;
+    }
+
+    /// The page, with a note when lines were left out; `empty` when there were none at all.
+    fn finish(self, tool: &str, unit: &str, empty: &str) -> String {
+        if self.total == 0 {
+            return empty.to_string();
+        }
+        if self.lines.is_empty() {
+            return format!(
+                "No {unit} at offset {} ({} in all)",
+                self.offset, self.total
+            );
+        }
+        let first = self.offset + 1;
+        let last = self.offset + self.lines.len();
+        let mut out = self.lines.join("\n");
+        if last < self.total {
+            let _ = write!(
+                out,
+                "\n… showing {unit} {first}–{last} of {}; call {tool} with offset={last} for the next page, or narrow the pattern",
+                self.total
+            );
+        }
+        out
+    }
+}
 
 /// Which of the eight synthesized file tools this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -49,11 +122,15 @@ const READ_ARGS: &[Arg] = &[
         "How many lines to return (default 2000).",
     ),
 ];
-const LS_ARGS: &[Arg] = &[Arg::new(
-    "path",
-    ArgType::String,
-    "The directory to list (default: the root).",
-)];
+const LS_ARGS: &[Arg] = &[
+    Arg::new(
+        "path",
+        ArgType::String,
+        "The directory to list (default: the root).",
+    ),
+    paging_args()[0],
+    paging_args()[1],
+];
 const GREP_ARGS: &[Arg] = &[
     Arg::new("pattern", ArgType::String, "A regular expression.").required(),
     Arg::new(
@@ -74,17 +151,8 @@ const GREP_ARGS: &[Arg] = &[
         "`content` (default: path:line:text), `files_with_matches` or `count`.",
     )
     .aliases(&["output_mode"]),
-    Arg::new(
-        "headLimit",
-        ArgType::Integer,
-        "Return at most this many output lines.",
-    )
-    .aliases(&["head_limit"]),
-    Arg::new(
-        "offset",
-        ArgType::Integer,
-        "Skip this many output lines first.",
-    ),
+    paging_args()[0],
+    paging_args()[1],
 ];
 const GLOB_ARGS: &[Arg] = &[
     Arg::new(
@@ -98,6 +166,8 @@ const GLOB_ARGS: &[Arg] = &[
         ArgType::String,
         "The directory the pattern is relative to (default: the root).",
     ),
+    paging_args()[0],
+    paging_args()[1],
 ];
 const WRITE_ARGS: &[Arg] = &[
     Arg::new("path", ArgType::String, "The file to create or overwrite.").required(),
@@ -225,21 +295,21 @@ impl Tool for FileTool {
         let path = rewritten.as_deref().or(args.str_arg("path")).unwrap_or("");
         match self {
             FileTool::Read => read(fs, path, &args).await,
-            FileTool::Ls => ls(fs, path).await,
+            FileTool::Ls => ls(fs, path, &args).await,
             FileTool::Grep => grep(fs, rewritten.as_deref().or(args.str_arg("path")), &args).await,
             FileTool::Glob => {
                 let pattern = args.str_arg("pattern").unwrap_or_default();
                 let dir = args.str_arg("path");
-                let entries: Vec<_> = fs.glob(pattern, dir).try_collect().await?;
-                Ok(ToolOutput::Text(if entries.is_empty() {
-                    "No files found".to_string()
-                } else {
-                    entries
-                        .iter()
-                        .map(|e| e.path.as_str())
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                }))
+                let mut entries = fs.glob(pattern, dir);
+                let mut page = Pager::new(&args);
+                while let Some(entry) = entries.next().await {
+                    page.push(entry?.path);
+                }
+                Ok(ToolOutput::Text(page.finish(
+                    "Glob",
+                    "paths",
+                    "No files found",
+                )))
             }
             FileTool::Write => {
                 let contents = args.str_arg("contents").unwrap_or_default();
@@ -300,7 +370,11 @@ fn number_lines(lines: &[PageLine], total: u64, offset: u64) -> Result<String, T
     Ok(out)
 }
 
-async fn ls(fs: &dyn folio_fs::FileSystem, path: &str) -> Result<ToolOutput, ToolError> {
+async fn ls(
+    fs: &dyn folio_fs::FileSystem,
+    path: &str,
+    args: &Map<String, Value>,
+) -> Result<ToolOutput, ToolError> {
     let info = fs.stat(path).await?;
     match info.kind {
         FileKind::Missing => {
@@ -312,18 +386,20 @@ async fn ls(fs: &dyn folio_fs::FileSystem, path: &str) -> Result<ToolOutput, Too
         }
         FileKind::File => Ok(ToolOutput::Text(info.path)),
         FileKind::Directory => {
-            let entries: Vec<_> = fs.list(path).try_collect().await?;
-            if entries.is_empty() {
-                return Ok(ToolOutput::Text("(empty directory)".to_string()));
+            let mut entries = fs.list(path);
+            let mut page = Pager::new(args);
+            while let Some(entry) = entries.next().await {
+                let entry = entry?;
+                page.push(match entry.kind {
+                    folio_fs::EntryKind::Directory => format!("{}/", entry.path),
+                    folio_fs::EntryKind::File => entry.path,
+                });
             }
-            let lines: Vec<String> = entries
-                .into_iter()
-                .map(|e| match e.kind {
-                    folio_fs::EntryKind::Directory => format!("{}/", e.path),
-                    folio_fs::EntryKind::File => e.path,
-                })
-                .collect();
-            Ok(ToolOutput::Text(lines.join("\n")))
+            Ok(ToolOutput::Text(page.finish(
+                "LS",
+                "entries",
+                "(empty directory)",
+            )))
         }
     }
 }
@@ -339,53 +415,49 @@ async fn grep(
             "argument \"outputMode\" must be content, files_with_matches or count, got \"{mode}\""
         )));
     }
-    let offset = args.u64_arg("offset").unwrap_or(0) as usize;
-    let head_limit = args.u64_arg("headLimit").map(|n| n as usize);
     let query = GrepQuery {
         pattern: args.str_arg("pattern").unwrap_or_default().to_string(),
         path: path.map(str::to_string),
         glob: args.str_arg("glob").map(str::to_string),
         case_insensitive: args.bool_arg("caseInsensitive"),
-        // Only content lines map one-to-one onto hits, so only they push a cap down.
-        max_results: match mode {
-            "content" => head_limit.map(|limit| offset + limit),
-            _ => None,
-        },
+        // Every hit is counted so the page can say how many there are in all.
+        max_results: None,
     };
     let mut hits = fs.grep(query);
-    let mut lines: Vec<String> = Vec::new();
-    // Per-file hit counts, in path order, for the two file-level modes.
-    let mut per_file: Vec<(String, u64)> = Vec::new();
+    let mut page = Pager::new(args);
+    // The file-level modes: the current file and its hit count (hits come in path order).
+    let mut file: Option<(String, u64)> = None;
+    let file_line = |(path, count): (String, u64)| match mode {
+        "count" => format!("{path}:{count}"),
+        _ => path,
+    };
     while let Some(hit) = hits.next().await {
         let hit = hit?;
         if mode == "content" {
-            lines.push(format!("{}:{}:{}", hit.path, hit.line_number, hit.line));
+            page.push(format!("{}:{}:{}", hit.path, hit.line_number, hit.line));
             continue;
         }
-        match per_file.last_mut() {
+        match &mut file {
             Some((path, count)) if *path == hit.path => *count += 1,
-            _ => per_file.push((hit.path, 1)),
+            _ => {
+                if let Some(done) = file.replace((hit.path, 1)) {
+                    page.push(file_line(done));
+                }
+            }
         }
     }
-    if mode != "content" {
-        lines = per_file
-            .into_iter()
-            .map(|(path, count)| match mode {
-                "count" => format!("{path}:{count}"),
-                _ => path,
-            })
-            .collect();
+    if let Some(done) = file {
+        page.push(file_line(done));
     }
-    let page: Vec<String> = lines
-        .into_iter()
-        .skip(offset)
-        .take(head_limit.unwrap_or(usize::MAX))
-        .collect();
-    Ok(ToolOutput::Text(if page.is_empty() {
-        "No matches found".to_string()
-    } else {
-        page.join("\n")
-    }))
+    let unit = match mode {
+        "content" => "lines",
+        _ => "files",
+    };
+    Ok(ToolOutput::Text(page.finish(
+        "Grep",
+        unit,
+        "No matches found",
+    )))
 }
 
 async fn str_replace(
