@@ -204,6 +204,7 @@ mod tests {
                     text: text.into(),
                     admission: None,
                     coalesced: None,
+                    client_message_id: None,
                 }),
             ),
             event(

@@ -89,6 +89,7 @@
 //!     text,
 //!     admission: None,
 //!     coalesced: None,
+//!     client_message_id: None,
 //! });
 //! let first = sink.emit(Some(turn_id), received).await?;
 //! let workspace = project.path().join("workspace");

@@ -196,6 +196,7 @@ impl Harness {
             text: prompt.to_string(),
             admission: None,
             coalesced: None,
+            client_message_id: None,
         });
         let outcome = match self.emit(&mut turn, recorder, body).await {
             Ok(()) => self.steps(&mut turn, recorder, Instant::now(), 1).await,

@@ -98,6 +98,7 @@ async fn session(name: &str, context: ContextSection) {
                     text: format!("Turn {n}: write me another line about the sea, please."),
                     admission: None,
                     coalesced: None,
+                    client_message_id: None,
                 }),
             )
             .await

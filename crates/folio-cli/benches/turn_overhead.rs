@@ -121,6 +121,7 @@ async fn measure(name: &str, harness: &Harness, before_turn: impl Fn()) {
                     text: "What is in the tree?".into(),
                     admission: None,
                     coalesced: None,
+                    client_message_id: None,
                 }),
             )
             .await

@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use folio_agent::LoadOptions;
 use folio_agent::{Agent, discover};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
-use folio_server::{Auth, Browsers, LogBuffer, SessionManager, StateRoot};
+use folio_server::{Auth, Browsers, FaultPoint, LogBuffer, SessionManager, StateRoot};
 
 use crate::model::open_model;
 
@@ -242,6 +242,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             dirs.len()
         );
     }
+    let fault = fault_point()?;
     let mut projects = Vec::new();
     let mut mounts = Vec::new();
     for dir in dirs {
@@ -251,6 +252,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             load_agent(&dir, args.model.as_deref(), &state, args.unconfined_files).await?;
         let manager = SessionManager::open(state.clone(), Arc::new(agent), LogBuffer::new())
             .map_err(anyhow::Error::msg)?;
+        manager.set_fault(fault);
         mounts.push(Mount {
             slug: slug.clone(),
             manager: manager.clone(),
@@ -377,5 +379,23 @@ async fn signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// The crash-test fault point armed by `FOLIO_FAULT` (unset: none). Crash tests set it to make
+/// the process abort between two durable steps; nothing else arms it.
+fn fault_point() -> anyhow::Result<Option<FaultPoint>> {
+    match std::env::var("FOLIO_FAULT") {
+        Ok(name) => {
+            let point = name.parse::<FaultPoint>()?;
+            eprintln!(
+                "folio: FOLIO_FAULT={point} is set: this server aborts at that point (crash test)"
+            );
+            Ok(Some(point))
+        }
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            anyhow::bail!("FOLIO_FAULT is not valid UTF-8: unset it")
+        }
     }
 }

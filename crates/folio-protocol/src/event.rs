@@ -1,6 +1,7 @@
 //! The event envelope and every event's `data`.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
@@ -162,6 +163,9 @@ event_body! {
     "agent.bound" => AgentBound(AgentBound),
     /// A user message reached the session.
     "message.received" => MessageReceived(MessageReceived),
+    /// A message for a busy session was queued (coalesce admission); a later
+    /// `message.received {coalesced: n}` drains it.
+    "message.queued" => MessageQueued(MessageQueued),
     /// A turn waits for a free slot under the agent's concurrency cap.
     "turn.queued" => TurnQueued(TurnQueued),
     /// A turn started.
@@ -352,6 +356,25 @@ pub struct MessageReceived {
     /// How many queued messages were coalesced into this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coalesced: Option<u32>,
+    /// The sender's idempotency key (`Idempotency-Key` header or `clientMessageId`), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_message_id: Option<String>,
+}
+
+/// `message.queued` data: a message admitted with `coalesce` while a turn ran, recorded before
+/// it was acknowledged; the next `message.received {coalesced: n}` drains it (after a restart
+/// too).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageQueued {
+    /// The user message.
+    pub text: String,
+    /// Files its turn writes into the workspace first (relative path → contents).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub workspace_files: BTreeMap<String, String>,
+    /// The sender's idempotency key, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_message_id: Option<String>,
 }
 
 /// `turn.queued` data.

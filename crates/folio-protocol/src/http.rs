@@ -76,6 +76,10 @@ pub struct CreateSession {
     /// `chat` (the default) or `task`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<SessionMode>,
+    /// An idempotency key: a retry with the same key gets the first answer (the same session
+    /// and token) instead of a second session. The `Idempotency-Key` header sets it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_message_id: Option<String>,
 }
 
 impl CreateSession {
@@ -86,6 +90,7 @@ impl CreateSession {
             title: None,
             workspace_files: BTreeMap::new(),
             mode: None,
+            client_message_id: None,
         }
     }
 }
@@ -120,6 +125,11 @@ pub struct FollowUp {
     /// Files written into the workspace before the turn.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub workspace_files: BTreeMap<String, String>,
+    /// An idempotency key: a retry with the same key and the token it first presented gets the
+    /// first answer (the same rotated token) instead of `409` or a second turn. The
+    /// `Idempotency-Key` header sets it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_message_id: Option<String>,
 }
 
 impl FollowUp {
@@ -130,6 +140,7 @@ impl FollowUp {
             message: message.into(),
             admission: None,
             workspace_files: BTreeMap::new(),
+            client_message_id: None,
         }
     }
 }

@@ -51,10 +51,10 @@ pub use contract::{
 pub use event::{
     AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionResult, ActionsRequested,
     Admission, AgentBound, ApprovalDecision, ArtifactTagged, ContextCompacted, Event, EventBody,
-    FinishReason, MessageAppended, MessageCompleted, MessageReceived, ReasoningAppended,
-    ReasoningCompleted, RequestedCall, SessionCompleted, SessionFailed, SessionMode,
-    SessionStarted, SessionWaiting, StepCompleted, StepStarted, SubagentCalled, SubagentCompleted,
-    TurnCompleted, TurnFailed, TurnQueued, TurnStarted, format_at,
+    FinishReason, MessageAppended, MessageCompleted, MessageQueued, MessageReceived,
+    ReasoningAppended, ReasoningCompleted, RequestedCall, SessionCompleted, SessionFailed,
+    SessionMode, SessionStarted, SessionWaiting, StepCompleted, StepStarted, SubagentCalled,
+    SubagentCompleted, TurnCompleted, TurnFailed, TurnQueued, TurnStarted, format_at,
 };
 pub use http::{
     Acknowledged, AgentSummary, ApprovalRequest, ArtifactRecord, ArtifactResponse, CreateSession,

@@ -132,6 +132,7 @@ fn message_and_turn_events() {
             text: "hello".into(),
             admission: None,
             coalesced: None,
+            client_message_id: None,
         }),
     );
     round_trip(
@@ -143,6 +144,30 @@ fn message_and_turn_events() {
             text: "a\nb".into(),
             admission: Some(Admission::Coalesce),
             coalesced: Some(2),
+            client_message_id: None,
+        }),
+    );
+    round_trip(
+        &line(
+            "message.received",
+            r#"{"text":"again","clientMessageId":"msg-7"}"#,
+        ),
+        EventBody::MessageReceived(MessageReceived {
+            text: "again".into(),
+            admission: None,
+            coalesced: None,
+            client_message_id: Some("msg-7".into()),
+        }),
+    );
+    round_trip(
+        &line(
+            "message.queued",
+            r#"{"text":"later","workspaceFiles":{"a.txt":"A"},"clientMessageId":"msg-8"}"#,
+        ),
+        EventBody::MessageQueued(MessageQueued {
+            text: "later".into(),
+            workspace_files: [("a.txt".to_string(), "A".to_string())].into(),
+            client_message_id: Some("msg-8".into()),
         }),
     );
     round_trip(

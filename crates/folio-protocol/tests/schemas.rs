@@ -44,6 +44,12 @@ fn events_written_by_the_types_are_valid() {
             text: "hi".into(),
             admission: Some(Admission::Coalesce),
             coalesced: Some(2),
+            client_message_id: Some("msg-1".into()),
+        }),
+        EventBody::MessageQueued(MessageQueued {
+            text: "later".into(),
+            workspace_files: [("a.txt".to_string(), "A".to_string())].into(),
+            client_message_id: None,
         }),
         EventBody::StepCompleted(StepCompleted {
             step: 1,

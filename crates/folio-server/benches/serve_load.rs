@@ -304,6 +304,7 @@ async fn run() {
                             title: Some(format!("session {n}")),
                             workspace_files: Default::default(),
                             mode: None,
+                            client_message_id: None,
                         },
                     )
                     .await

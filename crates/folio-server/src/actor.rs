@@ -5,25 +5,27 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use chrono::Utc;
 use folio_agent::tools::{ScratchMode, SessionContext, TodoList, ToolContext};
 use folio_agent::workspace::write_workspace_files;
 use folio_agent::{Agent, Turn, TurnOutcome};
 use folio_protocol::{
-    ActionApprovalResolved, Admission, Event, EventBody, MessageReceived, OkTrue, SessionCompleted,
-    SessionFailed, SessionMode, SessionStatus, SessionWaiting, TURN_INTERRUPTED, ToolCallResult,
-    TurnFailed, TurnQueued,
+    ActionApprovalResolved, Admission, Event, EventBody, MessageQueued, MessageReceived, OkTrue,
+    SessionCompleted, SessionFailed, SessionMode, SessionStatus, SessionWaiting, TURN_INTERRUPTED,
+    ToolCallResult, TurnFailed, TurnQueued,
 };
 use serde_json::Value;
+use subtle::ConstantTimeEq;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::command::{Command, Pending};
-use crate::error::{ManagerError, io_error};
+use crate::command::{Admit, Command, Pending, queued_messages};
+use crate::error::ManagerError;
+use crate::fault::FaultPoint;
 use crate::live::{Live, LiveSink, lock};
 use crate::shared::Inner;
-use crate::state::{StateRoot, new_turn_id};
+use crate::state::{SessionMeta, new_turn_id};
+use crate::token;
 
 /// The turn a session is running.
 struct Running {
@@ -47,12 +49,15 @@ impl Actor {
         live: Arc<Live>,
         rx: mpsc::UnboundedReceiver<Command>,
     ) -> Self {
+        // Messages acknowledged while a turn ran that no turn drained yet (a turn parked
+        // across a restart, or a restart before the drain).
+        let queue = live.with_events(queued_messages);
         Actor {
             inner,
             live,
             rx,
             running: None,
-            queue: Vec::new(),
+            queue,
         }
     }
 
@@ -89,38 +94,22 @@ impl Actor {
     /// Handles one command; true when the actor must end.
     async fn handle(&mut self, command: Command) -> bool {
         match command {
-            Command::Send {
-                message,
-                admission,
-                reply,
-            } => {
-                if self.running.is_some() {
-                    match admission.unwrap_or(Admission::Preempt) {
-                        Admission::Coalesce => {
-                            self.queue.push(message);
-                            let _ = reply.send(Ok(()));
-                            return false;
-                        }
-                        Admission::Preempt => {
-                            self.interrupt().await;
-                        }
+            Command::Send { admit, reply } => {
+                let result = self.admit(admit).await;
+                let _ = reply.send(result);
+                false
+            }
+            Command::Drain => {
+                if self.running.is_none() && !self.queue.is_empty() {
+                    let (message, count) = Pending::join(std::mem::take(&mut self.queue));
+                    let admission = Some(Admission::Coalesce);
+                    if let Err(err) = self.start_turn(message, admission, Some(count), None, None) {
+                        self.inner
+                            .logs
+                            .about(&self.live.id)
+                            .error(format!("session {}: {err}", self.live.id));
                     }
                 }
-                if self.running.is_none() {
-                    // A turn parked on an approval across a restart is preempted like a live one.
-                    self.interrupt_parked();
-                }
-                // Messages queued by coalesce go first, so nothing overtakes them.
-                let (message, coalesced) = if self.queue.is_empty() {
-                    (message, None)
-                } else {
-                    let mut messages = std::mem::take(&mut self.queue);
-                    messages.push(message);
-                    let (joined, count) = Pending::join(messages);
-                    (joined, Some(count))
-                };
-                let result = self.start_turn(message, admission, coalesced);
-                let _ = reply.send(result);
                 false
             }
             Command::Stop { reply } => {
@@ -165,11 +154,13 @@ impl Actor {
             Command::Close { delete, reply } => {
                 let parked = lock(&self.live.approvals).is_parked();
                 if self.running.is_some() && (delete || !parked) {
-                    self.queue.clear();
                     let outcome = self.interrupt().await;
-                    if !delete {
+                    // Queued messages were acknowledged: they stay in the log (no end of turn
+                    // recorded after them) and the next start runs them.
+                    if !delete && self.queue.is_empty() {
                         self.after_turn(outcome).await;
                     }
+                    self.queue.clear();
                 } else if let Some(running) = self.running.take() {
                     // Parked on an approval: it stays parked in the log and resumes after
                     // the restart, when the decision arrives.
@@ -223,12 +214,100 @@ impl Actor {
         Ok(())
     }
 
-    /// Records the message and starts its turn.
+    /// Checks the presented token and the idempotency key, then records the message durably
+    /// (queued when coalesced into a running turn, else received with its turn started) before
+    /// the token rotates; answers the rotated token when one was presented.
+    async fn admit(&mut self, admit: Admit) -> Result<Option<String>, ManagerError> {
+        let Admit {
+            message,
+            admission,
+            token,
+            key,
+        } = admit;
+        let recorded = key
+            .as_deref()
+            .is_some_and(|key| self.live.with_events(|events| token::recorded(events, key)));
+        let rotated = match (token.as_deref(), key.as_deref()) {
+            (None, _) if recorded => return Ok(None),
+            (None, _) => None,
+            (Some(presented), key) => {
+                let current = {
+                    let meta = lock(&self.live.meta);
+                    let current = meta.token_hash.as_deref().unwrap_or("");
+                    let presented = token::hash_token(presented);
+                    bool::from(current.as_bytes().ct_eq(presented.as_bytes()))
+                };
+                match key {
+                    Some(key) if recorded => {
+                        let answer = token::derived_token(presented, key);
+                        if current {
+                            // Recorded, but the process died before the token rotated.
+                            self.live.update_meta(&self.inner.state, |meta| {
+                                rotate(meta, Some(&answer), Some(key));
+                            })?;
+                            return Ok(Some(answer));
+                        }
+                        if token::answered_with(&lock(&self.live.meta), key, &answer) {
+                            return Ok(Some(answer));
+                        }
+                        return Err(ManagerError::StaleToken);
+                    }
+                    _ if !current => return Err(ManagerError::StaleToken),
+                    Some(key) => Some(token::derived_token(presented, key)),
+                    None => Some(token::new_token()),
+                }
+            }
+        };
+        if self.running.is_some() {
+            match admission.unwrap_or(Admission::Preempt) {
+                Admission::Coalesce => {
+                    self.live.append(
+                        None,
+                        EventBody::MessageQueued(MessageQueued {
+                            text: message.text.clone(),
+                            workspace_files: message.files.clone(),
+                            client_message_id: key.clone(),
+                        }),
+                    )?;
+                    self.live.log.sync()?;
+                    self.inner.fault(FaultPoint::MessageSynced);
+                    self.live.update_meta(&self.inner.state, |meta| {
+                        rotate(meta, rotated.as_deref(), key.as_deref());
+                    })?;
+                    self.queue.push(message);
+                    return Ok(rotated);
+                }
+                Admission::Preempt => {
+                    self.interrupt().await;
+                }
+            }
+        }
+        if self.running.is_none() {
+            // A turn parked on an approval across a restart is preempted like a live one.
+            self.interrupt_parked();
+        }
+        // Messages queued by coalesce go first, so nothing overtakes them.
+        let (message, coalesced) = if self.queue.is_empty() {
+            (message, None)
+        } else {
+            let mut messages = std::mem::take(&mut self.queue);
+            messages.push(message);
+            let (joined, count) = Pending::join(messages);
+            (joined, Some(count))
+        };
+        self.start_turn(message, admission, coalesced, key, rotated.as_deref())?;
+        Ok(rotated)
+    }
+
+    /// Records the message, syncs the log, then writes `session.json` (status `running`, the
+    /// rotated token) and starts the turn.
     fn start_turn(
         &mut self,
         message: Pending,
         admission: Option<Admission>,
         coalesced: Option<u32>,
+        key: Option<String>,
+        rotated: Option<&str>,
     ) -> Result<(), ManagerError> {
         let turn_id = new_turn_id();
         self.live.append(
@@ -237,16 +316,16 @@ impl Actor {
                 text: message.text,
                 admission,
                 coalesced,
+                client_message_id: key.clone(),
             }),
         )?;
-        {
-            let mut meta = lock(&self.live.meta);
+        self.live.log.sync()?;
+        self.inner.fault(FaultPoint::MessageSynced);
+        self.live.update_meta(&self.inner.state, |meta| {
             meta.status = SessionStatus::Running;
             meta.turns += 1;
-            meta.updated_at = Utc::now();
-            meta.save(&self.inner.state)
-                .map_err(|e| io_error("cannot save session.json", e))?;
-        }
+            rotate(meta, rotated, key.as_deref());
+        })?;
         self.spawn_turn(turn_id, false, message.files);
         Ok(())
     }
@@ -301,7 +380,8 @@ impl Actor {
         let mode = lock(&self.live.meta).mode;
         if !self.queue.is_empty() && mode == SessionMode::Chat {
             let (message, count) = Pending::join(std::mem::take(&mut self.queue));
-            if let Err(err) = self.start_turn(message, Some(Admission::Coalesce), Some(count)) {
+            let admission = Some(Admission::Coalesce);
+            if let Err(err) = self.start_turn(message, admission, Some(count), None, None) {
                 self.inner
                     .logs
                     .about(&self.live.id)
@@ -309,7 +389,7 @@ impl Actor {
             }
             return;
         }
-        if let Err(err) = finish_session(&self.live, Some(&outcome), &self.inner.state) {
+        if let Err(err) = finish_session(&self.live, Some(&outcome), &self.inner) {
             self.inner
                 .logs
                 .about(&self.live.id)
@@ -397,11 +477,22 @@ async fn run_turn(
     }
 }
 
-/// Records the end of a turn: `session.waiting` (chat) or `session.completed`/`failed` (task).
+/// Stores a rotated token (and the key it answers) in the metadata.
+fn rotate(meta: &mut SessionMeta, rotated: Option<&str>, key: Option<&str>) {
+    let Some(rotated) = rotated else { return };
+    let hash = token::hash_token(rotated);
+    if let Some(key) = key {
+        token::remember_key(meta, key, &hash);
+    }
+    meta.token_hash = Some(hash);
+}
+
+/// Records the end of a turn: `session.waiting` (chat) or `session.completed`/`failed` (task),
+/// synced before the status in `session.json` follows.
 pub(crate) fn finish_session(
     live: &Live,
     outcome: Option<&TurnOutcome>,
-    state: &StateRoot,
+    inner: &Inner,
 ) -> Result<(), ManagerError> {
     let mode = lock(&live.meta).mode;
     let (body, status) = match (mode, outcome) {
@@ -422,12 +513,11 @@ pub(crate) fn finish_session(
     };
     let event = live.append(None, body)?;
     live.log.sync()?;
-    let mut meta = lock(&live.meta);
-    meta.status = status;
-    meta.last_index = event.index;
-    meta.updated_at = Utc::now();
-    meta.save(state)
-        .map_err(|e| io_error("cannot save session.json", e))
+    inner.fault(FaultPoint::BoundarySynced);
+    live.update_meta(&inner.state, |meta| {
+        meta.status = status;
+        meta.last_index = event.index;
+    })
 }
 
 /// Prepares and runs a tool directly (no approval gate).

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use folio_protocol::{ActionApprovalResolved, Admission, ToolCallResult};
+use folio_protocol::{ActionApprovalResolved, Admission, Event, EventBody, ToolCallResult};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -36,13 +36,45 @@ impl Pending {
     }
 }
 
+/// The messages queued by `coalesce` (`message.queued`) that no turn drained yet and no end of
+/// a turn cleared (`session.waiting`/`completed`/`failed`): what a restart still has to run.
+pub(crate) fn queued_messages(events: &[Event]) -> Vec<Pending> {
+    let mut queued = Vec::new();
+    for event in events {
+        match &event.body {
+            EventBody::MessageQueued(message) => queued.push(Pending {
+                text: message.text.clone(),
+                files: message.workspace_files.clone(),
+            }),
+            EventBody::MessageReceived(_)
+            | EventBody::SessionWaiting(_)
+            | EventBody::SessionCompleted(_)
+            | EventBody::SessionFailed(_) => queued.clear(),
+            _ => {}
+        }
+    }
+    queued
+}
+
+/// A message asking to be admitted to a session.
+pub(crate) struct Admit {
+    pub(crate) message: Pending,
+    pub(crate) admission: Option<Admission>,
+    /// The continuation token presented (HTTP follow-ups): checked, and rotated on acceptance.
+    pub(crate) token: Option<String>,
+    /// The idempotency key: a message with a recorded key is not admitted twice.
+    pub(crate) key: Option<String>,
+}
+
 /// Commands a session's actor receives.
 pub(crate) enum Command {
+    /// Admits a message; answers the rotated token when one was presented.
     Send {
-        message: Pending,
-        admission: Option<Admission>,
-        reply: oneshot::Sender<Result<(), ManagerError>>,
+        admit: Admit,
+        reply: oneshot::Sender<Result<Option<String>, ManagerError>>,
     },
+    /// Runs the messages a restart found queued (recovery).
+    Drain,
     Stop {
         reply: oneshot::Sender<()>,
     },

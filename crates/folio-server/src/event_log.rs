@@ -147,6 +147,52 @@ pub fn read_events(path: &Path) -> Result<Vec<Event>, LogError> {
     Ok(read_valid(path, &mut file)?.0)
 }
 
+/// The index of the last complete event of the log at `path`, reading only the file's tail;
+/// `None` when the log is missing or holds no complete line.
+pub(crate) fn last_index(path: &Path) -> Result<Option<u64>, LogError> {
+    #[derive(serde::Deserialize)]
+    struct Indexed {
+        index: u64,
+    }
+    const CHUNK: u64 = 64 * 1024;
+    let io = |source| LogError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(io(err)),
+    };
+    let mut start = file.metadata().map_err(io)?.len();
+    let mut tail: Vec<u8> = Vec::new();
+    loop {
+        // Bytes after the last newline are a torn append: ignored, as `open` drops them.
+        if let Some(end) = tail.iter().rposition(|&b| b == b'\n') {
+            let from = tail[..end].iter().rposition(|&b| b == b'\n');
+            if from.is_some() || start == 0 {
+                let line = &tail[from.map_or(0, |at| at + 1)..end];
+                let event: Indexed = serde_json::from_slice(line).map_err(|err| {
+                    io(std::io::Error::other(format!(
+                        "the last line is not an event ({err}); the log is corrupt"
+                    )))
+                })?;
+                return Ok(Some(event.index));
+            }
+        }
+        if start == 0 {
+            return Ok(None);
+        }
+        let step = CHUNK.min(start);
+        start -= step;
+        let mut chunk = vec![0; step as usize];
+        file.seek(SeekFrom::Start(start)).map_err(io)?;
+        std::io::Read::read_exact(&mut file, &mut chunk).map_err(io)?;
+        chunk.extend_from_slice(&tail);
+        tail = chunk;
+    }
+}
+
 /// Parses complete lines; returns the events and the byte length of the valid prefix.
 fn read_valid(path: &Path, file: &mut File) -> Result<(Vec<Event>, u64), LogError> {
     file.seek(SeekFrom::Start(0))
@@ -246,6 +292,31 @@ mod tests {
             "garbage\n",
             "nothing lost"
         );
+    }
+
+    #[test]
+    fn last_index_reads_the_tail_and_skips_a_torn_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.ndjson");
+        assert_eq!(last_index(&path).unwrap(), None);
+        let (log, _) = EventLog::open(&path, "s").unwrap();
+        assert_eq!(last_index(&path).unwrap(), None);
+        log.append(None, EventBody::SessionWaiting(SessionWaiting {}))
+            .unwrap();
+        assert_eq!(last_index(&path).unwrap(), Some(0));
+        // A line longer than one read chunk.
+        let long = "x".repeat(200 * 1024);
+        log.append(
+            None,
+            EventBody::MessageCompleted(MessageCompleted { text: long }),
+        )
+        .unwrap();
+        assert_eq!(last_index(&path).unwrap(), Some(1));
+        drop(log);
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(br#"{"type":"message.app"#).unwrap();
+        drop(file);
+        assert_eq!(last_index(&path).unwrap(), Some(1));
     }
 
     #[test]

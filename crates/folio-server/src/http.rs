@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequest, Path, Query, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
@@ -311,8 +311,10 @@ async fn authenticate(auth: Arc<Auth>, mut req: Request, next: Next) -> Response
 async fn create_session(
     State(state): State<AgentState>,
     Extension(Principal(principal)): Extension<Principal>,
-    ApiJson(body): ApiJson<CreateSession>,
+    headers: HeaderMap,
+    ApiJson(mut body): ApiJson<CreateSession>,
 ) -> ApiResult {
+    body.client_message_id = idempotency_key(&headers, body.client_message_id)?;
     let accepted = state.mount.manager.create(&principal, "http", body).await?;
     let id = &accepted.session_id;
     let prefix = &state.prefix;
@@ -332,8 +334,10 @@ async fn follow_up(
     State(state): State<AgentState>,
     Extension(Principal(principal)): Extension<Principal>,
     Path(id): Path<String>,
-    ApiJson(body): ApiJson<FollowUp>,
+    headers: HeaderMap,
+    ApiJson(mut body): ApiJson<FollowUp>,
 ) -> ApiResult {
+    body.client_message_id = idempotency_key(&headers, body.client_message_id)?;
     let accepted = state.mount.manager.follow_up(&principal, &id, body).await?;
     ok(
         StatusCode::OK,
@@ -343,6 +347,23 @@ async fn follow_up(
             continuation_token: accepted.continuation_token,
         },
     )
+}
+
+/// The idempotency key of a message: the `Idempotency-Key` header or the body's
+/// `clientMessageId` (both given, they must agree).
+fn idempotency_key(headers: &HeaderMap, body: Option<String>) -> Result<Option<String>, ApiError> {
+    let Some(header) = headers.get("idempotency-key") else {
+        return Ok(body);
+    };
+    let header = header
+        .to_str()
+        .map_err(|_| ApiError::invalid("Idempotency-Key: must be visible ASCII characters"))?;
+    match body {
+        Some(body) if body != header => Err(ApiError::invalid(
+            "clientMessageId: differs from the Idempotency-Key header; send one of them, or the same key in both",
+        )),
+        _ => Ok(Some(header.to_string())),
+    }
 }
 
 async fn stop_session(

@@ -12,6 +12,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::command::Command;
+use crate::error::{ManagerError, io_error};
 use crate::event_log::{EventLog, LogError};
 use crate::state::{SessionMeta, StateRoot};
 
@@ -102,6 +103,19 @@ impl Live {
             hooks.dispatch(&event);
         }
         Ok(event)
+    }
+
+    /// Changes the metadata and writes `session.json` durably.
+    pub(crate) fn update_meta(
+        &self,
+        state: &StateRoot,
+        change: impl FnOnce(&mut SessionMeta),
+    ) -> Result<(), ManagerError> {
+        let mut meta = lock(&self.meta);
+        change(&mut meta);
+        meta.updated_at = chrono::Utc::now();
+        meta.save(state)
+            .map_err(|e| io_error("cannot save session.json", e))
     }
 
     /// Binds the agent's hooks to this session.

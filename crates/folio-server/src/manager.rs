@@ -18,18 +18,22 @@ use folio_protocol::{
     SessionMode, SessionStarted, SessionStatus, ToolCallResult,
 };
 use serde_json::Value;
-use subtle::ConstantTimeEq;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::actor::{Actor, direct_call};
-use crate::command::{Command, Pending};
+use crate::command::{Admit, Command, Pending};
 use crate::error::{ManagerError, io_error};
+use crate::fault::FaultPoint;
 use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
 use crate::shared::Inner;
-use crate::state::{SessionMeta, StateRoot, lock_state_root, new_session_id, valid_session_id};
+use crate::state::{
+    SessionMeta, StateRoot, lock_state_root, new_session_id, sync_dir, valid_session_id,
+    write_durably,
+};
+use crate::token;
 
 /// An accepted message: the session and its (new) continuation token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +63,7 @@ impl SessionManager {
                 live: std::sync::Mutex::new(HashMap::new()),
                 slots: cap.map(|n| Arc::new(Semaphore::new(n.max(1) as usize))),
                 queued: std::sync::atomic::AtomicU32::new(0),
+                fault: std::sync::Mutex::new(None),
                 shutdown: CancellationToken::new(),
                 closing: std::sync::atomic::AtomicBool::new(false),
                 tasks: TaskTracker::new(),
@@ -94,6 +99,12 @@ impl SessionManager {
         );
     }
 
+    /// Arms a crash-test fault point: the process aborts when it gets there (`folio serve`
+    /// arms it from `FOLIO_FAULT`; never armed otherwise).
+    pub fn set_fault(&self, point: Option<FaultPoint>) {
+        *lock(&self.inner.fault) = point;
+    }
+
     /// Fires when the manager shuts down.
     pub fn shutdown_token(&self) -> CancellationToken {
         self.inner.shutdown.clone()
@@ -105,7 +116,8 @@ impl SessionManager {
     }
 
     /// Creates a session for `principal` through `channel` (`http`, `mcp`, `cli`, …) and starts
-    /// its first turn; returns once accepted.
+    /// its first turn; returns once the message is durable. With an idempotency key
+    /// (`clientMessageId`), a retry answers the session the key created.
     pub async fn create(
         &self,
         principal: &str,
@@ -115,8 +127,36 @@ impl SessionManager {
         let mode = request.mode.unwrap_or(SessionMode::Chat);
         self.refuse_when_shutting_down()?;
         check_workspace_files(&request.workspace_files)?;
+        let key = request.client_message_id.clone();
+        let message = Pending {
+            text: request.message,
+            files: request.workspace_files,
+        };
+        let record = match &key {
+            Some(key) => {
+                token::check_key(key)?;
+                let record = self.inner.state.path().join("idempotency");
+                Some(record.join(token::create_record_name(principal, key)))
+            }
+            None => None,
+        };
+        if let (Some(key), Some(record)) = (&key, &record)
+            && let Some(accepted) = self
+                .created_before(principal, record, key, &message)
+                .await?
+        {
+            self.inner.fault(FaultPoint::BeforeReply);
+            return Ok(accepted);
+        }
         let session_id = new_session_id();
-        let token = new_token();
+        let token = match &key {
+            Some(key) => token::derived_token(&session_id, key),
+            None => token::new_token(),
+        };
+        if let Some(record) = &record {
+            write_durably(record, session_id.as_bytes())
+                .map_err(|e| io_error("cannot record the idempotency key", e))?;
+        }
         let now = Utc::now();
         let meta = SessionMeta {
             session_id: session_id.clone(),
@@ -127,9 +167,10 @@ impl SessionManager {
             title: request.title.clone(),
             created_at: now,
             updated_at: now,
-            token_hash: Some(hash_token(&token)),
+            token_hash: Some(token::hash_token(&token)),
             turns: 0,
             last_index: 0,
+            accepted_keys: Vec::new(),
         };
         let state = &self.inner.state;
         let workspace = state.workspace_dir(&session_id);
@@ -137,6 +178,15 @@ impl SessionManager {
         meta.save(state)
             .map_err(|e| io_error("cannot save session.json", e))?;
         let live = Arc::new(Live::open(state, meta)?);
+        // The new session directory and log file are entries of their parents: synced before
+        // the first message is acknowledged.
+        let trace = state.trace_path(&session_id);
+        for dir in [
+            state.sessions_dir().as_path(),
+            trace.parent().unwrap_or(&trace),
+        ] {
+            sync_dir(dir).map_err(|e| io_error("cannot sync the new session's directories", e))?;
+        }
         live.bind_hooks(&self.agent().hooks);
         live.append(
             None,
@@ -152,23 +202,62 @@ impl SessionManager {
             .logs
             .about(&session_id)
             .info(format!("session {session_id} created by {principal}"));
-        self.command(&live, |reply| Command::Send {
-            message: Pending {
-                text: request.message,
-                files: request.workspace_files,
-            },
+        let admit = Admit {
+            message,
             admission: None,
-            reply,
-        })
-        .await??;
+            token: None,
+            key,
+        };
+        self.command(&live, |reply| Command::Send { admit, reply })
+            .await??;
+        self.inner.fault(FaultPoint::BeforeReply);
         Ok(Accepted {
             session_id,
             continuation_token: token,
         })
     }
 
-    /// Sends a follow-up through the HTTP channel: checks the token, rotates it, admits the
-    /// message (preempt by default, or coalesce).
+    /// The answer to a create retried with `key`: the session the key's `record` names, after
+    /// admitting `message` to it when the first attempt died before recording it. `None` when
+    /// no such session exists (never created, or deleted since).
+    async fn created_before(
+        &self,
+        principal: &str,
+        record: &std::path::Path,
+        key: &str,
+        message: &Pending,
+    ) -> Result<Option<Accepted>, ManagerError> {
+        let session_id = match std::fs::read_to_string(record) {
+            Ok(id) if valid_session_id(id.trim()) => id.trim().to_string(),
+            Ok(_) => return Ok(None),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(io_error("cannot read the idempotency record", err)),
+        };
+        let live = match self.owned(principal, &session_id) {
+            Ok(live) => live,
+            Err(ManagerError::NotFound(_)) => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        let admit = Admit {
+            message: Pending {
+                text: message.text.clone(),
+                files: message.files.clone(),
+            },
+            admission: None,
+            token: None,
+            key: Some(key.to_string()),
+        };
+        self.command(&live, |reply| Command::Send { admit, reply })
+            .await??;
+        Ok(Some(Accepted {
+            continuation_token: token::derived_token(&session_id, key),
+            session_id,
+        }))
+    }
+
+    /// Sends a follow-up through the HTTP channel: checks the token, admits the message
+    /// (preempt by default, or coalesce), records it durably, then rotates the token. With an
+    /// idempotency key (`clientMessageId`), a retry gets the first answer.
     pub async fn follow_up(
         &self,
         principal: &str,
@@ -176,34 +265,30 @@ impl SessionManager {
         request: FollowUp,
     ) -> Result<Accepted, ManagerError> {
         self.refuse_when_shutting_down()?;
+        if let Some(key) = &request.client_message_id {
+            token::check_key(key)?;
+        }
         let live = self.owned(principal, session_id)?;
-        let token = {
-            let mut meta = lock(&live.meta);
-            let current = meta.token_hash.as_deref().unwrap_or("");
-            let presented = hash_token(&request.continuation_token);
-            if !bool::from(current.as_bytes().ct_eq(presented.as_bytes())) {
-                return Err(ManagerError::StaleToken);
-            }
-            if meta.mode == SessionMode::Task {
-                return Err(ManagerError::NotFollowable(session_id.to_string()));
-            }
-            check_workspace_files(&request.workspace_files)?;
-            let token = new_token();
-            meta.token_hash = Some(hash_token(&token));
-            meta.updated_at = Utc::now();
-            meta.save(&self.inner.state)
-                .map_err(|e| io_error("cannot save session.json", e))?;
-            token
-        };
-        self.command(&live, |reply| Command::Send {
+        if lock(&live.meta).mode == SessionMode::Task {
+            return Err(ManagerError::NotFollowable(session_id.to_string()));
+        }
+        check_workspace_files(&request.workspace_files)?;
+        let admit = Admit {
             message: Pending {
                 text: request.message,
                 files: request.workspace_files,
             },
             admission: request.admission,
-            reply,
-        })
-        .await??;
+            token: Some(request.continuation_token),
+            key: request.client_message_id,
+        };
+        let token = self
+            .command(&live, |reply| Command::Send { admit, reply })
+            .await??
+            .ok_or_else(|| {
+                ManagerError::Internal("the session accepted the message without a token".into())
+            })?;
+        self.inner.fault(FaultPoint::BeforeReply);
         Ok(Accepted {
             session_id: session_id.to_string(),
             continuation_token: token,
@@ -222,15 +307,18 @@ impl SessionManager {
         if lock(&live.meta).mode == SessionMode::Task {
             return Err(ManagerError::NotFollowable(session_id.to_string()));
         }
-        self.command(&live, |reply| Command::Send {
+        let admit = Admit {
             message: Pending {
                 text: message.to_string(),
                 files: BTreeMap::new(),
             },
             admission,
-            reply,
-        })
-        .await?
+            token: None,
+            key: None,
+        };
+        self.command(&live, |reply| Command::Send { admit, reply })
+            .await??;
+        Ok(())
     }
 
     /// Cancels the running turn (`turn interrupted`) and clears queued messages; idle → no-op.
@@ -391,53 +479,43 @@ impl SessionManager {
         make: impl FnOnce(oneshot::Sender<T>) -> Command,
     ) -> Result<T, ManagerError> {
         let (reply, answer) = oneshot::channel();
-        {
-            let mut mailbox = lock(&live.mailbox);
-            let sender = match mailbox.as_ref() {
-                Some(sender) if !sender.is_closed() => sender.clone(),
-                _ => {
-                    let (sender, rx) = mpsc::unbounded_channel();
-                    *mailbox = Some(sender.clone());
-                    let actor = Actor::new(self.inner.clone(), live.clone(), rx);
-                    self.inner.tasks.spawn(actor.run());
-                    sender
-                }
-            };
-            sender
-                .send(make(reply))
-                .map_err(|_| ManagerError::Internal("the session's actor stopped".into()))?;
-        }
+        self.post(live, make(reply))?;
         answer
             .await
+            .map_err(|_| ManagerError::Internal("the session's actor stopped".into()))
+    }
+
+    /// Puts a command in the session's mailbox, spawning the actor when the session is idle.
+    pub(crate) fn post(&self, live: &Arc<Live>, command: Command) -> Result<(), ManagerError> {
+        let mut mailbox = lock(&live.mailbox);
+        let sender = match mailbox.as_ref() {
+            Some(sender) if !sender.is_closed() => sender.clone(),
+            _ => {
+                if tokio::runtime::Handle::try_current().is_err() {
+                    return Err(ManagerError::Internal(
+                        "sessions run inside a tokio runtime: open the SessionManager from async code".into(),
+                    ));
+                }
+                let (sender, rx) = mpsc::unbounded_channel();
+                *mailbox = Some(sender.clone());
+                let actor = Actor::new(self.inner.clone(), live.clone(), rx);
+                self.inner.tasks.spawn(actor.run());
+                sender
+            }
+        };
+        sender
+            .send(command)
             .map_err(|_| ManagerError::Internal("the session's actor stopped".into()))
     }
 }
 
 /// Records a live session, dropping entries of sessions that went idle now and then (so the
 /// map stays bounded by active work, not by history).
-fn remember(map: &mut HashMap<String, Weak<Live>>, session_id: &str, live: &Arc<Live>) {
+pub(crate) fn remember(map: &mut HashMap<String, Weak<Live>>, session_id: &str, live: &Arc<Live>) {
     if map.len() >= 64 && map.len().is_power_of_two() {
         map.retain(|_, weak| weak.strong_count() > 0);
     }
     map.insert(session_id.to_string(), Arc::downgrade(live));
-}
-
-/// A new HTTP continuation token: `http:` + 244 random bits.
-fn new_token() -> String {
-    format!(
-        "http:{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    )
-}
-
-/// SHA-256 of a token, hex (what `session.json` stores).
-fn hash_token(token: &str) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// Checks every per-send workspace path (nothing is written when one is refused).

@@ -1,17 +1,25 @@
-//! Recovery on open: the sessions a dead process left running get their turns recorded as
-//! `server restarted`; parked approvals stay parked.
+//! Recovery on open: the sessions a dead process left between two durable steps get their
+//! turns recorded as `server restarted`, their queued messages run and their `session.json`
+//! repaired; parked approvals stay parked.
+
+use std::sync::Arc;
 
 use folio_agent::TurnOutcome;
 use folio_agent::turn::pending_approvals;
-use folio_protocol::{EventBody, SERVER_RESTARTED, SessionStatus, TurnFailed};
+use folio_protocol::{Event, EventBody, SERVER_RESTARTED, SessionMode, SessionStatus, TurnFailed};
 
 use crate::actor::{finish_session, open_turn};
+use crate::command::{Command, queued_messages};
 use crate::error::ManagerError;
-use crate::live::Live;
-use crate::manager::SessionManager;
+use crate::event_log::last_index;
+use crate::live::{Live, lock};
+use crate::manager::{SessionManager, remember};
 use crate::state::{SessionMeta, valid_session_id};
 
 impl SessionManager {
+    /// Repairs every session a dead process left between two durable steps: a turn still open
+    /// (recorded as `server restarted`), messages queued but not run (run now), a
+    /// `session.json` that missed the last message or the end of the last turn.
     pub(crate) fn recover(&self) -> Result<(), String> {
         let dir = self.inner.state.sessions_dir();
         let entries = match std::fs::read_dir(&dir) {
@@ -27,7 +35,19 @@ impl SessionManager {
             let Ok(Some(meta)) = SessionMeta::load(&self.inner.state, &id) else {
                 continue;
             };
-            if meta.status != SessionStatus::Running {
+            // Events after the last recorded turn boundary: a message was recorded (and maybe
+            // a turn ran) but `session.json` did not follow.
+            let moved = match last_index(&self.inner.state.trace_path(&id)) {
+                Ok(last) => last.is_some_and(|last| last > meta.last_index),
+                Err(err) => {
+                    self.inner
+                        .logs
+                        .about(&id)
+                        .error(format!("could not recover session {id}: {err}"));
+                    continue;
+                }
+            };
+            if meta.status != SessionStatus::Running && !moved {
                 continue;
             }
             if let Err(err) = self.recover_session(meta) {
@@ -41,33 +61,77 @@ impl SessionManager {
     }
 
     fn recover_session(&self, meta: SessionMeta) -> Result<(), ManagerError> {
-        let live = Live::open(&self.inner.state, meta)?;
+        let live = Arc::new(Live::open(&self.inner.state, meta)?);
         live.bind_hooks(&self.agent().hooks);
-        let Some(turn_id) = live.with_events(open_turn) else {
-            finish_session(&live, None, &self.inner.state)?;
-            return Ok(());
-        };
-        if live.with_events(|events| !pending_approvals(events, &turn_id).is_empty()) {
-            self.inner.logs.about(&live.id).info(format!(
-                "session {} stays parked on an approval after the restart",
+        let mut outcome = live.with_events(last_outcome);
+        if let Some(turn_id) = live.with_events(open_turn) {
+            if live.with_events(|events| !pending_approvals(events, &turn_id).is_empty()) {
+                self.inner.logs.about(&live.id).info(format!(
+                    "session {} stays parked on an approval after the restart",
+                    live.id
+                ));
+                return Ok(());
+            }
+            live.append(
+                Some(&turn_id),
+                EventBody::TurnFailed(TurnFailed {
+                    message: SERVER_RESTARTED.to_string(),
+                }),
+            )?;
+            outcome = Some(TurnOutcome::Failed {
+                message: SERVER_RESTARTED.to_string(),
+            });
+            self.inner.logs.about(&live.id).warn(format!(
+                "session {}: turn {turn_id} was running when the server stopped; recorded as failed",
                 live.id
             ));
-            return Ok(());
         }
-        live.append(
-            Some(&turn_id),
-            EventBody::TurnFailed(TurnFailed {
-                message: SERVER_RESTARTED.to_string(),
+        let turns = live.with_events(|events| {
+            events
+                .iter()
+                .filter(|e| matches!(e.body, EventBody::MessageReceived(_)))
+                .count() as u32
+        });
+        lock(&live.meta).turns = turns;
+        let queued = live.with_events(queued_messages).len();
+        if queued > 0 && lock(&live.meta).mode == SessionMode::Chat {
+            self.inner.logs.about(&live.id).info(format!(
+                "session {}: running {queued} message(s) queued before the restart",
+                live.id
+            ));
+            remember(&mut lock(&self.inner.live), &live.id, &live);
+            return self.post(&live, Command::Drain);
+        }
+        let boundary = live.with_events(|events| {
+            let last = events.last()?;
+            let status = match &last.body {
+                EventBody::SessionWaiting(_) => SessionStatus::Waiting,
+                EventBody::SessionCompleted(_) => SessionStatus::Completed,
+                EventBody::SessionFailed(_) => SessionStatus::Failed,
+                _ => return None,
+            };
+            Some((status, last.index))
+        });
+        match boundary {
+            // The end of the turn is in the log; only `session.json` missed it.
+            Some((status, index)) => live.update_meta(&self.inner.state, |meta| {
+                meta.status = status;
+                meta.last_index = index;
             }),
-        )?;
-        let outcome = TurnOutcome::Failed {
-            message: SERVER_RESTARTED.to_string(),
-        };
-        finish_session(&live, Some(&outcome), &self.inner.state)?;
-        self.inner.logs.about(&live.id).warn(format!(
-            "session {}: turn {turn_id} was running when the server stopped; recorded as failed",
-            live.id
-        ));
-        Ok(())
+            None => finish_session(&live, outcome.as_ref(), &self.inner),
+        }
     }
+}
+
+/// How the last finished turn ended, from its `turn.completed` / `turn.failed`.
+fn last_outcome(events: &[Event]) -> Option<TurnOutcome> {
+    events.iter().rev().find_map(|event| match &event.body {
+        EventBody::TurnCompleted(done) => Some(TurnOutcome::Completed {
+            reply: done.reply.clone(),
+        }),
+        EventBody::TurnFailed(failed) => Some(TurnOutcome::Failed {
+            message: failed.message.clone(),
+        }),
+        _ => None,
+    })
 }

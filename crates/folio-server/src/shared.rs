@@ -9,6 +9,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::fault::FaultPoint;
 use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
 use crate::state::StateRoot;
@@ -29,12 +30,19 @@ pub(crate) struct Inner {
     pub(crate) keepalive_ms: AtomicU64,
     /// The exclusive lock on the state root, held until shutdown.
     pub(crate) state_lock: Mutex<Option<std::fs::File>>,
+    /// The armed fault point of a crash test (`FOLIO_FAULT`); `None` in normal use.
+    pub(crate) fault: Mutex<Option<FaultPoint>>,
 }
 
 impl Inner {
     /// The agent new turns run with.
     pub(crate) fn agent(&self) -> Arc<Agent> {
         self.agent.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Aborts the process when `point` is the armed fault point (crash tests only).
+    pub(crate) fn fault(&self, point: FaultPoint) {
+        crate::fault::check(*lock(&self.fault), point);
     }
 
     /// The live session of `session_id`, when one is open.

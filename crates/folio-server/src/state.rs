@@ -55,6 +55,20 @@ pub struct SessionMeta {
     /// The index of the last event at the last turn boundary.
     #[serde(default)]
     pub last_index: u64,
+    /// The last keyed follow-ups and the hash of the token each was answered with, so a retry
+    /// gets the same answer (see `Idempotency-Key`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted_keys: Vec<AcceptedKey>,
+}
+
+/// A follow-up accepted with an idempotency key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AcceptedKey {
+    /// The `Idempotency-Key` / `clientMessageId`.
+    pub key: String,
+    /// SHA-256 (hex) of the continuation token the follow-up was answered with.
+    pub token_hash: String,
 }
 
 impl SessionMeta {
@@ -69,19 +83,37 @@ impl SessionMeta {
         }
     }
 
-    /// Writes the metadata atomically (write to a temporary file, then rename).
+    /// Writes the metadata atomically and durably: a temporary file, synced, renamed over
+    /// `session.json`, then the directory synced (a crash leaves the old or the new file).
     pub fn save(&self, state: &StateRoot) -> std::io::Result<()> {
         let path = state.meta_path(&self.session_id);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(
-            &tmp,
-            serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?,
-        )?;
-        std::fs::rename(tmp, path)
+        let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        write_durably(&path, &bytes)
     }
+}
+
+/// Replaces `path` with `bytes` atomically and durably (temporary file, fsync, rename, fsync
+/// of the directory).
+pub(crate) fn write_durably(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .ok_or_else(|| std::io::Error::other(format!("{} has no directory", path.display())))?;
+    std::fs::create_dir_all(dir)?;
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = dir.join(name);
+    let mut file = std::fs::File::create(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(&tmp, path)?;
+    sync_dir(dir)
+}
+
+/// Syncs a directory, so the entries created or renamed in it survive a power loss.
+pub(crate) fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
 }
 
 /// Takes the exclusive lock of a state root (`<state-root>/.lock`): two processes serving or

@@ -40,6 +40,7 @@ fn create(message: String) -> CreateSession {
         title: None,
         workspace_files: Default::default(),
         mode: None,
+        client_message_id: None,
     }
 }
 

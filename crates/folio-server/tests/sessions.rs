@@ -18,6 +18,7 @@ fn create(message: &str) -> CreateSession {
         title: Some("t".into()),
         workspace_files: [("notes/a.txt".to_string(), "alpha".to_string())].into(),
         mode: None,
+        client_message_id: None,
     }
 }
 

@@ -82,6 +82,7 @@ async fn a_large_mcp_result_spills_and_read_pages_through_it() {
                 title: None,
                 workspace_files: Default::default(),
                 mode: None,
+                client_message_id: None,
             },
         )
         .await

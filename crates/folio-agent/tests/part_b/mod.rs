@@ -176,6 +176,7 @@ pub async fn run_turn_until(
             text: message.to_string(),
             admission: None,
             coalesced: None,
+            client_message_id: None,
         }),
     )
     .await

@@ -28,8 +28,20 @@ pub struct Served {
 /// Starts `folio serve --port 0` on `dir` with the mock model at `model_url`, waiting for the
 /// printed URL of its (first) agent.
 pub async fn serve(model_url: &str, dir: &Path, state: &Path, extra: &[&str]) -> Served {
+    serve_with_env(model_url, dir, state, extra, &[]).await
+}
+
+/// [`serve`] with extra environment variables for the server process (e.g. `FOLIO_FAULT`).
+pub async fn serve_with_env(
+    model_url: &str,
+    dir: &Path,
+    state: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Served {
     let mut command = tokio::process::Command::new(folio_bin());
     command
+        .env_remove("FOLIO_FAULT")
         .env_remove("FOLIO_MODEL")
         .env_remove("FOLIO_TOKEN")
         .env("OPENAI_API_KEY", "test-key")
@@ -41,7 +53,8 @@ pub async fn serve(model_url: &str, dir: &Path, state: &Path, extra: &[&str]) ->
         .args(extra)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())
-        .kill_on_drop(true);
+        .kill_on_drop(true)
+        .envs(env.iter().copied());
     let mut child = command.spawn().expect("folio serve starts");
     let stdout = child.stdout.take().unwrap();
     let mut lines = BufReader::new(stdout).lines();

@@ -1,0 +1,142 @@
+//! Continuation tokens and idempotency keys.
+//!
+//! A keyed message gets a token derived from the token it presented (or, for a new session,
+//! from the session id) and its key, so a retry whose reply was lost gets the same token back
+//! although `session.json` stores only token hashes. The log records each key on the message's
+//! event (`clientMessageId`); `session.json` remembers the last [`REMEMBERED_KEYS`] keyed
+//! follow-ups with the hash of the token each was answered with.
+
+use folio_protocol::{Event, EventBody};
+use sha2::Digest;
+
+use crate::error::ManagerError;
+use crate::state::{AcceptedKey, SessionMeta};
+
+/// How many keyed follow-ups per session `session.json` remembers (older retries get `409`).
+pub(crate) const REMEMBERED_KEYS: usize = 32;
+
+/// The longest idempotency key accepted.
+const MAX_KEY_LEN: usize = 255;
+
+/// A new HTTP continuation token: `http:` + 244 random bits.
+pub(crate) fn new_token() -> String {
+    format!(
+        "http:{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// The token a keyed message is answered with: `http:` + SHA-256 of `seed` and `key` (hex).
+/// `seed` is the token the follow-up presented (a secret of its holder) or the new session's id.
+pub(crate) fn derived_token(seed: &str, key: &str) -> String {
+    format!(
+        "http:{}",
+        sha256_hex(&format!("folio-token\0{seed}\0{key}"))
+    )
+}
+
+/// SHA-256 of a token, hex (what `session.json` stores).
+pub(crate) fn hash_token(token: &str) -> String {
+    sha256_hex(token)
+}
+
+/// Where the session created by `principal` with `key` is recorded (`<state>/idempotency/…`).
+pub(crate) fn create_record_name(principal: &str, key: &str) -> String {
+    sha256_hex(&format!("folio-create\0{principal}\0{key}"))
+}
+
+/// Checks an idempotency key: 1 to 255 visible ASCII characters.
+pub(crate) fn check_key(key: &str) -> Result<(), ManagerError> {
+    if key.is_empty() || key.len() > MAX_KEY_LEN || !key.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ManagerError::Invalid(format!(
+            "clientMessageId / Idempotency-Key: must be 1 to {MAX_KEY_LEN} visible ASCII characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether a message with idempotency key `key` is recorded (received or queued).
+pub(crate) fn recorded(events: &[Event], key: &str) -> bool {
+    events.iter().any(|event| match &event.body {
+        EventBody::MessageReceived(m) => m.client_message_id.as_deref() == Some(key),
+        EventBody::MessageQueued(m) => m.client_message_id.as_deref() == Some(key),
+        _ => false,
+    })
+}
+
+/// Remembers that `key` was answered with the token hashed `token_hash` (the newest
+/// [`REMEMBERED_KEYS`] are kept).
+pub(crate) fn remember_key(meta: &mut SessionMeta, key: &str, token_hash: &str) {
+    meta.accepted_keys.retain(|accepted| accepted.key != key);
+    meta.accepted_keys.push(AcceptedKey {
+        key: key.to_string(),
+        token_hash: token_hash.to_string(),
+    });
+    let excess = meta.accepted_keys.len().saturating_sub(REMEMBERED_KEYS);
+    meta.accepted_keys.drain(..excess);
+}
+
+/// Whether `session.json` remembers `key` answered with `token`.
+pub(crate) fn answered_with(meta: &SessionMeta, key: &str, token: &str) -> bool {
+    let hash = hash_token(token);
+    meta.accepted_keys
+        .iter()
+        .any(|accepted| accepted.key == key && accepted.token_hash == hash)
+}
+
+fn sha256_hex(text: &str) -> String {
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::SessionMeta;
+
+    fn meta() -> SessionMeta {
+        serde_json::from_value(serde_json::json!({
+            "sessionId": "ses_01JDXYZ0000000000000000000",
+            "mode": "chat",
+            "status": "waiting",
+            "channel": "http",
+            "principal": "local",
+            "createdAt": "2026-11-30T00:00:00Z",
+            "updatedAt": "2026-11-30T00:00:00Z"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_derived_token_depends_on_the_seed_and_the_key_only() {
+        let token = derived_token("http:old", "k1");
+        assert_eq!(token, derived_token("http:old", "k1"));
+        assert_ne!(token, derived_token("http:old", "k2"));
+        assert_ne!(token, derived_token("http:other", "k1"));
+        assert_eq!(token.len(), "http:".len() + 64);
+    }
+
+    #[test]
+    fn keys_are_checked_and_the_newest_are_remembered() {
+        assert!(check_key("msg-1").is_ok());
+        for bad in ["", "has space", "é", &"x".repeat(256)] {
+            assert!(check_key(bad).is_err(), "{bad:?}");
+        }
+        let mut meta = meta();
+        for n in 0..=REMEMBERED_KEYS {
+            remember_key(&mut meta, &format!("k{n}"), &hash_token(&format!("t{n}")));
+        }
+        assert_eq!(meta.accepted_keys.len(), REMEMBERED_KEYS);
+        assert!(!answered_with(&meta, "k0", "t0"), "the oldest is forgotten");
+        assert!(answered_with(&meta, "k1", "t1"));
+        assert!(
+            !answered_with(&meta, "k1", "t2"),
+            "a key answers only its own token"
+        );
+        let last = format!("k{REMEMBERED_KEYS}");
+        assert!(answered_with(&meta, &last, &format!("t{REMEMBERED_KEYS}")));
+    }
+}
