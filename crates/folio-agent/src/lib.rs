@@ -21,7 +21,7 @@
 //! use std::sync::Mutex;
 //!
 //! use folio_agent::tools::TodoList;
-//! use folio_agent::{Agent, EventSink, Turn, TurnOutcome, discover};
+//! use folio_agent::{Agent, EventSink, SinkError, Turn, TurnOutcome, discover};
 //! use folio_model::{Delta, FinishReason, Message, ModelRequest, ProviderConfig, open_provider};
 //! use folio_protocol::{Event, EventBody, MessageReceived};
 //! use tokio_util::sync::CancellationToken;
@@ -32,8 +32,8 @@
 //!
 //! #[async_trait::async_trait]
 //! impl EventSink for MemorySink {
-//!     async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, String> {
-//!         let mut events = self.0.lock().map_err(|_| "the log lock is poisoned")?;
+//!     async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, SinkError> {
+//!         let mut events = self.0.lock().map_err(|_| SinkError::new("the log lock is poisoned"))?;
 //!         let event = Event {
 //!             index: events.len() as u64,
 //!             session_id: "ses_doc".into(),
@@ -45,7 +45,7 @@
 //!         Ok(event)
 //!     }
 //!
-//!     async fn checkpoint(&self) -> Result<(), String> {
+//!     async fn checkpoint(&self) -> Result<(), SinkError> {
 //!         Ok(())
 //!     }
 //! }
@@ -147,5 +147,5 @@ pub use folio_project::{AgentDefinition, Diagnostic, Discovery, Severity, discov
 pub use hooks::{HookDispatcher, HookOutcome, HookRun};
 pub use layout::StateLayout;
 pub use root::RootError;
-pub use sink::EventSink;
+pub use sink::{EventSink, SinkError};
 pub use turn::{Harness, TURN_INTERRUPTED, Turn, TurnOutcome};

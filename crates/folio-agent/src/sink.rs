@@ -3,13 +3,30 @@
 
 use folio_protocol::{ActionApprovalResolved, ApprovalDecision, Event, EventBody};
 
+/// Why an event could not be recorded (the store's own error as its source).
+#[derive(Debug, thiserror::Error)]
+#[error("{source}")]
+pub struct SinkError {
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl SinkError {
+    /// Wraps the store's error (or a message).
+    pub fn new(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> SinkError {
+        SinkError {
+            source: source.into(),
+        }
+    }
+}
+
 /// Where a turn records its events: the session's log (and whatever follows it).
 #[async_trait::async_trait]
 pub trait EventSink: Send + Sync {
     /// Appends one event and returns it with its index and time.
-    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, String>;
+    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, SinkError>;
     /// Makes everything emitted so far durable (called at turn boundaries).
-    async fn checkpoint(&self) -> Result<(), String>;
+    async fn checkpoint(&self) -> Result<(), SinkError>;
     /// Waits for the human decision on a parked call (its `action.approval_requested` is
     /// recorded); the turn records the returned `action.approval_resolved`. Without an approver
     /// (outside `folio serve`) the call is denied.

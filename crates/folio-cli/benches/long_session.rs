@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use folio_agent::tools::{ScratchMode, TodoList, ToolRegistry};
-use folio_agent::{ContextBudget, EventSink, Harness, Turn, TurnOutcome};
+use folio_agent::{ContextBudget, EventSink, Harness, SinkError, Turn, TurnOutcome};
 use folio_fs::temp_fs;
 use folio_model::{
     Delta, DeltaStream, FinishReason, ModelError, ModelRequest, Provider, TokenCounter,
@@ -57,12 +57,12 @@ struct LogSink(EventLog);
 
 #[async_trait::async_trait]
 impl EventSink for LogSink {
-    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, String> {
-        self.0.append(turn_id, body).map_err(|e| e.to_string())
+    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, SinkError> {
+        self.0.append(turn_id, body).map_err(SinkError::new)
     }
 
-    async fn checkpoint(&self) -> Result<(), String> {
-        self.0.sync().map_err(|e| e.to_string())
+    async fn checkpoint(&self) -> Result<(), SinkError> {
+        self.0.sync().map_err(SinkError::new)
     }
 }
 

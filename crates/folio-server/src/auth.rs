@@ -32,6 +32,25 @@ pub enum AuthError {
     Forbidden(String),
 }
 
+/// Why `folio serve`'s auth flags do not make an [`Auth`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthConfigError {
+    /// `--bearer-token ""`.
+    #[error("--bearer-token must not be empty")]
+    EmptyBearerToken,
+    /// The tokens file cannot be read or is not `principal = "token"` lines.
+    #[error("tokens file {}: {message}", path.display())]
+    TokensFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// `--allow-anonymous` with a token flag.
+    #[error("--allow-anonymous cannot be combined with --bearer-token or --tokens-file")]
+    AnonymousWithTokens,
+}
+
 impl Auth {
     /// The auth of `folio serve`'s flags: `--allow-anonymous`, `--bearer-token` (principal
     /// `bearer`), `--tokens-file` (TOML `principal = "token"`), or `local-dev-strict`.
@@ -39,25 +58,28 @@ impl Auth {
         bearer_token: Option<&str>,
         tokens_file: Option<&Path>,
         allow_anonymous: bool,
-    ) -> Result<Auth, String> {
+    ) -> Result<Auth, AuthConfigError> {
         let mut tokens = Vec::new();
         if let Some(token) = bearer_token {
             if token.is_empty() {
-                return Err("--bearer-token must not be empty".into());
+                return Err(AuthConfigError::EmptyBearerToken);
             }
             tokens.push(("bearer".to_string(), token.to_string()));
         }
         if let Some(path) = tokens_file {
+            let invalid = |message: String| AuthConfigError::TokensFile {
+                path: path.to_path_buf(),
+                message,
+            };
             let text = std::fs::read_to_string(path)
-                .map_err(|err| format!("cannot read the tokens file {}: {err}", path.display()))?;
-            let table: toml::Table = toml::from_str(&text)
-                .map_err(|err| format!("tokens file {}: {err}", path.display()))?;
+                .map_err(|err| invalid(format!("cannot be read: {err}")))?;
+            let table: toml::Table =
+                toml::from_str(&text).map_err(|err| invalid(err.to_string()))?;
             for (principal, token) in table {
                 let Some(token) = token.as_str().filter(|t| !t.is_empty()) else {
-                    return Err(format!(
-                        "tokens file {}: {principal} must be a non-empty string token",
-                        path.display()
-                    ));
+                    return Err(invalid(format!(
+                        "{principal} must be a non-empty string token"
+                    )));
                 };
                 tokens.push((principal, token.to_string()));
             }
@@ -66,9 +88,7 @@ impl Auth {
             (true, true) => Ok(Auth::Anonymous),
             (true, false) => Ok(Auth::LocalDevStrict),
             (false, false) => Ok(Auth::Tokens(tokens)),
-            (false, true) => Err(
-                "--allow-anonymous cannot be combined with --bearer-token or --tokens-file".into(),
-            ),
+            (false, true) => Err(AuthConfigError::AnonymousWithTokens),
         }
     }
 

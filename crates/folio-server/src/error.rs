@@ -64,3 +64,17 @@ impl From<LogError> for ManagerError {
 pub(crate) fn io_error(what: &str, err: std::io::Error) -> ManagerError {
     ManagerError::Internal(format!("{what}: {err}"))
 }
+
+/// Why [`SessionManager::open`](crate::SessionManager::open) failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    /// Another `folio` process holds the state root.
+    #[error(
+        "the state root {} is in use by another folio process: stop it, or pass --state-root with another directory",
+        .0.display()
+    )]
+    InUse(std::path::PathBuf),
+    /// The state root or its sessions could not be created or read.
+    #[error("{0}")]
+    Io(String),
+}

@@ -64,8 +64,8 @@ mod state;
 mod stream;
 mod token;
 
-pub use auth::{Auth, AuthError};
-pub use error::ManagerError;
+pub use auth::{Auth, AuthConfigError, AuthError};
+pub use error::{ManagerError, OpenError};
 pub use event_log::{EventLog, LogError, read_events};
 pub use fault::{FaultPoint, UnknownFaultPoint};
 pub use guard::{Browsers, BrowsersError};

@@ -5,8 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
-use folio_agent::EventSink;
 use folio_agent::HookDispatcher;
+use folio_agent::{EventSink, SinkError};
 use folio_protocol::{ActionApprovalResolved, Event, EventBody};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -145,12 +145,12 @@ pub(crate) struct LiveSink(pub(crate) std::sync::Arc<Live>);
 
 #[async_trait::async_trait]
 impl EventSink for LiveSink {
-    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, String> {
-        self.0.append(turn_id, body).map_err(|err| err.to_string())
+    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, SinkError> {
+        self.0.append(turn_id, body).map_err(SinkError::new)
     }
 
-    async fn checkpoint(&self) -> Result<(), String> {
-        self.0.log.sync().map_err(|err| err.to_string())
+    async fn checkpoint(&self) -> Result<(), SinkError> {
+        self.0.log.sync().map_err(SinkError::new)
     }
 
     async fn await_approval(&self, call_id: &str) -> ActionApprovalResolved {

@@ -24,7 +24,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::actor::{Actor, direct_call};
 use crate::command::{Admit, Command, Pending};
-use crate::error::{ManagerError, io_error};
+use crate::error::{ManagerError, OpenError, io_error};
 use crate::fault::FaultPoint;
 use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
@@ -53,7 +53,7 @@ pub struct SessionManager {
 impl SessionManager {
     /// Opens the sessions under `state` for `agent`; turns that were running when the process
     /// died are recorded as failed (`server restarted`), parked approvals stay parked.
-    pub fn open(state: StateRoot, agent: Arc<Agent>, logs: LogBuffer) -> Result<Self, String> {
+    pub fn open(state: StateRoot, agent: Arc<Agent>, logs: LogBuffer) -> Result<Self, OpenError> {
         let cap = agent.definition.config.concurrency.max_running_turns;
         let state_lock = lock_state_root(&state)?;
         let manager = SessionManager {

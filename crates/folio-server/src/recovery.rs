@@ -11,6 +11,7 @@ use folio_protocol::{Event, EventBody, SERVER_RESTARTED, SessionMode, SessionSta
 use crate::actor::{finish_session, open_turn};
 use crate::command::{Command, queued_messages};
 use crate::error::ManagerError;
+use crate::error::OpenError;
 use crate::event_log::last_index;
 use crate::live::{Live, lock};
 use crate::manager::{SessionManager, remember};
@@ -20,12 +21,17 @@ impl SessionManager {
     /// Repairs every session a dead process left between two durable steps: a turn still open
     /// (recorded as `server restarted`), messages queued but not run (run now), a
     /// `session.json` that missed the last message or the end of the last turn.
-    pub(crate) fn recover(&self) -> Result<(), String> {
+    pub(crate) fn recover(&self) -> Result<(), OpenError> {
         let dir = self.inner.state.sessions_dir();
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(err) => return Err(format!("cannot read {}: {err}", dir.display())),
+            Err(err) => {
+                return Err(OpenError::Io(format!(
+                    "cannot read {}: {err}",
+                    dir.display()
+                )));
+            }
         };
         for entry in entries.flatten() {
             let id = entry.file_name().to_string_lossy().to_string();

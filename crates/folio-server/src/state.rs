@@ -1,6 +1,7 @@
 //! Session metadata on disk (`session.json`) and the ids of sessions and turns; where each
 //! file lives is the state root's layout ([`StateRoot`], docs/http-api.md "Storage and crashes").
 
+use crate::error::OpenError;
 use chrono::{DateTime, Utc};
 use folio_protocol::{SessionMode, SessionStatus};
 use serde::{Deserialize, Serialize};
@@ -119,27 +120,24 @@ pub(crate) fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
 /// Takes the exclusive lock of a state root (`<state-root>/.lock`): two processes serving or
 /// running sessions on one state root would each record the other's running turns as
 /// `server restarted`. The kernel releases the lock when the process dies.
-pub(crate) fn lock_state_root(state: &StateRoot) -> Result<std::fs::File, String> {
+pub(crate) fn lock_state_root(state: &StateRoot) -> Result<std::fs::File, OpenError> {
     use std::os::fd::AsRawFd;
     let path = state.path().join(".lock");
     std::fs::create_dir_all(state.path()).map_err(|err| {
-        format!(
+        OpenError::Io(format!(
             "cannot create the state root {}: {err}",
             state.path().display()
-        )
+        ))
     })?;
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&path)
-        .map_err(|err| format!("cannot open {}: {err}", path.display()))?;
+        .map_err(|err| OpenError::Io(format!("cannot open {}: {err}", path.display())))?;
     // SAFETY: flock on a descriptor this function owns; it only sets an advisory lock.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(format!(
-            "the state root {} is in use by another folio process: stop it, or pass --state-root with another directory",
-            state.path().display()
-        ));
+        return Err(OpenError::InUse(state.path().to_path_buf()));
     }
     Ok(file)
 }

@@ -9,7 +9,7 @@ use chrono::Utc;
 use folio_agent::LoadOptions;
 use folio_agent::mcp::EnvLookup;
 use folio_agent::tools::{ScratchMode, TodoList};
-use folio_agent::{Agent, EventSink, StateLayout, Turn, TurnOutcome, discover};
+use folio_agent::{Agent, EventSink, SinkError, StateLayout, Turn, TurnOutcome, discover};
 use folio_model::{ProviderConfig, open_provider};
 use folio_protocol::{Event, EventBody, MessageReceived};
 use tokio_util::sync::CancellationToken;
@@ -112,7 +112,7 @@ pub struct MemorySink {
 
 #[async_trait::async_trait]
 impl EventSink for MemorySink {
-    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, String> {
+    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, SinkError> {
         let event = {
             let mut events = self.events.lock().unwrap();
             let event = Event {
@@ -131,7 +131,7 @@ impl EventSink for MemorySink {
         Ok(event)
     }
 
-    async fn checkpoint(&self) -> Result<(), String> {
+    async fn checkpoint(&self) -> Result<(), SinkError> {
         Ok(())
     }
 }
