@@ -125,17 +125,17 @@
 mod agent;
 mod artifacts;
 mod compaction;
-pub mod conversation;
+mod conversation;
 mod hooks;
 mod layout;
 pub mod mcp;
 mod root;
 mod sink;
 pub mod skills;
-pub mod subagents;
+mod subagents;
 pub mod tools;
-pub mod turn;
-pub mod workspace;
+mod turn;
+mod workspace;
 
 pub use agent::{Agent, BindError, LoadError, LoadOptions, ModelOpener, provider_config};
 pub use artifacts::{
@@ -143,9 +143,16 @@ pub use artifacts::{
     TagRequest,
 };
 pub use compaction::{ContextBudget, Summarizer};
+pub use conversation::{SUMMARY_HEADING, content_of, conversation};
 pub use folio_project::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
 pub use hooks::{HookDispatcher, HookOutcome, HookRun};
 pub use layout::StateLayout;
 pub use root::RootError;
 pub use sink::{EventSink, SinkError};
-pub use turn::{Harness, TURN_INTERRUPTED, Turn, TurnOutcome};
+pub use subagents::{Subagent, TASK_TOOL, TaskTool};
+pub use turn::{Harness, TURN_INTERRUPTED, Turn, TurnOutcome, denied_message, pending_approvals};
+pub use workspace::{
+    AGENT_TOOLS_DIR, MEMORY_DIR, PREPARED_MARKER, PrepareError, WorkspaceFileError,
+    agent_tool_catalog, agents_md, check_workspace_path, prepare_host_workspace,
+    write_workspace_files,
+};

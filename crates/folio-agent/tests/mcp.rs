@@ -488,7 +488,7 @@ async fn mcp_tools_are_granted_by_an_empty_allowlist_and_images_map_to_content_p
     assert_eq!(image["mimeType"], "image/png");
     assert!(!image["data"].as_str().unwrap().is_empty());
     // The conversation shows them to the model as content parts.
-    let content = folio_agent::conversation::content_of(&serde_json::Value::Array(parts));
+    let content = folio_agent::content_of(&serde_json::Value::Array(parts));
     assert!(
         content
             .iter()

@@ -3,7 +3,7 @@
 
 mod part_b;
 
-use folio_agent::conversation::conversation;
+use folio_agent::conversation;
 use folio_agent::{Severity, TurnOutcome, discover};
 use folio_model::Message;
 use folio_protocol::{EventBody, SubagentCalled, SubagentCompleted};

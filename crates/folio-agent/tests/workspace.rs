@@ -6,7 +6,7 @@ use std::path::Path;
 
 use folio_agent::discover;
 use folio_agent::skills::load_all;
-use folio_agent::workspace::{agents_md, prepare_host_workspace};
+use folio_agent::{agents_md, prepare_host_workspace};
 use pretty_assertions::assert_eq;
 
 fn write(dir: &Path, files: &[(&str, &str)]) {

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use folio_agent::tools::{ScratchMode, SessionContext, TodoList, ToolContext};
-use folio_agent::workspace::write_workspace_files;
+use folio_agent::write_workspace_files;
 use folio_agent::{Agent, Turn, TurnOutcome};
 use folio_protocol::{
     ActionApprovalResolved, Admission, Event, EventBody, MessageQueued, MessageReceived, OkTrue,

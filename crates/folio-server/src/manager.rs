@@ -11,8 +11,8 @@ use std::sync::{Arc, RwLock, Weak};
 
 use chrono::Utc;
 use folio_agent::Agent;
+use folio_agent::check_workspace_path;
 use folio_agent::tools::TodoList;
-use folio_agent::workspace::check_workspace_path;
 use folio_protocol::{
     ActionApprovalResolved, Admission, ApprovalDecision, CreateSession, EventBody, FollowUp,
     SessionMode, SessionStarted, SessionStatus, ToolCallResult,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use folio_agent::TurnOutcome;
-use folio_agent::turn::pending_approvals;
+use folio_agent::pending_approvals;
 use folio_protocol::{Event, EventBody, SERVER_RESTARTED, SessionMode, SessionStatus, TurnFailed};
 
 use crate::actor::{finish_session, open_turn};
