@@ -4,6 +4,12 @@
 //! tools, `Task`), which would read, write or run in that shared workspace or on the host.
 //! Session-scoped calls run any tool, in the caller's own session (ownership is checked by the
 //! manager).
+//!
+//! Decision: "tools the agent's authors wrote" are the authored tools (`agent/tools/*.toml`),
+//! tools host code registers, and the tools of the MCP servers the authors connected. An MCP
+//! tool reaches exactly what its server reaches, in a session or not, so refusing it unscoped
+//! would protect nothing. `tag_artifact` is built in and tags the calling session's artifacts,
+//! so it is refused unscoped like the others.
 
 use crate::error::ManagerError;
 
@@ -12,7 +18,8 @@ pub(crate) fn check_unscoped(name: &str) -> Result<(), ManagerError> {
     let builtin = folio_project::resolve(None, false, true)
         .tools
         .iter()
-        .any(|tool| tool.tool_name() == name);
+        .any(|tool| tool.tool_name() == name)
+        || name == folio_agent::TAG_ARTIFACT;
     if builtin {
         return Err(ManagerError::BuiltInUnscoped(name.to_string()));
     }
@@ -39,13 +46,20 @@ mod tests {
             "UpdateTodos",
             "ReadTodos",
             "Task",
+            folio_agent::TAG_ARTIFACT,
         ] {
             assert!(
                 check_unscoped(name) == Err(ManagerError::BuiltInUnscoped(name.into())),
                 "{name}"
             );
         }
-        for name in ["Deploy", "lookup_order", "read", "shell"] {
+        for name in [
+            "Deploy",
+            "lookup_order",
+            "read",
+            "shell",
+            "mcp__tracker__search",
+        ] {
             assert_eq!(check_unscoped(name), Ok(()), "{name}");
         }
     }
