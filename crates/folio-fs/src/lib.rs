@@ -46,7 +46,8 @@ mod memory;
 pub mod merge;
 mod overlay;
 mod page;
-mod path;
+/// The path rules live in their own dependency-free crate (folio-project needs them too).
+use folio_path as path;
 mod union;
 mod walk;
 

@@ -196,7 +196,7 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
             .iter()
             .flat_map(|root| root.keys())
             .find(|mount| {
-                folio_fs::is_within(&folio_fs::normalize_fs_path(mount), ROOT_SKILLS_MOUNT)
+                folio_path::is_within(&folio_path::normalize_fs_path(mount), ROOT_SKILLS_MOUNT)
             })
     {
         findings.error(
@@ -392,7 +392,7 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
         }
     }
     for mount in root.keys() {
-        let normalized = folio_fs::normalize_fs_path(mount);
+        let normalized = folio_path::normalize_fs_path(mount);
         if !mount.starts_with('/') || normalized != *mount {
             findings.error(
                 manifest,
@@ -401,7 +401,7 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
                 ),
             );
         }
-        if folio_fs::is_within(&normalized, "/tmp") {
+        if folio_path::is_within(&normalized, "/tmp") {
             findings.error(
                 manifest,
                 format!("root: mount \"{mount}\" is under /tmp, which is reserved for turn-local scratch"),

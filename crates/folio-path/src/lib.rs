@@ -6,7 +6,7 @@
 /// `""` and `"/"` both mean the root. A relative path is taken relative to `/`.
 ///
 /// ```
-/// use folio_fs::normalize_fs_path;
+/// use folio_path::normalize_fs_path;
 /// assert_eq!(normalize_fs_path("a/./b/../c/"), "/a/c");
 /// assert_eq!(normalize_fs_path("/../../etc"), "/etc");
 /// ```
