@@ -4,11 +4,13 @@
 //! (about 60 tokens a reply); every event goes through a real NDJSON event log.
 //! Run: `cargo bench -p folio-cli --bench long_session` (prints Markdown rows).
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use folio_agent::tools::{ScratchMode, TodoList, ToolRegistry};
-use folio_agent::{ContextBudget, EventSink, Harness, SinkError, Turn, TurnOutcome};
+use folio_agent::tools::ToolRegistry;
+use folio_agent::{ContextBudget, EventSink, Harness, TurnOutcome};
 use folio_fs::temp_fs;
 use folio_model::{
     Delta, DeltaStream, FinishReason, ModelError, ModelRequest, Provider, TokenCounter,
@@ -17,6 +19,7 @@ use folio_project::ContextSection;
 use folio_protocol::{Event, EventBody, MessageReceived};
 use folio_server::EventLog;
 use futures::stream;
+use support::{LogSink, rooted_turn};
 use tokio_util::sync::CancellationToken;
 
 const TURNS: usize = 500;
@@ -50,19 +53,6 @@ impl Provider for Recording {
             Ok(Delta::Finish(FinishReason::Stop)),
         ];
         Ok(Box::pin(stream::iter(deltas)))
-    }
-}
-
-struct LogSink(EventLog);
-
-#[async_trait::async_trait]
-impl EventSink for LogSink {
-    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, SinkError> {
-        self.0.append(turn_id, body).map_err(SinkError::new)
-    }
-
-    async fn checkpoint(&self) -> Result<(), SinkError> {
-        self.0.sync().map_err(SinkError::new)
     }
 }
 
@@ -104,17 +94,7 @@ async fn session(name: &str, context: ContextSection) {
             .await
             .unwrap();
         events.push(received);
-        let turn = Turn {
-            session_id: "ses".into(),
-            turn_id,
-            events: events.clone(),
-            fs: fs.clone(),
-            workspace: dir.path().to_path_buf(),
-            scratch: ScratchMode::Rooted,
-            cancel: CancellationToken::new(),
-            todos: TodoList::default(),
-            context: Default::default(),
-        };
+        let turn = rooted_turn("ses", &turn_id, events.clone(), fs.clone(), dir.path());
         let outcome = harness.run_turn(turn, &sink).await;
         window.push(started.elapsed());
         assert!(

@@ -5,22 +5,25 @@
 //! mock model *server* over loopback through the real OpenAI client (adds HTTP + SSE).
 //! Run: `cargo bench -p folio-cli --bench turn_overhead` (prints p50/p99 per turn).
 
+mod support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use folio_agent::tools::{FileTool, ScratchMode, TodoList, ToolRegistry};
-use folio_agent::{ContextBudget, EventSink, Harness, SinkError, Turn, TurnOutcome};
+use folio_agent::tools::{FileTool, ToolRegistry};
+use folio_agent::{ContextBudget, EventSink, Harness, TurnOutcome};
 use folio_fs::{FileSystem, temp_fs};
 use folio_model::{
     Delta, DeltaStream, FinishReason, ModelError, ModelRequest, Provider, ProviderConfig,
     open_provider,
 };
 use folio_project::ContextSection;
-use folio_protocol::{Event, EventBody, MessageReceived, Usage};
+use folio_protocol::{EventBody, MessageReceived, Usage};
 use folio_server::EventLog;
 use folio_test_support::{MockModelServer, MockReply};
 use futures::stream;
 use serde_json::json;
+use support::{LogSink, rooted_turn};
 use tokio_util::sync::CancellationToken;
 
 const TURNS: usize = 2_000;
@@ -73,19 +76,6 @@ impl Provider for CannedProvider {
     }
 }
 
-struct LogSink(EventLog);
-
-#[async_trait::async_trait]
-impl EventSink for LogSink {
-    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, SinkError> {
-        self.0.append(turn_id, body).map_err(SinkError::new)
-    }
-
-    async fn checkpoint(&self) -> Result<(), SinkError> {
-        self.0.sync().map_err(SinkError::new)
-    }
-}
-
 fn harness(provider: Arc<dyn Provider>) -> Harness {
     let mut tools = ToolRegistry::new();
     for tool in FileTool::ALL {
@@ -126,17 +116,7 @@ async fn measure(name: &str, harness: &Harness, before_turn: impl Fn()) {
             )
             .await
             .unwrap();
-        let turn = Turn {
-            session_id: session.clone(),
-            turn_id: "turn_1".into(),
-            events: vec![received],
-            fs: fs.clone(),
-            workspace: dir.path().to_path_buf(),
-            scratch: ScratchMode::Rooted,
-            cancel: CancellationToken::new(),
-            todos: TodoList::default(),
-            context: Default::default(),
-        };
+        let turn = rooted_turn(&session, "turn_1", vec![received], fs.clone(), dir.path());
         let outcome = harness.run_turn(turn, &sink).await;
         durations.push(started.elapsed());
         assert!(

@@ -6,7 +6,6 @@
 mod support;
 
 use folio_protocol::{CreateSession, Event, EventBody};
-use folio_server::SessionManager;
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
@@ -15,23 +14,6 @@ use support::*;
 /// About 100 approximate tokens (300 bytes) of text.
 fn words(tag: &str) -> String {
     format!("{tag} {}", "lorem ipsum dolor ".repeat(16))
-}
-
-async fn wait_turns(manager: &SessionManager, id: &str, count: usize) -> Vec<Event> {
-    let mut stream = manager.stream("local", id, 0).unwrap();
-    let mut seen = 0;
-    while let Some(event) = stream.rx.recv().await {
-        if matches!(
-            event.map(|e| e.body),
-            Some(EventBody::SessionWaiting(_) | EventBody::SessionFailed(_))
-        ) {
-            seen += 1;
-            if seen == count {
-                break;
-            }
-        }
-    }
-    manager.events("local", id).unwrap()
 }
 
 fn create(message: String) -> CreateSession {

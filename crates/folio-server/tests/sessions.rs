@@ -144,20 +144,6 @@ async fn streams_from_any_start_index_during_a_live_turn_have_no_gap_and_no_dupl
     assert!(final_events.len() >= all.len());
 }
 
-/// Waits until the session's log has `count` `session.waiting` events.
-async fn wait_turns(manager: &folio_server::SessionManager, id: &str, count: usize) {
-    let mut stream = manager.stream("local", id, 0).unwrap();
-    let mut seen = 0;
-    while let Some(event) = stream.rx.recv().await {
-        if matches!(event.map(|e| e.body), Some(EventBody::SessionWaiting(_))) {
-            seen += 1;
-            if seen == count {
-                return;
-            }
-        }
-    }
-}
-
 /// The todo list is derived from the session's log: a later turn, a session-scoped direct
 /// call and a restarted manager all see what `UpdateTodos` last set.
 #[tokio::test]

@@ -6,7 +6,6 @@ mod support;
 use std::path::Path;
 
 use folio_protocol::{CreateSession, Event, EventBody};
-use folio_server::SessionManager;
 use folio_test_support::{MockModelServer, MockReply};
 use serde_json::{Value, json};
 use support::*;
@@ -21,20 +20,6 @@ fn npm_bin(name: &str) -> std::path::PathBuf {
         path.display()
     );
     path
-}
-
-async fn wait_turns(manager: &SessionManager, id: &str, count: usize) -> Vec<Event> {
-    let mut stream = manager.stream("local", id, 0).unwrap();
-    let mut seen = 0;
-    while let Some(event) = stream.rx.recv().await {
-        if matches!(event.map(|e| e.body), Some(EventBody::SessionWaiting(_))) {
-            seen += 1;
-            if seen == count {
-                break;
-            }
-        }
-    }
-    manager.events("local", id).unwrap()
 }
 
 /// The output of the last `action.result` of `tool`.

@@ -102,3 +102,27 @@ pub async fn http(manager: SessionManager) -> String {
     });
     format!("http://{addr}")
 }
+
+/// Waits until the session has ended `count` turns (`session.waiting`, or `session.failed` for
+/// a task) and returns its whole log.
+pub async fn wait_turns(
+    manager: &SessionManager,
+    id: &str,
+    count: usize,
+) -> Vec<folio_protocol::Event> {
+    use folio_protocol::EventBody;
+    let mut stream = manager.stream("local", id, 0).unwrap();
+    let mut seen = 0;
+    while let Some(event) = stream.rx.recv().await {
+        if matches!(
+            event.map(|e| e.body),
+            Some(EventBody::SessionWaiting(_) | EventBody::SessionFailed(_))
+        ) {
+            seen += 1;
+            if seen == count {
+                break;
+            }
+        }
+    }
+    manager.events("local", id).unwrap()
+}
