@@ -337,12 +337,14 @@ impl Harness {
             };
             let mut next = request(turn);
             let root = matches!(recorder.scope, Scope::Root);
-            let tokens = if root {
-                self.context.counter.request(&next)
-            } else {
-                0
-            };
-            if tokens > self.context.threshold()
+            let over = root
+                .then(|| {
+                    self.context
+                        .counter
+                        .request_over(&next, self.context.threshold())
+                })
+                .flatten();
+            if let Some(tokens) = over
                 && self
                     .compact(turn, recorder, &next, tokens, &mut compaction_usage)
                     .await?
@@ -555,14 +557,18 @@ impl Harness {
     /// A tool output within the budget: text (or JSON) over `tool_output_tokens` is spilled
     /// to a scratch file and replaced by its head and where to read the rest.
     async fn bound(&self, ctx: &ToolContext, output: ToolOutput) -> Result<ToolOutput, String> {
-        let text = match &output {
-            ToolOutput::Text(text) => text.clone(),
-            ToolOutput::Json(value) => value.to_string(),
-            ToolOutput::Image { .. } => return Ok(output),
+        let limit = self.context.tool_output_tokens;
+        let text = match output {
+            ToolOutput::Text(text) if self.context.counter.exceeds(&text, limit) => text,
+            ToolOutput::Json(value) => {
+                let text = value.to_string();
+                if !self.context.counter.exceeds(&text, limit) {
+                    return Ok(ToolOutput::Json(value));
+                }
+                text
+            }
+            other => return Ok(other),
         };
-        if self.context.counter.count(&text) <= self.context.tool_output_tokens {
-            return Ok(output);
-        }
         spill(ctx, text)
             .await
             .map(ToolOutput::Text)

@@ -86,53 +86,74 @@ impl TokenCounter {
 
     /// Tokens of one conversation message.
     pub fn message(&self, message: &Message) -> u64 {
-        PER_MESSAGE
-            + match message {
-                Message::User { text } => self.count(text),
-                Message::Assistant {
-                    text,
-                    reasoning,
-                    tool_calls,
-                } => {
-                    self.count(text)
-                        + reasoning.as_ref().map_or(0, |r| self.count(&r.text))
-                        + tool_calls
-                            .iter()
-                            .map(|call| {
-                                self.count(&call.name) + self.count(&call.input.to_string())
-                            })
-                            .sum::<u64>()
-                }
-                Message::ToolResult { content, .. } => content
-                    .iter()
-                    .map(|part| match part {
-                        ContentPart::Text { text } => self.count(text),
-                        ContentPart::Image { .. } => PER_IMAGE,
-                    })
-                    .sum(),
-            }
+        measure_message(message, &|text| self.count(text))
     }
 
     /// Tokens of a whole request: system prompt, every message and every tool's schema.
     pub fn request(&self, request: &ModelRequest) -> u64 {
-        let tools: u64 = request
-            .tools
-            .iter()
-            .map(|tool| {
-                self.count(&tool.name)
-                    + self.count(&tool.description)
-                    + self.count(&tool.input_schema.to_string())
-            })
-            .sum();
-        PER_MESSAGE
-            + self.count(&request.system)
-            + request
-                .messages
-                .iter()
-                .map(|m| self.message(m))
-                .sum::<u64>()
-            + tools
+        measure_request(request, &|text| self.count(text))
     }
+
+    /// Whether `text` has more than `limit` tokens. Every token is at least one byte, so a text
+    /// of at most `limit` bytes is never tokenized.
+    pub fn exceeds(&self, text: &str, limit: u64) -> bool {
+        text.len() as u64 > limit && self.count(text) > limit
+    }
+
+    /// The tokens of `request` when they exceed `limit`, else `None`. A request whose bytes
+    /// (measured the same way) fit is not tokenized: the check costs a length sum per step.
+    pub fn request_over(&self, request: &ModelRequest, limit: u64) -> Option<u64> {
+        if measure_request(request, &|text| text.len() as u64) <= limit {
+            return None;
+        }
+        Some(self.request(request)).filter(|tokens| *tokens > limit)
+    }
+}
+
+/// The size of a request in whatever unit `size` measures text in (tokens, or bytes as an upper
+/// bound of tokens), with the same per-message and per-image allowances.
+fn measure_request(request: &ModelRequest, size: &dyn Fn(&str) -> u64) -> u64 {
+    let tools: u64 = request
+        .tools
+        .iter()
+        .map(|tool| {
+            size(&tool.name) + size(&tool.description) + size(&tool.input_schema.to_string())
+        })
+        .sum();
+    PER_MESSAGE
+        + size(&request.system)
+        + request
+            .messages
+            .iter()
+            .map(|m| measure_message(m, size))
+            .sum::<u64>()
+        + tools
+}
+
+fn measure_message(message: &Message, size: &dyn Fn(&str) -> u64) -> u64 {
+    PER_MESSAGE
+        + match message {
+            Message::User { text } => size(text),
+            Message::Assistant {
+                text,
+                reasoning,
+                tool_calls,
+            } => {
+                size(text)
+                    + reasoning.as_ref().map_or(0, |r| size(&r.text))
+                    + tool_calls
+                        .iter()
+                        .map(|call| size(&call.name) + size(&call.input.to_string()))
+                        .sum::<u64>()
+            }
+            Message::ToolResult { content, .. } => content
+                .iter()
+                .map(|part| match part {
+                    ContentPart::Text { text } => size(text),
+                    ContentPart::Image { .. } => PER_IMAGE,
+                })
+                .sum(),
+        }
 }
 
 #[cfg(test)]
@@ -153,6 +174,26 @@ mod tests {
         assert!(!approx.is_exact());
         assert_eq!(approx.count("hello world"), 4); // 11 bytes / 3, rounded up
         assert_eq!(approx.count(""), 0);
+    }
+
+    #[test]
+    fn the_byte_shortcut_agrees_with_counting() {
+        let counter = TokenCounter::for_model("gpt-4.1-mini");
+        let text = "hello world ".repeat(100);
+        assert!(counter.exceeds(&text, 150));
+        assert!(!counter.exceeds(&text, 250));
+        assert!(!counter.exceeds("hello world", 5), "11 bytes, 2 tokens");
+        let request = ModelRequest {
+            model: "gpt-4.1-mini".into(),
+            system: String::new(),
+            messages: vec![Message::User { text }],
+            tools: Vec::new(),
+            params: Default::default(),
+        };
+        let tokens = counter.request(&request);
+        assert_eq!(counter.request_over(&request, tokens - 1), Some(tokens));
+        assert_eq!(counter.request_over(&request, tokens), None);
+        assert_eq!(counter.request_over(&request, 10_000), None);
     }
 
     #[test]

@@ -93,6 +93,28 @@ fn two_calls() -> MockReply {
     .with_text("Let me look.")
 }
 
+/// What [`two_calls`] assembles into, with the route's call-id prefix and reported usage.
+fn two_calls_response(id_prefix: &str, usage: Usage) -> Response {
+    Response {
+        text: "Let me look.".into(),
+        reasoning: None,
+        tool_calls: vec![
+            ToolCall {
+                id: format!("{id_prefix}0"),
+                name: "Read".into(),
+                input: json!({"path": "/docs/a long file name.md", "offset": 10}),
+            },
+            ToolCall {
+                id: format!("{id_prefix}1"),
+                name: "Glob".into(),
+                input: json!({"pattern": "**/*.rs"}),
+            },
+        ],
+        usage: Some(usage),
+        finish_reason: Some(FinishReason::ToolCalls),
+    }
+}
+
 fn arg_fragments(deltas: &[Delta], wanted: usize) -> usize {
     deltas
         .iter()
@@ -110,24 +132,7 @@ async fn openai_assembles_tool_calls_from_fragments() {
     assert!(arg_fragments(&deltas, 1) >= 3, "{deltas:?}");
     assert_eq!(
         assemble(&deltas),
-        Response {
-            text: "Let me look.".into(),
-            reasoning: None,
-            tool_calls: vec![
-                ToolCall {
-                    id: "call_mock0_0".into(),
-                    name: "Read".into(),
-                    input: json!({"path": "/docs/a long file name.md", "offset": 10}),
-                },
-                ToolCall {
-                    id: "call_mock0_1".into(),
-                    name: "Glob".into(),
-                    input: json!({"pattern": "**/*.rs"})
-                },
-            ],
-            usage: Some(Usage::default()),
-            finish_reason: Some(FinishReason::ToolCalls),
-        }
+        two_calls_response("call_mock0_", Usage::default())
     );
     assert!(deltas.contains(&Delta::ToolCallEnd { index: 0 }));
     assert!(deltas.contains(&Delta::ToolCallEnd { index: 1 }));
@@ -144,24 +149,7 @@ async fn anthropic_assembles_tool_calls_from_fragments() {
     assert!(arg_fragments(&deltas, 2) >= 3, "{deltas:?}");
     assert_eq!(
         assemble(&deltas),
-        Response {
-            text: "Let me look.".into(),
-            reasoning: None,
-            tool_calls: vec![
-                ToolCall {
-                    id: "toolu_mock0_0".into(),
-                    name: "Read".into(),
-                    input: json!({"path": "/docs/a long file name.md", "offset": 10}),
-                },
-                ToolCall {
-                    id: "toolu_mock0_1".into(),
-                    name: "Glob".into(),
-                    input: json!({"pattern": "**/*.rs"})
-                },
-            ],
-            usage: Some(Usage::default()),
-            finish_reason: Some(FinishReason::ToolCalls),
-        }
+        two_calls_response("toolu_mock0_", Usage::default())
     );
 }
 
@@ -298,27 +286,7 @@ async fn stream_false_asks_for_one_whole_response() {
     let body = &server.requests()[0].body;
     assert_eq!(body["stream"], json!(false));
     assert_eq!(body.get("stream_options"), None);
-    assert_eq!(
-        response,
-        Response {
-            text: "Let me look.".into(),
-            reasoning: None,
-            tool_calls: vec![
-                ToolCall {
-                    id: "call_mock0_0".into(),
-                    name: "Read".into(),
-                    input: json!({"path": "/docs/a long file name.md", "offset": 10}),
-                },
-                ToolCall {
-                    id: "call_mock0_1".into(),
-                    name: "Glob".into(),
-                    input: json!({"pattern": "**/*.rs"})
-                },
-            ],
-            usage: Some(usage),
-            finish_reason: Some(FinishReason::ToolCalls),
-        }
-    );
+    assert_eq!(response, two_calls_response("call_mock0_", usage));
 }
 
 #[test]

@@ -343,6 +343,13 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
     if config.context.window == Some(0) {
         findings.error(manifest, "context.window: must be at least 1 token".into());
     }
+    if config.context.tool_output_tokens == Some(0) {
+        findings.error(
+            manifest,
+            "context.tool_output_tokens: must be at least 1 token (every tool result would be spilled)"
+                .into(),
+        );
+    }
     if let Some(at) = config
         .context
         .compact_at

@@ -189,3 +189,36 @@ fn slugs() {
         assert!(slug_problem(reserved).unwrap().contains("reserved"));
     }
 }
+
+#[test]
+fn a_context_section_that_cannot_work_is_an_error() {
+    for (section, expected) in [
+        (
+            "window = 0",
+            "error: agent/agent.toml: context.window: must be at least 1 token",
+        ),
+        (
+            "compact_at = 1.5",
+            "error: agent/agent.toml: context.compact_at: 1.5 is not a fraction of the window (use a number in (0, 1], e.g. 0.8)",
+        ),
+        (
+            "compact_at = 0.0",
+            "error: agent/agent.toml: context.compact_at: 0 is not a fraction of the window (use a number in (0, 1], e.g. 0.8)",
+        ),
+        (
+            "tool_output_tokens = 0",
+            "error: agent/agent.toml: context.tool_output_tokens: must be at least 1 token (every tool result would be spilled)",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            &[
+                ("agent/instructions.md", "Hi.\n"),
+                ("agent/agent.toml", &format!("[context]\n{section}\n")),
+            ],
+        );
+        assert!(discover(dir.path()).definition.is_none(), "{section}");
+        assert_eq!(lines(dir.path()), [expected], "{section}");
+    }
+}
