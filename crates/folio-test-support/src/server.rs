@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use bytes::Bytes;
 use futures::StreamExt;
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::Notify;
 
@@ -39,6 +40,54 @@ impl RecordedRequest {
         self.headers
             .get(&name.to_ascii_lowercase())
             .map(String::as_str)
+    }
+
+    /// The `messages` of the request body (OpenAI Chat Completions or Anthropic Messages).
+    ///
+    /// # Panics
+    /// When the body has no `messages` list.
+    pub fn messages(&self) -> Vec<ChatMessage> {
+        /// The part of a chat request body read here.
+        #[derive(Deserialize)]
+        struct Chat {
+            messages: Vec<ChatMessage>,
+        }
+        serde_json::from_value::<Chat>(self.body.clone())
+            .unwrap_or_else(|err| panic!("not a chat request ({err}): {}", self.body))
+            .messages
+    }
+
+    /// The texts of the request's user messages, in order.
+    ///
+    /// # Panics
+    /// As [`RecordedRequest::messages`].
+    pub fn user_texts(&self) -> Vec<String> {
+        self.messages()
+            .iter()
+            .filter(|message| message.role == "user")
+            .map(ChatMessage::text)
+            .collect()
+    }
+}
+
+/// One message of a recorded chat request, as the model's wire format carries it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ChatMessage {
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: String,
+    /// A string, a list of content blocks, or `null` (an assistant message with only tool calls).
+    #[serde(default)]
+    pub content: Value,
+}
+
+impl ChatMessage {
+    /// The content as text: a string as it is, `null` as nothing, blocks as their JSON.
+    pub fn text(&self) -> String {
+        match &self.content {
+            Value::String(text) => text.clone(),
+            Value::Null => String::new(),
+            blocks => blocks.to_string(),
+        }
     }
 }
 
