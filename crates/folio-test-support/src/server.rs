@@ -302,14 +302,17 @@ async fn answer(
         } => return error_response(format, *status, message, retry_after.as_deref()),
         Outcome::Stream(stream) => stream,
     };
-    let model = body["model"].as_str().unwrap_or("mock-model");
-    if format == Format::OpenAi && body["stream"] != Value::Bool(true) {
+    let options = StreamOptions::of(&body);
+    let model = options.model.as_deref().unwrap_or("mock-model");
+    if format == Format::OpenAi && !options.stream {
         let completion = wire::openai_completion(stream, model, number);
         return (StatusCode::OK, axum::Json(completion)).into_response();
     }
     let chunks = match format {
         Format::OpenAi => {
-            let include_usage = body["stream_options"]["include_usage"].as_bool() == Some(true);
+            let include_usage = options
+                .stream_options
+                .is_some_and(|options| options.include_usage);
             wire::openai_chunks(stream, model, number, include_usage)
         }
         Format::Anthropic => wire::anthropic_events(stream, model, number),
@@ -324,6 +327,34 @@ async fn answer(
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
+}
+
+/// What the mock reads of a model request to shape its answer (absent fields: defaults).
+#[derive(Default, Deserialize)]
+struct StreamOptions {
+    /// The model named by the request.
+    #[serde(default)]
+    model: Option<String>,
+    /// Whether an OpenAI-format answer is streamed.
+    #[serde(default)]
+    stream: bool,
+    /// OpenAI's `stream_options`.
+    #[serde(default)]
+    stream_options: Option<UsageOption>,
+}
+
+/// OpenAI's `stream_options.include_usage`.
+#[derive(Deserialize)]
+struct UsageOption {
+    #[serde(default)]
+    include_usage: bool,
+}
+
+impl StreamOptions {
+    /// The options of a request body; defaults when the body is not a JSON object of that shape.
+    fn of(body: &Value) -> StreamOptions {
+        StreamOptions::deserialize(body).unwrap_or_default()
+    }
 }
 
 /// Records a disconnect when the body is dropped before it finished or failed on purpose.
