@@ -24,8 +24,9 @@
 //!
 //! [`read_wire`] and [`check_answer`] read Folio's own HTTP answers through their
 //! folio-protocol types, exactly, so a test fails when the server and the contract drift apart.
-//! [`call`], [`expect`], [`expect_error`], [`create_session`], [`follow_up`], [`session`] and
-//! [`events`] speak HTTP to a running agent and hand back those typed values; [`data`], [`all`],
+//! [`call`], [`answer`], [`expect`], [`expect_error`], [`refused`], [`create_session`],
+//! [`follow_up`], [`session`] and [`events`] speak HTTP to a running agent and hand back those
+//! typed values; [`data`], [`all`],
 //! [`of_type`] and [`first`] read an event's `data` as its own type ([`EventData`]).
 //!
 //! Failure modes: [`MockReply::status`] / [`MockReply::rate_limited`] (with `Retry-After`),

@@ -83,12 +83,7 @@ pub async fn serve_with_env(
     Served { child, url, host }
 }
 
-/// POST with a JSON body.
-pub async fn post(url: &str, body: Value) -> (u16, Value) {
-    call(reqwest::Method::POST, url, Some(body), None).await
-}
-
-/// GET.
+/// GET, answered as JSON checked against the route's type, or as a string (HTML, NDJSON).
 pub async fn get(url: &str) -> (u16, Value) {
     call(reqwest::Method::GET, url, None, None).await
 }
