@@ -45,8 +45,8 @@ pub use answers::{check_answer, read_answer, read_wire};
 pub use events::{EventData, all, assert_contiguous, data, first, of_type, read_ndjson};
 pub use folio_protocol::Usage;
 pub use http::{
-    NO_BODY, answer, call, client, create_session, events, expect, expect_error, follow_up,
-    refused, session,
+    NO_BODY, answer, call, call_as, client, create_session, events, expect, expect_error,
+    follow_up, refused, session,
 };
 pub use reply::MockReply;
 pub use server::{ChatMessage, Disconnect, MockModelServer, RecordedRequest};
