@@ -2,7 +2,8 @@
 //! session, 200 concurrent sessions running turns, memory per idle session with 10,000 stored
 //! sessions, and cold start to listening. Run with
 //! `cargo bench -p folio-server --bench serve_load` (optionally `-- --sessions N --streams N
-//! --turns N --keep-alive-turns N`); results are printed as Markdown rows for bench/RESULTS.md.
+//! --turns N --keep-alive-turns N`, and `--kept-alive-only` for the kept-alive cases alone);
+//! results are printed as Markdown rows for bench/RESULTS.md.
 //! It opens with kept-alive clients (1, 8, 32 at once) creating sessions and streaming each turn
 //! to `session.waiting`, plus one run with Nagle's algorithm left on to show what it costs.
 
@@ -311,6 +312,9 @@ async fn run() {
     kept_alive(agent.clone(), 1, keep_alive_turns / 4, false).await;
     for clients in [1, 8, 32] {
         kept_alive(agent.clone(), clients, keep_alive_turns, true).await;
+    }
+    if std::env::args().any(|a| a == "--kept-alive-only") {
+        return;
     }
 
     // 1. 10,000 stored sessions (each ran one real turn), then cold start and idle memory.
