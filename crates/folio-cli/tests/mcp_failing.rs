@@ -8,9 +8,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use folio_protocol::{
+    ActionResult, AgentDescription, ConnectionDescription, ConnectionInfo, CreateSession,
+    LogsResponse, TransportInfo, Visibility,
+};
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
+use reqwest::Method;
+use serde_json::json;
 use serve_support::*;
 
 const AGENT: &str = "name = \"mcp agent\"\nmodel = \"openai:gpt-test\"\n";
@@ -27,48 +32,37 @@ fn npm_bin(name: &str) -> PathBuf {
     path
 }
 
-/// The `connections` entry of `name` in `GET /v1/agent`.
-async fn connection(url: &str, name: &str) -> Value {
-    let (status, agent) = get(&format!("{url}/v1/agent")).await;
-    assert_eq!(status, 200, "{agent}");
-    agent["connections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .cloned()
-        .unwrap_or_else(|| panic!("no connection {name} in {agent}"))
+/// `GET /v1/agent`.
+async fn agent(url: &str) -> AgentDescription {
+    expect(Method::GET, &format!("{url}/v1/agent"), NO_BODY, 200).await
+}
+
+/// The connection `name` of `GET /v1/agent`.
+async fn connection(url: &str, name: &str) -> ConnectionDescription {
+    let agent = agent(url).await;
+    agent
+        .connections
+        .into_iter()
+        .find(|c| c.connection.name == name)
+        .unwrap_or_else(|| panic!("no connection {name} in GET /v1/agent"))
 }
 
 /// The names of the tools `GET /v1/agent` offers.
 async fn tool_names(url: &str) -> Vec<String> {
-    let (_, agent) = get(&format!("{url}/v1/agent")).await;
-    agent["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect()
+    agent(url).await.tools.into_iter().map(|t| t.name).collect()
 }
 
-/// Creates a session and reads its stream to `session.waiting`; returns the `action.result`
-/// events without their duration.
-async fn turn_results(url: &str) -> Vec<Value> {
-    let (status, created) = post(&format!("{url}/v1/session"), json!({"message": "go"})).await;
-    assert_eq!(status, 201, "{created}");
-    let id = created["sessionId"].as_str().unwrap();
-    let mut stream = Stream::open(url, id, 0, None).await;
+/// Creates a session and reads its stream to `session.waiting`; returns its `action.result`
+/// data with the durations zeroed.
+async fn turn_results(url: &str) -> Vec<ActionResult> {
+    let created = create_session(url, &CreateSession::message("go")).await;
+    let mut stream = Stream::open(url, &created.session_id, 0, None).await;
     stream.until("session.waiting").await;
-    stream
-        .events
-        .iter()
-        .filter(|e| e["type"] == "action.result")
-        .map(|e| {
-            let mut result = e.clone();
-            for volatile in ["durationMs", "index", "at", "sessionId", "turnId", "callId"] {
-                result.as_object_mut().unwrap().remove(volatile);
-            }
-            result
+    all::<ActionResult>(&stream.events)
+        .into_iter()
+        .map(|result| ActionResult {
+            duration_ms: 0,
+            ..result.clone()
         })
         .collect()
 }
@@ -89,14 +83,20 @@ async fn serve_starts_with_a_connection_that_cannot_start_and_its_tools_answer_t
     let error = "MCP server \"nothing\" could not start: cannot run /nonexistent/mcp-server: No such file or directory (os error 2)";
     assert_eq!(
         connection(&server.url, "nothing").await,
-        json!({
-            "name": "nothing",
-            "description": null,
-            "transport": {"type": "stdio", "command": "/nonexistent/mcp-server", "args": [], "env": {}},
-            "envVars": [],
-            "visibleTo": "model",
-            "error": error,
-        })
+        ConnectionDescription {
+            connection: ConnectionInfo {
+                name: "nothing".into(),
+                description: None,
+                transport: TransportInfo::Stdio {
+                    command: "/nonexistent/mcp-server".into(),
+                    args: vec![],
+                    env: Default::default(),
+                },
+                env_vars: vec![],
+            },
+            visible_to: Visibility::Model,
+            error: Some(error.into()),
+        }
     );
     // A model that calls one of its tools (say, from an earlier conversation) gets the start
     // error as the tool's error, and the turn goes on to its reply.
@@ -105,23 +105,29 @@ async fn serve_starts_with_a_connection_that_cannot_start_and_its_tools_answer_t
         json!({"q": "x"}),
     )]));
     mock.push(MockReply::text("the lookup server is down"));
+    let results = turn_results(&server.url).await;
     assert_eq!(
-        turn_results(&server.url).await,
-        vec![json!({
-            "type": "action.result",
-            "tool": "mcp__nothing__lookup",
-            "error": error,
-            "isError": true,
-        })]
+        results,
+        vec![ActionResult {
+            call_id: results[0].call_id.clone(),
+            tool: "mcp__nothing__lookup".into(),
+            output: None,
+            error: Some(error.into()),
+            is_error: true,
+            duration_ms: 0,
+        }]
     );
     // The server log says so too.
-    let (_, logs) = get(&format!("{}/v1/logs", server.url)).await;
-    let logged = logs["lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|line| line["message"] == format!("{error}; retrying it in the background"));
-    assert!(logged, "{logs}");
+    let logs: LogsResponse = expect(
+        Method::GET,
+        &format!("{}/v1/logs", server.url),
+        NO_BODY,
+        200,
+    )
+    .await;
+    let wanted = format!("{error}; retrying it in the background");
+    let logged = logs.lines.iter().any(|line| line.message == wanted);
+    assert!(logged, "no log line {wanted:?} in {:#?}", logs.lines);
 }
 
 #[tokio::test]
@@ -151,10 +157,10 @@ async fn a_connection_that_starts_failing_offers_its_tools_once_a_retry_starts_i
     let state = tempfile::tempdir().unwrap();
     let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
     let failed = connection(&server.url, "late").await;
-    let error = failed["error"].as_str().unwrap_or_default();
+    let error = failed.error.clone().unwrap_or_default();
     assert!(
         error.starts_with("MCP server \"late\" could not start: "),
-        "{failed}"
+        "{failed:?}"
     );
     assert!(
         !tool_names(&server.url)
@@ -166,14 +172,17 @@ async fn a_connection_that_starts_failing_offers_its_tools_once_a_retry_starts_i
     std::fs::write(&marker, "").unwrap();
     let started = tokio::time::timeout(Duration::from_secs(60), async {
         loop {
-            if connection(&server.url, "late").await.get("error").is_none() {
+            if connection(&server.url, "late").await.error.is_none() {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     })
     .await;
-    assert!(started.is_ok(), "the connection was not retried within 60 s");
+    assert!(
+        started.is_ok(),
+        "the connection was not retried within 60 s"
+    );
     assert!(
         tool_names(&server.url)
             .await
@@ -187,6 +196,6 @@ async fn a_connection_that_starts_failing_offers_its_tools_once_a_retry_starts_i
     mock.push(MockReply::text("echoed"));
     let results = turn_results(&server.url).await;
     assert_eq!(results.len(), 1, "{results:?}");
-    assert_eq!(results[0]["isError"], false, "{results:?}");
-    assert_eq!(results[0]["tool"], "mcp__late__echo");
+    assert!(!results[0].is_error, "{results:?}");
+    assert_eq!(results[0].tool, "mcp__late__echo");
 }
