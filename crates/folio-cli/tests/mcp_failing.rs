@@ -4,7 +4,6 @@
 
 mod serve_support;
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -34,33 +33,27 @@ fn npm_bin(name: &str) -> PathBuf {
 }
 
 /// `GET /v1/agent`.
-async fn describe(url: &str) -> AgentDescription {
+async fn agent(url: &str) -> AgentDescription {
     expect(Method::GET, &format!("{url}/v1/agent"), NO_BODY, 200).await
 }
 
-/// The `connections` entry of `name` in `GET /v1/agent`.
+/// The connection `name` of `GET /v1/agent`.
 async fn connection(url: &str, name: &str) -> ConnectionDescription {
-    let agent = describe(url).await;
+    let agent = agent(url).await;
     agent
         .connections
-        .iter()
+        .into_iter()
         .find(|c| c.connection.name == name)
-        .cloned()
-        .unwrap_or_else(|| panic!("no connection {name} in {agent:?}"))
+        .unwrap_or_else(|| panic!("no connection {name} in GET /v1/agent"))
 }
 
 /// The names of the tools `GET /v1/agent` offers.
 async fn tool_names(url: &str) -> Vec<String> {
-    describe(url)
-        .await
-        .tools
-        .into_iter()
-        .map(|t| t.name)
-        .collect()
+    agent(url).await.tools.into_iter().map(|t| t.name).collect()
 }
 
-/// Creates a session and reads its stream to `session.waiting`; returns the `action.result`
-/// data without its call id and duration.
+/// Creates a session and reads its stream to `session.waiting`; returns its `action.result`
+/// data with the durations zeroed.
 async fn turn_results(url: &str) -> Vec<ActionResult> {
     let created = create_session(url, &CreateSession::message("go")).await;
     let mut stream = Stream::open(url, &created.session_id, 0, None).await;
@@ -68,7 +61,6 @@ async fn turn_results(url: &str) -> Vec<ActionResult> {
     all::<ActionResult>(&stream.events)
         .into_iter()
         .map(|result| ActionResult {
-            call_id: String::new(),
             duration_ms: 0,
             ..result.clone()
         })
@@ -97,10 +89,10 @@ async fn serve_starts_with_a_connection_that_cannot_start_and_its_tools_answer_t
                 description: None,
                 transport: TransportInfo::Stdio {
                     command: "/nonexistent/mcp-server".into(),
-                    args: Vec::new(),
-                    env: BTreeMap::new(),
+                    args: vec![],
+                    env: Default::default(),
                 },
-                env_vars: Vec::new(),
+                env_vars: vec![],
             },
             visible_to: Visibility::Model,
             error: Some(error.into()),
@@ -113,10 +105,11 @@ async fn serve_starts_with_a_connection_that_cannot_start_and_its_tools_answer_t
         json!({"q": "x"}),
     )]));
     mock.push(MockReply::text("the lookup server is down"));
+    let results = turn_results(&server.url).await;
     assert_eq!(
-        turn_results(&server.url).await,
-        [ActionResult {
-            call_id: String::new(),
+        results,
+        vec![ActionResult {
+            call_id: results[0].call_id.clone(),
             tool: "mcp__nothing__lookup".into(),
             output: None,
             error: Some(error.into()),
@@ -132,11 +125,9 @@ async fn serve_starts_with_a_connection_that_cannot_start_and_its_tools_answer_t
         200,
     )
     .await;
-    let logged = logs
-        .lines
-        .iter()
-        .any(|line| line.message == format!("{error}; retrying it in the background"));
-    assert!(logged, "{logs:?}");
+    let wanted = format!("{error}; retrying it in the background");
+    let logged = logs.lines.iter().any(|line| line.message == wanted);
+    assert!(logged, "no log line {wanted:?} in {:#?}", logs.lines);
 }
 
 #[tokio::test]
@@ -166,7 +157,7 @@ async fn a_connection_that_starts_failing_offers_its_tools_once_a_retry_starts_i
     let state = tempfile::tempdir().unwrap();
     let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
     let failed = connection(&server.url, "late").await;
-    let error = failed.error.as_deref().unwrap_or_default();
+    let error = failed.error.clone().unwrap_or_default();
     assert!(
         error.starts_with("MCP server \"late\" could not start: "),
         "{failed:?}"
