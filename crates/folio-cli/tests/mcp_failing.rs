@@ -4,12 +4,18 @@
 
 mod serve_support;
 
+use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use folio_protocol::{
+    ActionResult, AgentDescription, ConnectionDescription, ConnectionInfo, CreateSession,
+    EventBody, LogsResponse, TransportInfo, Visibility,
+};
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
+use reqwest::Method;
 use serde_json::{Value, json};
 use serve_support::*;
 
@@ -27,50 +33,66 @@ fn npm_bin(name: &str) -> PathBuf {
     path
 }
 
-/// The `connections` entry of `name` in `GET /v1/agent`.
-async fn connection(url: &str, name: &str) -> Value {
-    let (status, agent) = get(&format!("{url}/v1/agent")).await;
-    assert_eq!(status, 200, "{agent}");
-    agent["connections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .cloned()
-        .unwrap_or_else(|| panic!("no connection {name} in {agent}"))
+/// `GET {url}/v1/agent`.
+async fn agent(url: &str) -> AgentDescription {
+    expect(Method::GET, &format!("{url}/v1/agent"), NO_BODY, 200).await
+}
+
+/// The connection `name` of `GET /v1/agent`.
+async fn connection(url: &str, name: &str) -> ConnectionDescription {
+    let agent = agent(url).await;
+    agent
+        .connections
+        .into_iter()
+        .find(|c| c.connection.name == name)
+        .unwrap_or_else(|| panic!("GET /v1/agent lists no connection {name}"))
 }
 
 /// The names of the tools `GET /v1/agent` offers.
 async fn tool_names(url: &str) -> Vec<String> {
-    let (_, agent) = get(&format!("{url}/v1/agent")).await;
-    agent["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect()
+    agent(url).await.tools.into_iter().map(|t| t.name).collect()
 }
 
-/// Creates a session and reads its stream to `session.waiting`; returns the data of its
-/// `action.result` events without call id and duration.
-async fn turn_results(url: &str) -> Vec<Value> {
-    let (status, created) = post(&format!("{url}/v1/session"), json!({"message": "go"})).await;
-    assert_eq!(status, 201, "{created}");
-    let id = created["sessionId"].as_str().unwrap();
-    let mut stream = Stream::open(url, id, 0, None).await;
+/// Creates a session and reads its stream to `session.waiting`; returns its `action.result`s
+/// with call id and duration blanked.
+async fn turn_results(url: &str) -> Vec<ActionResult> {
+    let created = create_session(
+        url,
+        &CreateSession {
+            message: "go".into(),
+            title: None,
+            workspace_files: BTreeMap::new(),
+            mode: None,
+            client_message_id: None,
+        },
+    )
+    .await;
+    let mut stream = Stream::open(url, &created.session_id, 0, None).await;
     stream.until("session.waiting").await;
     stream
         .events
         .iter()
-        .filter(|e| e["type"] == "action.result")
-        .map(|e| {
-            let mut result = e["data"].clone();
-            for volatile in ["durationMs", "callId"] {
-                result.as_object_mut().unwrap().remove(volatile);
-            }
-            result
+        .filter_map(|event| match &event.body {
+            EventBody::ActionResult(result) => Some(ActionResult {
+                call_id: String::new(),
+                duration_ms: 0,
+                ..result.clone()
+            }),
+            _ => None,
         })
         .collect()
+}
+
+/// An `action.result` of `tool` as [`turn_results`] shows it.
+fn result(tool: &str, output: Option<Value>, error: Option<&str>) -> ActionResult {
+    ActionResult {
+        call_id: String::new(),
+        tool: tool.to_string(),
+        is_error: error.is_some(),
+        output,
+        error: error.map(str::to_string),
+        duration_ms: 0,
+    }
 }
 
 #[tokio::test]
@@ -89,14 +111,20 @@ async fn serve_starts_with_a_connection_that_cannot_start_and_its_tools_answer_t
     let error = "MCP server \"nothing\" could not start: cannot run /nonexistent/mcp-server: No such file or directory (os error 2)";
     assert_eq!(
         connection(&server.url, "nothing").await,
-        json!({
-            "name": "nothing",
-            "description": null,
-            "transport": {"type": "stdio", "command": "/nonexistent/mcp-server", "args": [], "env": {}},
-            "envVars": [],
-            "visibleTo": "model",
-            "error": error,
-        })
+        ConnectionDescription {
+            connection: ConnectionInfo {
+                name: "nothing".into(),
+                description: None,
+                transport: TransportInfo::Stdio {
+                    command: "/nonexistent/mcp-server".into(),
+                    args: Vec::new(),
+                    env: BTreeMap::new(),
+                },
+                env_vars: Vec::new(),
+            },
+            visible_to: Visibility::Model,
+            error: Some(error.to_string()),
+        }
     );
     // A model that calls one of its tools (say, from an earlier conversation) gets the start
     // error as the tool's error, and the turn goes on to its reply.
@@ -107,20 +135,17 @@ async fn serve_starts_with_a_connection_that_cannot_start_and_its_tools_answer_t
     mock.push(MockReply::text("the lookup server is down"));
     assert_eq!(
         turn_results(&server.url).await,
-        vec![json!({
-            "tool": "mcp__nothing__lookup",
-            "error": error,
-            "isError": true,
-        })]
+        vec![result("mcp__nothing__lookup", None, Some(error))]
     );
     // The server log says so too.
-    let (_, logs) = get(&format!("{}/v1/logs", server.url)).await;
-    let logged = logs["lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|line| line["message"] == format!("{error}; retrying it in the background"));
-    assert!(logged, "{logs}");
+    let logs: LogsResponse =
+        expect(Method::GET, &format!("{}/v1/logs", server.url), NO_BODY, 200).await;
+    let logged = format!("{error}; retrying it in the background");
+    assert!(
+        logs.lines.iter().any(|line| line.message == logged),
+        "{:?}",
+        logs.lines
+    );
 }
 
 #[tokio::test]
@@ -150,10 +175,10 @@ async fn a_connection_that_starts_failing_offers_its_tools_once_a_retry_starts_i
     let state = tempfile::tempdir().unwrap();
     let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
     let failed = connection(&server.url, "late").await;
-    let error = failed["error"].as_str().unwrap_or_default();
+    let error = failed.error.unwrap_or_default();
     assert!(
         error.starts_with("MCP server \"late\" could not start: "),
-        "{failed}"
+        "{error}"
     );
     assert!(
         !tool_names(&server.url)
@@ -165,7 +190,7 @@ async fn a_connection_that_starts_failing_offers_its_tools_once_a_retry_starts_i
     std::fs::write(&marker, "").unwrap();
     let started = tokio::time::timeout(Duration::from_secs(60), async {
         loop {
-            if connection(&server.url, "late").await.get("error").is_none() {
+            if connection(&server.url, "late").await.error.is_none() {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -186,10 +211,6 @@ async fn a_connection_that_starts_failing_offers_its_tools_once_a_retry_starts_i
     mock.push(MockReply::text("echoed"));
     assert_eq!(
         turn_results(&server.url).await,
-        vec![json!({
-            "tool": "mcp__late__echo",
-            "output": "Echo: hi",
-            "isError": false,
-        })]
+        vec![result("mcp__late__echo", Some(json!("Echo: hi")), None)]
     );
 }
