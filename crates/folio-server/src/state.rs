@@ -300,3 +300,64 @@ pub(crate) fn lock_state_root(state: &StateRoot) -> Result<std::fs::File, OpenEr
     }
     Ok(file)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_group_commit_syncs_every_target_and_answers_each_waiter() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = Arc::new(std::fs::File::create(dir.path().join("log")).unwrap());
+        // Concurrent requests, some for the same file, all answered.
+        let rounds = (0..8).map(|_| {
+            commit(vec![
+                SyncTarget::Data(file.clone()),
+                SyncTarget::All(file.clone()),
+                SyncTarget::Dir(dir.path().to_path_buf()),
+            ])
+        });
+        for answer in futures::future::join_all(rounds).await {
+            answer.unwrap();
+        }
+        // A target that cannot be synced fails its own waiter only.
+        let missing = dir.path().join("missing");
+        let (failed, synced) = tokio::join!(
+            commit(vec![SyncTarget::Dir(missing)]),
+            commit(vec![SyncTarget::Data(file.clone())]),
+        );
+        assert_eq!(failed.unwrap_err().kind(), std::io::ErrorKind::NotFound);
+        synced.unwrap();
+    }
+
+    #[tokio::test]
+    async fn session_json_is_replaced_whole_durably_or_for_repair() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateRoot::new(dir.path());
+        let mut meta: SessionMeta = serde_json::from_value(serde_json::json!({
+            "sessionId": "ses_01JDXYZ0000000000000000000",
+            "mode": "chat",
+            "status": "running",
+            "channel": "http",
+            "principal": "local",
+            "createdAt": "2026-11-30T00:00:00Z",
+            "updatedAt": "2026-11-30T00:00:00Z"
+        }))
+        .unwrap();
+        let load = || SessionMeta::load(&state, &meta.session_id).unwrap();
+        meta.save(&state).await.unwrap();
+        assert_eq!(load(), Some(meta.clone()));
+        meta.status = SessionStatus::Waiting;
+        meta.last_index = 7;
+        meta.save_repairable(&state).unwrap();
+        assert_eq!(load(), Some(meta.clone()));
+        meta.token_hash = Some("ab".repeat(32));
+        meta.save_but_directory(&state).await.unwrap();
+        assert_eq!(load(), Some(meta.clone()));
+        let files: Vec<_> = std::fs::read_dir(state.session_dir(&meta.session_id))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(files, ["session.json"], "no temporary file is left");
+    }
+}
