@@ -138,8 +138,13 @@ async fn serve_starts_with_a_connection_that_cannot_start_and_its_tools_answer_t
         vec![result("mcp__nothing__lookup", None, Some(error))]
     );
     // The server log says so too.
-    let logs: LogsResponse =
-        expect(Method::GET, &format!("{}/v1/logs", server.url), NO_BODY, 200).await;
+    let logs: LogsResponse = expect(
+        Method::GET,
+        &format!("{}/v1/logs", server.url),
+        NO_BODY,
+        200,
+    )
+    .await;
     let logged = format!("{error}; retrying it in the background");
     assert!(
         logs.lines.iter().any(|line| line.message == logged),
@@ -197,7 +202,10 @@ async fn a_connection_that_starts_failing_offers_its_tools_once_a_retry_starts_i
         }
     })
     .await;
-    assert!(started.is_ok(), "the connection was not retried within 60 s");
+    assert!(
+        started.is_ok(),
+        "the connection was not retried within 60 s"
+    );
     assert!(
         tool_names(&server.url)
             .await

@@ -31,8 +31,8 @@ use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
 use crate::shared::Inner;
 use crate::state::{
-    SessionMeta, StateRoot, SyncTarget, commit, lock_state_root, new_session_id,
-    valid_session_id, write_durably,
+    SessionMeta, StateRoot, SyncTarget, commit, lock_state_root, new_session_id, valid_session_id,
+    write_durably,
 };
 use crate::token;
 

@@ -238,7 +238,10 @@ impl GroupCommit {
 fn round(batch: Vec<Waiter>) {
     let mut groups: Vec<(SyncTarget, Vec<oneshot::Sender<std::io::Result<()>>>)> = Vec::new();
     for (target, waiter) in batch {
-        match groups.iter_mut().find(|(known, _)| known.key() == target.key()) {
+        match groups
+            .iter_mut()
+            .find(|(known, _)| known.key() == target.key())
+        {
             Some((_, waiters)) => waiters.push(waiter),
             None => groups.push((target, vec![waiter])),
         }
