@@ -2,7 +2,7 @@
 //! file lives is the state root's layout ([`StateRoot`], docs/http-api.md "Storage and crashes").
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::error::OpenError;
 use chrono::{DateTime, Utc};
@@ -181,41 +181,44 @@ impl SyncTarget {
 /// A sync request waiting for its round.
 type Waiter = (SyncTarget, oneshot::Sender<std::io::Result<()>>);
 
-/// The group commit: sync requests wait in one queue; one blocking task (off the async
-/// workers) takes everything queued, syncs each distinct file once, answers every waiter, and
-/// goes again while more arrived meanwhile. Concurrent sessions' appends so share rounds (and
-/// the filesystem journal's commits) instead of each blocking a runtime worker on its fsync.
+/// The group commit: sync requests wait in one queue; one thread of its own (off the async
+/// workers, and independent of any runtime) takes everything queued, syncs each distinct file
+/// once, answers every waiter, and goes again while more arrived meanwhile. Concurrent
+/// sessions' appends so share rounds instead of each blocking a runtime worker on its fsync.
 struct GroupCommit {
-    queue: Mutex<Queue>,
-}
-
-/// The requests of the next round, and whether a round task runs (it takes what is queued
-/// before it stops).
-struct Queue {
-    waiters: Vec<Waiter>,
-    running: bool,
+    queue: Mutex<Vec<Waiter>>,
+    ready: Condvar,
+    /// Whether the sync thread runs (started on first use; `false` when it could not start, and
+    /// then each caller syncs its own requests).
+    thread: OnceLock<bool>,
 }
 
 static GROUP_COMMIT: GroupCommit = GroupCommit {
-    queue: Mutex::new(Queue {
-        waiters: Vec::new(),
-        running: false,
-    }),
+    queue: Mutex::new(Vec::new()),
+    ready: Condvar::new(),
+    thread: OnceLock::new(),
 };
 
 impl GroupCommit {
-    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+    fn queue(&self) -> std::sync::MutexGuard<'_, Vec<Waiter>> {
         self.queue
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn submit(&'static self, waiters: Vec<Waiter>) {
-        let mut queue = self.queue();
-        queue.waiters.extend(waiters);
-        if !queue.running {
-            queue.running = true;
-            tokio::task::spawn_blocking(move || self.rounds());
+        let threaded = *self.thread.get_or_init(|| {
+            std::thread::Builder::new()
+                .name("folio-group-commit".into())
+                .spawn(move || self.rounds())
+                .map_err(|err| tracing::warn!("no group-commit thread ({err}); syncing inline"))
+                .is_ok()
+        });
+        if threaded {
+            self.queue().extend(waiters);
+            self.ready.notify_one();
+        } else {
+            round(waiters);
         }
     }
 
@@ -223,11 +226,13 @@ impl GroupCommit {
         loop {
             let batch = {
                 let mut queue = self.queue();
-                if queue.waiters.is_empty() {
-                    queue.running = false;
-                    return;
+                while queue.is_empty() {
+                    queue = self
+                        .ready
+                        .wait(queue)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
                 }
-                std::mem::take(&mut queue.waiters)
+                std::mem::take(&mut *queue)
             };
             round(batch);
         }
@@ -258,8 +263,7 @@ fn round(batch: Vec<Waiter>) {
     }
 }
 
-/// Makes every target durable through the group commit (one round when they arrive together);
-/// must run inside a tokio runtime.
+/// Makes every target durable through the group commit (one round when they arrive together).
 pub(crate) async fn commit(targets: Vec<SyncTarget>) -> std::io::Result<()> {
     let (waiters, answers): (Vec<Waiter>, Vec<_>) = targets
         .into_iter()
@@ -272,7 +276,7 @@ pub(crate) async fn commit(targets: Vec<SyncTarget>) -> std::io::Result<()> {
     for answer in answers {
         answer.await.unwrap_or_else(|_| {
             Err(std::io::Error::other(
-                "the group-commit task stopped before syncing (the runtime is shutting down)",
+                "the group-commit thread stopped before syncing (it panicked; see the log above)",
             ))
         })?;
     }
