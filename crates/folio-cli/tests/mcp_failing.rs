@@ -4,19 +4,18 @@
 
 mod serve_support;
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use folio_protocol::{
     ActionResult, AgentDescription, ConnectionDescription, ConnectionInfo, CreateSession,
-    EventBody, LogsResponse, TransportInfo, Visibility,
+    LogsResponse, TransportInfo, Visibility,
 };
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 use serve_support::*;
 
 const AGENT: &str = "name = \"mcp agent\"\nmodel = \"openai:gpt-test\"\n";
@@ -33,7 +32,7 @@ fn npm_bin(name: &str) -> PathBuf {
     path
 }
 
-/// `GET {url}/v1/agent`.
+/// `GET /v1/agent`.
 async fn agent(url: &str) -> AgentDescription {
     expect(Method::GET, &format!("{url}/v1/agent"), NO_BODY, 200).await
 }
@@ -45,7 +44,7 @@ async fn connection(url: &str, name: &str) -> ConnectionDescription {
         .connections
         .into_iter()
         .find(|c| c.connection.name == name)
-        .unwrap_or_else(|| panic!("GET /v1/agent lists no connection {name}"))
+        .unwrap_or_else(|| panic!("no connection {name} in GET /v1/agent"))
 }
 
 /// The names of the tools `GET /v1/agent` offers.
@@ -53,46 +52,19 @@ async fn tool_names(url: &str) -> Vec<String> {
     agent(url).await.tools.into_iter().map(|t| t.name).collect()
 }
 
-/// Creates a session and reads its stream to `session.waiting`; returns its `action.result`s
-/// with call id and duration blanked.
+/// Creates a session and reads its stream to `session.waiting`; returns its `action.result`
+/// data with the durations zeroed.
 async fn turn_results(url: &str) -> Vec<ActionResult> {
-    let created = create_session(
-        url,
-        &CreateSession {
-            message: "go".into(),
-            title: None,
-            workspace_files: BTreeMap::new(),
-            mode: None,
-            client_message_id: None,
-        },
-    )
-    .await;
+    let created = create_session(url, &CreateSession::message("go")).await;
     let mut stream = Stream::open(url, &created.session_id, 0, None).await;
     stream.until("session.waiting").await;
-    stream
-        .events
-        .iter()
-        .filter_map(|event| match &event.body {
-            EventBody::ActionResult(result) => Some(ActionResult {
-                call_id: String::new(),
-                duration_ms: 0,
-                ..result.clone()
-            }),
-            _ => None,
+    all::<ActionResult>(&stream.events)
+        .into_iter()
+        .map(|result| ActionResult {
+            duration_ms: 0,
+            ..result.clone()
         })
         .collect()
-}
-
-/// An `action.result` of `tool` as [`turn_results`] shows it.
-fn result(tool: &str, output: Option<Value>, error: Option<&str>) -> ActionResult {
-    ActionResult {
-        call_id: String::new(),
-        tool: tool.to_string(),
-        is_error: error.is_some(),
-        output,
-        error: error.map(str::to_string),
-        duration_ms: 0,
-    }
 }
 
 #[tokio::test]
@@ -117,13 +89,13 @@ async fn serve_starts_with_a_connection_that_cannot_start_and_its_tools_answer_t
                 description: None,
                 transport: TransportInfo::Stdio {
                     command: "/nonexistent/mcp-server".into(),
-                    args: Vec::new(),
-                    env: BTreeMap::new(),
+                    args: vec![],
+                    env: Default::default(),
                 },
-                env_vars: Vec::new(),
+                env_vars: vec![],
             },
             visible_to: Visibility::Model,
-            error: Some(error.to_string()),
+            error: Some(error.into()),
         }
     );
     // A model that calls one of its tools (say, from an earlier conversation) gets the start
@@ -133,9 +105,17 @@ async fn serve_starts_with_a_connection_that_cannot_start_and_its_tools_answer_t
         json!({"q": "x"}),
     )]));
     mock.push(MockReply::text("the lookup server is down"));
+    let results = turn_results(&server.url).await;
     assert_eq!(
-        turn_results(&server.url).await,
-        vec![result("mcp__nothing__lookup", None, Some(error))]
+        results,
+        vec![ActionResult {
+            call_id: results[0].call_id.clone(),
+            tool: "mcp__nothing__lookup".into(),
+            output: None,
+            error: Some(error.into()),
+            is_error: true,
+            duration_ms: 0,
+        }]
     );
     // The server log says so too.
     let logs: LogsResponse = expect(
@@ -145,12 +125,9 @@ async fn serve_starts_with_a_connection_that_cannot_start_and_its_tools_answer_t
         200,
     )
     .await;
-    let logged = format!("{error}; retrying it in the background");
-    assert!(
-        logs.lines.iter().any(|line| line.message == logged),
-        "{:?}",
-        logs.lines
-    );
+    let wanted = format!("{error}; retrying it in the background");
+    let logged = logs.lines.iter().any(|line| line.message == wanted);
+    assert!(logged, "no log line {wanted:?} in {:#?}", logs.lines);
 }
 
 #[tokio::test]
@@ -180,10 +157,10 @@ async fn a_connection_that_starts_failing_offers_its_tools_once_a_retry_starts_i
     let state = tempfile::tempdir().unwrap();
     let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
     let failed = connection(&server.url, "late").await;
-    let error = failed.error.unwrap_or_default();
+    let error = failed.error.clone().unwrap_or_default();
     assert!(
         error.starts_with("MCP server \"late\" could not start: "),
-        "{error}"
+        "{failed:?}"
     );
     assert!(
         !tool_names(&server.url)
@@ -217,8 +194,8 @@ async fn a_connection_that_starts_failing_offers_its_tools_once_a_retry_starts_i
         json!({"message": "hi"}),
     )]));
     mock.push(MockReply::text("echoed"));
-    assert_eq!(
-        turn_results(&server.url).await,
-        vec![result("mcp__late__echo", Some(json!("Echo: hi")), None)]
-    );
+    let results = turn_results(&server.url).await;
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(!results[0].is_error, "{results:?}");
+    assert_eq!(results[0].tool, "mcp__late__echo");
 }
