@@ -134,7 +134,7 @@ impl EventLog {
     }
 
     /// Flushes the log to stable storage through the group commit: off the async workers, in
-    /// one round with the other sessions' syncs (a tokio runtime is needed).
+    /// one round with the other sessions' syncs.
     pub(crate) async fn commit(&self) -> Result<(), LogError> {
         let target = SyncTarget::Data(self.sync_handle.clone());
         commit(vec![target]).await.map_err(|source| LogError::Io {

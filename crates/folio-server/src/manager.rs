@@ -568,7 +568,10 @@ async fn reconnect(inner: &Inner) {
             return;
         }
         wait = (wait * 2).min(MAX_RECONNECT);
-        let next = agent.reconnect().await;
+        let next = tokio::select! {
+            next = agent.reconnect() => next,
+            () = inner.shutdown.cancelled() => return,
+        };
         for name in agent.failed_connections.keys() {
             match next.failed_connections.get(name) {
                 None => inner.logs.info(format!(
