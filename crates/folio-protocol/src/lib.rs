@@ -35,6 +35,7 @@ mod event;
 mod http;
 mod mcp;
 mod result;
+mod schedule;
 mod schema;
 mod usage;
 
@@ -64,5 +65,6 @@ pub use http::{
 };
 pub use mcp::{AskArguments, AskResult, AskStatus, CheckArguments, CheckResult};
 pub use result::{CompactionPoint, RunResult, ToolCallRecord, TurnSummary};
+pub use schedule::{NextFire, ScheduleStatus, SchedulesResponse, SlotOutcome, SlotOutcomeKind};
 pub use schema::schemas;
 pub use usage::Usage;

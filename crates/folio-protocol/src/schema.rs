@@ -27,6 +27,7 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("ArtifactPage", schema_for!(Page<ArtifactRecord>)),
         ("ArtifactResponse", schema_for!(ArtifactResponse)),
         ("LogsResponse", schema_for!(LogsResponse)),
+        ("SchedulesResponse", schema_for!(crate::SchedulesResponse)),
         ("ErrorBody", schema_for!(ErrorBody)),
         ("AskArguments", schema_for!(AskArguments)),
         ("AskResult", schema_for!(AskResult)),
