@@ -18,7 +18,7 @@ use axum::{Extension, Json, Router};
 use folio_protocol::{
     Acknowledged, AgentDescription, AgentHeader, AgentSummary, ApprovalRequest, ArtifactResponse,
     ConnectionDescription, CreateSession, DiagnosticInfo, Empty, ErrorBody, ErrorCode, FollowUp,
-    FollowUpAccepted, LogsResponse, OkTrue, Page, SessionCreated, SessionResponse, ToolCallRequest,
+    FollowUpAccepted, LogsResponse, OkTrue, Page, SchedulesResponse, SessionCreated, SessionResponse, ToolCallRequest,
     ToolDescription, Visibility,
 };
 use serde::Serialize;
@@ -273,6 +273,7 @@ fn agent_routes(state: AgentState) -> Router {
         .route("/v1/sessions", get(list_sessions))
         .route("/v1/tools/{name}", post(unscoped_tool))
         .route("/v1/agent", get(agent_info))
+        .route("/v1/schedules", get(list_schedules))
         .route("/v1/logs", get(logs))
         .route_service(
             "/v1/mcp",
@@ -581,6 +582,23 @@ async fn agent_info(State(state): State<AgentState>) -> ApiResult {
             schedules: found.schedules,
             artifacts: found.artifacts,
             diagnostics: state.mount.diagnostics.clone(),
+        },
+    )
+}
+
+async fn list_schedules(State(state): State<AgentState>) -> ApiResult {
+    let manager = &state.mount.manager;
+    let schedules = crate::schedule::statuses_on_disk(
+        manager.state(),
+        &manager.agent().definition.schedules,
+        manager.clock().now(),
+    )
+    .map_err(|err| ApiError::from(ManagerError::Internal(err.to_string())))?;
+    ok(
+        StatusCode::OK,
+        SchedulesResponse {
+            ok: OkTrue,
+            schedules,
         },
     )
 }

@@ -3,7 +3,7 @@
 
 use folio_protocol::{
     Acknowledged, AgentDescription, AgentSummary, ArtifactRecord, ArtifactResponse, ErrorBody,
-    FollowUpAccepted, LogsResponse, Page, SessionCreated, SessionResponse, SessionSummary,
+    FollowUpAccepted, LogsResponse, Page, SchedulesResponse, SessionCreated, SessionResponse, SessionSummary,
     ToolCallResult,
 };
 use serde::Serialize;
@@ -67,6 +67,9 @@ pub fn check_answer(method: &str, url: &str, status: u16, body: &Value) {
         }
         ("GET", ["agents"]) => {
             read_wire::<Vec<AgentSummary>>(body);
+        }
+        ("GET", ["schedules"]) => {
+            read_wire::<SchedulesResponse>(body);
         }
         ("GET", ["logs"]) => {
             read_wire::<LogsResponse>(body);

@@ -32,6 +32,8 @@ pub struct Scheduler {
 }
 
 struct Shared {
+    /// Where the slot logs live.
+    dir: PathBuf,
     clock: Arc<dyn Clock>,
     launcher: Arc<dyn Launcher>,
     tracks: Mutex<BTreeMap<String, Track>>,
@@ -70,34 +72,43 @@ impl Scheduler {
         let now = clock.now();
         let mut tracks = BTreeMap::new();
         for schedule in schedules {
-            let (mut log, replayed) = SlotLog::open(&dir, &schedule.name)?;
-            let cursor = match replayed.cursor {
-                Some(cursor) => cursor,
-                None => {
-                    log.append(&SlotRecord::Opened { at: now }, false)?;
-                    now
-                }
-            };
-            tracks.insert(
-                schedule.name.clone(),
-                Track {
-                    schedule: schedule.clone(),
-                    log,
-                    cursor,
-                    running: Vec::new(),
-                    buffered: replayed.buffered,
-                    caught_up: false,
-                    last: replayed.last,
-                },
-            );
+            tracks.insert(schedule.name.clone(), Track::open(&dir, schedule, now)?);
         }
         Ok(Scheduler {
             shared: Arc::new(Shared {
+                dir,
                 clock,
                 launcher,
                 tracks: Mutex::new(tracks),
             }),
         })
+    }
+
+    /// Replaces the schedules (`folio dev` reloaded the agent): removed ones stop, new ones
+    /// start at the clock's time, and one whose cron, zone or `enabled` changed starts afresh
+    /// from now (slots of the new cadence that already passed are not run).
+    pub async fn reload(&self, schedules: &[ScheduleSummary]) -> Result<(), ScheduleError> {
+        let now = self.shared.clock.now();
+        let mut tracks = self.shared.tracks.lock().await;
+        tracks.retain(|name, _| schedules.iter().any(|s| s.name == *name));
+        for schedule in schedules {
+            match tracks.get_mut(&schedule.name) {
+                Some(track) => {
+                    let restarts = track.schedule.cadence != schedule.cadence
+                        || (schedule.enabled && !track.schedule.enabled);
+                    track.schedule = schedule.clone();
+                    if restarts && now > track.cursor {
+                        track.log.append(&SlotRecord::Opened { at: now }, false)?;
+                        track.cursor = now;
+                    }
+                }
+                None => {
+                    let track = Track::open(&self.shared.dir, schedule, now)?;
+                    tracks.insert(schedule.name.clone(), track);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Decides every slot due at the clock's time, schedule by schedule; the first error is
@@ -244,6 +255,27 @@ fn jitter(name: &str, slot: DateTime<Utc>, jitter_secs: u32) -> Duration {
 }
 
 impl Track {
+    /// Opens the slot log of `schedule`; a schedule seen for the first time starts at `now`.
+    fn open(dir: &Path, schedule: &ScheduleSummary, now: DateTime<Utc>) -> Result<Track, ScheduleError> {
+        let (mut log, replayed) = SlotLog::open(dir, &schedule.name)?;
+        let cursor = match replayed.cursor {
+            Some(cursor) => cursor,
+            None => {
+                log.append(&SlotRecord::Opened { at: now }, false)?;
+                now
+            }
+        };
+        Ok(Track {
+            schedule: schedule.clone(),
+            log,
+            cursor,
+            running: Vec::new(),
+            buffered: replayed.buffered,
+            caught_up: false,
+            last: replayed.last,
+        })
+    }
+
     /// The instant the first slot after `after` is due (its jitter added).
     fn next_due(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let slot = self.schedule.cadence.next_after(after)?;

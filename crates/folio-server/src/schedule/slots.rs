@@ -98,20 +98,7 @@ impl SlotLog {
             file.set_len(whole as u64)
                 .map_err(|e| io("cannot cut the torn last line of", e))?;
         }
-        let mut records = Vec::new();
-        for (number, line) in text[..whole].split(|b| *b == b'\n').enumerate() {
-            if line.is_empty() {
-                continue;
-            }
-            let record = serde_json::from_slice::<SlotRecord>(line).map_err(|err| {
-                ScheduleError::Corrupt {
-                    path: path.clone(),
-                    line: number + 1,
-                    err: err.to_string(),
-                }
-            })?;
-            records.push(record);
-        }
+        let records = parse_records(&path, &text)?;
         let mut log = SlotLog { path, file };
         let mut replayed = replay(&records);
         if let Some(slot) = unfinished_claim(&records) {
@@ -143,9 +130,9 @@ impl SlotLog {
     }
 }
 
-/// Reads a slot log's records.
+/// Reads a slot log's records (a last line still being written is left out).
 pub(crate) fn read_records(path: &Path) -> Result<Vec<SlotRecord>, ScheduleError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match std::fs::read(path) {
         Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(err) => {
@@ -156,11 +143,18 @@ pub(crate) fn read_records(path: &Path) -> Result<Vec<SlotRecord>, ScheduleError
             });
         }
     };
-    text.lines()
+    parse_records(path, &text)
+}
+
+/// The records of the whole lines of `text`.
+fn parse_records(path: &Path, text: &[u8]) -> Result<Vec<SlotRecord>, ScheduleError> {
+    let whole = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    text[..whole]
+        .split(|b| *b == b'\n')
         .enumerate()
         .filter(|(_, line)| !line.is_empty())
         .map(|(number, line)| {
-            serde_json::from_str(line).map_err(|err| ScheduleError::Corrupt {
+            serde_json::from_slice(line).map_err(|err| ScheduleError::Corrupt {
                 path: path.to_path_buf(),
                 line: number + 1,
                 err: err.to_string(),
