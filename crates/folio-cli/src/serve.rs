@@ -265,6 +265,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             clock.clone(),
         )?;
         tokio::spawn(scheduler.clone().run(manager.shutdown_token()));
+        tokio::spawn(manager.clone().run_reminders());
         mounts.push(Mount {
             slug: slug.clone(),
             manager: manager.clone(),
@@ -418,9 +419,11 @@ fn fault_point() -> anyhow::Result<Option<FaultPoint>> {
 fn schedule_clock() -> anyhow::Result<Arc<dyn Clock>> {
     match std::env::var("FOLIO_TEST_CLOCK_START") {
         Ok(start) => {
-            let start = start.parse::<chrono::DateTime<chrono::Utc>>().with_context(|| {
-                format!("FOLIO_TEST_CLOCK_START={start} is not an RFC 3339 instant: unset it")
-            })?;
+            let start = start
+                .parse::<chrono::DateTime<chrono::Utc>>()
+                .with_context(|| {
+                    format!("FOLIO_TEST_CLOCK_START={start} is not an RFC 3339 instant: unset it")
+                })?;
             eprintln!(
                 "folio: FOLIO_TEST_CLOCK_START is set: schedules run on a clock starting at {start} (test)"
             );

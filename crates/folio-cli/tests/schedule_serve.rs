@@ -92,16 +92,24 @@ async fn the_triage_template_schedule_fires_a_task_session_through_the_mock_mode
         Value::from("2027-01-05T09:00:00Z")
     );
     let types = completed_events(&state, &session_id).await;
-    assert_eq!(
-        types.first().map(String::as_str),
-        Some("session.started")
-    );
+    assert_eq!(types.first().map(String::as_str), Some("session.started"));
     let meta: Value = serde_json::from_slice(
-        &std::fs::read(state.join("sessions").join(&session_id).join("session.json")).unwrap(),
+        &std::fs::read(
+            state
+                .join("sessions")
+                .join(&session_id)
+                .join("session.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(
-        (&meta["principal"], &meta["mode"], &meta["channel"], &meta["status"]),
+        (
+            &meta["principal"],
+            &meta["mode"],
+            &meta["channel"],
+            &meta["status"]
+        ),
         (
             &Value::from("schedule:daily-summary"),
             &Value::from("task"),
@@ -111,7 +119,10 @@ async fn the_triage_template_schedule_fires_a_task_session_through_the_mock_mode
     );
     let request = &mock.requests()[0];
     assert!(
-        request.body.to_string().contains("Summarize the issues labeled since yesterday"),
+        request
+            .body
+            .to_string()
+            .contains("Summarize the issues labeled since yesterday"),
         "the model got the schedule's prompt: {}",
         request.body
     );
@@ -123,7 +134,10 @@ async fn the_triage_template_schedule_fires_a_task_session_through_the_mock_mode
 
     // The slot log holds the claim and the session.
     let log = std::fs::read_to_string(state.join("schedules/daily-summary.ndjson")).unwrap();
-    let records: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let records: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(
         records[1..].to_vec(),
         vec![

@@ -16,7 +16,9 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::hooks::{self, HookDefinition};
 use crate::mcp::{self, McpServerConfig};
 use crate::report::Report;
-use crate::schedule::{CATCH_UP_VALUES, Cadence, CatchUp, DEFAULT_CATCH_UP_LIMIT, OVERLAP_VALUES, Overlap};
+use crate::schedule::{
+    CATCH_UP_VALUES, Cadence, CatchUp, DEFAULT_CATCH_UP_LIMIT, OVERLAP_VALUES, Overlap,
+};
 use crate::skills::{self, ROOT_SKILLS_MOUNT, Skill};
 use crate::subagents::{self, SubagentDefinition};
 use crate::tools::{self, ToolDefinition};
@@ -559,7 +561,8 @@ fn check_schedule(
     if limit == 0 {
         findings.error(
             path,
-            "catch_up_limit: must be at least 1 (use catch_up: \"none\" to run no missed slot)".into(),
+            "catch_up_limit: must be at least 1 (use catch_up: \"none\" to run no missed slot)"
+                .into(),
         );
     }
     let catch_up = match front.catch_up.as_deref() {
@@ -574,7 +577,8 @@ fn check_schedule(
     if front.catch_up_limit.is_some() && !matches!(catch_up, Some(CatchUp::All { .. })) {
         findings.warning(
             path,
-            "catch_up_limit: only read with catch_up: \"all\" (remove it or set catch_up: \"all\")".into(),
+            "catch_up_limit: only read with catch_up: \"all\" (remove it or set catch_up: \"all\")"
+                .into(),
         );
     }
     if body.trim().is_empty() {

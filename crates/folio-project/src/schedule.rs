@@ -132,11 +132,9 @@ impl Cadence {
                 expression: expression.to_string(),
                 reason: err.to_string(),
             })?;
-        let timezone = timezone
-            .parse::<Tz>()
-            .map_err(|_| CadenceError::Timezone {
-                name: timezone.to_string(),
-            })?;
+        let timezone = timezone.parse::<Tz>().map_err(|_| CadenceError::Timezone {
+            name: timezone.to_string(),
+        })?;
         Ok(Cadence {
             expression: expression.to_string(),
             cron,

@@ -227,7 +227,9 @@ fn every_bad_field_is_an_error_naming_it() {
     let dir = project("---\ntimezone: UTC\n---\nGo.\n");
     assert_eq!(
         diagnostics(dir.path()),
-        ["error: agent/schedules/daily.md: cron: missing (frontmatter `cron: \"0 9 * * 1-5\"`: minute hour day month weekday, or @daily)"]
+        [
+            "error: agent/schedules/daily.md: cron: missing (frontmatter `cron: \"0 9 * * 1-5\"`: minute hour day month weekday, or @daily)"
+        ]
     );
 }
 

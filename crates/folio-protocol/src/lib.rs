@@ -34,6 +34,7 @@ mod contract;
 mod event;
 mod http;
 mod mcp;
+mod reminder;
 mod result;
 mod schedule;
 mod schema;
@@ -64,6 +65,9 @@ pub use http::{
     ToolCallRequest, ToolCallResult,
 };
 pub use mcp::{AskArguments, AskResult, AskStatus, CheckArguments, CheckResult};
+pub use reminder::{
+    Reminder, ReminderCancelled, ReminderFired, ReminderResponse, ReminderSet, SetReminder,
+};
 pub use result::{CompactionPoint, RunResult, ToolCallRecord, TurnSummary};
 pub use schedule::{NextFire, ScheduleStatus, SchedulesResponse, SlotOutcome, SlotOutcomeKind};
 pub use schema::schemas;

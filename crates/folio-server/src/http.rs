@@ -18,8 +18,8 @@ use axum::{Extension, Json, Router};
 use folio_protocol::{
     Acknowledged, AgentDescription, AgentHeader, AgentSummary, ApprovalRequest, ArtifactResponse,
     ConnectionDescription, CreateSession, DiagnosticInfo, Empty, ErrorBody, ErrorCode, FollowUp,
-    FollowUpAccepted, LogsResponse, OkTrue, Page, SchedulesResponse, SessionCreated, SessionResponse, ToolCallRequest,
-    ToolDescription, Visibility,
+    FollowUpAccepted, LogsResponse, OkTrue, Page, ReminderResponse, SchedulesResponse,
+    SessionCreated, SessionResponse, SetReminder, ToolCallRequest, ToolDescription, Visibility,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -270,6 +270,14 @@ fn agent_routes(state: AgentState) -> Router {
             post(resolve_approval),
         )
         .route("/v1/session/{id}/tools/{name}", post(session_tool))
+        .route(
+            "/v1/session/{id}/reminders",
+            post(set_reminder).get(list_reminders),
+        )
+        .route(
+            "/v1/session/{id}/reminders/{reminder_id}",
+            axum::routing::delete(cancel_reminder),
+        )
         .route("/v1/sessions", get(list_sessions))
         .route("/v1/tools/{name}", post(unscoped_tool))
         .route("/v1/agent", get(agent_info))
@@ -517,6 +525,48 @@ async fn session_tool(
         .call_tool(&principal, Some(&id), &name, body.input)
         .await?;
     ok(StatusCode::OK, result)
+}
+
+async fn set_reminder(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<SetReminder>,
+) -> ApiResult {
+    let reminder = state
+        .mount
+        .manager
+        .set_reminder(&principal, &id, body)
+        .await?;
+    ok(
+        StatusCode::CREATED,
+        ReminderResponse {
+            ok: OkTrue,
+            reminder,
+        },
+    )
+}
+
+async fn list_reminders(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let reminders = state.mount.manager.reminders(&principal, &id)?;
+    ok(StatusCode::OK, Page::new(reminders, None))
+}
+
+async fn cancel_reminder(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path((id, reminder_id)): Path<(String, String)>,
+) -> ApiResult {
+    state
+        .mount
+        .manager
+        .cancel_reminder(&principal, &id, &reminder_id)
+        .await?;
+    ok(StatusCode::OK, Acknowledged::default())
 }
 
 async fn unscoped_tool(

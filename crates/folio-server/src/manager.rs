@@ -65,6 +65,8 @@ impl SessionManager {
                 queued: std::sync::atomic::AtomicU32::new(0),
                 fault: std::sync::Mutex::new(None),
                 clock: RwLock::new(Arc::new(crate::schedule::SystemClock::new())),
+                reminders: tokio::sync::Mutex::new(()),
+                reminders_changed: tokio::sync::Notify::new(),
                 shutdown: CancellationToken::new(),
                 closing: std::sync::atomic::AtomicBool::new(false),
                 tasks: TaskTracker::new(),
@@ -115,7 +117,11 @@ impl SessionManager {
 
     /// The clock schedules and reminders read.
     pub fn clock(&self) -> Arc<dyn crate::schedule::Clock> {
-        self.inner.clock.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.inner
+            .clock
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Fires when the manager shuts down.

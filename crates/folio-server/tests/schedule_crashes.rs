@@ -64,12 +64,21 @@ fn fates(state: &std::path::Path) -> BTreeMap<DateTime<Utc>, Vec<&'static str>> 
     let time = |v: &serde_json::Value| v.as_str().unwrap().parse::<DateTime<Utc>>().unwrap();
     for record in records(state, "every") {
         match record["type"].as_str().unwrap() {
-            "claimed" => fates.entry(time(&record["slot"])).or_default().push("fired"),
-            "skipped" => fates.entry(time(&record["slot"])).or_default().push("skipped"),
+            "claimed" => fates
+                .entry(time(&record["slot"]))
+                .or_default()
+                .push("fired"),
+            "skipped" => fates
+                .entry(time(&record["slot"]))
+                .or_default()
+                .push("skipped"),
             "skipped_range" => {
                 let (first, last) = (time(&record["first"]), time(&record["last"]));
                 let minutes = (last - first).num_minutes() as usize + 1;
-                assert_eq!(record["count"], minutes, "a range counts its slots: {record}");
+                assert_eq!(
+                    record["count"], minutes,
+                    "a range counts its slots: {record}"
+                );
                 for minute in 0..minutes {
                     fates
                         .entry(first + Duration::minutes(minute as i64))

@@ -53,7 +53,12 @@ impl Rig {
 #[tokio::test]
 async fn skip_records_a_slot_whose_previous_run_is_still_going() {
     let rig = Rig::new("2027-01-04T10:00:00Z");
-    let scheduler = rig.open(&schedule("* * * * *", "UTC", Overlap::Skip, CatchUp::Latest));
+    let scheduler = rig.open(&schedule(
+        "* * * * *",
+        "UTC",
+        Overlap::Skip,
+        CatchUp::Latest,
+    ));
     rig.tick_at(&scheduler, "2027-01-04T10:00:30Z").await;
     rig.tick_at(&scheduler, "2027-01-04T10:01:00Z").await;
     rig.tick_at(&scheduler, "2027-01-04T10:02:00Z").await;
@@ -75,7 +80,12 @@ async fn skip_records_a_slot_whose_previous_run_is_still_going() {
 #[tokio::test]
 async fn buffer_one_runs_one_waiting_slot_when_the_run_ends() {
     let rig = Rig::new("2027-01-04T10:00:00Z");
-    let scheduler = rig.open(&schedule("* * * * *", "UTC", Overlap::BufferOne, CatchUp::Latest));
+    let scheduler = rig.open(&schedule(
+        "* * * * *",
+        "UTC",
+        Overlap::BufferOne,
+        CatchUp::Latest,
+    ));
     rig.tick_at(&scheduler, "2027-01-04T10:00:10Z").await;
     rig.tick_at(&scheduler, "2027-01-04T10:01:00Z").await;
     rig.tick_at(&scheduler, "2027-01-04T10:02:00Z").await;
@@ -95,13 +105,21 @@ async fn buffer_one_runs_one_waiting_slot_when_the_run_ends() {
     );
     // The buffered slot asks for a prompt wake while it waits.
     rig.launcher.finish_all();
-    assert_eq!(scheduler.next_wake().await, Some(at("2027-01-04T10:04:00Z")));
+    assert_eq!(
+        scheduler.next_wake().await,
+        Some(at("2027-01-04T10:04:00Z"))
+    );
 }
 
 #[tokio::test]
 async fn allow_fires_while_the_previous_run_goes_on() {
     let rig = Rig::new("2027-01-04T10:00:00Z");
-    let scheduler = rig.open(&schedule("* * * * *", "UTC", Overlap::Allow, CatchUp::Latest));
+    let scheduler = rig.open(&schedule(
+        "* * * * *",
+        "UTC",
+        Overlap::Allow,
+        CatchUp::Latest,
+    ));
     rig.tick_at(&scheduler, "2027-01-04T10:00:10Z").await;
     rig.tick_at(&scheduler, "2027-01-04T10:01:00Z").await;
     rig.tick_at(&scheduler, "2027-01-04T10:02:00Z").await;
@@ -252,7 +270,12 @@ async fn a_disabled_schedule_never_fires() {
 #[tokio::test]
 async fn the_run_loop_fires_when_the_clock_reaches_a_slot() {
     let rig = Rig::new("2027-03-27T12:00:00Z");
-    let berlin = schedule("30 2 * * *", "Europe/Berlin", Overlap::Skip, CatchUp::Latest);
+    let berlin = schedule(
+        "30 2 * * *",
+        "Europe/Berlin",
+        Overlap::Skip,
+        CatchUp::Latest,
+    );
     let scheduler = rig.open(&berlin);
     let shutdown = tokio_util::sync::CancellationToken::new();
     let task = tokio::spawn(scheduler.clone().run(shutdown.clone()));

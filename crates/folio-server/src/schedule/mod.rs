@@ -11,6 +11,7 @@
 
 mod clock;
 mod launcher;
+mod reminders;
 mod scheduler;
 mod slots;
 

@@ -11,12 +11,12 @@ use folio_protocol::{NextFire, ScheduleStatus, SlotOutcome, SlotOutcomeKind};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use super::ScheduleError;
 use super::clock::Clock;
 use super::launcher::Launcher;
 use super::slots::{
     MISSED_REASON, OVERLAP_REASON, SlotLog, SlotRecord, outcome, read_records, replay,
 };
-use super::ScheduleError;
 use crate::state::StateRoot;
 
 /// How often a schedule with a running or buffered slot looks again whether its run ended.
@@ -172,9 +172,7 @@ impl Scheduler {
         let track = tracks
             .get_mut(name)
             .ok_or_else(|| ScheduleError::Unknown(name.to_string()))?;
-        track
-            .fire(now, true, self.shared.launcher.as_ref())
-            .await
+        track.fire(now, true, self.shared.launcher.as_ref()).await
     }
 
     /// Every schedule with its next slots and last outcome.
@@ -210,7 +208,11 @@ fn log_path(dir: &Path, name: &str) -> PathBuf {
 }
 
 /// A schedule's status at `now`.
-fn status(schedule: &ScheduleSummary, last: Option<SlotOutcome>, now: DateTime<Utc>) -> ScheduleStatus {
+fn status(
+    schedule: &ScheduleSummary,
+    last: Option<SlotOutcome>,
+    now: DateTime<Utc>,
+) -> ScheduleStatus {
     let zone = schedule.cadence.timezone();
     let next = if schedule.enabled {
         schedule
@@ -256,7 +258,11 @@ fn jitter(name: &str, slot: DateTime<Utc>, jitter_secs: u32) -> Duration {
 
 impl Track {
     /// Opens the slot log of `schedule`; a schedule seen for the first time starts at `now`.
-    fn open(dir: &Path, schedule: &ScheduleSummary, now: DateTime<Utc>) -> Result<Track, ScheduleError> {
+    fn open(
+        dir: &Path,
+        schedule: &ScheduleSummary,
+        now: DateTime<Utc>,
+    ) -> Result<Track, ScheduleError> {
         let (mut log, replayed) = SlotLog::open(dir, &schedule.name)?;
         let cursor = match replayed.cursor {
             Some(cursor) => cursor,
@@ -296,7 +302,11 @@ impl Track {
         slots
     }
 
-    async fn tick(&mut self, now: DateTime<Utc>, launcher: &dyn Launcher) -> Result<(), ScheduleError> {
+    async fn tick(
+        &mut self,
+        now: DateTime<Utc>,
+        launcher: &dyn Launcher,
+    ) -> Result<(), ScheduleError> {
         let name = self.schedule.name.clone();
         self.running.retain(|id| launcher.running(&name, id));
         if !self.schedule.enabled {
@@ -360,7 +370,11 @@ impl Track {
     }
 
     /// A due slot in normal running: fire, or skip or buffer it while the previous run goes on.
-    async fn decide(&mut self, slot: DateTime<Utc>, launcher: &dyn Launcher) -> Result<(), ScheduleError> {
+    async fn decide(
+        &mut self,
+        slot: DateTime<Utc>,
+        launcher: &dyn Launcher,
+    ) -> Result<(), ScheduleError> {
         if self.running.is_empty() || self.schedule.overlap == Overlap::Allow {
             return self.fire(slot, false, launcher).await.map(drop);
         }
@@ -381,7 +395,9 @@ impl Track {
     /// Records a skip (not synced: a lost skip only lets the slot be decided again).
     fn skip(&mut self, record: SlotRecord) -> Result<(), ScheduleError> {
         self.log.append(&record, false)?;
-        if let SlotRecord::Skipped { slot, .. } | SlotRecord::SkippedRange { last: slot, .. } = &record {
+        if let SlotRecord::Skipped { slot, .. } | SlotRecord::SkippedRange { last: slot, .. } =
+            &record
+        {
             self.cursor = self.cursor.max(*slot);
         }
         self.last = outcome(&record);
@@ -395,7 +411,8 @@ impl Track {
         manual: bool,
         launcher: &dyn Launcher,
     ) -> Result<SlotOutcome, ScheduleError> {
-        self.log.append(&SlotRecord::Claimed { slot, manual }, true)?;
+        self.log
+            .append(&SlotRecord::Claimed { slot, manual }, true)?;
         if !manual {
             self.cursor = self.cursor.max(slot);
         }
@@ -412,7 +429,10 @@ impl Track {
             }
             Err(err) => {
                 let reason = err.to_string();
-                tracing::error!("schedule {}: slot {slot} did not start: {reason}", self.schedule.name);
+                tracing::error!(
+                    "schedule {}: slot {slot} did not start: {reason}",
+                    self.schedule.name
+                );
                 let fate = SlotOutcome {
                     slot,
                     outcome: SlotOutcomeKind::Failed,

@@ -110,7 +110,11 @@ impl SlotLog {
     }
 
     /// Appends `record`; `durable` syncs it to disk before returning.
-    pub(crate) fn append(&mut self, record: &SlotRecord, durable: bool) -> Result<(), ScheduleError> {
+    pub(crate) fn append(
+        &mut self,
+        record: &SlotRecord,
+        durable: bool,
+    ) -> Result<(), ScheduleError> {
         let mut line = serde_json::to_vec(record).map_err(|err| ScheduleError::Io {
             path: self.path.clone(),
             what: "cannot encode a record for".into(),
@@ -199,7 +203,9 @@ pub(crate) fn replay(records: &[SlotRecord]) -> Replayed {
                     replayed.buffered = None;
                 }
             }
-            SlotRecord::Started { .. } | SlotRecord::Failed { .. } | SlotRecord::Abandoned { .. } => {}
+            SlotRecord::Started { .. }
+            | SlotRecord::Failed { .. }
+            | SlotRecord::Abandoned { .. } => {}
         }
         if let Some(outcome) = outcome(record) {
             replayed.last = Some(outcome);
@@ -226,9 +232,12 @@ fn unfinished_claim(records: &[SlotRecord]) -> Option<DateTime<Utc>> {
 /// The outcome a record shows as a slot's fate, for records that end a slot.
 pub(crate) fn outcome(record: &SlotRecord) -> Option<SlotOutcome> {
     let (slot, outcome, session_id, reason) = match record {
-        SlotRecord::Started { slot, session_id } => {
-            (*slot, SlotOutcomeKind::Fired, Some(session_id.clone()), None)
-        }
+        SlotRecord::Started { slot, session_id } => (
+            *slot,
+            SlotOutcomeKind::Fired,
+            Some(session_id.clone()),
+            None,
+        ),
         SlotRecord::Failed { slot, reason } => {
             (*slot, SlotOutcomeKind::Failed, None, Some(reason.clone()))
         }
