@@ -18,7 +18,7 @@ use crate::command::{Admit, Command, Pending};
 use crate::error::{ManagerError, io_error};
 use crate::live::lock;
 use crate::manager::SessionManager;
-use crate::state::{StateRoot, sync_dir, valid_session_id, write_durably};
+use crate::state::{StateRoot, SyncTarget, commit, valid_session_id, write_durably};
 
 /// A reminder delivered more than this long after its time is marked late.
 const LATE_AFTER: Duration = Duration::seconds(60);
@@ -110,6 +110,13 @@ fn stored_for(state: &StateRoot, session_id: &str) -> Result<Vec<Reminder>, Mana
     Ok(reminders)
 }
 
+/// Makes a removal from a session's reminders durable.
+async fn sync_reminders(dir: std::path::PathBuf) -> Result<(), ManagerError> {
+    commit(vec![SyncTarget::Dir(dir)])
+        .await
+        .map_err(|e| io_error("cannot sync the reminders", e))
+}
+
 impl SessionManager {
     /// Sets a reminder on `principal`'s chat session: stored durably, recorded as
     /// `reminder.set`, delivered at `at` (or `in` from now).
@@ -156,6 +163,7 @@ impl SessionManager {
         let bytes = serde_json::to_vec_pretty(&reminder)
             .map_err(|e| ManagerError::Internal(format!("cannot encode the reminder: {e}")))?;
         write_durably(&dir.join(format!("{}.json", reminder.reminder_id)), &bytes)
+            .await
             .map_err(|e| io_error("cannot store the reminder", e))?;
         live.append(
             None,
@@ -199,7 +207,7 @@ impl SessionManager {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
             Err(err) => return Err(io_error("cannot remove the reminder", err)),
         }
-        sync_dir(&dir).map_err(|e| io_error("cannot sync the reminders", e))?;
+        sync_reminders(dir).await?;
         live.append(
             None,
             EventBody::ReminderCancelled(ReminderCancelled {
@@ -310,6 +318,6 @@ impl SessionManager {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
             Err(err) => return Err(io_error("cannot remove a delivered reminder", err)),
         }
-        sync_dir(&dir).map_err(|e| io_error("cannot sync the reminders", e))
+        sync_reminders(dir).await
     }
 }
