@@ -17,6 +17,7 @@ mod init;
 mod model;
 mod render;
 mod run;
+mod schedule;
 mod schema;
 mod serve;
 mod trajectory;
@@ -59,6 +60,8 @@ enum Command {
     Chat(chat::ChatArgs),
     /// Print a command's help, or its arguments as JSON with --json.
     Help(help::HelpArgs),
+    /// List the agent's schedules (next slots, last outcome), or fire one now.
+    Schedule(schedule::ScheduleArgs),
     /// Write the JSON Schema of every agent-folder file kind (editors check agent files with them).
     Schema(schema::SchemaArgs),
 }
@@ -113,6 +116,7 @@ fn main() -> ExitCode {
         Command::Chat(args) => chat::chat(args),
         Command::Help(args) => help::help(Cli::command(), args),
         Command::Schema(args) => schema::schema(args),
+        Command::Schedule(args) => schedule::schedule(args),
     };
     match result {
         Ok(code) => code,

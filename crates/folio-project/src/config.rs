@@ -240,10 +240,23 @@ pub struct GeneratedSkillManifest {
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleFrontmatter {
-    /// Five-field cron expression, UTC (required).
+    /// Five-field cron expression (minute hour day month weekday) or `@hourly`-style, read in
+    /// `timezone` (required).
     #[schemars(required)]
     pub cron: Option<String>,
-    /// Missed slots at start: `latest` (default) or `none`.
-    #[schemars(extend("enum" = ["latest", "none", null]))]
+    /// IANA time zone the cron fields are read in (default `UTC`).
+    pub timezone: Option<String>,
+    /// A slot whose previous run is still going: `skip` (default), `buffer_one` or `allow`.
+    #[schemars(extend("enum" = ["skip", "buffer_one", "allow", null]))]
+    pub overlap: Option<String>,
+    /// Missed slots at start: `latest` (default), `none` or `all` (at most `catch_up_limit`).
+    #[schemars(extend("enum" = ["latest", "none", "all", null]))]
     pub catch_up: Option<String>,
+    /// The most missed slots `catch_up = "all"` runs (default 10).
+    #[schemars(range(min = 1))]
+    pub catch_up_limit: Option<u32>,
+    /// Each slot fires up to this many seconds late, by a fixed amount per slot (default 0).
+    pub jitter_secs: Option<u32>,
+    /// `false` keeps the schedule from firing (default `true`).
+    pub enabled: Option<bool>,
 }

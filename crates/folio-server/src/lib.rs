@@ -59,6 +59,7 @@ mod mcp;
 mod principal;
 mod queries;
 mod recovery;
+pub mod schedule;
 mod shared;
 mod state;
 mod stream;

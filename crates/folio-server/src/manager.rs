@@ -65,6 +65,9 @@ impl SessionManager {
                 slots: cap.map(|n| Arc::new(Semaphore::new(n.max(1) as usize))),
                 queued: std::sync::atomic::AtomicU32::new(0),
                 fault: std::sync::Mutex::new(None),
+                clock: RwLock::new(Arc::new(crate::schedule::SystemClock::new())),
+                reminders: tokio::sync::Mutex::new(()),
+                reminders_changed: tokio::sync::Notify::new(),
                 shutdown: CancellationToken::new(),
                 closing: std::sync::atomic::AtomicBool::new(false),
                 tasks: TaskTracker::new(),
@@ -138,6 +141,22 @@ impl SessionManager {
     /// arms it from `FOLIO_FAULT`; never armed otherwise).
     pub fn set_fault(&self, point: Option<FaultPoint>) {
         *lock(&self.inner.fault) = point;
+    }
+
+    /// Sets the clock schedules and reminders read (tests move a [`ManualClock`]).
+    ///
+    /// [`ManualClock`]: crate::schedule::ManualClock
+    pub fn set_clock(&self, clock: Arc<dyn crate::schedule::Clock>) {
+        *self.inner.clock.write().unwrap_or_else(|p| p.into_inner()) = clock;
+    }
+
+    /// The clock schedules and reminders read.
+    pub fn clock(&self) -> Arc<dyn crate::schedule::Clock> {
+        self.inner
+            .clock
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Fires when the manager shuts down.
