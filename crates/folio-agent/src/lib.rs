@@ -105,6 +105,7 @@
 //!     cancel: CancellationToken::new(),
 //!     todos: TodoList::default(),
 //!     context: Default::default(),
+//!     trace_parent: None,
 //! };
 //! let outcome = agent.harness.run_turn(turn, &sink).await;
 //! let TurnOutcome::Completed { reply } = outcome else {

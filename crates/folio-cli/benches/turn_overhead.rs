@@ -82,6 +82,7 @@ fn harness(provider: Arc<dyn Provider>) -> Harness {
         tools.register(Arc::new(tool)).unwrap();
     }
     Harness {
+        agent: "bench".into(),
         provider,
         model: "bench".into(),
         system: "You are a benchmark.".into(),

@@ -209,7 +209,7 @@ impl Actor {
         drop(approvals);
         if self.running.is_none() {
             // Parked across a restart: the turn resumes from the log.
-            self.spawn_turn(turn_id, true, BTreeMap::new());
+            self.spawn_turn(turn_id, true, BTreeMap::new(), None);
         }
         Ok(())
     }
@@ -326,11 +326,17 @@ impl Actor {
             meta.turns += 1;
             rotate(meta, rotated, key.as_deref());
         })?;
-        self.spawn_turn(turn_id, false, message.files);
+        self.spawn_turn(turn_id, false, message.files, message.trace_parent);
         Ok(())
     }
 
-    fn spawn_turn(&mut self, turn_id: String, resume: bool, files: BTreeMap<String, String>) {
+    fn spawn_turn(
+        &mut self,
+        turn_id: String,
+        resume: bool,
+        files: BTreeMap<String, String>,
+        trace_parent: Option<String>,
+    ) {
         // Not a child of the shutdown token: on shutdown the actor decides (a turn parked on an
         // approval stays parked).
         let cancel = CancellationToken::new();
@@ -340,6 +346,7 @@ impl Actor {
             turn_id,
             resume,
             files,
+            trace_parent,
             cancel.clone(),
         ));
         self.running = Some(Running { cancel, task });
@@ -406,6 +413,7 @@ async fn run_turn(
     turn_id: String,
     resume: bool,
     files: BTreeMap<String, String>,
+    trace_parent: Option<String>,
     cancel: CancellationToken,
 ) -> TurnOutcome {
     let interrupted = || TurnOutcome::Failed {
@@ -468,6 +476,7 @@ async fn run_turn(
         cancel,
         todos,
         context: SessionContext::default(),
+        trace_parent,
     };
     let sink = LiveSink(live.clone());
     if resume {

@@ -131,6 +131,7 @@ impl SessionManager {
         let message = Pending {
             text: request.message,
             files: request.workspace_files,
+            trace_parent: folio_telemetry::incoming_traceparent(),
         };
         let record = match &key {
             Some(key) => {
@@ -242,6 +243,7 @@ impl SessionManager {
             message: Pending {
                 text: message.text.clone(),
                 files: message.files.clone(),
+                trace_parent: message.trace_parent.clone(),
             },
             admission: None,
             token: None,
@@ -277,6 +279,7 @@ impl SessionManager {
             message: Pending {
                 text: request.message,
                 files: request.workspace_files,
+                trace_parent: folio_telemetry::incoming_traceparent(),
             },
             admission: request.admission,
             token: Some(request.continuation_token),
@@ -311,6 +314,7 @@ impl SessionManager {
             message: Pending {
                 text: message.to_string(),
                 files: BTreeMap::new(),
+                trace_parent: folio_telemetry::incoming_traceparent(),
             },
             admission,
             token: None,

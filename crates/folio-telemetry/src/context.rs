@@ -28,20 +28,42 @@ fn remote_context(traceparent: &str) -> Option<opentelemetry::Context> {
     context.span().span_context().is_valid().then_some(context)
 }
 
-/// Marks `span` as turn `turn_id` of session `session_id`: parents it on `traceparent` (a W3C
-/// header value, from the request that started the turn) when that is valid, and makes every
-/// log line inside the span carry the session, turn and trace ids. Call it right after creating
-/// the span, before entering it.
+/// Parents `span` on `traceparent` (a W3C header value) when that is valid. Call it right
+/// after creating the span, before entering it.
+pub fn adopt_parent(span: &tracing::Span, traceparent: Option<&str>) {
+    if let Some(parent) = traceparent.and_then(remote_context) {
+        // Fails only when nothing is exported (no OpenTelemetry layer): the span stays local.
+        let _ = span.set_parent(parent);
+    }
+}
+
+tokio::task_local! {
+    /// The `traceparent` header of the request being answered.
+    static INCOMING: Option<String>;
+}
+
+/// Runs `work` (answering a request) with the request's `traceparent` header at hand, so the
+/// turns it starts are parented on it ([`incoming_traceparent`]).
+pub async fn with_incoming<F: Future>(traceparent: Option<String>, work: F) -> F::Output {
+    INCOMING.scope(traceparent, work).await
+}
+
+/// The `traceparent` header of the request being answered, inside [`with_incoming`].
+pub fn incoming_traceparent() -> Option<String> {
+    INCOMING.try_with(Clone::clone).ok().flatten()
+}
+
+/// Marks `span` as turn `turn_id` of session `session_id`: parents it on `traceparent` (the
+/// header of the request that started the turn) when that is valid, and makes every log line
+/// inside the span carry the session, turn and trace ids. Call it right after creating the
+/// span, before entering it.
 pub fn enter_turn(
     span: &tracing::Span,
     session_id: &str,
     turn_id: &str,
     traceparent: Option<&str>,
 ) {
-    if let Some(parent) = traceparent.and_then(remote_context) {
-        // Fails only when nothing is exported (no OpenTelemetry layer): the span stays local.
-        let _ = span.set_parent(parent);
-    }
+    adopt_parent(span, traceparent);
     let context = span.context();
     let span_context = context.span().span_context().clone();
     let ids = TurnIds {

@@ -108,8 +108,14 @@ pub fn install(
             let tracer = tracer_provider(export, resource.clone())?;
             let meter = meter_provider(export, resource)?;
             opentelemetry::global::set_meter_provider(meter.clone());
+            // Only the spec's and the GenAI attributes: no source locations, threads or timings.
             let layer = tracing_opentelemetry::layer()
                 .with_tracer(tracer.tracer("folio"))
+                .with_location(false)
+                .with_threads(false)
+                .with_tracked_inactivity(false)
+                .with_level(false)
+                .with_target(false)
                 .with_filter(filter_fn(|meta| {
                     meta.target().starts_with("folio") && *meta.level() <= Level::INFO
                 }));

@@ -15,7 +15,9 @@ mod json;
 pub mod metrics;
 
 pub use config::{ExportConfig, Protocol, TelemetryConfig, TelemetrySettings, Temporality};
-pub use context::{capture_content, enter_turn, trace_headers};
+pub use context::{
+    adopt_parent, capture_content, enter_turn, incoming_traceparent, trace_headers, with_incoming,
+};
 pub use install::{LogFormat, Telemetry, install, log_filter};
 
 /// Why telemetry could not be set up.
