@@ -6,7 +6,7 @@
 //! One test runs the scenarios in order, each against its own sink on a free port: the span tree
 //! of a `folio run` turn with two tool calls and a subagent (names, parents, GenAI attributes,
 //! event-index ranges against the session log), the trace context sent to the model, metrics;
-//! an incoming `traceparent` on `folio serve` parenting the turn (OTLP/HTTP JSON); nothing
+//! an incoming `traceparent` on `folio serve` parenting the turn; nothing
 //! exported under `OTEL_SDK_DISABLED` or with no endpoint; a collector that is down failing no
 //! turn.
 
@@ -272,12 +272,26 @@ fn usage(input_tokens: u64, output_tokens: u64) -> Usage {
     }
 }
 
-/// A project whose agent has a `critic` subagent.
+/// A project whose agent has a `critic` subagent and the MCP reference server (installed by
+/// `scripts/install-test-deps`).
 fn agent_project() -> serve_support::Project {
+    let server = workspace_root().join(
+        "target/test-deps/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    assert!(
+        server.is_file(),
+        "{} is missing: run scripts/install-test-deps first",
+        server.display()
+    );
+    let connection = format!(
+        "command = \"node\"\nargs = [{}, \"stdio\"]\n",
+        json!(server.display().to_string())
+    );
     let project = serve_support::project("model = \"openai:gpt-test\"\n");
     write_files(
         project.path(),
         &[
+            ("agent/mcp-connections/everything.toml", &connection),
             (
                 "agent/subagents/critic/agent.toml",
                 "description = \"Judges a draft.\"\n",
@@ -325,13 +339,14 @@ fn event_log(state: &Path, session: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The scripted model of the traced turn: two tool calls, a `Task` whose critic calls a tool,
-/// then the answer.
+/// The scripted model of the traced turn: two tool calls and an MCP one, a `Task` whose critic
+/// calls a tool, then the answer.
 fn script_turn(mock: &MockModelServer) {
     mock.push(
         MockReply::tool_calls([
             ("Write", json!({"path": "draft.txt", "contents": "a poem"})),
             ("Read", json!({"path": "draft.txt"})),
+            ("mcp__everything__get-sum", json!({"a": 17, "b": 25})),
         ])
         .with_usage(usage(100, 10)),
     );
@@ -378,6 +393,8 @@ async fn traced_run_exports_the_turn_tree() {
             "  chat gpt-test",
             "  agent_sdk.tool Write",
             "  agent_sdk.tool Read",
+            "  agent_sdk.tool mcp__everything__get-sum",
+            "    tools/call get-sum",
             "  chat gpt-test",
             "  agent_sdk.tool Task",
             "    agent_sdk.subagent critic",
@@ -421,8 +438,8 @@ async fn traced_run_exports_the_turn_tree() {
     for tool in spans.iter().filter(|s| s.name == "agent_sdk.tool") {
         let result = &log[tool.index("last")];
         assert_eq!(result["type"], "action.result", "{tool:?}");
-        assert_eq!(result["callId"], tool.attr("agent_sdk.call_id"));
-        assert_eq!(result["tool"], tool.attr("gen_ai.tool.name"));
+        assert_eq!(result["data"]["callId"], tool.attr("agent_sdk.call_id"));
+        assert_eq!(result["data"]["tool"], tool.attr("gen_ai.tool.name"));
         assert_eq!(
             tool.attr("gen_ai.tool.call.id"),
             tool.attr("agent_sdk.call_id")
@@ -431,13 +448,21 @@ async fn traced_run_exports_the_turn_tree() {
         assert_eq!(tool.attr("cursor.tool.status"), "ok");
         assert!(tool.index("first") <= tool.index("last"));
     }
+    let mcp = spans
+        .iter()
+        .find(|s| s.name == "tools/call get-sum")
+        .unwrap();
+    assert_eq!(
+        (mcp.attr("mcp.method.name"), mcp.attr("gen_ai.tool.name")),
+        (json!("tools/call"), json!("get-sum"))
+    );
     let subagent = spans
         .iter()
         .find(|s| s.name == "agent_sdk.subagent")
         .unwrap();
     assert_eq!(kind(subagent.index("first")), "actions.requested");
     assert_eq!(
-        log[subagent.index("first")]["calls"][0]["subagent"],
+        log[subagent.index("first")]["data"]["calls"][0]["subagent"],
         "critic"
     );
     assert_eq!(kind(subagent.index("last")), "action.result");
@@ -502,7 +527,7 @@ async fn traced_run_exports_the_turn_tree() {
     }
 }
 
-/// `folio serve`: a request's `traceparent` parents the turn it starts (OTLP/HTTP JSON).
+/// `folio serve`: a request's `traceparent` parents the turn it starts.
 async fn incoming_traceparent_parents_the_turn() {
     let sink = Sink::start().await;
     let mock = MockModelServer::start().await;
@@ -516,7 +541,6 @@ async fn incoming_traceparent_parents_the_turn() {
         &[],
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", sink.endpoint.as_str()),
-            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
             ("OTEL_BSP_SCHEDULE_DELAY", "100"),
         ],
     )
@@ -547,7 +571,7 @@ async fn incoming_traceparent_parents_the_turn() {
         (http.trace_id.as_str(), http.parent.as_deref()),
         (trace_id, Some(parent))
     );
-    assert_eq!(http.attr("http.route"), "/v1/session");
+    assert_eq!(http.attr("http.route"), "/test-agent/v1/session");
     let sent = mock.requests()[0]
         .header("traceparent")
         .unwrap()
