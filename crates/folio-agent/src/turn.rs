@@ -123,7 +123,7 @@ impl Stop {
         match self {
             Stop::Interrupted => "interrupted",
             Stop::StepLimit => "step_limit",
-            Stop::Failed(_) => "model_error",
+            Stop::Failed(_) => "failed",
             Stop::ContextOverflow(_) => "context_overflow",
         }
     }
@@ -338,7 +338,7 @@ impl Harness {
         };
         let span = tracing::Span::current();
         recorder.range.record_on(&span);
-        trace::turn_ended(&span, &self.agent, &turn.events, failure);
+        trace::turn_ended(&span, &self.agent, &turn.events, &turn_id, failure);
         if let Err(err) = sink.checkpoint().await {
             tracing::error!(session = %turn.session_id, "could not sync the event log: {err}");
         }

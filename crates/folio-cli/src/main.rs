@@ -92,7 +92,12 @@ fn main() -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
-    let telemetry = match telemetry::install(cli.log_format) {
+    let project = match &cli.command {
+        Command::Run(args) => Some(args.dir.as_path()),
+        Command::Serve(args) | Command::Dev(args) => Some(args.dir.as_path()),
+        _ => None,
+    };
+    let telemetry = match telemetry::install(cli.log_format, project) {
         Ok(telemetry) => telemetry,
         Err(err) => {
             eprintln!("error: {err}");

@@ -7,8 +7,8 @@
 //! of a `folio run` turn with two tool calls and a subagent (names, parents, GenAI attributes,
 //! event-index ranges against the session log), the trace context sent to the model, metrics;
 //! an incoming `traceparent` on `folio serve` parenting the turn; nothing
-//! exported under `OTEL_SDK_DISABLED` or with no endpoint; a collector that is down failing no
-//! turn.
+//! exported under `OTEL_SDK_DISABLED` or with no endpoint; `[telemetry]` in `folio.toml`; a
+//! collector that is down failing no turn.
 
 mod serve_support;
 
@@ -512,8 +512,10 @@ async fn traced_run_exports_the_turn_tree() {
 
     let metrics = sink.metric_names();
     for name in [
+        "agent_sdk.event_log.duration",
         "agent_sdk.subagent.count",
         "agent_sdk.turn.count",
+        "agent_sdk.turns.running",
         "cursor.token.usage",
         "cursor.tool.calls",
         "gen_ai.client.operation.duration",
@@ -604,6 +606,26 @@ async fn nothing_is_exported_unless_configured() {
     assert_eq!(traced, [false, false]);
 }
 
+/// `[telemetry]` in `folio.toml` configures the export when no variable does.
+async fn folio_toml_configures_the_export() {
+    let sink = Sink::start().await;
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("Hello."));
+    let project = agent_project();
+    let folio_toml = format!(
+        "[telemetry]\nendpoint = \"{}\"\nservice_name = \"from-folio-toml\"\n",
+        sink.endpoint
+    );
+    write_files(project.path(), &[("folio.toml", &folio_toml)]);
+    let state = tempfile::tempdir().unwrap();
+    run(&mock, project.path(), state.path(), &[]).await;
+    let spans = sink
+        .wait_spans(|spans| spans.iter().any(|span| span.name == "agent_sdk.turn"))
+        .await;
+    let turn = spans.iter().find(|s| s.name == "agent_sdk.turn").unwrap();
+    assert_eq!(turn.resource["service.name"], "from-folio-toml");
+}
+
 /// A collector that is down fails no turn.
 async fn a_collector_that_is_down_fails_no_turn() {
     let mock = MockModelServer::start().await;
@@ -626,5 +648,6 @@ async fn otlp_export_end_to_end() {
     traced_run_exports_the_turn_tree().await;
     incoming_traceparent_parents_the_turn().await;
     nothing_is_exported_unless_configured().await;
+    folio_toml_configures_the_export().await;
     a_collector_that_is_down_fails_no_turn().await;
 }

@@ -94,6 +94,7 @@ impl EventLog {
 
     /// Appends one event with the next index; the line is written with a single `write`.
     pub fn append(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, LogError> {
+        let started = std::time::Instant::now();
         let mut state = self
             .state
             .lock()
@@ -115,11 +116,13 @@ impl EventLog {
             source,
         })?;
         state.next_index += 1;
+        folio_telemetry::metrics::event_log("append", started.elapsed());
         Ok(event)
     }
 
     /// Flushes the log to stable storage (called at turn boundaries).
     pub fn sync(&self) -> Result<(), LogError> {
+        let started = std::time::Instant::now();
         let state = self
             .state
             .lock()
@@ -127,7 +130,9 @@ impl EventLog {
         state.file.sync_data().map_err(|source| LogError::Io {
             path: self.path.clone(),
             source,
-        })
+        })?;
+        folio_telemetry::metrics::event_log("fsync", started.elapsed());
+        Ok(())
     }
 }
 

@@ -3,19 +3,17 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use folio_project::TelemetrySection;
 
 use crate::TelemetryError;
 
 /// The OTLP wire format (`OTEL_EXPORTER_OTLP_PROTOCOL`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Protocol {
     /// `http/protobuf` (the default).
     #[default]
-    #[serde(rename = "http/protobuf")]
     HttpProtobuf,
     /// `http/json`.
-    #[serde(rename = "http/json")]
     HttpJson,
 }
 
@@ -36,34 +34,13 @@ impl Protocol {
 }
 
 /// How metrics are aggregated between exports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Temporality {
     /// Each export carries what happened since the previous one (the default).
     #[default]
     Delta,
     /// Each export carries the totals since start.
     Cumulative,
-}
-
-/// `[telemetry]` in `folio.toml`; every key is overridden by its `OTEL_*` variable.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TelemetrySettings {
-    /// OTLP base endpoint (`/v1/traces` and `/v1/metrics` are appended), e.g.
-    /// `http://127.0.0.1:4318`. Nothing is exported without one.
-    pub endpoint: Option<String>,
-    /// `http/protobuf` (default) or `http/json`.
-    pub protocol: Option<String>,
-    /// Headers sent with every export (e.g. an API key of the backend).
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-    /// The service name on every span (default: the agent's name).
-    pub service_name: Option<String>,
-    /// Record message and tool contents on spans (default false).
-    pub capture_message_content: Option<bool>,
-    /// `delta` (default) or `cumulative` metrics.
-    pub metrics_temporality: Option<String>,
 }
 
 /// A resolved export destination.
@@ -146,7 +123,7 @@ impl TelemetryConfig {
     /// `default_service` names the service when neither sets it.
     pub fn resolve(
         env: impl Fn(&str) -> Option<String>,
-        settings: &TelemetrySettings,
+        settings: &TelemetrySection,
         default_service: &str,
     ) -> Result<TelemetryConfig, TelemetryError> {
         let var = |name: &str| env(name).filter(|value| !value.trim().is_empty());
@@ -234,7 +211,7 @@ mod tests {
 
     fn resolve(
         vars: &[(&str, &str)],
-        settings: &TelemetrySettings,
+        settings: &TelemetrySection,
     ) -> Result<TelemetryConfig, TelemetryError> {
         let vars: BTreeMap<String, String> = vars
             .iter()
@@ -246,20 +223,20 @@ mod tests {
     #[test]
     fn nothing_is_exported_when_unset_or_disabled() {
         let none = TelemetryConfig::default();
-        assert_eq!(resolve(&[], &TelemetrySettings::default()).unwrap(), none);
+        assert_eq!(resolve(&[], &TelemetrySection::default()).unwrap(), none);
         let disabled = resolve(
             &[
                 ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
                 ("OTEL_SDK_DISABLED", "TRUE"),
             ],
-            &TelemetrySettings::default(),
+            &TelemetrySection::default(),
         );
         assert_eq!(disabled.unwrap(), none);
     }
 
     #[test]
     fn variables_override_the_file() {
-        let settings = TelemetrySettings {
+        let settings = TelemetrySection {
             endpoint: Some("http://collector:4318/".into()),
             protocol: Some("http/json".into()),
             headers: BTreeMap::from([("x-team".into(), "a".into())]),
@@ -314,7 +291,7 @@ mod tests {
     fn bad_values_say_what_to_write() {
         let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318");
         let err = |vars: &[(&str, &str)]| {
-            resolve(vars, &TelemetrySettings::default())
+            resolve(vars, &TelemetrySection::default())
                 .unwrap_err()
                 .to_string()
         };

@@ -44,11 +44,6 @@ pub struct Telemetry {
 }
 
 impl Telemetry {
-    /// Whether spans and metrics are exported.
-    pub fn exporting(&self) -> bool {
-        self.tracer.is_some()
-    }
-
     /// Exports what is queued and stops the exporters (a collector that is down only loses
     /// what was queued; the failure is logged at debug level).
     pub fn shutdown(self) {

@@ -14,7 +14,7 @@ mod install;
 mod json;
 pub mod metrics;
 
-pub use config::{ExportConfig, Protocol, TelemetryConfig, TelemetrySettings, Temporality};
+pub use config::{ExportConfig, Protocol, TelemetryConfig, Temporality};
 pub use context::{
     adopt_parent, capture_content, enter_turn, incoming_traceparent, trace_headers, with_incoming,
 };

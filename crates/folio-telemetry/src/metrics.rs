@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use opentelemetry::KeyValue;
-use opentelemetry::metrics::{Counter, Histogram};
+use opentelemetry::metrics::{Counter, Histogram, UpDownCounter};
 
 /// Every instrument, created once from the global meter provider.
 struct Instruments {
@@ -17,6 +17,9 @@ struct Instruments {
     turns: Counter<u64>,
     subagents: Counter<u64>,
     http_duration: Histogram<f64>,
+    event_log: Histogram<f64>,
+    turns_running: UpDownCounter<i64>,
+    turns_queued: UpDownCounter<i64>,
 }
 
 fn instruments() -> &'static Instruments {
@@ -60,6 +63,19 @@ fn instruments() -> &'static Instruments {
                 .f64_histogram("agent_sdk.http.duration")
                 .with_unit("s")
                 .with_description("Duration of inbound HTTP requests")
+                .build(),
+            event_log: meter
+                .f64_histogram("agent_sdk.event_log.duration")
+                .with_unit("s")
+                .with_description("Latency of event-log appends and fsyncs, by operation")
+                .build(),
+            turns_running: meter
+                .i64_up_down_counter("agent_sdk.turns.running")
+                .with_description("Turns running now, by agent")
+                .build(),
+            turns_queued: meter
+                .i64_up_down_counter("agent_sdk.turns.queued")
+                .with_description("Turns waiting for a slot under the agent's cap, by agent")
                 .build(),
         }
     })
@@ -169,5 +185,29 @@ pub fn http_request(method: &str, route: &str, status: u16, duration: Duration) 
             KeyValue::new("http.route", route.to_string()),
             KeyValue::new("http.response.status_code", i64::from(status)),
         ],
+    );
+}
+
+/// An event-log `operation` (`append` or `fsync`) took `duration`.
+pub fn event_log(operation: &'static str, duration: Duration) {
+    instruments().event_log.record(
+        duration.as_secs_f64(),
+        &[KeyValue::new("operation", operation)],
+    );
+}
+
+/// A turn of `agent` started (`+1`) or stopped (`-1`) running.
+pub fn turns_running(agent: &str, change: i64) {
+    instruments().turns_running.add(
+        change,
+        &[KeyValue::new("agent_sdk.agent", agent.to_string())],
+    );
+}
+
+/// A turn of `agent` started (`+1`) or stopped (`-1`) waiting for a slot.
+pub fn turns_queued(agent: &str, change: i64) {
+    instruments().turns_queued.add(
+        change,
+        &[KeyValue::new("agent_sdk.agent", agent.to_string())],
     );
 }

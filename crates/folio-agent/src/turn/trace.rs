@@ -100,12 +100,22 @@ pub(super) fn first_index(events: &[Event], turn_id: &str) -> Option<u64> {
         .map(|event| event.index)
 }
 
-/// Records how a turn ended on its span: usage, or the failure.
-pub(super) fn turn_ended(span: &Span, agent: &str, events: &[Event], failure: Option<&str>) {
-    let usage = events.iter().rev().find_map(|event| match &event.body {
-        EventBody::TurnCompleted(completed) => completed.usage,
-        _ => None,
-    });
+/// Records how turn `turn_id` ended on its span: its usage, or the failure.
+pub(super) fn turn_ended(
+    span: &Span,
+    agent: &str,
+    events: &[Event],
+    turn_id: &str,
+    failure: Option<&str>,
+) {
+    let usage = events
+        .iter()
+        .rev()
+        .filter(|event| event.turn_id.as_deref() == Some(turn_id))
+        .find_map(|event| match &event.body {
+            EventBody::TurnCompleted(completed) => completed.usage,
+            _ => None,
+        });
     if let Some(usage) = usage {
         record_usage(span, &usage);
     }
