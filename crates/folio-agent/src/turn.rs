@@ -41,6 +41,7 @@ use open::open_calls;
 pub use open::pending_approvals;
 use record::{Recorder, Scope};
 use trace::LogRange;
+pub use trace::{TurnTrace, trace_direct_call};
 
 pub use folio_protocol::TURN_INTERRUPTED;
 
@@ -85,8 +86,8 @@ pub struct Turn {
     pub todos: TodoList,
     /// Session facts tools see (dry run, purpose, continuation key).
     pub context: SessionContext,
-    /// The W3C `traceparent` of the request that started the turn, which parents its span.
-    pub trace_parent: Option<String>,
+    /// Where the turn came from, for its span.
+    pub trace: TurnTrace,
 }
 
 /// How a turn ended.
@@ -191,7 +192,7 @@ impl Harness {
             &self.model,
             &turn.session_id,
             &turn.turn_id,
-            turn.trace_parent.as_deref(),
+            &turn.trace,
         );
         let range = LogRange::new();
         if let Some(first) = trace::first_index(&turn.events, &turn.turn_id) {
@@ -227,7 +228,7 @@ impl Harness {
                 purpose: ctx.purpose.clone(),
                 continuation_key: ctx.continuation_key.clone(),
             },
-            trace_parent: None,
+            trace: TurnTrace::default(),
         };
         let span = trace::subagent_span(&self.agent, id, &ctx.session_id, turn_id);
         let range = LogRange::new();

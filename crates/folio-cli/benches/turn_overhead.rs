@@ -191,7 +191,7 @@ fn main() {
     let env = |name: &str| (name == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| collector.clone());
     let config = folio_telemetry::TelemetryConfig::resolve(
         env,
-        &folio_telemetry::TelemetrySettings::default(),
+        &folio_project::TelemetrySection::default(),
         "bench",
     )
     .unwrap();

@@ -7,8 +7,8 @@
 //! of a `folio run` turn with two tool calls and a subagent (names, parents, GenAI attributes,
 //! event-index ranges against the session log), the trace context sent to the model, metrics;
 //! an incoming `traceparent` on `folio serve` parenting the turn; nothing
-//! exported under `OTEL_SDK_DISABLED` or with no endpoint; `[telemetry]` in `folio.toml`; a
-//! collector that is down failing no turn.
+//! exported under `OTEL_SDK_DISABLED` or with no endpoint; `[telemetry]` in `folio.toml`;
+//! OTLP/HTTP JSON; a collector that is down failing no turn.
 
 mod serve_support;
 
@@ -53,7 +53,15 @@ class Lines(RequestHandler):
     def handle_trace(self, request, headers):
         self.emit("traces", request)
 
-HttpSink(Lines(), logging.getLogger("otelsink"), port=int(sys.argv[1]), daemon=False).start()
+class Sink(HttpSink):
+    # HttpSink looks "Content-Type" up case-sensitively to tell JSON from protobuf; header names
+    # are case-insensitive in HTTP, and the Rust client sends them lower-cased.
+    def handle_trace(self, post_data, headers):
+        super().handle_trace(post_data, {k.title(): v for k, v in headers.items()})
+    def handle_metrics(self, post_data, headers):
+        super().handle_metrics(post_data, {k.title(): v for k, v in headers.items()})
+
+Sink(Lines(), logging.getLogger("otelsink"), port=int(sys.argv[1]), daemon=False).start()
 "#;
 
 fn workspace_root() -> PathBuf {
@@ -244,23 +252,34 @@ fn attributes(list: &Value) -> BTreeMap<String, Value> {
         .unwrap_or_default()
 }
 
-/// The span tree as indented lines: name, and the tool or subagent it is about.
+/// The span tree as indented lines (from the spans whose parent is not among them): name, and
+/// the tool or subagent it is about.
 fn tree(spans: &[Span]) -> Vec<String> {
-    fn walk(spans: &[Span], parent: Option<&str>, depth: usize, out: &mut Vec<String>) {
-        for span in spans.iter().filter(|span| span.parent.as_deref() == parent) {
-            let about = match span.name.as_str() {
-                "agent_sdk.tool" => format!(" {}", span.attr("gen_ai.tool.name").as_str().unwrap()),
-                "agent_sdk.subagent" => {
-                    format!(" {}", span.attr("agent_sdk.subagent").as_str().unwrap())
-                }
-                _ => String::new(),
-            };
-            out.push(format!("{}{}{about}", "  ".repeat(depth), span.name));
-            walk(spans, Some(&span.span_id), depth + 1, out);
+    fn walk(spans: &[Span], span: &Span, depth: usize, out: &mut Vec<String>) {
+        let about = match span.name.as_str() {
+            "agent_sdk.tool" => format!(" {}", span.attr("gen_ai.tool.name").as_str().unwrap()),
+            "agent_sdk.subagent" => {
+                format!(" {}", span.attr("agent_sdk.subagent").as_str().unwrap())
+            }
+            _ => String::new(),
+        };
+        out.push(format!("{}{}{about}", "  ".repeat(depth), span.name));
+        for child in spans
+            .iter()
+            .filter(|child| child.parent.as_deref() == Some(span.span_id.as_str()))
+        {
+            walk(spans, child, depth + 1, out);
         }
     }
+    let ids: Vec<&str> = spans.iter().map(|span| span.span_id.as_str()).collect();
     let mut out = Vec::new();
-    walk(spans, None, 0, &mut out);
+    for root in spans.iter().filter(|span| {
+        span.parent
+            .as_deref()
+            .is_none_or(|parent| !ids.contains(&parent))
+    }) {
+        walk(spans, root, 0, &mut out);
+    }
     out
 }
 
@@ -410,7 +429,9 @@ async fn traced_run_exports_the_turn_tree() {
     let turn_id = turn.attr("agent_sdk.turn_id");
     let expected: BTreeMap<String, Value> = [
         ("agent_sdk.agent", json!("test-agent")),
+        ("agent_sdk.channel", json!("cli")),
         ("agent_sdk.session_id", json!(session)),
+        ("agent_sdk.session_mode", json!("chat")),
         ("agent_sdk.turn_id", turn_id.clone()),
         ("cursor.conversation.id", json!(session)),
         ("gen_ai.agent.name", json!("test-agent")),
@@ -557,6 +578,8 @@ async fn incoming_traceparent_parents_the_turn() {
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 201);
+    let created: Value = response.json().await.unwrap();
+    let session = created["sessionId"].as_str().unwrap();
     let spans = sink
         .wait_spans(|spans| spans.iter().any(|span| span.name == "agent_sdk.turn"))
         .await;
@@ -579,6 +602,47 @@ async fn incoming_traceparent_parents_the_turn() {
         .unwrap()
         .to_string();
     assert!(sent.starts_with(&format!("00-{trace_id}-")), "{sent}");
+
+    // A direct tool call opens a synthetic turn span, parented on its request's traceparent.
+    let direct_trace = "0af7651916cd43dd8448eb211c80319c";
+    let direct_parent = "b7ad6b7169203331";
+    let mut attempts = 0;
+    let status = loop {
+        let response = client()
+            .post(format!("{}/v1/session/{session}/tools/LS", served.url))
+            .header(
+                "traceparent",
+                format!("00-{direct_trace}-{direct_parent}-01"),
+            )
+            .json(&json!({"input": {}}))
+            .send()
+            .await
+            .unwrap();
+        attempts += 1;
+        // 409 while the session's actor is still settling the turn that just ended.
+        if response.status().as_u16() != 409 || attempts == 50 {
+            break response.status().as_u16();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(status, 200);
+    let spans = sink
+        .wait_spans(|spans| spans.iter().any(|span| span.trace_id == direct_trace))
+        .await;
+    let direct: Vec<Span> = spans
+        .into_iter()
+        .filter(|span| span.trace_id == direct_trace && span.name != "agent_sdk.http")
+        .collect();
+    assert_eq!(tree(&direct), ["agent_sdk.turn", "  agent_sdk.tool LS"]);
+    let synthetic = &direct[0];
+    assert_eq!(
+        (
+            synthetic.parent.as_deref(),
+            synthetic.attr("agent_sdk.synthetic"),
+            synthetic.attr("agent_sdk.session_id")
+        ),
+        (Some(direct_parent), json!(true), json!(session))
+    );
 }
 
 /// Nothing reaches a collector when export is disabled or unset, and the model sees no trace.
@@ -604,6 +668,32 @@ async fn nothing_is_exported_unless_configured() {
         .map(|request| request.header("traceparent").is_some())
         .collect();
     assert_eq!(traced, [false, false]);
+}
+
+/// `OTEL_EXPORTER_OTLP_PROTOCOL=http/json` exports the same spans as JSON. (The sink's parser
+/// reads OTLP/JSON's hex ids as base64, so only the names are compared.)
+async fn http_json_exports_the_spans() {
+    let sink = Sink::start().await;
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("Hello."));
+    let project = agent_project();
+    let state = tempfile::tempdir().unwrap();
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", sink.endpoint.as_str()),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+    ];
+    run(&mock, project.path(), state.path(), &env).await;
+    let spans = sink
+        .wait_spans(|spans| spans.iter().any(|span| span.name == "agent_sdk.turn"))
+        .await;
+    let mut names: Vec<&str> = spans.iter().map(|span| span.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["agent_sdk.turn", "chat gpt-test"]);
+    assert!(
+        sink.metric_names()
+            .iter()
+            .any(|m| m == "agent_sdk.turn.count")
+    );
 }
 
 /// `[telemetry]` in `folio.toml` configures the export when no variable does.
@@ -649,5 +739,6 @@ async fn otlp_export_end_to_end() {
     incoming_traceparent_parents_the_turn().await;
     nothing_is_exported_unless_configured().await;
     folio_toml_configures_the_export().await;
+    http_json_exports_the_spans().await;
     a_collector_that_is_down_fails_no_turn().await;
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use folio_agent::tools::{ScratchMode, SessionContext, TodoList, ToolContext};
 use folio_agent::write_workspace_files;
-use folio_agent::{Agent, Turn, TurnOutcome};
+use folio_agent::{Agent, Turn, TurnOutcome, TurnTrace};
 use folio_protocol::{
     ActionApprovalResolved, Admission, Event, EventBody, MessageQueued, MessageReceived, OkTrue,
     SessionCompleted, SessionFailed, SessionMode, SessionStatus, SessionWaiting, TURN_INTERRUPTED,
@@ -123,7 +123,12 @@ impl Actor {
                 let _ = reply.send(());
                 false
             }
-            Command::Tool { name, input, reply } => {
+            Command::Tool {
+                name,
+                input,
+                trace_parent,
+                reply,
+            } => {
                 // A turn parked across a restart holds the lock too.
                 let parked = || self.live.with_events(|events| open_turn(events).is_some());
                 if self.running.is_some() || parked() {
@@ -133,7 +138,7 @@ impl Actor {
                 let agent = self.inner.agent();
                 let workspace = self.inner.state.workspace_dir(&self.live.id);
                 let todos = self.live.with_events(TodoList::from_events);
-                let result = direct_call(
+                let call = direct_call(
                     &agent,
                     &name,
                     input,
@@ -141,8 +146,8 @@ impl Actor {
                     &self.live.id,
                     todos,
                     self.inner.shutdown.child_token(),
-                )
-                .await;
+                );
+                let result = folio_telemetry::with_incoming(trace_parent, call).await;
                 let _ = reply.send(result);
                 false
             }
@@ -496,7 +501,14 @@ async fn run_turn(
         cancel,
         todos,
         context: SessionContext::default(),
-        trace_parent,
+        trace: {
+            let meta = lock(&live.meta);
+            TurnTrace {
+                parent: trace_parent,
+                channel: Some(meta.channel.clone()),
+                session_mode: Some(meta.mode),
+            }
+        },
     };
     let sink = LiveSink(live.clone());
     if resume {
@@ -549,7 +561,8 @@ pub(crate) fn finish_session(
     })
 }
 
-/// Prepares and runs a tool directly (no approval gate).
+/// Prepares and runs a tool directly (no approval gate), in a synthetic turn's span parented on
+/// the incoming request's `traceparent` ([`folio_telemetry::with_incoming`]).
 pub(crate) async fn direct_call(
     agent: &Agent,
     name: &str,
@@ -569,6 +582,7 @@ pub(crate) async fn direct_call(
         .bind_turn_fs(workspace)
         .await
         .map_err(|err| ManagerError::Internal(err.to_string()))?;
+    let call_id = format!("direct_{}", ulid::Ulid::generate());
     let ctx = ToolContext {
         fs,
         workspace: workspace.to_path_buf(),
@@ -576,12 +590,22 @@ pub(crate) async fn direct_call(
         cancel,
         todos,
         session_id: session_id.to_string(),
-        call_id: format!("direct_{}", ulid::Ulid::generate()),
+        call_id: call_id.clone(),
         dry_run: false,
         purpose: None,
         continuation_key: None,
     };
-    Ok(match tool.call(input, &ctx).await {
+    let traceparent = folio_telemetry::incoming_traceparent();
+    let traced = folio_agent::trace_direct_call(
+        &agent.definition.name,
+        session_id,
+        &call_id,
+        name,
+        &input,
+        traceparent.as_deref(),
+        tool.call(input.clone(), &ctx),
+    );
+    Ok(match traced.await {
         Ok(output) => ToolCallResult {
             ok: OkTrue,
             result: output.to_event_value(),

@@ -88,6 +88,8 @@ pub(crate) enum Command {
     Tool {
         name: String,
         input: Value,
+        /// The W3C `traceparent` of the request, which parents the call's span.
+        trace_parent: Option<String>,
         reply: oneshot::Sender<Result<ToolCallResult, ManagerError>>,
     },
     Resolve {

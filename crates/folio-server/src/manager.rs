@@ -380,8 +380,15 @@ impl SessionManager {
             Some(session_id) => {
                 let live = self.owned(principal, session_id)?;
                 let name = name.to_string();
-                self.command(&live, |reply| Command::Tool { name, input, reply })
-                    .await?
+                // The actor runs the call in its own task: the request's trace context goes along.
+                let trace_parent = folio_telemetry::incoming_traceparent();
+                self.command(&live, |reply| Command::Tool {
+                    name,
+                    input,
+                    trace_parent,
+                    reply,
+                })
+                .await?
             }
             None => {
                 crate::direct::check_unscoped(name)?;

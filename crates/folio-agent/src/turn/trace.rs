@@ -8,9 +8,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use folio_protocol::{Event, EventBody, Usage};
-use tracing::Span;
+use folio_protocol::{Event, EventBody, SessionMode, Usage};
+use serde_json::Value;
 use tracing::field::Empty;
+use tracing::{Instrument, Span};
+
+use crate::tools::{ToolError, ToolOutput};
 
 /// No index logged yet.
 const NONE: u64 = u64::MAX;
@@ -58,6 +61,17 @@ pub(super) fn record_range(span: &Span, first: Option<u64>, last: Option<u64>) {
     }
 }
 
+/// Where a turn came from, as its span records it.
+#[derive(Debug, Clone, Default)]
+pub struct TurnTrace {
+    /// The W3C `traceparent` of the request that started the turn, which parents its span.
+    pub parent: Option<String>,
+    /// The session's channel (`agent_sdk.channel`: `http`, `cli`, …).
+    pub channel: Option<String>,
+    /// The session's mode (`agent_sdk.session_mode`).
+    pub session_mode: Option<SessionMode>,
+}
+
 /// The ROOT span of a turn (`agent_sdk.turn`, GenAI `invoke_agent`), parented on the W3C
 /// `traceparent` of the request that started it, when there is one.
 pub(super) fn turn_span(
@@ -65,8 +79,12 @@ pub(super) fn turn_span(
     model: &str,
     session_id: &str,
     turn_id: &str,
-    traceparent: Option<&str>,
+    trace: &TurnTrace,
 ) -> Span {
+    let mode = trace.session_mode.map(|mode| match mode {
+        SessionMode::Chat => "chat",
+        SessionMode::Task => "task",
+    });
     let span = tracing::info_span!(
         parent: None,
         "agent_sdk.turn",
@@ -76,6 +94,8 @@ pub(super) fn turn_span(
         agent_sdk.agent = agent,
         gen_ai.agent.name = agent,
         agent_sdk.turn_id = turn_id,
+        agent_sdk.channel = trace.channel.as_deref(),
+        agent_sdk.session_mode = mode,
         gen_ai.operation.name = "invoke_agent",
         gen_ai.request.model = model,
         gen_ai.usage.input_tokens = Empty,
@@ -87,7 +107,7 @@ pub(super) fn turn_span(
         otel.status_code = Empty,
         error.type = Empty,
     );
-    folio_telemetry::enter_turn(&span, session_id, turn_id, traceparent);
+    folio_telemetry::enter_turn(&span, session_id, turn_id, trace.parent.as_deref());
     folio_telemetry::metrics::turn(agent, "started");
     span
 }
@@ -284,4 +304,39 @@ pub(super) fn chat_ended(
         tokens,
         error,
     });
+}
+
+/// Runs `call`, tool `tool` called directly (without a model or a turn), inside a synthetic
+/// `agent_sdk.turn` span, parented on `traceparent` when given, and its `agent_sdk.tool` span,
+/// so a direct call traces like a turn's.
+pub async fn trace_direct_call(
+    agent: &str,
+    session_id: &str,
+    call_id: &str,
+    tool: &str,
+    input: &Value,
+    traceparent: Option<&str>,
+    call: impl Future<Output = Result<ToolOutput, ToolError>>,
+) -> Result<ToolOutput, ToolError> {
+    let turn = tracing::info_span!(
+        parent: None,
+        "agent_sdk.turn",
+        agent_sdk.session_id = session_id,
+        cursor.conversation.id = session_id,
+        gen_ai.conversation.id = session_id,
+        agent_sdk.agent = agent,
+        gen_ai.agent.name = agent,
+        gen_ai.operation.name = "invoke_agent",
+        agent_sdk.synthetic = true,
+    );
+    folio_telemetry::adopt_parent(&turn, traceparent);
+    let span = turn.in_scope(|| tool_span(tool, call_id, None, input));
+    let result = call.instrument(span.clone()).await;
+    let output = match &result {
+        Ok(output) if folio_telemetry::capture_content() => Some(output.to_event_value()),
+        _ => None,
+    };
+    let error = result.as_ref().err().map(|err| err.0.as_str());
+    tool_ended(&span, tool, output.as_ref(), error);
+    result
 }
