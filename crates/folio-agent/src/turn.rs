@@ -800,10 +800,12 @@ impl Harness {
                     });
                     self.emit(turn, recorder, body).await?;
                 }
+                let pending = folio_telemetry::metrics::approval_pending(&self.agent);
                 let resolved = tokio::select! {
                     resolved = recorder.sink.await_approval(&call.id) => resolved,
                     () = turn.cancel.cancelled() => return Err(Stop::Interrupted),
                 };
+                drop(pending);
                 self.emit(
                     turn,
                     recorder,

@@ -410,22 +410,6 @@ impl Actor {
     }
 }
 
-/// Counts a turn in the `agent_sdk.turns.running` metric while it lives.
-struct RunningTurn(String);
-
-impl RunningTurn {
-    fn start(agent: &str) -> RunningTurn {
-        folio_telemetry::metrics::turns_running(agent, 1);
-        RunningTurn(agent.to_string())
-    }
-}
-
-impl Drop for RunningTurn {
-    fn drop(&mut self) {
-        folio_telemetry::metrics::turns_running(&self.0, -1);
-    }
-}
-
 /// Runs (or resumes) one turn: waits for a slot under the agent's cap, binds the FileSystem,
 /// and hands the turn to the harness with the live session as its sink.
 async fn run_turn(
@@ -456,8 +440,7 @@ async fn run_turn(
             Err(_) => {
                 use std::sync::atomic::Ordering;
                 let position = inner.queued.fetch_add(1, Ordering::SeqCst) + 1;
-                let name = inner.agent().definition.name.clone();
-                folio_telemetry::metrics::turns_queued(&name, 1);
+                let queued = folio_telemetry::metrics::turn_queued(&inner.agent().definition.name);
                 let _ = live.append(
                     Some(&turn_id),
                     EventBody::TurnQueued(TurnQueued { position }),
@@ -467,7 +450,7 @@ async fn run_turn(
                     () = cancel.cancelled() => None,
                 };
                 inner.queued.fetch_sub(1, Ordering::SeqCst);
-                folio_telemetry::metrics::turns_queued(&name, -1);
+                drop(queued);
                 match acquired {
                     Some(permit) => Some(permit),
                     None => {
@@ -479,7 +462,7 @@ async fn run_turn(
         },
     };
     let agent = inner.agent();
-    let _running = RunningTurn::start(&agent.definition.name);
+    let _running = folio_telemetry::metrics::turn_running(&agent.definition.name);
     let workspace = inner.state.workspace_dir(&live.id);
     let (fs, scratch) = match agent.bind_turn_fs(&workspace).await {
         Ok(bound) => bound,

@@ -20,6 +20,8 @@ struct Instruments {
     event_log: Histogram<f64>,
     turns_running: UpDownCounter<i64>,
     turns_queued: UpDownCounter<i64>,
+    streams_open: UpDownCounter<i64>,
+    approvals_pending: UpDownCounter<i64>,
 }
 
 fn instruments() -> &'static Instruments {
@@ -76,6 +78,14 @@ fn instruments() -> &'static Instruments {
             turns_queued: meter
                 .i64_up_down_counter("agent_sdk.turns.queued")
                 .with_description("Turns waiting for a slot under the agent's cap, by agent")
+                .build(),
+            streams_open: meter
+                .i64_up_down_counter("agent_sdk.streams.open")
+                .with_description("Session event streams open now")
+                .build(),
+            approvals_pending: meter
+                .i64_up_down_counter("agent_sdk.approvals.pending")
+                .with_description("Tool calls waiting for a human approval, by agent")
                 .build(),
         }
     })
@@ -196,18 +206,50 @@ pub fn event_log(operation: &'static str, duration: Duration) {
     );
 }
 
-/// A turn of `agent` started (`+1`) or stopped (`-1`) running.
-pub fn turns_running(agent: &str, change: i64) {
-    instruments().turns_running.add(
-        change,
-        &[KeyValue::new("agent_sdk.agent", agent.to_string())],
-    );
+/// One unit held on an up-down counter (a running turn, an open stream) until dropped.
+#[must_use = "the unit is released when this is dropped"]
+pub struct Held {
+    counter: &'static UpDownCounter<i64>,
+    attributes: Vec<KeyValue>,
 }
 
-/// A turn of `agent` started (`+1`) or stopped (`-1`) waiting for a slot.
-pub fn turns_queued(agent: &str, change: i64) {
-    instruments().turns_queued.add(
-        change,
-        &[KeyValue::new("agent_sdk.agent", agent.to_string())],
-    );
+impl Held {
+    fn take(counter: &'static UpDownCounter<i64>, attributes: Vec<KeyValue>) -> Held {
+        counter.add(1, &attributes);
+        Held {
+            counter,
+            attributes,
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.counter.add(-1, &self.attributes);
+    }
+}
+
+fn agent_attribute(agent: &str) -> Vec<KeyValue> {
+    vec![KeyValue::new("agent_sdk.agent", agent.to_string())]
+}
+
+/// A turn of `agent` runs while the result is held (`agent_sdk.turns.running`).
+pub fn turn_running(agent: &str) -> Held {
+    Held::take(&instruments().turns_running, agent_attribute(agent))
+}
+
+/// A turn of `agent` waits for a slot while the result is held (`agent_sdk.turns.queued`).
+pub fn turn_queued(agent: &str) -> Held {
+    Held::take(&instruments().turns_queued, agent_attribute(agent))
+}
+
+/// A session event stream is open while the result is held (`agent_sdk.streams.open`).
+pub fn stream_open() -> Held {
+    Held::take(&instruments().streams_open, Vec::new())
+}
+
+/// A call of `agent` waits for a human approval while the result is held
+/// (`agent_sdk.approvals.pending`).
+pub fn approval_pending(agent: &str) -> Held {
+    Held::take(&instruments().approvals_pending, agent_attribute(agent))
 }
