@@ -3,8 +3,9 @@
 //!
 //! Two models: an in-process provider that yields canned deltas (pure harness cost), and the
 //! mock model *server* over loopback through the real OpenAI client (adds HTTP + SSE). Each runs
-//! with telemetry off (no subscriber), then again with Folio's subscriber exporting every span
-//! and metric over OTLP/HTTP to a loopback collector that accepts everything.
+//! with no subscriber, with Folio's subscriber and no export (what `folio` runs by default), and
+//! with Folio's subscriber exporting every span and metric over OTLP/HTTP to a loopback
+//! collector that accepts everything.
 //! Run: `cargo bench -p folio-cli --bench turn_overhead` (prints p50/p99 per turn).
 
 mod support;
@@ -186,7 +187,17 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(measure_all("telemetry off"));
+    runtime.block_on(measure_all("no subscriber"));
+    // What `folio` runs with no OTLP endpoint: its subscriber, logging only.
+    let (_, logging) = folio_telemetry::subscriber(
+        folio_telemetry::LogFormat::Text,
+        folio_telemetry::log_filter(|_| None).unwrap(),
+        &folio_telemetry::TelemetryConfig::default(),
+    )
+    .unwrap();
+    tracing::subscriber::with_default(logging, || {
+        runtime.block_on(measure_all("subscriber, export off"))
+    });
     let collector = accepting_collector();
     let env = |name: &str| (name == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| collector.clone());
     let config = folio_telemetry::TelemetryConfig::resolve(

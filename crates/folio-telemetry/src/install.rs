@@ -82,6 +82,20 @@ pub fn install(
     filter: EnvFilter,
     config: &TelemetryConfig,
 ) -> Result<Telemetry, TelemetryError> {
+    let (telemetry, subscriber) = subscriber(format, filter, config)?;
+    tracing::subscriber::set_global_default(subscriber)
+        .map_err(|err| TelemetryError::Install(err.to_string()))?;
+    Ok(telemetry)
+}
+
+/// The subscriber [`install`] installs, for a caller that scopes it itself (a bench with
+/// `tracing::subscriber::set_default`). The exporters, the global meter provider and the
+/// content-capture switch are set up as by `install`.
+pub fn subscriber(
+    format: LogFormat,
+    filter: EnvFilter,
+    config: &TelemetryConfig,
+) -> Result<(Telemetry, impl tracing::Subscriber + Send + Sync + 'static), TelemetryError> {
     // Spans of Folio's crates are always on for the log layer, so a line inside a turn names
     // its session and turn whatever the filter lets through.
     let folio_spans = filter_fn(|meta| meta.is_span() && meta.target().starts_with("folio"));
@@ -121,11 +135,8 @@ pub fn install(
             (telemetry, Some(layer))
         }
     };
-    let subscriber = Registry::default().with(logs).with(otel);
-    tracing::subscriber::set_global_default(subscriber)
-        .map_err(|err| TelemetryError::Install(err.to_string()))?;
     crate::context::set_capture_content(config.capture_content);
-    Ok(telemetry)
+    Ok((telemetry, Registry::default().with(logs).with(otel)))
 }
 
 /// The resource every span and metric carries.

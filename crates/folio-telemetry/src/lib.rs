@@ -18,7 +18,7 @@ pub use config::{ExportConfig, Protocol, TelemetryConfig, Temporality};
 pub use context::{
     adopt_parent, capture_content, enter_turn, incoming_traceparent, trace_headers, with_incoming,
 };
-pub use install::{LogFormat, Telemetry, install, log_filter};
+pub use install::{LogFormat, Telemetry, install, log_filter, subscriber};
 
 /// Why telemetry could not be set up.
 #[derive(Debug, thiserror::Error)]
