@@ -534,6 +534,7 @@ async fn traced_run_exports_the_turn_tree() {
     let metrics = sink.metric_names();
     for name in [
         "agent_sdk.event_log.duration",
+        "agent_sdk.session.count",
         "agent_sdk.subagent.count",
         "agent_sdk.turn.count",
         "agent_sdk.turns.running",

@@ -216,6 +216,7 @@ impl SessionManager {
             .await
             .map_err(|e| io_error("cannot save session.json", e))?;
         let live = Arc::new(Live::open(state, meta)?);
+        folio_telemetry::metrics::session(&self.agent().definition.name, channel);
         // `session.json`, the new session directory and the log file are entries of their
         // directories: synced (in the group commit, alongside the first message's round)
         // before the first message is acknowledged.

@@ -16,6 +16,7 @@ struct Instruments {
     tool_calls: Counter<u64>,
     turns: Counter<u64>,
     subagents: Counter<u64>,
+    sessions: Counter<u64>,
     http_duration: Histogram<f64>,
     event_log: Histogram<f64>,
     turns_running: UpDownCounter<i64>,
@@ -60,6 +61,10 @@ fn instruments() -> &'static Instruments {
             subagents: meter
                 .u64_counter("agent_sdk.subagent.count")
                 .with_description("Subagent runs, by agent and subagent")
+                .build(),
+            sessions: meter
+                .u64_counter("agent_sdk.session.count")
+                .with_description("Sessions created, by agent and channel")
                 .build(),
             http_duration: meter
                 .f64_histogram("agent_sdk.http.duration")
@@ -109,6 +114,17 @@ pub fn tool_call(tool: &str, ok: bool) {
         &[
             KeyValue::new("cursor.tool.name", tool.to_string()),
             KeyValue::new("cursor.tool.status", if ok { "ok" } else { "error" }),
+        ],
+    );
+}
+
+/// A session of `agent` was created through `channel`.
+pub fn session(agent: &str, channel: &str) {
+    instruments().sessions.add(
+        1,
+        &[
+            KeyValue::new("agent_sdk.agent", agent.to_string()),
+            KeyValue::new("agent_sdk.channel", channel.to_string()),
         ],
     );
 }
