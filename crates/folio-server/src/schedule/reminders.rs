@@ -302,6 +302,8 @@ impl SessionManager {
                 message: Pending {
                     text,
                     files: BTreeMap::new(),
+                    // A reminder is woken by the scheduler, not by a request: no caller's trace.
+                    trace_parent: None,
                 },
                 admission: Some(Admission::Coalesce),
                 token: None,
