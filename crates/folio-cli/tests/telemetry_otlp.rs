@@ -11,7 +11,9 @@
 //! and the server's metrics (open streams, event-log fsyncs through the group commit); nothing
 //! exported under `OTEL_SDK_DISABLED` or with no endpoint; `[telemetry]` in `folio.toml`;
 //! OTLP/HTTP JSON; OTLP/gRPC; a collector that is down or never answers failing and slowing no
-//! turn, the spans that do not fit the queue dropped and counted.
+//! turn, the spans that do not fit the queue dropped and counted; an MCP call over streamable
+//! HTTP carrying its trace context in `params._meta` and its `traceparent` header, as seen by a
+//! server on the official Python MCP SDK.
 
 mod serve_support;
 
@@ -79,6 +81,27 @@ if transport == "grpc":
     sink.wait_for_termination()
 else:
     Sink(Lines(), logging.getLogger("otelsink"), port=port, daemon=False).start()
+"#;
+
+/// A streamable-HTTP MCP server on the official Python SDK (port in argv[1]), whose one tool
+/// answers with the W3C `traceparent` its call carried in `params._meta` and in the HTTP
+/// request's headers.
+const TRACE_ECHO_SERVER: &str = r#"
+import json, sys
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("trace-echo")
+
+@server.tool()
+def trace_context(ctx: Context) -> str:
+    """The trace context this call carried."""
+    request = ctx.request_context.request
+    return json.dumps({
+        "meta": dict(ctx.request_context.meta or {}).get("traceparent"),
+        "header": request.headers.get("traceparent") if request is not None else None,
+    })
+
+server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
 "#;
 
 /// How the sink receives OTLP.
@@ -897,10 +920,16 @@ async fn folio_toml_configures_the_export() {
 }
 
 /// `OTEL_EXPORTER_OTLP_PROTOCOL=grpc` exports over OTLP/gRPC (the endpoint taken as written),
-/// with the headers as gRPC metadata; metrics in the cumulative temporality asked for.
+/// with the headers as gRPC metadata; metrics in the cumulative temporality asked for. Opted in
+/// with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, spans carry the tool's arguments
+/// and result and the model's answer; a failed tool call carries `error.type`.
 async fn grpc_exports_spans_and_metrics() {
     let sink = Sink::start(Transport::Grpc).await;
     let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([(
+        "Read",
+        json!({"path": "missing.txt"}),
+    )]));
     mock.push(MockReply::text("Hello."));
     let project = serve_support::project("model = \"openai:gpt-test\"\n");
     let state = tempfile::tempdir().unwrap();
@@ -912,13 +941,23 @@ async fn grpc_exports_spans_and_metrics() {
             "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE",
             "cumulative",
         ),
+        ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"),
     ];
     let result = run(&mock, project.path(), state.path(), &env).await;
+    assert_eq!(result.reply, "Hello.");
     let spans = sink
         .wait_spans(|spans| spans.iter().any(|span| span.name == "agent_sdk.turn"))
         .await;
-    assert_eq!(tree(&spans), ["agent_sdk.turn", "  chat gpt-test"]);
-    let (turn, chat) = (&spans[0], &spans[1]);
+    assert_eq!(
+        tree(&spans),
+        [
+            "agent_sdk.turn",
+            "  chat gpt-test",
+            "  agent_sdk.tool Read",
+            "  chat gpt-test"
+        ]
+    );
+    let (turn, chat, tool, answer) = (&spans[0], &spans[1], &spans[2], &spans[3]);
     assert_eq!(
         (
             turn.attr("gen_ai.conversation.id"),
@@ -934,6 +973,27 @@ async fn grpc_exports_spans_and_metrics() {
             json!("gpt-test"),
             json!("gpt-test")
         )
+    );
+    assert_eq!(
+        (
+            tool.attr("cursor.tool.status"),
+            tool.attr("error.type"),
+            tool.attr("gen_ai.tool.type"),
+        ),
+        (json!("error"), json!("tool_error"), json!("function"))
+    );
+    let arguments = tool.attr("gen_ai.tool.call.arguments");
+    assert!(
+        arguments
+            .as_str()
+            .is_some_and(|text| text.contains("missing.txt")),
+        "{arguments}"
+    );
+    assert!(tool.attr("gen_ai.tool.call.result").is_string(), "{tool:?}");
+    let output = answer.attr("gen_ai.output.messages");
+    assert!(
+        output.as_str().is_some_and(|text| text.contains("Hello.")),
+        "{output}"
     );
     let sent = mock.requests()[0]
         .header("traceparent")
@@ -1026,6 +1086,65 @@ async fn a_collector_that_is_down_fails_and_slows_no_turn() {
     .await;
 }
 
+/// An MCP call over streamable HTTP carries its `tools/call` span's trace context both in
+/// `params._meta` and as the request's `traceparent` header, as a real MCP server (the official
+/// Python SDK) sees them.
+async fn mcp_calls_carry_the_trace_context() {
+    let sink = Sink::start(Transport::Http).await;
+    let python = workspace_root().join("target/test-deps/venv/bin/python");
+    let port = free_port();
+    let _server = tokio::process::Command::new(python)
+        .args(["-c", TRACE_ECHO_SERVER, &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let address = format!("127.0.0.1:{port}");
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while tokio::net::TcpStream::connect(&address).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the MCP server listens within 30 s");
+    let project = serve_support::project("model = \"openai:gpt-test\"\n");
+    write_files(
+        project.path(),
+        &[(
+            "agent/mcp-connections/echo.toml",
+            &format!("url = \"http://{address}/mcp\"\n"),
+        )],
+    );
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([(
+        "mcp__echo__trace_context",
+        json!({}),
+    )]));
+    mock.push(MockReply::text("Traced."));
+    let state = tempfile::tempdir().unwrap();
+    let result = run(
+        &mock,
+        project.path(),
+        state.path(),
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &sink.endpoint)],
+    )
+    .await;
+    assert_eq!(result.reply, "Traced.");
+    let spans = sink
+        .wait_spans(|spans| spans.iter().any(|span| span.name == "agent_sdk.turn"))
+        .await;
+    let call = spans
+        .iter()
+        .find(|span| span.name == "tools/call trace_context")
+        .unwrap_or_else(|| panic!("no MCP span in {:?}", tree(&spans)));
+    let expected = format!("00-{}-{}-01", call.trace_id, call.span_id);
+    let output = result.tool_calls[0].output.as_str().unwrap_or_default();
+    let seen: Value = serde_json::from_str(output)
+        .unwrap_or_else(|err| panic!("the tool answered {output:?}: {err}"));
+    assert_eq!(seen, json!({"meta": expected, "header": expected}));
+}
+
 #[tokio::test]
 async fn otlp_export_end_to_end() {
     traced_run_exports_the_turn_tree().await;
@@ -1035,4 +1154,5 @@ async fn otlp_export_end_to_end() {
     http_json_exports_the_spans().await;
     grpc_exports_spans_and_metrics().await;
     a_collector_that_is_down_fails_and_slows_no_turn().await;
+    mcp_calls_carry_the_trace_context().await;
 }
