@@ -13,7 +13,8 @@
 //! OTLP/HTTP JSON; OTLP/gRPC; a collector that is down or never answers failing and slowing no
 //! turn, the spans that do not fit the queue dropped and counted; an MCP call over streamable
 //! HTTP carrying its trace context in `params._meta` and its `traceparent` header, as seen by a
-//! server on the official Python MCP SDK.
+//! server on the official Python MCP SDK; the server's gauges (approvals pending, turns running
+//! and queued) following a parked approval under a one-turn cap.
 
 mod serve_support;
 
@@ -24,10 +25,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use folio_protocol::{
-    ActionResult, ActionsRequested, Event, LogLevel, LogsResponse, RunResult, SessionCreated, Usage,
+    Acknowledged, ActionApprovalRequested, ActionResult, ActionsRequested, ApprovalDecision,
+    ApprovalRequest, CreateSession, Event, LogLevel, LogsResponse, RunResult, SessionCreated,
+    Usage,
 };
 use folio_test_support::{
-    MockModelServer, MockReply, NO_BODY, data, expect, read_ndjson, read_wire,
+    MockModelServer, MockReply, NO_BODY, create_session, data, expect, read_ndjson, read_wire,
 };
 use pretty_assertions::assert_eq;
 use reqwest::Method;
@@ -315,6 +318,31 @@ impl Sink {
                 (attributes(&point["attributes"]), value)
             })
             .collect()
+    }
+
+    /// The value of the up-down counter `name` in the last export that carried it (summed over
+    /// its attribute sets).
+    fn latest(&self, name: &str) -> Option<i64> {
+        self.bodies("metrics")
+            .iter()
+            .filter_map(|body| {
+                let points: Vec<i64> = body["resourceMetrics"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|resource| resource["scopeMetrics"].as_array().into_iter().flatten())
+                    .flat_map(|scope| scope["metrics"].as_array().into_iter().flatten())
+                    .filter(|metric| metric["name"] == name)
+                    .flat_map(|metric| metric["sum"]["dataPoints"].as_array().into_iter().flatten())
+                    .map(|point| {
+                        point["asInt"]
+                            .as_str()
+                            .map_or(0, |text| text.parse().unwrap())
+                    })
+                    .collect();
+                (!points.is_empty()).then(|| points.iter().sum())
+            })
+            .last()
     }
 
     /// Waits until `done` holds for the metrics received (at most 30 s).
@@ -1086,6 +1114,83 @@ async fn a_collector_that_is_down_fails_and_slows_no_turn() {
     .await;
 }
 
+/// `folio serve` reports its gauges as they change: a call waiting for approval
+/// (`agent_sdk.approvals.pending`) holds the agent's one turn slot (`agent_sdk.turns.running`),
+/// so another session's turn waits (`agent_sdk.turns.queued`); all three drop back to zero
+/// once the call is approved and both turns end.
+async fn server_gauges_follow_approvals_and_the_queue() {
+    let sink = Sink::start(Transport::Http).await;
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([(
+        "deploy",
+        json!({"target": "prod"}),
+    )]));
+    mock.push(MockReply::text("Deployed."));
+    mock.push(MockReply::text("Second."));
+    let project = serve_support::project(
+        "model = \"openai:gpt-test\"\n[concurrency]\nmax_running_turns = 1\n",
+    );
+    write_files(
+        project.path(),
+        &[(
+            "agent/tools/deploy.toml",
+            "description = \"Deploy a service.\"\ncommand = [\"sh\", \"-c\", \"cat >/dev/null; echo deployed\"]\nneeds_approval = true\n\n[input_schema]\ntype = \"object\"\n",
+        )],
+    );
+    let state = tempfile::tempdir().unwrap();
+    let served = serve_with_env(
+        &mock.openai_base_url(),
+        project.path(),
+        state.path(),
+        &[],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", sink.endpoint.as_str()),
+            ("OTEL_METRIC_EXPORT_INTERVAL", "200"),
+        ],
+    )
+    .await;
+    let first = create_session(&served.url, &CreateSession::message("deploy prod")).await;
+    let mut first_stream = Stream::open(&served.url, &first.session_id, 0, None).await;
+    let requested = first_stream.until("action.approval_requested").await;
+    let call_id = data::<ActionApprovalRequested>(&requested).call_id.clone();
+    let second = create_session(&served.url, &CreateSession::message("hello")).await;
+    let mut second_stream = Stream::open(&served.url, &second.session_id, 0, None).await;
+    second_stream.until("turn.queued").await;
+    let gauges = |sink: &Sink| {
+        [
+            "agent_sdk.approvals.pending",
+            "agent_sdk.turns.running",
+            "agent_sdk.turns.queued",
+        ]
+        .map(|name| sink.latest(name))
+    };
+    sink.wait_metrics(
+        "one approval pending, one turn running, one queued",
+        |sink| gauges(sink) == [Some(1), Some(1), Some(1)],
+    )
+    .await;
+    let approve = ApprovalRequest {
+        decision: ApprovalDecision::Approve,
+        reason: None,
+    };
+    let _: Acknowledged = expect(
+        Method::POST,
+        &format!(
+            "{}/v1/session/{}/approvals/{call_id}",
+            served.url, first.session_id
+        ),
+        Some(&approve),
+        200,
+    )
+    .await;
+    first_stream.until("turn.completed").await;
+    second_stream.until("turn.completed").await;
+    sink.wait_metrics("no approval pending, no turn running or queued", |sink| {
+        gauges(sink) == [Some(0), Some(0), Some(0)]
+    })
+    .await;
+}
+
 /// An MCP call over streamable HTTP carries its `tools/call` span's trace context both in
 /// `params._meta` and as the request's `traceparent` header, as a real MCP server (the official
 /// Python SDK) sees them.
@@ -1155,4 +1260,5 @@ async fn otlp_export_end_to_end() {
     grpc_exports_spans_and_metrics().await;
     a_collector_that_is_down_fails_and_slows_no_turn().await;
     mcp_calls_carry_the_trace_context().await;
+    server_gauges_follow_approvals_and_the_queue().await;
 }
