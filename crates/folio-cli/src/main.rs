@@ -11,6 +11,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 mod call;
 mod chat;
 mod dev;
+mod eval;
 mod help;
 mod info;
 mod init;
@@ -61,6 +62,8 @@ enum Command {
     Help(help::HelpArgs),
     /// Write the JSON Schema of every agent-folder file kind (editors check agent files with them).
     Schema(schema::SchemaArgs),
+    /// Run the evals under evals/ and report them; exit 1 when any case fails.
+    Eval(eval::EvalArgs),
 }
 
 /// Arguments of `folio trajectory`.
@@ -113,6 +116,7 @@ fn main() -> ExitCode {
         Command::Chat(args) => chat::chat(args),
         Command::Help(args) => help::help(Cli::command(), args),
         Command::Schema(args) => schema::schema(args),
+        Command::Eval(args) => eval::eval(args),
     };
     match result {
         Ok(code) => code,

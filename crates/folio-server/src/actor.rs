@@ -467,7 +467,14 @@ async fn run_turn(
         scratch,
         cancel,
         todos,
-        context: SessionContext::default(),
+        context: {
+            let meta = lock(&live.meta);
+            SessionContext {
+                dry_run: meta.dry_run,
+                purpose: meta.purpose.clone(),
+                continuation_key: None,
+            }
+        },
     };
     let sink = LiveSink(live.clone());
     if resume {

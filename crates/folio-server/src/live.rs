@@ -120,8 +120,11 @@ impl Live {
 
     /// Binds the agent's hooks to this session.
     pub(crate) fn bind_hooks(&self, hooks: &HookDispatcher) {
-        let channel = lock(&self.meta).channel.clone();
-        *lock(&self.hooks) = Some(hooks.for_session(Some(&channel), None));
+        let (channel, purpose) = {
+            let meta = lock(&self.meta);
+            (meta.channel.clone(), meta.purpose.clone())
+        };
+        *lock(&self.hooks) = Some(hooks.for_session(Some(&channel), purpose.as_deref()));
     }
 
     /// A copy of every stored event.
