@@ -13,6 +13,7 @@ use folio_eval::{
 };
 use folio_project::{EVALS_DIR, discover, discover_evals};
 use folio_protocol::EvalRun;
+use folio_server::http::Layout;
 use folio_server::{StateRoot, valid_session_id};
 
 use crate::model::open_model;
@@ -67,12 +68,16 @@ pub(crate) struct EvalArgs {
 
 /// Runs the command on a fresh tokio runtime.
 pub(crate) fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
-    let state = match &args.state_root {
+    let root = match &args.state_root {
         Some(path) => StateRoot::new(path),
         None => StateRoot::for_project(&args.dir),
     };
+    // Runs are stored where `folio serve` keeps this project's state, so its playground lists
+    // them; a session for --from-session is looked up there first, then where `folio run` keeps it.
+    let slug = crate::serve::slug_for(&args.dir, Layout::Single)?;
+    let state = root.for_agent(&slug);
     if let Some(session_id) = &args.from_session {
-        return write_from_session(&args, &state, session_id);
+        return write_from_session(&args, [&state, &root], session_id);
     }
     let suite = discover_evals(&args.dir);
     for diagnostic in &suite.diagnostics {
@@ -164,7 +169,7 @@ fn report(args: &EvalArgs, state: &StateRoot, run: &EvalRun) -> anyhow::Result<E
 /// `--from-session`: writes the eval of a recorded session, refusing to overwrite a file.
 fn write_from_session(
     args: &EvalArgs,
-    state: &StateRoot,
+    states: [&StateRoot; 2],
     session_id: &str,
 ) -> anyhow::Result<ExitCode> {
     if !valid_session_id(session_id) {
@@ -172,16 +177,19 @@ fn write_from_session(
             "{session_id} is not a session id (ses_…): `folio run` and the playground print them"
         );
     }
-    let trace = state.trace_path(session_id);
-    let events = folio_server::read_events(&trace).with_context(|| {
-        format!(
-            "cannot read the session {session_id} ({}): pass --state-root when it lives elsewhere",
-            trace.display()
-        )
-    })?;
-    if events.is_empty() {
-        bail!("no session {session_id} under {}", state.path().display());
-    }
+    let Some(trace) = states
+        .iter()
+        .map(|state| state.trace_path(session_id))
+        .find(|trace| trace.is_file())
+    else {
+        bail!(
+            "no session {session_id} under {} or {}: pass --state-root when it lives elsewhere",
+            states[0].path().display(),
+            states[1].path().display()
+        );
+    };
+    let events = folio_server::read_events(&trace)
+        .with_context(|| format!("cannot read the session {session_id} ({})", trace.display()))?;
     let path = args.out.clone().unwrap_or_else(|| {
         args.dir
             .join(EVALS_DIR)

@@ -223,8 +223,15 @@ pub(crate) fn decode_assertion(table: &toml::Table) -> Result<Assertion, String>
         "reply_includes" => Assertion::ReplyIncludes(string(kind, value)?),
         "reply_matches" => {
             let pattern = string(kind, value)?;
-            regex::Regex::new(&pattern)
-                .map_err(|err| format!("reply_matches: not a valid regex: {err}"))?;
+            if let Err(err) = regex::Regex::new(&pattern) {
+                // The parser's message spans lines (pattern, caret, reason): keep the reason.
+                let text = err.to_string();
+                let reason = text.lines().last().unwrap_or_default();
+                return Err(format!(
+                    "reply_matches: not a valid regex ({})",
+                    reason.trim_start_matches("error: ")
+                ));
+            }
             Assertion::ReplyMatches(pattern)
         }
         "tool_order" | "trajectory" => {
