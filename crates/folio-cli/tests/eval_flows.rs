@@ -537,3 +537,23 @@ async fn serve(model_url: &str, dir: &Path, state: &Path) -> String {
     });
     url
 }
+
+#[tokio::test]
+async fn a_case_past_its_timeout_fails_with_the_setting_to_raise() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("late").first_byte_delay(std::time::Duration::from_secs(5)));
+    let dir = eval_project(&[(
+        "slow.eval.toml",
+        "[[cases]]\nid = \"slow\"\ntimeout_secs = 1\n  [[cases.steps]]\n  send = \"Hurry\"\n  expect = [{ reply_includes = \"late\" }]\n",
+    )]);
+    let output = eval(&mock.openai_base_url(), dir.path(), &["--json"]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", texts(&output));
+    let attempt = &run_of(&output)["cases"][0]["attempts"][0];
+    assert_eq!(
+        (attempt["error"].clone(), attempt["steps"].clone()),
+        (
+            json!("timed out after 1s: raise timeout_secs in the eval (or in evals/evals.toml)"),
+            json!([])
+        )
+    );
+}
