@@ -499,6 +499,24 @@ async fn stored_runs_are_served_by_get_evals() {
         (status, missing["message"].clone()),
         (404, json!("no eval run evr_NONE"))
     );
+    // The playground's Evals panel lists the run (a headless browser runs its script).
+    let page = tokio::process::Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+        ])
+        .arg(format!("{served}/playground"))
+        .output()
+        .await
+        .expect("chromium runs (Debian package chromium)");
+    let dom = String::from_utf8_lossy(&page.stdout);
+    assert!(
+        dom.contains(&format!("pass: 1 passed, 0 failed ({run_id})")),
+        "{dom}"
+    );
 }
 
 /// Starts `folio serve` on `dir` with `state`, returning its base URL (the process ends with the
