@@ -89,8 +89,12 @@ pub(crate) fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
             suite.dir.display()
         );
     }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
     let run = match &args.rescore {
-        Some(run_id) => rescore(&suite, &state, run_id)?,
+        Some(run_id) => runtime.block_on(rescore(&suite, &state, run_id))?,
         None => {
             let discovery = discover(&args.dir);
             for diagnostic in &discovery.diagnostics {
@@ -127,10 +131,6 @@ pub(crate) fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
             } else {
                 Box::new(LineObserver)
             };
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .context("cannot start the async runtime")?;
             runtime.block_on(run_evals(&suite, &options, observer.as_ref()))?
         }
     };

@@ -15,7 +15,7 @@ use crate::runner::{summarize_attempt, summarize_case};
 /// Re-scores the stored run `run_id` with the assertions of `suite` and stores the result as a
 /// new run (`rescoredFrom` names the old one). A case or step the evals no longer have is failed
 /// with a message saying so.
-pub fn rescore(
+pub async fn rescore(
     suite: &EvalDiscovery,
     state: &StateRoot,
     run_id: &str,
@@ -54,6 +54,6 @@ pub fn rescore(
         rescored_from: Some(stored.run_id),
         cases,
     };
-    folio_server::write_eval_run(state, &run)?;
+    folio_server::write_eval_run(state, &run).await?;
     Ok(run)
 }

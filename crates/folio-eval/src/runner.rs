@@ -164,7 +164,7 @@ pub async fn run_evals(
         rescored_from: None,
         cases,
     };
-    folio_server::write_eval_run(&options.state, &run)?;
+    folio_server::write_eval_run(&options.state, &run).await?;
     Ok(run)
 }
 

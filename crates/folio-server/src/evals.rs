@@ -28,18 +28,20 @@ pub enum EvalRunError {
     },
 }
 
-/// Stores `run` as `evals/<runId>.json`, atomically.
-pub fn write_eval_run(state: &StateRoot, run: &EvalRun) -> Result<(), EvalRunError> {
+/// Stores `run` as `evals/<runId>.json`, atomically and durably.
+pub async fn write_eval_run(state: &StateRoot, run: &EvalRun) -> Result<(), EvalRunError> {
     let path = state.eval_run_path(&run.run_id);
     let bytes = serde_json::to_vec_pretty(run).map_err(|source| EvalRunError::Corrupt {
         path: path.display().to_string(),
         source,
     })?;
-    write_durably(&path, &bytes).map_err(|source| EvalRunError::Io {
-        what: "cannot write the eval run",
-        path: path.display().to_string(),
-        source,
-    })
+    write_durably(&path, &bytes)
+        .await
+        .map_err(|source| EvalRunError::Io {
+            what: "cannot write the eval run",
+            path: path.display().to_string(),
+            source,
+        })
 }
 
 /// The stored run `run_id`; `None` when there is none (or the id is not a run id).
