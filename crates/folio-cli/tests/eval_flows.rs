@@ -388,7 +388,7 @@ async fn cases_run_concurrently_each_in_its_own_session() {
 }
 
 #[tokio::test]
-async fn a_dry_run_case_shows_its_purpose_and_flag_to_tools() {
+async fn a_dry_run_case_shows_its_purpose_and_flag_to_tools_and_hooks() {
     let mock = MockModelServer::start().await;
     mock.push(MockReply::tool_calls([
         ("whoami", json!({})),
@@ -407,6 +407,10 @@ async fn a_dry_run_case_shows_its_purpose_and_flag_to_tools() {
                 "description = \"Tells the session's purpose and dry-run flag.\"\ncommand = [\"python3\", \"-c\", \"import json,sys; c=json.load(sys.stdin)['context']; print(json.dumps({'purpose': c['purpose'], 'dryRun': c['dryRun']}))\"]\neffect = \"read\"\n[input_schema]\ntype = \"object\"\n",
             ),
             (
+                "agent/hooks/record.toml",
+                "events = [\"turn.completed\"]\ncommand = \"cat >> seen.ndjson; echo >> seen.ndjson\"\n",
+            ),
+            (
                 "agent/tools/stamp.toml",
                 "description = \"Stamps the document for real.\"\ncommand = [\"python3\", \"-c\", \"print('stamped')\"]\neffect = \"write\"\ndry_run_result = { note = \"dry run: not stamped\" }\n[input_schema]\ntype = \"object\"\n",
             ),
@@ -420,6 +424,23 @@ async fn a_dry_run_case_shows_its_purpose_and_flag_to_tools() {
         (
             json!({"purpose": "eval", "dryRun": true}),
             json!({"note": "dry run: not stamped"})
+        )
+    );
+    // Hooks see the purpose, the channel and the dry-run flag in every payload.
+    let seen = std::fs::read_to_string(dir.path().join("agent/hooks/seen.ndjson")).unwrap();
+    let payload: Value = serde_json::from_str(seen.trim()).unwrap();
+    assert_eq!(
+        (
+            payload["type"].clone(),
+            payload["purpose"].clone(),
+            payload["channel"].clone(),
+            payload["dryRun"].clone()
+        ),
+        (
+            json!("turn.completed"),
+            json!("eval"),
+            json!("eval"),
+            json!(true)
         )
     );
 }
