@@ -596,3 +596,32 @@ async fn a_case_past_its_timeout_fails_with_the_setting_to_raise() {
         )
     );
 }
+
+#[tokio::test]
+async fn the_steps_of_a_case_share_one_session_and_its_todos() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([(
+        "UpdateTodos",
+        json!({"todos": [{"id": "1", "content": "write the tests", "status": "in_progress"}]}),
+    )]));
+    mock.push(MockReply::text("planned"));
+    mock.push(MockReply::tool_calls([("ReadTodos", json!({}))]));
+    mock.push(MockReply::text("still on it"));
+    let dir = eval_project(&[(
+        "plan.eval.toml",
+        "[[cases]]\nid = \"plan\"\n  [[cases.steps]]\n  send = \"Plan the work\"\n  expect = [{ called_tool = \"UpdateTodos\" }]\n  [[cases.steps]]\n  send = \"What is left?\"\n  expect = [{ called_tool = \"ReadTodos\" }, { not_called_tool = \"UpdateTodos\" }]\n",
+    )]);
+    let output = eval(&mock.openai_base_url(), dir.path(), &["--json"]).await;
+    assert!(output.status.success(), "{}", texts(&output));
+    let run = run_of(&output);
+    let steps = &run["cases"][0]["attempts"][0]["steps"];
+    let read = steps[1]["observed"]["toolCalls"][0]["output"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(read.contains("write the tests"), "{run:#}");
+    // The second step's request carries the first step's exchange: one session.
+    assert_eq!(
+        mock.requests()[2].body["messages"][1]["content"],
+        json!("Plan the work")
+    );
+}
