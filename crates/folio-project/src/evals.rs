@@ -173,7 +173,7 @@ pub fn discover_evals(project_dir: &Path) -> EvalDiscovery {
                 &file,
                 format!(
                     "eval id `{id}` is also the id of {}: rename one of them",
-                    other.display()
+                    other.strip_prefix(project_dir).unwrap_or(&other).display()
                 ),
             );
             continue;
