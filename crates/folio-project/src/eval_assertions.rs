@@ -1,9 +1,11 @@
 //! The assertions of an eval step (`expect = [ { … }, … ]`): one kind key per table, plus that
 //! kind's options, decoded with a message naming the field and the rule when a table is wrong.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde_json::{Map, Value, json};
 
 /// How a called tool's input is compared with the expected `input`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -139,6 +141,113 @@ pub const ASSERTION_KINDS: &[(&str, &[&str])] = &[
     ("approval_requested", &[]),
     ("judge", &[]),
 ];
+
+/// One `expect` table in the `eval` JSON Schema: a branch per kind of [`ASSERTION_KINDS`] with
+/// its key (required) and its options, nothing else.
+pub(crate) struct ExpectTable;
+
+impl JsonSchema for ExpectTable {
+    fn schema_name() -> Cow<'static, str> {
+        "Assertion".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let branches: Vec<Value> = ASSERTION_KINDS
+            .iter()
+            .map(|(kind, options)| {
+                let mut properties = Map::new();
+                properties.insert(kind.to_string(), value_schema(kind, None));
+                for option in *options {
+                    properties.insert(option.to_string(), value_schema(kind, Some(option)));
+                }
+                json!({
+                    "type": "object",
+                    "required": [kind],
+                    "properties": properties,
+                    "additionalProperties": false,
+                })
+            })
+            .collect();
+        json_schema!({
+            "description": "One assertion: exactly one kind key (succeeded, called_tool, trajectory, judge, …) and that kind's options.",
+            "anyOf": branches,
+        })
+    }
+}
+
+/// The schema of an assertion kind's value (`option` `None`) or of one of its options: the
+/// rules [`decode_assertion`] enforces, as far as JSON Schema can say them.
+fn value_schema(kind: &str, option: Option<&str>) -> Value {
+    let name = json!({"type": "string", "minLength": 1});
+    let count = json!({"type": "integer", "minimum": 0});
+    let fraction = json!({"type": "number", "minimum": 0, "maximum": 1});
+    let args = json!({"enum": ["exact", "subset", "ignore"], "description": "How inputs are compared (default subset)."});
+    let mode = json!({"enum": ["exact", "in_order", "any_order"], "description": "How the order is compared (default in_order)."});
+    let (mut schema, description) = match (kind, option) {
+        ("succeeded", None) => (json!({"type": "boolean"}), "Whether the turn completed."),
+        ("called_tool", None) => (name, "A tool the turn called."),
+        ("called_tool", Some("input")) => (json!({}), "The expected input, compared by `args`."),
+        ("called_tool", Some("paths")) => (
+            json!({"type": "object", "propertyNames": {"pattern": "^\\$"}}),
+            "JSON paths into the input (`$.a.b[0]`) and the value each must equal.",
+        ),
+        ("called_tool", Some("times")) => (count, "Exactly this many matching calls."),
+        ("not_called_tool", None) => (name, "A tool the turn must not call."),
+        ("reply_includes", None) => (name, "Text the reply contains."),
+        ("reply_matches", None) => (name, "A regex the reply matches."),
+        ("tool_order", None) => (
+            json!({"type": "array", "items": name}),
+            "Tool names in the expected order.",
+        ),
+        ("trajectory", None) => (
+            json!({"type": "array", "items": {"anyOf": [
+                name.clone(),
+                {
+                    "type": "object",
+                    "required": ["tool"],
+                    "properties": {"tool": name, "input": {}},
+                    "additionalProperties": false,
+                },
+            ]}}),
+            "The expected calls: tool names or { tool, input }.",
+        ),
+        ("tool_order" | "trajectory", Some("mode")) => (mode, ""),
+        ("trajectory", Some("args")) => (args, ""),
+        ("called_tool", Some("args")) => (args, ""),
+        ("tool_order" | "trajectory", Some("threshold")) => (
+            fraction,
+            "Passing F1 score over expected vs actual calls (partial credit).",
+        ),
+        ("max_tool_calls", None) => (count, "At most this many tool calls."),
+        ("max_tokens", None) => (count, "At most this many tokens over the turn."),
+        ("max_steps", None) => (count, "At most this many model calls."),
+        ("max_duration_secs", None) => (
+            json!({"type": "number", "exclusiveMinimum": 0}),
+            "The turn takes at most this many seconds.",
+        ),
+        ("file", None) => (name, "A path in the case's workspace (or root)."),
+        ("file", Some("contains" | "equals")) => (json!({"type": "string", "minLength": 1}), ""),
+        ("file", Some("exists")) => (json!({"type": "boolean"}), ""),
+        ("tool_errored", None) => (name, "A tool whose call ended in an error."),
+        ("no_tool_errors", None) => (json!({"const": true}), "No tool call ended in an error."),
+        ("approval_requested", None) => (name, "A tool whose call asked for approval."),
+        ("judge", None) => (
+            json!({
+                "type": "object",
+                "required": ["rubric"],
+                "properties": {"rubric": name.clone(), "model": name, "threshold": fraction},
+                "additionalProperties": false,
+            }),
+            "An LLM grader: its rubric, model (default: the case's) and passing score (default 0.5).",
+        ),
+        // Unreachable for the kinds and options above (a unit test checks every pair).
+        _ => (json!(false), ""),
+    };
+    if let (Value::Object(schema), false) = (&mut schema, description.is_empty()) {
+        schema.insert("description".into(), description.into());
+    }
+    schema
+}
 
 /// Decodes one `expect` table; the error names the field and the rule.
 pub(crate) fn decode_assertion(table: &toml::Table) -> Result<Assertion, String> {

@@ -4,10 +4,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::eval_assertions::{Assertion, decode_assertion};
+use crate::eval_assertions::{Assertion, ExpectTable, decode_assertion};
 use crate::report::{Report, is_slug, line_column};
 
 /// The folder evals live in, beside `agent/`.
@@ -18,55 +19,80 @@ pub const EVALS_DEFAULTS_FILE: &str = "evals.toml";
 pub const EVAL_SUFFIX: &str = ".eval.toml";
 
 /// `evals/evals.toml`: defaults for every eval.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EvalDefaults {
     /// Cases run at once (default 4).
+    #[schemars(range(min = 1))]
     pub max_concurrency: Option<u32>,
     /// Per-case timeout in seconds (default 300).
+    #[schemars(range(min = 1))]
     pub timeout_secs: Option<u64>,
     /// `provider:model` (or `replay:<fixture>`) every eval runs with unless it names its own.
     pub model: Option<String>,
     /// Runs of each case (default 1).
+    #[schemars(range(min = 1))]
     pub iterations: Option<u32>,
     /// Runs every case as a dry run: write tools return their `dry_run_result`.
     pub dry_run: Option<bool>,
 }
 
 /// One `*.eval.toml` as written.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct EvalManifest {
+pub(crate) struct EvalManifest {
+    /// What the eval checks.
     description: Option<String>,
+    /// Tags `folio eval --tag` selects by.
     #[serde(default)]
     tags: Vec<String>,
+    /// Runs of each case (default: evals.toml's, else 1); the case passes only if all do.
+    #[schemars(range(min = 1))]
     iterations: Option<u32>,
+    /// `provider:model` or `replay:<fixture>` (relative to evals/) of its cases.
     model: Option<String>,
+    /// Per-case timeout in seconds (default: evals.toml's, else 300).
+    #[schemars(range(min = 1))]
     timeout_secs: Option<u64>,
+    /// Runs its cases as dry runs: write tools return their `dry_run_result`.
     dry_run: Option<bool>,
+    /// The cases, each in a fresh session.
     #[serde(default)]
+    #[schemars(with = "Vec<CaseManifest>", length(min = 1))]
     cases: Vec<toml::Spanned<CaseManifest>>,
 }
 
 /// One `[[cases]]` as written.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct CaseManifest {
+pub(crate) struct CaseManifest {
+    /// Unique within its eval: letters, digits, `_` and `-`.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"))]
     id: String,
+    /// The case's own model, overriding the eval's.
     model: Option<String>,
+    /// The case's own timeout in seconds.
+    #[schemars(range(min = 1))]
     timeout_secs: Option<u64>,
+    /// Files written into the workspace before the first step (path → contents).
     #[serde(default)]
     workspace_files: BTreeMap<String, String>,
+    /// The messages, in order, all in the case's one session.
     #[serde(default)]
+    #[schemars(with = "Vec<StepManifest>", length(min = 1))]
     steps: Vec<toml::Spanned<StepManifest>>,
 }
 
 /// One `[[cases.steps]]` as written.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct StepManifest {
+pub(crate) struct StepManifest {
+    /// The user message.
+    #[schemars(length(min = 1))]
     send: String,
+    /// Every assertion, evaluated after the turn.
     #[serde(default)]
+    #[schemars(with = "Vec<ExpectTable>")]
     expect: Vec<toml::Spanned<toml::Table>>,
 }
 
