@@ -207,9 +207,7 @@ mod tests {
                 assert!(schema.is_object(), "{kind}.{name} has no schema");
             }
         }
-        let case = |expect: serde_json::Value| {
-            serde_json::json!({"cases": [{"id": "a", "steps": [{"send": "hi", "expect": [expect]}]}]})
-        };
+        let case = |expect: serde_json::Value| serde_json::json!({"cases": [{"id": "a", "steps": [{"send": "hi", "expect": [expect]}]}]});
         for good in [
             serde_json::json!({"succeeded": true}),
             serde_json::json!({"called_tool": "Read", "paths": {"$.path": "a"}, "args": "exact", "times": 1}),
@@ -218,7 +216,10 @@ mod tests {
             serde_json::json!({"judge": {"rubric": "polite", "threshold": 0.7}}),
             serde_json::json!({"file": "notes.md", "contains": "x"}),
         ] {
-            let errors: Vec<String> = validator.iter_errors(&case(good.clone())).map(|e| e.to_string()).collect();
+            let errors: Vec<String> = validator
+                .iter_errors(&case(good.clone()))
+                .map(|e| e.to_string())
+                .collect();
             assert!(errors.is_empty(), "{good}: {errors:?}");
         }
         for bad in [
@@ -231,9 +232,16 @@ mod tests {
             serde_json::json!({"max_steps": -1}),
             serde_json::json!({"called_tool": "Read", "paths": {"path": "a"}}),
         ] {
-            assert!(!validator.is_valid(&case(bad.clone())), "{bad} should be rejected");
+            assert!(
+                !validator.is_valid(&case(bad.clone())),
+                "{bad} should be rejected"
+            );
         }
-        assert!(!validator.is_valid(&serde_json::json!({"cases": [{"id": "a b", "steps": [{"send": "hi"}]}]})));
+        assert!(
+            !validator.is_valid(
+                &serde_json::json!({"cases": [{"id": "a b", "steps": [{"send": "hi"}]}]})
+            )
+        );
         assert!(!validator.is_valid(&serde_json::json!({"iterations": 0, "cases": []})));
         assert!(!validator.is_valid(&serde_json::json!({"unknown": 1})));
     }
