@@ -135,7 +135,9 @@ where
         let record = LogRecord {
             level: *event.metadata().level(),
             session_id: turn_session.or(line.session_id),
-            message: format!("{}{}", line.message, line.fields).trim().to_string(),
+            message: format!("{}{}", line.message, line.fields)
+                .trim()
+                .to_string(),
         };
         for receiver in receivers {
             receiver(&record);
