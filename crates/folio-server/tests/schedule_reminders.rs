@@ -263,3 +263,84 @@ async fn a_reminder_due_while_no_server_ran_is_delivered_once_marked_late() {
     assert_eq!(story(&third.events("local", &id).unwrap()), expected);
     assert_eq!(third.reminders("local", &id).unwrap(), Vec::new());
 }
+
+#[tokio::test]
+async fn the_set_reminder_tool_is_opt_in_and_its_calls_become_reminders() {
+    let mock = MockModelServer::start().await;
+    let without = project("");
+    assert!(
+        agent(&mock, without.path())
+            .await
+            .harness
+            .tools
+            .tools()
+            .all(|tool| tool.name() != "set_reminder"),
+        "set_reminder is offered only when the allowlist lists setReminder"
+    );
+
+    let dir = project("tools = [\"read\", \"setReminder\"]\n");
+    let state = tempfile::tempdir().unwrap();
+    let (manager, clock) = open(&mock, dir.path(), state.path(), "2027-01-04T10:00:00Z").await;
+    mock.push(MockReply::tool_calls([(
+        "set_reminder",
+        json!({"in": "soon", "message": "x"}),
+    )]));
+    mock.push(MockReply::tool_calls([(
+        "set_reminder",
+        json!({"in": "30m", "message": "follow up on the PR"}),
+    )]));
+    mock.push(MockReply::text("I will follow up in 30 minutes."));
+    let id = manager
+        .create("local", "http", CreateSession::message("remind me"))
+        .await
+        .unwrap()
+        .session_id;
+    let events = wait_turns(&manager, &id, 1).await;
+    let results: Vec<(bool, String)> = events
+        .iter()
+        .filter_map(|event| match &event.body {
+            EventBody::ActionResult(result) => Some((
+                result.is_error,
+                result
+                    .error
+                    .clone()
+                    .or_else(|| {
+                        result
+                            .output
+                            .as_ref()
+                            .and_then(|o| o.as_str().map(String::from))
+                    })
+                    .unwrap_or_default(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [
+            (true, "argument \"in\": \"soon\" is not a delay; use a number with a unit (s, m, h, d), e.g. \"90s\", \"15m\", \"1h30m\"".to_string()),
+            (false, "Reminder requested in 30m; it is set when this turn ends and wakes this conversation then.".to_string()),
+        ]
+    );
+    let pending = manager.reminders("local", &id).unwrap();
+    assert_eq!(
+        pending
+            .iter()
+            .map(|r| (r.at, r.message.as_str()))
+            .collect::<Vec<_>>(),
+        [(at("2027-01-04T10:30:00Z"), "follow up on the PR")]
+    );
+
+    mock.push(MockReply::text("Following up now."));
+    clock.set(at("2027-01-04T10:30:00Z"));
+    let events = wait_turns(&manager, &id, 2).await;
+    assert_eq!(
+        story(&events),
+        [
+            "message remind me",
+            "set 2027-01-04 10:30:00 UTC follow up on the PR",
+            "fired 2027-01-04 10:30:00 UTC late=false",
+            "message Reminder: follow up on the PR",
+        ]
+    );
+}
