@@ -29,7 +29,7 @@ const HOOK_FLUSH: std::time::Duration = std::time::Duration::from_secs(30);
 pub(crate) struct RunArgs {
     /// The agent project (a folder holding `agent/`).
     #[arg(long, default_value = ".")]
-    dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// The user message of the turn.
     #[arg(long)]
     message: String,

@@ -53,7 +53,7 @@ pub use artifacts::{ArtifactKind, ArtifactKindManifest, ArtifactsConfig, Artifac
 pub use config::{
     AgentConfig, ConcurrencySection, ContextSection, Effect, Execution, GeneratedSkillManifest,
     LocalSection, MountSpec, ProjectConfig, ProviderSection, ScheduleFrontmatter, SkillFrontmatter,
-    ToolManifest,
+    TelemetrySection, ToolManifest,
 };
 pub use diagnostic::{Diagnostic, Severity};
 pub use discovery::{

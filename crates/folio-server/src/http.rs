@@ -230,6 +230,7 @@ pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
             "/",
             get(move || async move { index_page(&index_agents, layout) }),
         )
+        .route_layer(axum::middleware::from_fn(crate::http_trace::traced))
         .fallback(|| async { ApiError::not_found("no such route") });
     let auth = Arc::new(config.auth.clone());
     app.layer(axum::middleware::from_fn(move |req, next| {

@@ -51,6 +51,7 @@ mod event_log;
 mod fault;
 mod guard;
 pub mod http;
+mod http_trace;
 mod listener;
 mod live;
 mod logs;

@@ -185,6 +185,7 @@ impl SessionManager {
         let message = Pending {
             text: request.message,
             files: request.workspace_files,
+            trace_parent: folio_telemetry::incoming_traceparent(),
         };
         let record = match &key {
             Some(key) => {
@@ -234,6 +235,7 @@ impl SessionManager {
             .await
             .map_err(|e| io_error("cannot save session.json", e))?;
         let live = Arc::new(Live::open(state, meta)?);
+        folio_telemetry::metrics::session(&self.agent().definition.name, channel);
         // `session.json`, the new session directory and the log file are entries of their
         // directories: synced (in the group commit, alongside the first message's round)
         // before the first message is acknowledged.
@@ -301,6 +303,7 @@ impl SessionManager {
             message: Pending {
                 text: message.text.clone(),
                 files: message.files.clone(),
+                trace_parent: message.trace_parent.clone(),
             },
             admission: None,
             token: None,
@@ -336,6 +339,7 @@ impl SessionManager {
             message: Pending {
                 text: request.message,
                 files: request.workspace_files,
+                trace_parent: folio_telemetry::incoming_traceparent(),
             },
             admission: request.admission,
             token: Some(request.continuation_token),
@@ -370,6 +374,7 @@ impl SessionManager {
             message: Pending {
                 text: message.to_string(),
                 files: BTreeMap::new(),
+                trace_parent: folio_telemetry::incoming_traceparent(),
             },
             admission,
             token: None,
@@ -435,8 +440,15 @@ impl SessionManager {
             Some(session_id) => {
                 let live = self.owned(principal, session_id)?;
                 let name = name.to_string();
-                self.command(&live, |reply| Command::Tool { name, input, reply })
-                    .await?
+                // The actor runs the call in its own task: the request's trace context goes along.
+                let trace_parent = folio_telemetry::incoming_traceparent();
+                self.command(&live, |reply| Command::Tool {
+                    name,
+                    input,
+                    trace_parent,
+                    reply,
+                })
+                .await?
             }
             None => {
                 crate::direct::check_unscoped(name)?;
@@ -587,7 +599,10 @@ async fn reconnect(inner: &Inner) {
             return;
         }
         wait = (wait * 2).min(MAX_RECONNECT);
-        let next = agent.reconnect().await;
+        let next = tokio::select! {
+            next = agent.reconnect() => next,
+            () = inner.shutdown.cancelled() => return,
+        };
         for name in agent.failed_connections.keys() {
             match next.failed_connections.get(name) {
                 None => inner.logs.info(format!(
