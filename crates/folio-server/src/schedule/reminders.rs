@@ -340,6 +340,8 @@ impl SessionManager {
                 message: Pending {
                     text,
                     files: BTreeMap::new(),
+                    // A reminder wakes the session on its own: its turn has no incoming trace.
+                    trace_parent: None,
                 },
                 admission: Some(Admission::Coalesce),
                 token: None,
