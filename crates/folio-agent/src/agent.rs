@@ -176,6 +176,7 @@ impl Agent {
                 NativeTool::WebFetch => Arc::new(WebFetchTool::new()?),
                 NativeTool::UpdateTodos => Arc::new(TodosTool::Update),
                 NativeTool::ReadTodos => Arc::new(TodosTool::Read),
+                NativeTool::SetReminder => Arc::new(crate::tools::SetReminderTool),
                 // Registered below, once the subagents (which inherit every other tool) exist.
                 NativeTool::Task => continue,
             };

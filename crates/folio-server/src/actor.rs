@@ -407,6 +407,12 @@ impl Actor {
 
     /// After a turn: drain coalesced messages into one turn, or park / end the session.
     async fn after_turn(&mut self, outcome: TurnOutcome) {
+        if let Err(err) = crate::schedule::record_requested(&self.inner, &self.live).await {
+            self.inner
+                .logs
+                .about(&self.live.id)
+                .error(format!("session {}: set_reminder: {err}", self.live.id));
+        }
         let mode = lock(&self.live.meta).mode;
         if !self.queue.is_empty() && mode == SessionMode::Chat {
             let (message, count) = Pending::join(std::mem::take(&mut self.queue));

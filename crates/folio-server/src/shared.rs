@@ -54,6 +54,11 @@ impl Inner {
         crate::fault::check(*lock(&self.fault), point);
     }
 
+    /// The clock schedules and reminders read.
+    pub(crate) fn clock(&self) -> Arc<dyn crate::schedule::Clock> {
+        self.clock.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// The live session of `session_id`, when one is open.
     pub(crate) fn live(&self, session_id: &str) -> Option<Arc<Live>> {
         lock(&self.live).get(session_id).and_then(Weak::upgrade)
