@@ -302,6 +302,8 @@ impl SessionManager {
                 message: Pending {
                     text,
                     files: BTreeMap::new(),
+                    // A reminder fires from the scheduler, not from a request: no trace to join.
+                    trace_parent: None,
                 },
                 admission: Some(Admission::Coalesce),
                 token: None,
