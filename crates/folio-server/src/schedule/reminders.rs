@@ -346,6 +346,7 @@ impl SessionManager {
                 admission: Some(Admission::Coalesce),
                 token: None,
                 key: Some(format!("reminder:{id}")),
+                digest: None,
             };
             let (reply, answer) = oneshot::channel();
             self.post(&live, Command::Send { admit, reply })?;
