@@ -117,6 +117,7 @@ async fn measure(name: &str, harness: &Harness, before_turn: impl Fn()) {
                     admission: None,
                     coalesced: None,
                     client_message_id: None,
+                    request_digest: None,
                 }),
             )
             .await
