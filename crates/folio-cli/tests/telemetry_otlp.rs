@@ -1017,6 +1017,11 @@ async fn grpc_exports_spans_and_metrics() {
             json!("gpt-test")
         )
     );
+    let first_chunk = chat.attr("gen_ai.response.time_to_first_chunk");
+    assert!(
+        first_chunk.as_f64().is_some_and(|seconds| seconds >= 0.0),
+        "{first_chunk}"
+    );
     assert_eq!(
         (
             tool.attr("cursor.tool.status"),
