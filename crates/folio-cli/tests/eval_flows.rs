@@ -632,3 +632,48 @@ async fn the_steps_of_a_case_share_one_session_and_its_todos() {
         ["Plan the work", "What is left?"]
     );
 }
+
+#[tokio::test]
+async fn filter_and_tag_select_cases_and_selecting_none_is_an_error() {
+    let mock = MockModelServer::start().await;
+    for _ in 0..3 {
+        mock.push(MockReply::text("done"));
+    }
+    let case = |id: &str| {
+        format!(
+            "[[cases]]\nid = \"{id}\"\n  [[cases.steps]]\n  send = \"Do {id}\"\n  expect = [{{ reply_includes = \"done\" }}]\n"
+        )
+    };
+    let smoke = format!("tags = [\"smoke\"]\n{}{}", case("fast"), case("slow"));
+    let other = format!("tags = [\"nightly\"]\n{}", case("fast"));
+    let dir = eval_project(&[
+        ("api/smoke.eval.toml", &smoke),
+        ("api/nightly.eval.toml", &other),
+    ]);
+    let selected = |output: &std::process::Output| {
+        assert!(output.status.success(), "{}", texts(output));
+        run_of(output)
+            .cases
+            .iter()
+            .map(|c| format!("{}/{}", c.eval_id, c.case_id))
+            .collect::<Vec<_>>()
+    };
+    let url = mock.openai_base_url();
+    let by_filter = eval(&url, dir.path(), &["--json", "--filter", "/fast"]).await;
+    assert_eq!(selected(&by_filter), ["api/nightly/fast", "api/smoke/fast"]);
+    let by_tag = eval(
+        &url,
+        dir.path(),
+        &["--json", "--tag", "smoke", "--filter", "slow"],
+    )
+    .await;
+    assert_eq!(selected(&by_tag), ["api/smoke/slow"]);
+    assert_eq!(mock.requests().len(), 3);
+
+    let none = eval(&url, dir.path(), &["--tag", "weekly"]).await;
+    assert_eq!(none.status.code(), Some(1), "{}", texts(&none));
+    assert_eq!(
+        String::from_utf8_lossy(&none.stderr).trim(),
+        "error: no case matches the filter or tags (2 evals found): check --filter and --tag, or add evals under evals/"
+    );
+}
