@@ -34,6 +34,7 @@
 
 mod allowlist;
 mod artifacts;
+mod channels;
 mod config;
 mod diagnostic;
 mod discovery;
@@ -54,10 +55,13 @@ pub use config::{
     LocalSection, MountSpec, ProjectConfig, ProviderSection, ScheduleFrontmatter, SkillFrontmatter,
     ToolManifest,
 };
+pub use channels::{
+    AuthRule, BearerAuth, ChannelManifest, ChannelSummary, DeliverConfig, GithubChannel, HmacAuth,
+    HmacProvider, SlackChannel, SlackReplyMode, WebhookChannel, WebhookRoute,
+};
 pub use diagnostic::{Diagnostic, Severity};
 pub use discovery::{
-    AgentDefinition, ChannelManifest, ChannelSummary, Discovery, ScheduleSummary, discover,
-    slug_problem,
+    AgentDefinition, Discovery, ScheduleSummary, discover, slug_problem,
 };
 pub use hooks::{HookCommand, HookDefinition, HookManifest};
 pub use info::{describe, diagnostic_info};

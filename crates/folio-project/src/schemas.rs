@@ -11,7 +11,7 @@ use crate::config::{
     AgentConfig, GeneratedSkillManifest, ProjectConfig, ScheduleFrontmatter, SkillFrontmatter,
     ToolManifest,
 };
-use crate::discovery::ChannelManifest;
+use crate::channels::ChannelManifest;
 use crate::hooks::HookManifest;
 use crate::mcp::McpConnectionManifest;
 use crate::subagents::SubagentManifest;
