@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod channel;
 mod contract;
 mod event;
 mod http;
@@ -44,6 +45,7 @@ pub use agent::{
     Severity, SkillForm, SkillFrontmatterInfo, SkillInfo, SubagentInfo, ToolDescription,
     ToolEffect, ToolExecution, TransportInfo, Visibility,
 };
+pub use channel::{DeliveriesResponse, DeliveryAccepted, DeliveryInfo, DeliveryStatus};
 pub use contract::{
     INTERRUPTED_RESULT, NO_REASON_GIVEN, SERVER_RESTARTED, TURN_INTERRUPTED, denial_message,
 };

@@ -44,6 +44,19 @@ pub struct Accepted {
     pub continuation_token: String,
 }
 
+/// A message an in-process channel sends to an existing session ([`SessionManager::send_message`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChannelMessage {
+    /// The message text.
+    pub text: String,
+    /// Files written into the session workspace before the turn (relative path → contents).
+    pub workspace_files: BTreeMap<String, String>,
+    /// What a busy session does with it (default preempt).
+    pub admission: Option<Admission>,
+    /// The idempotency key: a message with a recorded key is not admitted twice.
+    pub key: Option<String>,
+}
+
 /// Sessions of one agent under one state root.
 #[derive(Clone)]
 pub struct SessionManager {
@@ -103,6 +116,11 @@ impl SessionManager {
     /// arms it from `FOLIO_FAULT`; never armed otherwise).
     pub fn set_fault(&self, point: Option<FaultPoint>) {
         *lock(&self.inner.fault) = point;
+    }
+
+    /// Whether the crash-test fault `point` is armed (channels withhold work at theirs).
+    pub fn fault_armed(&self, point: FaultPoint) -> bool {
+        *lock(&self.inner.fault) == Some(point)
     }
 
     /// Fires when the manager shuts down.
@@ -303,18 +321,40 @@ impl SessionManager {
         message: &str,
         admission: Option<Admission>,
     ) -> Result<(), ManagerError> {
+        let message = ChannelMessage {
+            text: message.to_string(),
+            workspace_files: BTreeMap::new(),
+            admission,
+            key: None,
+        };
+        self.send_message(principal, session_id, message).await
+    }
+
+    /// Sends a message from an in-process channel (no token): its workspace files are written
+    /// before the turn, and a message whose `key` is already recorded is not admitted again.
+    pub async fn send_message(
+        &self,
+        principal: &str,
+        session_id: &str,
+        message: ChannelMessage,
+    ) -> Result<(), ManagerError> {
+        self.refuse_when_shutting_down()?;
+        if let Some(key) = &message.key {
+            token::check_key(key)?;
+        }
+        check_workspace_files(&message.workspace_files)?;
         let live = self.owned(principal, session_id)?;
         if lock(&live.meta).mode == SessionMode::Task {
             return Err(ManagerError::NotFollowable(session_id.to_string()));
         }
         let admit = Admit {
             message: Pending {
-                text: message.to_string(),
-                files: BTreeMap::new(),
+                text: message.text,
+                files: message.workspace_files,
             },
-            admission,
+            admission: message.admission,
             token: None,
-            key: None,
+            key: message.key,
         };
         self.command(&live, |reply| Command::Send { admit, reply })
             .await??;
