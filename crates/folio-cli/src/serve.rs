@@ -8,7 +8,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use folio_agent::LoadOptions;
 use folio_agent::{Agent, discover};
-use folio_server::http::{HttpConfig, Layout, Mount, router};
+use folio_channels::{ChannelOptions, Channels};
+use folio_server::http::{HttpConfig, Layout, Mount, router_with};
 use folio_server::{Auth, Browsers, FaultPoint, LogBuffer, SessionManager, StateRoot};
 
 use crate::model::open_model;
@@ -245,6 +246,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
     let fault = fault_point()?;
     let mut projects = Vec::new();
     let mut mounts = Vec::new();
+    let mut channel_routes = Vec::new();
     for dir in dirs {
         let slug = slug_for(&dir, layout)?;
         let state = state_root(args, layout, &dir, &slug);
@@ -253,6 +255,18 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         let manager = SessionManager::open(state.clone(), Arc::new(agent), LogBuffer::new())
             .map_err(anyhow::Error::msg)?;
         manager.set_fault(fault);
+        let channels = Channels::open(
+            &manager,
+            ChannelOptions {
+                env: std::sync::Arc::new(|name: &str| std::env::var(name).ok()),
+                caller_auth: auth.clone(),
+            },
+        )?;
+        for warning in &channels.unsupported {
+            eprintln!("warning: {}: {warning}", dir.display());
+        }
+        channels.resume();
+        channel_routes.push((slug.clone(), channels.router()));
         mounts.push(Mount {
             slug: slug.clone(),
             manager: manager.clone(),
@@ -273,7 +287,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         &args.allowed_hosts,
         &args.allowed_origins,
     )?;
-    let app = router(
+    let app = router_with(
         mounts,
         HttpConfig {
             auth,
@@ -283,6 +297,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             browsers,
             ..HttpConfig::default()
         },
+        channel_routes,
     );
     let base = format!("http://{addr}");
     println!("folio: listening on {base}");

@@ -2,9 +2,9 @@
 //! does not know, a missing one or a changed shape fails the test.
 
 use folio_protocol::{
-    Acknowledged, AgentDescription, AgentSummary, ArtifactRecord, ArtifactResponse, ErrorBody,
-    FollowUpAccepted, LogsResponse, Page, SessionCreated, SessionResponse, SessionSummary,
-    ToolCallResult,
+    Acknowledged, AgentDescription, AgentSummary, ArtifactRecord, ArtifactResponse,
+    DeliveriesResponse, DeliveryAccepted, ErrorBody, FollowUpAccepted, LogsResponse, Page,
+    SessionCreated, SessionResponse, SessionSummary, ToolCallResult,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -76,6 +76,12 @@ pub fn check_answer(method: &str, url: &str, status: u16, body: &Value) {
         }
         ("GET", ["artifacts", _]) => {
             read_wire::<ArtifactResponse>(body);
+        }
+        ("GET", ["channels", _, "deliveries"]) => {
+            read_wire::<DeliveriesResponse>(body);
+        }
+        ("POST", ["channels", _, ..]) => {
+            read_wire::<DeliveryAccepted>(body);
         }
         _ => panic!("{method} {url}: a JSON answer of a route with no folio-protocol type: {body}"),
     }

@@ -31,11 +31,13 @@
 #![warn(missing_docs)]
 
 mod answers;
+mod fake_api;
 mod reply;
 mod server;
 mod wire;
 
 pub use answers::{check_answer, read_wire};
+pub use fake_api::{ApiCall, FakeApi};
 pub use folio_protocol::Usage;
 pub use reply::MockReply;
 pub use server::{Disconnect, MockModelServer, RecordedRequest};
