@@ -18,6 +18,8 @@
 
 mod auth;
 mod deliver;
+mod follow;
+mod github;
 mod sessions;
 mod store;
 mod templates;
@@ -39,6 +41,8 @@ pub use auth::sign_hex;
 pub use store::StoreError;
 
 use crate::deliver::Replier;
+use crate::follow::Followers;
+use crate::github::Github;
 use crate::store::Store;
 use crate::templates::Templates;
 
@@ -86,6 +90,9 @@ pub struct ChannelOptions {
     pub env: Env,
     /// The server's caller auth: `GET /v1/channels/<id>/deliveries` answers its callers.
     pub caller_auth: Auth,
+    /// The agent's URL as clients reach it (`https://folio.example.com/<slug>`): check runs'
+    /// details URLs open the session's playground under it.
+    pub base_url: String,
 }
 
 /// One served channel.
@@ -108,12 +115,26 @@ pub(crate) struct Channel {
     pub(crate) sessions: tokio::sync::Mutex<()>,
     /// Posts replies back (`[deliver]`).
     pub(crate) replier: Option<Replier>,
+    /// The GitHub side of a `github` channel.
+    pub(crate) github: Option<Github>,
+    /// The sessions being followed to answer the provider.
+    pub(crate) followers: Followers,
+    /// The agent's URL (for links to sessions).
+    pub(crate) base_url: String,
 }
 
 impl Channel {
     /// The principal owning the channel's sessions: `channel:<id>`.
     pub(crate) fn principal(&self) -> String {
         format!("channel:{}", self.id)
+    }
+
+    /// Where a person opens `session` (its playground page).
+    pub(crate) fn session_url(&self, session: &str) -> String {
+        format!(
+            "{}/playground?session={session}",
+            self.base_url.trim_end_matches('/')
+        )
     }
 }
 
@@ -133,34 +154,49 @@ impl Channels {
         let mut channels = Vec::new();
         let mut unsupported = Vec::new();
         for summary in summaries {
-            let ChannelManifest::Webhook(webhook) = &summary.manifest else {
-                unsupported.push(format!(
-                    "channels/{}.toml: kind \"{}\" is validated but not served yet; only webhook channels receive deliveries",
-                    summary.id, summary.kind
-                ));
-                continue;
+            let (templates, id_header, replier, github) = match &summary.manifest {
+                ChannelManifest::Webhook(webhook) => (
+                    Templates::compile(&summary.id, webhook)?,
+                    webhook.id_header.clone(),
+                    webhook
+                        .deliver
+                        .clone()
+                        .map(|config| Replier::new(config, options.env.clone())),
+                    None,
+                ),
+                ChannelManifest::Github(config) => (
+                    Templates::default(),
+                    None,
+                    None,
+                    Some(Github::new(config.clone(), options.env.clone())),
+                ),
+                ChannelManifest::Slack(_) => {
+                    unsupported.push(format!(
+                        "channels/{}.toml: kind \"slack\" is validated but not served yet; webhook and github channels receive deliveries",
+                        summary.id
+                    ));
+                    continue;
+                }
             };
-            let templates = Templates::compile(&summary.id, webhook)?;
             let store = Store::open(manager.state().path(), &summary.id).map_err(|source| {
                 ChannelError::Store {
                     channel: summary.id.clone(),
                     source,
                 }
             })?;
-            let replier = webhook
-                .deliver
-                .clone()
-                .map(|config| Replier::new(config, options.env.clone()));
             channels.push(Arc::new(Channel {
                 id: summary.id.clone(),
                 auth: summary.manifest.auth(),
-                id_header: webhook.id_header.clone(),
+                id_header,
                 store,
                 templates,
                 manager: manager.clone(),
                 env: options.env.clone(),
                 sessions: tokio::sync::Mutex::new(()),
                 replier,
+                github,
+                followers: Followers::default(),
+                base_url: options.base_url.clone(),
             }));
         }
         Ok(Channels {
@@ -174,8 +210,8 @@ impl Channels {
     /// last stopped (each once: the delivery id keeps the session from admitting it twice).
     pub fn resume(&self) {
         for channel in &self.channels {
-            for (id, work) in channel.store.pending() {
-                tokio::spawn(sessions::run(channel.clone(), id, work));
+            for received in channel.store.pending() {
+                tokio::spawn(sessions::run(channel.clone(), received));
             }
         }
     }
@@ -186,6 +222,13 @@ impl Channels {
         let mut router = Router::new();
         for channel in &self.channels {
             let base = format!("/v1/channels/{}", channel.id);
+            if channel.github.is_some() {
+                let channel = channel.clone();
+                router = router.route(
+                    &base,
+                    post(move |req: Request| github::receive(channel, req)),
+                );
+            }
             for (index, path) in channel.templates.paths().enumerate() {
                 let channel = channel.clone();
                 router = router.route(

@@ -1,36 +1,46 @@
 //! The background work of a delivery: its continuation key picks the session (same key → same
 //! session; a new key or none → a new chat session), the delivery id is the message's
 //! idempotency key (so a re-run after a restart never admits it twice), and the outcome is
-//! recorded.
+//! recorded. A GitHub delivery first writes `pr/` into the workspace, then reacts 👀 and
+//! queues a check run; sessions that answer a provider are followed (`follow`).
 
 use std::sync::Arc;
 
 use folio_protocol::{CreateSession, DeliveryStatus};
 use folio_server::{ChannelMessage, ManagerError};
+use serde_json::json;
 
 use crate::Channel;
-use crate::store::Work;
+use crate::follow::{JSON, create_check};
+use crate::github::PrRef;
+use crate::store::{Received, Work};
 
-/// Runs delivery `id`'s work and records its outcome (nothing to run → ignored).
-pub(crate) async fn run(channel: Arc<Channel>, id: String, work: Option<Work>) {
+/// Runs a recorded delivery's work and records its outcome.
+pub(crate) async fn run(channel: Arc<Channel>, received: Received) {
+    let Received {
+        id, work, ignored, ..
+    } = received;
     let (status, session_id, message) = match &work {
-        None => (DeliveryStatus::Ignored, None, None),
-        Some(work) => match to_session(&channel, &id, work).await {
-            Ok(session_id) => (DeliveryStatus::Accepted, Some(session_id), None),
-            Err(err) => (DeliveryStatus::Failed, None, Some(err.to_string())),
-        },
+        None => (DeliveryStatus::Ignored, None, ignored),
+        Some(work) => {
+            let work = with_pr_files(&channel, work).await;
+            match to_session(&channel, &id, &work).await {
+                Ok(session_id) => (DeliveryStatus::Accepted, Some(session_id), None),
+                Err(err) => (DeliveryStatus::Failed, None, Some(err.to_string())),
+            }
+        }
     };
     let logs = channel.manager.logs();
-    match (&session_id, &message) {
-        (Some(session), _) => logs.about(session).info(format!(
+    match (&session_id, &message, status) {
+        (Some(session), _, _) => logs.about(session).info(format!(
             "channel {}: delivery {id} reached session {session}",
             channel.id
         )),
-        (None, Some(reason)) => logs.warn(format!(
+        (None, Some(reason), DeliveryStatus::Failed) => logs.warn(format!(
             "channel {}: delivery {id} failed: {reason}",
             channel.id
         )),
-        (None, None) => {}
+        _ => {}
     }
     let store = channel.store.clone();
     let recorded_id = id.clone();
@@ -50,9 +60,60 @@ pub(crate) async fn run(channel: Arc<Channel>, id: String, work: Option<Work>) {
             channel.id
         ));
     }
-    if let (Some(replier), Some(session), Some(work)) = (&channel.replier, follow, work) {
-        replier.follow(channel.clone(), session, id, work.body);
+    let (Some(session), Some(work)) = (follow, work) else {
+        return;
+    };
+    if channel.replier.is_some() {
+        channel
+            .followers
+            .follow(channel.clone(), session, id, work.body, None);
+    } else if channel.github.is_some() {
+        let queued = github_accepted(&channel, &session, &work).await;
+        channel
+            .followers
+            .follow(channel.clone(), session, id, work.body, queued);
     }
+}
+
+/// A GitHub delivery's work with `pr/diff.patch` and `pr/meta.json` to write before the turn.
+async fn with_pr_files(channel: &Channel, work: &Work) -> Work {
+    let mut work = work.clone();
+    if let Some(github) = &channel.github
+        && let Ok(pr) = serde_json::from_value::<PrRef>(work.body["pr"].clone())
+    {
+        work.workspace_files = github.pr_files(&pr, &work.body["meta"]).await;
+    }
+    work
+}
+
+/// What a GitHub channel does once a delivery reached its session: the 👀 reaction, and a
+/// queued check run for the coming turn (its id).
+async fn github_accepted(channel: &Channel, session: &str, work: &Work) -> Option<u64> {
+    let github = channel.github.as_ref()?;
+    let pr: PrRef = serde_json::from_value(work.body["pr"].clone()).ok()?;
+    let logs = channel.manager.logs();
+    let logs = logs.about(session);
+    if github.config.reactions.unwrap_or(true) {
+        let body = json!({ "content": "eyes" });
+        if let Err(err) = github
+            .call(reqwest::Method::POST, &pr.react_path, Some(&body), JSON)
+            .await
+        {
+            logs.warn(format!("channel {}: no 👀 reaction: {err}", channel.id));
+        }
+    }
+    if !github.config.check_runs.unwrap_or(false) || pr.head_sha.is_none() {
+        return None;
+    }
+    create_check(channel, &pr, "queued", session)
+        .await
+        .map_err(|err| {
+            logs.warn(format!(
+                "channel {}: no check run queued: {err}",
+                channel.id
+            ))
+        })
+        .ok()
 }
 
 /// Admits the work's message to its session, creating the session when the key names none.
@@ -84,7 +145,12 @@ async fn to_session(channel: &Channel, id: &str, work: &Work) -> Result<String, 
         mode: None,
         client_message_id: Some(id.to_string()),
     };
-    let accepted = manager.create(&principal, "webhook", request).await?;
+    let kind = if channel.github.is_some() {
+        "github"
+    } else {
+        "webhook"
+    };
+    let accepted = manager.create(&principal, kind, request).await?;
     if let Some(key) = &work.continuation {
         let store = channel.store.clone();
         let key = key.clone();

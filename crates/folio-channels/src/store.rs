@@ -52,9 +52,12 @@ pub(crate) struct Received {
     pub(crate) received_at: DateTime<Utc>,
     /// Its route or event.
     pub(crate) route: String,
-    /// What it asks (absent: nothing to run, e.g. an ignored event).
+    /// What it asks (absent: nothing to run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) work: Option<Work>,
+    /// Why nothing runs (an event the channel does not act on, the bot's own comment, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) ignored: Option<String>,
 }
 
 /// One line of the record.
@@ -103,7 +106,7 @@ pub(crate) enum Admitted {
 
 struct Entry {
     info: DeliveryInfo,
-    work: Option<Work>,
+    received: Received,
 }
 
 struct Inner {
@@ -268,14 +271,14 @@ impl Store {
     }
 
     /// The deliveries whose work has not finished: what a restart runs.
-    pub(crate) fn pending(&self) -> Vec<(String, Option<Work>)> {
+    pub(crate) fn pending(&self) -> Vec<Received> {
         let inner = self.lock();
         inner
             .order
             .iter()
             .filter_map(|id| inner.entries.get(id))
             .filter(|entry| entry.info.status == DeliveryStatus::Pending)
-            .map(|entry| (entry.info.id.clone(), entry.work.clone()))
+            .map(|entry| entry.received.clone())
             .collect()
     }
 
@@ -329,16 +332,16 @@ fn apply(inner: &mut Inner, channel: &str, line: Line) {
                 received.id.clone(),
                 Entry {
                     info: DeliveryInfo {
-                        id: received.id,
+                        id: received.id.clone(),
                         channel: channel.to_string(),
                         received_at: received.received_at,
-                        route: received.route,
+                        route: received.route.clone(),
                         status: DeliveryStatus::Pending,
                         session_id: None,
                         message: None,
                         duplicates: 0,
                     },
-                    work: received.work,
+                    received,
                 },
             );
         }
@@ -404,6 +407,7 @@ mod tests {
                 workspace_files: BTreeMap::new(),
                 body: serde_json::json!({"ticketId": 1}),
             }),
+            ignored: None,
         }
     }
 
@@ -432,7 +436,7 @@ mod tests {
             Admitted::New
         );
         assert_eq!(store.session_for("ticket:1").as_deref(), Some("ses_1"));
-        let pending: Vec<String> = store.pending().into_iter().map(|(id, _)| id).collect();
+        let pending: Vec<String> = store.pending().into_iter().map(|r| r.id).collect();
         assert_eq!(pending, ["a", "b"]);
         let listed: Vec<(String, DeliveryStatus, u32)> = store
             .list()

@@ -30,7 +30,8 @@ pub(crate) struct Rendered {
     pub(crate) admission: Admission,
 }
 
-/// The compiled templates of one webhook channel.
+/// The compiled templates of one webhook channel (none for other kinds).
+#[derive(Default)]
 pub(crate) struct Templates {
     env: Environment<'static>,
     routes: Vec<Route>,

@@ -81,6 +81,7 @@ pub(crate) async fn receive(channel: Arc<Channel>, route: usize, req: Request) -
             received_at: Utc::now(),
             route: channel.templates.path(route).to_string(),
             work: Some(work),
+            ignored: None,
         },
     )
     .await
@@ -90,9 +91,9 @@ pub(crate) async fn receive(channel: Arc<Channel>, route: usize, req: Request) -
 /// answered the same way and runs nothing).
 pub(crate) async fn acknowledge(channel: Arc<Channel>, received: Received) -> Response {
     let id = received.id.clone();
-    let work = received.work.clone();
     let store = channel.store.clone();
-    let admitted = match tokio::task::spawn_blocking(move || store.receive(received)).await {
+    let recorded = received.clone();
+    let admitted = match tokio::task::spawn_blocking(move || store.receive(recorded)).await {
         Ok(Ok(admitted)) => admitted,
         Ok(Err(err)) => {
             return error(
@@ -112,7 +113,7 @@ pub(crate) async fn acknowledge(channel: Arc<Channel>, received: Received) -> Re
         .manager
         .fault_armed(FaultPoint::ChannelAcknowledged);
     if !duplicate && !withheld {
-        tokio::spawn(sessions::run(channel.clone(), id.clone(), work));
+        tokio::spawn(sessions::run(channel.clone(), received));
     }
     (
         StatusCode::ACCEPTED,

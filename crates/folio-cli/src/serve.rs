@@ -244,6 +244,13 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         );
     }
     let fault = fault_point()?;
+    // Bound first: channels link to sessions under the address clients reach.
+    let listener = bind(&args.host, args.port).await?;
+    let addr = listener.local_addr()?;
+    let public = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}"));
     let mut projects = Vec::new();
     let mut mounts = Vec::new();
     let mut channel_routes = Vec::new();
@@ -260,6 +267,10 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             ChannelOptions {
                 env: std::sync::Arc::new(|name: &str| std::env::var(name).ok()),
                 caller_auth: auth.clone(),
+                base_url: match layout {
+                    Layout::Multi => format!("{}/{slug}", public.trim_end_matches('/')),
+                    Layout::Single => public.clone(),
+                },
             },
         )?;
         for warning in &channels.unsupported {
@@ -279,8 +290,6 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             state,
         });
     }
-    let listener = bind(&args.host, args.port).await?;
-    let addr = listener.local_addr()?;
     let browsers = Browsers::from_flags(
         addr,
         args.public_url.as_deref(),

@@ -4,173 +4,19 @@
 //! duplicates (concurrent and after a restart) run once, a `kill -9` after the `202` runs the
 //! work after the restart, and `[deliver]` posts the reply with retries to a recording fake.
 
+mod channels_support;
 mod serve_support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use folio_test_support::{FakeApi, MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use serve_support::*;
+use channels_support::*;
 
 const AGENT: &str = "name = \"hooks\"\nmodel = \"openai:gpt-test\"\n";
-const SECRET: &str = "It's a Secret to Everybody";
-/// A Standard Webhooks secret (`whsec_` + base64 of the key).
-const WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-
-fn test_deps() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-deps")
-}
-
-/// Runs a signing peer and returns what it printed.
-fn peer(program: &Path, args: &[&str], cwd: &Path, stdin: &str) -> String {
-    use std::io::Write;
-    let mut child = std::process::Command::new(program)
-        .args(args)
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|err| {
-            panic!(
-                "{} cannot start ({err}): run scripts/install-test-deps",
-                program.display()
-            )
-        });
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success(), "{} failed", program.display());
-    String::from_utf8(output.stdout).unwrap().trim().to_string()
-}
-
-/// `X-Hub-Signature-256` by GitHub's own `@octokit/webhooks-methods`.
-fn github_signature(body: &str) -> String {
-    let dir = test_deps().join("channels");
-    assert!(
-        dir.join("node_modules/@octokit/webhooks-methods/package.json")
-            .is_file(),
-        "run scripts/install-test-deps (npm @octokit/webhooks-methods)"
-    );
-    peer(
-        Path::new("node"),
-        &[
-            "-e",
-            "import('@octokit/webhooks-methods').then(async m => process.stdout.write(await m.sign(process.argv[1], require('fs').readFileSync(0, 'utf8'))))",
-            SECRET,
-        ],
-        &dir,
-        body,
-    )
-}
-
-fn python() -> PathBuf {
-    test_deps().join("venv/bin/python")
-}
-
-/// `X-Slack-Signature` by `slack_sdk`'s `SignatureVerifier`.
-fn slack_signature(timestamp: &str, body: &str) -> String {
-    peer(
-        &python(),
-        &[
-            "-c",
-            "import sys; from slack_sdk.signature import SignatureVerifier; print(SignatureVerifier(sys.argv[1]).generate_signature(timestamp=sys.argv[2], body=sys.stdin.read()))",
-            SECRET,
-            timestamp,
-        ],
-        Path::new("."),
-        body,
-    )
-}
-
-/// `webhook-signature` by the `standardwebhooks` reference library.
-fn standard_signature(id: &str, timestamp: i64, body: &str) -> String {
-    peer(
-        &python(),
-        &[
-            "-c",
-            "import sys, datetime; from standardwebhooks.webhooks import Webhook; print(Webhook(sys.argv[1]).sign(sys.argv[2], datetime.datetime.fromtimestamp(int(sys.argv[3]), tz=datetime.timezone.utc), sys.stdin.read()))",
-            WHSEC,
-            id,
-            &timestamp.to_string(),
-        ],
-        Path::new("."),
-        body,
-    )
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
-
-/// POSTs `body` with `headers`; the status and JSON answer (checked against its wire type).
-async fn deliver(url: &str, body: &str, headers: &[(&str, String)]) -> (u16, Value) {
-    let mut request = client()
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body.to_string());
-    for (name, value) in headers {
-        request = request.header(*name, value);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let value: Value = response.json().await.unwrap();
-    check_answer("POST", url, status, &value);
-    (status, value)
-}
-
-/// The channel's deliveries, once none is pending (at most 30 s).
-async fn settled(url: &str, channel: &str) -> Vec<Value> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let (status, body) = get(&format!("{url}/v1/channels/{channel}/deliveries")).await;
-        assert_eq!(status, 200, "{body}");
-        let deliveries = body["deliveries"].as_array().unwrap().clone();
-        if deliveries.iter().all(|d| d["status"] != "pending") {
-            return deliveries;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "deliveries still pending after 30 s: {deliveries:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The stored event types of `session` under the state root.
-fn event_types(state: &Path, session: &str) -> Vec<String> {
-    let log = state.join("test-agent/traces").join(format!("{session}.ndjson"));
-    std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .lines()
-        .map(|line| {
-            let event: Value = serde_json::from_str(line).unwrap();
-            event["type"].as_str().unwrap().to_string()
-        })
-        .collect()
-}
-
-/// Waits until the mock model received `n` requests (at most 30 s).
-async fn model_requests(mock: &MockModelServer, n: usize) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while mock.requests().len() < n {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the model got {} requests, expected {n}",
-            mock.requests().len()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 fn route(auth: &str) -> String {
     format!(
         "kind = \"webhook\"\nauth = [{auth}]\n[[routes]]\npath = \"/ticket\"\nmessage = \"{{{{ body.message }}}}\"\ncontinuation = \"{{{{ body.ticketId }}}}\"\n"
@@ -369,14 +215,6 @@ async fn ticket(url: &str, id: &str, ticket: u32, message: &str) -> (u16, Value)
         ("webhook-signature", standard_signature(id, ts, &body)),
     ];
     deliver(&format!("{url}/v1/channels/tickets/ticket"), &body, &headers).await
-}
-
-async fn kill(mut server: Served) {
-    server.child.start_kill().unwrap();
-    tokio::time::timeout(Duration::from_secs(30), server.child.wait())
-        .await
-        .expect("the server exits within 30 s")
-        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]

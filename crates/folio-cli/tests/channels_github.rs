@@ -1,0 +1,181 @@
+//! GitHub channels through the real `folio serve`, fed GitHub's own example payloads
+//! (`@octokit/webhooks-examples`) signed by `@octokit/webhooks-methods`, against a recording
+//! fake GitHub API: the continuation `pr:owner/repo#N`, `pr/` files before the turn, the 👀
+//! reaction, check runs (queued → in_progress → completed, details URL to the session), the
+//! reply as a PR comment, the `bot_name` loop guard and ignored events.
+
+mod channels_support;
+mod serve_support;
+
+use std::time::Duration;
+
+use channels_support::*;
+use folio_test_support::{ApiCall, FakeApi, MockModelServer, MockReply};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use serve_support::*;
+
+const AGENT: &str = "name = \"reviewer\"\nmodel = \"openai:gpt-test\"\n";
+const REPO: &str = "/repos/Codertocat/Hello-World";
+const SHA: &str = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
+
+fn calls_of(calls: &[ApiCall]) -> Vec<(String, String, Value)> {
+    calls
+        .iter()
+        .map(|c| (c.method.clone(), c.path.clone(), c.body.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comments() {
+    let mock = MockModelServer::start().await;
+    let github = FakeApi::start().await;
+    let project = project(AGENT);
+    let manifest = format!(
+        "kind = \"github\"\nbot_name = \"folio-reviewer\"\ncheck_runs = true\napi_base_url = \"{}\"\n",
+        github.url()
+    );
+    write_files(project.path(), &[("agent/channels/gh.toml", &manifest)]);
+    let state = tempfile::tempdir().unwrap();
+    let server = serve_with_env(
+        &mock.openai_base_url(),
+        project.path(),
+        state.path(),
+        &[],
+        &[("GITHUB_WEBHOOK_SECRET", SECRET), ("GITHUB_TOKEN", "ghp_test")],
+    )
+    .await;
+    let hook = format!("{}/v1/channels/gh", server.url);
+
+    // Unsigned or wrongly signed: 401, nothing recorded, nothing called.
+    let opened = github_examples("pull_request")
+        .into_iter()
+        .find(|p| p["action"] == "opened")
+        .unwrap();
+    let (status, _) = deliver(
+        &hook,
+        &opened.to_string(),
+        &[("x-github-event", "pull_request".into()), ("x-github-delivery", "d-0".into())],
+    )
+    .await;
+    assert_eq!(status, 401);
+    let (status, _) = deliver(
+        &hook,
+        &opened.to_string(),
+        &[
+            ("x-github-event", "pull_request".into()),
+            ("x-github-delivery", "d-0".into()),
+            ("x-hub-signature-256", github_signature("{}")),
+        ],
+    )
+    .await;
+    assert_eq!(status, 401);
+    assert_eq!(get(&format!("{hook}/deliveries")).await.1["deliveries"], json!([]));
+
+    mock.push(MockReply::text("approve: the README change reads well."));
+    let (status, answer) = github_delivery(&hook, "pull_request", "d-1", &opened).await;
+    assert_eq!((status, answer["deliveryId"].clone()), (202, json!("d-1")));
+    let calls = github.wait_for(6, Duration::from_secs(30)).await;
+    let deliveries = settled(&server.url, "gh").await;
+    let session = deliveries[0]["sessionId"].as_str().unwrap().to_string();
+    let details = format!("{}/playground?session={session}", server.url);
+    assert_eq!(
+        calls_of(&calls),
+        [
+            ("GET".into(), format!("{REPO}/pulls/2"), Value::Null),
+            ("POST".into(), format!("{REPO}/issues/2/reactions"), json!({"content": "eyes"})),
+            (
+                "POST".into(),
+                format!("{REPO}/check-runs"),
+                json!({"name": "folio-reviewer", "head_sha": SHA, "status": "queued", "details_url": details})
+            ),
+            ("PATCH".into(), format!("{REPO}/check-runs/3"), json!({"status": "in_progress"})),
+            (
+                "PATCH".into(),
+                format!("{REPO}/check-runs/3"),
+                json!({
+                    "status": "completed",
+                    "conclusion": "success",
+                    "output": {
+                        "title": "folio-reviewer",
+                        "summary": format!("[View agent]({details})\n\napprove: the README change reads well."),
+                    },
+                })
+            ),
+            (
+                "POST".into(),
+                format!("{REPO}/issues/2/comments"),
+                json!({"body": "approve: the README change reads well."})
+            ),
+        ]
+    );
+    assert_eq!(calls[0].headers["accept"], "application/vnd.github.diff");
+    assert!(calls.iter().all(|c| c.headers["authorization"] == "Bearer ghp_test"));
+    let workspace = state.path().join("test-agent/sessions").join(&session).join("workspace");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("pr/diff.patch")).unwrap(),
+        r#"{"id":1,"ok":true}"#
+    );
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(workspace.join("pr/meta.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        (meta["number"].clone(), meta["headSha"].clone(), meta["title"].clone()),
+        (json!(2), json!(SHA), json!("Update the README with new information."))
+    );
+    assert!(mock.requests()[0].body.to_string().contains("Update the README with new information."));
+
+    // A review comment mentioning the bot reaches the same session; the bot's own comment and
+    // a check suite that succeeded are recorded as ignored.
+    let mut comment = github_examples("pull_request_review_comment")
+        .into_iter()
+        .find(|p| p["action"] == "created")
+        .unwrap();
+    comment["comment"]["body"] = json!("@folio-reviewer is this line right?");
+    mock.push(MockReply::text("Yes, it is."));
+    assert_eq!(github_delivery(&hook, "pull_request_review_comment", "d-2", &comment).await.0, 202);
+    let mut own = comment.clone();
+    own["comment"]["user"]["login"] = json!("folio-reviewer");
+    assert_eq!(github_delivery(&hook, "pull_request_review_comment", "d-3", &own).await.0, 202);
+    let suite = github_examples("check_suite")
+        .into_iter()
+        .find(|p| p["action"] == "completed")
+        .unwrap();
+    assert_eq!(github_delivery(&hook, "check_suite", "d-4", &suite).await.0, 202);
+    let calls = github.wait_for(12, Duration::from_secs(30)).await;
+    assert_eq!(
+        calls_of(&calls[7..8]),
+        [(
+            "POST".into(),
+            format!("{REPO}/pulls/comments/284312630/reactions"),
+            json!({"content": "eyes"})
+        )]
+    );
+    assert_eq!(
+        calls_of(&calls[11..]),
+        [("POST".into(), format!("{REPO}/issues/2/comments"), json!({"body": "Yes, it is."}))]
+    );
+    let deliveries = settled(&server.url, "gh").await;
+    let summary: Vec<(String, String, Option<String>, Option<String>)> = deliveries
+        .iter()
+        .map(|d| {
+            (
+                d["id"].as_str().unwrap().to_string(),
+                d["status"].as_str().unwrap().to_string(),
+                d["sessionId"].as_str().map(String::from),
+                d["message"].as_str().map(String::from),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("d-4".into(), "ignored".into(), None, Some("check_suite.completed did not fail".into())),
+            ("d-3".into(), "ignored".into(), None, Some("the bot's own comment (loop guard)".into())),
+            ("d-2".into(), "accepted".into(), Some(session.clone()), None),
+            ("d-1".into(), "accepted".into(), Some(session.clone()), None),
+        ]
+    );
+    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(github.calls().len(), 12);
+}
