@@ -184,7 +184,7 @@ pub fn sign_hex(key: &[u8], parts: &[&[u8]]) -> String {
 
 fn decode_hex(hex: &str) -> Result<Vec<u8>, String> {
     let invalid = || "the signature is not hex".to_string();
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return Err(invalid());
     }
     (0..hex.len())
@@ -243,7 +243,11 @@ mod tests {
         );
         let chain = [rule(HmacProvider::Github, "SECRET")];
         assert_eq!(
-            admit(&chain, &request(&headers, b"Hello, World!", "10.0.0.1"), &env()),
+            admit(
+                &chain,
+                &request(&headers, b"Hello, World!", "10.0.0.1"),
+                &env()
+            ),
             Ok(())
         );
         assert_eq!(
@@ -266,7 +270,10 @@ mod tests {
         headers.insert("x-slack-request-timestamp", ts.parse().unwrap());
         headers.insert("x-slack-signature", format!("v0={sig}").parse().unwrap());
         let chain = [rule(HmacProvider::Slack, "SECRET")];
-        assert_eq!(admit(&chain, &request(&headers, body, "10.0.0.1"), &env()), Ok(()));
+        assert_eq!(
+            admit(&chain, &request(&headers, body, "10.0.0.1"), &env()),
+            Ok(())
+        );
         let mut late = request(&headers, body, "10.0.0.1");
         late.now += 301;
         assert!(admit(&chain, &late, &env()).unwrap_err().contains("stale"));
@@ -284,7 +291,10 @@ mod tests {
             format!("v1,AAAA v1,{good}").parse().unwrap(),
         );
         let chain = [rule(HmacProvider::StandardWebhooks, "WHSEC")];
-        assert_eq!(admit(&chain, &request(&headers, body, "10.0.0.1"), &env()), Ok(()));
+        assert_eq!(
+            admit(&chain, &request(&headers, body, "10.0.0.1"), &env()),
+            Ok(())
+        );
         headers.insert("webhook-id", "msg_2".parse().unwrap());
         assert!(admit(&chain, &request(&headers, body, "10.0.0.1"), &env()).is_err());
     }
@@ -298,16 +308,29 @@ mod tests {
             }),
         ];
         let mut headers = HeaderMap::new();
-        assert_eq!(admit(&chain, &request(&headers, b"", "127.0.0.1"), &env()), Ok(()));
+        assert_eq!(
+            admit(&chain, &request(&headers, b"", "127.0.0.1"), &env()),
+            Ok(())
+        );
         assert!(admit(&chain, &request(&headers, b"", "10.0.0.1"), &env()).is_err());
         headers.insert("authorization", "Bearer t0k3n".parse().unwrap());
-        assert_eq!(admit(&chain, &request(&headers, b"", "10.0.0.1"), &env()), Ok(()));
+        assert_eq!(
+            admit(&chain, &request(&headers, b"", "10.0.0.1"), &env()),
+            Ok(())
+        );
         let generic = [rule(HmacProvider::Generic, "SECRET")];
         let sig = sign_hex(b"It's a Secret to Everybody", &[b"{}"]);
         headers.insert("x-signature", format!("sha256={sig}").parse().unwrap());
-        assert_eq!(admit(&generic, &request(&headers, b"{}", "10.0.0.1"), &env()), Ok(()));
         assert_eq!(
-            admit(&[AuthRule::AllowAll], &request(&HeaderMap::new(), b"", "10.0.0.1"), &env()),
+            admit(&generic, &request(&headers, b"{}", "10.0.0.1"), &env()),
+            Ok(())
+        );
+        assert_eq!(
+            admit(
+                &[AuthRule::AllowAll],
+                &request(&HeaderMap::new(), b"", "10.0.0.1"),
+                &env()
+            ),
             Ok(())
         );
     }

@@ -73,7 +73,9 @@ impl Followers {
     }
 
     fn take_queued_check(&self, session: &str) -> Option<u64> {
-        self.lock().get_mut(session).and_then(|f| f.queued_check.take())
+        self.lock()
+            .get_mut(session)
+            .and_then(|f| f.queued_check.take())
     }
 }
 
@@ -167,7 +169,11 @@ async fn report(
         && let Ok(pr) = serde_json::from_value::<PrRef>(context["pr"].clone())
     {
         if let Some(check) = check {
-            let conclusion = if outcome.is_ok() { "success" } else { "failure" };
+            let conclusion = if outcome.is_ok() {
+                "success"
+            } else {
+                "failure"
+            };
             let text = match outcome {
                 Ok(reply) | Err(reply) => reply,
             };
@@ -181,7 +187,10 @@ async fn report(
                 },
             });
             let path = format!("/repos/{}/check-runs/{check}", pr.repo);
-            if let Err(err) = github.call(reqwest::Method::PATCH, &path, Some(&body), JSON).await {
+            if let Err(err) = github
+                .call(reqwest::Method::PATCH, &path, Some(&body), JSON)
+                .await
+            {
                 failures.push(err);
             }
         }
@@ -190,7 +199,10 @@ async fn report(
         {
             let path = format!("/repos/{}/issues/{}/comments", pr.repo, pr.number);
             let body = json!({ "body": reply });
-            if let Err(err) = github.call(reqwest::Method::POST, &path, Some(&body), JSON).await {
+            if let Err(err) = github
+                .call(reqwest::Method::POST, &path, Some(&body), JSON)
+                .await
+            {
                 failures.push(err);
             }
         }
@@ -237,7 +249,8 @@ async fn start_check(channel: &Channel, session: &str) -> Option<u64> {
     if !github.config.check_runs.unwrap_or(false) {
         return None;
     }
-    let pr: PrRef = serde_json::from_value(channel.followers.context(session)["pr"].clone()).ok()?;
+    let pr: PrRef =
+        serde_json::from_value(channel.followers.context(session)["pr"].clone()).ok()?;
     let logs = channel.manager.logs();
     let result = match channel.followers.take_queued_check(session) {
         Some(id) => {

@@ -78,7 +78,9 @@ impl Github {
             .trim_end_matches('/');
         let token_env = self.config.token_env.as_deref().unwrap_or("GITHUB_TOKEN");
         let token = (self.env)(token_env).ok_or_else(|| {
-            format!("{token_env} is not set on the server (a token that may write to the repository)")
+            format!(
+                "{token_env} is not set on the server (a token that may write to the repository)"
+            )
         })?;
         let url = format!("{base}{path}");
         let mut last = String::new();
@@ -96,7 +98,10 @@ impl Github {
             }
             match request.send().await {
                 Ok(answer) if answer.status().is_success() => {
-                    return answer.text().await.map_err(|err| format!("{method} {url}: {err}"));
+                    return answer
+                        .text()
+                        .await
+                        .map_err(|err| format!("{method} {url}: {err}"));
                 }
                 Ok(answer) if answer.status().is_server_error() => {
                     last = format!("{method} {url} answered {}", answer.status());
@@ -116,7 +121,12 @@ impl Github {
         let mut files = BTreeMap::new();
         let path = format!("/repos/{}/pulls/{}", pr.repo, pr.number);
         let diff = self
-            .call(reqwest::Method::GET, &path, None, "application/vnd.github.diff")
+            .call(
+                reqwest::Method::GET,
+                &path,
+                None,
+                "application/vnd.github.diff",
+            )
             .await
             .unwrap_or_else(|err| format!("# the diff could not be fetched: {err}\n"));
         files.insert("pr/diff.patch".to_string(), diff);
@@ -167,7 +177,10 @@ pub(crate) fn interpret(github: &Github, event: &str, body: &Value) -> Result<Wa
                 return Err(format!("pull_request.{action} is not acted on"));
             }
             let pr = &body["pull_request"];
-            let number = body["number"].as_u64().or(pr["number"].as_u64()).ok_or("no PR number")?;
+            let number = body["number"]
+                .as_u64()
+                .or(pr["number"].as_u64())
+                .ok_or("no PR number")?;
             let title = pr["title"].as_str().unwrap_or_default();
             Ok(Wake {
                 message: format!(
@@ -230,7 +243,9 @@ pub(crate) fn interpret(github: &Github, event: &str, body: &Value) -> Result<Wa
                     format!("/repos/{repo}/pulls/comments/{}/reactions", comment["id"]),
                 )
             };
-            let head_sha = body["pull_request"]["head"]["sha"].as_str().map(String::from);
+            let head_sha = body["pull_request"]["head"]["sha"]
+                .as_str()
+                .map(String::from);
             Ok(Wake {
                 message: format!("@{author} commented on {repo}#{number}:\n\n{text}"),
                 title: format!("{repo}#{number}: {title}"),
@@ -259,7 +274,10 @@ pub(crate) fn interpret(github: &Github, event: &str, body: &Value) -> Result<Wa
                 .as_u64()
                 .ok_or_else(|| format!("the failed {event} belongs to no pull request"))?;
             let sha = run["head_sha"].as_str().map(String::from);
-            let name = run["name"].as_str().or(run["app"]["name"].as_str()).unwrap_or(event);
+            let name = run["name"]
+                .as_str()
+                .or(run["app"]["name"].as_str())
+                .unwrap_or(event);
             Ok(Wake {
                 message: format!(
                     "CI failed on {repo}#{number} ({name}, commit {}): {}",
@@ -307,7 +325,12 @@ pub(crate) async fn receive(channel: Arc<Channel>, req: Request) -> Response {
     if let Err(reason) = auth::admit(&channel.auth, &presented, &channel.env) {
         return error(ErrorCode::Unauthorized, reason);
     }
-    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(String::from);
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(String::from)
+    };
     let (Some(event), Some(id)) = (text("x-github-event"), text("x-github-delivery")) else {
         return error(
             ErrorCode::InvalidRequest,
@@ -319,7 +342,9 @@ pub(crate) async fn receive(channel: Arc<Channel>, req: Request) -> Response {
         Err(err) => {
             return error(
                 ErrorCode::InvalidRequest,
-                format!("body: not JSON ({err}); set the webhook's content type to application/json"),
+                format!(
+                    "body: not JSON ({err}); set the webhook's content type to application/json"
+                ),
             );
         }
     };

@@ -149,7 +149,10 @@ pub struct Channels {
 impl Channels {
     /// Opens every channel of the manager's agent: compiles templates and schemas and reads
     /// each delivery record.
-    pub fn open(manager: &SessionManager, options: ChannelOptions) -> Result<Channels, ChannelError> {
+    pub fn open(
+        manager: &SessionManager,
+        options: ChannelOptions,
+    ) -> Result<Channels, ChannelError> {
         let summaries: Vec<ChannelSummary> = manager.agent().definition.channels.clone();
         let mut channels = Vec::new();
         let mut unsupported = Vec::new();
@@ -249,8 +252,7 @@ impl Channels {
 
 /// An error answer in the session API's shape.
 pub(crate) fn error(code: ErrorCode, message: impl Into<String>) -> Response {
-    let status =
-        StatusCode::from_u16(code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let status = StatusCode::from_u16(code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (status, axum::Json(ErrorBody::new(code, message))).into_response()
 }
 

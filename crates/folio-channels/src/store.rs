@@ -161,8 +161,8 @@ impl Store {
             sessions: HashMap::new(),
             replies: HashSet::new(),
         };
-        for line in read_lines::<Line>(&deliveries_path)
-            .map_err(fail("cannot read", &deliveries_path))?
+        for line in
+            read_lines::<Line>(&deliveries_path).map_err(fail("cannot read", &deliveries_path))?
         {
             apply(&mut inner, channel, line);
         }
@@ -418,7 +418,10 @@ mod tests {
         let store = Store::open(dir.path(), "tickets").unwrap();
         assert_eq!(store.receive(received("a", now)).unwrap(), Admitted::New);
         assert_eq!(store.receive(received("b", now)).unwrap(), Admitted::New);
-        assert_eq!(store.receive(received("a", now)).unwrap(), Admitted::Duplicate);
+        assert_eq!(
+            store.receive(received("a", now)).unwrap(),
+            Admitted::Duplicate
+        );
         store
             .finish("b", DeliveryStatus::Accepted, Some("ses_1".into()), None)
             .unwrap();
@@ -431,10 +434,7 @@ mod tests {
             Admitted::Duplicate
         );
         let later = now + Duration::hours(25);
-        assert_eq!(
-            store.receive(received("b", later)).unwrap(),
-            Admitted::New
-        );
+        assert_eq!(store.receive(received("b", later)).unwrap(), Admitted::New);
         assert_eq!(store.session_for("ticket:1").as_deref(), Some("ses_1"));
         let pending: Vec<String> = store.pending().into_iter().map(|r| r.id).collect();
         assert_eq!(pending, ["a", "b"]);

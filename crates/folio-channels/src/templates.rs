@@ -39,7 +39,10 @@ pub(crate) struct Templates {
 
 impl Templates {
     /// Compiles every template and schema of `webhook`; the first that fails is the error.
-    pub(crate) fn compile(channel: &str, webhook: &WebhookChannel) -> Result<Templates, ChannelError> {
+    pub(crate) fn compile(
+        channel: &str,
+        webhook: &WebhookChannel,
+    ) -> Result<Templates, ChannelError> {
         let mut env = Environment::new();
         let mut add = |name: String, source: &str| {
             env.add_template_owned(name.clone(), source.to_string())
@@ -112,7 +115,11 @@ impl Templates {
         match schema.iter_errors(body).next() {
             None => Ok(()),
             Some(err) => {
-                let at = err.instance_path().as_str().trim_start_matches('/').replace('/', ".");
+                let at = err
+                    .instance_path()
+                    .as_str()
+                    .trim_start_matches('/')
+                    .replace('/', ".");
                 let field = if at.is_empty() {
                     "body".to_string()
                 } else {
@@ -218,6 +225,9 @@ url = "https://tickets.example.com/{{ state.ticketId }}"
             "kind = \"webhook\"\n[[routes]]\npath = \"/a\"\nmessage = \"{{ body.message \"\n",
         );
         let err = Templates::compile("c", &channel).err().unwrap().to_string();
-        assert!(err.starts_with("channels/c.toml: routes[0].message: "), "{err}");
+        assert!(
+            err.starts_with("channels/c.toml: routes[0].message: "),
+            "{err}"
+        );
     }
 }

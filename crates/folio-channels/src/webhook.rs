@@ -109,9 +109,7 @@ pub(crate) async fn acknowledge(channel: Arc<Channel>, received: Received) -> Re
         }
     };
     let duplicate = admitted == Admitted::Duplicate;
-    let withheld = channel
-        .manager
-        .fault_armed(FaultPoint::ChannelAcknowledged);
+    let withheld = channel.manager.fault_armed(FaultPoint::ChannelAcknowledged);
     if !duplicate && !withheld {
         tokio::spawn(sessions::run(channel.clone(), received));
     }
@@ -138,8 +136,12 @@ fn delivery_id(channel: &Channel, headers: &HeaderMap) -> Result<String, String>
             let id = value
                 .to_str()
                 .ok()
-                .filter(|id| !id.is_empty() && id.len() <= 200 && id.bytes().all(|b| b.is_ascii_graphic()))
-                .ok_or_else(|| format!("{name}: a delivery id must be 1 to 200 visible ASCII characters"))?;
+                .filter(|id| {
+                    !id.is_empty() && id.len() <= 200 && id.bytes().all(|b| b.is_ascii_graphic())
+                })
+                .ok_or_else(|| {
+                    format!("{name}: a delivery id must be 1 to 200 visible ASCII characters")
+                })?;
             return Ok(id.to_string());
         }
     }

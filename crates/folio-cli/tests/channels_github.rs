@@ -42,7 +42,10 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
         project.path(),
         state.path(),
         &[],
-        &[("GITHUB_WEBHOOK_SECRET", SECRET), ("GITHUB_TOKEN", "ghp_test")],
+        &[
+            ("GITHUB_WEBHOOK_SECRET", SECRET),
+            ("GITHUB_TOKEN", "ghp_test"),
+        ],
     )
     .await;
     let hook = format!("{}/v1/channels/gh", server.url);
@@ -55,7 +58,10 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
     let (status, _) = deliver(
         &hook,
         &opened.to_string(),
-        &[("x-github-event", "pull_request".into()), ("x-github-delivery", "d-0".into())],
+        &[
+            ("x-github-event", "pull_request".into()),
+            ("x-github-delivery", "d-0".into()),
+        ],
     )
     .await;
     assert_eq!(status, 401);
@@ -70,7 +76,10 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
     )
     .await;
     assert_eq!(status, 401);
-    assert_eq!(get(&format!("{hook}/deliveries")).await.1["deliveries"], json!([]));
+    assert_eq!(
+        get(&format!("{hook}/deliveries")).await.1["deliveries"],
+        json!([])
+    );
 
     mock.push(MockReply::text("approve: the README change reads well."));
     let (status, answer) = github_delivery(&hook, "pull_request", "d-1", &opened).await;
@@ -83,13 +92,21 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
         calls_of(&calls),
         [
             ("GET".into(), format!("{REPO}/pulls/2"), Value::Null),
-            ("POST".into(), format!("{REPO}/issues/2/reactions"), json!({"content": "eyes"})),
+            (
+                "POST".into(),
+                format!("{REPO}/issues/2/reactions"),
+                json!({"content": "eyes"})
+            ),
             (
                 "POST".into(),
                 format!("{REPO}/check-runs"),
                 json!({"name": "folio-reviewer", "head_sha": SHA, "status": "queued", "details_url": details})
             ),
-            ("PATCH".into(), format!("{REPO}/check-runs/3"), json!({"status": "in_progress"})),
+            (
+                "PATCH".into(),
+                format!("{REPO}/check-runs/3"),
+                json!({"status": "in_progress"})
+            ),
             (
                 "PATCH".into(),
                 format!("{REPO}/check-runs/3"),
@@ -110,8 +127,16 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
         ]
     );
     assert_eq!(calls[0].headers["accept"], "application/vnd.github.diff");
-    assert!(calls.iter().all(|c| c.headers["authorization"] == "Bearer ghp_test"));
-    let workspace = state.path().join("test-agent/sessions").join(&session).join("workspace");
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.headers["authorization"] == "Bearer ghp_test")
+    );
+    let workspace = state
+        .path()
+        .join("test-agent/sessions")
+        .join(&session)
+        .join("workspace");
     assert_eq!(
         std::fs::read_to_string(workspace.join("pr/diff.patch")).unwrap(),
         r#"{"id":1,"ok":true}"#
@@ -120,10 +145,23 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
         serde_json::from_str(&std::fs::read_to_string(workspace.join("pr/meta.json")).unwrap())
             .unwrap();
     assert_eq!(
-        (meta["number"].clone(), meta["headSha"].clone(), meta["title"].clone()),
-        (json!(2), json!(SHA), json!("Update the README with new information."))
+        (
+            meta["number"].clone(),
+            meta["headSha"].clone(),
+            meta["title"].clone()
+        ),
+        (
+            json!(2),
+            json!(SHA),
+            json!("Update the README with new information.")
+        )
     );
-    assert!(mock.requests()[0].body.to_string().contains("Update the README with new information."));
+    assert!(
+        mock.requests()[0]
+            .body
+            .to_string()
+            .contains("Update the README with new information.")
+    );
 
     // A review comment mentioning the bot reaches the same session; the bot's own comment and
     // a check suite that succeeded are recorded as ignored.
@@ -133,15 +171,28 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
         .unwrap();
     comment["comment"]["body"] = json!("@folio-reviewer is this line right?");
     mock.push(MockReply::text("Yes, it is."));
-    assert_eq!(github_delivery(&hook, "pull_request_review_comment", "d-2", &comment).await.0, 202);
+    assert_eq!(
+        github_delivery(&hook, "pull_request_review_comment", "d-2", &comment)
+            .await
+            .0,
+        202
+    );
     let mut own = comment.clone();
     own["comment"]["user"]["login"] = json!("folio-reviewer");
-    assert_eq!(github_delivery(&hook, "pull_request_review_comment", "d-3", &own).await.0, 202);
+    assert_eq!(
+        github_delivery(&hook, "pull_request_review_comment", "d-3", &own)
+            .await
+            .0,
+        202
+    );
     let suite = github_examples("check_suite")
         .into_iter()
         .find(|p| p["action"] == "completed")
         .unwrap();
-    assert_eq!(github_delivery(&hook, "check_suite", "d-4", &suite).await.0, 202);
+    assert_eq!(
+        github_delivery(&hook, "check_suite", "d-4", &suite).await.0,
+        202
+    );
     let calls = github.wait_for(12, Duration::from_secs(30)).await;
     assert_eq!(
         calls_of(&calls[7..8]),
@@ -153,7 +204,11 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
     );
     assert_eq!(
         calls_of(&calls[11..]),
-        [("POST".into(), format!("{REPO}/issues/2/comments"), json!({"body": "Yes, it is."}))]
+        [(
+            "POST".into(),
+            format!("{REPO}/issues/2/comments"),
+            json!({"body": "Yes, it is."})
+        )]
     );
     let deliveries = settled(&server.url, "gh").await;
     let summary: Vec<(String, String, Option<String>, Option<String>)> = deliveries
@@ -170,8 +225,18 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
     assert_eq!(
         summary,
         [
-            ("d-4".into(), "ignored".into(), None, Some("check_suite.completed did not fail".into())),
-            ("d-3".into(), "ignored".into(), None, Some("the bot's own comment (loop guard)".into())),
+            (
+                "d-4".into(),
+                "ignored".into(),
+                None,
+                Some("check_suite.completed did not fail".into())
+            ),
+            (
+                "d-3".into(),
+                "ignored".into(),
+                None,
+                Some("the bot's own comment (loop guard)".into())
+            ),
             ("d-2".into(), "accepted".into(), Some(session.clone()), None),
             ("d-1".into(), "accepted".into(), Some(session.clone()), None),
         ]

@@ -10,11 +10,11 @@ mod serve_support;
 use std::path::Path;
 use std::time::Duration;
 
+use channels_support::*;
 use folio_test_support::{FakeApi, MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use serve_support::*;
-use channels_support::*;
 
 const AGENT: &str = "name = \"hooks\"\nmodel = \"openai:gpt-test\"\n";
 fn route(auth: &str) -> String {
@@ -42,7 +42,9 @@ async fn every_auth_scheme_refuses_bad_signatures_and_admits_its_providers_signa
         ),
         (
             "agent/channels/generic.toml",
-            route("{ hmac = { secret_env = \"HOOK_SECRET\", header = \"X-Signature-256\", scheme = \"sha256=\" } }"),
+            route(
+                "{ hmac = { secret_env = \"HOOK_SECRET\", header = \"X-Signature-256\", scheme = \"sha256=\" } }",
+            ),
         ),
         (
             "agent/channels/bearer.toml",
@@ -84,7 +86,10 @@ async fn every_auth_scheme_refuses_bad_signatures_and_admits_its_providers_signa
             vec![
                 ("webhook-id", "msg_stale".into()),
                 ("webhook-timestamp", (ts - 600).to_string()),
-                ("webhook-signature", standard_signature("msg_stale", ts - 600, body)),
+                (
+                    "webhook-signature",
+                    standard_signature("msg_stale", ts - 600, body),
+                ),
             ],
         ),
         (
@@ -99,15 +104,31 @@ async fn every_auth_scheme_refuses_bad_signatures_and_admits_its_providers_signa
         ("bearer", vec![("authorization", "Bearer nope".into())]),
     ];
     for (channel, headers) in &bad {
-        let (status, answer) =
-            deliver(&format!("{url}/v1/channels/{channel}/ticket"), body, headers).await;
-        assert_eq!((status, answer["error"].as_str()), (401, Some("unauthorized")), "{channel}: {answer}");
+        let (status, answer) = deliver(
+            &format!("{url}/v1/channels/{channel}/ticket"),
+            body,
+            headers,
+        )
+        .await;
+        assert_eq!(
+            (status, answer["error"].as_str()),
+            (401, Some("unauthorized")),
+            "{channel}: {answer}"
+        );
     }
     for channel in ["gh", "slack", "std", "generic", "bearer"] {
         let (status, listed) = get(&format!("{url}/v1/channels/{channel}/deliveries")).await;
-        assert_eq!((status, listed["deliveries"].clone()), (200, json!([])), "{channel}");
+        assert_eq!(
+            (status, listed["deliveries"].clone()),
+            (200, json!([])),
+            "{channel}"
+        );
     }
-    assert_eq!(mock.requests().len(), 0, "a refused delivery reached the model");
+    assert_eq!(
+        mock.requests().len(),
+        0,
+        "a refused delivery reached the model"
+    );
 
     let ts_text = ts.to_string();
     let good: Vec<(&str, Vec<(&str, String)>)> = vec![
@@ -131,7 +152,10 @@ async fn every_auth_scheme_refuses_bad_signatures_and_admits_its_providers_signa
             "generic",
             vec![(
                 "x-signature-256",
-                format!("sha256={}", folio_channels::sign_hex(SECRET.as_bytes(), &[body.as_bytes()])),
+                format!(
+                    "sha256={}",
+                    folio_channels::sign_hex(SECRET.as_bytes(), &[body.as_bytes()])
+                ),
             )],
         ),
         ("bearer", vec![("authorization", "Bearer t0k3n".into())]),
@@ -140,8 +164,12 @@ async fn every_auth_scheme_refuses_bad_signatures_and_admits_its_providers_signa
         mock.push(MockReply::text("Try clearing the cache."));
     }
     for (channel, headers) in &good {
-        let (status, answer) =
-            deliver(&format!("{url}/v1/channels/{channel}/ticket"), body, headers).await;
+        let (status, answer) = deliver(
+            &format!("{url}/v1/channels/{channel}/ticket"),
+            body,
+            headers,
+        )
+        .await;
         assert_eq!(status, 202, "{channel}: {answer}");
         assert_eq!(answer["duplicate"], false);
     }
@@ -149,21 +177,25 @@ async fn every_auth_scheme_refuses_bad_signatures_and_admits_its_providers_signa
     for (channel, _) in &good {
         let deliveries = settled(url, channel).await;
         assert_eq!(deliveries.len(), 1, "{channel}");
-        assert_eq!(deliveries[0]["status"], "accepted", "{channel}: {deliveries:#?}");
+        assert_eq!(
+            deliveries[0]["status"], "accepted",
+            "{channel}: {deliveries:#?}"
+        );
         assert_eq!(deliveries[0]["route"], "/ticket");
         let session = deliveries[0]["sessionId"].as_str().unwrap();
         assert_eq!(
             event_types(state.path(), session)[..2],
-            ["session.started".to_string(), "message.received".to_string()]
+            [
+                "session.started".to_string(),
+                "message.received".to_string()
+            ]
         );
     }
-    let texts: Vec<String> = mock
-        .requests()
-        .iter()
-        .map(|r| r.body.to_string())
-        .collect();
+    let texts: Vec<String> = mock.requests().iter().map(|r| r.body.to_string()).collect();
     assert!(
-        texts.iter().all(|t| t.contains("The export button does nothing")),
+        texts
+            .iter()
+            .all(|t| t.contains("The export button does nothing")),
         "{texts:#?}"
     );
 }
@@ -188,7 +220,10 @@ headers = {{ Authorization = "Bearer ${{TICKETS_TOKEN}}" }}
 max_attempts = 3
 "#
     );
-    write_files(project.path(), &[("agent/channels/tickets.toml", &manifest)]);
+    write_files(
+        project.path(),
+        &[("agent/channels/tickets.toml", &manifest)],
+    );
     project
 }
 
@@ -214,7 +249,12 @@ async fn ticket(url: &str, id: &str, ticket: u32, message: &str) -> (u16, Value)
         ("webhook-timestamp", ts.to_string()),
         ("webhook-signature", standard_signature(id, ts, &body)),
     ];
-    deliver(&format!("{url}/v1/channels/tickets/ticket"), &body, &headers).await
+    deliver(
+        &format!("{url}/v1/channels/tickets/ticket"),
+        &body,
+        &headers,
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -243,7 +283,10 @@ async fn duplicates_run_once_a_key_keeps_its_session_and_replies_are_delivered_w
     .await;
     assert_eq!(
         (status, answer["message"].as_str().unwrap()),
-        (400, "body: \"ticketId\" is a required property (the route's body_schema)")
+        (
+            400,
+            "body: \"ticketId\" is a required property (the route's body_schema)"
+        )
     );
 
     mock.push(MockReply::text("First answer."));
@@ -251,8 +294,14 @@ async fn duplicates_run_once_a_key_keeps_its_session_and_replies_are_delivered_w
     // The same delivery five times at once: acknowledged five times, run once.
     let sends = (0..5).map(|_| ticket(&url, "msg_dup", 42, "It broke"));
     let answers = futures::future::join_all(sends).await;
-    assert!(answers.iter().all(|(status, _)| *status == 202), "{answers:?}");
-    let fresh = answers.iter().filter(|(_, a)| a["duplicate"] == false).count();
+    assert!(
+        answers.iter().all(|(status, _)| *status == 202),
+        "{answers:?}"
+    );
+    let fresh = answers
+        .iter()
+        .filter(|(_, a)| a["duplicate"] == false)
+        .count();
     assert_eq!(fresh, 1, "{answers:?}");
     model_requests(&mock, 1).await;
     let calls = target.wait_for(2, Duration::from_secs(30)).await;

@@ -298,9 +298,7 @@ fn parse_channel(path: &Path, findings: &mut Report) -> Option<ChannelManifest> 
     }
     let kind = findings.parse_optional::<Kind>(path)?.kind;
     match kind.as_ref().map(|k| k.as_str()) {
-        Some(Some("webhook")) => findings
-            .parse_optional(path)
-            .map(ChannelManifest::Webhook),
+        Some(Some("webhook")) => findings.parse_optional(path).map(ChannelManifest::Webhook),
         Some(Some("github")) => findings.parse_optional(path).map(ChannelManifest::Github),
         Some(Some("slack")) => findings.parse_optional(path).map(ChannelManifest::Slack),
         Some(Some(kind)) => {
@@ -419,28 +417,30 @@ mod tests {
         std::fs::write(agent.join("channels").join("c.toml"), text).unwrap();
         let mut report = Report::new(dir.path());
         discover_channels(&agent, &mut report);
-        report
-            .diagnostics
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+        report.diagnostics.iter().map(ToString::to_string).collect()
     }
 
     #[test]
     fn unknown_keys_name_file_line_and_field() {
         assert_eq!(
             diagnostics("kind = \"github\"\nbot_nme = \"x\"\n"),
-            ["error: agent/channels/c.toml:2: column 1: unknown key `bot_nme` (did you mean `bot_name`?)"]
+            [
+                "error: agent/channels/c.toml:2: column 1: unknown key `bot_nme` (did you mean `bot_name`?)"
+            ]
         );
         assert_eq!(
             diagnostics(
                 "kind = \"webhook\"\nauth = [{ hmac = { secret_env = \"S\", header = \"X\", shceme = \"a\" } }]\n[[routes]]\npath = \"/a\"\nmessage = \"m\"\n"
             ),
-            ["error: agent/channels/c.toml:2: column 52: unknown key `shceme` (did you mean `scheme`?)"]
+            [
+                "error: agent/channels/c.toml:2: column 52: unknown key `shceme` (did you mean `scheme`?)"
+            ]
         );
         assert_eq!(
             diagnostics("kind = \"slak\"\n"),
-            ["error: agent/channels/c.toml: kind: unknown channel kind \"slak\" (did you mean \"slack\"?); valid kinds: webhook, github, slack"]
+            [
+                "error: agent/channels/c.toml: kind: unknown channel kind \"slak\" (did you mean \"slack\"?); valid kinds: webhook, github, slack"
+            ]
         );
     }
 
@@ -455,8 +455,12 @@ mod tests {
         );
         assert_eq!(diagnostics("kind = \"webhook\"\n").len(), 1);
         assert_eq!(
-            diagnostics("kind = \"webhook\"\nauth = [{ hmac = { secret_env = \"S\" } }]\n[[routes]]\npath = \"/a\"\nmessage = \"m\"\n"),
-            ["error: agent/channels/c.toml: auth.hmac.header: a generic hmac rule needs the header carrying the signature (e.g. header = \"X-Signature-256\"), or set provider"]
+            diagnostics(
+                "kind = \"webhook\"\nauth = [{ hmac = { secret_env = \"S\" } }]\n[[routes]]\npath = \"/a\"\nmessage = \"m\"\n"
+            ),
+            [
+                "error: agent/channels/c.toml: auth.hmac.header: a generic hmac rule needs the header carrying the signature (e.g. header = \"X-Signature-256\"), or set provider"
+            ]
         );
     }
 

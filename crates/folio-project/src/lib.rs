@@ -50,19 +50,17 @@ mod tools;
 
 pub use allowlist::{ALLOWLIST_NAMES, FileTool, NativeTool, ROOT_FORBIDDEN, Resolved, resolve};
 pub use artifacts::{ArtifactKind, ArtifactKindManifest, ArtifactsConfig, ArtifactsManifest};
+pub use channels::{
+    AuthRule, BearerAuth, ChannelManifest, ChannelSummary, DeliverConfig, GithubChannel, HmacAuth,
+    HmacProvider, SlackChannel, SlackReplyMode, WebhookChannel, WebhookRoute,
+};
 pub use config::{
     AgentConfig, ConcurrencySection, ContextSection, Effect, Execution, GeneratedSkillManifest,
     LocalSection, MountSpec, ProjectConfig, ProviderSection, ScheduleFrontmatter, SkillFrontmatter,
     ToolManifest,
 };
-pub use channels::{
-    AuthRule, BearerAuth, ChannelManifest, ChannelSummary, DeliverConfig, GithubChannel, HmacAuth,
-    HmacProvider, SlackChannel, SlackReplyMode, WebhookChannel, WebhookRoute,
-};
 pub use diagnostic::{Diagnostic, Severity};
-pub use discovery::{
-    AgentDefinition, Discovery, ScheduleSummary, discover, slug_problem,
-};
+pub use discovery::{AgentDefinition, Discovery, ScheduleSummary, discover, slug_problem};
 pub use hooks::{HookCommand, HookDefinition, HookManifest};
 pub use info::{describe, diagnostic_info};
 pub use mcp::{McpConnectionManifest, McpServerConfig, McpTransport};

@@ -250,22 +250,22 @@ pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, R
         };
     }
     app.layer(DefaultBodyLimit::max(config.body_limit))
-    .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-        |_panic: Box<dyn std::any::Any + Send>| {
-            ApiError::from(ManagerError::Internal(
-                "the server failed while answering; see its log".into(),
-            ))
-            .into_response()
-        },
-    ))
-    .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-        StatusCode::REQUEST_TIMEOUT,
-        config.request_timeout,
-    ))
-    .layer(axum::middleware::from_fn_with_state(
-        guard,
-        crate::guard::guard,
-    ))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            |_panic: Box<dyn std::any::Any + Send>| {
+                ApiError::from(ManagerError::Internal(
+                    "the server failed while answering; see its log".into(),
+                ))
+                .into_response()
+            },
+        ))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            config.request_timeout,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            guard,
+            crate::guard::guard,
+        ))
 }
 
 fn agent_routes(state: AgentState) -> Router {

@@ -142,7 +142,9 @@ pub async fn settled(url: &str, channel: &str) -> Vec<Value> {
 
 /// The stored event types of `session` under the state root.
 pub fn event_types(state: &Path, session: &str) -> Vec<String> {
-    let log = state.join("test-agent/traces").join(format!("{session}.ndjson"));
+    let log = state
+        .join("test-agent/traces")
+        .join(format!("{session}.ndjson"));
     std::fs::read_to_string(&log)
         .unwrap_or_default()
         .lines()
@@ -174,17 +176,12 @@ pub async fn kill(mut server: Served) {
         .unwrap();
 }
 
-
 /// GitHub's own example payloads of `event` (npm `@octokit/webhooks-examples`).
 pub fn github_examples(event: &str) -> Vec<Value> {
     let index = test_deps()
         .join("channels/node_modules/@octokit/webhooks-examples/api.github.com/index.json");
-    let text = std::fs::read_to_string(&index).unwrap_or_else(|err| {
-        panic!(
-            "{} ({err}): run scripts/install-test-deps",
-            index.display()
-        )
-    });
+    let text = std::fs::read_to_string(&index)
+        .unwrap_or_else(|err| panic!("{} ({err}): run scripts/install-test-deps", index.display()));
     let all: Vec<Value> = serde_json::from_str(&text).unwrap();
     all.into_iter()
         .find(|e| e["name"] == event)
