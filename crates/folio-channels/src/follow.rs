@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::Channel;
 use crate::github::PrRef;
+use crate::slack::{Reply, SlackThread};
 
 /// A followed session: bumped by every new delivery, with the latest delivery's context and
 /// the check run waiting for the next turn (GitHub).
@@ -115,21 +116,51 @@ async fn follow_session(channel: Arc<Channel>, session: String, id: String) {
         }
     };
     let mut seen = 0;
-    let mut running_check = None;
+    let mut turn_state = TurnState::default();
     while let Some(item) = stream.rx.recv().await {
         let Some(event) = item else { continue };
         let turn = event.turn_id.clone().unwrap_or_default();
         match &event.body {
             EventBody::TurnStarted(_) => {
-                running_check = start_check(&channel, &session).await;
+                if channel.store.replied(&session, &turn) {
+                    continue;
+                }
+                turn_state = TurnState {
+                    check: start_check(&channel, &session).await,
+                    slack: start_slack(&channel, &session).await,
+                };
+            }
+            EventBody::MessageAppended(appended) => {
+                if let (Some(slack), Some(reply)) = (&channel.slack, &mut turn_state.slack)
+                    && let Err(err) = reply.appended(slack, &appended.delta).await
+                {
+                    manager.logs().about(&session).warn(format!(
+                        "channel {}: the streamed reply was not updated: {err}",
+                        channel.id
+                    ));
+                }
             }
             EventBody::TurnCompleted(done) => {
                 let outcome = Ok(done.reply.as_str());
-                report(&channel, &session, &turn, outcome, running_check.take()).await;
+                report(
+                    &channel,
+                    &session,
+                    &turn,
+                    outcome,
+                    std::mem::take(&mut turn_state),
+                )
+                .await;
             }
             EventBody::TurnFailed(failed) => {
                 let outcome = Err(failed.message.as_str());
-                report(&channel, &session, &turn, outcome, running_check.take()).await;
+                report(
+                    &channel,
+                    &session,
+                    &turn,
+                    outcome,
+                    std::mem::take(&mut turn_state),
+                )
+                .await;
             }
             EventBody::SessionWaiting(_) => {
                 let mut map = channel.followers.lock();
@@ -146,20 +177,55 @@ async fn follow_session(channel: Arc<Channel>, session: String, id: String) {
     channel.followers.lock().remove(&session);
 }
 
-/// Reports the end of `turn` once: the reply (webhook `[deliver]`, GitHub comment) and the
-/// turn's check run; records it.
+/// What the follower started for the running turn.
+#[derive(Default)]
+struct TurnState {
+    /// The turn's check run (GitHub).
+    check: Option<u64>,
+    /// The turn's message in the thread (Slack).
+    slack: Option<Reply>,
+}
+
+/// Posts the turn's first message in its Slack thread (status line or stream target).
+async fn start_slack(channel: &Channel, session: &str) -> Option<Reply> {
+    let slack = channel.slack.as_ref()?;
+    let thread: SlackThread =
+        serde_json::from_value(channel.followers.context(session)["slack"].clone()).ok()?;
+    let mut reply = Reply::new(thread);
+    if let Err(err) = reply.started(slack).await {
+        channel.manager.logs().about(session).warn(format!(
+            "channel {}: no status message in the thread: {err}",
+            channel.id
+        ));
+    }
+    Some(reply)
+}
+
+/// Reports the end of `turn` once: the reply (webhook `[deliver]`, GitHub comment, Slack
+/// thread message) and the turn's check run; records it.
 async fn report(
     channel: &Channel,
     session: &str,
     turn: &str,
     outcome: Result<&str, &str>,
-    check: Option<u64>,
+    state: TurnState,
 ) {
     if channel.store.replied(session, turn) {
         return;
     }
     let context = channel.followers.context(session);
     let mut failures = Vec::new();
+    let check = state.check;
+    if let (Some(slack), Some(mut reply)) = (&channel.slack, state.slack) {
+        let text = match outcome {
+            Ok(reply) => reply.to_string(),
+            Err(folio_protocol::TURN_INTERRUPTED) => "Stopped.".to_string(),
+            Err(reason) => format!("Sorry, this turn failed: {reason}"),
+        };
+        if let Err(err) = reply.ended(slack, &text).await {
+            failures.push(err);
+        }
+    }
     if let (Some(replier), Ok(reply)) = (&channel.replier, outcome)
         && let Err(err) = replier.post(channel, session, reply, &context).await
     {

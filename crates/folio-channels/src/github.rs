@@ -361,6 +361,7 @@ pub(crate) async fn receive(channel: Arc<Channel>, req: Request) -> Response {
                 admission: Admission::Coalesce,
                 workspace_files: BTreeMap::new(),
                 body: json!({ "pr": wake.pr, "meta": wake.meta }),
+                stop: false,
             }),
             None,
         ),

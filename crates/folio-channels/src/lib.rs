@@ -21,6 +21,7 @@ mod deliver;
 mod follow;
 mod github;
 mod sessions;
+mod slack;
 mod store;
 mod templates;
 mod webhook;
@@ -43,6 +44,7 @@ pub use store::StoreError;
 use crate::deliver::Replier;
 use crate::follow::Followers;
 use crate::github::Github;
+use crate::slack::Slack;
 use crate::store::Store;
 use crate::templates::Templates;
 
@@ -117,6 +119,8 @@ pub(crate) struct Channel {
     pub(crate) replier: Option<Replier>,
     /// The GitHub side of a `github` channel.
     pub(crate) github: Option<Github>,
+    /// The Slack side of a `slack` channel.
+    pub(crate) slack: Option<Slack>,
     /// The sessions being followed to answer the provider.
     pub(crate) followers: Followers,
     /// The agent's URL (for links to sessions).
@@ -142,8 +146,6 @@ impl Channel {
 pub struct Channels {
     channels: Vec<Arc<Channel>>,
     caller_auth: Arc<Auth>,
-    /// Channels declared but not served by this build, with why.
-    pub unsupported: Vec<String>,
 }
 
 impl Channels {
@@ -155,32 +157,25 @@ impl Channels {
     ) -> Result<Channels, ChannelError> {
         let summaries: Vec<ChannelSummary> = manager.agent().definition.channels.clone();
         let mut channels = Vec::new();
-        let mut unsupported = Vec::new();
         for summary in summaries {
-            let (templates, id_header, replier, github) = match &summary.manifest {
-                ChannelManifest::Webhook(webhook) => (
-                    Templates::compile(&summary.id, webhook)?,
-                    webhook.id_header.clone(),
-                    webhook
+            let (mut templates, mut id_header, mut replier) = (Templates::default(), None, None);
+            let (mut github, mut slack) = (None, None);
+            match &summary.manifest {
+                ChannelManifest::Webhook(webhook) => {
+                    templates = Templates::compile(&summary.id, webhook)?;
+                    id_header = webhook.id_header.clone();
+                    replier = webhook
                         .deliver
                         .clone()
-                        .map(|config| Replier::new(config, options.env.clone())),
-                    None,
-                ),
-                ChannelManifest::Github(config) => (
-                    Templates::default(),
-                    None,
-                    None,
-                    Some(Github::new(config.clone(), options.env.clone())),
-                ),
-                ChannelManifest::Slack(_) => {
-                    unsupported.push(format!(
-                        "channels/{}.toml: kind \"slack\" is validated but not served yet; webhook and github channels receive deliveries",
-                        summary.id
-                    ));
-                    continue;
+                        .map(|config| Replier::new(config, options.env.clone()));
                 }
-            };
+                ChannelManifest::Github(config) => {
+                    github = Some(Github::new(config.clone(), options.env.clone()));
+                }
+                ChannelManifest::Slack(config) => {
+                    slack = Some(Slack::new(config.clone(), options.env.clone()));
+                }
+            }
             let store = Store::open(manager.state().path(), &summary.id).map_err(|source| {
                 ChannelError::Store {
                     channel: summary.id.clone(),
@@ -198,6 +193,7 @@ impl Channels {
                 sessions: tokio::sync::Mutex::new(()),
                 replier,
                 github,
+                slack,
                 followers: Followers::default(),
                 base_url: options.base_url.clone(),
             }));
@@ -205,7 +201,6 @@ impl Channels {
         Ok(Channels {
             channels,
             caller_auth: Arc::new(options.caller_auth),
-            unsupported,
         })
     }
 
@@ -230,6 +225,13 @@ impl Channels {
                 router = router.route(
                     &base,
                     post(move |req: Request| github::receive(channel, req)),
+                );
+            }
+            if channel.slack.is_some() {
+                let channel = channel.clone();
+                router = router.route(
+                    &format!("{base}/events"),
+                    post(move |req: Request| slack::receive(channel, req)),
                 );
             }
             for (index, path) in channel.templates.paths().enumerate() {

@@ -63,7 +63,10 @@ pub(crate) async fn run(channel: Arc<Channel>, received: Received) {
     let (Some(session), Some(work)) = (follow, work) else {
         return;
     };
-    if channel.replier.is_some() {
+    if work.stop {
+        return;
+    }
+    if channel.replier.is_some() || channel.slack.is_some() {
         channel
             .followers
             .follow(channel.clone(), session, id, work.body, None);
@@ -122,6 +125,15 @@ async fn to_session(channel: &Channel, id: &str, work: &Work) -> Result<String, 
     let manager = &channel.manager;
     // One lookup-or-create at a time, so two deliveries with a new key open one session.
     let _one_at_a_time = channel.sessions.lock().await;
+    if work.stop {
+        let session = work
+            .continuation
+            .as_deref()
+            .and_then(|key| channel.store.session_for(key))
+            .ok_or_else(|| ManagerError::NotFound("no session in this thread to stop".into()))?;
+        manager.stop(&principal, &session).await?;
+        return Ok(session);
+    }
     if let Some(key) = &work.continuation
         && let Some(session_id) = channel.store.session_for(key)
     {
@@ -145,10 +157,10 @@ async fn to_session(channel: &Channel, id: &str, work: &Work) -> Result<String, 
         mode: None,
         client_message_id: Some(id.to_string()),
     };
-    let kind = if channel.github.is_some() {
-        "github"
-    } else {
-        "webhook"
+    let kind = match (&channel.github, &channel.slack) {
+        (Some(_), _) => "github",
+        (_, Some(_)) => "slack",
+        _ => "webhook",
     };
     let accepted = manager.create(&principal, kind, request).await?;
     if let Some(key) = &work.continuation {

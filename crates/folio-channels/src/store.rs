@@ -40,6 +40,9 @@ pub(crate) struct Work {
     /// The delivery's body (`state` of reply templates).
     #[serde(default)]
     pub(crate) body: Value,
+    /// Stop the session's turn and clear its queue instead of sending a message (Slack `stop`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) stop: bool,
 }
 
 /// One received delivery.
@@ -406,6 +409,7 @@ mod tests {
                 admission: Admission::Coalesce,
                 workspace_files: BTreeMap::new(),
                 body: serde_json::json!({"ticketId": 1}),
+                stop: false,
             }),
             ignored: None,
         }

@@ -73,6 +73,7 @@ pub(crate) async fn receive(channel: Arc<Channel>, route: usize, req: Request) -
         admission: rendered.admission,
         workspace_files: Default::default(),
         body,
+        stop: false,
     };
     acknowledge(
         channel.clone(),

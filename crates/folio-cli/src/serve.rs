@@ -273,9 +273,6 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
                 },
             },
         )?;
-        for warning in &channels.unsupported {
-            eprintln!("warning: {}: {warning}", dir.display());
-        }
         channels.resume();
         channel_routes.push((slug.clone(), channels.router()));
         mounts.push(Mount {

@@ -139,7 +139,7 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
         .join("workspace");
     assert_eq!(
         std::fs::read_to_string(workspace.join("pr/diff.patch")).unwrap(),
-        r#"{"id":1,"ok":true}"#
+        r#"{"id":1,"ok":true,"ts":"1"}"#
     );
     let meta: Value =
         serde_json::from_str(&std::fs::read_to_string(workspace.join("pr/meta.json")).unwrap())

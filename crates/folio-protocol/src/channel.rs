@@ -65,3 +65,10 @@ pub struct DeliveriesResponse {
     /// The deliveries.
     pub deliveries: Vec<DeliveryInfo>,
 }
+
+/// The answer to a Slack `url_verification` request: its challenge, echoed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct UrlVerification {
+    /// The request's `challenge`.
+    pub challenge: String,
+}

@@ -45,7 +45,9 @@ pub use agent::{
     Severity, SkillForm, SkillFrontmatterInfo, SkillInfo, SubagentInfo, ToolDescription,
     ToolEffect, ToolExecution, TransportInfo, Visibility,
 };
-pub use channel::{DeliveriesResponse, DeliveryAccepted, DeliveryInfo, DeliveryStatus};
+pub use channel::{
+    DeliveriesResponse, DeliveryAccepted, DeliveryInfo, DeliveryStatus, UrlVerification,
+};
 pub use contract::{
     INTERRUPTED_RESULT, NO_REASON_GIVEN, SERVER_RESTARTED, TURN_INTERRUPTED, denial_message,
 };

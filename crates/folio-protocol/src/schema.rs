@@ -34,6 +34,7 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("CheckResult", schema_for!(CheckResult)),
         ("DeliveryAccepted", schema_for!(DeliveryAccepted)),
         ("DeliveriesResponse", schema_for!(DeliveriesResponse)),
+        ("UrlVerification", schema_for!(UrlVerification)),
     ]
 }
 

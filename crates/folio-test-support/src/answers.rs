@@ -4,7 +4,7 @@
 use folio_protocol::{
     Acknowledged, AgentDescription, AgentSummary, ArtifactRecord, ArtifactResponse,
     DeliveriesResponse, DeliveryAccepted, ErrorBody, FollowUpAccepted, LogsResponse, Page,
-    SessionCreated, SessionResponse, SessionSummary, ToolCallResult,
+    SessionCreated, SessionResponse, SessionSummary, ToolCallResult, UrlVerification,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -79,6 +79,9 @@ pub fn check_answer(method: &str, url: &str, status: u16, body: &Value) {
         }
         ("GET", ["channels", _, "deliveries"]) => {
             read_wire::<DeliveriesResponse>(body);
+        }
+        ("POST", ["channels", _, "events"]) if body.get("challenge").is_some() => {
+            read_wire::<UrlVerification>(body);
         }
         ("POST", ["channels", _, ..]) => {
             read_wire::<DeliveryAccepted>(body);

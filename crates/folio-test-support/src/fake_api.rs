@@ -34,8 +34,8 @@ struct Shared {
 }
 
 /// A recording HTTP API on `127.0.0.1:0`: every request is recorded, then answered with the
-/// next scripted status (default 200) and a JSON body `{"ok": true, "id": <n>}` (`n` counts
-/// calls from 1).
+/// next scripted status (default 200) and a JSON body `{"ok": true, "id": <n>, "ts": "<n>"}`
+/// (`n` counts calls from 1: the ids GitHub and the message timestamps Slack hand out).
 pub struct FakeApi {
     addr: SocketAddr,
     shared: Arc<Shared>,
@@ -129,5 +129,9 @@ async fn record(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     };
     let status = lock(&shared.statuses).pop_front().unwrap_or(200);
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (status, axum::Json(serde_json::json!({"ok": true, "id": n}))).into_response()
+    (
+        status,
+        axum::Json(serde_json::json!({"ok": true, "id": n, "ts": n.to_string()})),
+    )
+        .into_response()
 }

@@ -199,3 +199,19 @@ pub async fn github_delivery(url: &str, event: &str, id: &str, payload: &Value) 
     ];
     deliver(url, &body, &headers).await
 }
+
+/// Sends Events API `body` to a Slack channel, signed by `slack_sdk` (with `X-Slack-Retry-Num`
+/// when `retry` is set).
+pub async fn slack_event(url: &str, body: &Value, retry: Option<u32>) -> (u16, Value) {
+    let body = body.to_string();
+    let ts = now().to_string();
+    let mut headers = vec![
+        ("x-slack-request-timestamp", ts.clone()),
+        ("x-slack-signature", slack_signature(&ts, &body)),
+    ];
+    if let Some(retry) = retry {
+        headers.push(("x-slack-retry-num", retry.to_string()));
+        headers.push(("x-slack-retry-reason", "http_timeout".to_string()));
+    }
+    deliver(url, &body, &headers).await
+}
