@@ -11,6 +11,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 mod call;
 mod chat;
 mod dev;
+mod github;
 mod help;
 mod info;
 mod init;
@@ -61,6 +62,9 @@ enum Command {
     Help(help::HelpArgs),
     /// Write the JSON Schema of every agent-folder file kind (editors check agent files with them).
     Schema(schema::SchemaArgs),
+    /// GitHub channel tools: `replay` turns a PR or a saved payload into a signed delivery.
+    #[command(subcommand)]
+    Github(github::GithubCommand),
 }
 
 /// Arguments of `folio trajectory`.
@@ -113,6 +117,7 @@ fn main() -> ExitCode {
         Command::Chat(args) => chat::chat(args),
         Command::Help(args) => help::help(Cli::command(), args),
         Command::Schema(args) => schema::schema(args),
+        Command::Github(command) => github::github(command),
     };
     match result {
         Ok(code) => code,

@@ -244,3 +244,82 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
     assert_eq!(mock.requests().len(), 2);
     assert_eq!(github.calls().len(), 12);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replay_turns_a_saved_payload_into_a_signed_delivery() {
+    let mock = MockModelServer::start().await;
+    let github = FakeApi::start().await;
+    let project = project(AGENT);
+    let manifest = format!(
+        "kind = \"github\"\nreactions = false\ndeliver_replies = false\napi_base_url = \"{}\"\n",
+        github.url()
+    );
+    write_files(project.path(), &[("agent/channels/gh.toml", &manifest)]);
+    let state = tempfile::tempdir().unwrap();
+    let server = serve_with_env(
+        &mock.openai_base_url(),
+        project.path(),
+        state.path(),
+        &[],
+        &[
+            ("GITHUB_WEBHOOK_SECRET", SECRET),
+            ("GITHUB_TOKEN", "ghp_test"),
+        ],
+    )
+    .await;
+    let saved = tempfile::tempdir().unwrap();
+    let payload = saved.path().join("opened.json");
+    let opened = github_examples("pull_request")
+        .into_iter()
+        .find(|p| p["action"] == "opened")
+        .unwrap();
+    std::fs::write(&payload, serde_json::to_string_pretty(&opened).unwrap()).unwrap();
+    let fixtures = saved.path().join("fixtures");
+    mock.push(MockReply::text("Looks fine."));
+    let output = tokio::process::Command::new(folio_bin())
+        .args(["github", "replay"])
+        .arg(&payload)
+        .arg("--fixtures-dir")
+        .arg(&fixtures)
+        .arg("--deliver")
+        .arg(format!("{}/v1/channels/gh", server.url))
+        .env("GITHUB_WEBHOOK_SECRET", SECRET)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.lines().last().unwrap().starts_with("202 "),
+        "{stdout}"
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&fixtures)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let body = std::fs::read_to_string(fixtures.join(&names[0])).unwrap();
+    let headers: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures.join(&names[1])).unwrap()).unwrap();
+    // GitHub's own library signs the written body exactly as the header says.
+    assert_eq!(
+        headers["X-Hub-Signature-256"],
+        json!(github_signature(&body))
+    );
+    assert_eq!(headers["X-GitHub-Event"], "pull_request");
+    let deliveries = settled(&server.url, "gh").await;
+    assert_eq!(
+        (
+            deliveries.len(),
+            deliveries[0]["status"].clone(),
+            deliveries[0]["route"].clone()
+        ),
+        (1, json!("accepted"), json!("pull_request.opened"))
+    );
+    model_requests(&mock, 1).await;
+}
