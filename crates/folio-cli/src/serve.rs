@@ -10,6 +10,7 @@ use folio_agent::LoadOptions;
 use folio_agent::{Agent, discover};
 use folio_channels::{ChannelOptions, Channels};
 use folio_server::http::{HttpConfig, Layout, Mount, router_with};
+use folio_server::schedule::{Clock, Scheduler, SystemClock};
 use folio_server::{Auth, Browsers, FaultPoint, LogBuffer, SessionManager, StateRoot};
 
 use crate::model::open_model;
@@ -78,6 +79,8 @@ pub(crate) struct Project {
     pub(crate) dir: PathBuf,
     pub(crate) manager: SessionManager,
     pub(crate) state: StateRoot,
+    /// Fires the agent's schedules while the server runs.
+    pub(crate) scheduler: Scheduler,
 }
 
 /// The state root of one agent: `--state-root` (or `<project>/.folio/state`), plus `/<slug>`
@@ -246,6 +249,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         );
     }
     let fault = fault_point()?;
+    let clock = schedule_clock()?;
     // Bound first: channels link to sessions under the address clients reach.
     let listener = bind(&args.host, args.port).await?;
     let addr = listener.local_addr()?;
@@ -264,6 +268,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         let manager = SessionManager::open(state.clone(), Arc::new(agent), LogBuffer::new())
             .map_err(anyhow::Error::msg)?;
         manager.set_fault(fault);
+        manager.set_clock(clock.clone());
         let channels = Channels::open(
             &manager,
             ChannelOptions {
@@ -277,6 +282,14 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         )?;
         channels.resume();
         channel_routes.push((slug.clone(), channels.router()));
+        let scheduler = Scheduler::open(
+            &state,
+            &manager.agent().definition.schedules,
+            Arc::new(manager.clone()),
+            clock.clone(),
+        )?;
+        tokio::spawn(scheduler.clone().run(manager.shutdown_token()));
+        tokio::spawn(manager.clone().run_reminders());
         mounts.push(Mount {
             slug: slug.clone(),
             manager: manager.clone(),
@@ -287,6 +300,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             dir,
             manager,
             state,
+            scheduler,
         });
     }
     let browsers = Browsers::from_flags(
@@ -419,6 +433,28 @@ fn fault_point() -> anyhow::Result<Option<FaultPoint>> {
         Err(std::env::VarError::NotPresent) => Ok(None),
         Err(std::env::VarError::NotUnicode(_)) => {
             anyhow::bail!("FOLIO_FAULT is not valid UTF-8: unset it")
+        }
+    }
+}
+
+/// The clock of schedules and reminders: the system clock, or (end-to-end tests only) one that
+/// starts at `FOLIO_TEST_CLOCK_START` (RFC 3339) and runs in real time from there.
+fn schedule_clock() -> anyhow::Result<Arc<dyn Clock>> {
+    match std::env::var("FOLIO_TEST_CLOCK_START") {
+        Ok(start) => {
+            let start = start
+                .parse::<chrono::DateTime<chrono::Utc>>()
+                .with_context(|| {
+                    format!("FOLIO_TEST_CLOCK_START={start} is not an RFC 3339 instant: unset it")
+                })?;
+            eprintln!(
+                "folio: FOLIO_TEST_CLOCK_START is set: schedules run on a clock starting at {start} (test)"
+            );
+            Ok(Arc::new(SystemClock::starting_at(start)))
+        }
+        Err(std::env::VarError::NotPresent) => Ok(Arc::new(SystemClock::new())),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            anyhow::bail!("FOLIO_TEST_CLOCK_START is not valid UTF-8: unset it")
         }
     }
 }
