@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use folio_protocol::EventBody;
+use folio_protocol::{ChannelDelivery, ChannelDeliveryOutcome, EventBody};
 use serde_json::{Value, json};
 
 use crate::Channel;
@@ -215,8 +215,11 @@ async fn report(
     }
     let context = channel.followers.context(session);
     let mut failures = Vec::new();
+    // Whether anything went back to the provider (a channel may have nothing to send).
+    let mut answered = false;
     let check = state.check;
     if let (Some(slack), Some(mut reply)) = (&channel.slack, state.slack) {
+        answered = true;
         let text = match outcome {
             Ok(reply) => reply.to_string(),
             Err(folio_protocol::TURN_INTERRUPTED) => "Stopped.".to_string(),
@@ -226,15 +229,17 @@ async fn report(
             failures.push(err);
         }
     }
-    if let (Some(replier), Ok(reply)) = (&channel.replier, outcome)
-        && let Err(err) = replier.post(channel, session, reply, &context).await
-    {
-        failures.push(err);
+    if let (Some(replier), Ok(reply)) = (&channel.replier, outcome) {
+        answered = true;
+        if let Err(err) = replier.post(channel, session, reply, &context).await {
+            failures.push(err);
+        }
     }
     if let Some(github) = &channel.github
         && let Ok(pr) = serde_json::from_value::<PrRef>(context["pr"].clone())
     {
         if let Some(check) = check {
+            answered = true;
             let conclusion = if outcome.is_ok() {
                 "success"
             } else {
@@ -254,7 +259,7 @@ async fn report(
             });
             let path = format!("/repos/{}/check-runs/{check}", pr.repo);
             if let Err(err) = github
-                .call(reqwest::Method::PATCH, &path, Some(&body), JSON)
+                .call(&pr, reqwest::Method::PATCH, &path, Some(&body), JSON)
                 .await
             {
                 failures.push(err);
@@ -263,10 +268,11 @@ async fn report(
         if let Ok(reply) = outcome
             && github.config.deliver_replies.unwrap_or(true)
         {
+            answered = true;
             let path = format!("/repos/{}/issues/{}/comments", pr.repo, pr.number);
             let body = json!({ "body": reply });
             if let Err(err) = github
-                .call(reqwest::Method::POST, &path, Some(&body), JSON)
+                .call(&pr, reqwest::Method::POST, &path, Some(&body), JSON)
                 .await
             {
                 failures.push(err);
@@ -282,6 +288,29 @@ async fn report(
             "channel {}: the answer of {turn} was not delivered: {reason}",
             channel.id
         )),
+    }
+    if answered {
+        let event = ChannelDelivery {
+            channel: channel.id.clone(),
+            outcome: match failed {
+                None => ChannelDeliveryOutcome::Replied,
+                Some(_) => ChannelDeliveryOutcome::ReplyFailed,
+            },
+            delivery_id: None,
+            route: None,
+            message: failed.clone(),
+        };
+        if let Err(err) = channel.manager.record_channel_delivery(
+            &channel.principal(),
+            session,
+            Some(turn),
+            event,
+        ) {
+            logs.warn(format!(
+                "channel {}: channel.delivery of {turn} not recorded: {err}",
+                channel.id
+            ));
+        }
     }
     let store = channel.store.clone();
     let (session_id, turn_id) = (session.to_string(), turn.to_string());
@@ -323,7 +352,7 @@ async fn start_check(channel: &Channel, session: &str) -> Option<u64> {
             let path = format!("/repos/{}/check-runs/{id}", pr.repo);
             let body = json!({ "status": "in_progress" });
             github
-                .call(reqwest::Method::PATCH, &path, Some(&body), JSON)
+                .call(&pr, reqwest::Method::PATCH, &path, Some(&body), JSON)
                 .await
                 .map(|_| id)
         }
@@ -359,7 +388,7 @@ pub(crate) async fn create_check(
     });
     let path = format!("/repos/{}/check-runs", pr.repo);
     let answer = github
-        .call(reqwest::Method::POST, &path, Some(&body), JSON)
+        .call(pr, reqwest::Method::POST, &path, Some(&body), JSON)
         .await?;
     serde_json::from_str::<Value>(&answer)
         .ok()

@@ -20,6 +20,7 @@ use folio_protocol::{Admission, ErrorCode};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::app_token::AppTokens;
 use crate::auth::{self, Presented};
 use crate::store::{Received, Work};
 use crate::webhook::acknowledge;
@@ -43,6 +44,9 @@ pub(crate) struct PrRef {
     pub(crate) head_sha: Option<String>,
     /// The reactions endpoint of what woke the agent (the comment, or the PR).
     pub(crate) react_path: String,
+    /// The GitHub App installation the delivery came through (`installation.id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) installation: Option<u64>,
 }
 
 /// The GitHub side of a channel: settings and the API client.
@@ -50,21 +54,30 @@ pub(crate) struct Github {
     pub(crate) config: GithubChannel,
     env: Env,
     client: reqwest::Client,
+    /// Installation tokens, when the channel authenticates as a GitHub App (`[app]`).
+    app: Option<AppTokens>,
 }
 
 impl Github {
     /// The client of `config`, reading its token from `env`.
     pub(crate) fn new(config: GithubChannel, env: Env) -> Github {
+        let app = config
+            .app
+            .clone()
+            .map(|app| AppTokens::new(app, env.clone()));
         Github {
             config,
             env,
             client: reqwest::Client::new(),
+            app,
         }
     }
 
-    /// Calls the API: `method path` with a JSON `body`, retried on 5xx and connection errors.
+    /// Calls the API about `pr`: `method path` with a JSON `body`, retried on 5xx and
+    /// connection errors.
     pub(crate) async fn call(
         &self,
+        pr: &PrRef,
         method: reqwest::Method,
         path: &str,
         body: Option<&Value>,
@@ -76,12 +89,17 @@ impl Github {
             .as_deref()
             .unwrap_or(DEFAULT_API)
             .trim_end_matches('/');
-        let token_env = self.config.token_env.as_deref().unwrap_or("GITHUB_TOKEN");
-        let token = (self.env)(token_env).ok_or_else(|| {
-            format!(
-                "{token_env} is not set on the server (a token that may write to the repository)"
-            )
-        })?;
+        let token = match &self.app {
+            Some(app) => app.token(&self.client, base, pr.installation).await?,
+            None => {
+                let token_env = self.config.token_env.as_deref().unwrap_or("GITHUB_TOKEN");
+                (self.env)(token_env).ok_or_else(|| {
+                    format!(
+                        "{token_env} is not set on the server (a token that may write to the repository)"
+                    )
+                })?
+            }
+        };
         let url = format!("{base}{path}");
         let mut last = String::new();
         for attempt in 1..=API_ATTEMPTS {
@@ -122,6 +140,7 @@ impl Github {
         let path = format!("/repos/{}/pulls/{}", pr.repo, pr.number);
         let diff = self
             .call(
+                pr,
                 reqwest::Method::GET,
                 &path,
                 None,
@@ -165,6 +184,13 @@ pub(crate) struct Wake {
 
 /// Reads event `event` (`X-GitHub-Event`) with payload `body`.
 pub(crate) fn interpret(github: &Github, event: &str, body: &Value) -> Result<Wake, String> {
+    let mut wake = interpret_event(github, event, body)?;
+    wake.pr.installation = body["installation"]["id"].as_u64();
+    Ok(wake)
+}
+
+/// What `event` asks, before the installation is noted.
+fn interpret_event(github: &Github, event: &str, body: &Value) -> Result<Wake, String> {
     let action = body["action"].as_str().unwrap_or_default();
     let repo = body["repository"]["full_name"]
         .as_str()
@@ -195,6 +221,7 @@ pub(crate) fn interpret(github: &Github, event: &str, body: &Value) -> Result<Wa
                     repo: repo.clone(),
                     number,
                     head_sha: pr["head"]["sha"].as_str().map(String::from),
+                    installation: None,
                 },
                 meta: json!({
                     "repository": repo,
@@ -254,6 +281,7 @@ pub(crate) fn interpret(github: &Github, event: &str, body: &Value) -> Result<Wa
                     number,
                     head_sha: head_sha.clone(),
                     react_path,
+                    installation: None,
                 },
                 meta: json!({
                     "repository": repo,
@@ -290,6 +318,7 @@ pub(crate) fn interpret(github: &Github, event: &str, body: &Value) -> Result<Wa
                     repo: repo.clone(),
                     number,
                     head_sha: sha.clone(),
+                    installation: None,
                 },
                 meta: json!({ "repository": repo, "number": number, "headSha": sha, "failed": name }),
             })

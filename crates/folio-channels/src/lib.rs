@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+mod app_token;
 mod auth;
 mod deliver;
 mod follow;

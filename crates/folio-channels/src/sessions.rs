@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use folio_protocol::{CreateSession, DeliveryStatus};
+use folio_protocol::{ChannelDelivery, ChannelDeliveryOutcome, CreateSession, DeliveryStatus};
 use folio_server::{ChannelMessage, ManagerError};
 use serde_json::json;
 
@@ -18,7 +18,11 @@ use crate::store::{Received, Work};
 /// Runs a recorded delivery's work and records its outcome.
 pub(crate) async fn run(channel: Arc<Channel>, received: Received) {
     let Received {
-        id, work, ignored, ..
+        id,
+        work,
+        ignored,
+        route,
+        ..
     } = received;
     let (status, session_id, message) = match &work {
         None => (DeliveryStatus::Ignored, None, ignored),
@@ -32,10 +36,29 @@ pub(crate) async fn run(channel: Arc<Channel>, received: Received) {
     };
     let logs = channel.manager.logs();
     match (&session_id, &message, status) {
-        (Some(session), _, _) => logs.about(session).info(format!(
-            "channel {}: delivery {id} reached session {session}",
-            channel.id
-        )),
+        (Some(session), _, _) => {
+            logs.about(session).info(format!(
+                "channel {}: delivery {id} reached session {session}",
+                channel.id
+            ));
+            let event = ChannelDelivery {
+                channel: channel.id.clone(),
+                outcome: ChannelDeliveryOutcome::Received,
+                delivery_id: Some(id.clone()),
+                route: Some(route),
+                message: None,
+            };
+            if let Err(err) =
+                channel
+                    .manager
+                    .record_channel_delivery(&channel.principal(), session, None, event)
+            {
+                logs.about(session).warn(format!(
+                    "channel {}: channel.delivery of {id} not recorded: {err}",
+                    channel.id
+                ));
+            }
+        }
         (None, Some(reason), DeliveryStatus::Failed) => logs.warn(format!(
             "channel {}: delivery {id} failed: {reason}",
             channel.id
@@ -99,7 +122,13 @@ async fn github_accepted(channel: &Channel, session: &str, work: &Work) -> Optio
     if github.config.reactions.unwrap_or(true) {
         let body = json!({ "content": "eyes" });
         if let Err(err) = github
-            .call(reqwest::Method::POST, &pr.react_path, Some(&body), JSON)
+            .call(
+                &pr,
+                reqwest::Method::POST,
+                &pr.react_path,
+                Some(&body),
+                JSON,
+            )
             .await
         {
             logs.warn(format!("channel {}: no 👀 reaction: {err}", channel.id));

@@ -10,6 +10,7 @@ mod serve_support;
 use std::time::Duration;
 
 use channels_support::*;
+use folio_protocol::{ChannelDelivery, ChannelDeliveryOutcome};
 use folio_test_support::{ApiCall, FakeApi, MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -322,4 +323,135 @@ async fn replay_turns_a_saved_payload_into_a_signed_delivery() {
         (1, json!("accepted"), json!("pull_request.opened"))
     );
     model_requests(&mock, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_app_installation_token_bought_with_the_apps_jwt_authenticates_every_call() {
+    let mock = MockModelServer::start().await;
+    let github = FakeApi::start().await;
+    let token_path = "/app/installations/77/access_tokens";
+    github.respond(
+        token_path,
+        json!({"token": "ghs_installation", "expires_at": "2099-01-01T00:00:00Z"}),
+    );
+    let (private, public) = app_key();
+    let project = project(AGENT);
+    let manifest = format!(
+        "kind = \"github\"\napi_base_url = \"{}\"\n[app]\nid = 4242\n",
+        github.url()
+    );
+    write_files(project.path(), &[("agent/channels/gh.toml", &manifest)]);
+    let state = tempfile::tempdir().unwrap();
+    let server = serve_with_env(
+        &mock.openai_base_url(),
+        project.path(),
+        state.path(),
+        &[],
+        &[
+            ("GITHUB_WEBHOOK_SECRET", SECRET),
+            ("GITHUB_APP_PRIVATE_KEY", &private),
+        ],
+    )
+    .await;
+    let hook = format!("{}/v1/channels/gh", server.url);
+    let mut opened = github_examples("pull_request")
+        .into_iter()
+        .find(|p| p["action"] == "opened")
+        .unwrap();
+    opened["installation"] = json!({"id": 77});
+
+    mock.push(MockReply::text("Looks good."));
+    assert_eq!(
+        github_delivery(&hook, "pull_request", "app-1", &opened)
+            .await
+            .0,
+        202
+    );
+    // The token is bought once, then every call carries it: diff, 👀, the reply comment.
+    let calls = github.wait_for(4, Duration::from_secs(30)).await;
+    let paths: Vec<(String, String)> = calls
+        .iter()
+        .map(|c| (c.method.clone(), c.path.clone()))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            ("POST".to_string(), token_path.to_string()),
+            ("GET".into(), format!("{REPO}/pulls/2")),
+            ("POST".into(), format!("{REPO}/issues/2/reactions")),
+            ("POST".into(), format!("{REPO}/issues/2/comments")),
+        ]
+    );
+    let jwt = calls[0].headers["authorization"]
+        .strip_prefix("Bearer ")
+        .unwrap();
+    let claims = verified_claims(jwt, &public);
+    assert_eq!(claims["iss"], "4242");
+    let (iat, exp) = (
+        claims["iat"].as_i64().unwrap(),
+        claims["exp"].as_i64().unwrap(),
+    );
+    assert_eq!(exp - iat, 600);
+    assert!(
+        (iat + 60 - now()).abs() < 30,
+        "iat {iat} is not a minute back"
+    );
+    assert!(
+        calls[1..]
+            .iter()
+            .all(|c| c.headers["authorization"] == "Bearer ghs_installation")
+    );
+
+    // The session saw the delivery arrive and its answer go back.
+    let deliveries = settled(&server.url, "gh").await;
+    let session = deliveries[0]["sessionId"].as_str().unwrap().to_string();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let reported = loop {
+        let events = session_events(state.path(), &session);
+        let reported: Vec<ChannelDelivery> = folio_test_support::all::<ChannelDelivery>(&events)
+            .into_iter()
+            .cloned()
+            .collect();
+        if reported.len() == 2 || tokio::time::Instant::now() > deadline {
+            break reported;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        reported,
+        [
+            ChannelDelivery {
+                channel: "gh".into(),
+                outcome: ChannelDeliveryOutcome::Received,
+                delivery_id: Some("app-1".into()),
+                route: Some("pull_request.opened".into()),
+                message: None,
+            },
+            ChannelDelivery {
+                channel: "gh".into(),
+                outcome: ChannelDeliveryOutcome::Replied,
+                delivery_id: None,
+                route: None,
+                message: None,
+            },
+        ]
+    );
+
+    // A second delivery reuses the cached token.
+    let mut reopened = opened.clone();
+    reopened["action"] = json!("reopened");
+    mock.push(MockReply::text("Still good."));
+    assert_eq!(
+        github_delivery(&hook, "pull_request", "app-2", &reopened)
+            .await
+            .0,
+        202
+    );
+    let calls = github.wait_for(7, Duration::from_secs(30)).await;
+    assert_eq!(calls.len(), 7);
+    assert_eq!(
+        calls.iter().filter(|c| c.path == token_path).count(),
+        1,
+        "{calls:#?}"
+    );
 }

@@ -11,7 +11,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use channels_support::*;
-use folio_test_support::{FakeApi, MockModelServer, MockReply};
+use folio_protocol::{ChannelDelivery, ChannelDeliveryOutcome};
+use folio_test_support::{FakeApi, MockModelServer, MockReply, all};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use serve_support::*;
@@ -367,4 +368,56 @@ async fn a_kill_after_the_202_runs_the_work_once_after_the_restart() {
     assert_eq!(deliveries.len(), 1);
     assert_eq!(mock.requests().len(), 1);
     assert_eq!(target.calls().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reply_that_keeps_failing_is_given_up_after_its_bound_and_recorded_on_the_session() {
+    let mock = MockModelServer::start().await;
+    let target = FakeApi::start().await;
+    target.answer([503, 503, 503]);
+    let project = ticket_project(&target.url());
+    let state = tempfile::tempdir().unwrap();
+    let server = serve_tickets(&mock, &project, state.path(), None).await;
+    mock.push(MockReply::text("Nobody hears this."));
+    let (status, _) = ticket(&server.url, "msg_lost", 5, "Hello?").await;
+    assert_eq!(status, 202);
+    let deliveries = settled(&server.url, "tickets").await;
+    let session = deliveries[0]["sessionId"].as_str().unwrap().to_string();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let reported = loop {
+        let events = session_events(state.path(), &session);
+        let reported: Vec<ChannelDelivery> = all::<ChannelDelivery>(&events)
+            .into_iter()
+            .cloned()
+            .collect();
+        if reported.len() == 2 || tokio::time::Instant::now() > deadline {
+            break reported;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let url = format!("{}/api/5/comments", target.url());
+    assert_eq!(
+        reported,
+        [
+            ChannelDelivery {
+                channel: "tickets".into(),
+                outcome: ChannelDeliveryOutcome::Received,
+                delivery_id: Some("msg_lost".into()),
+                route: Some("/ticket".into()),
+                message: None,
+            },
+            ChannelDelivery {
+                channel: "tickets".into(),
+                outcome: ChannelDeliveryOutcome::ReplyFailed,
+                delivery_id: None,
+                route: None,
+                message: Some(format!(
+                    "gave up after 3 attempts: {url} answered 503 Service Unavailable"
+                )),
+            },
+        ]
+    );
+    // Exactly the bound: three attempts, no fourth.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(target.calls().len(), 3);
 }

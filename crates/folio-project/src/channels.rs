@@ -208,8 +208,25 @@ pub struct GithubChannel {
     pub check_runs: Option<bool>,
     /// The GitHub API (default `https://api.github.com`).
     pub api_base_url: Option<String>,
-    /// The environment variable holding the API token (default `GITHUB_TOKEN`).
+    /// The environment variable holding the API token (default `GITHUB_TOKEN`); unused when
+    /// `[app]` is set.
     pub token_env: Option<String>,
+    /// Authenticate as a GitHub App installation instead of with a token.
+    pub app: Option<GithubApp>,
+}
+
+/// `[app]` of a GitHub channel: API calls use an installation token, bought with a JWT signed
+/// by the App's private key (RS256) and cached until shortly before it expires.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GithubApp {
+    /// The App's id (the JWT's issuer).
+    pub id: u64,
+    /// The environment variable holding the App's private key, PEM (default
+    /// `GITHUB_APP_PRIVATE_KEY`).
+    pub private_key_env: Option<String>,
+    /// The installation to act as (default: the `installation.id` of each delivery).
+    pub installation_id: Option<u64>,
 }
 
 /// `kind = "slack"`.

@@ -52,8 +52,8 @@ mod tools;
 pub use allowlist::{ALLOWLIST_NAMES, FileTool, NativeTool, ROOT_FORBIDDEN, Resolved, resolve};
 pub use artifacts::{ArtifactKind, ArtifactKindManifest, ArtifactsConfig, ArtifactsManifest};
 pub use channels::{
-    AuthRule, BearerAuth, ChannelManifest, ChannelSummary, DeliverConfig, GithubChannel, HmacAuth,
-    HmacProvider, SlackChannel, SlackReplyMode, WebhookChannel, WebhookRoute,
+    AuthRule, BearerAuth, ChannelManifest, ChannelSummary, DeliverConfig, GithubApp, GithubChannel,
+    HmacAuth, HmacProvider, SlackChannel, SlackReplyMode, WebhookChannel, WebhookRoute,
 };
 pub use config::{
     AgentConfig, ConcurrencySection, ContextSection, Effect, Execution, GeneratedSkillManifest,

@@ -66,6 +66,39 @@ pub struct DeliveriesResponse {
     pub deliveries: Vec<DeliveryInfo>,
 }
 
+/// What a `channel.delivery` event reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelDeliveryOutcome {
+    /// A delivery's message reached the session.
+    Received,
+    /// The turn's answer went back to the provider (comment, thread message, `[deliver]` POST).
+    Replied,
+    /// The turn's answer could not be delivered (see `message`): retries ran out or the provider
+    /// refused it.
+    ReplyFailed,
+}
+
+/// `channel.delivery`: a channel delivery reached the session, or the answer to one went back
+/// to its provider (or could not).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChannelDelivery {
+    /// The channel's id.
+    pub channel: String,
+    /// What happened.
+    pub outcome: ChannelDeliveryOutcome,
+    /// The delivery's id (`received`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_id: Option<String>,
+    /// The route, event or Slack event type of the delivery (`received`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    /// Why the answer was not delivered (`reply_failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
 /// The answer to a Slack `url_verification` request: its challenge, echoed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct UrlVerification {

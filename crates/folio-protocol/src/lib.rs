@@ -48,7 +48,8 @@ pub use agent::{
     ToolEffect, ToolExecution, TransportInfo, Visibility,
 };
 pub use channel::{
-    DeliveriesResponse, DeliveryAccepted, DeliveryInfo, DeliveryStatus, UrlVerification,
+    ChannelDelivery, ChannelDeliveryOutcome, DeliveriesResponse, DeliveryAccepted, DeliveryInfo,
+    DeliveryStatus, UrlVerification,
 };
 pub use contract::{
     INTERRUPTED_RESULT, NO_REASON_GIVEN, SERVER_RESTARTED, TURN_INTERRUPTED, denial_message,

@@ -393,6 +393,20 @@ impl SessionManager {
         self.send_message(principal, session_id, message).await
     }
 
+    /// Records a `channel.delivery` event on `principal`'s session (`turn_id`: the turn whose
+    /// answer it reports).
+    pub fn record_channel_delivery(
+        &self,
+        principal: &str,
+        session_id: &str,
+        turn_id: Option<&str>,
+        delivery: folio_protocol::ChannelDelivery,
+    ) -> Result<(), ManagerError> {
+        let live = self.owned(principal, session_id)?;
+        live.append(turn_id, EventBody::ChannelDelivery(delivery))?;
+        Ok(())
+    }
+
     /// Sends a message from an in-process channel (no token): its workspace files are written
     /// before the turn, and a message whose `key` is already recorded is not admitted again.
     pub async fn send_message(

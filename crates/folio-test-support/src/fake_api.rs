@@ -31,11 +31,13 @@ pub struct ApiCall {
 struct Shared {
     calls: Mutex<Vec<ApiCall>>,
     statuses: Mutex<VecDeque<u16>>,
+    bodies: Mutex<BTreeMap<String, Value>>,
 }
 
 /// A recording HTTP API on `127.0.0.1:0`: every request is recorded, then answered with the
-/// next scripted status (default 200) and a JSON body `{"ok": true, "id": <n>, "ts": "<n>"}`
-/// (`n` counts calls from 1: the ids GitHub and the message timestamps Slack hand out).
+/// next scripted status (default 200) and a JSON body: the one scripted for its path
+/// ([`FakeApi::respond`]), else `{"ok": true, "id": <n>, "ts": "<n>"}` (`n` counts calls from
+/// 1: the ids GitHub and the message timestamps Slack hand out).
 pub struct FakeApi {
     addr: SocketAddr,
     shared: Arc<Shared>,
@@ -84,6 +86,11 @@ impl FakeApi {
         lock(&self.shared.statuses).extend(statuses);
     }
 
+    /// Answers every call to `path` (without its query) with `body` instead of the default.
+    pub fn respond(&self, path: &str, body: Value) {
+        lock(&self.shared.bodies).insert(path.to_string(), body);
+    }
+
     /// Every call so far.
     pub fn calls(&self) -> Vec<ApiCall> {
         lock(&self.shared.calls).clone()
@@ -108,6 +115,7 @@ async fn record(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         .uri()
         .path_and_query()
         .map_or_else(|| req.uri().path().to_string(), |p| p.to_string());
+    let scripted = lock(&shared.bodies).get(req.uri().path()).cloned();
     let headers = req
         .headers()
         .iter()
@@ -129,9 +137,7 @@ async fn record(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     };
     let status = lock(&shared.statuses).pop_front().unwrap_or(200);
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (
-        status,
-        axum::Json(serde_json::json!({"ok": true, "id": n, "ts": n.to_string()})),
-    )
-        .into_response()
+    let body =
+        scripted.unwrap_or_else(|| serde_json::json!({"ok": true, "id": n, "ts": n.to_string()}));
+    (status, axum::Json(body)).into_response()
 }

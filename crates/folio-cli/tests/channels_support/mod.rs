@@ -215,3 +215,43 @@ pub async fn slack_event(url: &str, body: &Value, retry: Option<u32>) -> (u16, V
     }
     deliver(url, &body, &headers).await
 }
+
+/// A fresh 2048-bit RSA key as GitHub hands App keys out (PKCS#1 PEM), made by Python
+/// `cryptography`: (private PEM, public PEM).
+pub fn app_key() -> (String, String) {
+    let out = peer(
+        &python(),
+        &[
+            "-c",
+            "from cryptography.hazmat.primitives.asymmetric import rsa; from cryptography.hazmat.primitives import serialization as s; k = rsa.generate_private_key(public_exponent=65537, key_size=2048); print(k.private_bytes(s.Encoding.PEM, s.PrivateFormat.TraditionalOpenSSL, s.NoEncryption()).decode() + '|' + k.public_key().public_bytes(s.Encoding.PEM, s.PublicFormat.SubjectPublicKeyInfo).decode())",
+        ],
+        Path::new("."),
+        "",
+    );
+    let (private, public) = out.split_once('|').expect("two PEM blocks");
+    (private.trim().to_string(), public.trim().to_string())
+}
+
+/// The claims of an RS256 `jwt` once PyJWT verified it with `public` (PEM); panics when the
+/// signature or the expiry does not check.
+pub fn verified_claims(jwt: &str, public: &str) -> Value {
+    let claims = peer(
+        &python(),
+        &[
+            "-c",
+            "import sys, json, jwt; print(json.dumps(jwt.decode(sys.argv[1], sys.stdin.read(), algorithms=['RS256'])))",
+            jwt,
+        ],
+        Path::new("."),
+        public,
+    );
+    serde_json::from_str(&claims).unwrap()
+}
+
+/// The events of `session`, read from its log under the state root.
+pub fn session_events(state: &Path, session: &str) -> Vec<folio_protocol::Event> {
+    let log = state
+        .join("test-agent/traces")
+        .join(format!("{session}.ndjson"));
+    folio_test_support::read_ndjson(&std::fs::read_to_string(&log).unwrap_or_default())
+}
