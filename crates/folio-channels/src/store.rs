@@ -3,13 +3,19 @@
 //! relies on it. Opening replays the file: ids seen within 24 h are duplicates, and received
 //! deliveries without an outcome are the work a restart still has to run.
 //!
+//! Lines are synced by group commit: a writer appends its line, then waits until one
+//! `fdatasync` covers it; whoever finds no sync running starts one for every line written so
+//! far, so concurrent deliveries share a sync instead of queueing for one each. A failed sync
+//! poisons the record (every later write fails until a restart re-reads the file), since the
+//! kernel may have dropped the unsynced lines.
+//!
 //! The continuation keys of the channel live beside it (`continuations.ndjson`: key → session).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use chrono::{DateTime, Duration, Utc};
 use folio_protocol::{Admission, DeliveryInfo, DeliveryStatus};
@@ -129,6 +135,29 @@ pub(crate) struct Store {
     channel: String,
     dir: PathBuf,
     inner: Arc<Mutex<Inner>>,
+    commit: Arc<GroupCommit>,
+}
+
+/// The group commit of `deliveries.ndjson`.
+struct GroupCommit {
+    /// The file, for syncing outside the [`Inner`] lock.
+    file: File,
+    state: Mutex<Synced>,
+    /// Signalled when a sync ends.
+    done: Condvar,
+}
+
+/// What is written and synced, counted in lines.
+#[derive(Default)]
+struct Synced {
+    /// Lines appended (the last one's ticket).
+    written: u64,
+    /// Lines known durable.
+    synced: u64,
+    /// A sync is running.
+    syncing: bool,
+    /// A sync failed: nothing written since can be trusted.
+    poisoned: Option<String>,
 }
 
 /// A store that cannot be opened or written.
@@ -178,29 +207,83 @@ impl Store {
         File::open(&dir)
             .and_then(|d| d.sync_all())
             .map_err(fail("cannot sync", &dir))?;
+        let file = inner
+            .deliveries
+            .try_clone()
+            .map_err(fail("cannot open", &deliveries_path))?;
         Ok(Store {
             channel: channel.to_string(),
             dir,
             inner: Arc::new(Mutex::new(inner)),
+            commit: Arc::new(GroupCommit {
+                file,
+                state: Mutex::new(Synced::default()),
+                done: Condvar::new(),
+            }),
         })
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner)
     }
 
-    fn write(&self, inner: &mut Inner, line: &Line) -> Result<(), StoreError> {
+    fn error(&self, action: &'static str, source: std::io::Error) -> StoreError {
+        StoreError {
+            action,
+            path: self.dir.join("deliveries.ndjson"),
+            source,
+        }
+    }
+
+    /// Appends `line` (not yet synced: see [`Store::sync_through`]); its ticket.
+    fn write(&self, inner: &mut Inner, line: &Line) -> Result<u64, StoreError> {
+        let mut state = lock(&self.commit.state);
+        if let Some(reason) = &state.poisoned {
+            return Err(self.error(
+                "cannot append to",
+                std::io::Error::other(format!(
+                    "an earlier sync failed ({reason}); restart the server to re-read the record"
+                )),
+            ));
+        }
         let mut bytes = serde_json::to_vec(line).unwrap_or_default();
         bytes.push(b'\n');
         inner
             .deliveries
             .write_all(&bytes)
-            .and_then(|()| inner.deliveries.sync_data())
-            .map_err(|source| StoreError {
-                action: "cannot append to",
-                path: self.dir.join("deliveries.ndjson"),
-                source,
-            })
+            .map_err(|source| self.error("cannot append to", source))?;
+        state.written += 1;
+        Ok(state.written)
+    }
+
+    /// Returns once line `ticket` is durable: a sync already covering it, or one this call runs
+    /// for every line written so far.
+    fn sync_through(&self, ticket: u64) -> Result<(), StoreError> {
+        let commit = &self.commit;
+        let mut state = lock(&commit.state);
+        loop {
+            if let Some(reason) = &state.poisoned {
+                return Err(self.error("cannot sync", std::io::Error::other(reason.clone())));
+            }
+            if state.synced >= ticket {
+                return Ok(());
+            }
+            if state.syncing {
+                state = commit.done.wait(state).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            state.syncing = true;
+            let target = state.written;
+            drop(state);
+            let result = commit.file.sync_data();
+            state = lock(&commit.state);
+            state.syncing = false;
+            match result {
+                Ok(()) => state.synced = state.synced.max(target),
+                Err(err) => state.poisoned = Some(err.to_string()),
+            }
+            commit.done.notify_all();
+        }
     }
 
     /// Records a delivery durably unless its id was seen within 24 h (then the duplicate is
@@ -219,8 +302,10 @@ impl Store {
         } else {
             Line::Received(received)
         };
-        self.write(&mut inner, &line)?;
+        let ticket = self.write(&mut inner, &line)?;
         apply(&mut inner, &self.channel, line);
+        drop(inner);
+        self.sync_through(ticket)?;
         Ok(if seen {
             Admitted::Duplicate
         } else {
@@ -243,9 +328,10 @@ impl Store {
             session_id,
             message,
         };
-        self.write(&mut inner, &line)?;
+        let ticket = self.write(&mut inner, &line)?;
         apply(&mut inner, &self.channel, line);
-        Ok(())
+        drop(inner);
+        self.sync_through(ticket)
     }
 
     /// Whether the reply of `turn` in `session` was already posted (or given up).
@@ -268,9 +354,10 @@ impl Store {
             turn_id: turn.to_string(),
             failed,
         };
-        self.write(&mut inner, &line)?;
+        let ticket = self.write(&mut inner, &line)?;
         apply(&mut inner, &self.channel, line);
-        Ok(())
+        drop(inner);
+        self.sync_through(ticket)
     }
 
     /// The deliveries whose work has not finished: what a restart runs.
@@ -323,6 +410,10 @@ impl Store {
         inner.sessions.insert(line.key, line.session_id);
         Ok(())
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn apply(inner: &mut Inner, channel: &str, line: Line) {
@@ -413,6 +504,46 @@ mod tests {
             }),
             ignored: None,
         }
+    }
+
+    #[test]
+    fn concurrent_deliveries_share_syncs_and_a_repeated_id_is_new_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), "tickets").unwrap();
+        let now = Utc::now();
+        let admitted: Vec<(String, Admitted)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..40)
+                .map(|i| {
+                    let store = store.clone();
+                    // Every fourth thread repeats one id; the others bring their own.
+                    let id = if i % 4 == 0 {
+                        "same".to_string()
+                    } else {
+                        format!("d{i}")
+                    };
+                    scope.spawn(move || (id.clone(), store.receive(received(&id, now)).unwrap()))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let new_same = admitted
+            .iter()
+            .filter(|(id, a)| id == "same" && *a == Admitted::New)
+            .count();
+        assert_eq!(new_same, 1);
+        assert!(
+            admitted
+                .iter()
+                .all(|(id, a)| id == "same" || *a == Admitted::New)
+        );
+        let state = lock(&store.commit.state);
+        assert_eq!((state.written, state.synced), (40, 40));
+        drop(state);
+        let reopened = Store::open(dir.path(), "tickets").unwrap();
+        let listed = reopened.list();
+        assert_eq!(listed.len(), 31);
+        let same = listed.iter().find(|d| d.id == "same").unwrap();
+        assert_eq!(same.duplicates, 9);
     }
 
     #[test]

@@ -10,8 +10,8 @@ mod serve_support;
 use std::time::Duration;
 
 use channels_support::*;
-use folio_protocol::{ChannelDelivery, ChannelDeliveryOutcome};
-use folio_test_support::{ApiCall, FakeApi, MockModelServer, MockReply};
+use folio_protocol::{ChannelDelivery, ChannelDeliveryOutcome, DeliveryAccepted, DeliveryStatus};
+use folio_test_support::{ApiCall, FakeApi, MockModelServer, MockReply, read_wire};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use serve_support::*;
@@ -77,17 +77,19 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
     )
     .await;
     assert_eq!(status, 401);
-    assert_eq!(
-        get(&format!("{hook}/deliveries")).await.1["deliveries"],
-        json!([])
-    );
+    assert_eq!(settled(&server.url, "gh").await, []);
 
     mock.push(MockReply::text("approve: the README change reads well."));
     let (status, answer) = github_delivery(&hook, "pull_request", "d-1", &opened).await;
-    assert_eq!((status, answer["deliveryId"].clone()), (202, json!("d-1")));
+    assert_eq!(status, 202);
+    let accepted: DeliveryAccepted = read_wire(&answer);
+    assert_eq!(
+        (accepted.delivery_id.as_str(), accepted.duplicate),
+        ("d-1", false)
+    );
     let calls = github.wait_for(6, Duration::from_secs(30)).await;
     let deliveries = settled(&server.url, "gh").await;
-    let session = deliveries[0]["sessionId"].as_str().unwrap().to_string();
+    let session = session_of(&deliveries[0]);
     let details = format!("{}/playground?session={session}", server.url);
     assert_eq!(
         calls_of(&calls),
@@ -212,34 +214,37 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
         )]
     );
     let deliveries = settled(&server.url, "gh").await;
-    let summary: Vec<(String, String, Option<String>, Option<String>)> = deliveries
-        .iter()
-        .map(|d| {
-            (
-                d["id"].as_str().unwrap().to_string(),
-                d["status"].as_str().unwrap().to_string(),
-                d["sessionId"].as_str().map(String::from),
-                d["message"].as_str().map(String::from),
-            )
-        })
+    let summary: Vec<(String, DeliveryStatus, Option<String>, Option<String>)> = deliveries
+        .into_iter()
+        .map(|d| (d.id, d.status, d.session_id, d.message))
         .collect();
     assert_eq!(
         summary,
         [
             (
                 "d-4".into(),
-                "ignored".into(),
+                DeliveryStatus::Ignored,
                 None,
                 Some("check_suite.completed did not fail".into())
             ),
             (
                 "d-3".into(),
-                "ignored".into(),
+                DeliveryStatus::Ignored,
                 None,
                 Some("the bot's own comment (loop guard)".into())
             ),
-            ("d-2".into(), "accepted".into(), Some(session.clone()), None),
-            ("d-1".into(), "accepted".into(), Some(session.clone()), None),
+            (
+                "d-2".into(),
+                DeliveryStatus::Accepted,
+                Some(session.clone()),
+                None
+            ),
+            (
+                "d-1".into(),
+                DeliveryStatus::Accepted,
+                Some(session.clone()),
+                None
+            ),
         ]
     );
     assert_eq!(mock.requests().len(), 2);
@@ -317,10 +322,10 @@ async fn replay_turns_a_saved_payload_into_a_signed_delivery() {
     assert_eq!(
         (
             deliveries.len(),
-            deliveries[0]["status"].clone(),
-            deliveries[0]["route"].clone()
+            deliveries[0].status,
+            deliveries[0].route.as_str()
         ),
-        (1, json!("accepted"), json!("pull_request.opened"))
+        (1, DeliveryStatus::Accepted, "pull_request.opened")
     );
     model_requests(&mock, 1).await;
 }
@@ -404,7 +409,7 @@ async fn an_app_installation_token_bought_with_the_apps_jwt_authenticates_every_
 
     // The session saw the delivery arrive and its answer go back.
     let deliveries = settled(&server.url, "gh").await;
-    let session = deliveries[0]["sessionId"].as_str().unwrap().to_string();
+    let session = session_of(&deliveries[0]);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let reported = loop {
         let events = session_events(state.path(), &session);

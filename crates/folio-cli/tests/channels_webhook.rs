@@ -11,8 +11,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use channels_support::*;
-use folio_protocol::{ChannelDelivery, ChannelDeliveryOutcome};
-use folio_test_support::{FakeApi, MockModelServer, MockReply, all};
+use folio_protocol::{
+    ChannelDelivery, ChannelDeliveryOutcome, DeliveryStatus, ErrorBody, ErrorCode,
+};
+use folio_test_support::{FakeApi, MockModelServer, MockReply, all, read_wire};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use serve_support::*;
@@ -111,19 +113,12 @@ async fn every_auth_scheme_refuses_bad_signatures_and_admits_its_providers_signa
             headers,
         )
         .await;
-        assert_eq!(
-            (status, answer["error"].as_str()),
-            (401, Some("unauthorized")),
-            "{channel}: {answer}"
-        );
+        assert_eq!(status, 401, "{channel}: {answer}");
+        let refused: ErrorBody = read_wire(&answer);
+        assert_eq!(refused.error, ErrorCode::Unauthorized, "{channel}");
     }
     for channel in ["gh", "slack", "std", "generic", "bearer"] {
-        let (status, listed) = get(&format!("{url}/v1/channels/{channel}/deliveries")).await;
-        assert_eq!(
-            (status, listed["deliveries"].clone()),
-            (200, json!([])),
-            "{channel}"
-        );
+        assert_eq!(settled(url, channel).await, [], "{channel}");
     }
     assert_eq!(
         mock.requests().len(),
@@ -172,20 +167,20 @@ async fn every_auth_scheme_refuses_bad_signatures_and_admits_its_providers_signa
         )
         .await;
         assert_eq!(status, 202, "{channel}: {answer}");
-        assert_eq!(answer["duplicate"], false);
+        assert!(!duplicate(&answer), "{channel}");
     }
     model_requests(&mock, good.len()).await;
     for (channel, _) in &good {
         let deliveries = settled(url, channel).await;
         assert_eq!(deliveries.len(), 1, "{channel}");
         assert_eq!(
-            deliveries[0]["status"], "accepted",
+            (deliveries[0].status, deliveries[0].route.as_str()),
+            (DeliveryStatus::Accepted, "/ticket"),
             "{channel}: {deliveries:#?}"
         );
-        assert_eq!(deliveries[0]["route"], "/ticket");
-        let session = deliveries[0]["sessionId"].as_str().unwrap();
+        let session = session_of(&deliveries[0]);
         assert_eq!(
-            event_types(state.path(), session)[..2],
+            event_types(state.path(), &session)[..2],
             [
                 "session.started".to_string(),
                 "message.received".to_string()
@@ -282,8 +277,9 @@ async fn duplicates_run_once_a_key_keeps_its_session_and_replies_are_delivered_w
         },
     )
     .await;
+    let refused: ErrorBody = read_wire(&answer);
     assert_eq!(
-        (status, answer["message"].as_str().unwrap()),
+        (status, refused.message.as_str()),
         (
             400,
             "body: \"ticketId\" is a required property (the route's body_schema)"
@@ -299,10 +295,7 @@ async fn duplicates_run_once_a_key_keeps_its_session_and_replies_are_delivered_w
         answers.iter().all(|(status, _)| *status == 202),
         "{answers:?}"
     );
-    let fresh = answers
-        .iter()
-        .filter(|(_, a)| a["duplicate"] == false)
-        .count();
+    let fresh = answers.iter().filter(|(_, a)| !duplicate(a)).count();
     assert_eq!(fresh, 1, "{answers:?}");
     model_requests(&mock, 1).await;
     let calls = target.wait_for(2, Duration::from_secs(30)).await;
@@ -316,26 +309,23 @@ async fn duplicates_run_once_a_key_keeps_its_session_and_replies_are_delivered_w
         assert_eq!(call.body, json!({"text": "First answer."}));
     }
     let first = settled(&url, "tickets").await;
-    let session = first[0]["sessionId"].as_str().unwrap().to_string();
-    assert_eq!(first[0]["duplicates"], 4);
+    let session = session_of(&first[0]);
+    assert_eq!(first[0].duplicates, 4);
 
     // After a restart the id is still known; a new id with the same ticket reaches the session.
     kill(server).await;
     let server = serve_tickets(&mock, &project, state.path(), None).await;
     let url = server.url.clone();
     let (status, answer) = ticket(&url, "msg_dup", 42, "It broke").await;
-    assert_eq!((status, answer["duplicate"].clone()), (202, json!(true)));
+    assert_eq!((status, duplicate(&answer)), (202, true));
     let (status, _) = ticket(&url, "msg_next", 42, "Still broken").await;
     assert_eq!(status, 202);
     model_requests(&mock, 2).await;
     let calls = target.wait_for(3, Duration::from_secs(30)).await;
     assert_eq!(calls[2].body, json!({"text": "Second answer."}));
     let deliveries = settled(&url, "tickets").await;
-    let sessions: Vec<&str> = deliveries
-        .iter()
-        .map(|d| d["sessionId"].as_str().unwrap())
-        .collect();
-    assert_eq!(sessions, [session.as_str(), session.as_str()]);
+    let sessions: Vec<String> = deliveries.iter().map(session_of).collect();
+    assert_eq!(sessions, [session.clone(), session.clone()]);
     let types = event_types(state.path(), &session);
     assert_eq!(types.iter().filter(|t| *t == "turn.completed").count(), 2);
     assert_eq!(mock.requests().len(), 2);
@@ -349,7 +339,7 @@ async fn a_kill_after_the_202_runs_the_work_once_after_the_restart() {
     let state = tempfile::tempdir().unwrap();
     let server = serve_tickets(&mock, &project, state.path(), Some("channel-acknowledged")).await;
     let (status, answer) = ticket(&server.url, "msg_crash", 9, "Lost?").await;
-    assert_eq!((status, answer["duplicate"].clone()), (202, json!(false)));
+    assert_eq!((status, duplicate(&answer)), (202, false));
     kill(server).await;
     assert_eq!(mock.requests().len(), 0);
 
@@ -357,7 +347,7 @@ async fn a_kill_after_the_202_runs_the_work_once_after_the_restart() {
     let server = serve_tickets(&mock, &project, state.path(), None).await;
     model_requests(&mock, 1).await;
     let deliveries = settled(&server.url, "tickets").await;
-    assert_eq!(deliveries[0]["status"], "accepted");
+    assert_eq!(deliveries[0].status, DeliveryStatus::Accepted);
     let calls = target.wait_for(1, Duration::from_secs(30)).await;
     assert_eq!(calls[0].body, json!({"text": "Recovered."}));
     kill(server).await;
@@ -382,7 +372,7 @@ async fn a_reply_that_keeps_failing_is_given_up_after_its_bound_and_recorded_on_
     let (status, _) = ticket(&server.url, "msg_lost", 5, "Hello?").await;
     assert_eq!(status, 202);
     let deliveries = settled(&server.url, "tickets").await;
-    let session = deliveries[0]["sessionId"].as_str().unwrap().to_string();
+    let session = session_of(&deliveries[0]);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let reported = loop {
         let events = session_events(state.path(), &session);

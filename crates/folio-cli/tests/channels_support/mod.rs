@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use folio_test_support::MockModelServer;
+use folio_protocol::{DeliveriesResponse, DeliveryAccepted, DeliveryInfo, DeliveryStatus};
+use folio_test_support::{MockModelServer, read_wire};
 use serde_json::Value;
 
 use crate::serve_support::{Served, check_answer, client, get};
@@ -123,21 +124,39 @@ pub async fn deliver(url: &str, body: &str, headers: &[(&str, String)]) -> (u16,
 }
 
 /// The channel's deliveries, once none is pending (at most 30 s).
-pub async fn settled(url: &str, channel: &str) -> Vec<Value> {
+pub async fn settled(url: &str, channel: &str) -> Vec<DeliveryInfo> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         let (status, body) = get(&format!("{url}/v1/channels/{channel}/deliveries")).await;
         assert_eq!(status, 200, "{body}");
-        let deliveries = body["deliveries"].as_array().unwrap().clone();
-        if deliveries.iter().all(|d| d["status"] != "pending") {
-            return deliveries;
+        let listed: DeliveriesResponse = read_wire(&body);
+        if listed
+            .deliveries
+            .iter()
+            .all(|d| d.status != DeliveryStatus::Pending)
+        {
+            return listed.deliveries;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "deliveries still pending after 30 s: {deliveries:#?}"
+            "deliveries still pending after 30 s: {:#?}",
+            listed.deliveries
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The session a settled delivery reached.
+pub fn session_of(delivery: &DeliveryInfo) -> String {
+    delivery
+        .session_id
+        .clone()
+        .unwrap_or_else(|| panic!("delivery {} reached no session: {delivery:#?}", delivery.id))
+}
+
+/// Whether a `202` answer says the delivery was a duplicate.
+pub fn duplicate(answer: &Value) -> bool {
+    read_wire::<DeliveryAccepted>(answer).duplicate
 }
 
 /// The stored event types of `session` under the state root.
