@@ -5,9 +5,9 @@ use folio_protocol::{
     AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionResult, ActionsRequested,
     AgentBound, ArtifactTagged, ChannelDelivery, ContextCompacted, Event, EventBody,
     MessageAppended, MessageCompleted, MessageQueued, MessageReceived, ReasoningAppended,
-    ReasoningCompleted, SessionCompleted, SessionFailed, SessionStarted, SessionWaiting,
-    StepCompleted, StepStarted, SubagentCalled, SubagentCompleted, TurnCompleted, TurnFailed,
-    TurnQueued, TurnStarted,
+    ReasoningCompleted, ReminderCancelled, ReminderFired, ReminderSet, SessionCompleted,
+    SessionFailed, SessionStarted, SessionWaiting, StepCompleted, StepStarted, SubagentCalled,
+    SubagentCompleted, TurnCompleted, TurnFailed, TurnQueued, TurnStarted,
 };
 
 use crate::answers::read_wire;
@@ -61,6 +61,9 @@ event_data!(
     ArtifactTagged,
     ContextCompacted,
     ChannelDelivery,
+    ReminderSet,
+    ReminderFired,
+    ReminderCancelled,
 );
 
 /// `event`'s data as `T`.
