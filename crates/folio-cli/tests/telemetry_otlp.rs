@@ -342,7 +342,7 @@ impl Sink {
                     .collect();
                 (!points.is_empty()).then(|| points.iter().sum())
             })
-            .last()
+            .next_back()
     }
 
     /// Waits until `done` holds for the metrics received (at most 30 s).
