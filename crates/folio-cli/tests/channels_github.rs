@@ -80,13 +80,18 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
     assert_eq!(settled(&server.url, "gh").await, []);
 
     mock.push(MockReply::text("approve: the README change reads well."));
-    let (status, answer) = github_delivery(&hook, "pull_request", "d-1", &opened).await;
-    assert_eq!(status, 202);
-    let accepted: DeliveryAccepted = read_wire(&answer);
-    assert_eq!(
-        (accepted.delivery_id.as_str(), accepted.duplicate),
-        ("d-1", false)
-    );
+    // GitHub redelivers with the same X-GitHub-Delivery: five copies at once run one turn.
+    let copies = (0..5).map(|_| github_delivery(&hook, "pull_request", "d-1", &opened));
+    let answers = futures::future::join_all(copies).await;
+    let accepted: Vec<DeliveryAccepted> = answers
+        .iter()
+        .map(|(status, answer)| {
+            assert_eq!(*status, 202, "{answer}");
+            read_wire(answer)
+        })
+        .collect();
+    assert!(accepted.iter().all(|a| a.delivery_id == "d-1"));
+    assert_eq!(accepted.iter().filter(|a| !a.duplicate).count(), 1);
     let calls = github.wait_for(6, Duration::from_secs(30)).await;
     let deliveries = settled(&server.url, "gh").await;
     let session = session_of(&deliveries[0]);
@@ -215,7 +220,8 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
     );
     let deliveries = settled(&server.url, "gh").await;
     let summary: Vec<(String, DeliveryStatus, Option<String>, Option<String>)> = deliveries
-        .into_iter()
+        .iter()
+        .cloned()
         .map(|d| (d.id, d.status, d.session_id, d.message))
         .collect();
     assert_eq!(
@@ -247,6 +253,7 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
             ),
         ]
     );
+    assert_eq!(deliveries[3].duplicates, 4);
     assert_eq!(mock.requests().len(), 2);
     assert_eq!(github.calls().len(), 12);
 }
