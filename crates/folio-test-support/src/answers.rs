@@ -3,9 +3,9 @@
 
 use folio_protocol::{
     Acknowledged, AgentDescription, AgentSummary, ArtifactRecord, ArtifactResponse,
-    DeliveriesResponse, DeliveryAccepted, ErrorBody, FollowUpAccepted, LogsResponse, Page,
-    Reminder, ReminderResponse, SchedulesResponse, SessionCreated, SessionResponse, SessionSummary,
-    ToolCallResult, UrlVerification,
+    DeliveriesResponse, DeliveryAccepted, ErrorBody, EvalRunResponse, EvalRunSummary,
+    FollowUpAccepted, LogsResponse, Page, Reminder, ReminderResponse, SchedulesResponse,
+    SessionCreated, SessionResponse, SessionSummary, ToolCallResult, UrlVerification,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -111,6 +111,12 @@ pub fn check_answer(method: &str, url: &str, status: u16, body: &Value) {
         }
         ("POST", ["channels", _, ..]) => {
             read_wire::<DeliveryAccepted>(body);
+        }
+        ("GET", ["evals"]) => {
+            read_wire::<Page<EvalRunSummary>>(body);
+        }
+        ("GET", ["evals", _]) => {
+            read_wire::<EvalRunResponse>(body);
         }
         _ => panic!("{method} {url}: a JSON answer of a route with no folio-protocol type: {body}"),
     }
