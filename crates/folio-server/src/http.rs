@@ -182,6 +182,13 @@ struct AgentState {
 /// The router of every mount, with auth, body limit and timeouts; serve it with
 /// `into_make_service_with_connect_info::<SocketAddr>()`.
 pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
+    router_with(mounts, config, Vec::new())
+}
+
+/// [`router`] plus routers that authenticate each request themselves (channels): each
+/// `(slug, routes)` pair is mounted under that agent's prefix (`/<slug>` or the root) behind
+/// the guard, body limit, panic and timeout layers, but not the caller auth.
+pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, Router)>) -> Router {
     let guard = Guard::new(&config);
     let agents: Vec<AgentSummary> = mounts
         .iter()
@@ -234,27 +241,33 @@ pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
         .route_layer(axum::middleware::from_fn(crate::http_trace::traced))
         .fallback(|| async { ApiError::not_found("no such route") });
     let auth = Arc::new(config.auth.clone());
-    app.layer(axum::middleware::from_fn(move |req, next| {
+    let mut app = app.layer(axum::middleware::from_fn(move |req, next| {
         let auth = auth.clone();
         authenticate(auth, req, next)
-    }))
-    .layer(DefaultBodyLimit::max(config.body_limit))
-    .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-        |_panic: Box<dyn std::any::Any + Send>| {
-            ApiError::from(ManagerError::Internal(
-                "the server failed while answering; see its log".into(),
-            ))
-            .into_response()
-        },
-    ))
-    .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-        StatusCode::REQUEST_TIMEOUT,
-        config.request_timeout,
-    ))
-    .layer(axum::middleware::from_fn_with_state(
-        guard,
-        crate::guard::guard,
-    ))
+    }));
+    for (slug, routes) in extra {
+        app = match config.layout {
+            Layout::Multi => app.nest(&format!("/{slug}"), routes),
+            Layout::Single => app.merge(routes),
+        };
+    }
+    app.layer(DefaultBodyLimit::max(config.body_limit))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            |_panic: Box<dyn std::any::Any + Send>| {
+                ApiError::from(ManagerError::Internal(
+                    "the server failed while answering; see its log".into(),
+                ))
+                .into_response()
+            },
+        ))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            config.request_timeout,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            guard,
+            crate::guard::guard,
+        ))
 }
 
 fn agent_routes(state: AgentState) -> Router {
