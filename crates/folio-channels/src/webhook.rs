@@ -112,7 +112,13 @@ pub(crate) async fn acknowledge(channel: Arc<Channel>, received: Received) -> Re
     let duplicate = admitted == Admitted::Duplicate;
     let withheld = channel.manager.fault_armed(FaultPoint::ChannelAcknowledged);
     if !duplicate && !withheld {
-        tokio::spawn(sessions::run(channel.clone(), received));
+        // The work outlives the request: it takes the delivery's `traceparent` along, so the
+        // turn it wakes joins the sender's trace (a delivery resumed after a restart has none).
+        let traceparent = folio_telemetry::incoming_traceparent();
+        tokio::spawn(folio_telemetry::with_incoming(
+            traceparent,
+            sessions::run(channel.clone(), received),
+        ));
     }
     (
         StatusCode::ACCEPTED,

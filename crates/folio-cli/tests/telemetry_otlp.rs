@@ -1270,6 +1270,66 @@ async fn mcp_calls_carry_the_trace_context() {
     assert_eq!(seen, json!({"meta": expected, "header": expected}));
 }
 
+/// A channel delivery's `traceparent` parents the turn it wakes, although the work runs after
+/// the `202`; the delivery's request has its `agent_sdk.http` span in the same trace.
+async fn a_channel_delivery_joins_the_senders_trace() {
+    let sink = Sink::start(Transport::Http).await;
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("Noted."));
+    let project = serve_support::project("model = \"openai:gpt-test\"\n");
+    write_files(
+        project.path(),
+        &[(
+            "agent/channels/hook.toml",
+            "kind = \"webhook\"\nauth = [\"allow-all\"]\n[[routes]]\npath = \"/in\"\nmessage = \"{{ body.text }}\"\n",
+        )],
+    );
+    let state = tempfile::tempdir().unwrap();
+    let served = serve_with_env(
+        &mock.openai_base_url(),
+        project.path(),
+        state.path(),
+        &[],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", sink.endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    )
+    .await;
+    let trace_id = "5ce0e9a56015fec5aadfa328ae398115";
+    let parent = "ab0f6ce0d4a3e1f2";
+    let response = client()
+        .post(format!("{}/v1/channels/hook/in", served.url))
+        .header("traceparent", format!("00-{trace_id}-{parent}-01"))
+        .json(&json!({"text": "hello from a webhook"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 202);
+    let spans = sink
+        .wait_spans(|spans| {
+            spans
+                .iter()
+                .any(|span| span.name == "agent_sdk.turn" && span.trace_id == trace_id)
+        })
+        .await;
+    let turn = spans
+        .iter()
+        .find(|span| span.name == "agent_sdk.turn" && span.trace_id == trace_id)
+        .unwrap();
+    assert_eq!(turn.parent.as_deref(), Some(parent));
+    let http = spans
+        .iter()
+        .find(|span| span.name == "agent_sdk.http" && span.trace_id == trace_id)
+        .expect("the delivery's request span");
+    assert_eq!(http.parent.as_deref(), Some(parent));
+    let sent = mock.requests()[0]
+        .header("traceparent")
+        .unwrap()
+        .to_string();
+    assert!(sent.starts_with(&format!("00-{trace_id}-")), "{sent}");
+}
+
 #[tokio::test]
 async fn otlp_export_end_to_end() {
     traced_run_exports_the_turn_tree().await;
@@ -1281,4 +1341,5 @@ async fn otlp_export_end_to_end() {
     a_collector_that_is_down_fails_and_slows_no_turn().await;
     mcp_calls_carry_the_trace_context().await;
     server_gauges_follow_approvals_and_the_queue().await;
+    a_channel_delivery_joins_the_senders_trace().await;
 }
