@@ -87,8 +87,8 @@ fn invalid_input_names_the_failing_field_and_exits_1() {
     let (value, _, code) = call(dir.path(), &["add", "--input", r#"{"a": 1}"#]);
     assert_eq!(code, 1);
     assert_eq!(
-        value["result"],
-        "invalid input: b: required field is missing"
+        value,
+        json!({"ok": false, "result": "invalid input: b: required field is missing", "isError": true})
     );
 }
 
