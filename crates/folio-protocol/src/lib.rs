@@ -34,7 +34,9 @@ mod contract;
 mod event;
 mod http;
 mod mcp;
+mod reminder;
 mod result;
+mod schedule;
 mod schema;
 mod usage;
 
@@ -63,6 +65,10 @@ pub use http::{
     ToolCallRequest, ToolCallResult,
 };
 pub use mcp::{AskArguments, AskResult, AskStatus, CheckArguments, CheckResult};
+pub use reminder::{
+    Reminder, ReminderCancelled, ReminderFired, ReminderResponse, ReminderSet, SetReminder,
+};
 pub use result::{CompactionPoint, RunResult, ToolCallRecord, TurnSummary};
+pub use schedule::{NextFire, ScheduleStatus, SchedulesResponse, SlotOutcome, SlotOutcomeKind};
 pub use schema::schemas;
 pub use usage::Usage;
