@@ -8,8 +8,15 @@ mod serve_support;
 use std::path::Path;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+use folio_protocol::{
+    Event, RunResult, ScheduleStatus, SchedulesResponse, SessionMode, SessionStatus,
+    SlotOutcomeKind,
+};
+use folio_server::SessionMeta;
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
+use reqwest::Method;
 use serde_json::Value;
 use serve_support::*;
 
@@ -17,13 +24,21 @@ use serve_support::*;
 const CLOCK_START: &str = "2027-01-04T08:59:58Z";
 const SLOT: &str = "2027-01-04T09:00:00Z";
 
+fn instant(text: &str) -> DateTime<Utc> {
+    text.parse().unwrap()
+}
+
 /// Polls `GET /v1/schedules` until the schedule's last slot fired; returns the schedule.
-async fn fired(url: &str) -> Value {
+async fn fired(url: &str) -> ScheduleStatus {
     for _ in 0..600 {
-        let (status, body) = get(&format!("{url}/v1/schedules")).await;
-        assert_eq!(status, 200, "{body}");
-        let schedule = body["schedules"][0].clone();
-        if schedule["last"]["outcome"] == "fired" {
+        let answer: SchedulesResponse =
+            expect(Method::GET, &format!("{url}/v1/schedules"), NO_BODY, 200).await;
+        let schedule = answer.schedules[0].clone();
+        if schedule
+            .last
+            .as_ref()
+            .is_some_and(|last| last.outcome == SlotOutcomeKind::Fired)
+        {
             return schedule;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -38,8 +53,8 @@ async fn completed_events(state: &Path, session_id: &str) -> Vec<String> {
         let text = std::fs::read_to_string(&trace).unwrap_or_default();
         let types: Vec<String> = text
             .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .map(|event| event["type"].as_str().unwrap_or_default().to_string())
+            .filter_map(|line| serde_json::from_str::<Event>(line).ok())
+            .map(|event| event.event_type().to_string())
             .collect();
         if types.iter().any(|t| t == "session.completed") {
             return types;
@@ -72,28 +87,21 @@ async fn the_triage_template_schedule_fires_a_task_session_through_the_mock_mode
     .await;
 
     let schedule = fired(&served.url).await;
-    let session_id = schedule["last"]["sessionId"].as_str().unwrap().to_string();
+    let last = schedule.last.clone().unwrap();
+    let session_id = last.session_id.clone().unwrap();
     assert_eq!(
         (
-            &schedule["name"],
-            &schedule["cron"],
-            &schedule["timezone"],
-            &schedule["last"]["slot"]
+            schedule.name.as_str(),
+            schedule.cron.as_str(),
+            schedule.timezone.as_str(),
+            last.slot
         ),
-        (
-            &Value::from("daily-summary"),
-            &Value::from("0 9 * * 1-5"),
-            &Value::from("UTC"),
-            &Value::from(SLOT)
-        )
+        ("daily-summary", "0 9 * * 1-5", "UTC", instant(SLOT))
     );
-    assert_eq!(
-        schedule["next"][0]["utc"],
-        Value::from("2027-01-05T09:00:00Z")
-    );
+    assert_eq!(schedule.next[0].utc, instant("2027-01-05T09:00:00Z"));
     let types = completed_events(&state, &session_id).await;
     assert_eq!(types.first().map(String::as_str), Some("session.started"));
-    let meta: Value = serde_json::from_slice(
+    let meta: SessionMeta = serde_json::from_slice(
         &std::fs::read(
             state
                 .join("sessions")
@@ -105,16 +113,16 @@ async fn the_triage_template_schedule_fires_a_task_session_through_the_mock_mode
     .unwrap();
     assert_eq!(
         (
-            &meta["principal"],
-            &meta["mode"],
-            &meta["channel"],
-            &meta["status"]
+            meta.principal.as_str(),
+            meta.mode,
+            meta.channel.as_str(),
+            meta.status
         ),
         (
-            &Value::from("schedule:daily-summary"),
-            &Value::from("task"),
-            &Value::from("schedule"),
-            &Value::from("completed")
+            "schedule:daily-summary",
+            SessionMode::Task,
+            "schedule",
+            SessionStatus::Completed
         )
     );
     let request = &mock.requests()[0];
@@ -180,8 +188,8 @@ async fn the_triage_template_schedule_fires_a_task_session_through_the_mock_mode
         .await
         .unwrap();
     assert!(run.status.success(), "{run:?}");
-    let result: Value = serde_json::from_slice(&run.stdout).unwrap();
-    assert_eq!(result["reply"], "Nothing new.", "{result}");
+    let result: RunResult = read_wire(&serde_json::from_slice(&run.stdout).unwrap());
+    assert_eq!(result.reply, "Nothing new.", "{result:?}");
     let log = std::fs::read_to_string(state.join("schedules/daily-summary.ndjson")).unwrap();
     assert!(
         log.lines()

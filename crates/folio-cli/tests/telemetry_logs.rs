@@ -4,12 +4,13 @@
 mod common;
 
 use common::*;
+use folio_protocol::RunResult;
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
 /// Runs `folio --log-format json run` with `env`; returns the result and the JSON log lines.
-async fn run_logged(mock: &MockModelServer, env: &[(&str, &str)]) -> (Value, Vec<Value>) {
+async fn run_logged(mock: &MockModelServer, env: &[(&str, &str)]) -> (RunResult, Vec<Value>) {
     let dir = project("model = \"openai:gpt-test\"\n");
     let output = folio(&mock.openai_base_url())
         .env_remove("RUST_LOG")
@@ -69,12 +70,12 @@ async fn json_lines_inside_a_turn_carry_its_ids_and_rust_log_filters() {
             .unwrap()
     );
     let (result, lines) = run_logged(&mock, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &down)]).await;
-    assert_eq!(result["reply"], "Hi.");
+    assert_eq!(result.reply, "Hi.");
     let retried = retry_lines(&lines);
     assert_eq!(retried.len(), 1, "{lines:#?}");
     let line = retried[0];
     assert_eq!(line["level"], "WARN");
-    assert_eq!(line["session_id"], result["sessionId"]);
+    assert_eq!(line["session_id"], result.session_id.as_str());
     assert!(
         line["turn_id"]
             .as_str()

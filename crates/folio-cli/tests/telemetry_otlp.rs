@@ -18,8 +18,8 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use folio_protocol::Usage;
-use folio_test_support::{MockModelServer, MockReply};
+use folio_protocol::{ActionResult, ActionsRequested, Event, RunResult, SessionCreated, Usage};
+use folio_test_support::{MockModelServer, MockReply, data, read_ndjson, read_wire};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use serve_support::{client, folio_bin, serve_with_env, write_files};
@@ -325,7 +325,7 @@ fn agent_project() -> serve_support::Project {
 }
 
 /// `folio run --json` on `dir` with `env`; returns the parsed result.
-async fn run(mock: &MockModelServer, dir: &Path, state: &Path, env: &[(&str, &str)]) -> Value {
+async fn run(mock: &MockModelServer, dir: &Path, state: &Path, env: &[(&str, &str)]) -> RunResult {
     let output = tokio::process::Command::new(folio_bin())
         .env_remove("FOLIO_MODEL")
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -346,16 +346,14 @@ async fn run(mock: &MockModelServer, dir: &Path, state: &Path, env: &[(&str, &st
         "stderr:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    serde_json::from_slice(&output.stdout).unwrap()
+    read_wire(&serde_json::from_slice(&output.stdout).unwrap())
 }
 
 /// The session's event log (`traces/<id>.ndjson` under the state root).
-fn event_log(state: &Path, session: &str) -> Vec<Value> {
-    let text =
-        std::fs::read_to_string(state.join("traces").join(format!("{session}.ndjson"))).unwrap();
-    text.lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
+fn event_log(state: &Path, session: &str) -> Vec<Event> {
+    read_ndjson(
+        &std::fs::read_to_string(state.join("traces").join(format!("{session}.ndjson"))).unwrap(),
+    )
 }
 
 /// The scripted model of the traced turn: two tool calls and an MCP one, a `Task` whose critic
@@ -400,8 +398,8 @@ async fn traced_run_exports_the_turn_tree() {
         ],
     )
     .await;
-    assert_eq!(result["reply"], "Done: the critic says fine.");
-    let session = result["sessionId"].as_str().unwrap();
+    assert_eq!(result.reply, "Done: the critic says fine.");
+    let session = result.session_id.as_str();
     let spans = sink
         .wait_spans(|spans| spans.iter().any(|span| span.name == "agent_sdk.turn"))
         .await;
@@ -452,15 +450,19 @@ async fn traced_run_exports_the_turn_tree() {
 
     // Every span's event range leads to the exact events of the session log.
     let log = event_log(state.path(), session);
-    let kind = |index: usize| log[index]["type"].as_str().unwrap().to_string();
+    let kind = |index: usize| log[index].event_type();
     assert_eq!(kind(turn.index("first")), "message.received");
     assert_eq!(kind(turn.index("last")), "turn.completed");
-    assert_eq!(log[turn.index("first")]["turnId"], turn_id);
+    assert_eq!(
+        log[turn.index("first")].turn_id.as_deref(),
+        Some(turn_id.as_str().expect("the turn span's turn id"))
+    );
     for tool in spans.iter().filter(|s| s.name == "agent_sdk.tool") {
-        let result = &log[tool.index("last")];
-        assert_eq!(result["type"], "action.result", "{tool:?}");
-        assert_eq!(result["data"]["callId"], tool.attr("agent_sdk.call_id"));
-        assert_eq!(result["data"]["tool"], tool.attr("gen_ai.tool.name"));
+        let event = &log[tool.index("last")];
+        assert_eq!(event.event_type(), "action.result", "{tool:?}");
+        let result = data::<ActionResult>(event);
+        assert_eq!(json!(result.call_id), tool.attr("agent_sdk.call_id"));
+        assert_eq!(json!(result.tool), tool.attr("gen_ai.tool.name"));
         assert_eq!(
             tool.attr("gen_ai.tool.call.id"),
             tool.attr("agent_sdk.call_id")
@@ -483,8 +485,10 @@ async fn traced_run_exports_the_turn_tree() {
         .unwrap();
     assert_eq!(kind(subagent.index("first")), "actions.requested");
     assert_eq!(
-        log[subagent.index("first")]["data"]["calls"][0]["subagent"],
-        "critic"
+        data::<ActionsRequested>(&log[subagent.index("first")]).calls[0]
+            .subagent
+            .as_deref(),
+        Some("critic")
     );
     assert_eq!(kind(subagent.index("last")), "action.result");
     let chats: Vec<&Span> = spans.iter().filter(|s| s.name == "chat gpt-test").collect();
@@ -579,8 +583,8 @@ async fn incoming_traceparent_parents_the_turn() {
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 201);
-    let created: Value = response.json().await.unwrap();
-    let session = created["sessionId"].as_str().unwrap();
+    let created: SessionCreated = read_wire(&response.json().await.unwrap());
+    let session = created.session_id.as_str();
     let spans = sink
         .wait_spans(|spans| spans.iter().any(|span| span.name == "agent_sdk.turn"))
         .await;
@@ -731,7 +735,7 @@ async fn a_collector_that_is_down_fails_no_turn() {
         &[("OTEL_EXPORTER_OTLP_ENDPOINT", &down)],
     )
     .await;
-    assert_eq!(result["reply"], "Done: the critic says fine.");
+    assert_eq!(result.reply, "Done: the critic says fine.");
 }
 
 #[tokio::test]

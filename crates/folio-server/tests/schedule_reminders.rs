@@ -10,12 +10,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use folio_protocol::{CreateSession, EventBody, SetReminder};
+use folio_protocol::{
+    Acknowledged, CreateSession, ErrorCode, EventBody, Page, Reminder, ReminderResponse,
+    SetReminder,
+};
 use folio_server::SessionManager;
 use folio_server::schedule::ManualClock;
-use folio_test_support::{MockModelServer, MockReply, check_answer};
+use folio_test_support::{MockModelServer, MockReply, NO_BODY, expect, expect_error};
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
+use reqwest::Method;
+use serde_json::json;
 use support::{agent, http, manager, project, wait_turns};
 
 fn at(text: &str) -> DateTime<Utc> {
@@ -36,18 +40,6 @@ fn story(events: &[folio_protocol::Event]) -> Vec<String> {
             _ => None,
         })
         .collect()
-}
-
-async fn call(method: reqwest::Method, url: &str, body: Option<Value>) -> (u16, Value) {
-    let mut request = reqwest::Client::new().request(method.clone(), url);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let body: Value = response.json().await.unwrap();
-    check_answer(method.as_str(), url, status, &body);
-    (status, body)
 }
 
 /// A manager on `state` whose clock stands at `now`, delivering reminders.
@@ -80,23 +72,22 @@ async fn reminders_are_set_listed_cancelled_and_delivered_at_their_time() {
     wait_turns(&manager, &id, 1).await;
     let reminders = format!("{url}/v1/session/{id}/reminders");
 
-    let (status, set) = call(
-        reqwest::Method::POST,
+    let set: ReminderResponse = expect(
+        Method::POST,
         &reminders,
-        Some(json!({"in": "2h", "message": "check the build"})),
+        Some(&json!({"in": "2h", "message": "check the build"})),
+        201,
     )
     .await;
-    assert_eq!(
-        (status, &set["reminder"]["at"]),
-        (201, &json!("2027-01-04T12:00:00Z"))
-    );
-    let (status, standup) = call(
-        reqwest::Method::POST,
+    assert_eq!(set.reminder.at, at("2027-01-04T12:00:00Z"));
+    assert_eq!(set.reminder.session_id, id);
+    let standup: ReminderResponse = expect(
+        Method::POST,
         &reminders,
-        Some(json!({"at": "2027-01-04T11:00:00Z", "message": "stand-up"})),
+        Some(&json!({"at": "2027-01-04T11:00:00Z", "message": "stand-up"})),
+        201,
     )
     .await;
-    assert_eq!(status, 201);
     for (body, message) in [
         (
             json!({"message": "x"}),
@@ -115,27 +106,22 @@ async fn reminders_are_set_listed_cancelled_and_delivered_at_their_time() {
             "message: empty; say what the reminder delivers",
         ),
     ] {
-        let (status, answer) = call(reqwest::Method::POST, &reminders, Some(body)).await;
-        assert_eq!((status, answer["message"].as_str()), (400, Some(message)));
+        let error = expect_error(
+            Method::POST,
+            &reminders,
+            Some(&body),
+            ErrorCode::InvalidRequest,
+        )
+        .await;
+        assert_eq!(error.message, message);
     }
-    let (status, list) = call(reqwest::Method::GET, &reminders, None).await;
-    let listed: Vec<&Value> = list["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| &r["message"])
-        .collect();
-    assert_eq!(
-        (status, listed),
-        (200, vec![&json!("stand-up"), &json!("check the build")])
-    );
+    let list: Page<Reminder> = expect(Method::GET, &reminders, NO_BODY, 200).await;
+    let listed: Vec<&str> = list.data.iter().map(|r| r.message.as_str()).collect();
+    assert_eq!(listed, ["stand-up", "check the build"]);
 
-    let cancel = format!(
-        "{reminders}/{}",
-        standup["reminder"]["reminderId"].as_str().unwrap()
-    );
-    assert_eq!(call(reqwest::Method::DELETE, &cancel, None).await.0, 200);
-    assert_eq!(call(reqwest::Method::DELETE, &cancel, None).await.0, 404);
+    let cancel = format!("{reminders}/{}", standup.reminder.reminder_id);
+    let _: Acknowledged = expect(Method::DELETE, &cancel, NO_BODY, 200).await;
+    expect_error(Method::DELETE, &cancel, NO_BODY, ErrorCode::NotFound).await;
 
     mock.push(MockReply::text("Checked."));
     clock.set(at("2027-01-04T12:00:00Z"));
@@ -151,8 +137,8 @@ async fn reminders_are_set_listed_cancelled_and_delivered_at_their_time() {
             "message Reminder: check the build",
         ]
     );
-    let (_, list) = call(reqwest::Method::GET, &reminders, None).await;
-    assert_eq!(list["data"], json!([]));
+    let list: Page<Reminder> = expect(Method::GET, &reminders, NO_BODY, 200).await;
+    assert_eq!(list.data, []);
 }
 
 #[tokio::test]

@@ -70,7 +70,7 @@ impl RecordedRequest {
     }
 
     /// The names of the tools the request offers, in order (OpenAI `function.name` or
-    /// Anthropic `name`); empty when it offers none.
+    /// Anthropic `name`); empty when it offers none (`tools` absent or `null`).
     ///
     /// # Panics
     /// When `tools` is not a list of tool definitions.
@@ -91,11 +91,12 @@ impl RecordedRequest {
         #[derive(Deserialize)]
         struct Offered {
             #[serde(default)]
-            tools: Vec<Tool>,
+            tools: Option<Vec<Tool>>,
         }
         serde_json::from_value::<Offered>(self.body.clone())
             .unwrap_or_else(|err| panic!("not a list of tools ({err}): {}", self.body))
             .tools
+            .unwrap_or_default()
             .into_iter()
             .map(|tool| match tool {
                 Tool::OpenAi { function } => function.name,
