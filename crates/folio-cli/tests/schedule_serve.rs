@@ -14,10 +14,10 @@ use folio_protocol::{
     SlotOutcomeKind,
 };
 use folio_server::SessionMeta;
+use folio_server::schedule::SlotRecord;
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use reqwest::Method;
-use serde_json::Value;
 use serve_support::*;
 
 /// 2027-01-04 is a Monday: the triage template's `0 9 * * 1-5` fires at 09:00Z.
@@ -26,6 +26,15 @@ const SLOT: &str = "2027-01-04T09:00:00Z";
 
 fn instant(text: &str) -> DateTime<Utc> {
     text.parse().unwrap()
+}
+
+/// The records of the schedule's slot log.
+fn slot_records(state: &Path) -> Vec<SlotRecord> {
+    std::fs::read_to_string(state.join("schedules/daily-summary.ndjson"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
 }
 
 /// Polls `GET /v1/schedules` until the schedule's last slot fired; returns the schedule.
@@ -141,16 +150,18 @@ async fn the_triage_template_schedule_fires_a_task_session_through_the_mock_mode
     served.child.wait().await.unwrap();
 
     // The slot log holds the claim and the session.
-    let log = std::fs::read_to_string(state.join("schedules/daily-summary.ndjson")).unwrap();
-    let records: Vec<Value> = log
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records = slot_records(&state);
     assert_eq!(
         records[1..].to_vec(),
         vec![
-            serde_json::json!({"type": "claimed", "slot": SLOT}),
-            serde_json::json!({"type": "started", "slot": SLOT, "sessionId": session_id}),
+            SlotRecord::Claimed {
+                slot: instant(SLOT),
+                manual: false
+            },
+            SlotRecord::Started {
+                slot: instant(SLOT),
+                session_id: session_id.clone()
+            },
         ]
     );
 
@@ -190,10 +201,11 @@ async fn the_triage_template_schedule_fires_a_task_session_through_the_mock_mode
     assert!(run.status.success(), "{run:?}");
     let result: RunResult = read_wire(&serde_json::from_slice(&run.stdout).unwrap());
     assert_eq!(result.reply, "Nothing new.", "{result:?}");
-    let log = std::fs::read_to_string(state.join("schedules/daily-summary.ndjson")).unwrap();
+    let records = slot_records(&state);
     assert!(
-        log.lines()
-            .any(|l| l.contains("\"claimed\"") && l.contains("\"manual\":true")),
-        "{log}"
+        records
+            .iter()
+            .any(|record| matches!(record, SlotRecord::Claimed { manual: true, .. })),
+        "{records:#?}"
     );
 }

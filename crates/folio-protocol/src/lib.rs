@@ -15,6 +15,7 @@
 //!   ([`OkTrue`]), errors `"ok": false` ([`OkFalse`]).
 //! - The `/v1/mcp` tools' arguments and results: [`AskArguments`], [`AskResult`],
 //!   [`CheckArguments`], [`CheckResult`].
+//! - `folio help COMMAND --json`: [`CommandHelp`].
 //! - Contract strings such as [`TURN_INTERRUPTED`] and [`SERVER_RESTARTED`].
 //! - [`schemas`] lists the JSON Schema of every wire type.
 //!
@@ -30,6 +31,7 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod cli;
 mod contract;
 mod event;
 mod http;
@@ -46,6 +48,7 @@ pub use agent::{
     Severity, SkillForm, SkillFrontmatterInfo, SkillInfo, SubagentInfo, ToolDescription,
     ToolEffect, ToolExecution, TransportInfo, Visibility,
 };
+pub use cli::{ArgumentHelp, CommandHelp};
 pub use contract::{
     INTERRUPTED_RESULT, NO_REASON_GIVEN, SERVER_RESTARTED, TURN_INTERRUPTED, denial_message,
 };

@@ -36,6 +36,7 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("AskResult", schema_for!(AskResult)),
         ("CheckArguments", schema_for!(CheckArguments)),
         ("CheckResult", schema_for!(CheckResult)),
+        ("CommandHelp", schema_for!(CommandHelp)),
     ]
 }
 

@@ -19,6 +19,7 @@ pub use context::{
     adopt_parent, capture_content, enter_turn, incoming_traceparent, trace_headers, with_incoming,
 };
 pub use install::{LogFormat, Telemetry, install, log_filter, subscriber};
+pub use json::JsonLogLine;
 
 /// Why telemetry could not be set up.
 #[derive(Debug, thiserror::Error)]
