@@ -8,21 +8,11 @@ use std::time::{Duration, Instant};
 
 use folio_agent::{HookDispatcher, HookOutcome};
 use folio_agent::{TurnOutcome, discover};
-use folio_protocol::{Event, TurnCompleted};
+use folio_protocol::{HookPayload, TurnCompleted};
 use folio_test_support::{MockModelServer, MockReply, data, read_wire};
 use part_b::*;
 use pretty_assertions::assert_eq;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// What a hook reads on stdin: the event envelope with the session's `channel` and `purpose`.
-#[derive(Debug, Serialize, Deserialize)]
-struct HookPayload {
-    #[serde(flatten)]
-    event: Event,
-    channel: String,
-    purpose: String,
-}
 
 /// A sink that hands every recorded event to the agent's hooks, as sessions do.
 fn hooked_sink(hooks: &HookDispatcher) -> MemorySink {
@@ -95,8 +85,8 @@ async fn a_slow_hook_does_not_delay_the_turn_and_a_recording_hook_sees_events_in
     assert_eq!(data::<TurnCompleted>(&completed.event).reply, "hello");
     assert_eq!(completed.event.session_id, "ses_test");
     assert_eq!(
-        (completed.channel.as_str(), completed.purpose.as_str()),
-        ("cli", "test")
+        (completed.channel.as_deref(), completed.purpose.as_deref()),
+        (Some("cli"), Some("test"))
     );
     let indexes: Vec<u64> = seen.iter().map(|p| p.event.index).collect();
     assert!(indexes.windows(2).all(|w| w[0] < w[1]), "{indexes:?}");

@@ -31,7 +31,7 @@ fn help_json_lists_a_commands_arguments() {
             required: true,
             takes_value: true,
             default: None,
-            help: Some("The user message of the turn.".into()),
+            help: Some("The user message of the turn".into()),
         }
     );
     let json = help.args.iter().find(|arg| arg.name == "json").unwrap();

@@ -1,7 +1,32 @@
-//! `folio help [COMMAND] --json`: a command's arguments, for tools that drive `folio`.
+//! What `folio` prints as JSON outside runs: `folio help [COMMAND] --json` (a command's
+//! arguments, for tools that drive `folio`) and `folio call` (a direct tool call's result).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What `folio call TOOL` prints: the tool's result and whether it failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CallOutput {
+    /// `false` when the input was invalid or the tool failed (the command then exits 1).
+    pub ok: bool,
+    /// The tool's output, or the error text.
+    pub result: Value,
+    /// Whether the tool failed (always `!ok`).
+    pub is_error: bool,
+}
+
+impl CallOutput {
+    /// The output of a call that returned `result` (`is_error` when it failed).
+    pub fn new(result: Value, is_error: bool) -> Self {
+        CallOutput {
+            ok: !is_error,
+            result,
+            is_error,
+        }
+    }
+}
 
 /// `folio help [COMMAND] --json`: a command, its arguments and its subcommands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -15,7 +15,8 @@
 //!   ([`OkTrue`]), errors `"ok": false` ([`OkFalse`]).
 //! - The `/v1/mcp` tools' arguments and results: [`AskArguments`], [`AskResult`],
 //!   [`CheckArguments`], [`CheckResult`].
-//! - `folio help COMMAND --json`: [`CommandHelp`].
+//! - What a hook reads on stdin: [`HookPayload`].
+//! - What `folio help COMMAND --json` and `folio call` print: [`CommandHelp`], [`CallOutput`].
 //! - Contract strings such as [`TURN_INTERRUPTED`] and [`SERVER_RESTARTED`].
 //! - [`schemas`] lists the JSON Schema of every wire type.
 //!
@@ -34,6 +35,7 @@ mod agent;
 mod cli;
 mod contract;
 mod event;
+mod hook;
 mod http;
 mod mcp;
 mod reminder;
@@ -48,7 +50,7 @@ pub use agent::{
     Severity, SkillForm, SkillFrontmatterInfo, SkillInfo, SubagentInfo, ToolDescription,
     ToolEffect, ToolExecution, TransportInfo, Visibility,
 };
-pub use cli::{ArgumentHelp, CommandHelp};
+pub use cli::{ArgumentHelp, CallOutput, CommandHelp};
 pub use contract::{
     INTERRUPTED_RESULT, NO_REASON_GIVEN, SERVER_RESTARTED, TURN_INTERRUPTED, denial_message,
 };
@@ -61,6 +63,7 @@ pub use event::{
     SessionMode, SessionStarted, SessionWaiting, StepCompleted, StepStarted, SubagentCalled,
     SubagentCompleted, TurnCompleted, TurnFailed, TurnQueued, TurnStarted, format_at,
 };
+pub use hook::HookPayload;
 pub use http::{
     Acknowledged, AgentSummary, ApprovalRequest, ArtifactRecord, ArtifactResponse, CreateSession,
     Empty, ErrorBody, ErrorCode, FollowUp, FollowUpAccepted, LogLevel, LogLine, LogsResponse,

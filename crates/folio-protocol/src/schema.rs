@@ -37,6 +37,8 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("CheckArguments", schema_for!(CheckArguments)),
         ("CheckResult", schema_for!(CheckResult)),
         ("CommandHelp", schema_for!(CommandHelp)),
+        ("CallOutput", schema_for!(CallOutput)),
+        ("HookPayload", schema_for!(HookPayload)),
     ]
 }
 
