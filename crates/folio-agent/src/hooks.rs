@@ -56,6 +56,8 @@ pub struct HookDispatcher {
     channel: Option<String>,
     /// The session's purpose, added to every payload.
     purpose: Option<String>,
+    /// Whether the session is a dry run, added to every payload.
+    dry_run: bool,
 }
 
 impl std::fmt::Debug for HookDispatcher {
@@ -92,6 +94,7 @@ impl HookDispatcher {
             pending,
             channel: None,
             purpose: None,
+            dry_run: false,
         }
     }
 
@@ -104,7 +107,15 @@ impl HookDispatcher {
             pending: self.pending.clone(),
             channel: channel.map(str::to_string).or_else(|| self.channel.clone()),
             purpose: purpose.map(str::to_string).or_else(|| self.purpose.clone()),
+            dry_run: self.dry_run,
         }
+    }
+
+    /// Adds `"dryRun": true` to every payload when `dry_run` (a dry-run session, e.g. an eval
+    /// run with `--dry-run`), so hooks can tell that writes were not real.
+    pub fn with_dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run |= dry_run;
+        self
     }
 
     /// Whether any hook is configured.
@@ -125,6 +136,7 @@ impl HookDispatcher {
                     event: event.clone(),
                     channel: self.channel.clone(),
                     purpose: self.purpose.clone(),
+                    dry_run: self.dry_run,
                 })
             });
             self.pending.count.fetch_add(1, Ordering::SeqCst);

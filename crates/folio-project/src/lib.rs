@@ -8,6 +8,8 @@
 //! [`SubagentDefinition`], [`HookDefinition`], [`Skill`], …); `folio-agent` builds the running
 //! objects from it. [`describe`] turns a definition into the JSON of `folio info --json` and
 //! `GET /v1/agent`, and [`schemas`] lists the JSON Schema of every agent-folder file kind.
+//! [`discover_evals`] reads `evals/` (beside `agent/`) into [`EvalDefinition`]s whose steps hold
+//! [`Assertion`]s, with diagnostics of the same shape.
 //!
 //! ```
 //! let project = tempfile::tempdir()?;
@@ -37,6 +39,8 @@ mod artifacts;
 mod config;
 mod diagnostic;
 mod discovery;
+mod eval_assertions;
+mod evals;
 mod hooks;
 mod info;
 mod mcp;
@@ -59,6 +63,14 @@ pub use diagnostic::{Diagnostic, Severity};
 pub use discovery::{
     AgentDefinition, ChannelManifest, ChannelSummary, Discovery, ScheduleSummary, discover,
     slug_problem,
+};
+pub use eval_assertions::{
+    ASSERTION_KINDS, ArgMode, Assertion, ExpectedCall, FileCheck, OrderMode, PathStep,
+    check_json_path, parse_json_path,
+};
+pub use evals::{
+    CaseDefinition, DEFAULT_EVAL_TIMEOUT_SECS, EVAL_SUFFIX, EVALS_DEFAULTS_FILE, EVALS_DIR,
+    EvalDefaults, EvalDefinition, EvalDiscovery, StepDefinition, discover_evals, eval_id,
 };
 pub use hooks::{HookCommand, HookDefinition, HookManifest};
 pub use info::{describe, diagnostic_info};

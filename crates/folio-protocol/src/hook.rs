@@ -5,8 +5,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::Event;
 
-/// A hook's stdin: the recorded event's envelope, with the channel and purpose of its session.
+/// A hook's stdin: the recorded event's envelope, with the channel, purpose and dry-run flag of
+/// its session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct HookPayload {
     /// The event, as its log line has it.
     #[serde(flatten)]
@@ -17,4 +19,8 @@ pub struct HookPayload {
     /// Why the session runs (`eval` for eval runs), when said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub purpose: Option<String>,
+    /// `true` in a dry-run session (e.g. `folio eval --dry-run`): its writes were not real.
+    /// Absent otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
 }

@@ -11,12 +11,13 @@
 //! - The HTTP API's bodies: requests ([`CreateSession`], [`FollowUp`], [`ApprovalRequest`],
 //!   [`ToolCallRequest`]), answers ([`SessionCreated`], [`FollowUpAccepted`], [`Acknowledged`],
 //!   [`SessionResponse`], [`Page`], [`ToolCallResult`], [`AgentDescription`], [`LogsResponse`],
-//!   [`ArtifactResponse`]) and every error, [`ErrorBody`]. Success bodies carry `"ok": true`
+//!   [`ArtifactResponse`], [`EvalRunResponse`]) and every error, [`ErrorBody`]. Success bodies carry `"ok": true`
 //!   ([`OkTrue`]), errors `"ok": false` ([`OkFalse`]).
 //! - The `/v1/mcp` tools' arguments and results: [`AskArguments`], [`AskResult`],
 //!   [`CheckArguments`], [`CheckResult`].
 //! - What a hook reads on stdin: [`HookPayload`].
 //! - What `folio help COMMAND --json` and `folio call` print: [`CommandHelp`], [`CallOutput`].
+//! - Stored eval runs: [`EvalRun`] and its cases, attempts, steps and assertion verdicts.
 //! - Contract strings such as [`TURN_INTERRUPTED`] and [`SERVER_RESTARTED`].
 //! - [`schemas`] lists the JSON Schema of every wire type.
 //!
@@ -34,6 +35,7 @@
 mod agent;
 mod cli;
 mod contract;
+mod eval;
 mod event;
 mod hook;
 mod http;
@@ -55,6 +57,10 @@ pub use contract::{
     INTERRUPTED_RESULT, NO_REASON_GIVEN, SERVER_RESTARTED, TURN_INTERRUPTED, denial_message,
 };
 
+pub use eval::{
+    AssertionResult, Attempt, CaseResult, EvalRun, EvalRunResponse, EvalRunSummary, JudgeVerdict,
+    StepObservation, StepResult, valid_run_id,
+};
 pub use event::{
     AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionResult, ActionsRequested,
     Admission, AgentBound, ApprovalDecision, ArtifactTagged, ContextCompacted, Event, EventBody,

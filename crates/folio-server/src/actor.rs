@@ -504,7 +504,14 @@ async fn run_turn(
         scratch,
         cancel,
         todos,
-        context: SessionContext::default(),
+        context: {
+            let meta = lock(&live.meta);
+            SessionContext {
+                dry_run: meta.dry_run,
+                purpose: meta.purpose.clone(),
+                continuation_key: None,
+            }
+        },
         trace: {
             let meta = lock(&live.meta);
             TurnTrace {

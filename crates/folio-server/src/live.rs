@@ -141,8 +141,15 @@ impl Live {
 
     /// Binds the agent's hooks to this session.
     pub(crate) fn bind_hooks(&self, hooks: &HookDispatcher) {
-        let channel = lock(&self.meta).channel.clone();
-        *lock(&self.hooks) = Some(hooks.for_session(Some(&channel), None));
+        let (channel, purpose, dry_run) = {
+            let meta = lock(&self.meta);
+            (meta.channel.clone(), meta.purpose.clone(), meta.dry_run)
+        };
+        *lock(&self.hooks) = Some(
+            hooks
+                .for_session(Some(&channel), purpose.as_deref())
+                .with_dry_run(dry_run),
+        );
     }
 
     /// A copy of every stored event.

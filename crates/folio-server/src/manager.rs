@@ -31,8 +31,8 @@ use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
 use crate::shared::Inner;
 use crate::state::{
-    SessionMeta, StateRoot, SyncTarget, commit, lock_state_root, new_session_id, valid_session_id,
-    write_durably,
+    SessionMeta, SessionOptions, StateRoot, SyncTarget, commit, lock_state_root, new_session_id,
+    valid_session_id, write_durably,
 };
 use crate::token;
 
@@ -178,6 +178,19 @@ impl SessionManager {
         channel: &str,
         request: CreateSession,
     ) -> Result<Accepted, ManagerError> {
+        self.create_with(principal, channel, request, SessionOptions::default())
+            .await
+    }
+
+    /// [`create`](Self::create) with the session's purpose and dry-run flag, which its tools
+    /// and hooks see on every turn (`folio eval` creates its cases with purpose `eval`).
+    pub async fn create_with(
+        &self,
+        principal: &str,
+        channel: &str,
+        request: CreateSession,
+        options: SessionOptions,
+    ) -> Result<Accepted, ManagerError> {
         let mode = request.mode.unwrap_or(SessionMode::Chat);
         self.refuse_when_shutting_down()?;
         check_workspace_files(&request.workspace_files)?;
@@ -227,6 +240,8 @@ impl SessionManager {
             turns: 0,
             last_index: 0,
             accepted_keys: Vec::new(),
+            purpose: options.purpose,
+            dry_run: options.dry_run,
         };
         let state = &self.inner.state;
         let workspace = state.workspace_dir(&session_id);

@@ -64,6 +64,22 @@ pub struct SessionMeta {
     /// gets the same answer (see `Idempotency-Key`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accepted_keys: Vec<AcceptedKey>,
+    /// Why the session exists (`eval` for eval cases); tools and hooks see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<String>,
+    /// A dry-run session: write tools return their `dry_run_result` instead of running.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
+}
+
+/// What a creator tells a new session about itself beyond its request
+/// ([`SessionManager::create_with`](crate::SessionManager::create_with)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionOptions {
+    /// Why the session exists (`eval` for eval cases, so hooks can skip it).
+    pub purpose: Option<String>,
+    /// Write tools return their `dry_run_result` instead of running.
+    pub dry_run: bool,
 }
 
 /// A follow-up accepted with an idempotency key.
