@@ -8,41 +8,33 @@ mod serve_support;
 use std::path::Path;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use folio_protocol::{
-    Event, RunResult, ScheduleStatus, SchedulesResponse, SessionMode, SessionStatus,
-    SlotOutcomeKind,
+    Event, RunResult, ScheduleStatus, SchedulesResponse, SessionCompleted, SessionMode,
+    SessionStarted, SlotOutcomeKind,
 };
-use folio_server::SessionMeta;
-use folio_server::schedule::SlotRecord;
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use reqwest::Method;
+use serde_json::Value;
 use serve_support::*;
 
 /// 2027-01-04 is a Monday: the triage template's `0 9 * * 1-5` fires at 09:00Z.
 const CLOCK_START: &str = "2027-01-04T08:59:58Z";
 const SLOT: &str = "2027-01-04T09:00:00Z";
 
-fn instant(text: &str) -> DateTime<Utc> {
-    text.parse().unwrap()
-}
-
-/// The records of the schedule's slot log.
-fn slot_records(state: &Path) -> Vec<SlotRecord> {
-    std::fs::read_to_string(state.join("schedules/daily-summary.ndjson"))
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
 /// Polls `GET /v1/schedules` until the schedule's last slot fired; returns the schedule.
 async fn fired(url: &str) -> ScheduleStatus {
     for _ in 0..600 {
-        let answer: SchedulesResponse =
-            expect(Method::GET, &format!("{url}/v1/schedules"), NO_BODY, 200).await;
-        let schedule = answer.schedules[0].clone();
+        let (status, mut body) = call_as::<SchedulesResponse>(
+            Method::GET,
+            &format!("{url}/v1/schedules"),
+            NO_BODY,
+            None,
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(body.schedules.len(), 1, "{body:?}");
+        let schedule = body.schedules.remove(0);
         if schedule
             .last
             .as_ref()
@@ -55,18 +47,16 @@ async fn fired(url: &str) -> ScheduleStatus {
     panic!("the schedule did not fire within 60 s");
 }
 
-/// Reads the session's event types once it has completed.
-async fn completed_events(state: &Path, session_id: &str) -> Vec<String> {
+/// Reads the session's events from its trace once it has completed.
+async fn completed_events(state: &Path, session_id: &str) -> Vec<Event> {
     let trace = state.join("traces").join(format!("{session_id}.ndjson"));
     for _ in 0..600 {
         let text = std::fs::read_to_string(&trace).unwrap_or_default();
-        let types: Vec<String> = text
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Event>(line).ok())
-            .map(|event| event.event_type().to_string())
-            .collect();
-        if types.iter().any(|t| t == "session.completed") {
-            return types;
+        // Only whole lines: the server may be writing the last one.
+        let whole = text.rfind('\n').map_or("", |end| &text[..=end]);
+        let events = read_ndjson(whole);
+        if !of_type::<SessionCompleted>(&events).is_empty() {
+            return events;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -105,85 +95,92 @@ async fn the_triage_template_schedule_fires_a_task_session_through_the_mock_mode
             schedule.timezone.as_str(),
             last.slot
         ),
-        ("daily-summary", "0 9 * * 1-5", "UTC", instant(SLOT))
+        ("daily-summary", "0 9 * * 1-5", "UTC", SLOT.parse().unwrap())
     );
-    assert_eq!(schedule.next[0].utc, instant("2027-01-05T09:00:00Z"));
-    let types = completed_events(&state, &session_id).await;
-    assert_eq!(types.first().map(String::as_str), Some("session.started"));
-    let meta: SessionMeta = serde_json::from_slice(
-        &std::fs::read(
-            state
-                .join("sessions")
-                .join(&session_id)
-                .join("session.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
     assert_eq!(
-        (
-            meta.principal.as_str(),
-            meta.mode,
-            meta.channel.as_str(),
-            meta.status
-        ),
-        (
-            "schedule:daily-summary",
-            SessionMode::Task,
-            "schedule",
-            SessionStatus::Completed
-        )
+        schedule.next.first().map(|n| (n.utc, n.local.as_str())),
+        Some((
+            "2027-01-05T09:00:00Z".parse().unwrap(),
+            "2027-01-05T09:00:00Z"
+        ))
     );
-    let request = &mock.requests()[0];
+    let events = completed_events(&state, &session_id).await;
+    assert_eq!(
+        data::<SessionStarted>(&events[0]),
+        &SessionStarted {
+            mode: SessionMode::Task,
+            channel: "schedule".into(),
+            title: Some(format!("daily-summary {SLOT}")),
+            principal: "schedule:daily-summary".into(),
+        }
+    );
     assert!(
-        request
-            .body
-            .to_string()
-            .contains("Summarize the issues labeled since yesterday"),
-        "the model got the schedule's prompt: {}",
-        request.body
+        mock.requests()[0]
+            .user_texts()
+            .iter()
+            .any(|text| text.contains("Summarize the issues labeled since yesterday")),
+        "the model got the schedule's prompt: {:?}",
+        mock.requests()[0].user_texts()
     );
     // The session belongs to the schedule's principal: other callers are refused.
-    let (status, _) = get(&format!("{}/v1/session/{session_id}", served.url)).await;
+    let (status, _) = refused(
+        Method::GET,
+        &format!("{}/v1/session/{session_id}", served.url),
+        NO_BODY,
+        None,
+    )
+    .await;
     assert_eq!(status, 403);
     served.child.kill().await.unwrap();
     served.child.wait().await.unwrap();
 
     // The slot log holds the claim and the session.
-    let records = slot_records(&state);
+    let log = std::fs::read_to_string(state.join("schedules/daily-summary.ndjson")).unwrap();
+    let records: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(
         records[1..].to_vec(),
         vec![
-            SlotRecord::Claimed {
-                slot: instant(SLOT),
-                manual: false
-            },
-            SlotRecord::Started {
-                slot: instant(SLOT),
-                session_id: session_id.clone()
-            },
+            serde_json::json!({"type": "claimed", "slot": SLOT}),
+            serde_json::json!({"type": "started", "slot": SLOT, "sessionId": session_id}),
         ]
     );
 
-    // `folio schedule list` reads the same log (no server needed).
-    let list = std::process::Command::new(folio_bin())
-        .args(["schedule", "list", "--dir"])
-        .arg(&dir)
-        .arg("--state-root")
-        .arg(&state)
-        .output()
-        .unwrap();
-    assert!(list.status.success(), "{list:?}");
-    let text = String::from_utf8(list.stdout).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
+    // `folio schedule list` reads the same log (no server needed): the next five slots in the
+    // schedule's zone and in UTC, and the last outcome; `--json` is `GET /v1/schedules`'s shape.
+    let list = |json: bool| {
+        let mut command = std::process::Command::new(folio_bin());
+        command.args(["schedule", "list", "--dir"]).arg(&dir);
+        command.arg("--state-root").arg(&state);
+        if json {
+            command.arg("--json");
+        }
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let listed: Vec<ScheduleStatus> = read_wire(&serde_json::from_str(&list(true)).unwrap());
+    assert_eq!(listed.len(), 1);
     assert_eq!(
-        (lines[0], lines.len(), lines[6]),
-        (
-            "daily-summary: \"0 9 * * 1-5\" in UTC (overlap skip, catch_up latest, jitter 0s)",
-            7,
-            format!("  last: fired {SLOT} {session_id}").as_str()
-        )
+        (listed[0].last.as_ref(), listed[0].next.len()),
+        (Some(&last), 5)
     );
+    let text = list(false);
+    let mut expected = vec![
+        "daily-summary: \"0 9 * * 1-5\" in UTC (overlap skip, catch_up latest, jitter 0s)"
+            .to_string(),
+    ];
+    expected.extend(listed[0].next.iter().map(|next| {
+        format!(
+            "  next: {}  ({})",
+            next.local,
+            next.utc.format("%Y-%m-%dT%H:%M:%SZ")
+        )
+    }));
+    expected.push(format!("  last: fired {SLOT} {session_id}"));
+    assert_eq!(text.lines().collect::<Vec<_>>(), expected);
 
     // `folio schedule run` fires one more now, as a manual slot.
     mock.push(MockReply::text("Nothing new."));
@@ -200,12 +197,17 @@ async fn the_triage_template_schedule_fires_a_task_session_through_the_mock_mode
         .unwrap();
     assert!(run.status.success(), "{run:?}");
     let result: RunResult = read_wire(&serde_json::from_slice(&run.stdout).unwrap());
-    assert_eq!(result.reply, "Nothing new.", "{result:?}");
-    let records = slot_records(&state);
+    assert_eq!((result.ok, result.reply.as_str()), (true, "Nothing new."));
+    let listed: Vec<ScheduleStatus> = read_wire(&serde_json::from_str(&list(true)).unwrap());
+    let manual = listed[0].last.clone().unwrap();
+    assert_eq!(
+        (manual.outcome, manual.session_id.as_deref()),
+        (SlotOutcomeKind::Fired, Some(result.session_id.as_str()))
+    );
+    let log = std::fs::read_to_string(state.join("schedules/daily-summary.ndjson")).unwrap();
     assert!(
-        records
-            .iter()
-            .any(|record| matches!(record, SlotRecord::Claimed { manual: true, .. })),
-        "{records:#?}"
+        log.lines()
+            .any(|l| l.contains("\"claimed\"") && l.contains("\"manual\":true")),
+        "{log}"
     );
 }

@@ -510,7 +510,7 @@ async fn read_file(
     path: &str,
 ) -> Option<String> {
     let workspace = manager.state().workspace_dir(session_id);
-    let (fs, _) = agent.bind_turn_fs(&workspace).await.ok()?;
+    let fs = agent.bind_turn_fs(&workspace).await.ok()?.fs;
     match fs.read(path).await.ok()? {
         Content::Text(text) => Some(text),
         Content::Image { bytes, mime } => Some(format!("<{mime} image, {} bytes>", bytes.len())),

@@ -77,8 +77,8 @@ pub use info::{describe, diagnostic_info};
 pub use mcp::{McpConnectionManifest, McpServerConfig, McpTransport};
 pub use report::{UnsetVariable, expand_template};
 pub use schedule::{
-    CATCH_UP_VALUES, Cadence, CadenceError, CatchUp, DEFAULT_CATCH_UP_LIMIT, OVERLAP_VALUES,
-    Overlap,
+    CATCH_UP_VALUES, Cadence, CadenceError, CatchUp, DEFAULT_CATCH_UP_LIMIT, DelayError,
+    OVERLAP_VALUES, Overlap, parse_delay,
 };
 pub use schema_check::{InvalidSchema, compile_schema};
 pub use schemas::{SCHEMA_BASE_URL, SchemaFile, schema_name_for, schema_url, schemas};

@@ -133,6 +133,7 @@ fn message_and_turn_events() {
             admission: None,
             coalesced: None,
             client_message_id: None,
+            request_digest: None,
         }),
     );
     round_trip(
@@ -145,6 +146,7 @@ fn message_and_turn_events() {
             admission: Some(Admission::Coalesce),
             coalesced: Some(2),
             client_message_id: None,
+            request_digest: None,
         }),
     );
     round_trip(
@@ -157,6 +159,7 @@ fn message_and_turn_events() {
             admission: None,
             coalesced: None,
             client_message_id: Some("msg-7".into()),
+            request_digest: None,
         }),
     );
     round_trip(
@@ -168,6 +171,7 @@ fn message_and_turn_events() {
             text: "later".into(),
             workspace_files: [("a.txt".to_string(), "A".to_string())].into(),
             client_message_id: Some("msg-8".into()),
+            request_digest: None,
         }),
     );
     round_trip(

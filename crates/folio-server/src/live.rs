@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use folio_agent::HookDispatcher;
 use folio_agent::{EventSink, SinkError};
@@ -29,6 +30,8 @@ pub(crate) struct Live {
     events: Mutex<Vec<Event>>,
     pub(crate) tx: broadcast::Sender<Event>,
     pub(crate) meta: Mutex<SessionMeta>,
+    /// The turn count `session.json` holds (the log settles status and last index, not this).
+    saved_turns: AtomicU32,
     /// The actor's mailbox while it runs (`None` when the session is idle).
     pub(crate) mailbox: Mutex<Option<mpsc::UnboundedSender<Command>>>,
     pub(crate) approvals: Mutex<Approvals>,
@@ -70,11 +73,12 @@ impl Approvals {
 }
 
 impl Live {
-    /// Opens the session's log (recovering a torn last line) with its metadata; the stored
-    /// events are read here, once.
-    pub(crate) fn open(state: &StateRoot, meta: SessionMeta) -> Result<Live, LogError> {
+    /// Opens the session's log (recovering a torn last line) with its metadata, settled from
+    /// the log's end ([`SessionMeta::settle`]); the stored events are read here, once.
+    pub(crate) fn open(state: &StateRoot, mut meta: SessionMeta) -> Result<Live, LogError> {
         let id = meta.session_id.clone();
         let (log, events) = EventLog::open(&state.trace_path(&id), &id)?;
+        meta.settle(events.last());
         let (tx, _) = broadcast::channel(BROADCAST_CAPACITY);
         Ok(Live {
             id,
@@ -82,6 +86,7 @@ impl Live {
             append: Mutex::new(()),
             events: Mutex::new(events),
             tx,
+            saved_turns: AtomicU32::new(meta.turns),
             meta: Mutex::new(meta),
             mailbox: Mutex::new(None),
             approvals: Mutex::new(Approvals::default()),
@@ -111,10 +116,12 @@ impl Live {
         state: &StateRoot,
         change: impl FnOnce(&mut SessionMeta),
     ) -> Result<(), ManagerError> {
-        self.change_meta(change)
-            .save(state)
+        let meta = self.change_meta(change);
+        meta.save(state)
             .await
-            .map_err(|e| io_error("cannot save session.json", e))
+            .map_err(|e| io_error("cannot save session.json", e))?;
+        self.saved_turns.store(meta.turns, Ordering::SeqCst);
+        Ok(())
     }
 
     /// Changes fields recovery repairs from the log (status, turns, last index) and writes
@@ -124,9 +131,16 @@ impl Live {
         state: &StateRoot,
         change: impl FnOnce(&mut SessionMeta),
     ) -> Result<(), ManagerError> {
-        self.change_meta(change)
-            .save_repairable(state)
-            .map_err(|e| io_error("cannot save session.json", e))
+        let meta = self.change_meta(change);
+        meta.save_repairable(state)
+            .map_err(|e| io_error("cannot save session.json", e))?;
+        self.saved_turns.store(meta.turns, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Whether `session.json` holds the turn count the session has in memory.
+    pub(crate) fn turns_saved(&self) -> bool {
+        lock(&self.meta).turns == self.saved_turns.load(Ordering::SeqCst)
     }
 
     /// Applies `change` (and the update time) to the metadata in memory (what queries of a live

@@ -1,12 +1,15 @@
 //! Session metadata on disk (`session.json`) and the ids of sessions and turns; where each
 //! file lives is the state root's layout ([`StateRoot`], docs/http-api.md "Storage and crashes").
+//!
+//! The end of a turn is not written to `session.json`: the log records it (synced) and readers
+//! settle the stored status from the log's last event ([`SessionMeta::settle`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::error::OpenError;
 use chrono::{DateTime, Utc};
-use folio_protocol::{SessionMode, SessionStatus};
+use folio_protocol::{Event, EventBody, SessionMode, SessionStatus};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
@@ -57,7 +60,8 @@ pub struct SessionMeta {
     /// Turns started so far.
     #[serde(default)]
     pub turns: u32,
-    /// The index of the last event at the last turn boundary.
+    /// The index of the last event at the last turn boundary that `session.json` recorded; a
+    /// later boundary at the log's end is read from the log ([`SessionMeta::settle`]).
     #[serde(default)]
     pub last_index: u64,
     /// The last keyed follow-ups and the hash of the token each was answered with, so a retry
@@ -92,7 +96,30 @@ pub struct AcceptedKey {
     pub token_hash: String,
 }
 
+/// The status the event ending a turn leaves its session in (`None`: `body` ends no turn).
+pub(crate) fn boundary_status(body: &EventBody) -> Option<SessionStatus> {
+    match body {
+        EventBody::SessionWaiting(_) => Some(SessionStatus::Waiting),
+        EventBody::SessionCompleted(_) => Some(SessionStatus::Completed),
+        EventBody::SessionFailed(_) => Some(SessionStatus::Failed),
+        _ => None,
+    }
+}
+
 impl SessionMeta {
+    /// Takes status, last index and update time from the log's `last` event when it ends a
+    /// turn after the last boundary `session.json` recorded (turn ends are only in the log).
+    pub(crate) fn settle(&mut self, last: Option<&Event>) {
+        let Some(last) = last else { return };
+        if let Some(status) = boundary_status(&last.body)
+            && last.index > self.last_index
+        {
+            self.status = status;
+            self.last_index = last.index;
+            self.updated_at = self.updated_at.max(last.at);
+        }
+    }
+
     /// Reads `session.json` of `session_id`; `None` when the session does not exist.
     pub fn load(state: &StateRoot, session_id: &str) -> std::io::Result<Option<SessionMeta>> {
         match std::fs::read(state.meta_path(session_id)) {

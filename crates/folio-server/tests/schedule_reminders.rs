@@ -80,7 +80,6 @@ async fn reminders_are_set_listed_cancelled_and_delivered_at_their_time() {
     )
     .await;
     assert_eq!(set.reminder.at, at("2027-01-04T12:00:00Z"));
-    assert_eq!(set.reminder.session_id, id);
     let standup: ReminderResponse = expect(
         Method::POST,
         &reminders,
@@ -106,18 +105,17 @@ async fn reminders_are_set_listed_cancelled_and_delivered_at_their_time() {
             "message: empty; say what the reminder delivers",
         ),
     ] {
-        let error = expect_error(
+        let refusal = expect_error(
             Method::POST,
             &reminders,
             Some(&body),
             ErrorCode::InvalidRequest,
         )
         .await;
-        assert_eq!(error.message, message);
+        assert_eq!(refusal.message, message);
     }
     let list: Page<Reminder> = expect(Method::GET, &reminders, NO_BODY, 200).await;
-    let listed: Vec<&str> = list.data.iter().map(|r| r.message.as_str()).collect();
-    assert_eq!(listed, ["stand-up", "check the build"]);
+    assert_eq!(list.data, [standup.reminder.clone(), set.reminder.clone()]);
 
     let cancel = format!("{reminders}/{}", standup.reminder.reminder_id);
     let _: Acknowledged = expect(Method::DELETE, &cancel, NO_BODY, 200).await;
@@ -138,7 +136,7 @@ async fn reminders_are_set_listed_cancelled_and_delivered_at_their_time() {
         ]
     );
     let list: Page<Reminder> = expect(Method::GET, &reminders, NO_BODY, 200).await;
-    assert_eq!(list.data, []);
+    assert_eq!(list.data, Vec::<Reminder>::new());
 }
 
 #[tokio::test]
@@ -166,6 +164,23 @@ async fn reminders_are_owned_and_bound_to_chat_sessions() {
             .unwrap_err(),
         folio_server::ManagerError::Forbidden(chat.clone())
     );
+    // The owner's reminder can be neither listed nor cancelled by another principal.
+    let owned = manager
+        .set_reminder("local", &chat, request())
+        .await
+        .unwrap();
+    assert_eq!(
+        manager.reminders("mallory", &chat).unwrap_err(),
+        folio_server::ManagerError::Forbidden(chat.clone())
+    );
+    assert_eq!(
+        manager
+            .cancel_reminder("mallory", &chat, &owned.reminder_id)
+            .await
+            .unwrap_err(),
+        folio_server::ManagerError::Forbidden(chat.clone())
+    );
+    assert_eq!(manager.reminders("local", &chat).unwrap(), [owned]);
     let task = manager
         .create(
             "local",
@@ -248,4 +263,85 @@ async fn a_reminder_due_while_no_server_ran_is_delivered_once_marked_late() {
     assert!(!file.exists(), "the restored reminder was never settled");
     assert_eq!(story(&third.events("local", &id).unwrap()), expected);
     assert_eq!(third.reminders("local", &id).unwrap(), Vec::new());
+}
+
+#[tokio::test]
+async fn the_set_reminder_tool_is_opt_in_and_its_calls_become_reminders() {
+    let mock = MockModelServer::start().await;
+    let without = project("");
+    assert!(
+        agent(&mock, without.path())
+            .await
+            .harness
+            .tools
+            .tools()
+            .all(|tool| tool.name() != "set_reminder"),
+        "set_reminder is offered only when the allowlist lists setReminder"
+    );
+
+    let dir = project("tools = [\"read\", \"setReminder\"]\n");
+    let state = tempfile::tempdir().unwrap();
+    let (manager, clock) = open(&mock, dir.path(), state.path(), "2027-01-04T10:00:00Z").await;
+    mock.push(MockReply::tool_calls([(
+        "set_reminder",
+        json!({"in": "soon", "message": "x"}),
+    )]));
+    mock.push(MockReply::tool_calls([(
+        "set_reminder",
+        json!({"in": "30m", "message": "follow up on the PR"}),
+    )]));
+    mock.push(MockReply::text("I will follow up in 30 minutes."));
+    let id = manager
+        .create("local", "http", CreateSession::message("remind me"))
+        .await
+        .unwrap()
+        .session_id;
+    let events = wait_turns(&manager, &id, 1).await;
+    let results: Vec<(bool, String)> = events
+        .iter()
+        .filter_map(|event| match &event.body {
+            EventBody::ActionResult(result) => Some((
+                result.is_error,
+                result
+                    .error
+                    .clone()
+                    .or_else(|| {
+                        result
+                            .output
+                            .as_ref()
+                            .and_then(|o| o.as_str().map(String::from))
+                    })
+                    .unwrap_or_default(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [
+            (true, "argument \"in\": \"soon\" is not a delay; use a number with a unit (s, m, h, d), e.g. \"90s\", \"15m\", \"1h30m\"".to_string()),
+            (false, "Reminder requested in 30m; it is set when this turn ends and wakes this conversation then.".to_string()),
+        ]
+    );
+    let pending = manager.reminders("local", &id).unwrap();
+    assert_eq!(
+        pending
+            .iter()
+            .map(|r| (r.at, r.message.as_str()))
+            .collect::<Vec<_>>(),
+        [(at("2027-01-04T10:30:00Z"), "follow up on the PR")]
+    );
+
+    mock.push(MockReply::text("Following up now."));
+    clock.set(at("2027-01-04T10:30:00Z"));
+    let events = wait_turns(&manager, &id, 2).await;
+    assert_eq!(
+        story(&events),
+        [
+            "message remind me",
+            "set 2027-01-04 10:30:00 UTC follow up on the PR",
+            "fired 2027-01-04 10:30:00 UTC late=false",
+            "message Reminder: follow up on the PR",
+        ]
+    );
 }

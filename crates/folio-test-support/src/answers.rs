@@ -3,8 +3,9 @@
 
 use folio_protocol::{
     Acknowledged, AgentDescription, AgentSummary, ArtifactRecord, ArtifactResponse, ErrorBody,
-    FollowUpAccepted, LogsResponse, Page, Reminder, ReminderResponse, SchedulesResponse,
-    SessionCreated, SessionResponse, SessionSummary, ToolCallResult,
+    EvalRunResponse, EvalRunSummary, FollowUpAccepted, LogsResponse, Page, Reminder,
+    ReminderResponse, SchedulesResponse, SessionCreated, SessionResponse, SessionSummary,
+    ToolCallResult,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -101,6 +102,12 @@ pub fn check_answer(method: &str, url: &str, status: u16, body: &Value) {
         }
         ("GET", ["artifacts", _]) => {
             read_wire::<ArtifactResponse>(body);
+        }
+        ("GET", ["evals"]) => {
+            read_wire::<Page<EvalRunSummary>>(body);
+        }
+        ("GET", ["evals", _]) => {
+            read_wire::<EvalRunResponse>(body);
         }
         _ => panic!("{method} {url}: a JSON answer of a route with no folio-protocol type: {body}"),
     }
