@@ -11,8 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use folio_project::HookDefinition;
-use folio_protocol::Event;
-use serde_json::Value;
+use folio_protocol::{Event, HookPayload};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
@@ -50,10 +49,15 @@ pub struct HookRun {
 /// Sends recorded events to the hooks that subscribe to them, in the background.
 #[derive(Clone, Default)]
 pub struct HookDispatcher {
-    queues: Vec<(Arc<HookDefinition>, mpsc::UnboundedSender<Value>)>,
+    queues: Vec<(Arc<HookDefinition>, mpsc::UnboundedSender<Arc<HookPayload>>)>,
     recent: Arc<Mutex<VecDeque<HookRun>>>,
     pending: Arc<Pending>,
-    context: serde_json::Map<String, Value>,
+    /// The session's channel, added to every payload.
+    channel: Option<String>,
+    /// The session's purpose, added to every payload.
+    purpose: Option<String>,
+    /// Whether the session is a dry run, added to every payload.
+    dry_run: bool,
 }
 
 impl std::fmt::Debug for HookDispatcher {
@@ -88,34 +92,29 @@ impl HookDispatcher {
             queues,
             recent,
             pending,
-            context: serde_json::Map::new(),
+            channel: None,
+            purpose: None,
+            dry_run: false,
         }
     }
 
     /// A dispatcher for one session: `channel` and `purpose` (`"eval"` for eval runs) are added
     /// to every payload it sends.
     pub fn for_session(&self, channel: Option<&str>, purpose: Option<&str>) -> Self {
-        let mut context = self.context.clone();
-        if let Some(channel) = channel {
-            context.insert("channel".into(), Value::String(channel.into()));
-        }
-        if let Some(purpose) = purpose {
-            context.insert("purpose".into(), Value::String(purpose.into()));
-        }
         HookDispatcher {
             queues: self.queues.clone(),
             recent: self.recent.clone(),
             pending: self.pending.clone(),
-            context,
+            channel: channel.map(str::to_string).or_else(|| self.channel.clone()),
+            purpose: purpose.map(str::to_string).or_else(|| self.purpose.clone()),
+            dry_run: self.dry_run,
         }
     }
 
     /// Adds `"dryRun": true` to every payload when `dry_run` (a dry-run session, e.g. an eval
     /// run with `--dry-run`), so hooks can tell that writes were not real.
     pub fn with_dry_run(mut self, dry_run: bool) -> Self {
-        if dry_run {
-            self.context.insert("dryRun".into(), Value::Bool(true));
-        }
+        self.dry_run |= dry_run;
         self
     }
 
@@ -133,13 +132,12 @@ impl HookDispatcher {
                 continue;
             }
             let payload = payload.get_or_insert_with(|| {
-                let mut value = serde_json::to_value(event).unwrap_or(Value::Null);
-                if let Value::Object(map) = &mut value {
-                    for (key, item) in &self.context {
-                        map.insert(key.clone(), item.clone());
-                    }
-                }
-                value
+                Arc::new(HookPayload {
+                    event: event.clone(),
+                    channel: self.channel.clone(),
+                    purpose: self.purpose.clone(),
+                    dry_run: self.dry_run,
+                })
             });
             self.pending.count.fetch_add(1, Ordering::SeqCst);
             if queue.send(payload.clone()).is_err() {
@@ -190,15 +188,15 @@ impl Pending {
 
 async fn worker(
     hook: Arc<HookDefinition>,
-    mut queue: mpsc::UnboundedReceiver<Value>,
+    mut queue: mpsc::UnboundedReceiver<Arc<HookPayload>>,
     recent: Arc<Mutex<VecDeque<HookRun>>>,
     pending: Arc<Pending>,
 ) {
     while let Some(payload) = queue.recv().await {
         let started = Instant::now();
         let outcome = run_hook(&hook, &payload).await;
-        let event_type = payload["type"].as_str().unwrap_or_default().to_string();
-        let index = payload["index"].as_u64().unwrap_or_default();
+        let event_type = payload.event.event_type().to_string();
+        let index = payload.event.index;
         match &outcome {
             HookOutcome::Succeeded => {
                 tracing::debug!(hook = %hook.name, event = %event_type, index, "hook ran");
@@ -223,7 +221,7 @@ async fn worker(
     }
 }
 
-async fn run_hook(hook: &HookDefinition, payload: &Value) -> HookOutcome {
+async fn run_hook(hook: &HookDefinition, payload: &HookPayload) -> HookOutcome {
     let program = &hook.command[0];
     let program = if program.starts_with("./") || program.starts_with("../") {
         hook.dir.join(program)

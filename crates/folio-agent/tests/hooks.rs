@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use folio_agent::{HookDispatcher, HookOutcome};
 use folio_agent::{TurnOutcome, discover};
-use folio_test_support::{MockModelServer, MockReply};
+use folio_protocol::{HookPayload, TurnCompleted};
+use folio_test_support::{MockModelServer, MockReply, data, read_wire};
 use part_b::*;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
@@ -74,16 +75,20 @@ async fn a_slow_hook_does_not_delay_the_turn_and_a_recording_hook_sees_events_in
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let types: Vec<&str> = seen.iter().map(|v| v["type"].as_str().unwrap()).collect();
+    let seen: Vec<HookPayload> = seen.iter().map(read_wire).collect();
+    let types: Vec<&str> = seen.iter().map(|p| p.event.event_type()).collect();
     assert_eq!(
         types,
         ["message.received", "turn.started", "turn.completed"]
     );
-    assert_eq!(seen[2]["data"]["reply"], "hello");
-    assert_eq!(seen[2]["sessionId"], "ses_test");
-    assert_eq!(seen[2]["channel"], "cli");
-    assert_eq!(seen[2]["purpose"], "test");
-    let indexes: Vec<u64> = seen.iter().map(|v| v["index"].as_u64().unwrap()).collect();
+    let completed = &seen[2];
+    assert_eq!(data::<TurnCompleted>(&completed.event).reply, "hello");
+    assert_eq!(completed.event.session_id, "ses_test");
+    assert_eq!(
+        (completed.channel.as_deref(), completed.purpose.as_deref()),
+        (Some("cli"), Some("test"))
+    );
+    let indexes: Vec<u64> = seen.iter().map(|p| p.event.index).collect();
     assert!(indexes.windows(2).all(|w| w[0] < w[1]), "{indexes:?}");
 }
 

@@ -135,38 +135,31 @@ async fn a_subagent_turn_streams_its_calls_and_returns_its_reply() {
     );
 
     // The subagent ran on its own model and instructions, with the parent's tools minus Task.
+    // (Request bodies are the OpenAI wire, not Folio's output: `model` and the tool-call ids,
+    // which `RecordedRequest` does not type, are read as JSON.)
     let requests = mock.requests();
-    let sub_request = &requests[1].body;
-    assert_eq!(sub_request["model"], "research-model");
+    let sub_request = &requests[1];
+    assert_eq!(sub_request.body["model"], "research-model");
     assert_eq!(requests[0].body["model"], "gpt-test");
-    let system = sub_request["messages"][0]["content"].as_str().unwrap();
+    let sub_prompt = sub_request.messages();
+    let system = sub_prompt[0].text();
     assert!(system.starts_with("You are the researcher."), "{system}");
-    let sub_tools: Vec<&str> = sub_request["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
+    let sub_tools = sub_request.tool_names();
     assert!(
-        sub_tools.contains(&"Read") && !sub_tools.contains(&"Task"),
+        sub_tools.iter().any(|tool| tool == "Read") && !sub_tools.iter().any(|tool| tool == "Task"),
         "{sub_tools:?}"
     );
-    assert_eq!(
-        sub_request["messages"][1]["content"],
-        "What does notes.md say?"
-    );
+    assert_eq!(sub_prompt[1].text(), "What does notes.md say?");
     // The subagent's next request is its own conversation rebuilt from its events: the prompt,
     // its Read call under the model's own id (the log scopes it by the Task call), the result.
-    let sub_messages = requests[2].body["messages"].as_array().unwrap();
-    let roles: Vec<&str> = sub_messages
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let sub_messages = requests[2].messages();
+    let roles: Vec<&str> = sub_messages.iter().map(|m| m.role.as_str()).collect();
     assert_eq!(roles, ["system", "user", "assistant", "tool"]);
-    let model_call_id = sub_messages[2]["tool_calls"][0]["id"].as_str().unwrap();
+    let raw_messages = &requests[2].body["messages"];
+    let model_call_id = raw_messages[2]["tool_calls"][0]["id"].as_str().unwrap();
     assert_eq!(read_call_id, format!("{task_call_id}/{model_call_id}"));
-    assert_eq!(sub_messages[3]["tool_call_id"], model_call_id);
-    let read_output = sub_messages[3]["content"].as_str().unwrap();
+    assert_eq!(raw_messages[3]["tool_call_id"], model_call_id);
+    let read_output = sub_messages[3].text();
     assert!(read_output.contains("the answer is 42"), "{read_output}");
 
     // The parent's conversation holds the Task call and its reply, never the subagent's calls.

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use folio_agent::tools::{AuthoredTool, ScratchMode, TodoList, Tool, ToolContext};
 use folio_project::discover;
-use serde_json::{Value, json};
+use folio_protocol::CallOutput;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 /// Arguments of `folio call`.
@@ -91,9 +92,7 @@ async fn call_async(args: CallArgs) -> anyhow::Result<ExitCode> {
     };
     println!(
         "{}",
-        serde_json::to_string_pretty(
-            &json!({"ok": !is_error, "result": result, "isError": is_error})
-        )?
+        serde_json::to_string_pretty(&CallOutput::new(result, is_error))?
     );
     Ok(if is_error {
         ExitCode::from(1)

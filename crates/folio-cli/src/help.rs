@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::{Arg, ArgAction, Command};
-use serde_json::{Value, json};
+use folio_protocol::{ArgumentHelp, CommandHelp};
 
 /// Arguments of `folio help`.
 #[derive(Debug, clap::Args)]
@@ -34,39 +34,35 @@ pub(crate) fn help(mut root: Command, args: HelpArgs) -> anyhow::Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
-/// A command as JSON: its name, summary, arguments and subcommands.
-fn describe(command: &Command) -> Value {
-    let args: Vec<Value> = command
-        .get_arguments()
-        .filter(|arg| !matches!(arg.get_id().as_str(), "help" | "version"))
-        .map(describe_arg)
-        .collect();
-    let mut out = json!({
-        "name": command.get_name(),
-        "about": command.get_about().map(|a| a.to_string()),
-        "args": args,
-    });
-    let subcommands: Vec<Value> = command.get_subcommands().map(describe).collect();
-    if !subcommands.is_empty() {
-        out["subcommands"] = Value::Array(subcommands);
+/// A command as its [`CommandHelp`]: its name, summary, arguments and subcommands.
+fn describe(command: &Command) -> CommandHelp {
+    CommandHelp {
+        name: command.get_name().to_string(),
+        about: command.get_about().map(|about| about.to_string()),
+        args: command
+            .get_arguments()
+            .filter(|arg| !matches!(arg.get_id().as_str(), "help" | "version"))
+            .map(describe_arg)
+            .collect(),
+        subcommands: command.get_subcommands().map(describe).collect(),
     }
-    out
 }
 
-fn describe_arg(arg: &Arg) -> Value {
-    let defaults: Vec<String> = arg
-        .get_default_values()
-        .iter()
-        .map(|v| v.to_string_lossy().into_owned())
-        .collect();
-    json!({
-        "name": arg.get_id().as_str(),
-        "long": arg.get_long().map(|l| format!("--{l}")),
-        "short": arg.get_short().map(|s| format!("-{s}")),
-        "positional": arg.is_positional(),
-        "required": arg.is_required_set(),
-        "takesValue": !matches!(arg.get_action(), ArgAction::SetTrue | ArgAction::SetFalse | ArgAction::Count),
-        "default": defaults.first(),
-        "help": arg.get_help().map(|h| h.to_string()),
-    })
+fn describe_arg(arg: &Arg) -> ArgumentHelp {
+    ArgumentHelp {
+        name: arg.get_id().as_str().to_string(),
+        long: arg.get_long().map(|long| format!("--{long}")),
+        short: arg.get_short().map(|short| format!("-{short}")),
+        positional: arg.is_positional(),
+        required: arg.is_required_set(),
+        takes_value: !matches!(
+            arg.get_action(),
+            ArgAction::SetTrue | ArgAction::SetFalse | ArgAction::Count
+        ),
+        default: arg
+            .get_default_values()
+            .first()
+            .map(|value| value.to_string_lossy().into_owned()),
+        help: arg.get_help().map(|help| help.to_string()),
+    }
 }

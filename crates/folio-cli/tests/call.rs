@@ -6,6 +6,8 @@ mod common;
 use std::process::Command;
 
 use common::{folio_bin, write_files};
+use folio_protocol::CallOutput;
+use folio_test_support::read_wire;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -44,7 +46,9 @@ dry_run_result = { note = "dry run: nothing posted" }
     dir
 }
 
-fn call(dir: &std::path::Path, args: &[&str]) -> (Value, String, i32) {
+/// Runs `folio call ARGS`: what it printed (read as a [`CallOutput`]; `None` when it printed
+/// nothing), its stderr, its exit code.
+fn call(dir: &std::path::Path, args: &[&str]) -> (Option<CallOutput>, String, i32) {
     let output = Command::new(folio_bin())
         .arg("call")
         .args(args)
@@ -54,8 +58,12 @@ fn call(dir: &std::path::Path, args: &[&str]) -> (Value, String, i32) {
         .unwrap();
     let stdout = String::from_utf8(output.stdout).unwrap();
     let stderr = String::from_utf8(output.stderr).unwrap();
-    let value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
-    (value, stderr, output.status.code().unwrap_or(-1))
+    let printed = (!stdout.trim().is_empty()).then(|| {
+        let value: Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|err| panic!("stdout is not JSON ({err}): {stdout}\nstderr: {stderr}"));
+        read_wire(&value)
+    });
+    (printed, stderr, output.status.code().unwrap_or(-1))
 }
 
 #[test]
@@ -65,7 +73,7 @@ fn a_valid_call_prints_the_result() {
     assert_eq!(
         (value, code),
         (
-            json!({"ok": true, "result": {"sum": 42, "dryRun": false}, "isError": false}),
+            Some(CallOutput::new(json!({"sum": 42, "dryRun": false}), false)),
             0
         )
     );
@@ -78,7 +86,10 @@ fn invalid_input_names_the_failing_field_and_exits_1() {
     assert_eq!(code, 1);
     assert_eq!(
         value,
-        json!({"ok": false, "result": "invalid input: a: \"two\" is not of type \"integer\"", "isError": true})
+        Some(CallOutput::new(
+            json!("invalid input: a: \"two\" is not of type \"integer\""),
+            true
+        ))
     );
     assert_eq!(
         stderr.trim(),
@@ -87,8 +98,11 @@ fn invalid_input_names_the_failing_field_and_exits_1() {
     let (value, _, code) = call(dir.path(), &["add", "--input", r#"{"a": 1}"#]);
     assert_eq!(code, 1);
     assert_eq!(
-        value["result"],
-        "invalid input: b: required field is missing"
+        value,
+        Some(CallOutput::new(
+            json!("invalid input: b: required field is missing"),
+            true
+        ))
     );
 }
 
@@ -99,13 +113,19 @@ fn a_failing_tool_reports_its_stderr_and_dry_run_skips_it() {
     assert_eq!(code, 1);
     assert_eq!(
         value,
-        json!({"ok": false, "result": "post exited with code 4; stderr:\ncannot reach the channel", "isError": true})
+        Some(CallOutput::new(
+            json!("post exited with code 4; stderr:\ncannot reach the channel"),
+            true
+        ))
     );
     let (value, _, code) = call(dir.path(), &["post", "--input", "{}", "--dry-run"]);
     assert_eq!(
         (value, code),
         (
-            json!({"ok": true, "result": {"note": "dry run: nothing posted"}, "isError": false}),
+            Some(CallOutput::new(
+                json!({"note": "dry run: nothing posted"}),
+                false
+            )),
             0
         )
     );
@@ -114,8 +134,8 @@ fn a_failing_tool_reports_its_stderr_and_dry_run_skips_it() {
 #[test]
 fn an_unknown_tool_is_a_one_line_error() {
     let dir = project();
-    let (_, stderr, code) = call(dir.path(), &["nope", "--input", "{}"]);
-    assert_eq!(code, 1);
+    let (printed, stderr, code) = call(dir.path(), &["nope", "--input", "{}"]);
+    assert_eq!((printed, code), (None, 1));
     assert!(
         stderr.contains("no authored tool \"nope\"") && stderr.contains("add, post"),
         "{stderr}"

@@ -3,7 +3,8 @@
 mod common;
 
 use common::folio_bin;
-use serde_json::Value;
+use folio_protocol::{ArgumentHelp, CommandHelp};
+use folio_test_support::read_wire;
 
 #[test]
 fn help_json_lists_a_commands_arguments() {
@@ -12,17 +13,29 @@ fn help_json_lists_a_commands_arguments() {
         .output()
         .unwrap();
     assert!(output.status.success());
-    let help: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(help["name"], "run");
-    let message = help["args"]
-        .as_array()
-        .unwrap()
+    let help: CommandHelp = read_wire(&serde_json::from_slice(&output.stdout).unwrap());
+    assert_eq!(help.name, "run");
+    assert!(help.subcommands.is_empty(), "{help:#?}");
+    let message = help
+        .args
         .iter()
-        .find(|arg| arg["name"] == "message")
-        .unwrap();
-    assert_eq!(message["long"], "--message");
-    assert_eq!(message["required"], true);
-    assert_eq!(message["takesValue"], true);
+        .find(|arg| arg.name == "message")
+        .unwrap_or_else(|| panic!("no `message` argument: {help:#?}"));
+    assert_eq!(
+        message,
+        &ArgumentHelp {
+            name: "message".into(),
+            long: Some("--message".into()),
+            short: None,
+            positional: false,
+            required: true,
+            takes_value: true,
+            default: None,
+            help: Some("The user message of the turn".into()),
+        }
+    );
+    let json = help.args.iter().find(|arg| arg.name == "json").unwrap();
+    assert!(!json.takes_value && !json.required, "{json:?}");
 }
 
 #[test]

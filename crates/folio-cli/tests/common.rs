@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use folio_protocol::RunResult;
+use folio_test_support::read_wire;
 use serde_json::Value;
 
 /// The `folio` binary under test.
@@ -72,28 +74,22 @@ pub async fn run_json(base_url: &str, dir: &Path, message: &str) -> Output {
         .unwrap()
 }
 
-/// The parsed `--json` result of a successful run.
-pub fn result_of(output: &Output) -> Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+/// The `--json` result of a run, read exactly as a [`RunResult`] ([`read_wire`]).
+pub fn result_of(output: &Output) -> RunResult {
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
         panic!(
             "stdout is not the result JSON ({err}); stderr:\n{}",
             String::from_utf8_lossy(&output.stderr)
         )
-    })
+    });
+    read_wire(&value)
 }
 
-/// `(tool, output-or-error)` of every tool call of a result.
-pub fn tool_outputs(result: &Value) -> Vec<(String, bool, Value)> {
-    result["toolCalls"]
-        .as_array()
-        .unwrap()
+/// `(tool, is_error, output-or-error)` of every tool call of a result.
+pub fn tool_outputs(result: &RunResult) -> Vec<(String, bool, Value)> {
+    result
+        .tool_calls
         .iter()
-        .map(|call| {
-            (
-                call["tool"].as_str().unwrap().to_string(),
-                call["isError"].as_bool().unwrap(),
-                call["output"].clone(),
-            )
-        })
+        .map(|call| (call.tool.clone(), call.is_error, call.output.clone()))
         .collect()
 }

@@ -10,11 +10,11 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::folio_bin;
+use common::{folio_bin, result_of};
 use folio_protocol::Usage;
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The message of the README's main-job command.
 const MESSAGE: &str = "Write a haiku about the sea, then tell me what 17 + 25 is.";
@@ -89,23 +89,21 @@ fn readme_main_job_replays_the_demo_without_network_or_key() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "stderr:\n{stderr}");
-    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(result["reply"], REPLY);
+    let result = result_of(&output);
+    assert_eq!(result.reply, REPLY);
     // The root agent's five model calls (the critic's is the subagent's own).
     assert_eq!(
-        result["usage"],
-        json!({"inputTokens": 7606, "outputTokens": 193, "cacheReadTokens": 0, "cacheWriteTokens": 0})
-    );
-    let tools: Vec<(String, bool)> = result["toolCalls"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["tool"].as_str().unwrap().to_string(),
-                c["isError"].as_bool().unwrap(),
-            )
+        result.usage,
+        Some(Usage {
+            input_tokens: 7606,
+            output_tokens: 193,
+            ..Usage::default()
         })
+    );
+    let tools: Vec<(String, bool)> = result
+        .tool_calls
+        .iter()
+        .map(|call| (call.tool.clone(), call.is_error))
         .collect();
     assert_eq!(
         tools,
@@ -116,16 +114,16 @@ fn readme_main_job_replays_the_demo_without_network_or_key() {
             ("mcp__everything__get-sum".to_string(), false),
         ]
     );
-    let calls = result["toolCalls"].as_array().unwrap();
+    let calls = &result.tool_calls;
     assert_eq!(
-        calls[1]["output"],
+        calls[1].output,
         json!({"words": 16, "lines": 3, "characters": 84})
     );
-    assert_eq!(calls[2]["output"], "The closing line lands; keep it.");
+    assert_eq!(calls[2].output, "The closing line lands; keep it.");
     assert!(
-        calls[3]["output"].to_string().contains("42"),
+        calls[3].output.to_string().contains("42"),
         "{}",
-        calls[3]["output"]
+        calls[3].output
     );
 }
 
@@ -185,8 +183,7 @@ async fn record_demo_fixture() {
         "stderr:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(result["reply"], REPLY);
+    assert_eq!(result_of(&output).reply, REPLY);
     assert_eq!(mock.remaining(), 0, "every scripted reply was used");
     let recorded = std::fs::read_to_string(&fixture).unwrap();
     assert_eq!(recorded.lines().count(), 6, "six model calls recorded");

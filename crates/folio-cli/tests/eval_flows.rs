@@ -8,7 +8,7 @@ use std::path::Path;
 
 use eval_support::*;
 use folio_protocol::{
-    EvalRunResponse, EvalRunSummary, JudgeVerdict, Page, RunResult, ToolCallRecord,
+    EvalRunResponse, EvalRunSummary, HookPayload, JudgeVerdict, Page, RunResult, ToolCallRecord,
 };
 use folio_test_support::{MockModelServer, MockReply, NO_BODY, expect, expect_error, read_wire};
 use pretty_assertions::assert_eq;
@@ -432,25 +432,16 @@ async fn a_dry_run_case_shows_its_purpose_and_flag_to_tools_and_hooks() {
     );
     // Hooks see the purpose, the channel and the dry-run flag in every payload (an event with
     // the session's context beside it).
-    #[derive(Debug, PartialEq, serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct HookContext {
-        #[serde(rename = "type")]
-        kind: String,
-        purpose: String,
-        channel: String,
-        dry_run: bool,
-    }
     let seen = std::fs::read_to_string(dir.path().join("agent/hooks/seen.ndjson")).unwrap();
-    let payload: HookContext = serde_json::from_str(seen.trim()).unwrap();
+    let payload: HookPayload = read_wire(&serde_json::from_str(seen.trim()).unwrap());
     assert_eq!(
-        payload,
-        HookContext {
-            kind: "turn.completed".into(),
-            purpose: "eval".into(),
-            channel: "eval".into(),
-            dry_run: true,
-        }
+        (
+            payload.event.event_type(),
+            payload.purpose.as_deref(),
+            payload.channel.as_deref(),
+            payload.dry_run
+        ),
+        ("turn.completed", Some("eval"), Some("eval"), true)
     );
 }
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::*;
-use serde_json::{Value, json};
+use folio_protocol::RunResult;
 
 fn venv() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-deps/llama-venv")
@@ -81,7 +81,7 @@ fn agent(base_url: &str, stream: bool) -> Project {
     ))
 }
 
-async fn run(project: &Project) -> (Value, String) {
+async fn run(project: &Project) -> (RunResult, String) {
     let output = folio("http://127.0.0.1:9/unused")
         .args([
             "run",
@@ -105,24 +105,13 @@ async fn llama_cpp_streams_without_usage_and_whole_responses_carry_it() {
     let llama = start_llama().await;
 
     let (streamed, stderr) = run(&agent(&llama.base_url, true)).await;
-    assert!(
-        !streamed["reply"].as_str().unwrap().trim().is_empty(),
-        "{streamed}"
-    );
-    assert_eq!(streamed["usage"], json!(null), "{streamed}");
+    assert!(!streamed.reply.trim().is_empty(), "{streamed:?}");
+    assert_eq!(streamed.usage, None, "{streamed:?}");
     assert!(stderr.contains("usage not reported"), "{stderr}");
 
     let (whole, _) = run(&agent(&llama.base_url, false)).await;
-    assert!(
-        !whole["reply"].as_str().unwrap().trim().is_empty(),
-        "{whole}"
-    );
-    assert!(
-        whole["usage"]["inputTokens"].as_u64().unwrap() > 0,
-        "{whole}"
-    );
-    assert!(
-        whole["usage"]["outputTokens"].as_u64().unwrap() > 0,
-        "{whole}"
-    );
+    assert!(!whole.reply.trim().is_empty(), "{whole:?}");
+    let usage = whole.usage.expect("a whole response reports usage");
+    assert!(usage.input_tokens > 0, "{whole:?}");
+    assert!(usage.output_tokens > 0, "{whole:?}");
 }

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::*;
-use folio_test_support::{MockModelServer, MockReply};
+use folio_protocol::EventBody;
+use folio_test_support::{MockModelServer, MockReply, read_ndjson};
 use serde_json::json;
 
 /// How long cancellation may take to reach the provider and the Shell child.
@@ -27,18 +28,11 @@ fn last_event_types(state_root: &Path) -> Vec<String> {
         .unwrap()
         .unwrap()
         .path();
-    std::fs::read_to_string(log)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let event: serde_json::Value = serde_json::from_str(line).unwrap();
-            match event["type"].as_str().unwrap() {
-                "turn.failed" => format!(
-                    "turn.failed: {}",
-                    event["data"]["message"].as_str().unwrap()
-                ),
-                other => other.to_string(),
-            }
+    read_ndjson(&std::fs::read_to_string(log).unwrap())
+        .iter()
+        .map(|event| match &event.body {
+            EventBody::TurnFailed(failed) => format!("turn.failed: {}", failed.message),
+            body => body.event_type().to_string(),
         })
         .collect()
 }

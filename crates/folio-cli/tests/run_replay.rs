@@ -65,8 +65,8 @@ async fn a_recorded_session_replays_offline_and_a_changed_request_fails_with_a_d
         String::from_utf8_lossy(&replayed.stderr)
     );
     let (a, b) = (result_of(&recorded), result_of(&replayed));
-    assert_eq!(a["reply"], b["reply"]);
-    assert_eq!(a["toolCalls"][0]["output"], b["toolCalls"][0]["output"]);
+    assert_eq!(a.reply, b.reply);
+    assert_eq!(a.tool_calls[0].output, b.tool_calls[0].output);
     assert_eq!(mock.requests().len(), 2);
 
     let changed = tokio::process::Command::new(folio_bin())
@@ -79,7 +79,7 @@ async fn a_recorded_session_replays_offline_and_a_changed_request_fails_with_a_d
         .unwrap();
     assert_eq!(changed.status.code(), Some(1));
     let result = result_of(&changed);
-    let error = result["error"].as_str().unwrap();
+    let error = result.error.unwrap();
     assert!(
         error.contains("What must I remember?") && error.contains("Something else?"),
         "{error}"
@@ -96,10 +96,12 @@ async fn the_step_limit_fails_a_runaway_turn() {
     let output = run_json(&mock.openai_base_url(), dir.path(), "loop").await;
     assert_eq!(output.status.code(), Some(1));
     let result = result_of(&output);
-    assert_eq!(result["ok"], false);
+    assert!(!result.ok);
     assert_eq!(
-        result["error"],
-        "step limit reached: the turn made 2 model calls without finishing (raise max_steps in agent.toml)"
+        result.error.as_deref(),
+        Some(
+            "step limit reached: the turn made 2 model calls without finishing (raise max_steps in agent.toml)"
+        )
     );
     assert_eq!(mock.requests().len(), 2);
 }
@@ -118,7 +120,7 @@ async fn a_missing_key_fails_the_turn_at_once_naming_the_variable() {
     assert_eq!(output.status.code(), Some(1));
     let message =
         "OPENAI_API_KEY is not set: export it or set api_key_env in agent.toml [provider]";
-    assert_eq!(result_of(&output)["error"], message);
+    assert_eq!(result_of(&output).error.as_deref(), Some(message));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains(&format!("✗ turn failed: {message}")),

@@ -29,16 +29,7 @@ async fn offered(agent_toml: &str) -> Vec<String> {
         "{agent_toml}\nstderr: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let body = &mock.requests()[0].body;
-    let mut names: Vec<String> = body["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut names = mock.requests()[0].tool_names();
     names.sort();
     names
 }

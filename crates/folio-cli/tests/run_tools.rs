@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use folio_test_support::{MockModelServer, MockReply};
+use folio_test_support::{ChatMessage, MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -37,16 +37,15 @@ async fn host_workspace_turn_uses_every_file_tool() {
         String::from_utf8_lossy(&output.stderr)
     );
     let result = result_of(&output);
-    let session = result["sessionId"].as_str().unwrap();
     let workspace = dir
         .path()
         .join(".folio/state/sessions")
-        .join(session)
+        .join(&result.session_id)
         .join("workspace")
         .canonicalize()
         .unwrap();
     let ws = workspace.display().to_string();
-    assert_eq!(result["reply"], "All done.");
+    assert_eq!(result.reply, "All done.");
     assert_eq!(
         tool_outputs(&result),
         vec![
@@ -84,10 +83,13 @@ async fn host_workspace_turn_uses_every_file_tool() {
     // The second model request carries every tool result, rebuilt from the event log.
     let requests = mock.requests();
     assert_eq!(requests.len(), 2);
-    let messages = requests[1].body["messages"].as_array().unwrap();
-    let tool_messages: Vec<&Value> = messages.iter().filter(|m| m["role"] == "tool").collect();
+    let tool_messages: Vec<ChatMessage> = requests[1]
+        .messages()
+        .into_iter()
+        .filter(|message| message.role == "tool")
+        .collect();
     assert_eq!(tool_messages.len(), 9);
-    assert_eq!(tool_messages[0]["content"], "Wrote contents to notes.txt");
+    assert_eq!(tool_messages[0].text(), "Wrote contents to notes.txt");
 }
 
 #[tokio::test]
@@ -156,10 +158,9 @@ async fn authored_root_turn_uses_temp_and_host_mounts() {
         String::from_utf8_lossy(&output.stderr)
     );
     let result = result_of(&output);
-    let calls = result["toolCalls"].as_array().unwrap();
-    let shown: Vec<Value> = calls.iter().map(|c| c["output"].clone()).collect();
-    let errors: Vec<bool> = calls.iter().map(|c| c["isError"] == true).collect();
-    assert_eq!(errors.iter().filter(|e| **e).count(), 6);
+    let shown: Vec<Value> = result.tool_calls.iter().map(|c| c.output.clone()).collect();
+    let errors = result.tool_calls.iter().filter(|c| c.is_error).count();
+    assert_eq!(errors, 6);
     assert_eq!(
         shown[..12].to_vec(),
         vec![
@@ -187,14 +188,8 @@ async fn authored_root_turn_uses_temp_and_host_mounts() {
     assert!(search.contains("parsing"), "{search}");
     assert_eq!(shown[13], json!("Wrote contents to /tmp/scratch.txt"));
     // The model sees the eight file tools and the rest of the rooted default set, no Shell.
-    let tools: Vec<String> = mock.requests()[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-        .collect();
     assert_eq!(
-        tools,
+        mock.requests()[0].tool_names(),
         [
             "Delete",
             "Glob",
@@ -210,14 +205,9 @@ async fn authored_root_turn_uses_temp_and_host_mounts() {
         ]
     );
     // The system prompt says where the workspace is.
-    let system = &mock.requests()[0].body["messages"][0];
-    assert_eq!(system["role"], "system");
-    assert!(
-        system["content"]
-            .as_str()
-            .unwrap()
-            .ends_with("Workspace Path: /")
-    );
+    let system = &mock.requests()[0].messages()[0];
+    assert_eq!(system.role, "system");
+    assert!(system.text().ends_with("Workspace Path: /"), "{system:?}");
 }
 
 #[tokio::test]
@@ -236,7 +226,7 @@ async fn run_json_equals_trajectory_json() {
     let log = dir
         .path()
         .join(".folio/state/traces")
-        .join(format!("{}.ndjson", result["sessionId"].as_str().unwrap()));
+        .join(format!("{}.ndjson", result.session_id));
     let trajectory = folio(&mock.openai_base_url())
         .args(["trajectory", "--json", "--events"])
         .arg(&log)

@@ -25,9 +25,9 @@ async fn a_server_that_reports_no_usage_gives_null_not_zero() {
     let dir = project("model = \"openai:gpt-test\"\n[root]\n\"/a\" = { temp = {} }\n");
     let output = run_json(&mock.openai_base_url(), dir.path(), "look").await;
     let result = result_of(&output);
-    assert_eq!(result["reply"], "Nothing here.");
-    assert_eq!(result["usage"], json!(null));
-    assert_eq!(result["turns"][0]["usage"], json!(null));
+    assert_eq!(result.reply, "Nothing here.");
+    assert_eq!(result.usage, None);
+    assert_eq!(result.turns[0].usage, None);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("usage not reported"), "{stderr}");
 }
@@ -43,14 +43,12 @@ async fn stream_false_sends_whole_requests_and_records_their_usage() {
     ));
     let output = run_json(&mock.openai_base_url(), dir.path(), "look").await;
     let result = result_of(&output);
-    assert_eq!(result["reply"], "Nothing here.");
-    assert_eq!(result["toolCalls"][0]["tool"], "LS");
-    assert_eq!(
-        result["usage"],
-        json!({"inputTokens": 72, "outputTokens": 8, "cacheReadTokens": 0, "cacheWriteTokens": 0})
-    );
+    assert_eq!(result.reply, "Nothing here.");
+    assert_eq!(result.tool_calls[0].tool, "LS");
+    assert_eq!(result.usage, Some(usage(72, 8)));
     let requests = mock.requests();
     assert_eq!(requests.len(), 2);
+    // The request bodies are the OpenAI wire, not Folio's output: read as JSON.
     for request in &requests {
         assert_eq!(request.body["stream"], json!(false));
         assert_eq!(request.body.get("stream_options"), None);

@@ -12,10 +12,10 @@ use folio_protocol::{
     Event, RunResult, ScheduleStatus, SchedulesResponse, SessionCompleted, SessionMode,
     SessionStarted, SlotOutcomeKind,
 };
+use folio_server::schedule::SlotRecord;
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use reqwest::Method;
-use serde_json::Value;
 use serve_support::*;
 
 /// 2027-01-04 is a Monday: the triage template's `0 9 * * 1-5` fires at 09:00Z.
@@ -136,15 +136,22 @@ async fn the_triage_template_schedule_fires_a_task_session_through_the_mock_mode
 
     // The slot log holds the claim and the session.
     let log = std::fs::read_to_string(state.join("schedules/daily-summary.ndjson")).unwrap();
-    let records: Vec<Value> = log
+    let records: Vec<SlotRecord> = log
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    let slot = SLOT.parse().unwrap();
     assert_eq!(
         records[1..].to_vec(),
         vec![
-            serde_json::json!({"type": "claimed", "slot": SLOT}),
-            serde_json::json!({"type": "started", "slot": SLOT, "sessionId": session_id}),
+            SlotRecord::Claimed {
+                slot,
+                manual: false
+            },
+            SlotRecord::Started {
+                slot,
+                session_id: session_id.clone()
+            },
         ]
     );
 

@@ -6,9 +6,10 @@
 mod common;
 
 use common::*;
-use folio_test_support::{MockModelServer, MockReply};
+use folio_protocol::RunResult;
+use folio_test_support::{ChatMessage, MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const HAIKU_SKILL: &str = "---
 description: Use when the user asks for a haiku or any very short poem.
@@ -30,17 +31,15 @@ const WORD_STATS_PY: &str = "import json, sys\nprint(json.dumps({'words': len(js
 
 /// The system prompt of the first model request.
 fn system_prompt(mock: &MockModelServer) -> String {
-    let requests = mock.requests();
-    let messages = requests[0].body["messages"].as_array().unwrap().clone();
-    messages
+    mock.requests()[0]
+        .messages()
         .iter()
-        .find(|m| m["role"] == "system")
-        .and_then(|m| m["content"].as_str())
-        .unwrap()
-        .to_string()
+        .find(|message| message.role == "system")
+        .map(ChatMessage::text)
+        .expect("the first request has a system message")
 }
 
-fn ok_result(output: &std::process::Output) -> Value {
+fn ok_result(output: &std::process::Output) -> RunResult {
     assert!(
         output.status.success(),
         "stderr: {}",
@@ -109,7 +108,7 @@ async fn host_default_turn_loads_a_skill_with_read_and_follows_it() {
     mock.push(MockReply::text("Saved the haiku (6 words)."));
     let output = run_json(&mock.openai_base_url(), dir.path(), "write a haiku").await;
     let result = ok_result(&output);
-    assert_eq!(result["reply"], "Saved the haiku (6 words).");
+    assert_eq!(result.reply, "Saved the haiku (6 words).");
     assert_eq!(
         tool_outputs(&result),
         vec![
@@ -146,17 +145,12 @@ async fn host_default_turn_loads_a_skill_with_read_and_follows_it() {
         assert!(system.contains(line), "missing {line:?} in:\n{system}");
     }
     // The model sees authored server tools, never agent-execution ones.
-    let tools: Vec<String> = mock.requests()[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-        .collect();
+    let tools = mock.requests()[0].tool_names();
     assert!(tools.contains(&"word_stats".to_string()) && !tools.contains(&"shout".to_string()));
     let workspace = dir
         .path()
         .join(".folio/state/sessions")
-        .join(result["sessionId"].as_str().unwrap())
+        .join(&result.session_id)
         .join("workspace");
     let agents_md = std::fs::read_to_string(workspace.join("AGENTS.md")).unwrap();
     assert!(

@@ -4,12 +4,13 @@
 mod common;
 
 use common::*;
+use folio_protocol::RunResult;
+use folio_telemetry::JsonLogLine;
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
-use serde_json::Value;
 
 /// Runs `folio --log-format json run` with `env`; returns the result and the JSON log lines.
-async fn run_logged(mock: &MockModelServer, env: &[(&str, &str)]) -> (Value, Vec<Value>) {
+async fn run_logged(mock: &MockModelServer, env: &[(&str, &str)]) -> (RunResult, Vec<JsonLogLine>) {
     let dir = project("model = \"openai:gpt-test\"\n");
     let output = folio(&mock.openai_base_url())
         .env_remove("RUST_LOG")
@@ -34,19 +35,22 @@ async fn run_logged(mock: &MockModelServer, env: &[(&str, &str)]) -> (Value, Vec
     assert!(output.status.success(), "stderr:\n{stderr}");
     let lines = stderr
         .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|line| line.get("level").is_some())
+        .filter(|line| line.starts_with('{'))
+        .map(|line| {
+            serde_json::from_str::<JsonLogLine>(line)
+                .unwrap_or_else(|err| panic!("not a JSON log line ({err}): {line}"))
+        })
         .collect();
     (result_of(&output), lines)
 }
 
 /// The log lines about the model request that was retried.
-fn retry_lines(lines: &[Value]) -> Vec<&Value> {
+fn retry_lines(lines: &[JsonLogLine]) -> Vec<&JsonLogLine> {
     lines
         .iter()
         .filter(|line| {
-            line["message"]
-                .as_str()
+            line.message
+                .as_deref()
                 .is_some_and(|m| m.starts_with("model request failed, retrying"))
         })
         .collect()
@@ -69,22 +73,22 @@ async fn json_lines_inside_a_turn_carry_its_ids_and_rust_log_filters() {
             .unwrap()
     );
     let (result, lines) = run_logged(&mock, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &down)]).await;
-    assert_eq!(result["reply"], "Hi.");
+    assert_eq!(result.reply, "Hi.");
     let retried = retry_lines(&lines);
     assert_eq!(retried.len(), 1, "{lines:#?}");
     let line = retried[0];
-    assert_eq!(line["level"], "WARN");
-    assert_eq!(line["session_id"], result["sessionId"]);
+    assert_eq!(line.level, "WARN");
+    assert_eq!(line.session_id.as_deref(), Some(result.session_id.as_str()));
     assert!(
-        line["turn_id"]
-            .as_str()
+        line.turn_id
+            .as_deref()
             .is_some_and(|id| id.starts_with("turn_")),
-        "{line}"
+        "{line:?}"
     );
-    let trace_id = line["trace_id"].as_str().unwrap_or_default();
+    let trace_id = line.trace_id.as_deref().unwrap_or_default();
     assert!(
         trace_id.len() == 32 && trace_id.chars().all(|c| c.is_ascii_hexdigit()),
-        "{line}"
+        "{line:?}"
     );
 
     // RUST_LOG=error hides the warning; FOLIO_LOG, when set too, wins.
@@ -94,6 +98,6 @@ async fn json_lines_inside_a_turn_carry_its_ids_and_rust_log_filters() {
     let retried = retry_lines(&lines);
     assert_eq!(retried.len(), 1, "{lines:#?}");
     // Untraced: the ids, and no trace id.
-    assert!(retried[0].get("trace_id").is_none(), "{}", retried[0]);
-    assert!(retried[0]["session_id"].is_string());
+    assert_eq!(retried[0].trace_id, None, "{:?}", retried[0]);
+    assert!(retried[0].session_id.is_some(), "{:?}", retried[0]);
 }

@@ -7,6 +7,8 @@ use std::path::Path;
 use std::process::Command;
 
 use common::folio_bin;
+use folio_protocol::{AgentInfo, TransportInfo};
+use folio_test_support::read_wire;
 
 fn validate(dir: &Path) -> (String, i32) {
     let output = Command::new(folio_bin())
@@ -106,15 +108,30 @@ fn info_describes_what_discovery_found() {
         .arg(&demo)
         .output()
         .unwrap();
-    let info: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(info["tools"][0]["name"], "word_stats");
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let info: AgentInfo = read_wire(&value);
+    assert_eq!(info.tools[0].name, "word_stats");
     assert_eq!(
-        info["tools"][0]["inputSchema"]["required"],
-        serde_json::json!(["text"])
+        info.tools[0].input_schema,
+        serde_json::json!({
+            "type": "object",
+            "required": ["text"],
+            "additionalProperties": false,
+            "properties": {"text": {"type": "string", "description": "The text to measure."}},
+        })
     );
-    assert_eq!(info["skills"][0]["path"], "agent/skills/haiku.md");
-    assert_eq!(info["skills"][0]["frontmatter"]["license"], "Apache-2.0");
-    assert_eq!(info["mcpConnections"][0]["transport"]["type"], "stdio");
-    assert_eq!(info["subagents"][0]["id"], "critic");
-    assert_eq!(info["diagnostics"], serde_json::json!([]));
+    assert_eq!(info.skills[0].path, "agent/skills/haiku.md");
+    assert_eq!(
+        info.skills[0].frontmatter.license.as_deref(),
+        Some("Apache-2.0")
+    );
+    assert!(
+        matches!(
+            info.mcp_connections[0].transport,
+            TransportInfo::Stdio { .. }
+        ),
+        "{info:#?}"
+    );
+    assert_eq!(info.subagents[0].id, "critic");
+    assert_eq!(info.diagnostics, []);
 }

@@ -15,6 +15,8 @@
 //!   ([`OkTrue`]), errors `"ok": false` ([`OkFalse`]).
 //! - The `/v1/mcp` tools' arguments and results: [`AskArguments`], [`AskResult`],
 //!   [`CheckArguments`], [`CheckResult`].
+//! - What a hook reads on stdin: [`HookPayload`].
+//! - What `folio help COMMAND --json` and `folio call` print: [`CommandHelp`], [`CallOutput`].
 //! - Stored eval runs: [`EvalRun`] and its cases, attempts, steps and assertion verdicts.
 //! - Contract strings such as [`TURN_INTERRUPTED`] and [`SERVER_RESTARTED`].
 //! - [`schemas`] lists the JSON Schema of every wire type.
@@ -32,9 +34,11 @@
 
 mod agent;
 mod channel;
+mod cli;
 mod contract;
 mod eval;
 mod event;
+mod hook;
 mod http;
 mod mcp;
 mod reminder;
@@ -53,6 +57,7 @@ pub use channel::{
     ChannelDelivery, ChannelDeliveryOutcome, DeliveriesResponse, DeliveryAccepted, DeliveryInfo,
     DeliveryStatus, UrlVerification,
 };
+pub use cli::{ArgumentHelp, CallOutput, CommandHelp};
 pub use contract::{
     INTERRUPTED_RESULT, NO_REASON_GIVEN, SERVER_RESTARTED, TURN_INTERRUPTED, denial_message,
 };
@@ -69,6 +74,7 @@ pub use event::{
     SessionMode, SessionStarted, SessionWaiting, StepCompleted, StepStarted, SubagentCalled,
     SubagentCompleted, TurnCompleted, TurnFailed, TurnQueued, TurnStarted, format_at,
 };
+pub use hook::HookPayload;
 pub use http::{
     Acknowledged, AgentSummary, ApprovalRequest, ArtifactRecord, ArtifactResponse, CreateSession,
     Empty, ErrorBody, ErrorCode, FollowUp, FollowUpAccepted, LogLevel, LogLine, LogsResponse,

@@ -42,6 +42,9 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("DeliveryAccepted", schema_for!(DeliveryAccepted)),
         ("DeliveriesResponse", schema_for!(DeliveriesResponse)),
         ("UrlVerification", schema_for!(UrlVerification)),
+        ("CommandHelp", schema_for!(CommandHelp)),
+        ("CallOutput", schema_for!(CallOutput)),
+        ("HookPayload", schema_for!(HookPayload)),
     ]
 }
 

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use chrono::{DateTime, Duration, Utc};
 use folio_project::{CatchUp, Overlap};
 use folio_server::StateRoot;
-use folio_server::schedule::{Clock, ManualClock, Scheduler};
+use folio_server::schedule::{Clock, ManualClock, Scheduler, SlotRecord};
 use futures::FutureExt;
 use proptest::prelude::*;
 use schedule_support::*;
@@ -61,24 +61,15 @@ fn policies() -> impl Strategy<Value = (Overlap, CatchUp)> {
 /// How each slot ended, from the slot log: fired (claimed, started or abandoned) or skipped.
 fn fates(state: &std::path::Path) -> BTreeMap<DateTime<Utc>, Vec<&'static str>> {
     let mut fates: BTreeMap<DateTime<Utc>, Vec<&'static str>> = BTreeMap::new();
-    let time = |v: &serde_json::Value| v.as_str().unwrap().parse::<DateTime<Utc>>().unwrap();
     for record in records(state, "every") {
-        match record["type"].as_str().unwrap() {
-            "claimed" => fates
-                .entry(time(&record["slot"]))
-                .or_default()
-                .push("fired"),
-            "skipped" => fates
-                .entry(time(&record["slot"]))
-                .or_default()
-                .push("skipped"),
-            "skipped_range" => {
-                let (first, last) = (time(&record["first"]), time(&record["last"]));
+        match record {
+            SlotRecord::Claimed { slot, .. } => fates.entry(slot).or_default().push("fired"),
+            SlotRecord::Skipped { slot, .. } => fates.entry(slot).or_default().push("skipped"),
+            SlotRecord::SkippedRange {
+                first, last, count, ..
+            } => {
                 let minutes = (last - first).num_minutes() as usize + 1;
-                assert_eq!(
-                    record["count"], minutes,
-                    "a range counts its slots: {record}"
-                );
+                assert_eq!(count, minutes, "a range counts its slots: {first}..{last}");
                 for minute in 0..minutes {
                     fates
                         .entry(first + Duration::minutes(minute as i64))

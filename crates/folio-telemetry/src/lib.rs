@@ -21,6 +21,7 @@ pub use context::{
 };
 pub use forward::{ALREADY_LOGGED, Forwarding, LogRecord, forward_logs};
 pub use install::{LogFormat, Telemetry, install, log_filter};
+pub use json::JsonLogLine;
 
 /// Why telemetry could not be set up.
 #[derive(Debug, thiserror::Error)]

@@ -68,6 +68,42 @@ impl RecordedRequest {
             .map(ChatMessage::text)
             .collect()
     }
+
+    /// The names of the tools the request offers, in order (OpenAI `function.name` or
+    /// Anthropic `name`); empty when it offers none (`tools` absent or `null`).
+    ///
+    /// # Panics
+    /// When `tools` is not a list of tool definitions.
+    pub fn tool_names(&self) -> Vec<String> {
+        /// An OpenAI `{"type":"function","function":{"name":..}}` or Anthropic `{"name":..}` tool.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Tool {
+            OpenAi { function: Named },
+            Anthropic { name: String },
+        }
+        /// The part of an OpenAI function definition read here.
+        #[derive(Deserialize)]
+        struct Named {
+            name: String,
+        }
+        /// The part of a chat request body read here.
+        #[derive(Deserialize)]
+        struct Offered {
+            #[serde(default)]
+            tools: Option<Vec<Tool>>,
+        }
+        serde_json::from_value::<Offered>(self.body.clone())
+            .unwrap_or_else(|err| panic!("not a list of tools ({err}): {}", self.body))
+            .tools
+            .unwrap_or_default()
+            .into_iter()
+            .map(|tool| match tool {
+                Tool::OpenAi { function } => function.name,
+                Tool::Anthropic { name } => name,
+            })
+            .collect()
+    }
 }
 
 /// One message of a recorded chat request, as the model's wire format carries it.

@@ -19,6 +19,7 @@ pub use clock::{Clock, ManualClock, SystemClock, Wait};
 pub use launcher::{Launcher, SCHEDULE_CHANNEL, schedule_principal};
 pub(crate) use reminders::record_requested;
 pub use scheduler::{Scheduler, statuses_on_disk};
+pub use slots::SlotRecord;
 
 use std::path::PathBuf;
 

@@ -19,39 +19,66 @@ pub(crate) const MISSED_REASON: &str = "missed: no server ran at the slot (catch
 pub(crate) const ABANDONED_REASON: &str =
     "the server stopped after claiming the slot, before its session was recorded; not run again";
 
-/// One line of the slot log.
+/// One line of the slot log (`schedules/<name>.ndjson`), tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub(crate) enum SlotRecord {
+pub enum SlotRecord {
     /// The scheduler first saw the schedule: slots before `at` are not its to run.
-    Opened { at: DateTime<Utc> },
+    Opened {
+        /// When it first saw the schedule.
+        at: DateTime<Utc>,
+    },
     /// The slot is taken; its session starts next. Synced before the session starts.
     Claimed {
+        /// The slot.
         slot: DateTime<Utc>,
+        /// Whether it is a manual run (`folio schedule run`) rather than a cron slot.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         manual: bool,
     },
     /// The claimed slot's task session started.
     Started {
+        /// The slot.
         slot: DateTime<Utc>,
+        /// The task session it started.
         #[serde(rename = "sessionId")]
         session_id: String,
     },
     /// Starting the claimed slot's session failed.
-    Failed { slot: DateTime<Utc>, reason: String },
+    Failed {
+        /// The slot.
+        slot: DateTime<Utc>,
+        /// Why the session did not start.
+        reason: String,
+    },
     /// The slot waits for the running session (`overlap = "buffer_one"`). Synced.
-    Buffered { slot: DateTime<Utc> },
+    Buffered {
+        /// The slot.
+        slot: DateTime<Utc>,
+    },
     /// The slot did not fire, by policy.
-    Skipped { slot: DateTime<Utc>, reason: String },
+    Skipped {
+        /// The slot.
+        slot: DateTime<Utc>,
+        /// The policy that skipped it.
+        reason: String,
+    },
     /// `count` consecutive slots from `first` to `last` did not fire, by policy.
     SkippedRange {
+        /// The first slot skipped.
         first: DateTime<Utc>,
+        /// The last slot skipped.
         last: DateTime<Utc>,
+        /// How many slots were skipped.
         count: usize,
+        /// The policy that skipped them.
         reason: String,
     },
     /// The slot was claimed and the process died before recording its session.
-    Abandoned { slot: DateTime<Utc> },
+    Abandoned {
+        /// The slot.
+        slot: DateTime<Utc>,
+    },
 }
 
 /// What the log says when a scheduler opens it.

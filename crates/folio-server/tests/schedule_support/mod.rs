@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use folio_project::{Cadence, CatchUp, Overlap, ScheduleSummary};
 use folio_server::ManagerError;
-use folio_server::schedule::Launcher;
+use folio_server::schedule::{Launcher, SlotRecord};
 
 /// A start that completes.
 pub const NORMAL: u8 = 0;
@@ -94,37 +94,35 @@ pub fn at(text: &str) -> DateTime<Utc> {
     text.parse().unwrap()
 }
 
-/// The records of the slot log of `name`, as JSON values.
-pub fn records(state: &Path, name: &str) -> Vec<serde_json::Value> {
+/// The records of the slot log of `name` (none when there is no log yet).
+pub fn records(state: &Path, name: &str) -> Vec<SlotRecord> {
     let text = std::fs::read_to_string(state.join("schedules").join(format!("{name}.ndjson")))
         .unwrap_or_default();
     text.lines()
-        .map(|line| serde_json::from_str(line).unwrap())
+        .map(|line| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|err| panic!("not a slot record ({err}): {line}"))
+        })
         .collect()
 }
 
 /// The slot log of `name` as `type HH:MM` lines (ranges as `skipped_range HH:MM-HH:MM xN`),
 /// without the `opened` line.
 pub fn log_lines(state: &Path, name: &str) -> Vec<String> {
-    let hm = |v: &serde_json::Value| {
-        v.as_str()
-            .unwrap()
-            .parse::<DateTime<Utc>>()
-            .unwrap()
-            .format("%H:%M")
-            .to_string()
-    };
+    let hm = |at: &DateTime<Utc>| at.format("%H:%M").to_string();
     records(state, name)
         .iter()
-        .filter(|r| r["type"] != "opened")
-        .map(|r| match r["type"].as_str().unwrap() {
-            "skipped_range" => format!(
-                "skipped_range {}-{} x{}",
-                hm(&r["first"]),
-                hm(&r["last"]),
-                r["count"]
-            ),
-            kind => format!("{kind} {}", hm(&r["slot"])),
+        .filter_map(|record| match record {
+            SlotRecord::Opened { .. } => None,
+            SlotRecord::SkippedRange {
+                first, last, count, ..
+            } => Some(format!("skipped_range {}-{} x{count}", hm(first), hm(last))),
+            SlotRecord::Claimed { slot, .. } => Some(format!("claimed {}", hm(slot))),
+            SlotRecord::Started { slot, .. } => Some(format!("started {}", hm(slot))),
+            SlotRecord::Failed { slot, .. } => Some(format!("failed {}", hm(slot))),
+            SlotRecord::Buffered { slot } => Some(format!("buffered {}", hm(slot))),
+            SlotRecord::Skipped { slot, .. } => Some(format!("skipped {}", hm(slot))),
+            SlotRecord::Abandoned { slot } => Some(format!("abandoned {}", hm(slot))),
         })
         .collect()
 }
