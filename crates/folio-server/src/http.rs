@@ -247,7 +247,7 @@ pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, R
     }));
     for (slug, routes) in extra {
         // Extra routes (channels) get their `agent_sdk.http` span and incoming trace context too.
-        let routes = routes.route_layer(axum::middleware::from_fn(crate::http_trace::traced));
+        let routes = routes.layer(axum::middleware::from_fn(crate::http_trace::traced));
         app = match config.layout {
             Layout::Multi => app.nest(&format!("/{slug}"), routes),
             Layout::Single => app.merge(routes),
