@@ -7,6 +7,7 @@
 //! them.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::RangeInclusive;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
@@ -43,6 +44,9 @@ pub struct Accepted {
     pub session_id: String,
     /// `http:…`, rotated per accepted follow-up.
     pub continuation_token: String,
+    /// The indexes of the events the session's log gained while the message was accepted
+    /// (`None` when it gained none): the range its request's span covers.
+    pub events: Option<RangeInclusive<u64>>,
 }
 
 /// Sessions of one agent under one state root.
@@ -306,6 +310,7 @@ impl SessionManager {
         Ok(Accepted {
             session_id,
             continuation_token: token,
+            events: live.appended_since(None),
         })
     }
 
@@ -348,11 +353,13 @@ impl SessionManager {
             key: Some(key.to_string()),
             digest: Some(digest.to_string()),
         };
+        let before = live.last_index();
         self.command(&live, |reply| Command::Send { admit, reply })
             .await??;
         Ok(Some(Accepted {
             continuation_token: token::derived_token(&session_id, key),
             session_id,
+            events: live.appended_since(before),
         }))
     }
 
@@ -395,6 +402,7 @@ impl SessionManager {
             key: request.client_message_id,
             digest,
         };
+        let before = live.last_index();
         let token = self
             .command(&live, |reply| Command::Send { admit, reply })
             .await??
@@ -405,6 +413,7 @@ impl SessionManager {
         Ok(Accepted {
             session_id: session_id.to_string(),
             continuation_token: token,
+            events: live.appended_since(before),
         })
     }
 
