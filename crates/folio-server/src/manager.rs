@@ -45,7 +45,8 @@ pub struct Accepted {
     /// `http:…`, rotated per accepted follow-up.
     pub continuation_token: String,
     /// The indexes of the events the session's log gained while the message was accepted
-    /// (`None` when it gained none): the range its request's span covers.
+    /// (`None` when it gained none): the range its request's span covers. Not part of the
+    /// answer a client sees: a retried request may append nothing.
     pub events: Option<RangeInclusive<u64>>,
 }
 
