@@ -41,7 +41,7 @@ mod trace;
 use open::open_calls;
 pub use open::pending_approvals;
 use record::{Recorder, Scope};
-use trace::LogRange;
+use trace::{Covering, LogRange};
 pub use trace::{TurnTrace, trace_direct_call};
 
 pub use folio_protocol::TURN_INTERRUPTED;
@@ -431,9 +431,13 @@ impl Harness {
             {
                 next = request(turn);
             }
-            let response = match self.stream_step(turn, recorder, &next).await {
+            // The model call's span covers the events recording its response, up to this step's
+            // `step.completed` and `actions.requested` (dropped before its calls run).
+            let mut chat = self.chat_span(recorder, &next);
+            let response = match self.stream_step(turn, recorder, &next, &chat).await {
                 // The provider counts differently than we estimated: compact once and retry.
                 Err(Stop::ContextOverflow(message)) if root => {
+                    drop(chat);
                     let tokens = self.context.counter.request(&next);
                     if !self
                         .compact(turn, recorder, &next, tokens, &mut compaction_usage)
@@ -442,7 +446,8 @@ impl Harness {
                         return Err(Stop::Failed(message));
                     }
                     next = request(turn);
-                    self.stream_step(turn, recorder, &next).await?
+                    chat = self.chat_span(recorder, &next);
+                    self.stream_step(turn, recorder, &next, &chat).await?
                 }
                 other => other?,
             };
@@ -492,50 +497,61 @@ impl Harness {
                     steps: step,
                     duration_ms: started.elapsed().as_millis() as u64,
                 });
+                drop(chat);
                 self.emit(turn, recorder, body).await?;
                 return Ok(response.text);
             }
-            self.run_calls(turn, recorder, response.tool_calls).await?;
+            let prepared = self
+                .request_calls(turn, recorder, response.tool_calls)
+                .await?;
+            drop(chat);
+            self.execute_calls(turn, recorder, prepared, &HashMap::new())
+                .await?;
         }
         Err(Stop::StepLimit)
     }
 
-    /// Streams one model call, recording deltas as they arrive.
+    /// The `chat {model}` span of a step's model call for `request`, covering what `recorder`
+    /// appends until it is dropped.
+    fn chat_span<'a>(&self, recorder: Recorder<'a>, request: &ModelRequest) -> Covering<'a> {
+        Covering::new(
+            trace::chat_span(self.provider.name(), request),
+            recorder.range,
+        )
+    }
+
+    /// Streams one model call in `span`, recording deltas as they arrive.
     async fn stream_step(
         &self,
         turn: &mut Turn,
         recorder: Recorder<'_>,
         request: &ModelRequest,
+        span: &tracing::Span,
     ) -> Result<folio_model::Response, Stop> {
-        self.call_model(turn, Some(recorder), self.provider.as_ref(), request)
+        self.call_model(turn, Some(recorder), self.provider.as_ref(), request, span)
             .await
     }
 
-    /// One model call through `provider`, in its `chat {model}` span; its text and reasoning
-    /// deltas are recorded as they arrive when a `recorder` is given (a compaction request
-    /// records none).
+    /// One model call through `provider`, in its `chat {model}` span `span` (whose event range
+    /// the caller records); its text and reasoning deltas are recorded as they arrive when a
+    /// `recorder` is given (a compaction request records none).
     async fn call_model(
         &self,
         turn: &mut Turn,
         recorder: Option<Recorder<'_>>,
         provider: &dyn Provider,
         request: &ModelRequest,
+        span: &tracing::Span,
     ) -> Result<folio_model::Response, Stop> {
-        let span = trace::chat_span(provider.name(), &request.model);
         let started = Instant::now();
         let mut first_chunk = None;
-        let before = recorder.and_then(|recorder| recorder.range.last());
         let response = self
             .stream_model(turn, recorder, provider, request, started, &mut first_chunk)
             .instrument(span.clone())
             .await;
-        // The text and reasoning deltas it streamed into the log, if any.
-        if let Some(recorder) = recorder {
-            recorder.range.record_since(&span, before);
-        }
         let ended = response.as_ref().map_err(Stop::kind);
         trace::chat_ended(
-            &span,
+            span,
             provider.name(),
             &request.model,
             started,
@@ -597,13 +613,14 @@ impl Harness {
             .map_err(|err| Stop::Failed(err.to_string()))
     }
 
-    /// Prepares every call, records `actions.requested`, then runs each and records its result.
-    async fn run_calls(
+    /// Prepares every call and records `actions.requested`; returns the prepared calls, for
+    /// [`Harness::execute_calls`].
+    async fn request_calls(
         &self,
         turn: &mut Turn,
         recorder: Recorder<'_>,
         calls: Vec<folio_model::ToolCall>,
-    ) -> Result<(), Stop> {
+    ) -> Result<Vec<(folio_model::ToolCall, Result<Value, String>)>, Stop> {
         let prepared: Vec<_> = calls
             .into_iter()
             .map(|call| {
@@ -623,8 +640,7 @@ impl Harness {
             EventBody::ActionsRequested(ActionsRequested { calls: requested }),
         )
         .await?;
-        self.execute_calls(turn, recorder, prepared, &HashMap::new())
-            .await
+        Ok(prepared)
     }
 
     /// The schemas of every tool, as sent to the model.

@@ -30,7 +30,8 @@ use folio_protocol::{
     Usage,
 };
 use folio_test_support::{
-    MockModelServer, MockReply, NO_BODY, create_session, data, expect, read_ndjson, read_wire,
+    MockModelServer, MockReply, NO_BODY, create_session, data, events, expect, read_ndjson,
+    read_wire,
 };
 use pretty_assertions::assert_eq;
 use reqwest::Method;
@@ -639,6 +640,8 @@ async fn traced_run_exports_the_turn_tree() {
         (mcp.attr("mcp.method.name"), mcp.attr("gen_ai.tool.name")),
         (json!("tools/call"), json!("get-sum"))
     );
+    // The MCP request appends nothing to the log: its `agent_sdk.tool` parent covers the call.
+    assert!(mcp.attr("agent_sdk.event_index.first").is_null(), "{mcp:?}");
     let subagent = spans
         .iter()
         .find(|s| s.name == "agent_sdk.subagent")
@@ -666,27 +669,41 @@ async fn traced_run_exports_the_turn_tree() {
             (json!("openai"), json!("150"), json!("stop")),
         ]
     );
-    // A model call that streamed text covers exactly its `message.appended` events.
-    let answer = chats.last().unwrap();
-    assert!(answer.index("first") <= answer.index("last"));
-    for chat in chats
+    // A model call covers the events recording its response: the deltas it streamed, its
+    // step's `step.completed` and the `actions.requested` of its calls. A subagent's steps and
+    // answer stay in its own conversation: its answering call covers no event.
+    let covered: Vec<Vec<&str>> = chats
         .iter()
-        .filter(|chat| !chat.attr("agent_sdk.event_index.first").is_null())
-    {
-        let covered: Vec<&str> = (chat.index("first")..=chat.index("last"))
-            .map(|index| log[index].event_type())
-            .collect();
-        assert!(
-            covered.iter().all(|kind| *kind == "message.appended"),
-            "{covered:?}"
-        );
-    }
-    // No contents unless opted in.
-    assert!(
-        spans
-            .iter()
-            .all(|s| s.attr("gen_ai.tool.call.arguments").is_null())
+        .map(|chat| {
+            if chat.attr("agent_sdk.event_index.first").is_null() {
+                return Vec::new();
+            }
+            let mut kinds: Vec<&str> = (chat.index("first")..=chat.index("last"))
+                .map(kind)
+                .collect();
+            kinds.dedup();
+            kinds
+        })
+        .collect();
+    assert_eq!(
+        covered,
+        [
+            vec!["step.completed", "actions.requested"],
+            vec!["step.completed", "actions.requested"],
+            vec!["actions.requested"],
+            vec![],
+            vec!["message.appended", "message.completed", "step.completed"],
+        ]
     );
+    // No contents unless opted in.
+    for key in [
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.call.result",
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+    ] {
+        assert!(spans.iter().all(|s| s.attr(key).is_null()), "{key}");
+    }
 
     // Each model request carried the trace context of its chat span.
     let sent: Vec<String> = mock
@@ -815,6 +832,14 @@ async fn incoming_traceparent_parents_the_turn() {
         (trace_id, Some(parent))
     );
     assert_eq!(http.attr("http.route"), "/test-agent/v1/session");
+    // The create covers the events appended while it was answered: from `session.started`
+    // through the first message's `message.received`.
+    let log = events(&served.url, session).await;
+    let covered: Vec<&str> = (http.index("first")..=http.index("last"))
+        .map(|index| log[index].event_type())
+        .collect();
+    assert_eq!(covered[0], "session.started", "{covered:?}");
+    assert!(covered.contains(&"message.received"), "{covered:?}");
     let sent = mock.requests()[0]
         .header("traceparent")
         .unwrap()
@@ -965,7 +990,8 @@ async fn folio_toml_configures_the_export() {
 /// `OTEL_EXPORTER_OTLP_PROTOCOL=grpc` exports over OTLP/gRPC (the endpoint taken as written),
 /// with the headers as gRPC metadata; metrics in the cumulative temporality asked for. Opted in
 /// with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, spans carry the tool's arguments
-/// and result and the model's answer; a failed tool call carries `error.type`.
+/// and result and the model's input messages and answer; a failed tool call carries
+/// `error.type`.
 async fn grpc_exports_spans_and_metrics() {
     let sink = Sink::start(Transport::Grpc).await;
     let mock = MockModelServer::start().await;
@@ -1038,6 +1064,36 @@ async fn grpc_exports_spans_and_metrics() {
         "{arguments}"
     );
     assert!(tool.attr("gen_ai.tool.call.result").is_string(), "{tool:?}");
+    // The answering call's input: the user's message, the model's call, the tool's error.
+    let input: Value = serde_json::from_str(
+        answer
+            .attr("gen_ai.input.messages")
+            .as_str()
+            .expect("gen_ai.input.messages"),
+    )
+    .unwrap();
+    let call_id = input[1]["parts"][0]["id"].clone();
+    let error = input[2]["parts"][0]["response"][0]["content"].clone();
+    assert!(
+        error
+            .as_str()
+            .is_some_and(|text| text.contains("missing.txt")),
+        "{input}"
+    );
+    assert_eq!(
+        input,
+        json!([
+            {"role": "user", "parts": [{"type": "text", "content": "write and judge"}]},
+            {"role": "assistant", "parts": [{
+                "type": "tool_call", "id": call_id, "name": "Read",
+                "arguments": {"path": "missing.txt"},
+            }]},
+            {"role": "tool", "parts": [{
+                "type": "tool_call_response", "id": call_id,
+                "response": [{"type": "text", "content": error}],
+            }]},
+        ])
+    );
     let output = answer.attr("gen_ai.output.messages");
     assert!(
         output.as_str().is_some_and(|text| text.contains("Hello.")),

@@ -346,7 +346,9 @@ async fn create_session(
     let accepted = state.mount.manager.create(&principal, "http", body).await?;
     let id = &accepted.session_id;
     let prefix = &state.prefix;
-    ok(
+    let events = accepted.events.clone();
+    crate::http_trace::covering(
+        events,
         StatusCode::CREATED,
         SessionCreated {
             ok: OkTrue,
@@ -367,7 +369,8 @@ async fn follow_up(
 ) -> ApiResult {
     body.client_message_id = idempotency_key(&headers, body.client_message_id)?;
     let accepted = state.mount.manager.follow_up(&principal, &id, body).await?;
-    ok(
+    crate::http_trace::covering(
+        accepted.events,
         StatusCode::OK,
         FollowUpAccepted {
             ok: OkTrue,

@@ -3,6 +3,7 @@
 //! metadata, and the approvals its turn waits on. At most one exists per session at a time.
 
 use std::collections::{HashMap, HashSet};
+use std::ops::RangeInclusive;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -108,6 +109,19 @@ impl Live {
             hooks.dispatch(&event);
         }
         Ok(event)
+    }
+
+    /// The index of the last event appended, if any.
+    pub(crate) fn last_index(&self) -> Option<u64> {
+        lock(&self.events).last().map(|event| event.index)
+    }
+
+    /// The indexes appended since the last index was `before` (see [`Live::last_index`]);
+    /// `None` when nothing was.
+    pub(crate) fn appended_since(&self, before: Option<u64>) -> Option<RangeInclusive<u64>> {
+        let last = self.last_index()?;
+        let first = before.map_or(0, |index| index + 1);
+        (first <= last).then_some(first..=last)
     }
 
     /// Changes the metadata and writes `session.json` durably ([`SessionMeta::save`]).

@@ -7,6 +7,7 @@
 //! them.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::RangeInclusive;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
@@ -43,6 +44,10 @@ pub struct Accepted {
     pub session_id: String,
     /// `http:…`, rotated per accepted follow-up.
     pub continuation_token: String,
+    /// The indexes of the events the session's log gained while the message was accepted
+    /// (`None` when it gained none): the range its request's span covers. Not part of the
+    /// answer a client sees: a retried request may append nothing.
+    pub events: Option<RangeInclusive<u64>>,
 }
 
 /// A message an in-process channel sends to an existing session ([`SessionManager::send_message`]).
@@ -324,6 +329,7 @@ impl SessionManager {
         Ok(Accepted {
             session_id,
             continuation_token: token,
+            events: live.appended_since(None),
         })
     }
 
@@ -366,11 +372,13 @@ impl SessionManager {
             key: Some(key.to_string()),
             digest: Some(digest.to_string()),
         };
+        let before = live.last_index();
         self.command(&live, |reply| Command::Send { admit, reply })
             .await??;
         Ok(Some(Accepted {
             continuation_token: token::derived_token(&session_id, key),
             session_id,
+            events: live.appended_since(before),
         }))
     }
 
@@ -413,6 +421,7 @@ impl SessionManager {
             key: request.client_message_id,
             digest,
         };
+        let before = live.last_index();
         let token = self
             .command(&live, |reply| Command::Send { admit, reply })
             .await??
@@ -423,6 +432,7 @@ impl SessionManager {
         Ok(Accepted {
             session_id: session_id.to_string(),
             continuation_token: token,
+            events: live.appended_since(before),
         })
     }
 

@@ -163,6 +163,9 @@ impl McpConnection {
             (running.service.peer().clone(), running.generation)
         };
         // A CLIENT span per the MCP semantic conventions; its trace context goes in `_meta`.
+        // It carries no event-index range: the request appends nothing to the session's log
+        // (the call's `action.result` is recorded after it returns), and its parent
+        // `agent_sdk.tool` span carries the range of the call's events.
         let span = tracing::info_span!(
             "tools/call",
             otel.name = format!("tools/call {tool}"),

@@ -8,6 +8,7 @@ use super::{Harness, Stop, Turn};
 use crate::compaction::{cut, summary_request};
 use crate::conversation::conversation;
 use crate::turn::record::Recorder;
+use crate::turn::trace::{self, Covering};
 
 impl Harness {
     /// Compacts the conversation of `turn` whose next request is `next` (`tokens_before`
@@ -30,8 +31,10 @@ impl Harness {
             None => (self.provider.as_ref(), &self.model),
         };
         let request = summary_request(model, &turn.events, up_to_index);
+        // The summarizer's span covers the `context.compacted` it leads to.
+        let chat = Covering::new(trace::chat_span(provider.name(), &request), recorder.range);
         let response = self
-            .call_model(turn, None, provider, &request)
+            .call_model(turn, None, provider, &request, &chat)
             .await
             .map_err(|stop| match stop {
                 Stop::Failed(message) | Stop::ContextOverflow(message) => {

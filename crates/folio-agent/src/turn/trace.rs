@@ -3,7 +3,10 @@
 //! the span names are the spec's), and its metrics. A model call, which the spec does not name,
 //! is the GenAI `chat {model}` span. Every span records the range of the session's
 //! event log it covers (`agent_sdk.event_index.first` / `.last`), so a trace leads to the exact
-//! replayable events.
+//! replayable events: a turn from its `message.received` to its end, a tool call its approval
+//! and result, a model call the events recording its response (deltas, `step.completed`,
+//! `actions.requested`; a summarizer's, the `context.compacted`). A span under which nothing
+//! reaches the log (a subagent's answer, kept in its own conversation) carries no range.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -64,6 +67,41 @@ impl LogRange {
     pub(super) fn record_on(&self, span: &Span) {
         let first = Some(self.first.load(Ordering::Relaxed)).filter(|&index| index != NONE);
         record_range(span, first, self.last());
+    }
+}
+
+/// A span covering what a step loop appends from its making until it is dropped, when it
+/// records that range (`agent_sdk.event_index.first` / `.last`; nothing when nothing was
+/// appended, as for a subagent's answer, which stays in its own conversation) and ends.
+pub(super) struct Covering<'a> {
+    span: Span,
+    range: &'a LogRange,
+    before: Option<u64>,
+}
+
+impl<'a> Covering<'a> {
+    /// `span`, covering what is appended to `range` from now on.
+    pub(super) fn new(span: Span, range: &'a LogRange) -> Self {
+        let before = range.last();
+        Covering {
+            span,
+            range,
+            before,
+        }
+    }
+}
+
+impl std::ops::Deref for Covering<'_> {
+    type Target = Span;
+
+    fn deref(&self) -> &Span {
+        &self.span
+    }
+}
+
+impl Drop for Covering<'_> {
+    fn drop(&mut self) {
+        self.range.record_since(&self.span, self.before);
     }
 }
 
@@ -248,9 +286,11 @@ pub(super) fn tool_ended(
     folio_telemetry::metrics::tool_call(tool, error.is_none());
 }
 
-/// The span of one model call (`chat {model}`, a CLIENT span).
-pub(super) fn chat_span(provider: Option<&str>, model: &str) -> Span {
-    tracing::info_span!(
+/// The span of one model call (`chat {model}`, a CLIENT span) for `request`; with contents
+/// captured, its conversation as `gen_ai.input.messages`.
+pub(super) fn chat_span(provider: Option<&str>, request: &folio_model::ModelRequest) -> Span {
+    let model = request.model.as_str();
+    let span = tracing::info_span!(
         "chat",
         otel.name = format!("chat {model}"),
         otel.kind = "client",
@@ -262,12 +302,75 @@ pub(super) fn chat_span(provider: Option<&str>, model: &str) -> Span {
         gen_ai.response.time_to_first_chunk = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
+        gen_ai.input.messages = Empty,
         gen_ai.output.messages = Empty,
         agent_sdk.event_index.first = Empty,
         agent_sdk.event_index.last = Empty,
         otel.status_code = Empty,
         error.type = Empty,
-    )
+    );
+    if folio_telemetry::capture_content() {
+        span.record(
+            "gen_ai.input.messages",
+            input_messages(&request.messages).to_string(),
+        );
+    }
+    span
+}
+
+/// `messages` in the GenAI semantic conventions' shape: each a `role` (`user`, `assistant`,
+/// `tool`) and its `parts` (`text`, `reasoning`, `tool_call`, `tool_call_response`).
+fn input_messages(messages: &[folio_model::Message]) -> Value {
+    use folio_model::{ContentPart, Message};
+    let text = |kind: &str, content: &str| serde_json::json!({"type": kind, "content": content});
+    let messages = messages.iter().map(|message| match message {
+        Message::User { text: content } => {
+            serde_json::json!({"role": "user", "parts": [text("text", content)]})
+        }
+        Message::Assistant {
+            text: content,
+            reasoning,
+            tool_calls,
+        } => {
+            let reasoning = reasoning
+                .iter()
+                .map(|reasoning| text("reasoning", &reasoning.text));
+            let content = Some(content)
+                .filter(|content| !content.is_empty())
+                .map(|content| text("text", content));
+            let calls = tool_calls.iter().map(|call| {
+                serde_json::json!({
+                    "type": "tool_call",
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": call.input,
+                })
+            });
+            let parts: Vec<Value> = reasoning.chain(content).chain(calls).collect();
+            serde_json::json!({"role": "assistant", "parts": parts})
+        }
+        Message::ToolResult {
+            call_id, content, ..
+        } => {
+            let response: Vec<Value> = content
+                .iter()
+                .map(|part| match part {
+                    ContentPart::Text { text: content } => text("text", content),
+                    ContentPart::Image { mime_type, data } => serde_json::json!({
+                        "type": "blob",
+                        "modality": "image",
+                        "mime_type": mime_type,
+                        "content": data,
+                    }),
+                })
+                .collect();
+            serde_json::json!({
+                "role": "tool",
+                "parts": [{"type": "tool_call_response", "id": call_id, "response": response}],
+            })
+        }
+    });
+    Value::Array(messages.collect())
 }
 
 /// Records how a model call ended on its span and in the metrics.
