@@ -18,6 +18,7 @@ mod model;
 mod render;
 mod run;
 mod schema;
+mod schema_ts;
 mod serve;
 mod trajectory;
 mod validate;

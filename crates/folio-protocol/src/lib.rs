@@ -9,7 +9,7 @@
 //! - [`RunResult`] is the `run --json` / `trajectory --json` result, built from events by
 //!   [`RunResult::from_events`] (the single function both commands use).
 //! - The HTTP API's bodies: requests ([`CreateSession`], [`FollowUp`], [`ApprovalRequest`],
-//!   [`ToolCallRequest`]), answers ([`SessionCreated`], [`FollowUpAccepted`], [`Acknowledged`],
+//!   [`ToolCallRequest`], [`ForkSession`]), answers ([`SessionCreated`], [`FollowUpAccepted`], [`Acknowledged`],
 //!   [`SessionResponse`], [`Page`], [`ToolCallResult`], [`AgentDescription`], [`LogsResponse`],
 //!   [`ArtifactResponse`]) and every error, [`ErrorBody`]. Success bodies carry `"ok": true`
 //!   ([`OkTrue`]), errors `"ok": false` ([`OkFalse`]).
@@ -32,6 +32,7 @@
 mod agent;
 mod contract;
 mod event;
+mod fork;
 mod http;
 mod mcp;
 mod result;
@@ -56,6 +57,7 @@ pub use event::{
     SessionMode, SessionStarted, SessionWaiting, StepCompleted, StepStarted, SubagentCalled,
     SubagentCompleted, TurnCompleted, TurnFailed, TurnQueued, TurnStarted, format_at,
 };
+pub use fork::{ForkOrigin, ForkSession};
 pub use http::{
     Acknowledged, AgentSummary, ApprovalRequest, ArtifactRecord, ArtifactResponse, CreateSession,
     Empty, ErrorBody, ErrorCode, FollowUp, FollowUpAccepted, LogLevel, LogLine, LogsResponse,

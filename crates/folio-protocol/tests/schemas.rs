@@ -39,6 +39,7 @@ fn events_written_by_the_types_are_valid() {
             channel: "http".into(),
             title: None,
             principal: "local".into(),
+            forked_from: None,
         }),
         EventBody::MessageReceived(MessageReceived {
             text: "hi".into(),

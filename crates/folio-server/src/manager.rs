@@ -14,8 +14,8 @@ use folio_agent::Agent;
 use folio_agent::check_workspace_path;
 use folio_agent::tools::TodoList;
 use folio_protocol::{
-    ActionApprovalResolved, Admission, ApprovalDecision, CreateSession, EventBody, FollowUp,
-    SessionMode, SessionStarted, SessionStatus, ToolCallResult,
+    ActionApprovalResolved, Admission, ApprovalDecision, CreateSession, Event, EventBody, FollowUp,
+    ForkOrigin, SessionMode, SessionStarted, SessionStatus, ToolCallResult,
 };
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -42,6 +42,18 @@ pub struct Accepted {
     pub session_id: String,
     /// `http:…`, rotated per accepted follow-up.
     pub continuation_token: String,
+}
+
+/// What a new session starts with (see [`SessionManager::open_new`]).
+pub(crate) struct NewSession<'a> {
+    pub(crate) session_id: &'a str,
+    /// The first continuation token (only its hash is stored).
+    pub(crate) token: &'a str,
+    pub(crate) principal: &'a str,
+    pub(crate) channel: &'a str,
+    pub(crate) mode: SessionMode,
+    pub(crate) title: Option<String>,
+    pub(crate) forked_from: Option<ForkOrigin>,
 }
 
 /// Sessions of one agent under one state root.
@@ -157,51 +169,18 @@ impl SessionManager {
             write_durably(record, session_id.as_bytes())
                 .map_err(|e| io_error("cannot record the idempotency key", e))?;
         }
-        let now = Utc::now();
-        let meta = SessionMeta {
-            session_id: session_id.clone(),
-            mode,
-            status: SessionStatus::Running,
-            channel: channel.to_string(),
-            principal: principal.to_string(),
-            title: request.title.clone(),
-            created_at: now,
-            updated_at: now,
-            token_hash: Some(token::hash_token(&token)),
-            turns: 0,
-            last_index: 0,
-            accepted_keys: Vec::new(),
-        };
-        let state = &self.inner.state;
-        let workspace = state.workspace_dir(&session_id);
-        std::fs::create_dir_all(&workspace).map_err(|e| io_error("cannot create workspace", e))?;
-        meta.save(state)
-            .map_err(|e| io_error("cannot save session.json", e))?;
-        let live = Arc::new(Live::open(state, meta)?);
-        // The new session directory and log file are entries of their parents: synced before
-        // the first message is acknowledged.
-        let trace = state.trace_path(&session_id);
-        for dir in [
-            state.sessions_dir().as_path(),
-            trace.parent().unwrap_or(&trace),
-        ] {
-            sync_dir(dir).map_err(|e| io_error("cannot sync the new session's directories", e))?;
-        }
-        live.bind_hooks(&self.agent().hooks);
-        live.append(
-            None,
-            EventBody::SessionStarted(SessionStarted {
+        let live = self.open_new(
+            NewSession {
+                session_id: &session_id,
+                token: &token,
+                principal,
+                channel,
                 mode,
-                channel: channel.to_string(),
                 title: request.title,
-                principal: principal.to_string(),
-            }),
+                forked_from: None,
+            },
+            &[],
         )?;
-        remember(&mut lock(&self.inner.live), &session_id, &live);
-        self.inner
-            .logs
-            .about(&session_id)
-            .info(format!("session {session_id} created by {principal}"));
         let admit = Admit {
             message,
             admission: None,
@@ -215,6 +194,79 @@ impl SessionManager {
             session_id,
             continuation_token: token,
         })
+    }
+
+    /// Creates a session on disk (metadata, workspace, log with `session.started` and the
+    /// `copied` events of a fork after it) and makes it live; its first message is admitted by
+    /// the caller.
+    pub(crate) fn open_new(
+        &self,
+        new: NewSession<'_>,
+        copied: &[Event],
+    ) -> Result<Arc<Live>, ManagerError> {
+        let NewSession {
+            session_id,
+            token,
+            principal,
+            channel,
+            mode,
+            title,
+            forked_from,
+        } = new;
+        let now = Utc::now();
+        let turns = copied
+            .iter()
+            .filter(|e| matches!(e.body, EventBody::MessageReceived(_)))
+            .count() as u32;
+        let meta = SessionMeta {
+            session_id: session_id.to_string(),
+            mode,
+            status: SessionStatus::Running,
+            channel: channel.to_string(),
+            principal: principal.to_string(),
+            title: title.clone(),
+            created_at: now,
+            updated_at: now,
+            token_hash: Some(token::hash_token(token)),
+            turns,
+            last_index: 0,
+            accepted_keys: Vec::new(),
+        };
+        let state = &self.inner.state;
+        let workspace = state.workspace_dir(session_id);
+        std::fs::create_dir_all(&workspace).map_err(|e| io_error("cannot create workspace", e))?;
+        meta.save(state)
+            .map_err(|e| io_error("cannot save session.json", e))?;
+        let live = Arc::new(Live::open(state, meta)?);
+        // The new session directory and log file are entries of their parents: synced before
+        // the first message is acknowledged.
+        let trace = state.trace_path(session_id);
+        for dir in [
+            state.sessions_dir().as_path(),
+            trace.parent().unwrap_or(&trace),
+        ] {
+            sync_dir(dir).map_err(|e| io_error("cannot sync the new session's directories", e))?;
+        }
+        live.bind_hooks(&self.agent().hooks);
+        live.append(
+            None,
+            EventBody::SessionStarted(SessionStarted {
+                mode,
+                channel: channel.to_string(),
+                title,
+                principal: principal.to_string(),
+                forked_from,
+            }),
+        )?;
+        for event in copied {
+            live.append(event.turn_id.as_deref(), event.body.clone())?;
+        }
+        remember(&mut lock(&self.inner.live), session_id, &live);
+        self.inner
+            .logs
+            .about(session_id)
+            .info(format!("session {session_id} created by {principal}"));
+        Ok(live)
     }
 
     /// The answer to a create retried with `key`: the session the key's `record` names, after
@@ -473,7 +525,7 @@ impl SessionManager {
     }
 
     /// Sends a command to the session's actor, spawning the actor when the session is idle.
-    async fn command<T>(
+    pub(crate) async fn command<T>(
         &self,
         live: &Arc<Live>,
         make: impl FnOnce(oneshot::Sender<T>) -> Command,
