@@ -109,7 +109,7 @@ export function renderTrace(root, events, openEvent) {
   const total = Math.max(1, Math.max(last, ...all.map((s) => s.end ?? last)) - t0);
   for (const span of all) {
     const end = span.end ?? last;
-    const bar = el("div", { cls: `bar ${span.kind}${span.error ? " error" : ""}` });
+    const bar = el("div", { cls: `bar bar-${span.kind}${span.error ? " error" : ""}` });
     bar.style.marginLeft = `${((span.start - t0) / total) * 100}%`;
     bar.style.width = `${Math.max(0.5, ((end - span.start) / total) * 100)}%`;
     const link = el("button", { cls: "link", text: `#${span.startIndex}`, attrs: { title: "Show this event" } });
@@ -117,11 +117,11 @@ export function renderTrace(root, events, openEvent) {
     const label = el("div", { cls: "span-label" }, [
       el("span", { text: span.label }),
       " ",
-      el("span", { cls: "detail", text: span.end === null ? "running…" : [duration(end - span.start), span.detail].filter(Boolean).join(" · ") }),
+      el("span", { cls: "detail", text: span.end === null ? "running…" : span.detail || duration(end - span.start) }),
       " ",
       link,
     ]);
     label.style.paddingLeft = `${span.depth}em`;
-    root.append(el("div", { cls: `span ${span.kind}`, attrs: { "data-kind": span.kind } }, [label, el("div", { cls: "track" }, [bar])]));
+    root.append(el("div", { cls: "span", attrs: { "data-kind": span.kind } }, [label, el("div", { cls: "track" }, [bar])]));
   }
 }
