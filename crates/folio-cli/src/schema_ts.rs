@@ -220,7 +220,7 @@ mod tests {
         });
         assert_eq!(
             type_of(&schema, ""),
-            "{\n  ok: true;\n  kind: \"a\" | \"b\";\n  /** How many. */\n  count?: number | null;\n  \"allowed-tools\"?: Array<Tool>;\n  extra?: {\n    [key: string]: string;\n  };\n}"
+            "{\n  \"allowed-tools\"?: Array<Tool>;\n  /** How many. */\n  count?: number | null;\n  extra?: {\n    [key: string]: string;\n  };\n  kind: \"a\" | \"b\";\n  ok: true;\n}"
         );
         let tagged = json!({
             "type": "object",
