@@ -87,7 +87,7 @@ struct Setup {
     mock: MockModelServer,
     served: Served,
     _dir: Project,
-    _state: tempfile::TempDir,
+    state: tempfile::TempDir,
 }
 
 async fn setup(replies: Vec<MockReply>, extra: &[&str]) -> Setup {
@@ -102,7 +102,7 @@ async fn setup(replies: Vec<MockReply>, extra: &[&str]) -> Setup {
         mock,
         served,
         _dir: dir,
-        _state: state,
+        state,
     }
 }
 
@@ -204,6 +204,18 @@ async fn reload_mid_turn_shows_the_full_history_once() {
 }
 
 #[tokio::test]
+async fn a_dropped_connection_reconnects_and_misses_nothing() {
+    let story =
+        "The network went away for a moment and came back, and every word arrived exactly once.";
+    let s = setup(
+        vec![MockReply::text(story).chunk_delay(Duration::from_millis(150))],
+        &[],
+    )
+    .await;
+    scenario(&s.served, "reconnect.mjs", &[story]).await;
+}
+
+#[tokio::test]
 async fn fork_from_a_message_and_continue() {
     let s = setup(
         vec![
@@ -267,6 +279,19 @@ async fn reopen_a_past_run_from_the_list_and_continue_it() {
     if scenario(&s.served, "reopen.mjs", &[&id]).await.is_none() {
         return;
     }
+    // The file attached to the follow-up is in the session's workspace.
+    let slug = url.rsplit('/').next().unwrap();
+    let notes = s
+        .state
+        .path()
+        .join(slug)
+        .join("sessions")
+        .join(&id)
+        .join("workspace/notes.txt");
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "remember the milk"
+    );
     // The page got its own token: the one handed out at creation is stale now.
     let token = created["continuationToken"].as_str().unwrap();
     let (status, stale) = post(

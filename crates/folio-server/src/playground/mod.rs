@@ -1,4 +1,5 @@
-//! The playground: a local web UI served by the binary at `<prefix>/playground` (docs/playground.md).
+//! The playground: a local web UI served by the binary at `<prefix>/playground` (README "The
+//! playground").
 //! Its files (plain ES modules and CSS, no build step) are embedded with `rust-embed`; the page
 //! fetches nothing from anywhere else and calls the HTTP API same-origin, so the guard's
 //! browser rules (Host, Origin, `Sec-Fetch-Site`) apply to it unchanged.
