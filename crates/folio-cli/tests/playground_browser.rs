@@ -63,7 +63,7 @@ async fn scenario(served: &Served, script: &str, args: &[&str]) -> Option<String
     Some(stdout)
 }
 
-/// An agent with an `echo` tool and a `deploy` tool that needs approval.
+/// An agent with an `echo` tool, a `deploy` tool that needs approval and a `helper` subagent.
 fn agent() -> Project {
     let dir = project("name = \"ops\"\nmodel = \"openai:gpt-test\"\n");
     write_files(
@@ -72,6 +72,14 @@ fn agent() -> Project {
             (
                 "agent/tools/echo.toml",
                 "description = \"Echo the input.\"\ncommand = [\"cat\"]\n\n[input_schema]\ntype = \"object\"\nrequired = [\"text\"]\nproperties.text = { type = \"string\" }\n",
+            ),
+            (
+                "agent/subagents/helper/agent.toml",
+                "description = \"Looks things up.\"\n",
+            ),
+            (
+                "agent/subagents/helper/instructions.md",
+                "You look things up with echo.\n",
             ),
             (
                 "agent/tools/deploy.toml",
@@ -142,6 +150,24 @@ async fn chat_shows_a_tool_call_with_its_arguments_and_result_and_the_trace() {
     )
     .await;
     scenario(&s.served, "chat_tool.mjs", &[]).await;
+}
+
+#[tokio::test]
+async fn a_subagent_call_is_nested_in_its_call() {
+    let s = setup(
+        vec![
+            MockReply::tool_calls([(
+                "Task",
+                json!({"subagent": "helper", "prompt": "look it up"}),
+            )]),
+            MockReply::tool_calls([("echo", json!({"text": "inner"}))]),
+            MockReply::text("Found it."),
+            MockReply::text("The helper found it."),
+        ],
+        &[],
+    )
+    .await;
+    scenario(&s.served, "subagent.mjs", &[]).await;
 }
 
 #[tokio::test]

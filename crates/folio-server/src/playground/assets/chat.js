@@ -31,8 +31,14 @@ export class ChatView {
     this.text = null;
     /** The reasoning of the running step. @type {HTMLElement | null} */
     this.reasoning = null;
-    /** Tool-call cards by call id. @type {Map<string, HTMLElement>} */
+    /** Tool-call cards by nesting level and call id (see `key`). @type {Map<string, HTMLElement>} */
     this.calls = new Map();
+    /**
+     * The subagents running inside the turn, innermost last: their events render inside their
+     * call's card; each keeps the outer level's text and reasoning boxes to restore.
+     * @type {{ body: HTMLElement, outer: { turn: HTMLElement | null, text: HTMLElement | null, reasoning: HTMLElement | null } }[]}
+     */
+    this.nested = [];
   }
 
   /** Empties the view (another session is shown). */
@@ -43,10 +49,21 @@ export class ChatView {
     this.text = null;
     this.reasoning = null;
     this.calls = new Map();
+    this.nested = [];
+  }
+
+  /**
+   * A call's key: a subagent is a conversation of its own, so its call ids may repeat the
+   * outer ones; they are told apart by the nesting level.
+   */
+  key(/** @type {string} */ callId) {
+    return `${this.nested.length}:${callId}`;
   }
 
   /** The assistant block of the running turn (created on demand). */
   currentTurn() {
+    const inner = this.nested[this.nested.length - 1];
+    if (inner) return inner.body;
     if (!this.turn) {
       this.turn = el("div", { cls: "turn assistant" });
       this.root.append(this.turn);
@@ -93,7 +110,7 @@ export class ChatView {
         this.approval(event.data.callId, event.data.tool, event.data.input);
         break;
       case "action.approval_resolved": {
-        const card = this.calls.get(event.data.callId);
+        const card = this.calls.get(this.key(event.data.callId));
         card?.querySelector(".approval")?.remove();
         const reason = event.data.reason ? `: ${event.data.reason}` : "";
         const word = event.data.decision === "approve" ? "approved" : "denied";
@@ -103,25 +120,42 @@ export class ChatView {
       case "action.result":
         this.result(event.data);
         break;
-      case "subagent.called":
+      case "subagent.called": {
         this.cardLine(event.data.callId, `→ ${event.data.subagent}: ${event.data.prompt}`, "subagent-prompt");
+        const body = el("div", { cls: "subagent-body" });
+        const card = this.calls.get(this.key(event.data.callId));
+        if (card) {
+          card.classList.add("subagent");
+          const tool = card.querySelector(".tool");
+          if (tool && !tool.textContent?.includes("→")) tool.textContent += ` → subagent ${event.data.subagent}`;
+        }
+        (card || this.currentTurn()).append(body);
+        this.nested.push({ body, outer: { turn: this.turn, text: this.text, reasoning: this.reasoning } });
+        this.text = null;
+        this.reasoning = null;
         break;
-      case "subagent.completed":
+      }
+      case "subagent.completed": {
+        const level = this.nested.pop();
+        if (level) ({ turn: this.turn, text: this.text, reasoning: this.reasoning } = level.outer);
         this.cardLine(
           event.data.callId,
           `← ${event.data.subagent}: ${event.data.reply}`,
           event.data.isError ? "subagent-reply error" : "subagent-reply",
         );
         break;
+      }
       case "turn.completed": {
         const usage = tokens(event.data.usage);
         const facts = [`${event.data.steps} step${event.data.steps === 1 ? "" : "s"}`, duration(event.data.durationMs)];
         if (usage) facts.push(usage);
+        this.nested = [];
         this.currentTurn().append(el("div", { cls: "turn-footer", text: facts.join(" · ") }));
         this.turn = null;
         break;
       }
       case "turn.failed":
+        this.nested = [];
         this.currentTurn().append(el("div", { cls: "turn-failed", text: event.data.message }));
         this.turn = null;
         break;
@@ -194,30 +228,31 @@ export class ChatView {
 
   /** A tool call's card: name, arguments; the result fills in later. */
   call(/** @type {RequestedCall} */ call) {
-    const name = call.subagent ? `${call.tool} → subagent ${call.subagent}` : call.tool;
-    const card = el("details", { cls: call.subagent ? "call subagent" : "call", attrs: { "data-call": call.callId, open: "" } }, [
-      el("summary", {}, [el("span", { cls: "tool", text: name }), el("span", { cls: "status", text: "running…" })]),
+    // `subagent` names the subagent that made the call (calls inside a delegation).
+    const where = call.subagent ? [el("span", { cls: "where", text: `in ${call.subagent}` })] : [];
+    const card = el("details", { cls: "call", attrs: { "data-call": call.callId, open: "" } }, [
+      el("summary", {}, [el("span", { cls: "tool", text: call.tool }), ...where, el("span", { cls: "status", text: "running…" })]),
       el("div", { cls: "label", text: "Arguments" }),
       el("pre", { cls: "args", text: json(call.input) }),
     ]);
-    this.calls.set(call.callId, card);
+    this.calls.set(this.key(call.callId), card);
     this.currentTurn().append(card);
     this.text = null;
   }
 
   /** A line inside a call's card (or a note when the call is unknown). */
   cardLine(/** @type {string} */ callId, /** @type {string} */ text, /** @type {string} */ cls) {
-    const card = this.calls.get(callId);
+    const card = this.calls.get(this.key(callId));
     if (card) card.append(el("div", { cls, text }));
     else this.note(text);
   }
 
   /** Approve / Deny (with a reason) on a parked call. */
   approval(/** @type {string} */ callId, /** @type {string} */ tool, /** @type {unknown} */ input) {
-    let card = this.calls.get(callId);
+    let card = this.calls.get(this.key(callId));
     if (!card) {
       this.call({ callId, tool, input });
-      card = /** @type {HTMLElement} */ (this.calls.get(callId));
+      card = /** @type {HTMLElement} */ (this.calls.get(this.key(callId)));
     }
     const status = card.querySelector(".status");
     if (status) status.textContent = "needs approval";
@@ -231,7 +266,7 @@ export class ChatView {
 
   /** A call's result or error, with its duration. */
   result(/** @type {import("folio-api").ActionResult} */ data) {
-    const card = this.calls.get(data.callId);
+    const card = this.calls.get(this.key(data.callId));
     if (!card) {
       this.note(`${data.tool}: ${data.isError ? data.error || "" : json(data.output)}`);
       return;

@@ -32,6 +32,8 @@ export function spans(/** @type {FolioEvent[]} */ events) {
   const calls = new Map();
   /** @type {Map<string, Span>} */
   const subagents = new Map();
+  // Steps and calls of a running subagent are drawn under it.
+  let inner = 0;
   for (const event of events) {
     const at = Date.parse(event.at);
     /** @param {Span} span @param {string} [detail] @param {boolean} [error] */
@@ -61,26 +63,29 @@ export function spans(/** @type {FolioEvent[]} */ events) {
         if (step && step.end === null) close(step, "", true);
         for (const span of calls.values()) if (span.end === null) close(span, "not finished", true);
         turn = null;
+        inner = 0;
         break;
       case "step.started":
-        step = open("step", `model step ${event.data.step}`, 1);
+        step = open("step", `model step ${event.data.step}`, 1 + 3 * inner);
         break;
       case "step.completed":
         if (step) close(step, `${duration(event.data.durationMs)} · ${event.data.finishReason}`);
         break;
       case "actions.requested":
-        for (const call of event.data.calls) calls.set(call.callId, open("tool", `tool ${call.tool}`, 2));
+        for (const call of event.data.calls) calls.set(`${inner}:${call.callId}`, open("tool", `tool ${call.tool}`, 2 + 3 * inner));
         break;
       case "action.result": {
-        const span = calls.get(event.data.callId);
+        const span = calls.get(`${inner}:${event.data.callId}`);
         if (span) close(span, duration(event.data.durationMs), event.data.isError);
         break;
       }
       case "subagent.called":
-        subagents.set(event.data.callId, open("subagent", `subagent ${event.data.subagent}`, 3));
+        subagents.set(`${inner}:${event.data.callId}`, open("subagent", `subagent ${event.data.subagent}`, 3 + 3 * inner));
+        inner += 1;
         break;
       case "subagent.completed": {
-        const span = subagents.get(event.data.callId);
+        inner = Math.max(0, inner - 1);
+        const span = subagents.get(`${inner}:${event.data.callId}`);
         if (span) close(span, "", event.data.isError);
         break;
       }
