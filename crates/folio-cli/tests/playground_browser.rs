@@ -99,11 +99,17 @@ struct Setup {
 }
 
 async fn setup(replies: Vec<MockReply>, extra: &[&str]) -> Setup {
+    setup_with(replies, extra, &[]).await
+}
+
+/// [`setup`] with extra files in the agent folder.
+async fn setup_with(replies: Vec<MockReply>, extra: &[&str], files: &[(&str, &str)]) -> Setup {
     let mock = MockModelServer::start().await;
     for reply in replies {
         mock.push(reply);
     }
     let dir = agent();
+    write_files(dir.path(), files);
     let state = tempfile::tempdir().unwrap();
     let served = serve(&mock.openai_base_url(), dir.path(), state.path(), extra).await;
     Setup {
@@ -168,6 +174,27 @@ async fn a_subagent_call_is_nested_in_its_call() {
     )
     .await;
     scenario(&s.served, "subagent.mjs", &[]).await;
+}
+
+#[tokio::test]
+async fn the_agent_tab_shows_a_live_mcp_connection() {
+    let server = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/test-deps/npm/node_modules/.bin/mcp-server-everything");
+    if !server.exists() {
+        eprintln!(
+            "skipping: {} is missing (run scripts/install-test-deps)",
+            server.display()
+        );
+        return;
+    }
+    let connection = format!("command = \"{}\"\nargs = [\"stdio\"]\n", server.display());
+    let s = setup_with(
+        vec![],
+        &[],
+        &[("agent/mcp-connections/everything.toml", &connection)],
+    )
+    .await;
+    scenario(&s.served, "agent_tab.mjs", &[]).await;
 }
 
 #[tokio::test]

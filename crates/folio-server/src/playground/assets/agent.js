@@ -97,11 +97,29 @@ function toolCard(/** @type {ToolDescription} */ tool, /** @type {() => string |
   ]);
 }
 
-/** A titled list of items, or "none". */
-function section(/** @type {string} */ title, /** @type {unknown[]} */ items, /** @type {(item: any) => Node | string} */ show) {
+/**
+ * A titled list of items, or "none".
+ * @template T
+ * @param {string} title
+ * @param {T[]} items
+ * @param {(item: T) => Node | string} show
+ */
+function section(title, items, show) {
   const list = el("ul");
   for (const item of items) list.append(el("li", {}, [show(item)]));
   return el("section", {}, [el("h3", { text: title }), items.length ? list : el("p", { cls: "empty", text: "none" })]);
+}
+
+/**
+ * A connection's live status: the model's connections are live when the tool registry holds
+ * their tools (`mcp__<name>__…`); host connections serve hooks and channels only.
+ * @param {import("folio-api").ConnectionDescription} connection
+ * @param {ToolDescription[]} tools
+ */
+export function connectionStatus(connection, tools) {
+  if (connection.visibleTo === "host") return "host side (not offered to the model)";
+  const count = tools.filter((tool) => tool.name.startsWith(`mcp__${connection.name}__`)).length;
+  return count ? `connected · ${count} tool${count === 1 ? "" : "s"}` : "not connected (no tools listed)";
 }
 
 /**
@@ -119,11 +137,11 @@ export async function renderAgent(root, sessionId) {
     el("p", { text: agent.agent.description || "" }),
     el("section", {}, [el("h3", { text: "Tools" }), ...agent.tools.map((tool) => toolCard(tool, sessionId))]),
     section("Skills", agent.skills, (s) => `${s.name} — ${s.description || ""}`),
-    section("Subagents", agent.subagents, (s) => el("span", { text: json(s) })),
-    section("Connections", agent.connections, (c) => el("span", { text: `${json(c.connection)} (visible to ${c.visibleTo})` })),
-    section("Channels", agent.channels, (c) => el("span", { text: json(c) })),
-    section("Hooks", agent.hooks, (h) => el("span", { text: json(h) })),
-    section("Schedules", agent.schedules, (s) => el("span", { text: json(s) })),
+    section("Subagents", agent.subagents, (s) => `${s.id} — ${s.description}${s.model ? ` (${s.model})` : ""}`),
+    section("Connections", agent.connections, (c) => el("span", { text: `${c.name}: ${connectionStatus(c, agent.tools)} — ${json(c.transport)}` })),
+    section("Channels", agent.channels, (c) => `${c.id} (${c.kind})`),
+    section("Hooks", agent.hooks, (h) => `${h.name}: on ${h.events.join(", ")} runs ${h.command.join(" ")}`),
+    section("Schedules", agent.schedules, (s) => `${s.name}: ${s.cron} — ${s.prompt}`),
     section("Artifacts", agent.artifacts ? [agent.artifacts] : [], (a) => el("span", { text: json(a) })),
     section("Diagnostics", agent.diagnostics, (d) => `${d.severity}: ${d.file}${d.line ? `:${d.line}` : ""} ${d.message}`),
   );
