@@ -322,6 +322,12 @@ export type ConnectionDescription = {
   description?: string | null;
   /** Every `${NAME}` the manifest references. */
   envVars: Array<string>;
+  /**
+   * Set while the connection is failed: why its server could not start (`MCP server "…"
+   * could not start: …`, what a call of its tools answers); `folio serve` retries it in the
+   * background and its tools appear once it starts. Absent when it runs or is not started.
+   */
+  error?: string | null;
   /** The connection name. */
   name: string;
   /** How to reach it. */

@@ -1,6 +1,7 @@
 //! A loaded agent: its definition, its authored root (if any), and the harness its turns run
 //! with; binds the per-turn FileSystem.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -40,6 +41,10 @@ pub struct Agent {
     pub skills: Arc<Vec<SkillContent>>,
     /// MCP connections: `mcp-connections/` (tools offered to the model) and `host-connections/`.
     pub connections: Connections,
+    /// Model-facing MCP connections whose server could not start, with why (only with
+    /// [`LoadOptions::keep_failed_connections`]; [`Agent::reconnect`] tries them again). Calls
+    /// of their tools fail with that error.
+    pub failed_connections: BTreeMap<String, McpError>,
     /// Runs `hooks/` on every event a session of this agent records.
     pub hooks: HookDispatcher,
     /// The agent's artifact records (`<state-root>/artifacts`).
@@ -124,6 +129,10 @@ pub struct LoadOptions {
     /// The single-user opt-out: host-default file tools reach the whole host disk instead of
     /// only the session workspace and its `memory/` link (the default, see [`Agent::bind_turn_fs`]).
     pub unconfined_files: bool,
+    /// Load the agent even when a server of `mcp-connections/` cannot start: the connection is
+    /// recorded in [`Agent::failed_connections`] instead of failing the load (`folio serve`,
+    /// which retries it; `folio run` fails fast).
+    pub keep_failed_connections: bool,
 }
 
 impl Agent {
@@ -139,7 +148,8 @@ impl Agent {
 
     /// Builds the agent: root, tools (native, authored, MCP, `tag_artifact`, `Task`), subagents,
     /// hooks and the artifact store. Starts the MCP servers of `mcp-connections/` to list their
-    /// tools; a server that cannot start fails the load with its error.
+    /// tools; a server that cannot start fails the load with its error, or with
+    /// [`LoadOptions::keep_failed_connections`] is recorded in [`Agent::failed_connections`].
     pub async fn load_with(
         definition: AgentDefinition,
         provider: Arc<dyn Provider>,
@@ -187,22 +197,27 @@ impl Agent {
             &definition.agent_dir,
             &env,
         );
+        let mut failed_connections = BTreeMap::new();
         for connection in connections.model.values() {
             if let McpTransport::Peer { agent } = &connection.config().transport {
                 // A peer agent's `/v1/mcp` exists only inside `folio serve`, which mounts it.
                 tracing::warn!(server = %connection.name(), peer = %agent, "peer agent connections are served by `folio serve`; its tools are not offered here");
                 continue;
             }
-            let listed = McpTool::all(connection).await;
-            let mcp_tools = match listed {
-                Ok(mcp_tools) => mcp_tools,
+            match McpTool::all(connection).await {
+                Ok(mcp_tools) => {
+                    for tool in mcp_tools {
+                        tools.register(Arc::new(tool))?;
+                    }
+                }
+                Err(err) if options.keep_failed_connections => {
+                    tools.mark_unavailable(connection.name(), err.to_string());
+                    failed_connections.insert(connection.name().to_string(), err);
+                }
                 Err(err) => {
                     connections.shutdown().await;
                     return Err(err.into());
                 }
-            };
-            for tool in mcp_tools {
-                tools.register(Arc::new(tool))?;
             }
         }
         let state = options
@@ -245,10 +260,47 @@ impl Agent {
             harness,
             skills: Arc::new(skills),
             connections,
+            failed_connections,
             artifacts,
             memory_dir: state.memory_dir(),
             unconfined_files: options.unconfined_files,
         })
+    }
+
+    /// Tries again to start the servers of [`Agent::failed_connections`]; returns this agent with
+    /// the tools of those that started offered to the model (from its next turn) and the latest
+    /// error of the others. Subagents keep the tools they were loaded with.
+    pub async fn reconnect(&self) -> Agent {
+        let mut agent = self.clone();
+        for name in self.failed_connections.keys() {
+            let Some(connection) = self.connections.model.get(name) else {
+                continue;
+            };
+            let started = match McpTool::all(connection).await {
+                Ok(mcp_tools) => mcp_tools.into_iter().try_for_each(|tool| {
+                    agent
+                        .harness
+                        .tools
+                        .register(Arc::new(tool))
+                        .map_err(|duplicate| McpError::Start {
+                            server: name.clone(),
+                            reason: duplicate.to_string(),
+                        })
+                }),
+                Err(err) => Err(err),
+            };
+            match started {
+                Ok(()) => {
+                    agent.harness.tools.mark_available(name);
+                    agent.failed_connections.remove(name);
+                }
+                Err(err) => {
+                    agent.harness.tools.mark_unavailable(name, err.to_string());
+                    agent.failed_connections.insert(name.clone(), err);
+                }
+            }
+        }
+        agent
     }
 
     /// The host connection `name` (`host-connections/<name>.toml`), for host code: hooks,

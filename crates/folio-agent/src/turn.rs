@@ -545,7 +545,7 @@ impl Harness {
         turn_id: &str,
     ) -> Result<ToolOutput, String> {
         let Some(tool) = self.tools.get(name) else {
-            return Err(format!("unknown tool \"{name}\""));
+            return Err(self.tools.missing(name));
         };
         let result = match tool.turn_tool() {
             Some(turn_tool) => turn_tool.call_in_turn(input, ctx, sink, turn_id).await,
@@ -579,11 +579,7 @@ impl Harness {
     fn prepare(&self, call: &folio_model::ToolCall) -> Result<Value, String> {
         match self.tools.get(&call.name) {
             Some(tool) => tool.prepare(call.input.clone()).map_err(|e| e.0),
-            None => Err(format!(
-                "unknown tool \"{}\"; available tools: {}",
-                call.name,
-                self.tools.names().collect::<Vec<_>>().join(", ")
-            )),
+            None => Err(self.tools.missing(&call.name)),
         }
     }
 

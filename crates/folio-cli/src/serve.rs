@@ -165,6 +165,8 @@ pub(crate) async fn load_agent(
     let options = LoadOptions {
         state_root: Some(state.clone()),
         unconfined_files,
+        // A connection that cannot start is shown as failed and retried, not fatal.
+        keep_failed_connections: true,
         ..LoadOptions::default()
     };
     let agent = Agent::load_with(definition, provider, model, options)

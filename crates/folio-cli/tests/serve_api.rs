@@ -1,10 +1,18 @@
 //! `folio serve` end to end: the process is started with `--port 0`, the mock model server is
-//! the model, and the tests speak HTTP (docs/http-api.md, every route and error code).
+//! the model, and the tests speak HTTP (docs/http-api.md, every route and error code). Every
+//! answer is read as its folio-protocol type and asserted on as a typed value.
 
 mod serve_support;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
+use folio_protocol::{
+    Acknowledged, Admission, AgentDescription, AgentSummary, CreateSession, Empty, ErrorBody,
+    ErrorCode, EventBody, FollowUp, FollowUpAccepted, HookInfo, LogsResponse, MessageReceived,
+    OkTrue, Page, SessionCreated, SessionMode, SessionStarted, SessionStatus, SessionSummary,
+    TURN_INTERRUPTED, ToolCallRequest, ToolCallResult, TurnCompleted, TurnFailed, TurnQueued,
+};
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use reqwest::Method;
@@ -18,25 +26,16 @@ fn slow(text: &str) -> MockReply {
     MockReply::text(text).first_byte_delay(Duration::from_secs(3))
 }
 
-/// The user texts the model received, per request.
-fn user_texts(mock: &MockModelServer) -> Vec<Vec<String>> {
-    mock.requests()
-        .iter()
-        .map(|r| {
-            r.body["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|m| m["role"] == "user")
-                .map(|m| {
-                    m["content"]
-                        .as_str()
-                        .map(str::to_string)
-                        .unwrap_or_else(|| m["content"].to_string())
-                })
-                .collect()
-        })
-        .collect()
+/// A direct tool call's body.
+fn tool_input(input: Value) -> ToolCallRequest {
+    ToolCallRequest { input }
+}
+
+/// `url`'s sessions, as `token` sees them.
+async fn sessions(url: &str, token: Option<&str>) -> Page<SessionSummary> {
+    let (status, page) = answer(Method::GET, url, NO_BODY, token).await;
+    assert_eq!(status, 200, "{page:?}");
+    page.unwrap()
 }
 
 #[tokio::test]
@@ -66,11 +65,20 @@ async fn routes_bodies_statuses_and_error_codes() {
     assert!(url.ends_with("/test-agent"), "{url}");
 
     // Host routes.
-    let (status, agents) = get(&format!("{}/v1/agents", server.host)).await;
-    assert_eq!(status, 200);
+    let agents: Vec<AgentSummary> = expect(
+        Method::GET,
+        &format!("{}/v1/agents", server.host),
+        NO_BODY,
+        200,
+    )
+    .await;
     assert_eq!(
         agents,
-        json!([{"slug": "test-agent", "name": "Test Agent", "description": "answers tests"}])
+        [AgentSummary {
+            slug: "test-agent".into(),
+            name: "Test Agent".into(),
+            description: Some("answers tests".into()),
+        }]
     );
     let (status, index) = get(&format!("{}/", server.host)).await;
     assert_eq!(status, 200);
@@ -80,19 +88,28 @@ async fn routes_bodies_statuses_and_error_codes() {
     assert!(playground.as_str().unwrap().contains("Folio playground"));
 
     // Create: 201, returns before the turn ends.
-    let (status, created) = post(
-        &format!("{url}/v1/session"),
-        json!({"message": "hi", "title": "Greeting"}),
+    let created = create_session(
+        url,
+        &CreateSession {
+            title: Some("Greeting".into()),
+            ..CreateSession::message("hi")
+        },
     )
     .await;
-    assert_eq!(status, 201, "{created}");
-    assert_eq!(created["ok"], true);
-    let id = created["sessionId"].as_str().unwrap().to_string();
+    let id = created.session_id.clone();
     assert!(id.starts_with("ses_") && id.len() == 30, "{id}");
-    let token = created["continuationToken"].as_str().unwrap().to_string();
-    assert!(token.starts_with("http:"));
-    assert!(created["playgroundUrl"].as_str().unwrap().contains(&id));
-    assert!(created["traceUrl"].as_str().unwrap().contains(&id));
+    let token = created.continuation_token.clone();
+    assert!(token.starts_with("http:"), "{token}");
+    assert_eq!(
+        created,
+        SessionCreated {
+            ok: OkTrue,
+            session_id: id.clone(),
+            continuation_token: token.clone(),
+            playground_url: format!("/test-agent/playground?session={id}"),
+            trace_url: format!("/test-agent/v1/session/{id}/events"),
+        }
+    );
 
     let mut stream = Stream::open(url, &id, 0, None).await;
     stream.until("session.waiting").await;
@@ -115,112 +132,112 @@ async fn routes_bodies_statuses_and_error_codes() {
             "session.waiting"
         ]
     );
-    assert!(types.contains(&"message.appended".to_string()));
+    assert!(types.contains(&"message.appended"));
     assert_contiguous(&stream.events, 0);
-    let completed = stream
-        .events
-        .iter()
-        .find(|e| e["type"] == "turn.completed")
-        .unwrap();
-    assert_eq!(completed["data"]["reply"], "Hello there.");
-    assert!(completed["turnId"].as_str().unwrap().starts_with("turn_"));
+    let completed = first::<TurnCompleted>(&stream.events);
+    assert_eq!(data::<TurnCompleted>(completed).reply, "Hello there.");
+    assert!(
+        completed.turn_id.as_deref().unwrap().starts_with("turn_"),
+        "{completed:?}"
+    );
 
     // Follow-up: the token rotates; the old one is stale.
-    let (status, followed) = post(
-        &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": token, "message": "again"}),
-    )
-    .await;
-    assert_eq!(status, 200, "{followed}");
-    let token2 = followed["continuationToken"].as_str().unwrap().to_string();
+    let followed = follow_up(url, &id, &FollowUp::new(&token, "again")).await;
+    let token2 = followed.continuation_token.clone();
     assert_ne!(token, token2);
-    assert_eq!(followed["sessionId"], id.as_str());
+    assert_eq!(
+        followed,
+        FollowUpAccepted {
+            ok: OkTrue,
+            session_id: id.clone(),
+            continuation_token: token2,
+        }
+    );
     stream.until_count("session.waiting", 2).await;
-    let (status, stale) = post(
+    expect_error(
+        Method::POST,
         &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": token, "message": "stale"}),
+        Some(&FollowUp::new(&token, "stale")),
+        ErrorCode::StaleContinuationToken,
     )
     .await;
-    assert_eq!(
-        (status, stale["error"].clone()),
-        (409, json!("stale_continuation_token"))
-    );
-    assert_eq!(stale["ok"], false);
-    assert!(stale["message"].is_string());
 
     // The conversation continues: the second request carries both user messages.
-    assert_eq!(user_texts(&mock)[1], ["hi", "again"]);
+    assert_eq!(mock.requests()[1].user_texts(), ["hi", "again"]);
 
     // GET session, events dump, list.
-    let (status, got) = get(&format!("{url}/v1/session/{id}")).await;
-    assert_eq!(status, 200);
-    let session = &got["session"];
-    assert_eq!(session["sessionId"], id.as_str());
-    assert_eq!(session["mode"], "chat");
-    assert_eq!(session["status"], "waiting");
-    assert_eq!(session["title"], "Greeting");
-    assert_eq!(session["turns"], 2);
-    let last_index = stream.events.last().unwrap()["index"].as_u64().unwrap();
-    assert_eq!(session["lastIndex"], last_index);
+    let got = session(url, &id).await;
+    let last_index = stream.events.last().unwrap().index;
+    assert_eq!(
+        got,
+        SessionSummary {
+            session_id: id.clone(),
+            mode: SessionMode::Chat,
+            status: SessionStatus::Waiting,
+            title: "Greeting".into(),
+            // The server's clock.
+            created_at: got.created_at.clone(),
+            updated_at: got.updated_at.clone(),
+            turns: 2,
+            last_index,
+        }
+    );
     let dump = client()
         .get(format!("{url}/v1/session/{id}/events"))
         .send()
         .await
         .unwrap();
     assert_eq!(dump.headers()["content-type"], "application/x-ndjson");
-    let dump = dump.text().await.unwrap();
-    let dumped: Vec<Value> = dump
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let dumped = read_ndjson(&dump.text().await.unwrap());
     assert_eq!(dumped, stream.events);
     // Replay from an index: exactly the tail.
     let mut tail = Stream::open(url, &id, last_index - 1, None).await;
-    let first = tail.next().await.unwrap();
-    assert_eq!(first["index"], last_index - 1);
+    assert_eq!(
+        tail.next().await.unwrap(),
+        stream.events[stream.events.len() - 2]
+    );
 
-    let (_, second) = post(
-        &format!("{url}/v1/session"),
-        json!({"message": "x", "title": "Other"}),
+    let second = create_session(
+        url,
+        &CreateSession {
+            title: Some("Other".into()),
+            ..CreateSession::message("x")
+        },
     )
     .await;
-    let second_id = second["sessionId"].as_str().unwrap();
-    let (status, list) = get(&format!("{url}/v1/sessions")).await;
-    assert_eq!(status, 200);
-    let ids: Vec<&str> = list["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["sessionId"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, [second_id, id.as_str()], "newest first");
-    let (_, page) = get(&format!("{url}/v1/sessions?limit=1")).await;
-    assert_eq!(page["data"].as_array().unwrap().len(), 1);
-    let cursor = page["nextCursor"].as_str().unwrap();
-    let (_, page2) = get(&format!("{url}/v1/sessions?limit=1&cursor={cursor}")).await;
-    assert_eq!(page2["data"][0]["sessionId"], id.as_str());
-    assert!(page2.get("nextCursor").is_none());
-    let (_, found) = get(&format!("{url}/v1/sessions?q=greet")).await;
-    assert_eq!(found["data"].as_array().unwrap().len(), 1);
-    assert_eq!(found["data"][0]["sessionId"], id.as_str());
+    let list = sessions(&format!("{url}/v1/sessions"), None).await;
+    let ids: Vec<&str> = list.data.iter().map(|s| s.session_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [second.session_id.as_str(), id.as_str()],
+        "newest first"
+    );
+    assert_eq!(list.next_cursor, None);
+    let page = sessions(&format!("{url}/v1/sessions?limit=1"), None).await;
+    assert_eq!(page.data.len(), 1);
+    let cursor = page.next_cursor.expect("a cursor to the second page");
+    let page2 = sessions(&format!("{url}/v1/sessions?limit=1&cursor={cursor}"), None).await;
+    assert_eq!(page2, Page::new(vec![got.clone()], None));
+    let found = sessions(&format!("{url}/v1/sessions?q=greet"), None).await;
+    assert_eq!(found, Page::new(vec![got.clone()], None));
 
     // 400: unknown field (named), missing field, bad JSON, bad enum.
-    let (status, bad) = post(
+    let bad = expect_error(
+        Method::POST,
         &format!("{url}/v1/session"),
-        json!({"message": "x", "colour": 1}),
+        Some(&json!({"message": "x", "colour": 1})),
+        ErrorCode::InvalidRequest,
     )
     .await;
-    assert_eq!(
-        (status, bad["error"].clone()),
-        (400, json!("invalid_request"))
-    );
-    assert!(bad["message"].as_str().unwrap().contains("colour"), "{bad}");
-    let (status, bad) = post(&format!("{url}/v1/session"), json!({"title": "x"})).await;
-    assert_eq!(status, 400);
-    assert!(
-        bad["message"].as_str().unwrap().contains("message"),
-        "{bad}"
-    );
+    assert!(bad.message.contains("colour"), "{bad}");
+    let bad = expect_error(
+        Method::POST,
+        &format!("{url}/v1/session"),
+        Some(&json!({"title": "x"})),
+        ErrorCode::InvalidRequest,
+    )
+    .await;
+    assert!(bad.message.contains("message"), "{bad}");
     let raw = client()
         .post(format!("{url}/v1/session"))
         .header("content-type", "application/json")
@@ -229,38 +246,44 @@ async fn routes_bodies_statuses_and_error_codes() {
         .await
         .unwrap();
     assert_eq!(raw.status().as_u16(), 400);
-    let (status, _) = post(
+    let bad: ErrorBody = read_wire(&raw.json().await.unwrap());
+    assert_eq!(bad.error, ErrorCode::InvalidRequest);
+    expect_error(
+        Method::POST,
         &format!("{url}/v1/session"),
-        json!({"message": "x", "mode": "batch"}),
+        Some(&json!({"message": "x", "mode": "batch"})),
+        ErrorCode::InvalidRequest,
     )
     .await;
-    assert_eq!(status, 400);
-    let (status, bad) = post(
+    let files = |path: &str| CreateSession {
+        workspace_files: BTreeMap::from([(path.to_string(), "x".to_string())]),
+        ..CreateSession::message("x")
+    };
+    expect_error(
+        Method::POST,
         &format!("{url}/v1/session"),
-        json!({"message": "x", "workspaceFiles": {"../escape": "x"}}),
+        Some(&files("../escape")),
+        ErrorCode::InvalidRequest,
     )
     .await;
-    assert_eq!(
-        (status, bad["error"].clone()),
-        (400, json!("invalid_request"))
-    );
-
-    let (status, bad) = post(
+    let bad = expect_error(
+        Method::POST,
         &format!("{url}/v1/session"),
-        json!({"message": "x", "workspaceFiles": {"memory/notes.md": "x"}}),
+        Some(&files("memory/notes.md")),
+        ErrorCode::InvalidRequest,
     )
     .await;
-    assert_eq!(status, 400);
-    assert!(
-        bad["message"].as_str().unwrap().contains("memory/"),
-        "{bad}"
-    );
+    assert!(bad.message.contains("memory/"), "{bad}");
 
     // 413 over 1 MiB.
     let big = "x".repeat(1024 * 1024 + 10);
-    let (status, too_big) = post(&format!("{url}/v1/session"), json!({"message": big})).await;
-    assert_eq!(status, 413, "{too_big}");
-    assert_eq!(too_big["ok"], false);
+    expect_error(
+        Method::POST,
+        &format!("{url}/v1/session"),
+        Some(&CreateSession::message(big)),
+        ErrorCode::PayloadTooLarge,
+    )
+    .await;
 
     // 404s.
     let missing = "ses_01AAAAAAAAAAAAAAAAAAAAAAAA";
@@ -272,63 +295,95 @@ async fn routes_bodies_statuses_and_error_codes() {
         (Method::DELETE, format!("/v1/session/{missing}")),
         (Method::GET, "/v1/session/../../etc".to_string()),
     ] {
-        let (status, body) = call(method.clone(), &format!("{url}{path}"), None, None).await;
-        assert_eq!(status, 404, "{method} {path}: {body}");
-        assert_eq!(body["error"], "not_found");
+        expect_error(
+            method,
+            &format!("{url}{path}"),
+            NO_BODY,
+            ErrorCode::NotFound,
+        )
+        .await;
     }
-    let (status, _) = post(&format!("{url}/v1/tools/NoSuchTool"), json!({"input": {}})).await;
-    assert_eq!(status, 404);
-    let (status, _) = get(&format!("{}/no-such-agent/v1/agent", server.host)).await;
-    assert_eq!(status, 404);
+    expect_error(
+        Method::POST,
+        &format!("{url}/v1/tools/NoSuchTool"),
+        Some(&tool_input(json!({}))),
+        ErrorCode::NotFound,
+    )
+    .await;
+    expect_error(
+        Method::GET,
+        &format!("{}/no-such-agent/v1/agent", server.host),
+        NO_BODY,
+        ErrorCode::NotFound,
+    )
+    .await;
 
     // Direct tool calls: unscoped and session-bound; validation still applies.
-    let (status, wrote) = post(
+    let wrote: ToolCallResult = expect(
+        Method::POST,
         &format!("{url}/v1/session/{id}/tools/Write"),
-        json!({"input": {"path": "note.txt", "contents": "direct\n"}}),
+        Some(&tool_input(
+            json!({"path": "note.txt", "contents": "direct\n"}),
+        )),
+        200,
     )
     .await;
-    assert_eq!(status, 200, "{wrote}");
     assert_eq!(
         wrote,
-        json!({"ok": true, "result": "Wrote contents to note.txt", "isError": false})
+        ToolCallResult {
+            ok: OkTrue,
+            result: json!("Wrote contents to note.txt"),
+            is_error: false,
+        }
     );
-    let (_, read) = post(
+    let read: ToolCallResult = expect(
+        Method::POST,
         &format!("{url}/v1/session/{id}/tools/Read"),
-        json!({"input": {"path": "note.txt"}}),
-    )
-    .await;
-    assert_eq!(read["result"], "     1\tdirect");
-    let (_, missing_file) = post(
-        &format!("{url}/v1/session/{id}/tools/Read"),
-        json!({"input": {"path": "nope.txt"}}),
-    )
-    .await;
-    assert_eq!(missing_file["isError"], true);
-    // Built-in tools run only session-scoped (the unscoped workspace is shared).
-    for tool in ["Read", "LS", "Shell", "Write"] {
-        let (status, refused) = post(&format!("{url}/v1/tools/{tool}"), json!({"input": {}})).await;
-        assert_eq!(
-            (status, refused["error"].clone()),
-            (403, json!("forbidden")),
-            "{tool}"
-        );
-    }
-    let (status, invalid) = post(
-        &format!("{url}/v1/session/{id}/tools/Read"),
-        json!({"input": {}}),
+        Some(&tool_input(json!({"path": "note.txt"}))),
+        200,
     )
     .await;
     assert_eq!(
-        (status, invalid["error"].clone()),
-        (400, json!("invalid_request"))
+        read,
+        ToolCallResult {
+            ok: OkTrue,
+            result: json!("     1\tdirect"),
+            is_error: false,
+        }
     );
-    let (status, listed) = post(
-        &format!("{url}/v1/session/{id}/tools/LS"),
-        json!({"input": {}}),
+    let missing_file: ToolCallResult = expect(
+        Method::POST,
+        &format!("{url}/v1/session/{id}/tools/Read"),
+        Some(&tool_input(json!({"path": "nope.txt"}))),
+        200,
     )
     .await;
-    assert_eq!(status, 200, "{listed}");
-    assert_eq!(listed["isError"], false);
+    assert!(missing_file.is_error, "{missing_file:?}");
+    // Built-in tools run only session-scoped (the unscoped workspace is shared).
+    for tool in ["Read", "LS", "Shell", "Write"] {
+        expect_error(
+            Method::POST,
+            &format!("{url}/v1/tools/{tool}"),
+            Some(&tool_input(json!({}))),
+            ErrorCode::Forbidden,
+        )
+        .await;
+    }
+    expect_error(
+        Method::POST,
+        &format!("{url}/v1/session/{id}/tools/Read"),
+        Some(&tool_input(json!({}))),
+        ErrorCode::InvalidRequest,
+    )
+    .await;
+    let listed: ToolCallResult = expect(
+        Method::POST,
+        &format!("{url}/v1/session/{id}/tools/LS"),
+        Some(&tool_input(json!({}))),
+        200,
+    )
+    .await;
+    assert!(!listed.is_error, "{listed:?}");
     assert!(
         state
             .path()
@@ -339,57 +394,67 @@ async fn routes_bodies_statuses_and_error_codes() {
     );
 
     // /v1/agent, /v1/logs.
-    let (status, agent) = get(&format!("{url}/v1/agent")).await;
-    assert_eq!(status, 200);
-    assert_eq!(agent["agent"]["name"], "Test Agent");
+    let agent: AgentDescription =
+        expect(Method::GET, &format!("{url}/v1/agent"), NO_BODY, 200).await;
+    assert_eq!(agent.agent.name, "Test Agent");
     assert!(
-        agent["tools"]
-            .as_array()
-            .unwrap()
+        agent
+            .tools
             .iter()
-            .any(|t| t["name"] == "Read" && t["inputSchema"].is_object())
+            .any(|t| t.name == "Read" && t.input_schema.is_object())
     );
-    for key in [
-        "skills",
-        "subagents",
-        "connections",
-        "channels",
-        "hooks",
-        "schedules",
-        "diagnostics",
-    ] {
-        assert!(agent[key].is_array(), "{key}");
-    }
-    assert_eq!(agent["skills"][0]["name"], "triage");
-    assert_eq!(agent["hooks"][0]["name"], "audit");
-    assert_eq!(agent["hooks"][0]["events"], json!(["turn.completed"]));
-    let (status, logs) = get(&format!("{url}/v1/logs?since=0")).await;
-    assert_eq!(status, 200);
-    let lines = logs["lines"].as_array().unwrap();
+    let skills: Vec<&str> = agent.skills.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(skills, ["triage"]);
+    assert_eq!(
+        agent.hooks,
+        [HookInfo {
+            name: "audit".into(),
+            events: vec!["turn.completed".into()],
+            command: vec!["true".into()],
+        }]
+    );
+    let logs: LogsResponse =
+        expect(Method::GET, &format!("{url}/v1/logs?since=0"), NO_BODY, 200).await;
     assert!(
-        lines
-            .iter()
-            .any(|l| l["message"].as_str().unwrap().contains(&id))
+        logs.lines.iter().any(|l| l.message.contains(&id)),
+        "{logs:?}"
     );
-    let last_seq = lines.last().unwrap()["seq"].as_u64().unwrap();
-    let (_, newer) = get(&format!("{url}/v1/logs?since={last_seq}")).await;
-    assert!(newer["lines"].as_array().unwrap().is_empty());
-
-    // Stop on an idle session: a no-op 200. Delete: 200, then 404 everywhere.
-    let (status, stopped) = post(&format!("{url}/v1/session/{id}/stop"), json!({})).await;
-    assert_eq!((status, stopped), (200, json!({"ok": true})));
-    let (status, _) = call(
-        Method::DELETE,
-        &format!("{url}/v1/session/{id}"),
-        None,
-        None,
+    let last_seq = logs.lines.last().unwrap().seq;
+    let newer: LogsResponse = expect(
+        Method::GET,
+        &format!("{url}/v1/logs?since={last_seq}"),
+        NO_BODY,
+        200,
     )
     .await;
-    assert_eq!(status, 200);
-    let (status, _) = get(&format!("{url}/v1/session/{id}")).await;
-    assert_eq!(status, 404);
-    let (_, list) = get(&format!("{url}/v1/sessions")).await;
-    assert_eq!(list["data"].as_array().unwrap().len(), 1);
+    assert_eq!(newer.lines, []);
+
+    // Stop on an idle session: a no-op 200. Delete: 200, then 404 everywhere.
+    let stopped: Acknowledged = expect(
+        Method::POST,
+        &format!("{url}/v1/session/{id}/stop"),
+        Some(&Empty {}),
+        200,
+    )
+    .await;
+    assert_eq!(stopped, Acknowledged { ok: OkTrue });
+    let _: Acknowledged = expect(
+        Method::DELETE,
+        &format!("{url}/v1/session/{id}"),
+        NO_BODY,
+        200,
+    )
+    .await;
+    expect_error(
+        Method::GET,
+        &format!("{url}/v1/session/{id}"),
+        NO_BODY,
+        ErrorCode::NotFound,
+    )
+    .await;
+    let list = sessions(&format!("{url}/v1/sessions"), None).await;
+    let ids: Vec<&str> = list.data.iter().map(|s| s.session_id.as_str()).collect();
+    assert_eq!(ids, [second.session_id.as_str()]);
     assert!(
         !state
             .path()
@@ -423,39 +488,30 @@ async fn principals_are_isolated_and_credentials_checked() {
     assert_eq!(url, &server.host, "--mode single serves at the root");
     let alice = Some("alice-secret");
     let bob = Some("bob-secret");
-    let (status, body) = call(
-        Method::POST,
-        &format!("{url}/v1/session"),
-        Some(json!({"message": "hi"})),
-        None,
-    )
-    .await;
-    assert_eq!(
-        (status, body["error"].clone()),
-        (401, json!("unauthorized"))
-    );
-    let (status, _) = call(
+    let hi = CreateSession::message("hi");
+    let (status, refusal) =
+        refused(Method::POST, &format!("{url}/v1/session"), Some(&hi), None).await;
+    assert_eq!((status, refusal.error), (401, ErrorCode::Unauthorized));
+    let (status, refusal) = refused(
         Method::GET,
         &format!("{url}/v1/sessions"),
-        None,
+        NO_BODY,
         Some("wrong"),
     )
     .await;
-    assert_eq!(status, 401);
-    let (status, created) = call(
-        Method::POST,
-        &format!("{url}/v1/session"),
-        Some(json!({"message": "hi"})),
-        alice,
-    )
-    .await;
-    assert_eq!(status, 201);
-    let id = created["sessionId"].as_str().unwrap();
-    let token = created["continuationToken"].as_str().unwrap();
+    assert_eq!((status, refusal.error), (401, ErrorCode::Unauthorized));
+    let (status, created) =
+        answer::<SessionCreated>(Method::POST, &format!("{url}/v1/session"), Some(&hi), alice)
+            .await;
+    assert_eq!(status, 201, "{created:?}");
+    let created = created.unwrap();
+    let id = created.session_id.as_str();
+    let token = created.continuation_token.as_str();
     let mut stream = Stream::open(url, id, 0, alice).await;
     stream.until("session.waiting").await;
-    assert_eq!(stream.events[0]["data"]["principal"], "alice");
+    assert_eq!(data::<SessionStarted>(&stream.events[0]).principal, "alice");
 
+    // Request bodies of each session route (JSON, as the routes differ in type).
     let routes: Vec<(Method, String, Option<Value>)> = vec![
         (
             Method::POST,
@@ -483,23 +539,28 @@ async fn principals_are_isolated_and_credentials_checked() {
         ),
     ];
     for (method, path, body) in routes {
-        let (status, answer) = call(method.clone(), &format!("{url}{path}"), body, bob).await;
-        assert_eq!(status, 403, "{method} {path}: {answer}");
-        assert_eq!(answer["error"], "forbidden");
+        let (status, refusal) =
+            refused(method.clone(), &format!("{url}{path}"), body.as_ref(), bob).await;
+        assert_eq!(
+            (status, refusal.error),
+            (403, ErrorCode::Forbidden),
+            "{method} {path}: {refusal}"
+        );
     }
-    let (_, bobs) = call(Method::GET, &format!("{url}/v1/sessions"), None, bob).await;
-    assert_eq!(bobs["data"], json!([]));
-    let (_, alices) = call(Method::GET, &format!("{url}/v1/sessions"), None, alice).await;
-    assert_eq!(alices["data"].as_array().unwrap().len(), 1);
+    let bobs = sessions(&format!("{url}/v1/sessions"), bob).await;
+    assert_eq!(bobs, Page::new(Vec::new(), None));
+    let alices = sessions(&format!("{url}/v1/sessions"), alice).await;
+    let ids: Vec<&str> = alices.data.iter().map(|s| s.session_id.as_str()).collect();
+    assert_eq!(ids, [id]);
     // Approvals of an unknown call on one's own session: 404.
-    let (status, _) = call(
+    let (status, refusal) = refused(
         Method::POST,
         &format!("{url}/v1/session/{id}/approvals/call_x"),
-        Some(json!({"decision": "approve"})),
+        Some(&json!({"decision": "approve"})),
         alice,
     )
     .await;
-    assert_eq!(status, 404);
+    assert_eq!((status, refusal.error), (404, ErrorCode::NotFound));
 }
 
 #[tokio::test]
@@ -516,11 +577,10 @@ async fn local_dev_strict_refuses_forwarded_requests() {
             .await
             .unwrap();
         assert_eq!(response.status().as_u16(), 403, "{header}");
-        let body: Value = response.json().await.unwrap();
-        assert_eq!(body["error"], "forbidden");
+        let body: ErrorBody = read_wire(&response.json().await.unwrap());
+        assert_eq!(body.error, ErrorCode::Forbidden, "{header}");
     }
-    let (status, _) = get(&format!("{}/v1/sessions", server.url)).await;
-    assert_eq!(status, 200);
+    sessions(&format!("{}/v1/sessions", server.url), None).await;
 }
 
 #[tokio::test]
@@ -537,35 +597,38 @@ async fn task_sessions_end_and_refuse_follow_ups() {
     )
     .await;
     let url = &server.url;
-    let (_, created) = post(
-        &format!("{url}/v1/session"),
-        json!({"message": "do it", "mode": "task"}),
+    let created = create_session(
+        url,
+        &CreateSession {
+            mode: Some(SessionMode::Task),
+            ..CreateSession::message("do it")
+        },
     )
     .await;
-    let id = created["sessionId"].as_str().unwrap();
+    let id = created.session_id.as_str();
     let mut stream = Stream::open(url, id, 0, None).await;
     while stream.next().await.is_some() {}
     assert_eq!(
-        stream.types().last().unwrap(),
-        "session.completed",
+        stream.types().last(),
+        Some(&"session.completed"),
         "the stream ends after the final event"
     );
-    assert_eq!(stream.events[0]["data"]["principal"], "anonymous");
-    let (status, refused) = post(
+    assert_eq!(
+        data::<SessionStarted>(&stream.events[0]).principal,
+        "anonymous"
+    );
+    expect_error(
+        Method::POST,
         &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": created["continuationToken"], "message": "more"}),
+        Some(&FollowUp::new(&created.continuation_token, "more")),
+        ErrorCode::SessionNotFollowable,
     )
     .await;
-    assert_eq!(
-        (status, refused["error"].clone()),
-        (409, json!("session_not_followable"))
-    );
-    let (_, got) = get(&format!("{url}/v1/session/{id}")).await;
-    assert_eq!(got["session"]["status"], "completed");
+    assert_eq!(session(url, id).await.status, SessionStatus::Completed);
     // A stream of a finished task past its last event ends at once.
     let past = stream.events.len() as u64 + 5;
     let mut late = Stream::open(url, id, past, None).await;
-    assert!(late.next().await.is_none());
+    assert_eq!(late.next().await, None);
 }
 
 #[tokio::test]
@@ -577,35 +640,34 @@ async fn preempt_stop_busy_and_coalesce() {
     let state = tempfile::tempdir().unwrap();
     let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
     let url = &server.url;
+    let interrupted = EventBody::TurnFailed(TurnFailed {
+        message: TURN_INTERRUPTED.into(),
+    });
 
     // Preempt (the default): the running turn fails with `turn interrupted`, then the new one runs.
-    let (_, created) = post(&format!("{url}/v1/session"), json!({"message": "first"})).await;
-    let id = created["sessionId"].as_str().unwrap().to_string();
-    let token = created["continuationToken"].as_str().unwrap().to_string();
+    let created = create_session(url, &CreateSession::message("first")).await;
+    let id = created.session_id;
     let mut stream = Stream::open(url, &id, 0, None).await;
     stream.until("step.started").await;
     // Session-bound tool calls share the execution lock.
-    let (status, busy) = post(
+    expect_error(
+        Method::POST,
         &format!("{url}/v1/session/{id}/tools/LS"),
-        json!({"input": {}}),
+        Some(&tool_input(json!({}))),
+        ErrorCode::SessionBusy,
     )
     .await;
-    assert_eq!(
-        (status, busy["error"].clone()),
-        (409, json!("session_busy"))
-    );
-    let (status, followed) = post(
-        &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": token, "message": "second"}),
+    let followed = follow_up(
+        url,
+        &id,
+        &FollowUp::new(&created.continuation_token, "second"),
     )
     .await;
-    assert_eq!(status, 200);
-    let token = followed["continuationToken"].as_str().unwrap().to_string();
     let failed = stream.until("turn.failed").await;
-    assert_eq!(failed["data"]["message"], "turn interrupted");
+    assert_eq!(failed.body, interrupted);
     let completed = stream.until("turn.completed").await;
-    assert_eq!(completed["data"]["reply"], "after preempt");
-    assert_ne!(failed["turnId"], completed["turnId"]);
+    assert_eq!(data::<TurnCompleted>(&completed).reply, "after preempt");
+    assert_ne!(failed.turn_id, completed.turn_id);
     stream.until("session.waiting").await;
     assert_eq!(
         stream.count("session.waiting"),
@@ -615,54 +677,59 @@ async fn preempt_stop_busy_and_coalesce() {
 
     // Stop: interrupts without a new message; the session waits again.
     mock.push(slow("stopped"));
-    let (_, followed) = post(
-        &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": token, "message": "third"}),
+    let followed = follow_up(
+        url,
+        &id,
+        &FollowUp::new(&followed.continuation_token, "third"),
     )
     .await;
-    let token = followed["continuationToken"].as_str().unwrap().to_string();
     stream.until_count("step.started", 3).await;
-    let (status, _) = post(&format!("{url}/v1/session/{id}/stop"), json!({})).await;
-    assert_eq!(status, 200);
+    let _: Acknowledged = expect(
+        Method::POST,
+        &format!("{url}/v1/session/{id}/stop"),
+        Some(&Empty {}),
+        200,
+    )
+    .await;
     let failed = stream.until("turn.failed").await;
-    assert_eq!(failed["data"]["message"], "turn interrupted");
+    assert_eq!(failed.body, interrupted);
     stream.until_count("session.waiting", 2).await;
 
     // Coalesce: three follow-ups during a turn → exactly one extra turn carrying all three.
     mock.push(slow("busy"));
     mock.push(MockReply::text("coalesced reply"));
-    let (_, followed) = post(
-        &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": token, "message": "fourth"}),
+    let followed = follow_up(
+        url,
+        &id,
+        &FollowUp::new(&followed.continuation_token, "fourth"),
     )
     .await;
-    let mut token = followed["continuationToken"].as_str().unwrap().to_string();
+    let mut token = followed.continuation_token;
     stream.until_count("step.started", 4).await;
     for text in ["c1", "c2", "c3"] {
-        let (status, followed) = post(
-            &format!("{url}/v1/session/{id}"),
-            json!({"continuationToken": token, "message": text, "admission": "coalesce"}),
-        )
-        .await;
-        assert_eq!(status, 200, "{followed}");
-        token = followed["continuationToken"].as_str().unwrap().to_string();
+        let coalesce = FollowUp {
+            admission: Some(Admission::Coalesce),
+            ..FollowUp::new(&token, text)
+        };
+        token = follow_up(url, &id, &coalesce).await.continuation_token;
     }
     stream.until_count("session.waiting", 3).await;
-    let received: Vec<&Value> = stream
-        .events
-        .iter()
-        .filter(|e| e["type"] == "message.received")
-        .collect();
+    let received = all::<MessageReceived>(&stream.events);
     assert_eq!(received.len(), 5);
-    let last = received.last().unwrap();
-    assert_eq!(last["data"]["coalesced"], 3);
-    assert_eq!(last["data"]["admission"], "coalesce");
-    assert_eq!(last["data"]["text"], "c1\n\nc2\n\nc3");
+    assert_eq!(
+        received[4],
+        &MessageReceived {
+            text: "c1\n\nc2\n\nc3".into(),
+            admission: Some(Admission::Coalesce),
+            coalesced: Some(3),
+            client_message_id: None,
+        }
+    );
     let turns = stream.count("turn.started");
     assert_eq!(turns, 5, "{:#?}", stream.types());
     assert_eq!(stream.count("turn.completed"), 3);
-    let requests = user_texts(&mock);
-    assert_eq!(requests.last().unwrap().last().unwrap(), "c1\n\nc2\n\nc3");
+    let users = mock.requests().last().unwrap().user_texts();
+    assert_eq!(users.last().unwrap(), "c1\n\nc2\n\nc3");
     assert_contiguous(&stream.events, 0);
 }
 
@@ -678,31 +745,21 @@ async fn turns_queue_under_max_running_turns() {
     let url = &server.url;
     let mut ids = Vec::new();
     for n in 0..3 {
-        let (status, created) = post(
-            &format!("{url}/v1/session"),
-            json!({"message": format!("m{n}")}),
-        )
-        .await;
-        assert_eq!(status, 201);
-        ids.push(created["sessionId"].as_str().unwrap().to_string());
+        let created = create_session(url, &CreateSession::message(format!("m{n}"))).await;
+        ids.push(created.session_id);
     }
     let mut positions = Vec::new();
     for id in &ids {
         let mut stream = Stream::open(url, id, 0, None).await;
         stream.until("session.waiting").await;
         positions.push(
-            stream
-                .events
-                .iter()
-                .find(|e| e["type"] == "turn.queued")
-                .map(|e| e["data"]["position"].as_u64().unwrap()),
+            all::<TurnQueued>(&stream.events)
+                .first()
+                .map(|queued| queued.position),
         );
-        let queued_at = stream.types().iter().position(|t| t == "turn.queued");
-        let started_at = stream
-            .types()
-            .iter()
-            .position(|t| t == "turn.started")
-            .unwrap();
+        let types = stream.types();
+        let queued_at = types.iter().position(|t| *t == "turn.queued");
+        let started_at = types.iter().position(|t| *t == "turn.started").unwrap();
         if let Some(queued_at) = queued_at {
             assert!(queued_at < started_at);
         }

@@ -3,9 +3,14 @@
 
 mod serve_support;
 
+use folio_protocol::{
+    Acknowledged, ActionApprovalRequested, ActionApprovalResolved, ActionResult, ApprovalDecision,
+    ApprovalRequest, CreateSession, ErrorCode, FollowUp, OkTrue, SessionStatus, TurnCompleted,
+};
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
+use reqwest::Method;
+use serde_json::json;
 use serve_support::*;
 
 fn agent_with_deploy() -> Project {
@@ -27,8 +32,12 @@ properties.target = { type = "string" }
     dir
 }
 
-fn call_id(event: &Value) -> String {
-    event["data"]["callId"].as_str().unwrap().to_string()
+/// The decision body of an approval.
+fn decide(decision: ApprovalDecision, reason: Option<&str>) -> ApprovalRequest {
+    ApprovalRequest {
+        decision,
+        reason: reason.map(str::to_string),
+    }
 }
 
 #[tokio::test]
@@ -43,102 +52,125 @@ async fn approve_deny_and_a_parked_call_surviving_kill_9() {
     let state = tempfile::tempdir().unwrap();
     let mut server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
     let url = server.url.clone();
-    let (_, created) = post(
-        &format!("{url}/v1/session"),
-        json!({"message": "deploy prod"}),
-    )
-    .await;
-    let id = created["sessionId"].as_str().unwrap().to_string();
-    let token = created["continuationToken"].as_str().unwrap().to_string();
+    let created = create_session(&url, &CreateSession::message("deploy prod")).await;
+    let id = created.session_id;
     let mut stream = Stream::open(&url, &id, 0, None).await;
     let requested = stream.until("action.approval_requested").await;
-    assert_eq!(requested["data"]["tool"], "deploy");
-    assert_eq!(requested["data"]["input"], json!({"target": "prod"}));
-    let approvals = format!("{url}/v1/session/{id}/approvals/{}", call_id(&requested));
-    let (status, _) = post(&approvals, json!({"decision": "approve", "extra": 1})).await;
-    assert_eq!(status, 400);
-    let (status, ok) = post(&approvals, json!({"decision": "approve"})).await;
-    assert_eq!((status, ok), (200, json!({"ok": true})));
-    let (status, again) = post(&approvals, json!({"decision": "approve"})).await;
+    let requested = data::<ActionApprovalRequested>(&requested).clone();
     assert_eq!(
-        (status, again["error"].clone()),
-        (409, json!("approval_resolved"))
+        (requested.tool.as_str(), &requested.input),
+        ("deploy", &json!({"target": "prod"}))
     );
+    let approvals = format!("{url}/v1/session/{id}/approvals/{}", requested.call_id);
+    expect_error(
+        Method::POST,
+        &approvals,
+        Some(&json!({"decision": "approve", "extra": 1})),
+        ErrorCode::InvalidRequest,
+    )
+    .await;
+    let approve = decide(ApprovalDecision::Approve, None);
+    let ok: Acknowledged = expect(Method::POST, &approvals, Some(&approve), 200).await;
+    assert_eq!(ok, Acknowledged { ok: OkTrue });
+    expect_error(
+        Method::POST,
+        &approvals,
+        Some(&approve),
+        ErrorCode::ApprovalResolved,
+    )
+    .await;
     let resolved = stream.until("action.approval_resolved").await;
-    assert_eq!(resolved["data"]["decision"], "approve");
-    assert_eq!(resolved["data"]["by"], "local");
+    assert_eq!(
+        data::<ActionApprovalResolved>(&resolved),
+        &ActionApprovalResolved {
+            call_id: requested.call_id.clone(),
+            decision: ApprovalDecision::Approve,
+            reason: None,
+            by: "local".into(),
+        }
+    );
     let result = stream.until("action.result").await;
-    assert_eq!(result["data"]["isError"], false);
+    let result = data::<ActionResult>(&result);
+    assert!(!result.is_error, "{result:?}");
     assert!(
-        result["data"]["output"].to_string().contains("deployed"),
-        "{result}"
+        result
+            .output
+            .as_ref()
+            .unwrap()
+            .to_string()
+            .contains("deployed"),
+        "{result:?}"
     );
     stream.until("session.waiting").await;
 
     // Deny with a reason.
     mock.push(MockReply::tool_calls([("deploy", json!({"target": "eu"}))]));
     mock.push(MockReply::text("Not deployed."));
-    let (_, followed) = post(
-        &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": token, "message": "and eu"}),
+    let followed = follow_up(
+        &url,
+        &id,
+        &FollowUp::new(&created.continuation_token, "and eu"),
     )
     .await;
-    let token = followed["continuationToken"].as_str().unwrap().to_string();
     let requested = stream.until("action.approval_requested").await;
-    let (status, _) = post(
-        &format!("{url}/v1/session/{id}/approvals/{}", call_id(&requested)),
-        json!({"decision": "deny", "reason": "freeze week"}),
+    let call_id = &data::<ActionApprovalRequested>(&requested).call_id;
+    let _: Acknowledged = expect(
+        Method::POST,
+        &format!("{url}/v1/session/{id}/approvals/{call_id}"),
+        Some(&decide(ApprovalDecision::Deny, Some("freeze week"))),
+        200,
     )
     .await;
-    assert_eq!(status, 200);
     let result = stream.until("action.result").await;
-    assert_eq!(result["data"]["error"], "denied by local: freeze week");
-    assert_eq!(result["data"]["isError"], true);
+    let result = data::<ActionResult>(&result);
+    assert_eq!(
+        (result.error.as_deref(), result.is_error),
+        (Some("denied by local: freeze week"), true)
+    );
     stream.until_count("session.waiting", 2).await;
 
     // Parked, then the server dies; after the restart the decision resumes the turn.
     mock.push(MockReply::tool_calls([("deploy", json!({"target": "us"}))]));
     mock.push(MockReply::text("Deployed after the restart."));
-    post(
-        &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": token, "message": "and us"}),
+    follow_up(
+        &url,
+        &id,
+        &FollowUp::new(&followed.continuation_token, "and us"),
     )
     .await;
     stream.until_count("action.approval_requested", 3).await;
-    let parked = stream
-        .events
-        .iter()
-        .rev()
-        .find(|e| e["type"] == "action.approval_requested")
-        .unwrap()
-        .clone();
+    let parked = (*of_type::<ActionApprovalRequested>(&stream.events)
+        .last()
+        .unwrap())
+    .clone();
     server.child.start_kill().unwrap();
     server.child.wait().await.unwrap();
     let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
     let url = server.url.clone();
-    let (_, got) = get(&format!("{url}/v1/session/{id}")).await;
-    assert_eq!(got["session"]["status"], "running", "still parked");
-    let next = parked["index"].as_u64().unwrap() + 1;
+    assert_eq!(
+        session(&url, &id).await.status,
+        SessionStatus::Running,
+        "still parked"
+    );
+    let next = parked.index + 1;
     let mut resumed = Stream::open(&url, &id, next, None).await;
-    let (status, _) = post(
-        &format!("{url}/v1/session/{id}/approvals/{}", call_id(&parked)),
-        json!({"decision": "approve"}),
+    let call_id = &data::<ActionApprovalRequested>(&parked).call_id;
+    let _: Acknowledged = expect(
+        Method::POST,
+        &format!("{url}/v1/session/{id}/approvals/{call_id}"),
+        Some(&approve),
+        200,
     )
     .await;
-    assert_eq!(status, 200);
     resumed.until("session.waiting").await;
     assert_contiguous(&resumed.events, next);
     let types = resumed.types();
     assert_eq!(types[..2], ["action.approval_resolved", "action.result"]);
     assert_eq!(resumed.count("turn.failed"), 0);
-    let completed = resumed
-        .events
-        .iter()
-        .find(|e| e["type"] == "turn.completed")
-        .unwrap();
-    assert_eq!(completed["data"]["reply"], "Deployed after the restart.");
+    let completed = first::<TurnCompleted>(&resumed.events);
     assert_eq!(
-        completed["turnId"], parked["turnId"],
-        "the same turn resumed"
+        data::<TurnCompleted>(completed).reply,
+        "Deployed after the restart."
     );
+    assert_eq!(completed.turn_id, parked.turn_id, "the same turn resumed");
 }

@@ -4,10 +4,20 @@ mod serve_support;
 
 use std::time::Duration;
 
+use folio_protocol::{
+    AgentDescription, AgentSummary, CreateSession, ErrorCode, EventBody, SessionStatus,
+    TURN_INTERRUPTED, TurnCompleted, TurnFailed,
+};
+use folio_server::SessionMeta;
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use reqwest::Method;
 use serve_support::*;
+
+/// The agent description at `url`.
+async fn describe(url: &str) -> AgentDescription {
+    expect(Method::GET, &format!("{url}/v1/agent"), NO_BODY, 200).await
+}
 
 fn write_agent(dir: &std::path::Path, name: &str) {
     std::fs::create_dir_all(dir.join("agent")).unwrap();
@@ -35,31 +45,35 @@ async fn a_folder_of_projects_mounts_each_agent_under_its_slug() {
     std::fs::create_dir_all(root.path().join("not-a-project")).unwrap();
     let state = tempfile::tempdir().unwrap();
     let server = serve(&mock.openai_base_url(), root.path(), state.path(), &[]).await;
-    let (status, agents) = get(&format!("{}/v1/agents", server.host)).await;
-    assert_eq!(status, 200);
-    assert_eq!(
-        agents,
-        json!([
-            {"slug": "alpha", "name": "Alpha", "description": "the Alpha agent"},
-            {"slug": "beta", "name": "Beta", "description": "the Beta agent"}
-        ])
-    );
-    let (_, info) = get(&format!("{}/beta/v1/agent", server.host)).await;
-    assert_eq!(info["agent"]["name"], "Beta");
-    let (status, created) = post(
-        &format!("{}/beta/v1/session", server.host),
-        json!({"message": "hi"}),
+    let agents: Vec<AgentSummary> = expect(
+        Method::GET,
+        &format!("{}/v1/agents", server.host),
+        NO_BODY,
+        200,
     )
     .await;
-    assert_eq!(status, 201);
-    let id = created["sessionId"].as_str().unwrap();
+    let summary = |name: &str| AgentSummary {
+        slug: name.to_lowercase(),
+        name: name.into(),
+        description: Some(format!("the {name} agent")),
+    };
+    assert_eq!(agents, [summary("Alpha"), summary("Beta")]);
+    let beta = format!("{}/beta", server.host);
+    assert_eq!(describe(&beta).await.agent.name, "Beta");
+    let created = create_session(&beta, &CreateSession::message("hi")).await;
+    let id = created.session_id.as_str();
     // Each slug has its own state root and its own sessions.
     assert!(state.path().join("beta/sessions").join(id).exists());
-    let (status, _) = get(&format!("{}/alpha/v1/session/{id}", server.host)).await;
-    assert_eq!(status, 404);
-    let mut stream = Stream::open(&format!("{}/beta", server.host), id, 0, None).await;
+    expect_error(
+        Method::GET,
+        &format!("{}/alpha/v1/session/{id}", server.host),
+        NO_BODY,
+        ErrorCode::NotFound,
+    )
+    .await;
+    let mut stream = Stream::open(&beta, id, 0, None).await;
     let done = stream.until("turn.completed").await;
-    assert_eq!(done["data"]["reply"], "from beta");
+    assert_eq!(data::<TurnCompleted>(&done).reply, "from beta");
     let (status, index) = get(&format!("{}/", server.host)).await;
     assert_eq!(status, 200);
     let index = index.as_str().unwrap();
@@ -82,12 +96,8 @@ async fn sigterm_records_running_turns_as_interrupted_and_exits() {
     let dir = project("name = \"stopper\"\nmodel = \"openai:gpt-test\"\n");
     let state = tempfile::tempdir().unwrap();
     let mut server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
-    let (_, created) = post(
-        &format!("{}/v1/session", server.url),
-        json!({"message": "hi"}),
-    )
-    .await;
-    let id = created["sessionId"].as_str().unwrap().to_string();
+    let created = create_session(&server.url, &CreateSession::message("hi")).await;
+    let id = created.session_id.clone();
     let mut stream = Stream::open(&server.url, &id, 0, None).await;
     stream.until("step.started").await;
     let pid = server.child.id().unwrap() as i32;
@@ -100,43 +110,35 @@ async fn sigterm_records_running_turns_as_interrupted_and_exits() {
     assert!(status.success(), "{status:?}");
     // The stream saw the interruption, then ended.
     let failed = stream.until("turn.failed").await;
-    assert_eq!(failed["data"]["message"], "turn interrupted");
+    assert_eq!(
+        failed.body,
+        EventBody::TurnFailed(TurnFailed {
+            message: TURN_INTERRUPTED.into()
+        })
+    );
     let trace = state
         .path()
         .join("test-agent/traces")
         .join(format!("{id}.ndjson"));
-    let log = std::fs::read_to_string(trace).unwrap();
-    let types: Vec<String> = log
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["type"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let log = read_ndjson(&std::fs::read_to_string(trace).unwrap());
+    let types: Vec<&str> = log.iter().map(|event| event.event_type()).collect();
     assert_eq!(types[types.len() - 2..], ["turn.failed", "session.waiting"]);
-    let meta: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(
-            state
-                .path()
-                .join("test-agent/sessions")
-                .join(&id)
-                .join("session.json"),
-        )
-        .unwrap(),
+    let meta = std::fs::read_to_string(
+        state
+            .path()
+            .join("test-agent/sessions")
+            .join(&id)
+            .join("session.json"),
     )
     .unwrap();
-    assert_eq!(meta["status"], "waiting");
-    assert!(
-        meta["tokenHash"].as_str().unwrap().len() == 64,
+    let parsed: SessionMeta = serde_json::from_str(&meta).unwrap();
+    assert_eq!(parsed.status, SessionStatus::Waiting);
+    assert_eq!(
+        parsed.token_hash.map(|hash| hash.len()),
+        Some(64),
         "the token is stored hashed"
     );
-    assert!(
-        !meta
-            .to_string()
-            .contains(created["continuationToken"].as_str().unwrap())
-    );
+    assert!(!meta.contains(&created.continuation_token), "{meta}");
 }
 
 #[tokio::test]
@@ -187,15 +189,10 @@ async fn folio_chat_talks_to_a_running_agent() {
         stdout.lines().collect::<Vec<_>>(),
         ["Second reply.", "Third reply."]
     );
-    let last = mock.requests().last().unwrap().body.clone();
-    let users: Vec<&str> = last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
-    assert_eq!(users, ["first line", "second line"]);
+    assert_eq!(
+        mock.requests().last().unwrap().user_texts(),
+        ["first line", "second line"]
+    );
 }
 
 #[tokio::test]
@@ -224,8 +221,10 @@ async fn folio_dev_reloads_the_agent_when_its_files_change() {
             break;
         }
     }
-    let (_, info) = get(&format!("{url}/v1/agent")).await;
-    assert_eq!(info["agent"]["description"], "before");
+    assert_eq!(
+        describe(&url).await.agent.description.as_deref(),
+        Some("before")
+    );
     std::fs::write(
         dir.path().join("agent/agent.toml"),
         "name = \"devy\"\ndescription = \"after\"\nmodel = \"openai:gpt-test\"\n",
@@ -234,8 +233,7 @@ async fn folio_dev_reloads_the_agent_when_its_files_change() {
     let mut reloaded = false;
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let (_, info) = get(&format!("{url}/v1/agent")).await;
-        if info["agent"]["description"] == "after" {
+        if describe(&url).await.agent.description.as_deref() == Some("after") {
             reloaded = true;
             break;
         }
@@ -272,8 +270,7 @@ async fn a_busy_preferred_port_moves_to_the_next_free_one() {
         chosen > port && chosen <= port.saturating_add(100),
         "{chosen} after {port}"
     );
-    let (status, _) = get(&format!("{url}/v1/agents")).await;
-    assert_eq!(status, 200);
+    let _: Vec<AgentSummary> = expect(Method::GET, &format!("{url}/v1/agents"), NO_BODY, 200).await;
     drop(busy);
     child.kill().await.unwrap();
 }

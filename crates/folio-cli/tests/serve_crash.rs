@@ -6,9 +6,9 @@ mod serve_support;
 use std::io::Write;
 use std::time::Duration;
 
+use folio_protocol::{CreateSession, EventBody, FollowUp, SERVER_RESTARTED, TurnFailed};
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
-use serde_json::json;
 use serve_support::*;
 
 #[tokio::test]
@@ -22,15 +22,13 @@ async fn kill_9_mid_turn_then_restart_resumes_the_stream_and_the_conversation() 
     let state = tempfile::tempdir().unwrap();
     let mut server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
     let url = server.url.clone();
-    let (status, created) = post(&format!("{url}/v1/session"), json!({"message": "first"})).await;
-    assert_eq!(status, 201);
-    let id = created["sessionId"].as_str().unwrap().to_string();
-    let token = created["continuationToken"].as_str().unwrap().to_string();
+    let created = create_session(&url, &CreateSession::message("first")).await;
+    let id = created.session_id;
     let mut stream = Stream::open(&url, &id, 0, None).await;
     stream.until("message.appended").await;
     let seen = stream.events.clone();
     assert_contiguous(&seen, 0);
-    let last_seen = seen.last().unwrap()["index"].as_u64().unwrap();
+    let last_seen = seen.last().unwrap().index;
 
     server.child.start_kill().unwrap();
     server.child.wait().await.unwrap();
@@ -58,17 +56,18 @@ async fn kill_9_mid_turn_then_restart_resumes_the_stream_and_the_conversation() 
     let mut resumed = Stream::open(&url, &id, last_seen + 1, None).await;
     resumed.until("session.waiting").await;
     assert_contiguous(&resumed.events, last_seen + 1);
-    let failed = resumed
-        .events
-        .iter()
-        .find(|e| e["type"] == "turn.failed")
-        .unwrap();
-    assert_eq!(failed["data"]["message"], "server restarted");
+    let failed = first::<TurnFailed>(&resumed.events);
     assert_eq!(
-        failed["index"], stored_before,
+        failed.body,
+        EventBody::TurnFailed(TurnFailed {
+            message: SERVER_RESTARTED.into()
+        })
+    );
+    assert_eq!(
+        failed.index, stored_before,
         "the torn line is dropped, not served"
     );
-    assert_eq!(failed["turnId"], seen[1]["turnId"]);
+    assert_eq!(failed.turn_id, seen[1].turn_id);
 
     // The whole log replays without the torn line and with contiguous indexes.
     let mut replay = Stream::open(&url, &id, 0, None).await;
@@ -77,23 +76,16 @@ async fn kill_9_mid_turn_then_restart_resumes_the_stream_and_the_conversation() 
     assert_eq!(replay.events[..seen.len()], seen[..]);
 
     // A follow-up (with the token issued before the crash) continues the conversation.
-    let (status, followed) = post(
-        &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": token, "message": "second"}),
+    follow_up(
+        &url,
+        &id,
+        &FollowUp::new(&created.continuation_token, "second"),
     )
     .await;
-    assert_eq!(status, 200, "{followed}");
     replay.until("turn.completed").await;
-    let requests = mock.requests();
-    let last = requests.last().unwrap();
-    let users: Vec<&str> = last.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
-    assert_eq!(users, ["first", "second"]);
-    let (_, got) = get(&format!("{url}/v1/session/{id}")).await;
-    assert_eq!(got["session"]["turns"], 2);
+    assert_eq!(
+        mock.requests().last().unwrap().user_texts(),
+        ["first", "second"]
+    );
+    assert_eq!(session(&url, &id).await.turns, 2);
 }

@@ -5,12 +5,20 @@
 
 mod serve_support;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use folio_protocol::{
+    Admission, CreateSession, ErrorBody, ErrorCode, Event, EventBody, FollowUp, FollowUpAccepted,
+    MessageQueued, MessageReceived, Page, SERVER_RESTARTED, SessionCreated, SessionStatus,
+    SessionSummary, SessionWaiting, TurnCompleted, TurnFailed,
+};
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
+use reqwest::Method;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serve_support::*;
 
 const AGENT: &str = "name = \"durable\"\nmodel = \"openai:gpt-test\"\n";
@@ -42,10 +50,14 @@ async fn kill(mut server: Served) {
     gone(server).await;
 }
 
-/// Sends a JSON body with an optional `Idempotency-Key`; the status and body, or `None` when
-/// the server died before answering.
-async fn post_keyed(url: &str, body: Value, key: Option<&str>) -> Option<(u16, Value)> {
-    let mut request = client().post(url).json(&body);
+/// Sends a JSON body with an optional `Idempotency-Key`; the status and the answer as `T` (or
+/// its error body), or `None` when the server died before answering.
+async fn post_keyed<T: Serialize + DeserializeOwned>(
+    url: &str,
+    body: &impl Serialize,
+    key: Option<&str>,
+) -> Option<(u16, Result<T, ErrorBody>)> {
+    let mut request = client().post(url).json(body);
     if let Some(key) = key {
         request = request.header("Idempotency-Key", key);
     }
@@ -53,54 +65,30 @@ async fn post_keyed(url: &str, body: Value, key: Option<&str>) -> Option<(u16, V
     let status = response.status().as_u16();
     let body = response.json().await.ok()?;
     check_answer("POST", url, status, &body);
-    Some((status, body))
-}
-
-/// Every stored event of a session (`GET …/events`).
-async fn events(url: &str, id: &str) -> Vec<Value> {
-    let text = client()
-        .get(format!("{url}/v1/session/{id}/events"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let events: Vec<Value> = text
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    assert_contiguous(&events, 0);
-    events
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
+    Some((status, read_answer(status, &body)))
 }
 
 /// The user messages of the last model request.
 fn last_users(mock: &MockModelServer) -> Vec<String> {
-    let requests = mock.requests();
-    requests.last().unwrap().body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap().to_string())
-        .collect()
+    mock.requests().last().unwrap().user_texts()
 }
 
 /// Creates a chat session and waits for its first turn to end; its id and token.
 async fn created_and_waiting(url: &str) -> (String, String) {
-    let (status, created) = post(&format!("{url}/v1/session"), json!({"message": "first"})).await;
-    assert_eq!(status, 201, "{created}");
-    let id = created["sessionId"].as_str().unwrap().to_string();
-    let mut stream = Stream::open(url, &id, 0, None).await;
+    let created = create_session(url, &CreateSession::message("first")).await;
+    let mut stream = Stream::open(url, &created.session_id, 0, None).await;
     stream.until("session.waiting").await;
-    (
-        id,
-        created["continuationToken"].as_str().unwrap().to_string(),
-    )
+    (created.session_id, created.continuation_token)
+}
+
+/// A `message.received` with no admission, coalescing or key.
+fn received(text: &str) -> MessageReceived {
+    MessageReceived {
+        text: text.into(),
+        admission: None,
+        coalesced: None,
+        client_message_id: None,
+    }
 }
 
 #[tokio::test]
@@ -117,8 +105,11 @@ async fn a_follow_up_recorded_before_a_crash_is_answered_by_its_retry_and_runs_o
     // rotated token) and before the reply.
     let server = serve_faulty(&mock, dir.path(), state.path(), "message-synced").await;
     let follow = format!("{}/v1/session/{id}", server.url);
-    let body = json!({"continuationToken": token, "message": "second"});
-    assert_eq!(post_keyed(&follow, body.clone(), Some("msg-2")).await, None);
+    let body = FollowUp::new(&token, "second");
+    assert_eq!(
+        post_keyed::<FollowUpAccepted>(&follow, &body, Some("msg-2")).await,
+        None
+    );
     gone(server).await;
 
     mock.push(MockReply::text("three"));
@@ -126,54 +117,68 @@ async fn a_follow_up_recorded_before_a_crash_is_answered_by_its_retry_and_runs_o
     let url = server.url.clone();
     let follow = format!("{url}/v1/session/{id}");
     // The retry gets an answer (not 409), twice the same one, and records nothing new.
-    let (status, first) = post_keyed(&follow, body.clone(), Some("msg-2"))
+    let (status, first) = post_keyed::<FollowUpAccepted>(&follow, &body, Some("msg-2"))
         .await
         .unwrap();
-    assert_eq!(status, 200, "{first}");
-    let again = post_keyed(&follow, body.clone(), Some("msg-2"))
-        .await
-        .unwrap();
-    assert_eq!(again, (200, first.clone()));
+    assert_eq!(status, 200, "{first:?}");
+    let first = first.unwrap();
+    let again = post_keyed(&follow, &body, Some("msg-2")).await.unwrap();
+    assert_eq!(again, (200, Ok(first.clone())));
     let stored = events(&url, &id).await;
-    let received: Vec<&Value> = of_type(&stored, "message.received");
-    assert_eq!(received.len(), 2, "{stored:#?}");
+    let received_events = of_type::<MessageReceived>(&stored);
+    assert_eq!(received_events.len(), 2, "{stored:#?}");
     assert_eq!(
-        received[1]["data"],
-        json!({"text": "second", "clientMessageId": "msg-2"})
+        received_events[1].body,
+        EventBody::MessageReceived(MessageReceived {
+            client_message_id: Some("msg-2".into()),
+            ..received("second")
+        })
     );
     // Its turn was cut by the crash; the session parked once.
-    let failed = of_type(&stored, "turn.failed");
+    let failed = of_type::<TurnFailed>(&stored);
     assert_eq!(failed.len(), 1);
-    assert_eq!(failed[0]["data"]["message"], "server restarted");
-    assert_eq!(failed[0]["turnId"], received[1]["turnId"]);
-    assert_eq!(of_type(&stored, "session.waiting").len(), 2);
-    let (_, got) = get(&follow).await;
-    assert_eq!(got["session"]["status"], "waiting");
-    assert_eq!(got["session"]["turns"], 2);
+    assert_eq!(
+        failed[0].body,
+        EventBody::TurnFailed(TurnFailed {
+            message: SERVER_RESTARTED.into()
+        })
+    );
+    assert_eq!(failed[0].turn_id, received_events[1].turn_id);
+    assert_eq!(all::<SessionWaiting>(&stored).len(), 2);
+    let got = session(&url, &id).await;
+    assert_eq!((got.status, got.turns), (SessionStatus::Waiting, 2));
 
     // The answered token continues the conversation; the one it replaced is stale.
-    let token = first["continuationToken"].as_str().unwrap();
-    let (status, _) = post(
-        &follow,
-        json!({"continuationToken": token, "message": "third"}),
+    follow_up(
+        &url,
+        &id,
+        &FollowUp::new(&first.continuation_token, "third"),
     )
     .await;
-    assert_eq!(status, 200);
     let mut stream = Stream::open(&url, &id, 0, None).await;
     stream.until_count("session.waiting", 3).await;
     assert_eq!(last_users(&mock), ["first", "second", "third"]);
-    let (status, stale) = post(&follow, body.clone()).await;
-    assert_eq!(status, 409, "{stale}");
-    assert_eq!(stale["error"], "stale_continuation_token");
+    expect_error(
+        Method::POST,
+        &follow,
+        Some(&body),
+        ErrorCode::StaleContinuationToken,
+    )
+    .await;
     // Still answered by key after the token moved on (session.json remembers the key) ...
-    let late = post_keyed(&follow, body, Some("msg-2")).await.unwrap();
-    assert_eq!(late, (200, first));
+    let late = post_keyed(&follow, &body, Some("msg-2")).await.unwrap();
+    assert_eq!(late, (200, Ok(first)));
     // ... but only to the holder of the token it first presented.
-    let wrong = json!({"continuationToken": "http:guess", "message": "second"});
-    let (status, refused) = post_keyed(&follow, wrong, Some("msg-2")).await.unwrap();
-    assert_eq!(status, 409, "{refused}");
+    let wrong = FollowUp::new("http:guess", "second");
+    let (status, refusal) = post_keyed::<FollowUpAccepted>(&follow, &wrong, Some("msg-2"))
+        .await
+        .unwrap();
     assert_eq!(
-        of_type(&events(&url, &id).await, "message.received").len(),
+        (status, refusal.unwrap_err().error),
+        (409, ErrorCode::StaleContinuationToken)
+    );
+    assert_eq!(
+        of_type::<MessageReceived>(&events(&url, &id).await).len(),
         3
     );
 }
@@ -187,8 +192,14 @@ async fn a_create_acknowledged_just_before_a_crash_is_retried_by_key_into_the_sa
     // Everything is durable; the process dies before the 201 leaves.
     let server = serve_faulty(&mock, dir.path(), state.path(), "before-reply").await;
     let create = format!("{}/v1/session", server.url);
-    let body = json!({"message": "first", "clientMessageId": "create-1"});
-    assert_eq!(post_keyed(&create, body.clone(), None).await, None);
+    let body = CreateSession {
+        client_message_id: Some("create-1".into()),
+        ..CreateSession::message("first")
+    };
+    assert_eq!(
+        post_keyed::<SessionCreated>(&create, &body, None).await,
+        None
+    );
     gone(server).await;
 
     mock.push(MockReply::text("hello again"));
@@ -197,46 +208,46 @@ async fn a_create_acknowledged_just_before_a_crash_is_retried_by_key_into_the_sa
     let url = server.url.clone();
     let create = format!("{url}/v1/session");
     // The header and the body field name the same key.
-    let (status, first) = post_keyed(&create, json!({"message": "first"}), Some("create-1"))
-        .await
-        .unwrap();
-    assert_eq!(status, 201, "{first}");
-    let again = post_keyed(&create, body, None).await.unwrap();
-    assert_eq!(again, (201, first.clone()));
-    let id = first["sessionId"].as_str().unwrap();
-    let (_, page) = get(&format!("{url}/v1/sessions")).await;
-    let ids: Vec<&str> = page["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["sessionId"].as_str().unwrap())
-        .collect();
+    let (status, first) =
+        post_keyed::<SessionCreated>(&create, &CreateSession::message("first"), Some("create-1"))
+            .await
+            .unwrap();
+    assert_eq!(status, 201, "{first:?}");
+    let first = first.unwrap();
+    let again = post_keyed(&create, &body, None).await.unwrap();
+    assert_eq!(again, (201, Ok(first.clone())));
+    let id = first.session_id.as_str();
+    let page: Page<SessionSummary> =
+        expect(Method::GET, &format!("{url}/v1/sessions"), NO_BODY, 200).await;
+    let ids: Vec<&str> = page.data.iter().map(|s| s.session_id.as_str()).collect();
     assert_eq!(ids, [id], "one session for one key");
     let stored = events(&url, id).await;
     assert_eq!(
-        of_type(&stored, "message.received")
-            .iter()
-            .map(|e| e["data"].clone())
-            .collect::<Vec<_>>(),
-        [json!({"text": "first", "clientMessageId": "create-1"})]
+        all::<MessageReceived>(&stored),
+        [&MessageReceived {
+            client_message_id: Some("create-1".into()),
+            ..received("first")
+        }]
     );
     // The answered token is the session's token.
-    let token = first["continuationToken"].as_str().unwrap();
-    let (status, followed) = post(
-        &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": token, "message": "second"}),
+    follow_up(
+        &url,
+        id,
+        &FollowUp::new(&first.continuation_token, "second"),
     )
     .await;
-    assert_eq!(status, 200, "{followed}");
     // A key differing between header and body is refused.
-    let (status, refused) = post_keyed(
-        &create,
-        json!({"message": "x", "clientMessageId": "a"}),
-        Some("b"),
-    )
-    .await
-    .unwrap();
-    assert_eq!(status, 400, "{refused}");
+    let differing = CreateSession {
+        client_message_id: Some("a".into()),
+        ..CreateSession::message("x")
+    };
+    let (status, refusal) = post_keyed::<SessionCreated>(&create, &differing, Some("b"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (status, refusal.unwrap_err().error),
+        (400, ErrorCode::InvalidRequest)
+    );
 }
 
 #[tokio::test]
@@ -265,20 +276,17 @@ async fn coalesced_messages_survive(ending: Ending) {
     let state = tempfile::tempdir().unwrap();
     let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
     let url = server.url.clone();
-    let (status, created) = post(&format!("{url}/v1/session"), json!({"message": "first"})).await;
-    assert_eq!(status, 201);
-    let id = created["sessionId"].as_str().unwrap().to_string();
-    let mut token = created["continuationToken"].as_str().unwrap().to_string();
+    let created = create_session(&url, &CreateSession::message("first")).await;
+    let id = created.session_id;
+    let mut token = created.continuation_token;
     let mut stream = Stream::open(&url, &id, 0, None).await;
     stream.until("message.appended").await;
     for text in ["q1", "q2"] {
-        let (status, accepted) = post(
-            &format!("{url}/v1/session/{id}"),
-            json!({"continuationToken": token, "message": text, "admission": "coalesce"}),
-        )
-        .await;
-        assert_eq!(status, 200, "{accepted}");
-        token = accepted["continuationToken"].as_str().unwrap().to_string();
+        let coalesce = FollowUp {
+            admission: Some(Admission::Coalesce),
+            ..FollowUp::new(&token, text)
+        };
+        token = follow_up(&url, &id, &coalesce).await.continuation_token;
     }
     match ending {
         Ending::Kill9 => kill(server).await,
@@ -304,43 +312,44 @@ async fn coalesced_messages_survive(ending: Ending) {
     let mut stream = Stream::open(&url, &id, 0, None).await;
     stream.until("session.waiting").await;
     let stored = events(&url, &id).await;
+    let queued = |text: &str| MessageQueued {
+        text: text.into(),
+        workspace_files: BTreeMap::new(),
+        client_message_id: None,
+    };
     assert_eq!(
-        of_type(&stored, "message.queued")
-            .iter()
-            .map(|e| e["data"].clone())
-            .collect::<Vec<_>>(),
-        [json!({"text": "q1"}), json!({"text": "q2"})]
+        all::<MessageQueued>(&stored),
+        [&queued("q1"), &queued("q2")]
     );
     assert_eq!(
-        of_type(&stored, "message.received")
-            .iter()
-            .map(|e| e["data"].clone())
-            .collect::<Vec<_>>(),
+        all::<MessageReceived>(&stored),
         [
-            json!({"text": "first"}),
-            json!({"text": "q1\n\nq2", "admission": "coalesce", "coalesced": 2})
+            &received("first"),
+            &MessageReceived {
+                admission: Some(Admission::Coalesce),
+                coalesced: Some(2),
+                ..received("q1\n\nq2")
+            }
         ]
     );
-    assert_eq!(of_type(&stored, "turn.completed").len(), 1);
-    assert_eq!(of_type(&stored, "session.waiting").len(), 1);
+    assert_eq!(all::<TurnCompleted>(&stored).len(), 1);
+    assert_eq!(all::<SessionWaiting>(&stored).len(), 1);
     assert_eq!(last_users(&mock), ["first", "q1\n\nq2"]);
     // The last acknowledged token still continues the session.
     mock.push(MockReply::text("next answered"));
-    let (status, _) = post(
-        &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": token, "message": "next"}),
-    )
-    .await;
-    assert_eq!(status, 200);
+    follow_up(&url, &id, &FollowUp::new(&token, "next")).await;
     stream.until_count("session.waiting", 2).await;
 
     // A second restart runs nothing again.
     kill(server).await;
     let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
     let stored = events(&server.url, &id).await;
-    assert_eq!(of_type(&stored, "message.received").len(), 3);
-    assert_eq!(of_type(&stored, "session.waiting").len(), 2);
-    assert_eq!(stored.last().unwrap()["type"], "session.waiting");
+    assert_eq!(all::<MessageReceived>(&stored).len(), 3);
+    assert_eq!(all::<SessionWaiting>(&stored).len(), 2);
+    assert_eq!(
+        stored.last().unwrap().body,
+        EventBody::SessionWaiting(SessionWaiting {})
+    );
 }
 
 #[tokio::test]
@@ -351,24 +360,19 @@ async fn a_crash_after_the_end_of_a_turn_is_synced_records_session_waiting_once(
     let state = tempfile::tempdir().unwrap();
     // session.waiting is synced; the process dies before session.json says waiting.
     let server = serve_faulty(&mock, dir.path(), state.path(), "boundary-synced").await;
-    let (status, created) = post(
-        &format!("{}/v1/session", server.url),
-        json!({"message": "first"}),
-    )
-    .await;
-    assert_eq!(status, 201);
+    let created = create_session(&server.url, &CreateSession::message("first")).await;
     gone(server).await;
 
     mock.push(MockReply::text("again"));
     let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
     let url = server.url.clone();
-    let id = created["sessionId"].as_str().unwrap();
+    let id = created.session_id.as_str();
     let stored = events(&url, id).await;
     assert_eq!(
         stored
             .iter()
-            .map(|e| e["type"].as_str().unwrap())
-            .filter(|t| !t.starts_with("message.appended"))
+            .map(Event::event_type)
+            .filter(|t| *t != "message.appended")
             .collect::<Vec<_>>(),
         [
             "session.started",
@@ -381,16 +385,17 @@ async fn a_crash_after_the_end_of_a_turn_is_synced_records_session_waiting_once(
             "session.waiting"
         ]
     );
-    let (_, got) = get(&format!("{url}/v1/session/{id}")).await;
-    assert_eq!(got["session"]["status"], "waiting");
-    assert_eq!(got["session"]["lastIndex"], stored.last().unwrap()["index"]);
-    let token = created["continuationToken"].as_str().unwrap();
-    let (status, _) = post(
-        &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": token, "message": "second"}),
+    let got = session(&url, id).await;
+    assert_eq!(
+        (got.status, got.last_index),
+        (SessionStatus::Waiting, stored.last().unwrap().index)
+    );
+    follow_up(
+        &url,
+        id,
+        &FollowUp::new(&created.continuation_token, "second"),
     )
     .await;
-    assert_eq!(status, 200);
 }
 
 #[tokio::test]

@@ -5,10 +5,25 @@ mod serve_support;
 
 use std::path::PathBuf;
 
-use folio_protocol::{AskResult, AskStatus, CheckResult};
+use folio_protocol::{AskResult, AskStatus, CheckResult, SessionMode};
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
+use serde::Deserialize;
+use serde_json::Value;
 use serve_support::*;
+
+/// What `tests/interop/mcp_ask.py` prints: the Python SDK's view of the calls (`structured` and
+/// `check` are Folio's own results, read through their folio-protocol types below).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Interop {
+    tools: Vec<String>,
+    reply: String,
+    is_error: bool,
+    session_id: String,
+    structured: Value,
+    check: Value,
+}
 
 fn python() -> PathBuf {
     let venv =
@@ -41,26 +56,31 @@ async fn python_mcp_sdk_asks_the_agent() {
         "the Python client failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(result["tools"], serde_json::json!(["ask", "check"]));
-    assert_eq!(result["reply"], "Hello from Folio over MCP.");
-    assert_eq!(result["isError"], false);
-    let session = result["sessionId"].as_str().unwrap();
-    assert!(session.starts_with("ses_"));
+    let result: Interop = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result.tools, ["ask", "check"]);
+    assert_eq!(result.reply, "Hello from Folio over MCP.");
+    assert!(!result.is_error, "{result:?}");
+    let session_id = result.session_id.as_str();
+    assert!(session_id.starts_with("ses_"), "{session_id}");
+    let asked: AskResult = read_wire(&result.structured);
     assert_eq!(
-        result["structured"],
-        serde_json::json!({"status": "completed", "sessionId": session, "reply": "Hello from Folio over MCP."})
+        asked,
+        AskResult {
+            status: AskStatus::Completed,
+            session_id: session_id.into(),
+            reply: "Hello from Folio over MCP.".into(),
+        }
     );
-    let asked: AskResult = read_wire(&result["structured"]);
-    assert_eq!(asked.status, AskStatus::Completed);
-    let checked: CheckResult = read_wire(&result["check"]);
-    assert_eq!(checked.session.session_id, session);
+    let checked: CheckResult = read_wire(&result.check);
+    assert_eq!(checked.session.session_id, session_id);
     assert_eq!(
         checked.last_reply.as_deref(),
         Some("Hello from Folio over MCP.")
     );
     // The session is an ordinary chat session of the MCP channel.
-    let (_, events) = get(&format!("{}/v1/session/{session}", server.url)).await;
-    assert_eq!(events["session"]["mode"], "chat");
+    assert_eq!(
+        session(&server.url, session_id).await.mode,
+        SessionMode::Chat
+    );
     assert_eq!(mock.requests().len(), 1);
 }

@@ -5,16 +5,14 @@
 mod serve_support;
 
 use folio_protocol::{
-    Acknowledged, AgentDescription, AgentSummary, ApprovalDecision, ApprovalRequest,
-    ArtifactRecord, ArtifactResponse, CreateSession, Empty, ErrorBody, ErrorCode, Event, EventBody,
+    Acknowledged, ActionApprovalRequested, AgentDescription, AgentSummary, ApprovalDecision,
+    ApprovalRequest, ArtifactRecord, ArtifactResponse, CreateSession, Empty, ErrorCode, EventBody,
     FollowUp, FollowUpAccepted, LogsResponse, Page, SessionCreated, SessionMode, SessionResponse,
     SessionStatus, SessionSummary, ToolCallRequest, ToolCallResult,
 };
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use reqwest::Method;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::json;
 use serve_support::*;
 
@@ -34,28 +32,6 @@ const ARTIFACTS: &str = r#"agent_tool = true
 [kinds.note]
 description = "A note"
 "#;
-
-/// Calls `method url` with `body`, expects `status`, and reads the answer as `T`.
-async fn expect<T: Serialize + DeserializeOwned>(
-    method: Method,
-    url: &str,
-    body: Option<&impl Serialize>,
-    status: u16,
-) -> T {
-    let body = body.map(|body| serde_json::to_value(body).unwrap());
-    let (got, answer) = call(method.clone(), url, body, None).await;
-    assert_eq!(got, status, "{method} {url}: {answer}");
-    read_wire(&answer)
-}
-
-/// Calls `method url` with `body` and expects the error `code` (its status, an [`ErrorBody`]).
-async fn expect_error(method: Method, url: &str, body: Option<&impl Serialize>, code: ErrorCode) {
-    let error: ErrorBody = expect(method, url, body, code.status()).await;
-    assert_eq!(error.error, code, "{error}");
-    assert!(!error.message.is_empty());
-}
-
-const NO_BODY: Option<&Empty> = None;
 
 #[tokio::test]
 async fn every_route_answers_with_its_folio_protocol_type() {
@@ -144,11 +120,8 @@ async fn every_route_answers_with_its_folio_protocol_type() {
         .text()
         .await
         .unwrap();
-    let dumped: Vec<Event> = dump
-        .lines()
-        .map(|line| read_wire(&serde_json::from_str(line).unwrap()))
-        .collect();
-    assert_eq!(dumped.len(), stream.events.len());
+    let dumped = read_ndjson(&dump);
+    assert_eq!(dumped, stream.events);
     assert!(
         dumped
             .iter()
@@ -235,7 +208,7 @@ async fn every_route_answers_with_its_folio_protocol_type() {
     )
     .await;
     let requested = stream.until("action.approval_requested").await;
-    let call_id = requested["data"]["callId"].as_str().unwrap();
+    let call_id = &data::<ActionApprovalRequested>(&requested).call_id;
     let decision = ApprovalRequest {
         decision: ApprovalDecision::Approve,
         reason: None,

@@ -321,6 +321,11 @@ pub struct ConnectionDescription {
     pub connection: ConnectionInfo,
     /// `model` or `host`.
     pub visible_to: Visibility,
+    /// Set while the connection is failed: why its server could not start (`MCP server "…"
+    /// could not start: …`, what a call of its tools answers); `folio serve` retries it in the
+    /// background and its tools appear once it starts. Absent when it runs or is not started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// `GET /v1/agent`: what discovery found, with the live tool registry.

@@ -172,6 +172,7 @@ fn http_bodies_written_by_the_types_are_valid() {
                     env_vars: Vec::new(),
                 },
                 visible_to: Visibility::Host,
+                error: None,
             }],
             channels: Vec::new(),
             hooks: Vec::new(),

@@ -2,7 +2,8 @@
 //! session, 200 concurrent sessions running turns, memory per idle session with 10,000 stored
 //! sessions, and cold start to listening. Run with
 //! `cargo bench -p folio-server --bench serve_load` (optionally `-- --sessions N --streams N
-//! --turns N --keep-alive-turns N`); results are printed as Markdown rows for bench/RESULTS.md.
+//! --turns N --keep-alive-turns N`, and `--kept-alive-only` for the kept-alive cases alone);
+//! results are printed as Markdown rows for bench/RESULTS.md.
 //! It opens with kept-alive clients (1, 8, 32 at once) creating sessions and streaming each turn
 //! to `session.waiting`, plus one run with Nagle's algorithm left on to show what it costs.
 
@@ -13,11 +14,11 @@ use std::time::{Duration, Instant};
 
 use folio_agent::{Agent, discover};
 use folio_model::{Delta, DeltaStream, ModelError, ModelRequest, Provider};
-use folio_protocol::{CreateSession, FinishReason, Usage};
+use folio_protocol::{CreateSession, FinishReason, SessionCreated, Usage};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
 use folio_server::{LogBuffer, SessionManager, StateRoot};
 use futures::{StreamExt, stream};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 /// Text deltas per answer (each is one `message.appended` event).
@@ -44,6 +45,51 @@ impl Provider for ZeroLatency {
         deltas.push(Ok(Delta::Finish(FinishReason::Stop)));
         Ok(stream::iter(deltas).boxed())
     }
+}
+
+/// The `type` of an event line: all the load clients read of an event, so that the figures
+/// measure the server rather than the clients' parsing of whole events.
+#[derive(Deserialize)]
+struct EventType<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: &'a str,
+}
+
+impl<'a> EventType<'a> {
+    /// The type of the NDJSON event `line`.
+    fn of(line: &'a [u8]) -> &'a str {
+        serde_json::from_slice::<EventType>(line)
+            .unwrap_or_else(|err| panic!("not an event ({err}): {}", String::from_utf8_lossy(line)))
+            .kind
+    }
+}
+
+/// Creates a session with `message` over HTTP.
+async fn create(client: &reqwest::Client, url: &str, message: String) -> SessionCreated {
+    client
+        .post(format!("{url}/v1/session"))
+        .json(&CreateSession::message(message))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// What a `--cold-start` child prints (one JSON line).
+#[derive(Serialize, Deserialize)]
+struct ColdStart {
+    /// From opening the state root to a bound HTTP port.
+    listening_ms: f64,
+    /// RSS before opening the state root.
+    rss_before_kib: u64,
+    /// RSS once listening.
+    rss_after_kib: u64,
+    /// How long the first page of the session list took.
+    first_page_ms: f64,
+    /// Sessions on that page.
+    first_page: usize,
 }
 
 fn rss_kib() -> u64 {
@@ -115,16 +161,8 @@ async fn client_turns(url: String, turns: usize) -> Vec<(f64, f64)> {
     let mut figures = Vec::with_capacity(turns);
     for n in 0..turns {
         let begun = Instant::now();
-        let created: Value = client
-            .post(format!("{url}/v1/session"))
-            .json(&json!({"message": format!("turn {n}")}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let id = created["sessionId"].as_str().unwrap();
+        let created = create(&client, &url, format!("turn {n}")).await;
+        let id = &created.session_id;
         let response = client
             .get(format!("{url}/v1/session/{id}/stream"))
             .send()
@@ -138,11 +176,8 @@ async fn client_turns(url: String, turns: usize) -> Vec<(f64, f64)> {
             first_event.get_or_insert_with(|| begun.elapsed().as_secs_f64() * 1000.0);
             while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = buffer.drain(..=end).collect();
-                if line.len() > 1 {
-                    let event: Value = serde_json::from_slice(&line).unwrap();
-                    if event["type"] == "session.waiting" {
-                        break 'read;
-                    }
+                if line.len() > 1 && EventType::of(&line) == "session.waiting" {
+                    break 'read;
                 }
             }
         }
@@ -202,8 +237,7 @@ async fn read_until(response: reqwest::Response, kind: &str, count: usize) -> us
                 continue;
             }
             events += 1;
-            let event: Value = serde_json::from_slice(&line).unwrap();
-            if event["type"] == kind {
+            if EventType::of(&line) == kind {
                 seen += 1;
                 if seen == count {
                     return events;
@@ -240,19 +274,17 @@ async fn cold_start(state: &Path, project: &Path) {
     let page = manager.list("local", 50, None, None).unwrap();
     let page_ms = page_started.elapsed().as_secs_f64() * 1000.0;
     let _ = url;
-    println!(
-        "{}",
-        json!({
-            "listeningMs": listening.as_secs_f64() * 1000.0,
-            "rssBeforeKiB": before,
-            "rssAfterKiB": rss_kib(),
-            "firstPageMs": page_ms,
-            "firstPage": page.data.len(),
-        })
-    );
+    let figures = ColdStart {
+        listening_ms: listening.as_secs_f64() * 1000.0,
+        rss_before_kib: before,
+        rss_after_kib: rss_kib(),
+        first_page_ms: page_ms,
+        first_page: page.data.len(),
+    };
+    println!("{}", serde_json::to_string(&figures).unwrap());
 }
 
-fn run_child(state: &Path, project: &Path) -> Value {
+fn run_child(state: &Path, project: &Path) -> ColdStart {
     let output = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--cold-start"])
         .arg(state)
@@ -280,6 +312,9 @@ async fn run() {
     kept_alive(agent.clone(), 1, keep_alive_turns / 4, false).await;
     for clients in [1, 8, 32] {
         kept_alive(agent.clone(), clients, keep_alive_turns, true).await;
+    }
+    if std::env::args().any(|a| a == "--kept-alive-only") {
+        return;
     }
 
     // 1. 10,000 stored sessions (each ran one real turn), then cold start and idle memory.
@@ -330,23 +365,21 @@ async fn run() {
     let cold_full = run_child(state.path(), project.path());
     println!(
         "| cold start to listening, empty state root | {:.1} ms | — |",
-        cold_empty["listeningMs"].as_f64().unwrap()
+        cold_empty.listening_ms
     );
     println!(
         "| cold start to listening, {sessions} stored sessions | {:.1} ms | — |",
-        cold_full["listeningMs"].as_f64().unwrap()
+        cold_full.listening_ms
     );
-    let per_idle = (cold_full["rssAfterKiB"].as_f64().unwrap()
-        - cold_empty["rssAfterKiB"].as_f64().unwrap())
-        * 1024.0
+    let per_idle = (cold_full.rss_after_kib as f64 - cold_empty.rss_after_kib as f64) * 1024.0
         / sessions as f64;
     println!(
         "| RSS after cold start: empty / {sessions} stored | {} KiB / {} KiB ({per_idle:.1} bytes per idle session) | memory bounded by active work |",
-        cold_empty["rssAfterKiB"], cold_full["rssAfterKiB"]
+        cold_empty.rss_after_kib, cold_full.rss_after_kib
     );
     println!(
         "| first page of `GET /v1/sessions` (50 of {sessions}) | {:.1} ms | — |",
-        cold_full["firstPageMs"].as_f64().unwrap()
+        cold_full.first_page_ms
     );
 
     // 2. 1,000 concurrent streams on one session.
@@ -363,16 +396,7 @@ async fn run() {
         .pool_max_idle_per_host(0)
         .build()
         .unwrap();
-    let created: Value = client
-        .post(format!("{url}/v1/session"))
-        .json(&json!({"message": "fan out"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = created["sessionId"].as_str().unwrap().to_string();
+    let id = create(&client, &url, "fan out".into()).await.session_id;
     let rss_before = rss_kib();
     let opened = Instant::now();
     let mut responses = Vec::new();
@@ -423,16 +447,7 @@ async fn run() {
             let url = url.clone();
             tokio::spawn(async move {
                 let begun = Instant::now();
-                let created: Value = client
-                    .post(format!("{url}/v1/session"))
-                    .json(&json!({"message": format!("turn {n}")}))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
-                let id = created["sessionId"].as_str().unwrap();
+                let id = create(&client, &url, format!("turn {n}")).await.session_id;
                 let response = client
                     .get(format!("{url}/v1/session/{id}/stream"))
                     .send()

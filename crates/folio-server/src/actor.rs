@@ -103,7 +103,10 @@ impl Actor {
                 if self.running.is_none() && !self.queue.is_empty() {
                     let (message, count) = Pending::join(std::mem::take(&mut self.queue));
                     let admission = Some(Admission::Coalesce);
-                    if let Err(err) = self.start_turn(message, admission, Some(count), None, None) {
+                    if let Err(err) = self
+                        .start_turn(message, admission, Some(count), None, None)
+                        .await
+                    {
                         self.inner
                             .logs
                             .about(&self.live.id)
@@ -172,7 +175,7 @@ impl Actor {
                     let _ = std::fs::remove_dir_all(state.session_dir(&self.live.id));
                     let _ = std::fs::remove_file(state.trace_path(&self.live.id));
                 }
-                let _ = self.live.log.sync();
+                let _ = self.live.log.commit().await;
                 *lock(&self.live.mailbox) = None;
                 let _ = reply.send(());
                 true
@@ -242,9 +245,11 @@ impl Actor {
                         let answer = token::derived_token(presented, key);
                         if current {
                             // Recorded, but the process died before the token rotated.
-                            self.live.update_meta(&self.inner.state, |meta| {
-                                rotate(meta, Some(&answer), Some(key));
-                            })?;
+                            self.live
+                                .update_meta(&self.inner.state, |meta| {
+                                    rotate(meta, Some(&answer), Some(key));
+                                })
+                                .await?;
                             return Ok(Some(answer));
                         }
                         if token::answered_with(&lock(&self.live.meta), key, &answer) {
@@ -269,11 +274,15 @@ impl Actor {
                             client_message_id: key.clone(),
                         }),
                     )?;
-                    self.live.log.sync()?;
+                    self.live.log.commit().await?;
                     self.inner.fault(FaultPoint::MessageSynced);
-                    self.live.update_meta(&self.inner.state, |meta| {
-                        rotate(meta, rotated.as_deref(), key.as_deref());
-                    })?;
+                    if rotated.is_some() {
+                        self.live
+                            .update_meta(&self.inner.state, |meta| {
+                                rotate(meta, rotated.as_deref(), key.as_deref());
+                            })
+                            .await?;
+                    }
                     self.queue.push(message);
                     return Ok(rotated);
                 }
@@ -295,13 +304,14 @@ impl Actor {
             let (joined, count) = Pending::join(messages);
             (joined, Some(count))
         };
-        self.start_turn(message, admission, coalesced, key, rotated.as_deref())?;
+        self.start_turn(message, admission, coalesced, key, rotated.as_deref())
+            .await?;
         Ok(rotated)
     }
 
-    /// Records the message, syncs the log, then writes `session.json` (status `running`, the
-    /// rotated token) and starts the turn.
-    fn start_turn(
+    /// Records the message, syncs the log, then sets status `running` (written to
+    /// `session.json` durably when a rotated token comes with it) and starts the turn.
+    async fn start_turn(
         &mut self,
         message: Pending,
         admission: Option<Admission>,
@@ -319,13 +329,21 @@ impl Actor {
                 client_message_id: key.clone(),
             }),
         )?;
-        self.live.log.sync()?;
+        self.live.log.commit().await?;
         self.inner.fault(FaultPoint::MessageSynced);
-        self.live.update_meta(&self.inner.state, |meta| {
+        let running = |meta: &mut SessionMeta| {
             meta.status = SessionStatus::Running;
             meta.turns += 1;
             rotate(meta, rotated, key.as_deref());
-        })?;
+        };
+        if rotated.is_some() {
+            self.live.update_meta(&self.inner.state, running).await?;
+        } else {
+            // Status and turn count only: queries of a live session read them from memory, the
+            // turn's boundary writes them, and recovery repairs them from the log synced above
+            // (no rewrite of `session.json` per message).
+            self.live.change_meta(running);
+        }
         self.spawn_turn(turn_id, false, message.files);
         Ok(())
     }
@@ -381,7 +399,10 @@ impl Actor {
         if !self.queue.is_empty() && mode == SessionMode::Chat {
             let (message, count) = Pending::join(std::mem::take(&mut self.queue));
             let admission = Some(Admission::Coalesce);
-            if let Err(err) = self.start_turn(message, admission, Some(count), None, None) {
+            if let Err(err) = self
+                .start_turn(message, admission, Some(count), None, None)
+                .await
+            {
                 self.inner
                     .logs
                     .about(&self.live.id)
@@ -389,7 +410,7 @@ impl Actor {
             }
             return;
         }
-        if let Err(err) = finish_session(&self.live, Some(&outcome), &self.inner) {
+        if let Err(err) = finish_session(&self.live, Some(&outcome), &self.inner).await {
             self.inner
                 .logs
                 .about(&self.live.id)
@@ -488,12 +509,28 @@ fn rotate(meta: &mut SessionMeta, rotated: Option<&str>, key: Option<&str>) {
 }
 
 /// Records the end of a turn: `session.waiting` (chat) or `session.completed`/`failed` (task),
-/// synced before the status in `session.json` follows.
-pub(crate) fn finish_session(
+/// synced (group commit) before the status in `session.json` follows.
+pub(crate) async fn finish_session(
     live: &Live,
     outcome: Option<&TurnOutcome>,
     inner: &Inner,
 ) -> Result<(), ManagerError> {
+    let (event, status) = record_end(live, outcome)?;
+    live.log.commit().await?;
+    inner.fault(FaultPoint::BoundarySynced);
+    // Status and last index only: recovery repairs them from the log synced above.
+    live.repair_meta(&inner.state, |meta| {
+        meta.status = status;
+        meta.last_index = event.index;
+    })
+}
+
+/// Appends the event that ends a turn for the session's mode and outcome (not synced yet);
+/// returns it with the status it leaves the session in.
+pub(crate) fn record_end(
+    live: &Live,
+    outcome: Option<&TurnOutcome>,
+) -> Result<(Event, SessionStatus), ManagerError> {
     let mode = lock(&live.meta).mode;
     let (body, status) = match (mode, outcome) {
         (SessionMode::Chat, _) => (
@@ -511,13 +548,7 @@ pub(crate) fn finish_session(
             SessionStatus::Failed,
         ),
     };
-    let event = live.append(None, body)?;
-    live.log.sync()?;
-    inner.fault(FaultPoint::BoundarySynced);
-    live.update_meta(&inner.state, |meta| {
-        meta.status = status;
-        meta.last_index = event.index;
-    })
+    Ok((live.append(None, body)?, status))
 }
 
 /// Prepares and runs a tool directly (no approval gate).

@@ -1,13 +1,16 @@
 //! The append-only NDJSON event log of one session: monotonic indexes, one `write` per line,
-//! fsync at turn boundaries, and torn-last-line recovery on load.
+//! fsync at turn boundaries (through the state root's group commit in `folio serve`), and
+//! torn-last-line recovery on load.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use folio_protocol::{Event, EventBody};
+
+use crate::state::{SyncTarget, commit};
 
 /// Why the log could not be read or appended to.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +43,8 @@ pub struct EventLog {
     path: PathBuf,
     session_id: String,
     state: Mutex<Writer>,
+    /// The same file, handed to the group commit (an fsync needs no writer lock).
+    sync_handle: Arc<File>,
 }
 
 #[derive(Debug)]
@@ -77,11 +82,13 @@ impl EventLog {
         }
         file.seek(SeekFrom::End(0)).map_err(io)?;
         let next_index = events.last().map_or(0, |e| e.index + 1);
+        let sync_handle = Arc::new(file.try_clone().map_err(io)?);
         Ok((
             EventLog {
                 path: path.to_path_buf(),
                 session_id: session_id.to_string(),
                 state: Mutex::new(Writer { file, next_index }),
+                sync_handle,
             },
             events,
         ))
@@ -118,13 +125,19 @@ impl EventLog {
         Ok(event)
     }
 
-    /// Flushes the log to stable storage (called at turn boundaries).
+    /// Flushes the log to stable storage on this thread (turn boundaries outside a server).
     pub fn sync(&self) -> Result<(), LogError> {
-        let state = self
-            .state
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        state.file.sync_data().map_err(|source| LogError::Io {
+        self.sync_handle.sync_data().map_err(|source| LogError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// Flushes the log to stable storage through the group commit: off the async workers, in
+    /// one round with the other sessions' syncs (a tokio runtime is needed).
+    pub(crate) async fn commit(&self) -> Result<(), LogError> {
+        let target = SyncTarget::Data(self.sync_handle.clone());
+        commit(vec![target]).await.map_err(|source| LogError::Io {
             path: self.path.clone(),
             source,
         })

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use folio_protocol::{EventBody, ForkOrigin, ForkSession, SessionMode};
 
-use crate::command::{Admit, Command, Pending};
+use crate::command::{Admit, Pending};
 use crate::error::ManagerError;
 use crate::live::lock;
 use crate::manager::{Accepted, NewSession, SessionManager};
@@ -54,21 +54,23 @@ impl SessionManager {
             .collect();
         let fork_id = new_session_id();
         let token = token::new_token();
-        let live = self.open_new(
-            NewSession {
-                session_id: &fork_id,
-                token: &token,
-                principal,
-                channel: "http",
-                mode,
-                title: request.title.or(title),
-                forked_from: Some(ForkOrigin {
-                    session_id: session_id.to_string(),
-                    at_index: at,
-                }),
-            },
-            &copied,
-        )?;
+        let (live, directories) = self
+            .open_new(
+                NewSession {
+                    session_id: &fork_id,
+                    token: &token,
+                    principal,
+                    channel: "http",
+                    mode,
+                    title: request.title.or(title),
+                    forked_from: Some(ForkOrigin {
+                        session_id: session_id.to_string(),
+                        at_index: at,
+                    }),
+                },
+                &copied,
+            )
+            .await?;
         let admit = Admit {
             message: Pending {
                 text: request.message,
@@ -78,8 +80,7 @@ impl SessionManager {
             token: None,
             key: None,
         };
-        self.command(&live, |reply| Command::Send { admit, reply })
-            .await??;
+        self.admit_first(&live, directories, admit).await?;
         Ok(Accepted {
             session_id: fork_id,
             continuation_token: token,
@@ -89,14 +90,19 @@ impl SessionManager {
     /// A new continuation token for the owner of a chat session (`POST /v1/session/:id/token`):
     /// only hashes are stored, so a page reopening a past run cannot read the current token;
     /// its owner gets a fresh one instead, and the token handed out before goes stale.
-    pub fn issue_token(&self, principal: &str, session_id: &str) -> Result<Accepted, ManagerError> {
+    pub async fn issue_token(
+        &self,
+        principal: &str,
+        session_id: &str,
+    ) -> Result<Accepted, ManagerError> {
         let live = self.owned(principal, session_id)?;
         if lock(&live.meta).mode == SessionMode::Task {
             return Err(ManagerError::NotFollowable(session_id.to_string()));
         }
         let token = token::new_token();
         let hash = token::hash_token(&token);
-        live.update_meta(self.state(), |meta| meta.token_hash = Some(hash))?;
+        live.update_meta(self.state(), |meta| meta.token_hash = Some(hash))
+            .await?;
         Ok(Accepted {
             session_id: session_id.to_string(),
             continuation_token: token,

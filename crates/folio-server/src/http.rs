@@ -390,7 +390,7 @@ async fn issue_token(
     Path(id): Path<String>,
     ApiJson(Empty {}): ApiJson<Empty>,
 ) -> ApiResult {
-    let accepted = state.mount.manager.issue_token(&principal, &id)?;
+    let accepted = state.mount.manager.issue_token(&principal, &id).await?;
     ok(
         StatusCode::OK,
         FollowUpAccepted {
@@ -589,8 +589,13 @@ async fn agent_info(State(state): State<AgentState>) -> ApiResult {
     ]
     .into_iter()
     .flat_map(|(list, visible_to)| {
+        let failed = &agent.failed_connections;
         list.into_iter()
             .map(move |connection| ConnectionDescription {
+                error: (visible_to == Visibility::Model)
+                    .then(|| failed.get(&connection.name))
+                    .flatten()
+                    .map(ToString::to_string),
                 connection,
                 visible_to,
             })

@@ -105,17 +105,38 @@ impl Live {
         Ok(event)
     }
 
-    /// Changes the metadata and writes `session.json` durably.
-    pub(crate) fn update_meta(
+    /// Changes the metadata and writes `session.json` durably ([`SessionMeta::save`]).
+    pub(crate) async fn update_meta(
         &self,
         state: &StateRoot,
         change: impl FnOnce(&mut SessionMeta),
     ) -> Result<(), ManagerError> {
+        self.change_meta(change)
+            .save(state)
+            .await
+            .map_err(|e| io_error("cannot save session.json", e))
+    }
+
+    /// Changes fields recovery repairs from the log (status, turns, last index) and writes
+    /// `session.json` without a sync ([`SessionMeta::save_repairable`]).
+    pub(crate) fn repair_meta(
+        &self,
+        state: &StateRoot,
+        change: impl FnOnce(&mut SessionMeta),
+    ) -> Result<(), ManagerError> {
+        self.change_meta(change)
+            .save_repairable(state)
+            .map_err(|e| io_error("cannot save session.json", e))
+    }
+
+    /// Applies `change` (and the update time) to the metadata in memory (what queries of a live
+    /// session read); returns the new metadata. Only the session's actor and recovery change
+    /// it, one change at a time.
+    pub(crate) fn change_meta(&self, change: impl FnOnce(&mut SessionMeta)) -> SessionMeta {
         let mut meta = lock(&self.meta);
         change(&mut meta);
         meta.updated_at = chrono::Utc::now();
-        meta.save(state)
-            .map_err(|e| io_error("cannot save session.json", e))
+        meta.clone()
     }
 
     /// Binds the agent's hooks to this session.
@@ -149,8 +170,11 @@ impl EventSink for LiveSink {
         self.0.append(turn_id, body).map_err(SinkError::new)
     }
 
+    /// Nothing to do here: the session's actor syncs the log at the turn boundary right after
+    /// the turn returns (with `session.waiting`, or the next message), in one group-commit
+    /// round, before anything that depends on it is acknowledged.
     async fn checkpoint(&self) -> Result<(), SinkError> {
-        self.0.log.sync().map_err(SinkError::new)
+        Ok(())
     }
 
     async fn await_approval(&self, call_id: &str) -> ActionApprovalResolved {

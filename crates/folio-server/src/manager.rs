@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, Weak};
+use std::time::Duration;
 
 use chrono::Utc;
 use folio_agent::Agent;
@@ -30,7 +31,7 @@ use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
 use crate::shared::Inner;
 use crate::state::{
-    SessionMeta, StateRoot, lock_state_root, new_session_id, sync_dir, valid_session_id,
+    SessionMeta, StateRoot, SyncTarget, commit, lock_state_root, new_session_id, valid_session_id,
     write_durably,
 };
 use crate::token;
@@ -82,9 +83,11 @@ impl SessionManager {
                 logs,
                 keepalive_ms: std::sync::atomic::AtomicU64::new(15_000),
                 state_lock: std::sync::Mutex::new(Some(state_lock)),
+                reconnecting: std::sync::atomic::AtomicBool::new(false),
             }),
         };
         manager.recover()?;
+        manager.retry_failed_connections();
         Ok(manager)
     }
 
@@ -96,6 +99,38 @@ impl SessionManager {
     /// Swaps the agent definition (`folio dev`); turns in flight finish on the old one.
     pub fn set_agent(&self, agent: Arc<Agent>) {
         *self.inner.agent.write().unwrap_or_else(|p| p.into_inner()) = agent;
+        self.retry_failed_connections();
+    }
+
+    /// Logs the agent's MCP connections that could not start and retries them in the
+    /// background (1 s, doubling up to 60 s, until each starts or the manager shuts down); the
+    /// tools of one that starts are offered from the next turn. Needs a tokio runtime.
+    fn retry_failed_connections(&self) {
+        use std::sync::atomic::Ordering;
+        let agent = self.agent();
+        if agent.failed_connections.is_empty() {
+            return;
+        }
+        for err in agent.failed_connections.values() {
+            self.inner
+                .logs
+                .warn(format!("{err}; retrying it in the background"));
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            self.inner.logs.warn(
+                "MCP connections are not retried: the SessionManager was opened outside a tokio runtime"
+                    .into(),
+            );
+            return;
+        }
+        if self.inner.reconnecting.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let inner = self.inner.clone();
+        self.inner.tasks.spawn(async move {
+            reconnect(&inner).await;
+            inner.reconnecting.store(false, Ordering::SeqCst);
+        });
     }
 
     /// The server log buffer of this agent.
@@ -167,28 +202,30 @@ impl SessionManager {
         };
         if let Some(record) = &record {
             write_durably(record, session_id.as_bytes())
+                .await
                 .map_err(|e| io_error("cannot record the idempotency key", e))?;
         }
-        let live = self.open_new(
-            NewSession {
-                session_id: &session_id,
-                token: &token,
-                principal,
-                channel,
-                mode,
-                title: request.title,
-                forked_from: None,
-            },
-            &[],
-        )?;
+        let (live, directories) = self
+            .open_new(
+                NewSession {
+                    session_id: &session_id,
+                    token: &token,
+                    principal,
+                    channel,
+                    mode,
+                    title: request.title,
+                    forked_from: None,
+                },
+                &[],
+            )
+            .await?;
         let admit = Admit {
             message,
             admission: None,
             token: None,
             key,
         };
-        self.command(&live, |reply| Command::Send { admit, reply })
-            .await??;
+        self.admit_first(&live, directories, admit).await?;
         self.inner.fault(FaultPoint::BeforeReply);
         Ok(Accepted {
             session_id,
@@ -198,12 +235,13 @@ impl SessionManager {
 
     /// Creates a session on disk (metadata, workspace, log with `session.started` and the
     /// `copied` events of a fork after it) and makes it live; its first message is admitted by
-    /// the caller.
-    pub(crate) fn open_new(
+    /// the caller, which syncs the returned directories (their new entries) in the same group
+    /// commit before acknowledging it.
+    pub(crate) async fn open_new(
         &self,
         new: NewSession<'_>,
         copied: &[Event],
-    ) -> Result<Arc<Live>, ManagerError> {
+    ) -> Result<(Arc<Live>, Vec<SyncTarget>), ManagerError> {
         let NewSession {
             session_id,
             token,
@@ -235,18 +273,19 @@ impl SessionManager {
         let state = &self.inner.state;
         let workspace = state.workspace_dir(session_id);
         std::fs::create_dir_all(&workspace).map_err(|e| io_error("cannot create workspace", e))?;
-        meta.save(state)
+        meta.save_but_directory(state)
+            .await
             .map_err(|e| io_error("cannot save session.json", e))?;
         let live = Arc::new(Live::open(state, meta)?);
-        // The new session directory and log file are entries of their parents: synced before
-        // the first message is acknowledged.
+        // `session.json`, the new session directory and the log file are entries of their
+        // directories: synced (in the group commit, alongside the first message's round)
+        // before the first message is acknowledged.
         let trace = state.trace_path(session_id);
-        for dir in [
-            state.sessions_dir().as_path(),
-            trace.parent().unwrap_or(&trace),
-        ] {
-            sync_dir(dir).map_err(|e| io_error("cannot sync the new session's directories", e))?;
-        }
+        let directories = [
+            state.session_dir(session_id),
+            state.sessions_dir(),
+            trace.parent().unwrap_or(&trace).to_path_buf(),
+        ];
         live.bind_hooks(&self.agent().hooks);
         live.append(
             None,
@@ -266,7 +305,22 @@ impl SessionManager {
             .logs
             .about(session_id)
             .info(format!("session {session_id} created by {principal}"));
-        Ok(live)
+        Ok((live, directories.into_iter().map(SyncTarget::Dir).collect()))
+    }
+
+    /// Admits the first message of a session [`open_new`](Self::open_new) created, syncing its
+    /// new directory entries in the same group commit.
+    pub(crate) async fn admit_first(
+        &self,
+        live: &Arc<Live>,
+        directories: Vec<SyncTarget>,
+        admit: Admit,
+    ) -> Result<(), ManagerError> {
+        let admitted = self.command(live, |reply| Command::Send { admit, reply });
+        let (directories, admitted) = tokio::join!(commit(directories), admitted);
+        directories.map_err(|e| io_error("cannot sync the new session's directories", e))?;
+        admitted??;
+        Ok(())
     }
 
     /// The answer to a create retried with `key`: the session the key's `record` names, after
@@ -558,6 +612,45 @@ impl SessionManager {
         sender
             .send(command)
             .map_err(|_| ManagerError::Internal("the session's actor stopped".into()))
+    }
+}
+
+/// First wait before retrying the MCP connections that could not start.
+const FIRST_RECONNECT: Duration = Duration::from_secs(1);
+/// The longest wait between two retries (the wait doubles per failed retry).
+const MAX_RECONNECT: Duration = Duration::from_secs(60);
+
+/// Retries the agent's failed MCP connections with exponential backoff until none is left, the
+/// manager shuts down, or (after a `folio dev` reload) the new agent has none.
+async fn reconnect(inner: &Inner) {
+    let mut wait = FIRST_RECONNECT;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = inner.shutdown.cancelled() => return,
+        }
+        let agent = inner.agent();
+        if agent.failed_connections.is_empty() {
+            return;
+        }
+        wait = (wait * 2).min(MAX_RECONNECT);
+        let next = agent.reconnect().await;
+        for name in agent.failed_connections.keys() {
+            match next.failed_connections.get(name) {
+                None => inner.logs.info(format!(
+                    "MCP server \"{name}\" started after a retry; its tools are offered from the next turn"
+                )),
+                Some(err) => inner.logs.warn(format!(
+                    "{err}; retrying in {} s",
+                    wait.as_secs()
+                )),
+            }
+        }
+        let mut current = inner.agent.write().unwrap_or_else(|p| p.into_inner());
+        // A reload (`folio dev`) that swapped the agent meanwhile wins.
+        if Arc::ptr_eq(&current, &agent) {
+            *current = Arc::new(next);
+        }
     }
 }
 

@@ -5,13 +5,14 @@ use folio_protocol::{Event, Page, SessionSummary};
 
 use crate::error::{ManagerError, io_error};
 use crate::event_log::read_events;
+use crate::live::lock;
 use crate::manager::SessionManager;
 use crate::state::{SessionMeta, valid_session_id};
 
 impl SessionManager {
     /// The session's summary.
     pub fn get(&self, principal: &str, session_id: &str) -> Result<SessionSummary, ManagerError> {
-        let meta = self.owned_meta(principal, session_id)?;
+        let meta = self.current_meta(self.owned_meta(principal, session_id)?);
         let last = |events: &[Event]| events.last().map_or(0, |e| e.index);
         let last_index = match self.inner.live(session_id) {
             Some(live) => live.with_events(last),
@@ -88,9 +89,18 @@ impl SessionManager {
                 next_cursor = data.last().map(|s: &SessionSummary| s.session_id.clone());
                 break;
             }
-            data.push(summary(&meta));
+            data.push(summary(&self.current_meta(meta)));
         }
         Ok(Page::new(data, next_cursor))
+    }
+
+    /// The metadata of a live session as its actor holds it (its `session.json` is written at
+    /// turn boundaries); `stored` for an idle session.
+    fn current_meta(&self, stored: SessionMeta) -> SessionMeta {
+        match self.inner.live(&stored.session_id) {
+            Some(live) => lock(&live.meta).clone(),
+            None => stored,
+        }
     }
 
     /// Every stored event of the session.

@@ -8,7 +8,7 @@ use folio_agent::TurnOutcome;
 use folio_agent::pending_approvals;
 use folio_protocol::{Event, EventBody, SERVER_RESTARTED, SessionMode, SessionStatus, TurnFailed};
 
-use crate::actor::{finish_session, open_turn};
+use crate::actor::{open_turn, record_end};
 use crate::command::{Command, queued_messages};
 use crate::error::ManagerError;
 use crate::error::OpenError;
@@ -118,14 +118,20 @@ impl SessionManager {
             };
             Some((status, last.index))
         });
-        match boundary {
+        let (status, index) = match boundary {
             // The end of the turn is in the log; only `session.json` missed it.
-            Some((status, index)) => live.update_meta(&self.inner.state, |meta| {
-                meta.status = status;
-                meta.last_index = index;
-            }),
-            None => finish_session(&live, outcome.as_ref(), &self.inner),
-        }
+            Some(boundary) => boundary,
+            None => {
+                let (event, status) = record_end(&live, outcome.as_ref())?;
+                live.log.sync()?;
+                (status, event.index)
+            }
+        };
+        // A repair: when a crash loses it, the next start repairs it again.
+        live.repair_meta(&self.inner.state, |meta| {
+            meta.status = status;
+            meta.last_index = index;
+        })
     }
 }
 

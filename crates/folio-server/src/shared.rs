@@ -32,6 +32,8 @@ pub(crate) struct Inner {
     pub(crate) state_lock: Mutex<Option<std::fs::File>>,
     /// The armed fault point of a crash test (`FOLIO_FAULT`); `None` in normal use.
     pub(crate) fault: Mutex<Option<FaultPoint>>,
+    /// Whether a task retries the agent's failed MCP connections.
+    pub(crate) reconnecting: AtomicBool,
 }
 
 impl Inner {

@@ -1,10 +1,14 @@
 //! Session metadata on disk (`session.json`) and the ids of sessions and turns; where each
 //! file lives is the state root's layout ([`StateRoot`], docs/http-api.md "Storage and crashes").
 
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
 use crate::error::OpenError;
 use chrono::{DateTime, Utc};
 use folio_protocol::{SessionMode, SessionStatus};
 use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
 
 /// A new session id: `ses_` + a 26-character ULID.
 pub fn new_session_id() -> String {
@@ -84,37 +88,195 @@ impl SessionMeta {
         }
     }
 
-    /// Writes the metadata atomically and durably: a temporary file, synced, renamed over
-    /// `session.json`, then the directory synced (a crash leaves the old or the new file).
-    pub fn save(&self, state: &StateRoot) -> std::io::Result<()> {
-        let path = state.meta_path(&self.session_id);
-        let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        write_durably(&path, &bytes)
+    /// Writes `session.json` atomically and durably: a temporary file, synced, renamed over
+    /// `session.json`, then the directory synced (a crash leaves the old or the new file). For
+    /// what a reply depends on: a new or rotated token, an accepted idempotency key.
+    pub(crate) async fn save(&self, state: &StateRoot) -> std::io::Result<()> {
+        write_durably(&state.meta_path(&self.session_id), &self.bytes()?).await
+    }
+
+    /// Like [`SessionMeta::save`] but leaves the directory to the caller (a new session syncs
+    /// its directories together, in one group-commit round).
+    pub(crate) async fn save_but_directory(&self, state: &StateRoot) -> std::io::Result<()> {
+        replace_synced(&state.meta_path(&self.session_id), &self.bytes()?).await
+    }
+
+    /// Writes `session.json` atomically (temporary file renamed over it) without a sync: only
+    /// for fields recovery repairs from the log, synced before (status, turn count, last
+    /// index). The filesystem orders a rename over an existing file after the file's data
+    /// (ext4 `auto_da_alloc`, xfs, btrfs), so a power loss leaves the old or the new file.
+    pub(crate) fn save_repairable(&self, state: &StateRoot) -> std::io::Result<()> {
+        let (tmp, file) = write_tmp(&state.meta_path(&self.session_id), &self.bytes()?)?;
+        drop(file);
+        std::fs::rename(&tmp, state.meta_path(&self.session_id))
+    }
+
+    fn bytes(&self) -> std::io::Result<Vec<u8>> {
+        serde_json::to_vec_pretty(self).map_err(std::io::Error::other)
     }
 }
 
 /// Replaces `path` with `bytes` atomically and durably (temporary file, fsync, rename, fsync
-/// of the directory).
-pub(crate) fn write_durably(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+/// of the directory); the fsyncs go through the group commit.
+pub(crate) async fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace_synced(path, bytes).await?;
+    commit(vec![SyncTarget::Dir(parent(path)?.to_path_buf())]).await
+}
+
+/// Writes the temporary file of `path`, syncs it (group commit), renames it over `path`.
+async fn replace_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let (tmp, file) = write_tmp(path, bytes)?;
+    commit(vec![SyncTarget::All(Arc::new(file))]).await?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Writes `<path>.tmp` (creating the directory when missing); returns it with its open file.
+fn write_tmp(path: &Path, bytes: &[u8]) -> std::io::Result<(PathBuf, std::fs::File)> {
     use std::io::Write;
-    let dir = path
-        .parent()
-        .ok_or_else(|| std::io::Error::other(format!("{} has no directory", path.display())))?;
+    let dir = parent(path)?;
     std::fs::create_dir_all(dir)?;
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".tmp");
     let tmp = dir.join(name);
     let mut file = std::fs::File::create(&tmp)?;
     file.write_all(bytes)?;
-    file.sync_all()?;
-    drop(file);
-    std::fs::rename(&tmp, path)?;
-    sync_dir(dir)
+    Ok((tmp, file))
 }
 
-/// Syncs a directory, so the entries created or renamed in it survive a power loss.
-pub(crate) fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
+fn parent(path: &Path) -> std::io::Result<&Path> {
+    path.parent()
+        .ok_or_else(|| std::io::Error::other(format!("{} has no directory", path.display())))
+}
+
+/// What one group-commit request makes durable.
+#[derive(Debug, Clone)]
+pub(crate) enum SyncTarget {
+    /// A file's data and what reading it back needs (its size): `fdatasync`.
+    Data(Arc<std::fs::File>),
+    /// A file's data and metadata: `fsync`.
+    All(Arc<std::fs::File>),
+    /// A directory's entries (files created or renamed in it): `fsync` of the directory.
+    Dir(PathBuf),
+}
+
+impl SyncTarget {
+    /// Requests for the same file (or directory) and kind share one sync per round.
+    fn key(&self) -> (u8, usize, Option<&Path>) {
+        match self {
+            SyncTarget::Data(file) => (0, Arc::as_ptr(file) as usize, None),
+            SyncTarget::All(file) => (1, Arc::as_ptr(file) as usize, None),
+            SyncTarget::Dir(dir) => (2, 0, Some(dir)),
+        }
+    }
+
+    fn sync(&self) -> std::io::Result<()> {
+        match self {
+            SyncTarget::Data(file) => file.sync_data(),
+            SyncTarget::All(file) => file.sync_all(),
+            SyncTarget::Dir(dir) => std::fs::File::open(dir)?.sync_all(),
+        }
+    }
+}
+
+/// A sync request waiting for its round.
+type Waiter = (SyncTarget, oneshot::Sender<std::io::Result<()>>);
+
+/// The group commit: sync requests wait in one queue; one blocking task (off the async
+/// workers) takes everything queued, syncs each distinct file once, answers every waiter, and
+/// goes again while more arrived meanwhile. Concurrent sessions' appends so share rounds (and
+/// the filesystem journal's commits) instead of each blocking a runtime worker on its fsync.
+struct GroupCommit {
+    queue: Mutex<Queue>,
+}
+
+/// The requests of the next round, and whether a round task runs (it takes what is queued
+/// before it stops).
+struct Queue {
+    waiters: Vec<Waiter>,
+    running: bool,
+}
+
+static GROUP_COMMIT: GroupCommit = GroupCommit {
+    queue: Mutex::new(Queue {
+        waiters: Vec::new(),
+        running: false,
+    }),
+};
+
+impl GroupCommit {
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn submit(&'static self, waiters: Vec<Waiter>) {
+        let mut queue = self.queue();
+        queue.waiters.extend(waiters);
+        if !queue.running {
+            queue.running = true;
+            tokio::task::spawn_blocking(move || self.rounds());
+        }
+    }
+
+    fn rounds(&self) {
+        loop {
+            let batch = {
+                let mut queue = self.queue();
+                if queue.waiters.is_empty() {
+                    queue.running = false;
+                    return;
+                }
+                std::mem::take(&mut queue.waiters)
+            };
+            round(batch);
+        }
+    }
+}
+
+/// Syncs each distinct target of `batch` once and answers its waiters.
+fn round(batch: Vec<Waiter>) {
+    let mut groups: Vec<(SyncTarget, Vec<oneshot::Sender<std::io::Result<()>>>)> = Vec::new();
+    for (target, waiter) in batch {
+        match groups
+            .iter_mut()
+            .find(|(known, _)| known.key() == target.key())
+        {
+            Some((_, waiters)) => waiters.push(waiter),
+            None => groups.push((target, vec![waiter])),
+        }
+    }
+    for (target, waiters) in groups {
+        let result = target.sync();
+        for waiter in waiters {
+            let answer = match &result {
+                Ok(()) => Ok(()),
+                Err(err) => Err(std::io::Error::new(err.kind(), err.to_string())),
+            };
+            let _ = waiter.send(answer);
+        }
+    }
+}
+
+/// Makes every target durable through the group commit (one round when they arrive together);
+/// must run inside a tokio runtime.
+pub(crate) async fn commit(targets: Vec<SyncTarget>) -> std::io::Result<()> {
+    let (waiters, answers): (Vec<Waiter>, Vec<_>) = targets
+        .into_iter()
+        .map(|target| {
+            let (tx, rx) = oneshot::channel();
+            ((target, tx), rx)
+        })
+        .unzip();
+    GROUP_COMMIT.submit(waiters);
+    for answer in answers {
+        answer.await.unwrap_or_else(|_| {
+            Err(std::io::Error::other(
+                "the group-commit task stopped before syncing (the runtime is shutting down)",
+            ))
+        })?;
+    }
+    Ok(())
 }
 
 /// Takes the exclusive lock of a state root (`<state-root>/.lock`): two processes serving or

@@ -5,10 +5,12 @@ mod support;
 
 use folio_protocol::{
     CreateSession, ErrorBody, ErrorCode, Page, SessionCreated, SessionResponse, SessionStatus,
-    SessionSummary,
+    SessionSummary, ToolCallRequest, ToolCallResult,
 };
 use folio_server::http::{HttpConfig, Layout, Mount, router};
-use folio_test_support::MockModelServer;
+use folio_test_support::{MockModelServer, answer, call, read_wire};
+use reqwest::Method;
+use serde_json::Value;
 use support::*;
 
 #[tokio::test]
@@ -81,31 +83,24 @@ async fn serve_tokens(manager: folio_server::SessionManager, dev: bool) -> Strin
 }
 
 async fn create(base: &str, token: &str) -> String {
-    let created: SessionCreated = reqwest::Client::new()
-        .post(format!("{base}/v1/session"))
-        .bearer_auth(token)
-        .json(&CreateSession {
-            title: Some(token.to_string()),
-            ..CreateSession::message("hi")
-        })
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    created.session_id
+    let body = CreateSession {
+        title: Some(token.to_string()),
+        ..CreateSession::message("hi")
+    };
+    let url = format!("{base}/v1/session");
+    let (status, created) =
+        answer::<SessionCreated>(Method::POST, &url, Some(&body), Some(token)).await;
+    assert_eq!(status, 201, "{created:?}");
+    created.unwrap().session_id
 }
 
-/// GETs `url` as `token`; reads the answer as its folio-protocol type `T`.
-async fn get<T: serde::de::DeserializeOwned>(url: String, token: &str) -> (u16, T) {
-    let response = reqwest::Client::new()
-        .get(url)
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    (response.status().as_u16(), response.json().await.unwrap())
+/// GETs `url` as `token`; reads the answer as `T` (its folio-protocol type, or [`ErrorBody`]).
+async fn get<T: serde::Serialize + serde::de::DeserializeOwned>(
+    url: String,
+    token: &str,
+) -> (u16, T) {
+    let (status, body) = call(Method::GET, &url, None, Some(token)).await;
+    (status, read_wire(&body))
 }
 
 fn ids(page: &Page<SessionSummary>) -> Vec<String> {
@@ -151,15 +146,15 @@ async fn scope_all_needs_dev() {
     assert_eq!((status, body.error), (400, ErrorCode::InvalidRequest));
 }
 
-async fn post(url: String, token: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
-    let response = reqwest::Client::new()
-        .post(url)
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    (response.status().as_u16(), response.json().await.unwrap())
+/// Calls the tool at `url` with `input` as `token`.
+async fn post(url: String, token: &str, input: Value) -> (u16, Result<ToolCallResult, ErrorBody>) {
+    answer(
+        Method::POST,
+        &url,
+        Some(&ToolCallRequest { input }),
+        Some(token),
+    )
+    .await
 }
 
 /// Waits until the session's first turn is over (session tools answer 409 during a turn).
@@ -193,14 +188,10 @@ async fn principals_reach_only_their_own_data_through_tools() {
         let (status, wrote) = post(
             format!("{base}/v1/session/{id}/tools/Write"),
             token,
-            serde_json::json!({"input": {"path": "secret.txt", "contents": secret}}),
+            serde_json::json!({"path": "secret.txt", "contents": secret}),
         )
         .await;
-        assert_eq!(
-            (status, &wrote["isError"]),
-            (200, &serde_json::json!(false)),
-            "{wrote}"
-        );
+        assert_eq!((status, wrote.map(|w| w.is_error)), (200, Ok(false)));
     }
     for (caller, own) in &sessions {
         for (victim, other) in &sessions {
@@ -238,16 +229,18 @@ async fn principals_reach_only_their_own_data_through_tools() {
                     let (status, answer) = post(
                         format!("{base}/v1/session/{own}/tools/{tool}"),
                         caller,
-                        serde_json::json!({"input": input}),
+                        input,
                     )
                     .await;
-                    let shown = answer.to_string();
+                    let result = answer
+                        .unwrap_or_else(|error| panic!("{caller} {tool} {path}: {status} {error}"));
+                    let shown = result.result.to_string();
                     assert!(
                         status == 200 && !shown.contains(&secret),
                         "{caller} {tool} {path}: {status} {shown}"
                     );
                     assert!(
-                        answer["isError"] == true || tool == "Glob" || tool == "Grep",
+                        result.is_error || tool == "Glob" || tool == "Grep",
                         "{caller} {tool} {path}: {shown}"
                     );
                 }
@@ -256,7 +249,7 @@ async fn principals_reach_only_their_own_data_through_tools() {
             let (status, _) = post(
                 format!("{base}/v1/session/{other}/tools/Read"),
                 caller,
-                serde_json::json!({"input": {"path": "secret.txt"}}),
+                serde_json::json!({"path": "secret.txt"}),
             )
             .await;
             assert_eq!(status, 403);
@@ -270,12 +263,12 @@ async fn principals_reach_only_their_own_data_through_tools() {
             let (status, answer) = post(
                 format!("{base}/v1/tools/{tool}"),
                 caller,
-                serde_json::json!({"input": {"command": "id", "path": "x", "contents": "x", "pattern": "x"}}),
+                serde_json::json!({"command": "id", "path": "x", "contents": "x", "pattern": "x"}),
             )
             .await;
             assert_eq!(
-                (status, &answer["error"]),
-                (403, &serde_json::json!("forbidden")),
+                (status, answer.map_err(|error| error.error)),
+                (403, Err(ErrorCode::Forbidden)),
                 "{tool}"
             );
         }

@@ -8,9 +8,11 @@ mod support;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use folio_protocol::{ErrorBody, ErrorCode};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
 use folio_server::{Auth, Browsers};
-use folio_test_support::MockModelServer;
+use folio_test_support::{MockModelServer, read_wire};
+use reqwest::header::CONTENT_TYPE;
 use serde_json::{Value, json};
 use support::*;
 
@@ -144,7 +146,7 @@ async fn send(
     let status = response.status().as_u16();
     let ct = response
         .headers()
-        .get("content-type")
+        .get(CONTENT_TYPE)
         .map(|v| v.to_str().unwrap().to_string())
         .unwrap_or_default();
     let json = if ct.starts_with("application/json") {
@@ -201,8 +203,8 @@ async fn foreign_hosts_origins_and_cross_site_requests_are_refused_on_every_rout
             for headers in attacks {
                 let (status, answer) = send(&served, method, path, &body, &headers).await;
                 assert_eq!(
-                    (status, answer["ok"].clone(), answer["error"].clone()),
-                    (403, json!(false), json!("forbidden")),
+                    (status, read_wire::<ErrorBody>(&answer).error),
+                    (403, ErrorCode::Forbidden),
                     "{auth:?} {method} {path} {headers:?}"
                 );
             }
@@ -253,8 +255,8 @@ async fn bodies_that_are_not_json_are_refused_with_415() {
                 let headers = [("content-type", ct.to_string())];
                 let (status, answer) = send(&served, method, path, &body, &headers).await;
                 assert_eq!(
-                    (status, answer["error"].clone()),
-                    (415, json!("unsupported_media_type")),
+                    (status, read_wire::<ErrorBody>(&answer).error),
+                    (415, ErrorCode::UnsupportedMediaType),
                     "{auth:?} {method} {path} {ct}"
                 );
             }
@@ -294,25 +296,28 @@ async fn no_cors_headers_are_sent() {
 async fn bad_input_answers_with_the_json_error_body() {
     let served = serve(Auth::LocalDevStrict, 1024 * 1024).await;
     let cases = [
-        ("PUT", "/v1/session", 405, "method_not_allowed"),
-        ("GET", "/v1/tools/Read", 405, "method_not_allowed"),
-        ("DELETE", "/v1/sessions", 405, "method_not_allowed"),
-        ("GET", "/v1/session/%ff%fe", 400, "invalid_request"),
-        ("GET", "/v1/session/%ff%fe/events", 400, "invalid_request"),
-        ("GET", "/v1/nothing-here", 404, "not_found"),
-        ("GET", "/v1/session/a/b/c/d", 404, "not_found"),
+        ("PUT", "/v1/session", 405, ErrorCode::MethodNotAllowed),
+        ("GET", "/v1/tools/Read", 405, ErrorCode::MethodNotAllowed),
+        ("DELETE", "/v1/sessions", 405, ErrorCode::MethodNotAllowed),
+        ("GET", "/v1/session/%ff%fe", 400, ErrorCode::InvalidRequest),
+        (
+            "GET",
+            "/v1/session/%ff%fe/events",
+            400,
+            ErrorCode::InvalidRequest,
+        ),
+        ("GET", "/v1/nothing-here", 404, ErrorCode::NotFound),
+        ("GET", "/v1/session/a/b/c/d", 404, ErrorCode::NotFound),
     ];
     for (method, path, status, code) in cases {
         let (got, body) = send(&served, method, path, &Value::Null, &[]).await;
+        let error: ErrorBody = read_wire(&body);
         assert_eq!(
-            (got, body["ok"].clone(), body["error"].clone()),
-            (status, json!(false), json!(code)),
+            (got, error.error),
+            (status, code),
             "{method} {path}: {body}"
         );
-        assert!(
-            body["message"].as_str().is_some_and(|m| !m.is_empty()),
-            "{method} {path}: {body}"
-        );
+        assert!(!error.message.is_empty(), "{method} {path}: {body}");
     }
 }
 
@@ -335,12 +340,9 @@ async fn a_declared_body_over_the_limit_is_refused_at_once_naming_the_limit() {
             .unwrap_or_else(|_| panic!("{path}: the server waited for the body"))
             .unwrap();
         assert_eq!(response.status(), 413, "{path}");
-        let body: Value = response.json().await.unwrap();
-        assert_eq!(body["error"], "payload_too_large", "{path}");
-        assert!(
-            body["message"].as_str().unwrap().contains("(4 KiB)"),
-            "{path}: {body}"
-        );
+        let body: ErrorBody = read_wire(&response.json().await.unwrap());
+        assert_eq!(body.error, ErrorCode::PayloadTooLarge, "{path}");
+        assert!(body.message.contains("(4 KiB)"), "{path}: {body}");
     }
 }
 

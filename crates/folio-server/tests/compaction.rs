@@ -6,9 +6,8 @@
 mod support;
 
 use folio_protocol::{CreateSession, Event, EventBody};
-use folio_test_support::{MockModelServer, MockReply};
+use folio_test_support::{ChatMessage, MockModelServer, MockReply, RecordedRequest};
 use pretty_assertions::assert_eq;
-use serde_json::Value;
 use support::*;
 
 /// About 100 approximate tokens (300 bytes) of text.
@@ -36,14 +35,9 @@ fn compactions(events: &[Event]) -> Vec<(u64, String)> {
         .collect()
 }
 
-/// The `content` of every message of a recorded chat request.
-fn contents(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-        .collect()
+/// The content of every message of a recorded chat request.
+fn contents(request: &RecordedRequest) -> Vec<String> {
+    request.messages().iter().map(ChatMessage::text).collect()
 }
 
 #[tokio::test]
@@ -96,14 +90,15 @@ async fn a_session_past_its_window_compacts_once_per_crossing_and_keeps_its_log(
     // conversation) then the turn's request: system, the summary, the current message.
     let requests = mock.requests();
     assert_eq!(requests.len(), 7);
-    assert_eq!(contents(&requests[0].body)[1], words("ask1"));
+    assert_eq!(contents(&requests[0])[1], words("ask1"));
     for turn in 2..=4 {
-        let summary = &requests[2 * turn - 3].body;
+        let summary = &requests[2 * turn - 3];
         assert!(
             contents(summary)[0].starts_with("You compact conversations"),
-            "{summary}"
+            "{}",
+            summary.body
         );
-        let asked = contents(&requests[2 * turn - 2].body);
+        let asked = contents(&requests[2 * turn - 2]);
         assert_eq!(asked.len(), 3, "{asked:?}");
         assert!(asked[1].ends_with(&format!("summary before turn {turn}")));
         assert_eq!(asked[2], words(&format!("ask{turn}")));
@@ -115,7 +110,7 @@ async fn a_session_past_its_window_compacts_once_per_crossing_and_keeps_its_log(
     }
     // The second summary request carries the first summary forward.
     assert!(
-        contents(&requests[3].body)
+        contents(&requests[3])
             .iter()
             .any(|m| m.ends_with("summary before turn 2"))
     );
@@ -150,7 +145,7 @@ async fn a_context_length_error_compacts_and_retries_the_step() {
         .collect();
     assert_eq!(replies, ["first answer", "second answer"]);
     assert_eq!(compactions(&events).len(), 1);
-    let retried = contents(&mock.requests()[3].body);
+    let retried = contents(&mock.requests()[3]);
     assert!(retried[1].ends_with("what happened so far"), "{retried:?}");
     assert_eq!(retried[2], "two");
 }

@@ -25,6 +25,22 @@ pub fn read_wire<T: Serialize + DeserializeOwned>(value: &Value) -> T {
     typed
 }
 
+/// Reads an answer of a Folio route with [`read_wire`]: an [`ErrorBody`] when `status >= 400`,
+/// else the success type `T`.
+///
+/// # Panics
+/// When the body is not that type.
+pub fn read_answer<T: Serialize + DeserializeOwned>(
+    status: u16,
+    body: &Value,
+) -> Result<T, ErrorBody> {
+    if status >= 400 {
+        Err(read_wire(body))
+    } else {
+        Ok(read_wire(body))
+    }
+}
+
 /// Checks a JSON answer of a Folio agent route against its folio-protocol type with
 /// [`read_wire`]: every error (`status >= 400`) is an [`ErrorBody`], each JSON route's success
 /// body its own type. Answers that are not JSON (`body` a string: HTML, NDJSON) are skipped.

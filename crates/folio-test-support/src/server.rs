@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use bytes::Bytes;
 use futures::StreamExt;
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::Notify;
 
@@ -39,6 +40,54 @@ impl RecordedRequest {
         self.headers
             .get(&name.to_ascii_lowercase())
             .map(String::as_str)
+    }
+
+    /// The `messages` of the request body (OpenAI Chat Completions or Anthropic Messages).
+    ///
+    /// # Panics
+    /// When the body has no `messages` list.
+    pub fn messages(&self) -> Vec<ChatMessage> {
+        /// The part of a chat request body read here.
+        #[derive(Deserialize)]
+        struct Chat {
+            messages: Vec<ChatMessage>,
+        }
+        serde_json::from_value::<Chat>(self.body.clone())
+            .unwrap_or_else(|err| panic!("not a chat request ({err}): {}", self.body))
+            .messages
+    }
+
+    /// The texts of the request's user messages, in order.
+    ///
+    /// # Panics
+    /// As [`RecordedRequest::messages`].
+    pub fn user_texts(&self) -> Vec<String> {
+        self.messages()
+            .iter()
+            .filter(|message| message.role == "user")
+            .map(ChatMessage::text)
+            .collect()
+    }
+}
+
+/// One message of a recorded chat request, as the model's wire format carries it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ChatMessage {
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: String,
+    /// A string, a list of content blocks, or `null` (an assistant message with only tool calls).
+    #[serde(default)]
+    pub content: Value,
+}
+
+impl ChatMessage {
+    /// The content as text: a string as it is, `null` as nothing, blocks as their JSON.
+    pub fn text(&self) -> String {
+        match &self.content {
+            Value::String(text) => text.clone(),
+            Value::Null => String::new(),
+            blocks => blocks.to_string(),
+        }
     }
 }
 
@@ -253,14 +302,17 @@ async fn answer(
         } => return error_response(format, *status, message, retry_after.as_deref()),
         Outcome::Stream(stream) => stream,
     };
-    let model = body["model"].as_str().unwrap_or("mock-model");
-    if format == Format::OpenAi && body["stream"] != Value::Bool(true) {
+    let options = StreamOptions::of(&body);
+    let model = options.model.as_deref().unwrap_or("mock-model");
+    if format == Format::OpenAi && !options.stream {
         let completion = wire::openai_completion(stream, model, number);
         return (StatusCode::OK, axum::Json(completion)).into_response();
     }
     let chunks = match format {
         Format::OpenAi => {
-            let include_usage = body["stream_options"]["include_usage"].as_bool() == Some(true);
+            let include_usage = options
+                .stream_options
+                .is_some_and(|options| options.include_usage);
             wire::openai_chunks(stream, model, number, include_usage)
         }
         Format::Anthropic => wire::anthropic_events(stream, model, number),
@@ -275,6 +327,34 @@ async fn answer(
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
+}
+
+/// What the mock reads of a model request to shape its answer (absent fields: defaults).
+#[derive(Default, Deserialize)]
+struct StreamOptions {
+    /// The model named by the request.
+    #[serde(default)]
+    model: Option<String>,
+    /// Whether an OpenAI-format answer is streamed.
+    #[serde(default)]
+    stream: bool,
+    /// OpenAI's `stream_options`.
+    #[serde(default)]
+    stream_options: Option<UsageOption>,
+}
+
+/// OpenAI's `stream_options.include_usage`.
+#[derive(Deserialize)]
+struct UsageOption {
+    #[serde(default)]
+    include_usage: bool,
+}
+
+impl StreamOptions {
+    /// The options of a request body; defaults when the body is not a JSON object of that shape.
+    fn of(body: &Value) -> StreamOptions {
+        StreamOptions::deserialize(body).unwrap_or_default()
+    }
 }
 
 /// Records a disconnect when the body is dropped before it finished or failed on purpose.

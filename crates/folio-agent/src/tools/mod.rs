@@ -166,6 +166,8 @@ pub struct SessionContext {
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// MCP servers whose tools cannot be called now, with why (their start error).
+    unavailable: BTreeMap<String, String>,
 }
 
 /// A tool registered under a name another tool already has.
@@ -197,6 +199,33 @@ impl ToolRegistry {
         self.tools.get(name)
     }
 
+    /// Records that the MCP server `server` could not start: a call of one of its tools
+    /// (`mcp__<server>__…`) fails with `message` instead of "unknown tool".
+    pub fn mark_unavailable(&mut self, server: &str, message: String) {
+        self.unavailable.insert(server.to_string(), message);
+    }
+
+    /// Forgets that `server` could not start (it runs now and its tools are registered).
+    pub fn mark_available(&mut self, server: &str) {
+        self.unavailable.remove(server);
+    }
+
+    /// Why no tool called `name` can run: the start error of its MCP server when that server
+    /// could not start, else that no such tool exists (with the tools that do).
+    pub fn missing(&self, name: &str) -> String {
+        let unavailable = self
+            .unavailable
+            .iter()
+            .find(|(server, _)| name.starts_with(&format!("mcp__{server}__")));
+        match unavailable {
+            Some((_, message)) => message.clone(),
+            None => format!(
+                "unknown tool \"{name}\"; available tools: {}",
+                self.names().collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+
     /// Tool names in order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.tools.keys().map(String::as_str)
@@ -215,10 +244,7 @@ impl ToolRegistry {
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let Some(tool) = self.get(name) else {
-            return Err(ToolError(format!(
-                "unknown tool \"{name}\"; available tools: {}",
-                self.names().collect::<Vec<_>>().join(", ")
-            )));
+            return Err(ToolError(self.missing(name)));
         };
         let input = tool.prepare(input)?;
         tool.call(input, ctx).await

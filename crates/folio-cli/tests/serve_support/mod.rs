@@ -4,8 +4,13 @@
 use std::path::Path;
 use std::time::Duration;
 
-use folio_protocol::Event;
-pub use folio_test_support::{check_answer, read_wire};
+use folio_protocol::{Event, EventBody};
+#[allow(unused_imports)]
+pub use folio_test_support::{
+    EventData, NO_BODY, all, answer, assert_contiguous, call, check_answer, client, create_session,
+    data, events, expect, expect_error, first, follow_up, of_type, read_answer, read_ndjson,
+    read_wire, refused, session,
+};
 use futures::StreamExt;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -78,34 +83,6 @@ pub async fn serve_with_env(
     Served { child, url, host }
 }
 
-/// An HTTP client for tests.
-pub fn client() -> reqwest::Client {
-    reqwest::Client::builder().no_proxy().build().unwrap()
-}
-
-/// Sends `body` as JSON with `method` and an optional bearer token; returns status and JSON
-/// (checked against the route's folio-protocol type, see [`check_answer`]).
-pub async fn call(
-    method: reqwest::Method,
-    url: &str,
-    body: Option<Value>,
-    token: Option<&str>,
-) -> (u16, Value) {
-    let mut request = client().request(method.clone(), url);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    check_answer(method.as_str(), url, status, &value);
-    (status, value)
-}
-
 /// POST with a JSON body.
 pub async fn post(url: &str, body: Value) -> (u16, Value) {
     call(reqwest::Method::POST, url, Some(body), None).await
@@ -116,12 +93,12 @@ pub async fn get(url: &str) -> (u16, Value) {
     call(reqwest::Method::GET, url, None, None).await
 }
 
-/// An open NDJSON stream.
+/// An open NDJSON stream of a session's events, each read as an [`Event`].
 pub struct Stream {
     body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
     buffer: Vec<u8>,
     /// Every event read so far.
-    pub events: Vec<Value>,
+    pub events: Vec<Event>,
 }
 
 impl Stream {
@@ -147,15 +124,14 @@ impl Stream {
     }
 
     /// The next event (skipping keep-alive lines); `None` when the stream ended.
-    pub async fn next(&mut self) -> Option<Value> {
+    pub async fn next(&mut self) -> Option<Event> {
         loop {
             if let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = self.buffer.drain(..=end).collect();
                 if line.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                let event: Value = serde_json::from_slice(&line).unwrap();
-                read_wire::<Event>(&event);
+                let event: Event = read_wire(&serde_json::from_slice(&line).unwrap());
                 self.events.push(event.clone());
                 return Some(event);
             }
@@ -166,10 +142,11 @@ impl Stream {
         }
     }
 
-    /// Reads until an event of type `kind` (returning it).
-    pub async fn until(&mut self, kind: &str) -> Value {
+    /// Reads until an event of type `kind` (e.g. `turn.completed`), returning it.
+    pub async fn until(&mut self, kind: &str) -> Event {
+        assert!(EventBody::TYPES.contains(&kind), "no event type {kind}");
         while let Some(event) = self.next().await {
-            if event["type"] == kind {
+            if event.event_type() == kind {
                 return event;
             }
         }
@@ -178,6 +155,7 @@ impl Stream {
 
     /// Reads until `n` events of type `kind` were seen in total.
     pub async fn until_count(&mut self, kind: &str, n: usize) {
+        assert!(EventBody::TYPES.contains(&kind), "no event type {kind}");
         while self.count(kind) < n {
             if self.next().await.is_none() {
                 panic!(
@@ -190,25 +168,14 @@ impl Stream {
 
     /// How many events of type `kind` were read.
     pub fn count(&self, kind: &str) -> usize {
-        self.events.iter().filter(|e| e["type"] == kind).count()
+        self.events
+            .iter()
+            .filter(|e| e.event_type() == kind)
+            .count()
     }
 
     /// The types of the events read so far.
-    pub fn types(&self) -> Vec<String> {
-        self.events
-            .iter()
-            .map(|e| e["type"].as_str().unwrap().to_string())
-            .collect()
-    }
-}
-
-/// Asserts that indexes run from `start` up by exactly one.
-pub fn assert_contiguous(events: &[Value], start: u64) {
-    for (i, event) in events.iter().enumerate() {
-        assert_eq!(
-            event["index"].as_u64().unwrap(),
-            start + i as u64,
-            "{events:#?}"
-        );
+    pub fn types(&self) -> Vec<&'static str> {
+        self.events.iter().map(Event::event_type).collect()
     }
 }

@@ -12,7 +12,21 @@ use folio_model::{ProviderConfig, open_provider};
 use folio_server::http::{HttpConfig, Mount, router};
 use folio_server::{LogBuffer, SessionManager, StateRoot};
 use folio_test_support::MockModelServer;
+use serde::Deserialize;
 use serde_json::{Value, json};
+
+/// What [`DeployTool`] takes.
+#[derive(Deserialize)]
+struct DeployInput {
+    target: String,
+}
+
+impl DeployInput {
+    /// Reads a call's input.
+    fn read(input: &Value) -> Result<DeployInput, ToolError> {
+        DeployInput::deserialize(input).map_err(|_| ToolError("target: required string".into()))
+    }
+}
 
 /// A tool whose model-initiated calls wait for approval.
 pub struct DeployTool;
@@ -29,16 +43,11 @@ impl Tool for DeployTool {
         json!({"type": "object", "properties": {"target": {"type": "string"}}, "required": ["target"]})
     }
     fn prepare(&self, input: Value) -> Result<Value, ToolError> {
-        match input.get("target").and_then(Value::as_str) {
-            Some(_) => Ok(input),
-            None => Err(ToolError("target: required string".into())),
-        }
+        DeployInput::read(&input).map(|_| input)
     }
     async fn call(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::Text(format!(
-            "deployed {}",
-            input["target"].as_str().unwrap_or("")
-        )))
+        let DeployInput { target } = DeployInput::read(&input)?;
+        Ok(ToolOutput::Text(format!("deployed {target}")))
     }
     fn needs_approval(&self) -> bool {
         true

@@ -111,12 +111,14 @@ function section(title, items, show) {
 }
 
 /**
- * A connection's live status: the model's connections are live when the tool registry holds
- * their tools (`mcp__<name>__…`); host connections serve hooks and channels only.
+ * A connection's live status: failed (with the server's reason) while `error` is set; else the
+ * model's connections are live when the tool registry holds their tools (`mcp__<name>__…`);
+ * host connections serve hooks and channels only.
  * @param {import("folio-api").ConnectionDescription} connection
  * @param {ToolDescription[]} tools
  */
 export function connectionStatus(connection, tools) {
+  if (connection.error) return `failed: ${connection.error}`;
   if (connection.visibleTo === "host") return "host side (not offered to the model)";
   const count = tools.filter((tool) => tool.name.startsWith(`mcp__${connection.name}__`)).length;
   return count ? `connected · ${count} tool${count === 1 ? "" : "s"}` : "not connected (no tools listed)";
