@@ -4,6 +4,7 @@
 
 mod serve_support;
 
+use folio_protocol::{EventBody, ForkOrigin};
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -153,11 +154,10 @@ async fn fork_copies_the_log_before_a_message_and_runs_the_edited_one() {
     let original = stream.events.clone();
     let second = original
         .iter()
-        .filter(|e| e["type"] == "message.received")
+        .filter(|e| matches!(e.body, EventBody::MessageReceived(_)))
         .nth(1)
-        .unwrap()["index"]
-        .as_u64()
-        .unwrap();
+        .unwrap()
+        .index;
 
     let fork_url = format!("{url}/v1/session/{id}/fork");
     let (status, refused) = post(&fork_url, json!({"atIndex": 0, "message": "x"})).await;
@@ -191,25 +191,29 @@ async fn fork_copies_the_log_before_a_message_and_runs_the_edited_one() {
     // The copied first turn ends in session.waiting too.
     forked.until_count("session.waiting", 2).await;
     let events = forked.events.clone();
-    assert_contiguous(&events, 0);
+    let indexes: Vec<u64> = events.iter().map(|e| e.index).collect();
+    assert_eq!(indexes, (0..events.len() as u64).collect::<Vec<_>>());
+    let EventBody::SessionStarted(started) = &events[0].body else {
+        panic!("the fork starts with {:?}", events[0].body)
+    };
     assert_eq!(
-        events[0]["data"]["forkedFrom"],
-        json!({"sessionId": id, "atIndex": second})
+        started.forked_from,
+        Some(ForkOrigin {
+            session_id: id.clone(),
+            at_index: second,
+        })
     );
     // Everything between session.started and the replaced message is a copy, in order.
-    let copied: Vec<(Value, Value)> = events[1..second as usize]
+    let copied: Vec<&EventBody> = events[1..second as usize].iter().map(|e| &e.body).collect();
+    let source: Vec<&EventBody> = original[1..second as usize]
         .iter()
-        .map(|e| (e["type"].clone(), e["data"].clone()))
-        .collect();
-    let source: Vec<(Value, Value)> = original[1..second as usize]
-        .iter()
-        .map(|e| (e["type"].clone(), e["data"].clone()))
+        .map(|e| &e.body)
         .collect();
     assert_eq!(copied, source);
-    assert_eq!(
-        events[second as usize]["data"]["text"],
-        json!("second, edited")
-    );
+    let EventBody::MessageReceived(edited) = &events[second as usize].body else {
+        panic!("the fork continues with {:?}", events[second as usize].body)
+    };
+    assert_eq!(edited.text, "second, edited");
     // The fork's turn saw the copied history: first, One., then the edited message.
     let request = mock.requests().pop().unwrap();
     let messages: Vec<String> = request.body["messages"]
