@@ -498,6 +498,15 @@ export type Event = {
 } | {
   data: ContextCompacted;
   type: "context.compacted";
+} | {
+  data: ReminderSet;
+  type: "reminder.set";
+} | {
+  data: ReminderFired;
+  type: "reminder.fired";
+} | {
+  data: ReminderCancelled;
+  type: "reminder.cancelled";
 });
 
 /** stop, tool_calls, length, content_filter, or the provider's own reason verbatim */
@@ -630,6 +639,14 @@ export type MessageReceived = {
   text: string;
 };
 
+/** A slot to come, in UTC and in the schedule's zone. */
+export type NextFire = {
+  /** The same instant on the schedule's wall clock, RFC 3339 with its offset. */
+  local: string;
+  /** The instant. */
+  utc: string;
+};
+
 /** `reasoning.appended` data. */
 export type ReasoningAppended = {
   /** Reasoning text delta. */
@@ -642,6 +659,64 @@ export type ReasoningCompleted = {
   signature?: string | null;
   /** The step's full reasoning text. */
   text: string;
+};
+
+/** A pending reminder. */
+export type Reminder = {
+  /** When it is due. */
+  at: string;
+  /** When it was set. */
+  createdAt: string;
+  /** What it delivers. */
+  message: string;
+  /** `rem_…`. */
+  reminderId: string;
+  /** The chat session it wakes. */
+  sessionId: string;
+};
+
+/** `reminder.cancelled` data: the reminder was cancelled before it fired. */
+export type ReminderCancelled = {
+  /** `rem_…`. */
+  reminderId: string;
+};
+
+/** `reminder.fired` data: the reminder was delivered as a follow-up. */
+export type ReminderFired = {
+  /** When it was due. */
+  at: string;
+  /** Whether it was delivered late (it fell due while no server ran, or well after `at`). */
+  late: boolean;
+  /** `rem_…`. */
+  reminderId: string;
+};
+
+/** A page of a list: `GET /v1/sessions` (newest first, with a cursor) and `GET /v1/artifacts`. */
+export type ReminderPage = {
+  /** The items of this page. */
+  data: Array<Reminder>;
+  /** Pass as `cursor` for the next page; absent on the last page. */
+  nextCursor?: string | null;
+  /** Always `true`. */
+  ok: true;
+};
+
+/** The answer of `POST /v1/session/:id/reminders`. */
+export type ReminderResponse = {
+  /** Always `true`. */
+  ok: true;
+  /** The reminder as stored. */
+  reminder: Reminder;
+};
+
+/** `reminder.set` data: a reminder was set on the session. */
+export type ReminderSet = {
+  /** When it is due. */
+  at: string;
+  /** What it delivers. */
+  message: string;
+  /** `rem_…`. */
+  reminderId: string;
 };
 
 /** One tool call of `actions.requested`. */
@@ -688,6 +763,36 @@ export type ScheduleInfo = {
   name: string;
   /** The first message of each task session it opens. */
   prompt: string;
+};
+
+/** One schedule: its policies, its next slots and what its last slot did. */
+export type ScheduleStatus = {
+  /** `latest`, `none` or `all`. */
+  catchUp: string;
+  /** The cron expression as written. */
+  cron: string;
+  /** Whether the schedule fires. */
+  enabled: boolean;
+  /** Each slot fires up to this many seconds late. */
+  jitterSecs: number;
+  /** The last slot decided, if any. */
+  last?: SlotOutcome | null;
+  /** The schedule name (its file name); its runs have principal `schedule:<name>`. */
+  name: string;
+  /** The next five slots (none when disabled). */
+  next: Array<NextFire>;
+  /** `skip`, `buffer_one` or `allow`. */
+  overlap: string;
+  /** The IANA time zone the cron fields are read in. */
+  timezone: string;
+};
+
+/** `GET /v1/schedules`: every schedule of the agent, with its next slots and last outcome. */
+export type SchedulesResponse = {
+  /** Always `true`. */
+  ok: true;
+  /** The schedules, by name. */
+  schedules: Array<ScheduleStatus>;
 };
 
 /** `session.completed` data (empty). */
@@ -781,6 +886,19 @@ export type SessionWaiting = {
   [key: string]: unknown;
 };
 
+/**
+ * `POST /v1/session/:id/reminders`: a one-off wake of a chat session, at an instant (`at`) or
+ * after a delay (`in`: `90s`, `15m`, `2h`, `1d`, or combined like `1h30m`).
+ */
+export type SetReminder = {
+  /** When to deliver it (RFC 3339). */
+  at?: string | null;
+  /** How long from now to deliver it. */
+  in?: string | null;
+  /** The message delivered to the session as a follow-up (coalesce admission). */
+  message: string;
+};
+
 /** How bad a discovery diagnostic is. */
 export type Severity = "error" | "warning";
 
@@ -816,6 +934,21 @@ export type SkillInfo = {
   /** Its file or folder, relative to the project directory. */
   path: string;
 };
+
+/** What became of one slot. */
+export type SlotOutcome = {
+  /** What happened. */
+  outcome: SlotOutcomeKind;
+  /** Why it was skipped, abandoned or failed. */
+  reason?: string | null;
+  /** The task session it opened, when it fired. */
+  sessionId?: string | null;
+  /** The slot (a cron instant, or the time of a manual run). */
+  slot: string;
+};
+
+/** The fate of a slot. */
+export type SlotOutcomeKind = "fired" | "skipped" | "abandoned" | "failed";
 
 /** `step.completed` data. */
 export type StepCompleted = {

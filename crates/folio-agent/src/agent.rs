@@ -241,6 +241,7 @@ impl Agent {
         };
         let model_id = model.clone();
         let mut harness = Harness {
+            agent: definition.name.clone(),
             provider,
             model,
             system: system_prompt(&definition, &skills),

@@ -105,6 +105,7 @@
 //!     cancel: CancellationToken::new(),
 //!     todos: TodoList::default(),
 //!     context: Default::default(),
+//!     trace: Default::default(),
 //! };
 //! let outcome = agent.harness.run_turn(turn, &sink).await;
 //! let TurnOutcome::Completed { reply } = outcome else {
@@ -150,7 +151,10 @@ pub use layout::StateLayout;
 pub use root::RootError;
 pub use sink::{EventSink, SinkError};
 pub use subagents::{Subagent, TASK_TOOL, TaskTool};
-pub use turn::{Harness, TURN_INTERRUPTED, Turn, TurnOutcome, denied_message, pending_approvals};
+pub use turn::{
+    Harness, TURN_INTERRUPTED, Turn, TurnOutcome, TurnTrace, denied_message, pending_approvals,
+    trace_direct_call,
+};
 pub use workspace::{
     AGENT_TOOLS_DIR, MEMORY_DIR, PREPARED_MARKER, PrepareError, WorkspaceFileError,
     agent_tool_catalog, agents_md, check_workspace_path, prepare_host_workspace,

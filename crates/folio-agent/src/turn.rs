@@ -23,6 +23,7 @@ use folio_protocol::{
 use futures::StreamExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::compaction::ContextBudget;
 use crate::conversation::conversation;
@@ -32,15 +33,23 @@ use crate::tools::{
 };
 
 mod compact;
+mod open;
 mod record;
+mod trace;
 
+use open::open_calls;
+pub use open::pending_approvals;
 use record::{Recorder, Scope};
+use trace::LogRange;
+pub use trace::{TurnTrace, trace_direct_call};
 
 pub use folio_protocol::TURN_INTERRUPTED;
 
 /// What a turn runs with: the model, the tools, the tree, and its step limit.
 #[derive(Clone)]
 pub struct Harness {
+    /// The agent's name, on its spans and metrics.
+    pub agent: String,
     /// The provider answering model calls.
     pub provider: Arc<dyn Provider>,
     /// The model id sent to the provider.
@@ -77,6 +86,8 @@ pub struct Turn {
     pub todos: TodoList,
     /// Session facts tools see (dry run, purpose, continuation key).
     pub context: SessionContext,
+    /// Where the turn came from, for its span.
+    pub trace: TurnTrace,
 }
 
 /// How a turn ended.
@@ -105,6 +116,18 @@ enum Stop {
     Failed(String),
     /// The provider refused the request as larger than the model's context window.
     ContextOverflow(String),
+}
+
+impl Stop {
+    /// The `error.type` of a span that ended this way.
+    fn kind(&self) -> &'static str {
+        match self {
+            Stop::Interrupted => "interrupted",
+            Stop::StepLimit => "step_limit",
+            Stop::Failed(_) => "failed",
+            Stop::ContextOverflow(_) => "context_overflow",
+        }
+    }
 }
 
 /// The `action.result` of a finished call.
@@ -143,18 +166,39 @@ impl Harness {
     /// Runs one turn, recording its events through `sink`; never panics on model or tool errors.
     pub async fn run_turn(&self, mut turn: Turn, sink: &dyn EventSink) -> TurnOutcome {
         let started = Instant::now();
+        let (span, range) = self.turn_span(&turn);
         let recorder = Recorder {
             sink,
             scope: Scope::Root,
+            range: &range,
         };
         let body = EventBody::TurnStarted(TurnStarted {
             model: self.model.clone(),
         });
-        let outcome = match self.emit(&mut turn, recorder, body).await {
-            Ok(()) => self.steps(&mut turn, recorder, started, 1).await,
-            Err(stop) => Err(stop),
+        let run = async {
+            let outcome = match self.emit(&mut turn, recorder, body).await {
+                Ok(()) => self.steps(&mut turn, recorder, started, 1).await,
+                Err(stop) => Err(stop),
+            };
+            self.finish(turn, recorder, outcome).await
         };
-        self.finish(turn, sink, outcome).await
+        run.instrument(span).await
+    }
+
+    /// The span of `turn` and the log range it covers so far (from its `message.received`).
+    fn turn_span(&self, turn: &Turn) -> (tracing::Span, LogRange) {
+        let span = trace::turn_span(
+            &self.agent,
+            &self.model,
+            &turn.session_id,
+            &turn.turn_id,
+            &turn.trace,
+        );
+        let range = LogRange::new();
+        if let Some(first) = trace::first_index(&turn.events, &turn.turn_id) {
+            range.logged(first);
+        }
+        (span, range)
     }
 
     /// Runs this harness as subagent `id` inside the parent's call `ctx.call_id` of turn
@@ -184,13 +228,17 @@ impl Harness {
                 purpose: ctx.purpose.clone(),
                 continuation_key: ctx.continuation_key.clone(),
             },
+            trace: TurnTrace::default(),
         };
+        let span = trace::subagent_span(&self.agent, id, &ctx.session_id, turn_id);
+        let range = LogRange::new();
         let recorder = Recorder {
             sink,
             scope: Scope::Subagent {
                 id,
                 task_call_id: &ctx.call_id,
             },
+            range: &range,
         };
         let body = EventBody::MessageReceived(MessageReceived {
             text: prompt.to_string(),
@@ -198,10 +246,18 @@ impl Harness {
             coalesced: None,
             client_message_id: None,
         });
-        let outcome = match self.emit(&mut turn, recorder, body).await {
-            Ok(()) => self.steps(&mut turn, recorder, Instant::now(), 1).await,
-            Err(stop) => Err(stop),
+        let run = async {
+            match self.emit(&mut turn, recorder, body).await {
+                Ok(()) => self.steps(&mut turn, recorder, Instant::now(), 1).await,
+                Err(stop) => Err(stop),
+            }
         };
+        let outcome = run.instrument(span.clone()).await;
+        range.record_on(&span);
+        if outcome.is_err() {
+            span.record("otel.status_code", "ERROR");
+            span.record("error.type", "subagent_failed");
+        }
         outcome.map_err(|stop| match stop {
             Stop::Interrupted => format!("subagent \"{id}\" was interrupted"),
             Stop::StepLimit => format!(
@@ -218,9 +274,11 @@ impl Harness {
     pub async fn resume_turn(&self, mut turn: Turn, sink: &dyn EventSink) -> TurnOutcome {
         let started = Instant::now();
         let open = open_calls(&turn.events, &turn.turn_id);
+        let (span, range) = self.turn_span(&turn);
         let recorder = Recorder {
             sink,
             scope: Scope::Root,
+            range: &range,
         };
         let pending = open
             .calls
@@ -230,27 +288,32 @@ impl Harness {
                 (call, prepared)
             })
             .collect();
-        let outcome = match self
-            .execute_calls(&mut turn, recorder, pending, &open.approvals)
-            .await
-        {
-            Ok(()) => {
-                self.steps(&mut turn, recorder, started, open.step + 1)
-                    .await
-            }
-            Err(stop) => Err(stop),
+        let run = async {
+            let outcome = match self
+                .execute_calls(&mut turn, recorder, pending, &open.approvals)
+                .await
+            {
+                Ok(()) => {
+                    self.steps(&mut turn, recorder, started, open.step + 1)
+                        .await
+                }
+                Err(stop) => Err(stop),
+            };
+            self.finish(turn, recorder, outcome).await
         };
-        self.finish(turn, sink, outcome).await
+        run.instrument(span).await
     }
 
-    /// Records how a turn ended and syncs the log.
+    /// Records how a turn ended (in the log and on its span) and syncs the log.
     async fn finish(
         &self,
         turn: Turn,
-        sink: &dyn EventSink,
+        recorder: Recorder<'_>,
         outcome: Result<String, Stop>,
     ) -> TurnOutcome {
+        let sink = recorder.sink;
         let turn_id = turn.turn_id.clone();
+        let failure = outcome.as_ref().err().map(Stop::kind);
         let outcome = match outcome {
             Ok(reply) => TurnOutcome::Completed { reply },
             Err(stop) => {
@@ -265,12 +328,18 @@ impl Harness {
                 let body = EventBody::TurnFailed(TurnFailed {
                     message: message.clone(),
                 });
-                if let Err(err) = sink.emit(Some(&turn_id), body).await {
-                    tracing::error!(session = %turn.session_id, "could not record turn.failed: {err}");
+                match sink.emit(Some(&turn_id), body).await {
+                    Ok(event) => recorder.range.logged(event.index),
+                    Err(err) => {
+                        tracing::error!(session = %turn.session_id, "could not record turn.failed: {err}");
+                    }
                 }
                 TurnOutcome::Failed { message }
             }
         };
+        let span = tracing::Span::current();
+        recorder.range.record_on(&span);
+        trace::turn_ended(&span, &self.agent, &turn.events, &turn_id, failure);
         if let Err(err) = sink.checkpoint().await {
             tracing::error!(session = %turn.session_id, "could not sync the event log: {err}");
         }
@@ -293,10 +362,14 @@ impl Harness {
                 .map_err(|err| Stop::Failed(format!("could not record an event: {err}")))
         };
         let event = match recorder.scope {
-            Scope::Root => record(body).await?,
+            Scope::Root => {
+                let event = record(body).await?;
+                recorder.range.logged(event.index);
+                event
+            }
             Scope::Subagent { .. } => {
                 if let Some(logged) = recorder.scope.logged_by_subagent(&body) {
-                    record(logged).await?;
+                    recorder.range.logged(record(logged).await?.index);
                 }
                 Event {
                     index: turn.events.len() as u64,
@@ -431,14 +504,44 @@ impl Harness {
             .await
     }
 
-    /// One model call through `provider`; its text and reasoning deltas are recorded as they
-    /// arrive when a `recorder` is given (a compaction request records none).
+    /// One model call through `provider`, in its `chat {model}` span; its text and reasoning
+    /// deltas are recorded as they arrive when a `recorder` is given (a compaction request
+    /// records none).
     async fn call_model(
         &self,
         turn: &mut Turn,
         recorder: Option<Recorder<'_>>,
         provider: &dyn Provider,
         request: &ModelRequest,
+    ) -> Result<folio_model::Response, Stop> {
+        let span = trace::chat_span(provider.name(), &request.model);
+        let started = Instant::now();
+        let mut first_chunk = None;
+        let response = self
+            .stream_model(turn, recorder, provider, request, started, &mut first_chunk)
+            .instrument(span.clone())
+            .await;
+        let ended = response.as_ref().map_err(Stop::kind);
+        trace::chat_ended(
+            &span,
+            provider.name(),
+            &request.model,
+            started,
+            first_chunk,
+            ended,
+        );
+        response
+    }
+
+    /// Streams one model call (see [`Harness::call_model`]), noting when the first chunk came.
+    async fn stream_model(
+        &self,
+        turn: &mut Turn,
+        recorder: Option<Recorder<'_>>,
+        provider: &dyn Provider,
+        request: &ModelRequest,
+        started: Instant,
+        first_chunk: &mut Option<std::time::Duration>,
     ) -> Result<folio_model::Response, Stop> {
         let cancel = turn.cancel.clone();
         let mut stream = tokio::select! {
@@ -455,6 +558,7 @@ impl Harness {
             };
             let Some(delta) = delta else { break };
             let delta = delta.map_err(|err| model_stop(&cancel, err))?;
+            first_chunk.get_or_insert_with(|| started.elapsed());
             let Some(recorder) = recorder else {
                 assembler.push(&delta);
                 continue;
@@ -596,46 +700,78 @@ impl Harness {
             if turn.cancel.is_cancelled() {
                 return Err(Stop::Interrupted);
             }
-            let call_started = Instant::now();
-            let denied = match (&input, self.tools.get(&call.name), recorder.scope) {
-                (Ok(input), Some(tool), Scope::Root) if tool.needs_approval() => {
-                    self.approval_gate(turn, recorder, &call, input, approvals.get(&call.id))
-                        .await?
-                }
-                (Ok(_), Some(tool), Scope::Subagent { .. }) if tool.needs_approval() => {
-                    Some(format!(
-                        "{} needs a human approval, which a subagent cannot ask for; the parent agent must call it",
-                        call.name
-                    ))
-                }
-                _ => None,
+            let subagent = match recorder.scope {
+                Scope::Root => None,
+                Scope::Subagent { id, .. } => Some(id),
             };
-            let result = match (input, denied) {
-                (Err(message), _) | (Ok(_), Some(message)) => Err(message),
-                (Ok(input), None) => {
-                    let ctx = ToolContext {
-                        fs: turn.fs.clone(),
-                        workspace: turn.workspace.clone(),
-                        scratch: turn.scratch.clone(),
-                        cancel: turn.cancel.clone(),
-                        todos: turn.todos.clone(),
-                        session_id: turn.session_id.clone(),
-                        call_id: recorder.scope.logged_call_id(&call.id),
-                        dry_run: turn.context.dry_run,
-                        purpose: turn.context.purpose.clone(),
-                        continuation_key: turn.context.continuation_key.clone(),
-                    };
-                    self.invoke(&call.name, input, &ctx, recorder.sink, &turn.turn_id)
-                        .await
-                }
-            };
-            if turn.cancel.is_cancelled() {
-                return Err(Stop::Interrupted);
-            }
-            let body =
-                EventBody::ActionResult(action_result(call.id, call.name, result, call_started));
-            self.emit(turn, recorder, body).await?;
+            let span = trace::tool_span(
+                &call.name,
+                &recorder.scope.logged_call_id(&call.id),
+                subagent,
+                input.as_ref().unwrap_or(&call.input),
+            );
+            let before = recorder.range.last();
+            self.execute_call(turn, recorder, call, input, approvals)
+                .instrument(span.clone())
+                .await?;
+            trace::record_range(&span, before.map(|index| index + 1), recorder.range.last());
         }
+        Ok(())
+    }
+
+    /// Runs one prepared call through the approval gate (in its tool span) and records its
+    /// result.
+    async fn execute_call(
+        &self,
+        turn: &mut Turn,
+        recorder: Recorder<'_>,
+        call: folio_model::ToolCall,
+        input: Result<Value, String>,
+        approvals: &HashMap<String, Option<ActionApprovalResolved>>,
+    ) -> Result<(), Stop> {
+        let call_started = Instant::now();
+        let denied = match (&input, self.tools.get(&call.name), recorder.scope) {
+            (Ok(input), Some(tool), Scope::Root) if tool.needs_approval() => {
+                self.approval_gate(turn, recorder, &call, input, approvals.get(&call.id))
+                    .await?
+            }
+            (Ok(_), Some(tool), Scope::Subagent { .. }) if tool.needs_approval() => Some(format!(
+                "{} needs a human approval, which a subagent cannot ask for; the parent agent must call it",
+                call.name
+            )),
+            _ => None,
+        };
+        let result = match (input, denied) {
+            (Err(message), _) | (Ok(_), Some(message)) => Err(message),
+            (Ok(input), None) => {
+                let ctx = ToolContext {
+                    fs: turn.fs.clone(),
+                    workspace: turn.workspace.clone(),
+                    scratch: turn.scratch.clone(),
+                    cancel: turn.cancel.clone(),
+                    todos: turn.todos.clone(),
+                    session_id: turn.session_id.clone(),
+                    call_id: recorder.scope.logged_call_id(&call.id),
+                    dry_run: turn.context.dry_run,
+                    purpose: turn.context.purpose.clone(),
+                    continuation_key: turn.context.continuation_key.clone(),
+                };
+                self.invoke(&call.name, input, &ctx, recorder.sink, &turn.turn_id)
+                    .await
+            }
+        };
+        if turn.cancel.is_cancelled() {
+            return Err(Stop::Interrupted);
+        }
+        let result = action_result(call.id, call.name, result, call_started);
+        trace::tool_ended(
+            &tracing::Span::current(),
+            &result.tool,
+            result.output.as_ref(),
+            result.error.as_deref(),
+        );
+        self.emit(turn, recorder, EventBody::ActionResult(result))
+            .await?;
         Ok(())
     }
 
@@ -660,10 +796,12 @@ impl Harness {
                     });
                     self.emit(turn, recorder, body).await?;
                 }
+                let pending = folio_telemetry::metrics::approval_pending(&self.agent);
                 let resolved = tokio::select! {
                     resolved = recorder.sink.await_approval(&call.id) => resolved,
                     () = turn.cancel.cancelled() => return Err(Stop::Interrupted),
                 };
+                drop(pending);
                 self.emit(
                     turn,
                     recorder,
@@ -683,134 +821,4 @@ impl Harness {
 /// The tool error a denied call returns to the model (a contract string).
 pub fn denied_message(resolved: &ActionApprovalResolved) -> String {
     folio_protocol::denial_message(&resolved.by, resolved.reason.as_deref())
-}
-
-/// The unanswered calls of a turn's last `actions.requested`, with what is recorded about them.
-struct OpenCalls {
-    /// The last step the turn started.
-    step: u32,
-    /// Calls without an `action.result`, in order.
-    calls: Vec<folio_model::ToolCall>,
-    /// Calls whose approval was requested → the recorded decision, if any.
-    approvals: HashMap<String, Option<ActionApprovalResolved>>,
-}
-
-fn open_calls(events: &[Event], turn_id: &str) -> OpenCalls {
-    let mut open = OpenCalls {
-        step: 0,
-        calls: Vec::new(),
-        approvals: HashMap::new(),
-    };
-    for event in events {
-        if event.turn_id.as_deref() != Some(turn_id) {
-            continue;
-        }
-        match &event.body {
-            EventBody::StepStarted(started) => open.step = started.step,
-            // A subagent's calls run inside the parent's `Task` call, never on their own.
-            EventBody::ActionsRequested(requested)
-                if requested.calls.iter().all(|c| c.subagent.is_none()) =>
-            {
-                open.calls = requested
-                    .calls
-                    .iter()
-                    .map(folio_model::ToolCall::from)
-                    .collect();
-            }
-            EventBody::ActionResult(result) => open.calls.retain(|c| c.id != result.call_id),
-            EventBody::ActionApprovalRequested(requested) => {
-                open.approvals.insert(requested.call_id.clone(), None);
-            }
-            EventBody::ActionApprovalResolved(resolved) => {
-                open.approvals
-                    .insert(resolved.call_id.clone(), Some(resolved.clone()));
-            }
-            _ => {}
-        }
-    }
-    open
-}
-
-/// The call ids of a turn's approvals that are requested and not yet resolved.
-pub fn pending_approvals(events: &[Event], turn_id: &str) -> Vec<String> {
-    let open = open_calls(events, turn_id);
-    open.calls
-        .iter()
-        .filter(|call| matches!(open.approvals.get(&call.id), Some(None)))
-        .map(|call| call.id.clone())
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use folio_protocol::{ActionApprovalRequested, RequestedCall};
-    use serde_json::json;
-
-    fn event(index: u64, body: EventBody) -> Event {
-        Event {
-            index,
-            session_id: "ses_test".into(),
-            turn_id: Some("turn_1".into()),
-            at: chrono::Utc::now(),
-            body,
-        }
-    }
-
-    fn call(call_id: &str, tool: &str, subagent: Option<&str>) -> RequestedCall {
-        RequestedCall {
-            call_id: call_id.into(),
-            tool: tool.into(),
-            input: json!({}),
-            subagent: subagent.map(str::to_string),
-        }
-    }
-
-    fn result(call_id: &str, tool: &str) -> EventBody {
-        EventBody::ActionResult(ActionResult {
-            call_id: call_id.into(),
-            tool: tool.into(),
-            output: Some(json!("ok")),
-            error: None,
-            is_error: false,
-            duration_ms: 1,
-        })
-    }
-
-    /// A `Task` call ran a subagent (whose calls the log records after the parent's
-    /// `actions.requested`), then the parent's next call parked: the parked call is still open.
-    #[test]
-    fn a_parked_call_after_a_subagent_run_stays_open() {
-        let events: Vec<Event> = [
-            EventBody::StepStarted(StepStarted { step: 2 }),
-            EventBody::ActionsRequested(ActionsRequested {
-                calls: vec![call("c1", "Task", None), call("c2", "post", None)],
-            }),
-            EventBody::ActionsRequested(ActionsRequested {
-                calls: vec![call("c1/s1", "Read", Some("researcher"))],
-            }),
-            result("c1/s1", "Read"),
-            result("c1", "Task"),
-            EventBody::ActionApprovalRequested(ActionApprovalRequested {
-                call_id: "c2".into(),
-                tool: "post".into(),
-                input: json!({}),
-            }),
-        ]
-        .into_iter()
-        .enumerate()
-        .map(|(index, body)| event(index as u64, body))
-        .collect();
-        assert_eq!(pending_approvals(&events, "turn_1"), ["c2"]);
-        let open = open_calls(&events, "turn_1");
-        assert_eq!(open.step, 2);
-        assert_eq!(
-            open.calls,
-            [folio_model::ToolCall {
-                id: "c2".into(),
-                name: "post".into(),
-                input: json!({}),
-            }]
-        );
-    }
 }

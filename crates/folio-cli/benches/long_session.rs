@@ -63,6 +63,7 @@ async fn session(name: &str, context: ContextSection) {
         last_tokens: Mutex::new(0),
     });
     let harness = Harness {
+        agent: "poet".into(),
         provider: provider.clone(),
         model: "gpt-4.1-mini".into(),
         system: "You are a patient poet.".into(),

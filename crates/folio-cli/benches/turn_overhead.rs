@@ -2,7 +2,10 @@
 //! zero-latency model, with every event appended to a real NDJSON event log.
 //!
 //! Two models: an in-process provider that yields canned deltas (pure harness cost), and the
-//! mock model *server* over loopback through the real OpenAI client (adds HTTP + SSE).
+//! mock model *server* over loopback through the real OpenAI client (adds HTTP + SSE). Each runs
+//! with no subscriber, with Folio's subscriber and no export (what `folio` runs by default), and
+//! with Folio's subscriber exporting every span and metric over OTLP/HTTP to a loopback
+//! collector that accepts everything.
 //! Run: `cargo bench -p folio-cli --bench turn_overhead` (prints p50/p99 per turn).
 
 mod support;
@@ -82,6 +85,7 @@ fn harness(provider: Arc<dyn Provider>) -> Harness {
         tools.register(Arc::new(tool)).unwrap();
     }
     Harness {
+        agent: "bench".into(),
         provider,
         model: "bench".into(),
         system: "You are a benchmark.".into(),
@@ -137,33 +141,105 @@ async fn measure(name: &str, harness: &Harness, before_turn: impl Fn()) {
     );
 }
 
+/// A loopback OTLP/HTTP collector that answers every export `200 OK` and keeps nothing;
+/// returns its base URL.
+fn accepting_collector() -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let mut length = 0usize;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let header = line.to_ascii_lowercase();
+                        if let Some(value) = header.strip_prefix("content-length:") {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let reply = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+                    if reader.get_mut().write_all(reply).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(async {
-        measure(
-            "in-process provider",
-            &harness(Arc::new(CannedProvider)),
-            || {},
-        )
-        .await;
-        let mock = MockModelServer::start().await;
-        let base = mock.openai_base_url();
-        let env = move |name: &str| match name {
-            "OPENAI_API_KEY" => Some("bench".to_string()),
-            "OPENAI_BASE_URL" => Some(base.clone()),
-            _ => None,
-        };
-        let (provider, model) =
-            open_provider("openai:bench", &ProviderConfig::default(), &env).unwrap();
-        let mut http = harness(provider);
-        http.model = model;
-        measure("mock model server over HTTP", &http, || {
+    runtime.block_on(measure_all("no subscriber"));
+    // What `folio` runs with no OTLP endpoint: its subscriber, logging only.
+    let (_, logging) = folio_telemetry::subscriber(
+        folio_telemetry::LogFormat::Text,
+        folio_telemetry::log_filter(|_| None).unwrap(),
+        &folio_telemetry::TelemetryConfig::default(),
+    )
+    .unwrap();
+    tracing::subscriber::with_default(logging, || {
+        runtime.block_on(measure_all("subscriber, export off"))
+    });
+    let collector = accepting_collector();
+    let env = |name: &str| (name == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| collector.clone());
+    let config = folio_telemetry::TelemetryConfig::resolve(
+        env,
+        &folio_project::TelemetrySection::default(),
+        "bench",
+    )
+    .unwrap();
+    let filter = folio_telemetry::log_filter(|_| None).unwrap();
+    let telemetry =
+        folio_telemetry::install(folio_telemetry::LogFormat::Text, filter, &config).unwrap();
+    runtime.block_on(measure_all("OTLP export on"));
+    drop(runtime);
+    telemetry.shutdown();
+}
+
+/// Both models, labelled with how telemetry is set up.
+async fn measure_all(telemetry: &str) {
+    measure(
+        &format!("in-process provider, {telemetry}"),
+        &harness(Arc::new(CannedProvider)),
+        || {},
+    )
+    .await;
+    let mock = MockModelServer::start().await;
+    let base = mock.openai_base_url();
+    let env = move |name: &str| match name {
+        "OPENAI_API_KEY" => Some("bench".to_string()),
+        "OPENAI_BASE_URL" => Some(base.clone()),
+        _ => None,
+    };
+    let (provider, model) =
+        open_provider("openai:bench", &ProviderConfig::default(), &env).unwrap();
+    let mut http = harness(provider);
+    http.model = model;
+    measure(
+        &format!("mock model server over HTTP, {telemetry}"),
+        &http,
+        || {
             mock.push(MockReply::tool_calls([("LS", json!({"path": "/"}))]));
             mock.push(MockReply::text("The tree has two files."));
-        })
-        .await;
-    });
+        },
+    )
+    .await;
 }

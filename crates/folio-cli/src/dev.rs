@@ -56,6 +56,7 @@ pub(crate) fn dev(args: ServeArgs, model: Option<String>) -> anyhow::Result<Exit
                     p.slug.clone(),
                     p.manager.clone(),
                     p.state.clone(),
+                    p.scheduler.clone(),
                 )
             })
             .collect();
@@ -63,14 +64,20 @@ pub(crate) fn dev(args: ServeArgs, model: Option<String>) -> anyhow::Result<Exit
             while let Some(dir) = rx.recv().await {
                 tokio::time::sleep(DEBOUNCE).await;
                 while rx.try_recv().is_ok() {}
-                for (project, slug, manager, state) in &managers {
+                for (project, slug, manager, state, scheduler) in &managers {
                     if *project != dir {
                         continue;
                     }
                     match load_agent(project, model.as_deref(), state, unconfined).await {
                         Ok((agent, _)) => {
+                            let schedules = agent.definition.schedules.clone();
                             manager.set_agent(Arc::new(agent));
-                            eprintln!("folio dev: reloaded {slug}");
+                            match scheduler.reload(&schedules).await {
+                                Ok(()) => eprintln!("folio dev: reloaded {slug}"),
+                                Err(err) => eprintln!(
+                                    "folio dev: {slug} reloaded, but its schedules were not: {err}"
+                                ),
+                            }
                         }
                         Err(err) => eprintln!("folio dev: {slug} not reloaded: {err:#}"),
                     }

@@ -167,7 +167,14 @@ fn info_text(definition: &AgentDefinition, info: &AgentInfo) -> String {
         definition
             .schedules
             .iter()
-            .map(|s| format!("{} ({})", s.name, s.cron))
+            .map(|s| {
+                format!(
+                    "{} ({}, {})",
+                    s.name,
+                    s.cadence.expression(),
+                    s.cadence.timezone()
+                )
+            })
             .collect(),
     );
     if let Some(sandbox) = &info.sandbox {

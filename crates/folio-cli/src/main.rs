@@ -17,9 +17,11 @@ mod init;
 mod model;
 mod render;
 mod run;
+mod schedule;
 mod schema;
 mod schema_ts;
 mod serve;
+mod telemetry;
 mod trajectory;
 mod validate;
 
@@ -35,6 +37,10 @@ mod validate;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How log lines are written on stderr: `text`, or `json` (one object per line, with
+    /// `session_id`, `turn_id` and `trace_id` inside a turn).
+    #[arg(long, global = true, value_enum, default_value_t)]
+    log_format: folio_telemetry::LogFormat,
 }
 
 /// The `folio` commands.
@@ -60,6 +66,8 @@ enum Command {
     Chat(chat::ChatArgs),
     /// Print a command's help, or its arguments as JSON with --json.
     Help(help::HelpArgs),
+    /// List the agent's schedules (next slots, last outcome), or fire one now.
+    Schedule(schedule::ScheduleArgs),
     /// Write the JSON Schema of every agent-folder file kind (editors check agent files with them).
     Schema(schema::SchemaArgs),
 }
@@ -88,16 +96,18 @@ fn main() -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            // FOLIO_LOG wins; RUST_LOG is read too, as every Rust program's users expect.
-            tracing_subscriber::EnvFilter::try_from_env("FOLIO_LOG")
-                .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+    let project = match &cli.command {
+        Command::Run(args) => Some(args.dir.as_path()),
+        Command::Serve(args) | Command::Dev(args) => Some(args.dir.as_path()),
+        _ => None,
+    };
+    let telemetry = match telemetry::install(cli.log_format, project) {
+        Ok(telemetry) => telemetry,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Trajectory(args) => trajectory::trajectory(&args.events, args.json),
@@ -114,7 +124,9 @@ fn main() -> ExitCode {
         Command::Chat(args) => chat::chat(args),
         Command::Help(args) => help::help(Cli::command(), args),
         Command::Schema(args) => schema::schema(args),
+        Command::Schedule(args) => schedule::schedule(args),
     };
+    telemetry.shutdown();
     match result {
         Ok(code) => code,
         Err(err) => {

@@ -29,7 +29,7 @@ const HOOK_FLUSH: std::time::Duration = std::time::Duration::from_secs(30);
 pub(crate) struct RunArgs {
     /// The agent project (a folder holding `agent/`).
     #[arg(long, default_value = ".")]
-    dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// The user message of the turn.
     #[arg(long)]
     message: String,
@@ -89,6 +89,17 @@ async fn run_async(args: RunArgs) -> anyhow::Result<ExitCode> {
     let manager =
         SessionManager::open(state, agent.clone(), LogBuffer::new()).map_err(anyhow::Error::msg)?;
     let ran = run_session(&manager, &args.message).await;
+    settle(&manager, &agent, ran, args.json).await
+}
+
+/// Ends a local run of `session_id`: shuts the manager down, lets hooks finish, prints the
+/// result (as JSON with `json`) and says where the events are; the exit code follows the result.
+pub(crate) async fn settle(
+    manager: &SessionManager,
+    agent: &Agent,
+    ran: anyhow::Result<(String, Vec<folio_protocol::Event>)>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     manager.shutdown().await;
     // Hooks observe the turn in the background: let them finish before the process exits.
     if !agent.hooks.flush(HOOK_FLUSH).await {
@@ -98,8 +109,8 @@ async fn run_async(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (session_id, events) = ran?;
     let result = RunResult::from_events(&events);
     // The reply already streamed to stderr; when stdout is that same terminal, print it once.
-    if args.json || !crate::render::stdout_is_stderr_terminal() {
-        print_result(&result, args.json)?;
+    if json || !crate::render::stdout_is_stderr_terminal() {
+        print_result(&result, json)?;
     }
     eprintln!(
         "session {session_id} (events: {})",
@@ -109,8 +120,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Creates the session through the same `SessionManager` as `folio serve`, prints its events
-/// until the turn has settled, and returns the session id and its whole log. Ctrl-C stops the
-/// turn; a call that needs approval is denied, since no person can answer here.
+/// until the turn has settled, and returns the session id and its whole log.
 async fn run_session(
     manager: &SessionManager,
     message: &str,
@@ -118,8 +128,19 @@ async fn run_session(
     let accepted = manager
         .create(PRINCIPAL, "cli", CreateSession::message(message))
         .await?;
-    let id = accepted.session_id;
-    let mut stream = manager.stream(PRINCIPAL, &id, 0)?;
+    let events = follow_session(manager, PRINCIPAL, &accepted.session_id).await?;
+    Ok((accepted.session_id, events))
+}
+
+/// Prints the events of `principal`'s session `id` until its turn has settled and returns its
+/// whole log. Ctrl-C stops the turn; a call that needs approval is denied, since no person can
+/// answer here.
+pub(crate) async fn follow_session(
+    manager: &SessionManager,
+    principal: &str,
+    id: &str,
+) -> anyhow::Result<Vec<folio_protocol::Event>> {
+    let mut stream = manager.stream(principal, id, 0)?;
     let mut interrupt = std::pin::pin!(tokio::signal::ctrl_c());
     let mut turn_ended = false;
     let mut interrupted = false;
@@ -128,7 +149,7 @@ async fn run_session(
             next = stream.rx.recv() => next,
             _ = &mut interrupt, if !turn_ended && !interrupted => {
                 interrupted = true;
-                manager.stop(PRINCIPAL, &id).await?;
+                manager.stop(principal, id).await?;
                 continue;
             }
         };
@@ -139,8 +160,8 @@ async fn run_session(
             EventBody::ActionApprovalRequested(requested) => {
                 manager
                     .resolve_approval(
-                        PRINCIPAL,
-                        &id,
+                        principal,
+                        id,
                         &requested.call_id,
                         ApprovalDecision::Deny,
                         Some(NO_APPROVER.to_string()),
@@ -158,6 +179,5 @@ async fn run_session(
             _ => {}
         }
     }
-    let events = manager.events(PRINCIPAL, &id)?;
-    Ok((id, events))
+    Ok(manager.events(principal, id)?)
 }

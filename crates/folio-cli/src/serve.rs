@@ -9,6 +9,7 @@ use anyhow::{Context, bail};
 use folio_agent::LoadOptions;
 use folio_agent::{Agent, discover};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
+use folio_server::schedule::{Clock, Scheduler, SystemClock};
 use folio_server::{Auth, Browsers, FaultPoint, LogBuffer, SessionManager, StateRoot};
 
 use crate::model::open_model;
@@ -77,6 +78,8 @@ pub(crate) struct Project {
     pub(crate) dir: PathBuf,
     pub(crate) manager: SessionManager,
     pub(crate) state: StateRoot,
+    /// Fires the agent's schedules while the server runs.
+    pub(crate) scheduler: Scheduler,
 }
 
 /// The state root of one agent: `--state-root` (or `<project>/.folio/state`), plus `/<slug>`
@@ -245,6 +248,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         );
     }
     let fault = fault_point()?;
+    let clock = schedule_clock()?;
     let mut projects = Vec::new();
     let mut mounts = Vec::new();
     for dir in dirs {
@@ -255,6 +259,15 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         let manager = SessionManager::open(state.clone(), Arc::new(agent), LogBuffer::new())
             .map_err(anyhow::Error::msg)?;
         manager.set_fault(fault);
+        manager.set_clock(clock.clone());
+        let scheduler = Scheduler::open(
+            &state,
+            &manager.agent().definition.schedules,
+            Arc::new(manager.clone()),
+            clock.clone(),
+        )?;
+        tokio::spawn(scheduler.clone().run(manager.shutdown_token()));
+        tokio::spawn(manager.clone().run_reminders());
         mounts.push(Mount {
             slug: slug.clone(),
             manager: manager.clone(),
@@ -265,6 +278,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             dir,
             manager,
             state,
+            scheduler,
         });
     }
     let listener = bind(&args.host, args.port).await?;
@@ -398,6 +412,28 @@ fn fault_point() -> anyhow::Result<Option<FaultPoint>> {
         Err(std::env::VarError::NotPresent) => Ok(None),
         Err(std::env::VarError::NotUnicode(_)) => {
             anyhow::bail!("FOLIO_FAULT is not valid UTF-8: unset it")
+        }
+    }
+}
+
+/// The clock of schedules and reminders: the system clock, or (end-to-end tests only) one that
+/// starts at `FOLIO_TEST_CLOCK_START` (RFC 3339) and runs in real time from there.
+fn schedule_clock() -> anyhow::Result<Arc<dyn Clock>> {
+    match std::env::var("FOLIO_TEST_CLOCK_START") {
+        Ok(start) => {
+            let start = start
+                .parse::<chrono::DateTime<chrono::Utc>>()
+                .with_context(|| {
+                    format!("FOLIO_TEST_CLOCK_START={start} is not an RFC 3339 instant: unset it")
+                })?;
+            eprintln!(
+                "folio: FOLIO_TEST_CLOCK_START is set: schedules run on a clock starting at {start} (test)"
+            );
+            Ok(Arc::new(SystemClock::starting_at(start)))
+        }
+        Err(std::env::VarError::NotPresent) => Ok(Arc::new(SystemClock::new())),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            anyhow::bail!("FOLIO_TEST_CLOCK_START is not valid UTF-8: unset it")
         }
     }
 }

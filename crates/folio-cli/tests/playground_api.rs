@@ -4,9 +4,13 @@
 
 mod serve_support;
 
-use folio_protocol::{EventBody, ForkOrigin};
+use folio_protocol::{
+    CreateSession, Empty, ErrorBody, ErrorCode, EventBody, FollowUp, FollowUpAccepted, ForkOrigin,
+    ForkSession, MessageReceived, SessionCreated, SessionMode, SessionStarted,
+};
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
+use reqwest::Method;
 use serde_json::{Value, json};
 use serve_support::*;
 
@@ -26,32 +30,27 @@ async fn served(
     (mock, server, dir, state)
 }
 
-async fn as_user(
-    method: reqwest::Method,
-    url: &str,
-    body: Option<Value>,
-    token: &str,
-) -> (u16, Value) {
-    call(method, url, body, Some(token)).await
-}
-
 /// Creates a session as `token`'s principal and waits for its first turn to end.
-async fn session(url: &str, message: &str, token: Option<&str>) -> (String, String) {
-    let (status, created) = call(
-        reqwest::Method::POST,
+async fn started(url: &str, message: &str, token: Option<&str>) -> SessionCreated {
+    let (status, created) = call_as::<SessionCreated>(
+        Method::POST,
         &format!("{url}/v1/session"),
-        Some(json!({"message": message})),
+        Some(&CreateSession::message(message)),
         token,
     )
     .await;
-    assert_eq!(status, 201, "{created}");
-    let id = created["sessionId"].as_str().unwrap().to_string();
-    let mut stream = Stream::open(url, &id, 0, token).await;
+    assert_eq!(status, 201);
+    let mut stream = Stream::open(url, &created.session_id, 0, token).await;
     stream.until("session.waiting").await;
-    (
-        id,
-        created["continuationToken"].as_str().unwrap().to_string(),
-    )
+    created
+}
+
+/// `POST …/fork` with `body`, expecting `invalid_request`: the error's message.
+async fn fork_refused(fork_url: &str, body: Value) -> String {
+    let (status, error) = call(Method::POST, fork_url, Some(body), None).await;
+    let error: ErrorBody = read_wire(&error);
+    assert_eq!((status, error.error), (400, ErrorCode::InvalidRequest));
+    error.message
 }
 
 #[tokio::test]
@@ -102,14 +101,24 @@ async fn the_page_and_its_modules_are_embedded_and_served_without_auth_behind_th
             "{file} names an external URL"
         );
     }
-    let (status, missing) = get(&format!("{url}/playground/assets/nope.js")).await;
+    let (status, missing) = refused(
+        Method::GET,
+        &format!("{url}/playground/assets/nope.js"),
+        NO_BODY,
+        None,
+    )
+    .await;
     assert_eq!(
-        (status, missing["message"].clone()),
-        (404, json!("the playground has no file nope.js"))
+        (status, missing.error, missing.message.as_str()),
+        (
+            404,
+            ErrorCode::NotFound,
+            "the playground has no file nope.js"
+        )
     );
     // The API still needs a token; the page's files pass the same browser guard.
-    let (status, _) = get(&format!("{url}/v1/agent")).await;
-    assert_eq!(status, 401);
+    let (status, denied) = refused(Method::GET, &format!("{url}/v1/agent"), NO_BODY, None).await;
+    assert_eq!((status, denied.error), (401, ErrorCode::Unauthorized));
     let rebinding = client()
         .get(format!("{url}/playground"))
         .header("host", "evil.example.com")
@@ -142,62 +151,50 @@ async fn fork_copies_the_log_before_a_message_and_runs_the_edited_one() {
     )
     .await;
     let url = &server.url;
-    let (id, token) = session(url, "first", None).await;
-    let (status, _) = post(
-        &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": token, "message": "second"}),
+    let first = started(url, "first", None).await;
+    let id = first.session_id.clone();
+    follow_up(
+        url,
+        &id,
+        &FollowUp::new(first.continuation_token.clone(), "second"),
     )
     .await;
-    assert_eq!(status, 200);
     let mut stream = Stream::open(url, &id, 0, None).await;
     stream.until_count("session.waiting", 2).await;
     let original = stream.events.clone();
-    let second = original
-        .iter()
-        .filter(|e| matches!(e.body, EventBody::MessageReceived(_)))
-        .nth(1)
-        .unwrap()
-        .index;
+    let second = of_type::<MessageReceived>(&original)[1].index;
 
     let fork_url = format!("{url}/v1/session/{id}/fork");
-    let (status, refused) = post(&fork_url, json!({"atIndex": 0, "message": "x"})).await;
     assert_eq!(
-        (status, refused["message"].clone()),
-        (
-            400,
-            json!(
-                "atIndex 0 is a session.started event: fork at the index of a message.received event"
-            )
-        )
+        fork_refused(&fork_url, json!({"atIndex": 0, "message": "x"})).await,
+        "atIndex 0 is a session.started event: fork at the index of a message.received event"
     );
-    let (status, refused) = post(&fork_url, json!({"atIndex": 999, "message": "x"})).await;
-    assert_eq!(status, 400, "{refused}");
-    let (status, refused) = post(
+    fork_refused(&fork_url, json!({"atIndex": 999, "message": "x"})).await;
+    fork_refused(
         &fork_url,
         json!({"atIndex": second, "message": "x", "extra": 1}),
     )
     .await;
-    assert_eq!(status, 400, "{refused}");
 
-    let (status, created) = post(
+    let fork: SessionCreated = expect(
+        Method::POST,
         &fork_url,
-        json!({"atIndex": second, "message": "second, edited"}),
+        Some(&ForkSession {
+            at_index: second,
+            message: "second, edited".into(),
+            title: None,
+        }),
+        201,
     )
     .await;
-    assert_eq!(status, 201, "{created}");
-    let fork = created["sessionId"].as_str().unwrap().to_string();
-    assert_ne!(fork, id);
-    let mut forked = Stream::open(url, &fork, 0, None).await;
+    assert_ne!(fork.session_id, id);
+    let mut forked = Stream::open(url, &fork.session_id, 0, None).await;
     // The copied first turn ends in session.waiting too.
     forked.until_count("session.waiting", 2).await;
     let events = forked.events.clone();
-    let indexes: Vec<u64> = events.iter().map(|e| e.index).collect();
-    assert_eq!(indexes, (0..events.len() as u64).collect::<Vec<_>>());
-    let EventBody::SessionStarted(started) = &events[0].body else {
-        panic!("the fork starts with {:?}", events[0].body)
-    };
+    assert_contiguous(&events, 0);
     assert_eq!(
-        started.forked_from,
+        data::<SessionStarted>(&events[0]).forked_from,
         Some(ForkOrigin {
             session_id: id.clone(),
             at_index: second,
@@ -210,31 +207,28 @@ async fn fork_copies_the_log_before_a_message_and_runs_the_edited_one() {
         .map(|e| &e.body)
         .collect();
     assert_eq!(copied, source);
-    let EventBody::MessageReceived(edited) = &events[second as usize].body else {
-        panic!("the fork continues with {:?}", events[second as usize].body)
-    };
-    assert_eq!(edited.text, "second, edited");
+    assert_eq!(
+        data::<MessageReceived>(&events[second as usize]).text,
+        "second, edited"
+    );
     // The fork's turn saw the copied history: first, One., then the edited message.
     let request = mock.requests().pop().unwrap();
-    let messages: Vec<String> = request.body["messages"]
-        .as_array()
-        .unwrap()
+    let messages: Vec<String> = request
+        .messages()
         .iter()
-        .filter(|m| m["role"] != "system")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .filter(|m| m.role != "system")
+        .map(|m| m.text())
         .collect();
     assert_eq!(messages, vec!["first", "One.", "second, edited"]);
-    let (_, summary) = get(&format!("{url}/v1/session/{fork}")).await;
-    assert_eq!(summary["session"]["turns"], json!(2));
+    assert_eq!(session(url, &fork.session_id).await.turns, 2);
     // The fork's token continues it.
-    let fork_token = created["continuationToken"].as_str().unwrap();
     mock.push(MockReply::text("More."));
-    let (status, _) = post(
-        &format!("{url}/v1/session/{fork}"),
-        json!({"continuationToken": fork_token, "message": "more"}),
+    follow_up(
+        url,
+        &fork.session_id,
+        &FollowUp::new(fork.continuation_token, "more"),
     )
     .await;
-    assert_eq!(status, 200);
 }
 
 #[tokio::test]
@@ -251,81 +245,83 @@ async fn the_owner_gets_a_fresh_token_and_others_get_403() {
     )
     .await;
     let url = &server.url;
-    let (id, first) = session(url, "hello", Some("alice-secret")).await;
+    let created = started(url, "hello", Some("alice-secret")).await;
+    let id = created.session_id.clone();
     let token_url = format!("{url}/v1/session/{id}/token");
-    let (status, refused) = as_user(
-        reqwest::Method::POST,
+    let (status, denied) = refused(
+        Method::POST,
         &token_url,
-        Some(json!({})),
-        "bob-secret",
+        Some(&Empty {}),
+        Some("bob-secret"),
     )
     .await;
-    assert_eq!(
-        (status, refused["error"].clone()),
-        (403, json!("forbidden"))
-    );
-    let (status, refused) = as_user(
-        reqwest::Method::POST,
+    assert_eq!((status, denied.error), (403, ErrorCode::Forbidden));
+    let fork = ForkSession {
+        at_index: 1,
+        message: "x".into(),
+        title: None,
+    };
+    let (status, denied) = refused(
+        Method::POST,
         &format!("{url}/v1/session/{id}/fork"),
-        Some(json!({"atIndex": 1, "message": "x"})),
-        "bob-secret",
+        Some(&fork),
+        Some("bob-secret"),
     )
     .await;
-    assert_eq!(
-        (status, refused["error"].clone()),
-        (403, json!("forbidden"))
-    );
-    let (status, issued) = as_user(
-        reqwest::Method::POST,
+    assert_eq!((status, denied.error), (403, ErrorCode::Forbidden));
+    let (status, issued) = call_as::<FollowUpAccepted>(
+        Method::POST,
         &token_url,
-        Some(json!({})),
-        "alice-secret",
+        Some(&Empty {}),
+        Some("alice-secret"),
     )
     .await;
-    assert_eq!(status, 200, "{issued}");
-    assert_eq!(issued["sessionId"], json!(id));
-    let fresh = issued["continuationToken"].as_str().unwrap();
-    assert_ne!(fresh, first);
+    assert_eq!(status, 200);
+    assert_eq!(issued.session_id, id);
+    assert_ne!(issued.continuation_token, created.continuation_token);
     let follow = format!("{url}/v1/session/{id}");
-    let (status, stale) = as_user(
-        reqwest::Method::POST,
+    let (status, stale) = refused(
+        Method::POST,
         &follow,
-        Some(json!({"continuationToken": first, "message": "old"})),
-        "alice-secret",
+        Some(&FollowUp::new(created.continuation_token.clone(), "old")),
+        Some("alice-secret"),
     )
     .await;
     assert_eq!(
-        (status, stale["error"].clone()),
-        (409, json!("stale_continuation_token"))
+        (status, stale.error),
+        (409, ErrorCode::StaleContinuationToken)
     );
-    let (status, _) = as_user(
-        reqwest::Method::POST,
+    let (status, _) = call_as::<FollowUpAccepted>(
+        Method::POST,
         &follow,
-        Some(json!({"continuationToken": fresh, "message": "again"})),
-        "alice-secret",
+        Some(&FollowUp::new(issued.continuation_token, "again")),
+        Some("alice-secret"),
     )
     .await;
     assert_eq!(status, 200);
     // A task session takes no follow-ups, so it gets no token either.
-    let (status, task) = call(
-        reqwest::Method::POST,
+    let task = CreateSession {
+        mode: Some(SessionMode::Task),
+        ..CreateSession::message("do it")
+    };
+    let (status, task) = call_as::<SessionCreated>(
+        Method::POST,
         &format!("{url}/v1/session"),
-        Some(json!({"message": "do it", "mode": "task"})),
+        Some(&task),
         Some("alice-secret"),
     )
     .await;
     assert_eq!(status, 201);
-    let task_id = task["sessionId"].as_str().unwrap();
-    let (status, refused) = as_user(
-        reqwest::Method::POST,
-        &format!("{url}/v1/session/{task_id}/token"),
-        Some(json!({})),
-        "alice-secret",
+    let (status, denied) = refused(
+        Method::POST,
+        &format!("{url}/v1/session/{}/token", task.session_id),
+        Some(&Empty {}),
+        Some("alice-secret"),
     )
     .await;
     assert_eq!(
-        (status, refused["error"].clone()),
-        (409, json!("session_not_followable"))
+        (status, denied.error),
+        (409, ErrorCode::SessionNotFollowable)
     );
     drop(mock);
 }

@@ -8,8 +8,13 @@ mod serve_support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use folio_protocol::{
+    ActionApprovalResolved, ApprovalDecision, CreateSession, ErrorCode, Event, FollowUp,
+    ForkOrigin, MessageReceived, Page, SessionCreated, SessionStarted, SessionSummary, TurnFailed,
+};
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
+use reqwest::Method;
 use serde_json::{Value, json};
 use serve_support::*;
 
@@ -120,29 +125,28 @@ async fn setup_with(replies: Vec<MockReply>, extra: &[&str], files: &[(&str, &st
     }
 }
 
-/// The stored events of a session, as JSON values.
-async fn events(url: &str, id: &str, token: Option<&str>) -> Vec<Value> {
-    let mut request = client().get(format!("{url}/v1/session/{id}/events"));
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let text = request.send().await.unwrap().text().await.unwrap();
-    text.lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
+/// The stored events of a session as `token`'s principal.
+async fn events_as(url: &str, id: &str, token: &str) -> Vec<Event> {
+    let (status, dump) = call(
+        Method::GET,
+        &format!("{url}/v1/session/{id}/events"),
+        None,
+        Some(token),
+    )
+    .await;
+    assert_eq!(status, 200, "{dump}");
+    let Value::String(text) = dump else {
+        panic!("the events dump is NDJSON, not {dump}")
+    };
+    read_ndjson(&text)
 }
 
 /// The (single) session of the server's only principal.
 async fn only_session(url: &str) -> String {
-    let (status, page) = get(&format!("{url}/v1/sessions")).await;
-    assert_eq!(status, 200);
-    let data = page["data"].as_array().unwrap();
-    assert_eq!(data.len(), 1, "{page}");
-    data[0]["sessionId"].as_str().unwrap().to_string()
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
+    let page: Page<SessionSummary> =
+        expect(Method::GET, &format!("{url}/v1/sessions"), NO_BODY, 200).await;
+    assert_eq!(page.data.len(), 1, "{:?}", page.data);
+    page.data[0].session_id.clone()
 }
 
 #[tokio::test]
@@ -214,13 +218,17 @@ async fn approve_one_call_and_deny_another() {
     }
     let url = &s.served.url;
     let id = only_session(url).await;
-    let decisions: Vec<Value> = of_type(&events(url, &id, None).await, "action.approval_resolved")
+    let log = events(url, &id).await;
+    let decisions: Vec<(ApprovalDecision, Option<&str>)> = all::<ActionApprovalResolved>(&log)
         .into_iter()
-        .map(|e| json!([e["data"]["decision"], e["data"]["reason"]]))
+        .map(|resolved| (resolved.decision, resolved.reason.as_deref()))
         .collect();
     assert_eq!(
         decisions,
-        vec![json!(["approve", null]), json!(["deny", "not today"])]
+        vec![
+            (ApprovalDecision::Approve, None),
+            (ApprovalDecision::Deny, Some("not today"))
+        ]
     );
 }
 
@@ -237,11 +245,12 @@ async fn stop_a_running_turn() {
     }
     let url = &s.served.url;
     let id = only_session(url).await;
-    let failed = of_type(&events(url, &id, None).await, "turn.failed")
+    let log = events(url, &id).await;
+    let failed: Vec<&str> = all::<TurnFailed>(&log)
         .into_iter()
-        .map(|e| e["data"]["message"].clone())
-        .collect::<Vec<_>>();
-    assert_eq!(failed, vec![json!("turn interrupted")]);
+        .map(|failed| failed.message.as_str())
+        .collect();
+    assert_eq!(failed, vec!["turn interrupted"]);
 }
 
 #[tokio::test]
@@ -287,33 +296,24 @@ async fn fork_from_a_message_and_continue() {
     let words: Vec<&str> = line.split(' ').collect();
     let (fork, original) = (words[1], words[3]);
     let url = &s.served.url;
-    let forked = events(url, fork, None).await;
-    let original_events = events(url, original, None).await;
-    let second = of_type(&original_events, "message.received")[1]["index"].clone();
+    let forked = events(url, fork).await;
+    let original_events = events(url, original).await;
+    let second = of_type::<MessageReceived>(&original_events)[1].index;
     assert_eq!(
-        forked[0]["data"]["forkedFrom"],
-        json!({"sessionId": original, "atIndex": second})
+        data::<SessionStarted>(&forked[0]).forked_from,
+        Some(ForkOrigin {
+            session_id: original.to_string(),
+            at_index: second,
+        })
     );
-    let messages: Vec<Value> = of_type(&forked, "message.received")
+    let messages: Vec<&str> = all::<MessageReceived>(&forked)
         .into_iter()
-        .map(|e| e["data"]["text"].clone())
+        .map(|received| received.text.as_str())
         .collect();
-    assert_eq!(
-        messages,
-        vec![json!("first"), json!("second, edited"), json!("and on")]
-    );
-    let indexes: Vec<u64> = forked
-        .iter()
-        .map(|e| e["index"].as_u64().unwrap())
-        .collect();
-    assert_eq!(indexes, (0..forked.len() as u64).collect::<Vec<_>>());
+    assert_eq!(messages, vec!["first", "second, edited", "and on"]);
     // The model saw the copied history, not the replaced message.
     let last = s.mock.requests().pop().unwrap();
-    let body = last.body.to_string();
-    assert!(
-        body.contains("second, edited") && !body.contains("\"second\""),
-        "{body}"
-    );
+    assert_eq!(last.user_texts(), vec!["first", "second, edited", "and on"]);
 }
 
 #[tokio::test]
@@ -324,9 +324,8 @@ async fn reopen_a_past_run_from_the_list_and_continue_it() {
     )
     .await;
     let url = &s.served.url;
-    let (status, created) = post(&format!("{url}/v1/session"), json!({"message": "hello"})).await;
-    assert_eq!(status, 201);
-    let id = created["sessionId"].as_str().unwrap().to_string();
+    let created = create_session(url, &CreateSession::message("hello")).await;
+    let id = created.session_id.clone();
     let mut stream = Stream::open(url, &id, 0, None).await;
     stream.until("session.waiting").await;
     if scenario(&s.served, "reopen.mjs", &[&id]).await.is_none() {
@@ -346,16 +345,13 @@ async fn reopen_a_past_run_from_the_list_and_continue_it() {
         "remember the milk"
     );
     // The page got its own token: the one handed out at creation is stale now.
-    let token = created["continuationToken"].as_str().unwrap();
-    let (status, stale) = post(
+    expect_error(
+        Method::POST,
         &format!("{url}/v1/session/{id}"),
-        json!({"continuationToken": token, "message": "late"}),
+        Some(&FollowUp::new(created.continuation_token, "late")),
+        ErrorCode::StaleContinuationToken,
     )
     .await;
-    assert_eq!(
-        (status, stale["error"].clone()),
-        (409, json!("stale_continuation_token"))
-    );
 }
 
 #[tokio::test]
@@ -373,21 +369,25 @@ async fn a_foreign_principal_sees_nothing() {
     )
     .await;
     let url = &s.served.url;
-    let (status, created) = call(
-        reqwest::Method::POST,
+    let request = CreateSession {
+        title: Some("alice".into()),
+        ..CreateSession::message("alice's plans")
+    };
+    let (status, created) = call_as::<SessionCreated>(
+        Method::POST,
         &format!("{url}/v1/session"),
-        Some(json!({"message": "alice's plans", "title": "alice"})),
+        Some(&request),
         Some("alice-secret"),
     )
     .await;
     assert_eq!(status, 201);
-    let id = created["sessionId"].as_str().unwrap();
+    let id = &created.session_id;
     scenario(&s.served, "foreign.mjs", &["bob-secret", id]).await;
     // Alice still has her run.
-    let hers = events(url, id, Some("alice-secret")).await;
+    let hers = events_as(url, id, "alice-secret").await;
     assert_eq!(
-        of_type(&hers, "message.received")[0]["data"]["text"],
-        json!("alice's plans")
+        data::<MessageReceived>(first::<MessageReceived>(&hers)).text,
+        "alice's plans"
     );
 }
 

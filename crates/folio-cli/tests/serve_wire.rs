@@ -112,15 +112,7 @@ async fn every_route_answers_with_its_folio_protocol_type() {
     stream.until("session.waiting").await;
 
     // The events dump: NDJSON of Events, the same as the stream.
-    let dump = client()
-        .get(format!("{url}/v1/session/{id}/events"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let dumped = read_ndjson(&dump);
+    let dumped = events(url, &id).await;
     assert_eq!(dumped, stream.events);
     assert!(
         dumped

@@ -38,6 +38,10 @@ impl AnthropicProvider {
 
 #[async_trait]
 impl Provider for AnthropicProvider {
+    fn name(&self) -> Option<&'static str> {
+        Some("anthropic")
+    }
+
     async fn stream(
         &self,
         request: &ModelRequest,

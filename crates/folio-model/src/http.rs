@@ -136,6 +136,12 @@ impl HttpTransport {
         request: reqwest::RequestBuilder,
     ) -> Result<(SseStream, SseEvent), ModelError> {
         let provider = self.provider;
+        // The model call's span goes with the request, so the provider's traces join ours.
+        let request = folio_telemetry::trace_headers()
+            .into_iter()
+            .fold(request, |request, (name, value)| {
+                request.header(name, value)
+            });
         let started = async {
             let response = request
                 .header(

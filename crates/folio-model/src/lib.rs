@@ -90,4 +90,10 @@ pub trait Provider: Send + Sync {
         request: &ModelRequest,
         cancel: CancellationToken,
     ) -> Result<DeltaStream, ModelError>;
+
+    /// The service behind this provider as OpenTelemetry's `gen_ai.provider.name` spells it
+    /// (`openai`, `anthropic`); `None` for one that is not a model service (a test double).
+    fn name(&self) -> Option<&'static str> {
+        None
+    }
 }

@@ -33,6 +33,10 @@ impl OpenAiProvider {
 
 #[async_trait]
 impl Provider for OpenAiProvider {
+    fn name(&self) -> Option<&'static str> {
+        Some("openai")
+    }
+
     async fn stream(
         &self,
         request: &ModelRequest,

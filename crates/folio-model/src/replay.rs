@@ -63,6 +63,10 @@ fn append(path: &Path, lock: &Mutex<()>, exchange: &Exchange) -> Result<(), Mode
 
 #[async_trait]
 impl Provider for RecordingProvider {
+    fn name(&self) -> Option<&'static str> {
+        self.inner.name()
+    }
+
     async fn stream(
         &self,
         request: &ModelRequest,

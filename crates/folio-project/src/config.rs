@@ -13,6 +13,32 @@ use serde_json::{Map, Value};
 pub struct ProjectConfig {
     /// The project's name (default: the directory name).
     pub name: Option<String>,
+    /// OpenTelemetry export (`[telemetry]`); each key is overridden by its `OTEL_*` variable.
+    #[serde(default)]
+    pub telemetry: TelemetrySection,
+}
+
+/// `[telemetry]` in `folio.toml`: where traces and metrics are exported over OTLP. Nothing is
+/// exported without an endpoint; the standard `OTEL_*` variables override each key.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySection {
+    /// OTLP/HTTP base endpoint (`/v1/traces` and `/v1/metrics` are appended), e.g.
+    /// `http://127.0.0.1:4318` (`OTEL_EXPORTER_OTLP_ENDPOINT`).
+    pub endpoint: Option<String>,
+    /// `http/protobuf` (default) or `http/json` (`OTEL_EXPORTER_OTLP_PROTOCOL`).
+    pub protocol: Option<String>,
+    /// Headers sent with every export, e.g. a backend's API key (`OTEL_EXPORTER_OTLP_HEADERS`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The service name on every span (`OTEL_SERVICE_NAME`; default: the project's name).
+    pub service_name: Option<String>,
+    /// Record message and tool contents on spans (default false;
+    /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`).
+    pub capture_message_content: Option<bool>,
+    /// `delta` (default) or `cumulative` metrics
+    /// (`OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`).
+    pub metrics_temporality: Option<String>,
 }
 
 /// `agent/agent.toml`; every field is optional.
@@ -240,10 +266,23 @@ pub struct GeneratedSkillManifest {
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleFrontmatter {
-    /// Five-field cron expression, UTC (required).
+    /// Five-field cron expression (minute hour day month weekday) or `@hourly`-style, read in
+    /// `timezone` (required).
     #[schemars(required)]
     pub cron: Option<String>,
-    /// Missed slots at start: `latest` (default) or `none`.
-    #[schemars(extend("enum" = ["latest", "none", null]))]
+    /// IANA time zone the cron fields are read in (default `UTC`).
+    pub timezone: Option<String>,
+    /// A slot whose previous run is still going: `skip` (default), `buffer_one` or `allow`.
+    #[schemars(extend("enum" = ["skip", "buffer_one", "allow", null]))]
+    pub overlap: Option<String>,
+    /// Missed slots at start: `latest` (default), `none` or `all` (at most `catch_up_limit`).
+    #[schemars(extend("enum" = ["latest", "none", "all", null]))]
     pub catch_up: Option<String>,
+    /// The most missed slots `catch_up = "all"` runs (default 10).
+    #[schemars(range(min = 1))]
+    pub catch_up_limit: Option<u32>,
+    /// Each slot fires up to this many seconds late, by a fixed amount per slot (default 0).
+    pub jitter_secs: Option<u32>,
+    /// `false` keeps the schedule from firing (default `true`).
+    pub enabled: Option<bool>,
 }

@@ -16,6 +16,9 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::hooks::{self, HookDefinition};
 use crate::mcp::{self, McpServerConfig};
 use crate::report::Report;
+use crate::schedule::{
+    CATCH_UP_VALUES, Cadence, CatchUp, DEFAULT_CATCH_UP_LIMIT, OVERLAP_VALUES, Overlap,
+};
 use crate::skills::{self, ROOT_SKILLS_MOUNT, Skill};
 use crate::subagents::{self, SubagentDefinition};
 use crate::tools::{self, ToolDefinition};
@@ -80,13 +83,21 @@ pub struct ChannelManifest {
     pub settings: BTreeMap<String, Value>,
 }
 
-/// A schedule as discovery sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// A schedule as discovery sees it: when its slots are and what each run does.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScheduleSummary {
     /// The file name: the schedule name.
     pub name: String,
-    /// Five-field cron, UTC.
-    pub cron: String,
+    /// The cron expression in its time zone.
+    pub cadence: Cadence,
+    /// What a slot does while the previous run is still going.
+    pub overlap: Overlap,
+    /// What happens at start with the slots missed while no server ran.
+    pub catch_up: CatchUp,
+    /// Each slot fires up to this many seconds late (a fixed amount per slot).
+    pub jitter_secs: u32,
+    /// Whether the schedule fires at all.
+    pub enabled: bool,
     /// The first message of each task session it opens.
     pub prompt: String,
 }
@@ -484,7 +495,8 @@ fn discover_channels(agent_dir: &Path, findings: &mut Report) -> Vec<ChannelSumm
     channels
 }
 
-/// The schedule files: cron frontmatter (five fields, UTC) and a prompt body.
+/// The schedule files: cron frontmatter (cron, timezone, policies) and a prompt body; every
+/// bad value is an error naming its field.
 fn discover_schedules(agent_dir: &Path, findings: &mut Report) -> Vec<ScheduleSummary> {
     let mut schedules = Vec::new();
     for path in files_with_extension(&agent_dir.join("schedules"), "md") {
@@ -497,50 +509,112 @@ fn discover_schedules(agent_dir: &Path, findings: &mut Report) -> Vec<ScheduleSu
         else {
             continue;
         };
-        let Some(cron) = front.cron else {
-            findings.error(
-                &path,
-                "cron: missing (frontmatter `cron: \"0 9 * * 1-5\"`, five fields, UTC)".into(),
-            );
-            continue;
-        };
-        if cron.split_whitespace().count() != 5 {
-            findings.error(
-                &path,
-                format!(
-                    "cron: \"{cron}\" must have five fields (minute hour day month weekday), UTC"
-                ),
-            );
-            continue;
+        if let Some(schedule) = check_schedule(stem_of(&path), front, &body, &path, findings) {
+            schedules.push(schedule);
         }
-        if let Err(err) = croner::parser::CronParser::new().parse(&cron) {
-            findings.error(
-                &path,
-                format!("cron: \"{cron}\" is not a valid cron expression: {err}"),
-            );
-            continue;
-        }
-        if let Some(catch_up) = front.catch_up.filter(|c| c != "latest" && c != "none") {
-            findings.error(
-                &path,
-                format!("catch_up: \"{catch_up}\" must be \"latest\" or \"none\""),
-            );
-            continue;
-        }
-        if body.trim().is_empty() {
-            findings.error(
-                &path,
-                "prompt: the body is empty (it is the first message of each run)".into(),
-            );
-            continue;
-        }
-        schedules.push(ScheduleSummary {
-            name: stem_of(&path),
-            cron,
-            prompt: body.trim().to_string(),
-        });
     }
     schedules
+}
+
+/// One schedule's frontmatter checked field by field; `None` after reporting every error.
+fn check_schedule(
+    name: String,
+    front: ScheduleFrontmatter,
+    body: &str,
+    path: &Path,
+    findings: &mut Report,
+) -> Option<ScheduleSummary> {
+    let errors = findings.diagnostics.len();
+    if !crate::report::is_slug(&name) {
+        findings.error(
+            path,
+            format!("name: \"{name}\" is not a valid schedule name (rename the file to [A-Za-z0-9][A-Za-z0-9_-]*.md, at most 64 characters)"),
+        );
+    }
+    let cadence = match &front.cron {
+        None => {
+            findings.error(
+                path,
+                "cron: missing (frontmatter `cron: \"0 9 * * 1-5\"`: minute hour day month weekday, or @daily)".into(),
+            );
+            None
+        }
+        Some(cron) => {
+            let timezone = front.timezone.as_deref().unwrap_or("UTC");
+            match Cadence::parse(cron, timezone) {
+                Ok(cadence) => Some(cadence),
+                Err(err) => {
+                    findings.error(path, err.to_string());
+                    None
+                }
+            }
+        }
+    };
+    let overlap = match front.overlap.as_deref() {
+        None => Some(Overlap::default()),
+        Some(value) => Overlap::parse(value).or_else(|| {
+            findings.error(path, unknown_value("overlap", value, OVERLAP_VALUES));
+            None
+        }),
+    };
+    let limit = front.catch_up_limit.unwrap_or(DEFAULT_CATCH_UP_LIMIT);
+    if limit == 0 {
+        findings.error(
+            path,
+            "catch_up_limit: must be at least 1 (use catch_up: \"none\" to run no missed slot)"
+                .into(),
+        );
+    }
+    let catch_up = match front.catch_up.as_deref() {
+        None | Some("latest") => Some(CatchUp::Latest),
+        Some("none") => Some(CatchUp::None),
+        Some("all") => Some(CatchUp::All { limit }),
+        Some(value) => {
+            findings.error(path, unknown_value("catch_up", value, CATCH_UP_VALUES));
+            None
+        }
+    };
+    if front.catch_up_limit.is_some() && !matches!(catch_up, Some(CatchUp::All { .. })) {
+        findings.warning(
+            path,
+            "catch_up_limit: only read with catch_up: \"all\" (remove it or set catch_up: \"all\")"
+                .into(),
+        );
+    }
+    if body.trim().is_empty() {
+        findings.error(
+            path,
+            "prompt: the body is empty (it is the first message of each run)".into(),
+        );
+    }
+    if findings.diagnostics[errors..]
+        .iter()
+        .any(|d| d.severity == Severity::Error)
+    {
+        return None;
+    }
+    Some(ScheduleSummary {
+        name,
+        cadence: cadence?,
+        overlap: overlap?,
+        catch_up: catch_up?,
+        jitter_secs: front.jitter_secs.unwrap_or(0),
+        enabled: front.enabled.unwrap_or(true),
+        prompt: body.trim().to_string(),
+    })
+}
+
+/// `field: "value" must be one of …`, with the nearest valid value when one is close.
+fn unknown_value(field: &str, value: &str, valid: &[&str]) -> String {
+    let hint = nearest_key(value, valid)
+        .map(|near| format!(" (did you mean \"{near}\"?)"))
+        .unwrap_or_default();
+    let valid = valid
+        .iter()
+        .map(|v| format!("\"{v}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!("{field}: \"{value}\" is not valid{hint}; use one of {valid}")
 }
 
 fn stem_of(path: &Path) -> String {

@@ -133,7 +133,7 @@ pub fn describe(definition: &AgentDefinition) -> AgentInfo {
             .iter()
             .map(|s| ScheduleInfo {
                 name: s.name.clone(),
-                cron: s.cron.clone(),
+                cron: s.cadence.expression().to_string(),
                 prompt: s.prompt.clone(),
             })
             .collect(),

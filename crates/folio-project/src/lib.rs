@@ -41,6 +41,7 @@ mod hooks;
 mod info;
 mod mcp;
 mod report;
+mod schedule;
 mod schema_check;
 mod schemas;
 mod skills;
@@ -52,7 +53,7 @@ pub use artifacts::{ArtifactKind, ArtifactKindManifest, ArtifactsConfig, Artifac
 pub use config::{
     AgentConfig, ConcurrencySection, ContextSection, Effect, Execution, GeneratedSkillManifest,
     LocalSection, MountSpec, ProjectConfig, ProviderSection, ScheduleFrontmatter, SkillFrontmatter,
-    ToolManifest,
+    TelemetrySection, ToolManifest,
 };
 pub use diagnostic::{Diagnostic, Severity};
 pub use discovery::{
@@ -63,6 +64,10 @@ pub use hooks::{HookCommand, HookDefinition, HookManifest};
 pub use info::{describe, diagnostic_info};
 pub use mcp::{McpConnectionManifest, McpServerConfig, McpTransport};
 pub use report::{UnsetVariable, expand_template};
+pub use schedule::{
+    CATCH_UP_VALUES, Cadence, CadenceError, CatchUp, DEFAULT_CATCH_UP_LIMIT, OVERLAP_VALUES,
+    Overlap,
+};
 pub use schema_check::{InvalidSchema, compile_schema};
 pub use schemas::{SCHEMA_BASE_URL, SchemaFile, schema_name_for, schema_url, schemas};
 pub use skills::{MIN_DESCRIPTION_CHARS, ROOT_SKILLS_MOUNT, Skill, SkillForm, SkillGenerator};

@@ -202,6 +202,12 @@ event_body! {
     "artifact.tagged" => ArtifactTagged(ArtifactTagged),
     /// The conversation before `upToIndex` was summarized to fit the context window.
     "context.compacted" => ContextCompacted(ContextCompacted),
+    /// A reminder was set on the session.
+    "reminder.set" => ReminderSet(crate::reminder::ReminderSet),
+    /// A reminder was delivered as a follow-up.
+    "reminder.fired" => ReminderFired(crate::reminder::ReminderFired),
+    /// A reminder was cancelled before it fired.
+    "reminder.cancelled" => ReminderCancelled(crate::reminder::ReminderCancelled),
 }
 
 /// How a session runs: `chat` parks after each turn, `task` ends after its turn.

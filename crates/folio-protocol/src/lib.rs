@@ -35,7 +35,9 @@ mod event;
 mod fork;
 mod http;
 mod mcp;
+mod reminder;
 mod result;
+mod schedule;
 mod schema;
 mod usage;
 
@@ -65,6 +67,10 @@ pub use http::{
     ToolCallRequest, ToolCallResult,
 };
 pub use mcp::{AskArguments, AskResult, AskStatus, CheckArguments, CheckResult};
+pub use reminder::{
+    Reminder, ReminderCancelled, ReminderFired, ReminderResponse, ReminderSet, SetReminder,
+};
 pub use result::{CompactionPoint, RunResult, ToolCallRecord, TurnSummary};
+pub use schedule::{NextFire, ScheduleStatus, SchedulesResponse, SlotOutcome, SlotOutcomeKind};
 pub use schema::schemas;
 pub use usage::Usage;

@@ -2,8 +2,10 @@
 //! session, 200 concurrent sessions running turns, memory per idle session with 10,000 stored
 //! sessions, and cold start to listening. Run with
 //! `cargo bench -p folio-server --bench serve_load` (optionally `-- --sessions N --streams N
-//! --turns N --keep-alive-turns N`, and `--kept-alive-only` for the kept-alive cases alone);
-//! results are printed as Markdown rows for bench/RESULTS.md.
+//! --turns N --keep-alive-turns N`, `--kept-alive-only` for the kept-alive cases alone, and
+//! `--state-in DIR` to put their state roots under DIR instead of the temporary directory, e.g. a
+//! tmpfs to see the cost without the disk); results are printed as Markdown rows for
+//! bench/RESULTS.md.
 //! It opens with kept-alive clients (1, 8, 32 at once) creating sessions and streaming each turn
 //! to `session.waiting`, plus one run with Nagle's algorithm left on to show what it costs.
 
@@ -191,7 +193,12 @@ async fn client_turns(url: String, turns: usize) -> Vec<(f64, f64)> {
 
 /// `clients` clients each run `turns` turns at once; prints latency and throughput rows.
 async fn kept_alive(agent: Arc<Agent>, clients: usize, turns: usize, nodelay: bool) {
-    let state = tempfile::tempdir().unwrap();
+    let args: Vec<String> = std::env::args().collect();
+    let state = match args.iter().position(|a| a == "--state-in") {
+        Some(i) => tempfile::tempdir_in(args.get(i + 1).expect("--state-in DIR: name a directory"))
+            .expect("--state-in DIR: cannot create a temporary directory there"),
+        None => tempfile::tempdir().unwrap(),
+    };
     let manager =
         SessionManager::open(StateRoot::new(state.path()), agent, LogBuffer::new()).unwrap();
     let url = serve_with(manager.clone(), nodelay).await;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use folio_agent::tools::{ScratchMode, SessionContext, TodoList, ToolContext};
 use folio_agent::write_workspace_files;
-use folio_agent::{Agent, Turn, TurnOutcome};
+use folio_agent::{Agent, Turn, TurnOutcome, TurnTrace};
 use folio_protocol::{
     ActionApprovalResolved, Admission, Event, EventBody, MessageQueued, MessageReceived, OkTrue,
     SessionCompleted, SessionFailed, SessionMode, SessionStatus, SessionWaiting, TURN_INTERRUPTED,
@@ -126,7 +126,12 @@ impl Actor {
                 let _ = reply.send(());
                 false
             }
-            Command::Tool { name, input, reply } => {
+            Command::Tool {
+                name,
+                input,
+                trace_parent,
+                reply,
+            } => {
                 // A turn parked across a restart holds the lock too.
                 let parked = || self.live.with_events(|events| open_turn(events).is_some());
                 if self.running.is_some() || parked() {
@@ -136,7 +141,7 @@ impl Actor {
                 let agent = self.inner.agent();
                 let workspace = self.inner.state.workspace_dir(&self.live.id);
                 let todos = self.live.with_events(TodoList::from_events);
-                let result = direct_call(
+                let call = direct_call(
                     &agent,
                     &name,
                     input,
@@ -144,8 +149,8 @@ impl Actor {
                     &self.live.id,
                     todos,
                     self.inner.shutdown.child_token(),
-                )
-                .await;
+                );
+                let result = folio_telemetry::with_incoming(trace_parent, call).await;
                 let _ = reply.send(result);
                 false
             }
@@ -212,7 +217,7 @@ impl Actor {
         drop(approvals);
         if self.running.is_none() {
             // Parked across a restart: the turn resumes from the log.
-            self.spawn_turn(turn_id, true, BTreeMap::new());
+            self.spawn_turn(turn_id, true, BTreeMap::new(), None);
         }
         Ok(())
     }
@@ -344,11 +349,17 @@ impl Actor {
             // (no rewrite of `session.json` per message).
             self.live.change_meta(running);
         }
-        self.spawn_turn(turn_id, false, message.files);
+        self.spawn_turn(turn_id, false, message.files, message.trace_parent);
         Ok(())
     }
 
-    fn spawn_turn(&mut self, turn_id: String, resume: bool, files: BTreeMap<String, String>) {
+    fn spawn_turn(
+        &mut self,
+        turn_id: String,
+        resume: bool,
+        files: BTreeMap<String, String>,
+        trace_parent: Option<String>,
+    ) {
         // Not a child of the shutdown token: on shutdown the actor decides (a turn parked on an
         // approval stays parked).
         let cancel = CancellationToken::new();
@@ -358,6 +369,7 @@ impl Actor {
             turn_id,
             resume,
             files,
+            trace_parent,
             cancel.clone(),
         ));
         self.running = Some(Running { cancel, task });
@@ -427,6 +439,7 @@ async fn run_turn(
     turn_id: String,
     resume: bool,
     files: BTreeMap<String, String>,
+    trace_parent: Option<String>,
     cancel: CancellationToken,
 ) -> TurnOutcome {
     let interrupted = || TurnOutcome::Failed {
@@ -448,6 +461,7 @@ async fn run_turn(
             Err(_) => {
                 use std::sync::atomic::Ordering;
                 let position = inner.queued.fetch_add(1, Ordering::SeqCst) + 1;
+                let queued = folio_telemetry::metrics::turn_queued(&inner.agent().definition.name);
                 let _ = live.append(
                     Some(&turn_id),
                     EventBody::TurnQueued(TurnQueued { position }),
@@ -457,6 +471,7 @@ async fn run_turn(
                     () = cancel.cancelled() => None,
                 };
                 inner.queued.fetch_sub(1, Ordering::SeqCst);
+                drop(queued);
                 match acquired {
                     Some(permit) => Some(permit),
                     None => {
@@ -468,6 +483,7 @@ async fn run_turn(
         },
     };
     let agent = inner.agent();
+    let _running = folio_telemetry::metrics::turn_running(&agent.definition.name);
     let workspace = inner.state.workspace_dir(&live.id);
     let (fs, scratch) = match agent.bind_turn_fs(&workspace).await {
         Ok(bound) => bound,
@@ -489,6 +505,14 @@ async fn run_turn(
         cancel,
         todos,
         context: SessionContext::default(),
+        trace: {
+            let meta = lock(&live.meta);
+            TurnTrace {
+                parent: trace_parent,
+                channel: Some(meta.channel.clone()),
+                session_mode: Some(meta.mode),
+            }
+        },
     };
     let sink = LiveSink(live.clone());
     if resume {
@@ -551,7 +575,8 @@ pub(crate) fn record_end(
     Ok((live.append(None, body)?, status))
 }
 
-/// Prepares and runs a tool directly (no approval gate).
+/// Prepares and runs a tool directly (no approval gate), in a synthetic turn's span parented on
+/// the incoming request's `traceparent` ([`folio_telemetry::with_incoming`]).
 pub(crate) async fn direct_call(
     agent: &Agent,
     name: &str,
@@ -571,6 +596,7 @@ pub(crate) async fn direct_call(
         .bind_turn_fs(workspace)
         .await
         .map_err(|err| ManagerError::Internal(err.to_string()))?;
+    let call_id = format!("direct_{}", ulid::Ulid::generate());
     let ctx = ToolContext {
         fs,
         workspace: workspace.to_path_buf(),
@@ -578,12 +604,22 @@ pub(crate) async fn direct_call(
         cancel,
         todos,
         session_id: session_id.to_string(),
-        call_id: format!("direct_{}", ulid::Ulid::generate()),
+        call_id: call_id.clone(),
         dry_run: false,
         purpose: None,
         continuation_key: None,
     };
-    Ok(match tool.call(input, &ctx).await {
+    let traceparent = folio_telemetry::incoming_traceparent();
+    let traced = folio_agent::trace_direct_call(
+        &agent.definition.name,
+        session_id,
+        &call_id,
+        name,
+        &input,
+        traceparent.as_deref(),
+        tool.call(input.clone(), &ctx),
+    );
+    Ok(match traced.await {
         Ok(output) => ToolCallResult {
             ok: OkTrue,
             result: output.to_event_value(),

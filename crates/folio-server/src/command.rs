@@ -13,6 +13,8 @@ use crate::error::ManagerError;
 pub(crate) struct Pending {
     pub(crate) text: String,
     pub(crate) files: BTreeMap<String, String>,
+    /// The W3C `traceparent` of the request that brought it, which parents its turn.
+    pub(crate) trace_parent: Option<String>,
 }
 
 impl Pending {
@@ -22,14 +24,18 @@ impl Pending {
         let count = messages.len() as u32;
         let mut texts = Vec::new();
         let mut files = BTreeMap::new();
+        let mut trace_parent = None;
         for message in messages {
             texts.push(message.text);
             files.extend(message.files);
+            // The latest request that carried a trace context parents the joined turn.
+            trace_parent = message.trace_parent.or(trace_parent);
         }
         (
             Pending {
                 text: texts.join("\n\n"),
                 files,
+                trace_parent,
             },
             count,
         )
@@ -45,6 +51,7 @@ pub(crate) fn queued_messages(events: &[Event]) -> Vec<Pending> {
             EventBody::MessageQueued(message) => queued.push(Pending {
                 text: message.text.clone(),
                 files: message.workspace_files.clone(),
+                trace_parent: None,
             }),
             EventBody::MessageReceived(_)
             | EventBody::SessionWaiting(_)
@@ -81,6 +88,8 @@ pub(crate) enum Command {
     Tool {
         name: String,
         input: Value,
+        /// The W3C `traceparent` of the request, which parents the call's span.
+        trace_parent: Option<String>,
         reply: oneshot::Sender<Result<ToolCallResult, ManagerError>>,
     },
     Resolve {

@@ -101,6 +101,7 @@ impl EventLog {
 
     /// Appends one event with the next index; the line is written with a single `write`.
     pub fn append(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, LogError> {
+        let started = std::time::Instant::now();
         let mut state = self
             .state
             .lock()
@@ -122,25 +123,34 @@ impl EventLog {
             source,
         })?;
         state.next_index += 1;
+        folio_telemetry::metrics::event_log("append", started.elapsed());
         Ok(event)
     }
 
     /// Flushes the log to stable storage on this thread (turn boundaries outside a server).
     pub fn sync(&self) -> Result<(), LogError> {
-        self.sync_handle.sync_data().map_err(|source| LogError::Io {
-            path: self.path.clone(),
-            source,
-        })
+        let started = std::time::Instant::now();
+        self.sync_handle
+            .sync_data()
+            .map_err(|source| LogError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+        folio_telemetry::metrics::event_log("fsync", started.elapsed());
+        Ok(())
     }
 
     /// Flushes the log to stable storage through the group commit: off the async workers, in
-    /// one round with the other sessions' syncs (a tokio runtime is needed).
+    /// one round with the other sessions' syncs.
     pub(crate) async fn commit(&self) -> Result<(), LogError> {
+        let started = std::time::Instant::now();
         let target = SyncTarget::Data(self.sync_handle.clone());
         commit(vec![target]).await.map_err(|source| LogError::Io {
             path: self.path.clone(),
             source,
-        })
+        })?;
+        folio_telemetry::metrics::event_log("fsync", started.elapsed());
+        Ok(())
     }
 }
 

@@ -75,6 +75,7 @@ impl SessionManager {
             message: Pending {
                 text: request.message,
                 files: BTreeMap::new(),
+                trace_parent: folio_telemetry::incoming_traceparent(),
             },
             admission: None,
             token: None,

@@ -18,8 +18,8 @@ use axum::{Extension, Json, Router};
 use folio_protocol::{
     Acknowledged, AgentDescription, AgentHeader, AgentSummary, ApprovalRequest, ArtifactResponse,
     ConnectionDescription, CreateSession, DiagnosticInfo, Empty, ErrorBody, ErrorCode, FollowUp,
-    FollowUpAccepted, ForkSession, LogsResponse, OkTrue, Page, SessionCreated, SessionResponse,
-    ToolCallRequest, ToolDescription, Visibility,
+    FollowUpAccepted, ForkSession, LogsResponse, OkTrue, Page, ReminderResponse, SchedulesResponse,
+    SessionCreated, SessionResponse, SetReminder, ToolCallRequest, ToolDescription, Visibility,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -229,6 +229,7 @@ pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
             "/",
             get(move || async move { index_page(&index_agents, layout, playground) }),
         )
+        .route_layer(axum::middleware::from_fn(crate::http_trace::traced))
         .fallback(|| async { ApiError::not_found("no such route") });
     let auth = Arc::new(config.auth.clone());
     let mut app = app.layer(axum::middleware::from_fn(move |req, next| {
@@ -274,9 +275,18 @@ fn agent_routes(state: AgentState) -> Router {
             post(resolve_approval),
         )
         .route("/v1/session/{id}/tools/{name}", post(session_tool))
+        .route(
+            "/v1/session/{id}/reminders",
+            post(set_reminder).get(list_reminders),
+        )
+        .route(
+            "/v1/session/{id}/reminders/{reminder_id}",
+            axum::routing::delete(cancel_reminder),
+        )
         .route("/v1/sessions", get(list_sessions))
         .route("/v1/tools/{name}", post(unscoped_tool))
         .route("/v1/agent", get(agent_info))
+        .route("/v1/schedules", get(list_schedules))
         .route("/v1/logs", get(logs))
         .route_service(
             "/v1/mcp",
@@ -553,6 +563,48 @@ async fn session_tool(
     ok(StatusCode::OK, result)
 }
 
+async fn set_reminder(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<SetReminder>,
+) -> ApiResult {
+    let reminder = state
+        .mount
+        .manager
+        .set_reminder(&principal, &id, body)
+        .await?;
+    ok(
+        StatusCode::CREATED,
+        ReminderResponse {
+            ok: OkTrue,
+            reminder,
+        },
+    )
+}
+
+async fn list_reminders(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let reminders = state.mount.manager.reminders(&principal, &id)?;
+    ok(StatusCode::OK, Page::new(reminders, None))
+}
+
+async fn cancel_reminder(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path((id, reminder_id)): Path<(String, String)>,
+) -> ApiResult {
+    state
+        .mount
+        .manager
+        .cancel_reminder(&principal, &id, &reminder_id)
+        .await?;
+    ok(StatusCode::OK, Acknowledged::default())
+}
+
 async fn unscoped_tool(
     State(state): State<AgentState>,
     Extension(Principal(principal)): Extension<Principal>,
@@ -621,6 +673,23 @@ async fn agent_info(State(state): State<AgentState>) -> ApiResult {
             schedules: found.schedules,
             artifacts: found.artifacts,
             diagnostics: state.mount.diagnostics.clone(),
+        },
+    )
+}
+
+async fn list_schedules(State(state): State<AgentState>) -> ApiResult {
+    let manager = &state.mount.manager;
+    let schedules = crate::schedule::statuses_on_disk(
+        manager.state(),
+        &manager.agent().definition.schedules,
+        manager.clock().now(),
+    )
+    .map_err(|err| ApiError::from(ManagerError::Internal(err.to_string())))?;
+    ok(
+        StatusCode::OK,
+        SchedulesResponse {
+            ok: OkTrue,
+            schedules,
         },
     )
 }

@@ -77,6 +77,9 @@ impl SessionManager {
                 slots: cap.map(|n| Arc::new(Semaphore::new(n.max(1) as usize))),
                 queued: std::sync::atomic::AtomicU32::new(0),
                 fault: std::sync::Mutex::new(None),
+                clock: RwLock::new(Arc::new(crate::schedule::SystemClock::new())),
+                reminders: tokio::sync::Mutex::new(()),
+                reminders_changed: tokio::sync::Notify::new(),
                 shutdown: CancellationToken::new(),
                 closing: std::sync::atomic::AtomicBool::new(false),
                 tasks: TaskTracker::new(),
@@ -152,6 +155,22 @@ impl SessionManager {
         *lock(&self.inner.fault) = point;
     }
 
+    /// Sets the clock schedules and reminders read (tests move a [`ManualClock`]).
+    ///
+    /// [`ManualClock`]: crate::schedule::ManualClock
+    pub fn set_clock(&self, clock: Arc<dyn crate::schedule::Clock>) {
+        *self.inner.clock.write().unwrap_or_else(|p| p.into_inner()) = clock;
+    }
+
+    /// The clock schedules and reminders read.
+    pub fn clock(&self) -> Arc<dyn crate::schedule::Clock> {
+        self.inner
+            .clock
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// Fires when the manager shuts down.
     pub fn shutdown_token(&self) -> CancellationToken {
         self.inner.shutdown.clone()
@@ -178,6 +197,7 @@ impl SessionManager {
         let message = Pending {
             text: request.message,
             files: request.workspace_files,
+            trace_parent: folio_telemetry::incoming_traceparent(),
         };
         let record = match &key {
             Some(key) => {
@@ -277,6 +297,7 @@ impl SessionManager {
             .await
             .map_err(|e| io_error("cannot save session.json", e))?;
         let live = Arc::new(Live::open(state, meta)?);
+        folio_telemetry::metrics::session(&self.agent().definition.name, channel);
         // `session.json`, the new session directory and the log file are entries of their
         // directories: synced (in the group commit, alongside the first message's round)
         // before the first message is acknowledged.
@@ -348,6 +369,7 @@ impl SessionManager {
             message: Pending {
                 text: message.text.clone(),
                 files: message.files.clone(),
+                trace_parent: message.trace_parent.clone(),
             },
             admission: None,
             token: None,
@@ -383,6 +405,7 @@ impl SessionManager {
             message: Pending {
                 text: request.message,
                 files: request.workspace_files,
+                trace_parent: folio_telemetry::incoming_traceparent(),
             },
             admission: request.admission,
             token: Some(request.continuation_token),
@@ -417,6 +440,7 @@ impl SessionManager {
             message: Pending {
                 text: message.to_string(),
                 files: BTreeMap::new(),
+                trace_parent: folio_telemetry::incoming_traceparent(),
             },
             admission,
             token: None,
@@ -482,8 +506,15 @@ impl SessionManager {
             Some(session_id) => {
                 let live = self.owned(principal, session_id)?;
                 let name = name.to_string();
-                self.command(&live, |reply| Command::Tool { name, input, reply })
-                    .await?
+                // The actor runs the call in its own task: the request's trace context goes along.
+                let trace_parent = folio_telemetry::incoming_traceparent();
+                self.command(&live, |reply| Command::Tool {
+                    name,
+                    input,
+                    trace_parent,
+                    reply,
+                })
+                .await?
             }
             None => {
                 crate::direct::check_unscoped(name)?;
@@ -634,7 +665,10 @@ async fn reconnect(inner: &Inner) {
             return;
         }
         wait = (wait * 2).min(MAX_RECONNECT);
-        let next = agent.reconnect().await;
+        let next = tokio::select! {
+            next = agent.reconnect() => next,
+            () = inner.shutdown.cancelled() => return,
+        };
         for name in agent.failed_connections.keys() {
             match next.failed_connections.get(name) {
                 None => inner.logs.info(format!(

@@ -30,6 +30,13 @@ pub(crate) struct Inner {
     pub(crate) keepalive_ms: AtomicU64,
     /// The exclusive lock on the state root, held until shutdown.
     pub(crate) state_lock: Mutex<Option<std::fs::File>>,
+    /// The time schedules and reminders read (the system clock unless a test or
+    /// `FOLIO_TEST_CLOCK_START` set another).
+    pub(crate) clock: RwLock<Arc<dyn crate::schedule::Clock>>,
+    /// Orders reminder changes and deliveries.
+    pub(crate) reminders: tokio::sync::Mutex<()>,
+    /// Wakes the reminder loop when a reminder is set or cancelled.
+    pub(crate) reminders_changed: tokio::sync::Notify,
     /// The armed fault point of a crash test (`FOLIO_FAULT`); `None` in normal use.
     pub(crate) fault: Mutex<Option<FaultPoint>>,
     /// Whether a task retries the agent's failed MCP connections.

@@ -2,7 +2,7 @@
 //! file lives is the state root's layout ([`StateRoot`], docs/http-api.md "Storage and crashes").
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::error::OpenError;
 use chrono::{DateTime, Utc};
@@ -181,41 +181,44 @@ impl SyncTarget {
 /// A sync request waiting for its round.
 type Waiter = (SyncTarget, oneshot::Sender<std::io::Result<()>>);
 
-/// The group commit: sync requests wait in one queue; one blocking task (off the async
-/// workers) takes everything queued, syncs each distinct file once, answers every waiter, and
-/// goes again while more arrived meanwhile. Concurrent sessions' appends so share rounds (and
-/// the filesystem journal's commits) instead of each blocking a runtime worker on its fsync.
+/// The group commit: sync requests wait in one queue; one thread of its own (off the async
+/// workers, and independent of any runtime) takes everything queued, syncs each distinct file
+/// once, answers every waiter, and goes again while more arrived meanwhile. Concurrent
+/// sessions' appends so share rounds instead of each blocking a runtime worker on its fsync.
 struct GroupCommit {
-    queue: Mutex<Queue>,
-}
-
-/// The requests of the next round, and whether a round task runs (it takes what is queued
-/// before it stops).
-struct Queue {
-    waiters: Vec<Waiter>,
-    running: bool,
+    queue: Mutex<Vec<Waiter>>,
+    ready: Condvar,
+    /// Whether the sync thread runs (started on first use; `false` when it could not start, and
+    /// then each caller syncs its own requests).
+    thread: OnceLock<bool>,
 }
 
 static GROUP_COMMIT: GroupCommit = GroupCommit {
-    queue: Mutex::new(Queue {
-        waiters: Vec::new(),
-        running: false,
-    }),
+    queue: Mutex::new(Vec::new()),
+    ready: Condvar::new(),
+    thread: OnceLock::new(),
 };
 
 impl GroupCommit {
-    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+    fn queue(&self) -> std::sync::MutexGuard<'_, Vec<Waiter>> {
         self.queue
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn submit(&'static self, waiters: Vec<Waiter>) {
-        let mut queue = self.queue();
-        queue.waiters.extend(waiters);
-        if !queue.running {
-            queue.running = true;
-            tokio::task::spawn_blocking(move || self.rounds());
+        let threaded = *self.thread.get_or_init(|| {
+            std::thread::Builder::new()
+                .name("folio-group-commit".into())
+                .spawn(move || self.rounds())
+                .map_err(|err| tracing::warn!("no group-commit thread ({err}); syncing inline"))
+                .is_ok()
+        });
+        if threaded {
+            self.queue().extend(waiters);
+            self.ready.notify_one();
+        } else {
+            round(waiters);
         }
     }
 
@@ -223,11 +226,13 @@ impl GroupCommit {
         loop {
             let batch = {
                 let mut queue = self.queue();
-                if queue.waiters.is_empty() {
-                    queue.running = false;
-                    return;
+                while queue.is_empty() {
+                    queue = self
+                        .ready
+                        .wait(queue)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
                 }
-                std::mem::take(&mut queue.waiters)
+                std::mem::take(&mut *queue)
             };
             round(batch);
         }
@@ -258,8 +263,7 @@ fn round(batch: Vec<Waiter>) {
     }
 }
 
-/// Makes every target durable through the group commit (one round when they arrive together);
-/// must run inside a tokio runtime.
+/// Makes every target durable through the group commit (one round when they arrive together).
 pub(crate) async fn commit(targets: Vec<SyncTarget>) -> std::io::Result<()> {
     let (waiters, answers): (Vec<Waiter>, Vec<_>) = targets
         .into_iter()
@@ -272,7 +276,7 @@ pub(crate) async fn commit(targets: Vec<SyncTarget>) -> std::io::Result<()> {
     for answer in answers {
         answer.await.unwrap_or_else(|_| {
             Err(std::io::Error::other(
-                "the group-commit task stopped before syncing (the runtime is shutting down)",
+                "the group-commit thread stopped before syncing (it panicked; see the log above)",
             ))
         })?;
     }
@@ -302,4 +306,65 @@ pub(crate) fn lock_state_root(state: &StateRoot) -> Result<std::fs::File, OpenEr
         return Err(OpenError::InUse(state.path().to_path_buf()));
     }
     Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_group_commit_syncs_every_target_and_answers_each_waiter() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = Arc::new(std::fs::File::create(dir.path().join("log")).unwrap());
+        // Concurrent requests, some for the same file, all answered.
+        let rounds = (0..8).map(|_| {
+            commit(vec![
+                SyncTarget::Data(file.clone()),
+                SyncTarget::All(file.clone()),
+                SyncTarget::Dir(dir.path().to_path_buf()),
+            ])
+        });
+        for answer in futures::future::join_all(rounds).await {
+            answer.unwrap();
+        }
+        // A target that cannot be synced fails its own waiter only.
+        let missing = dir.path().join("missing");
+        let (failed, synced) = tokio::join!(
+            commit(vec![SyncTarget::Dir(missing)]),
+            commit(vec![SyncTarget::Data(file.clone())]),
+        );
+        assert_eq!(failed.unwrap_err().kind(), std::io::ErrorKind::NotFound);
+        synced.unwrap();
+    }
+
+    #[tokio::test]
+    async fn session_json_is_replaced_whole_durably_or_for_repair() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateRoot::new(dir.path());
+        let mut meta: SessionMeta = serde_json::from_value(serde_json::json!({
+            "sessionId": "ses_01JDXYZ0000000000000000000",
+            "mode": "chat",
+            "status": "running",
+            "channel": "http",
+            "principal": "local",
+            "createdAt": "2026-11-30T00:00:00Z",
+            "updatedAt": "2026-11-30T00:00:00Z"
+        }))
+        .unwrap();
+        let load = || SessionMeta::load(&state, &meta.session_id).unwrap();
+        meta.save(&state).await.unwrap();
+        assert_eq!(load(), Some(meta.clone()));
+        meta.status = SessionStatus::Waiting;
+        meta.last_index = 7;
+        meta.save_repairable(&state).unwrap();
+        assert_eq!(load(), Some(meta.clone()));
+        meta.token_hash = Some("ab".repeat(32));
+        meta.save_but_directory(&state).await.unwrap();
+        assert_eq!(load(), Some(meta.clone()));
+        let files: Vec<_> = std::fs::read_dir(state.session_dir(&meta.session_id))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(files, ["session.json"], "no temporary file is left");
+    }
 }

@@ -36,6 +36,7 @@ impl SessionManager {
         );
         let task = live.clone();
         self.inner.tasks.spawn(async move {
+            let _open = folio_telemetry::metrics::stream_open();
             let live = task;
             let task_mode = lock(&live.meta).mode == SessionMode::Task;
             let mut next = start_index;

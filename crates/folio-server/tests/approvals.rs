@@ -9,22 +9,17 @@ use folio_protocol::{
     Acknowledged, ApprovalDecision, ApprovalRequest, CreateSession, ErrorBody, ErrorCode, Event,
     EventBody, FollowUp, FollowUpAccepted, OkTrue, SessionCreated, ToolCallRequest, ToolCallResult,
 };
-use folio_test_support::{MockModelServer, MockReply};
+use folio_test_support::{MockModelServer, MockReply, call_as};
 use pretty_assertions::assert_eq;
+use reqwest::Method;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use support::*;
 
 /// POSTs `body` and reads the answer as its folio-protocol type `T` ([`ErrorBody`] for errors).
-async fn post<T: DeserializeOwned>(url: &str, body: &impl Serialize) -> (u16, T) {
-    let response = reqwest::Client::new()
-        .post(url)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    (response.status().as_u16(), response.json().await.unwrap())
+async fn post<T: Serialize + DeserializeOwned>(url: &str, body: &impl Serialize) -> (u16, T) {
+    call_as(Method::POST, url, Some(body), None).await
 }
 
 fn decision(decision: ApprovalDecision, reason: Option<&str>) -> ApprovalRequest {

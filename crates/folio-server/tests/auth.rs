@@ -8,7 +8,7 @@ use folio_protocol::{
     SessionSummary, ToolCallRequest, ToolCallResult,
 };
 use folio_server::http::{HttpConfig, Layout, Mount, router};
-use folio_test_support::{MockModelServer, answer, call, read_wire};
+use folio_test_support::{MockModelServer, NO_BODY, answer, call_as};
 use reqwest::Method;
 use serde_json::Value;
 use support::*;
@@ -99,8 +99,7 @@ async fn get<T: serde::Serialize + serde::de::DeserializeOwned>(
     url: String,
     token: &str,
 ) -> (u16, T) {
-    let (status, body) = call(Method::GET, &url, None, Some(token)).await;
-    (status, read_wire(&body))
+    call_as(Method::GET, &url, NO_BODY, Some(token)).await
 }
 
 fn ids(page: &Page<SessionSummary>) -> Vec<String> {

@@ -3,8 +3,8 @@
 
 use folio_protocol::{
     Acknowledged, AgentDescription, AgentSummary, ArtifactRecord, ArtifactResponse, ErrorBody,
-    FollowUpAccepted, LogsResponse, Page, SessionCreated, SessionResponse, SessionSummary,
-    ToolCallResult,
+    FollowUpAccepted, LogsResponse, Page, Reminder, ReminderResponse, SchedulesResponse,
+    SessionCreated, SessionResponse, SessionSummary, ToolCallResult,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -68,7 +68,13 @@ pub fn check_answer(method: &str, url: &str, status: u16, body: &Value) {
         ("GET", ["session", _]) => {
             read_wire::<SessionResponse>(body);
         }
-        ("DELETE", ["session", _])
+        ("POST", ["session", _, "reminders"]) => {
+            read_wire::<ReminderResponse>(body);
+        }
+        ("GET", ["session", _, "reminders"]) => {
+            read_wire::<Page<Reminder>>(body);
+        }
+        ("DELETE", ["session", _] | ["session", _, "reminders", _])
         | ("POST", ["session", _, "stop"] | ["session", _, "approvals", _]) => {
             read_wire::<Acknowledged>(body);
         }
@@ -83,6 +89,9 @@ pub fn check_answer(method: &str, url: &str, status: u16, body: &Value) {
         }
         ("GET", ["agents"]) => {
             read_wire::<Vec<AgentSummary>>(body);
+        }
+        ("GET", ["schedules"]) => {
+            read_wire::<SchedulesResponse>(body);
         }
         ("GET", ["logs"]) => {
             read_wire::<LogsResponse>(body);

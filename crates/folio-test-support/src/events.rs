@@ -128,3 +128,32 @@ pub fn assert_contiguous(events: &[Event], start: u64) {
     let expected: Vec<u64> = (start..).take(events.len()).collect();
     assert_eq!(indexes, expected, "{events:#?}");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = concat!(
+        r#"{"type":"turn.failed","index":3,"sessionId":"ses_1","turnId":"turn_1","at":"2026-11-30T04:15:47.123Z","data":{"message":"turn interrupted"}}"#,
+        "\n\n",
+        r#"{"type":"session.waiting","index":4,"sessionId":"ses_1","at":"2026-11-30T04:15:47.124Z","data":{}}"#,
+        "\n",
+    );
+
+    #[test]
+    fn event_data_is_read_by_its_type() {
+        let events = read_ndjson(LOG);
+        assert_contiguous(&events, 3);
+        let failed = TurnFailed {
+            message: "turn interrupted".into(),
+        };
+        assert_eq!(data::<TurnFailed>(&events[0]), &failed);
+        assert_eq!(all::<TurnFailed>(&events), [&failed]);
+        assert_eq!(of_type::<SessionWaiting>(&events), [&events[1]]);
+        assert_eq!(first::<SessionWaiting>(&events).index, 4);
+        assert!(all::<TurnCompleted>(&events).is_empty());
+        assert!(std::panic::catch_unwind(|| data::<TurnCompleted>(&events[0])).is_err());
+        assert!(std::panic::catch_unwind(|| first::<TurnCompleted>(&events)).is_err());
+        assert!(std::panic::catch_unwind(|| assert_contiguous(&events, 0)).is_err());
+    }
+}

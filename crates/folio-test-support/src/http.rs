@@ -100,6 +100,22 @@ pub async fn expect<T: Serialize + DeserializeOwned>(
     read_wire(&answer)
 }
 
+/// [`call`] with a typed request body, reading the answer as `T` whatever the status (`T` is
+/// [`ErrorBody`] where the test expects an error).
+///
+/// # Panics
+/// As [`call`]; when the answer is not a `T`.
+pub async fn call_as<T: Serialize + DeserializeOwned>(
+    method: Method,
+    url: &str,
+    body: Option<&impl Serialize>,
+    token: Option<&str>,
+) -> (u16, T) {
+    let body = json_body(&method, url, body);
+    let (status, answer) = call(method, url, body, token).await;
+    (status, read_wire(&answer))
+}
+
 /// [`call`] with a typed request body, expecting an error: its status and [`ErrorBody`].
 ///
 /// # Panics

@@ -19,6 +19,7 @@ use rmcp::transport::{
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::Mutex;
+use tracing::Instrument;
 
 use super::env::EnvLookup;
 use crate::tools::process::kill_group;
@@ -159,8 +160,40 @@ impl McpConnection {
             }
             (running.service.peer().clone(), running.generation)
         };
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        let result = tokio::time::timeout(self.config.call_timeout, peer.call_tool(params)).await;
+        // A CLIENT span per the MCP semantic conventions; its trace context goes in `_meta`.
+        let span = tracing::info_span!(
+            "tools/call",
+            otel.name = format!("tools/call {tool}"),
+            otel.kind = "client",
+            mcp.method.name = "tools/call",
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = tool,
+            agent_sdk.mcp.server = %self.config.name,
+            otel.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let trace: Map<String, Value> = span
+            .in_scope(folio_telemetry::trace_headers)
+            .into_iter()
+            .map(|(key, value)| (key, Value::String(value)))
+            .collect();
+        if !trace.is_empty() {
+            params.meta = Some(trace.into());
+        }
+        let result = tokio::time::timeout(self.config.call_timeout, peer.call_tool(params))
+            .instrument(span.clone())
+            .await;
+        let failed = match &result {
+            Ok(Ok(result)) if result.is_error == Some(true) => Some("tool_error"),
+            Ok(Ok(_)) => None,
+            Ok(Err(_)) => Some("mcp_error"),
+            Err(_) => Some("timeout"),
+        };
+        if let Some(kind) = failed {
+            span.record("otel.status_code", "ERROR");
+            span.record("error.type", kind);
+        }
         match result {
             Ok(Ok(result)) => {
                 if let State::Running(running) = &mut *self.state.lock().await {

@@ -3,6 +3,7 @@
 
 use folio_protocol::{ActionResult, ActionsRequested, EventBody, RequestedCall};
 
+use super::trace::LogRange;
 use crate::sink::EventSink;
 
 /// Whose step loop runs: the root turn, or a subagent inside the parent's `Task` call.
@@ -66,4 +67,6 @@ pub(super) struct Recorder<'a> {
     pub(super) sink: &'a dyn EventSink,
     /// Whose loop records.
     pub(super) scope: Scope<'a>,
+    /// The log indexes this loop appended (for its spans' event-index ranges).
+    pub(super) range: &'a LogRange,
 }

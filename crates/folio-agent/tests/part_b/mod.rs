@@ -194,6 +194,7 @@ pub async fn run_turn_until(
         cancel,
         todos: TodoList::default(),
         context: Default::default(),
+        trace: Default::default(),
     };
     agent.harness.run_turn(turn, sink).await
 }

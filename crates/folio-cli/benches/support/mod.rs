@@ -43,5 +43,6 @@ pub fn rooted_turn(
         cancel: CancellationToken::new(),
         todos: TodoList::default(),
         context: Default::default(),
+        trace: Default::default(),
     }
 }

@@ -7,9 +7,9 @@ use std::time::Duration;
 use folio_protocol::{Event, EventBody};
 #[allow(unused_imports)]
 pub use folio_test_support::{
-    EventData, NO_BODY, all, answer, assert_contiguous, call, check_answer, client, create_session,
-    data, events, expect, expect_error, first, follow_up, of_type, read_answer, read_ndjson,
-    read_wire, refused, session,
+    EventData, NO_BODY, all, answer, assert_contiguous, call, call_as, check_answer, client,
+    create_session, data, events, expect, expect_error, first, follow_up, of_type, read_answer,
+    read_ndjson, read_wire, refused, session,
 };
 use futures::StreamExt;
 use serde_json::Value;
@@ -83,12 +83,7 @@ pub async fn serve_with_env(
     Served { child, url, host }
 }
 
-/// POST with a JSON body.
-pub async fn post(url: &str, body: Value) -> (u16, Value) {
-    call(reqwest::Method::POST, url, Some(body), None).await
-}
-
-/// GET.
+/// GET, answered as JSON checked against the route's type, or as a string (HTML, NDJSON).
 pub async fn get(url: &str) -> (u16, Value) {
     call(reqwest::Method::GET, url, None, None).await
 }

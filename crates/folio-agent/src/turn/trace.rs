@@ -1,0 +1,342 @@
+//! The turn loop's spans, with the names and attributes of the observability spec plus the
+//! OpenTelemetry GenAI names (the operation, `invoke_agent` or `execute_tool`, is an attribute:
+//! the span names are the spec's), and its metrics. A model call, which the spec does not name,
+//! is the GenAI `chat {model}` span. Every span records the range of the session's
+//! event log it covers (`agent_sdk.event_index.first` / `.last`), so a trace leads to the exact
+//! replayable events.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use folio_protocol::{Event, EventBody, SessionMode, Usage};
+use serde_json::Value;
+use tracing::field::Empty;
+use tracing::{Instrument, Span};
+
+use crate::tools::{ToolError, ToolOutput};
+
+/// No index logged yet.
+const NONE: u64 = u64::MAX;
+
+/// The log indexes a step loop appended: the first and the last.
+pub(super) struct LogRange {
+    first: AtomicU64,
+    last: AtomicU64,
+}
+
+impl LogRange {
+    /// A range with nothing logged.
+    pub(super) fn new() -> Self {
+        LogRange {
+            first: AtomicU64::new(NONE),
+            last: AtomicU64::new(NONE),
+        }
+    }
+
+    /// The loop appended the event at `index`.
+    pub(super) fn logged(&self, index: u64) {
+        let _ = self
+            .first
+            .compare_exchange(NONE, index, Ordering::Relaxed, Ordering::Relaxed);
+        self.last.store(index, Ordering::Relaxed);
+    }
+
+    /// The last index appended, if any.
+    pub(super) fn last(&self) -> Option<u64> {
+        Some(self.last.load(Ordering::Relaxed)).filter(|&index| index != NONE)
+    }
+
+    /// Records the whole range on `span`.
+    pub(super) fn record_on(&self, span: &Span) {
+        let first = Some(self.first.load(Ordering::Relaxed)).filter(|&index| index != NONE);
+        record_range(span, first, self.last());
+    }
+}
+
+/// Records `first..=last` on `span` when both are known.
+pub(super) fn record_range(span: &Span, first: Option<u64>, last: Option<u64>) {
+    if let (Some(first), Some(last)) = (first, last) {
+        span.record("agent_sdk.event_index.first", first);
+        span.record("agent_sdk.event_index.last", last);
+    }
+}
+
+/// Where a turn came from, as its span records it.
+#[derive(Debug, Clone, Default)]
+pub struct TurnTrace {
+    /// The W3C `traceparent` of the request that started the turn, which parents its span.
+    pub parent: Option<String>,
+    /// The session's channel (`agent_sdk.channel`: `http`, `cli`, …).
+    pub channel: Option<String>,
+    /// The session's mode (`agent_sdk.session_mode`).
+    pub session_mode: Option<SessionMode>,
+}
+
+/// The ROOT span of a turn (`agent_sdk.turn`, GenAI `invoke_agent`), parented on the W3C
+/// `traceparent` of the request that started it, when there is one.
+pub(super) fn turn_span(
+    agent: &str,
+    model: &str,
+    session_id: &str,
+    turn_id: &str,
+    trace: &TurnTrace,
+) -> Span {
+    let mode = trace.session_mode.map(|mode| match mode {
+        SessionMode::Chat => "chat",
+        SessionMode::Task => "task",
+    });
+    let span = tracing::info_span!(
+        parent: None,
+        "agent_sdk.turn",
+        agent_sdk.session_id = session_id,
+        cursor.conversation.id = session_id,
+        gen_ai.conversation.id = session_id,
+        agent_sdk.agent = agent,
+        gen_ai.agent.name = agent,
+        agent_sdk.turn_id = turn_id,
+        agent_sdk.channel = trace.channel.as_deref(),
+        agent_sdk.session_mode = mode,
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.request.model = model,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
+        gen_ai.usage.cache_creation.input_tokens = Empty,
+        agent_sdk.event_index.first = Empty,
+        agent_sdk.event_index.last = Empty,
+        otel.status_code = Empty,
+        error.type = Empty,
+    );
+    folio_telemetry::enter_turn(&span, session_id, turn_id, trace.parent.as_deref());
+    folio_telemetry::metrics::turn(agent, "started");
+    span
+}
+
+/// The index of the first event of turn `turn_id` in `events` (its `message.received`).
+pub(super) fn first_index(events: &[Event], turn_id: &str) -> Option<u64> {
+    events
+        .iter()
+        .find(|event| event.turn_id.as_deref() == Some(turn_id))
+        .map(|event| event.index)
+}
+
+/// Records how turn `turn_id` ended on its span: its usage, or the failure.
+pub(super) fn turn_ended(
+    span: &Span,
+    agent: &str,
+    events: &[Event],
+    turn_id: &str,
+    failure: Option<&str>,
+) {
+    let usage = events
+        .iter()
+        .rev()
+        .filter(|event| event.turn_id.as_deref() == Some(turn_id))
+        .find_map(|event| match &event.body {
+            EventBody::TurnCompleted(completed) => completed.usage,
+            _ => None,
+        });
+    if let Some(usage) = usage {
+        record_usage(span, &usage);
+    }
+    match failure {
+        None => folio_telemetry::metrics::turn(agent, "completed"),
+        Some(error) => {
+            span.record("otel.status_code", "ERROR");
+            span.record("error.type", error);
+            folio_telemetry::metrics::turn(agent, "failed");
+        }
+    }
+}
+
+fn record_usage(span: &Span, usage: &Usage) {
+    span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+    span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+    span.record(
+        "gen_ai.usage.cache_read.input_tokens",
+        usage.cache_read_tokens,
+    );
+    span.record(
+        "gen_ai.usage.cache_creation.input_tokens",
+        usage.cache_write_tokens,
+    );
+}
+
+/// The span of a subagent's run (`agent_sdk.subagent`) inside its parent's `Task` call.
+pub(super) fn subagent_span(parent_agent: &str, id: &str, session_id: &str, turn_id: &str) -> Span {
+    folio_telemetry::metrics::subagent(parent_agent, id);
+    tracing::info_span!(
+        "agent_sdk.subagent",
+        agent_sdk.session_id = session_id,
+        gen_ai.conversation.id = session_id,
+        agent_sdk.agent = parent_agent,
+        agent_sdk.subagent = id,
+        gen_ai.agent.name = id,
+        agent_sdk.turn_id = turn_id,
+        gen_ai.operation.name = "invoke_agent",
+        agent_sdk.event_index.first = Empty,
+        agent_sdk.event_index.last = Empty,
+        otel.status_code = Empty,
+        error.type = Empty,
+    )
+}
+
+/// The span of one tool call (`agent_sdk.tool`, GenAI `execute_tool`).
+pub(super) fn tool_span(
+    tool: &str,
+    call_id: &str,
+    subagent: Option<&str>,
+    input: &serde_json::Value,
+) -> Span {
+    let span = tracing::info_span!(
+        "agent_sdk.tool",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = tool,
+        gen_ai.tool.call.id = call_id,
+        gen_ai.tool.type = "function",
+        cursor.tool.name = tool,
+        agent_sdk.call_id = call_id,
+        agent_sdk.subagent = subagent,
+        cursor.tool.status = Empty,
+        gen_ai.tool.call.arguments = Empty,
+        gen_ai.tool.call.result = Empty,
+        agent_sdk.event_index.first = Empty,
+        agent_sdk.event_index.last = Empty,
+        otel.status_code = Empty,
+        error.type = Empty,
+    );
+    if folio_telemetry::capture_content() {
+        span.record("gen_ai.tool.call.arguments", input.to_string());
+    }
+    span
+}
+
+/// Records how a tool call ended on its span and in the metrics.
+pub(super) fn tool_ended(
+    span: &Span,
+    tool: &str,
+    output: Option<&serde_json::Value>,
+    error: Option<&str>,
+) {
+    span.record(
+        "cursor.tool.status",
+        if error.is_none() { "ok" } else { "error" },
+    );
+    if let Some(message) = error {
+        span.record("otel.status_code", "ERROR");
+        span.record("error.type", "tool_error");
+        if folio_telemetry::capture_content() {
+            span.record("gen_ai.tool.call.result", message);
+        }
+    } else if let Some(output) = output.filter(|_| folio_telemetry::capture_content()) {
+        span.record("gen_ai.tool.call.result", output.to_string());
+    }
+    folio_telemetry::metrics::tool_call(tool, error.is_none());
+}
+
+/// The span of one model call (`chat {model}`, a CLIENT span).
+pub(super) fn chat_span(provider: Option<&str>, model: &str) -> Span {
+    tracing::info_span!(
+        "chat",
+        otel.name = format!("chat {model}"),
+        otel.kind = "client",
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = provider,
+        gen_ai.request.model = model,
+        gen_ai.response.finish_reasons = Empty,
+        gen_ai.response.time_to_first_chunk = Empty,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        gen_ai.output.messages = Empty,
+        otel.status_code = Empty,
+        error.type = Empty,
+    )
+}
+
+/// Records how a model call ended on its span and in the metrics.
+pub(super) fn chat_ended(
+    span: &Span,
+    provider: Option<&str>,
+    model: &str,
+    started: Instant,
+    first_chunk: Option<Duration>,
+    response: Result<&folio_model::Response, &str>,
+) {
+    if let Some(first) = first_chunk {
+        span.record("gen_ai.response.time_to_first_chunk", first.as_secs_f64());
+    }
+    let mut tokens = None;
+    let mut error = None;
+    match response {
+        Ok(response) => {
+            if let Some(reason) = &response.finish_reason {
+                span.record("gen_ai.response.finish_reasons", reason.as_str());
+            }
+            if let Some(usage) = &response.usage {
+                span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+                tokens = Some([
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens,
+                ]);
+            }
+            if folio_telemetry::capture_content() && !response.text.is_empty() {
+                let message = serde_json::json!([{
+                    "role": "assistant",
+                    "parts": [{"type": "text", "content": response.text}],
+                }]);
+                span.record("gen_ai.output.messages", message.to_string());
+            }
+        }
+        Err(kind) => {
+            span.record("otel.status_code", "ERROR");
+            span.record("error.type", kind);
+            error = Some(kind);
+        }
+    }
+    folio_telemetry::metrics::model_call(folio_telemetry::metrics::ModelCall {
+        provider: provider.unwrap_or("unknown"),
+        model,
+        duration: started.elapsed(),
+        first_chunk,
+        tokens,
+        error,
+    });
+}
+
+/// Runs `call`, tool `tool` called directly (without a model or a turn), inside a synthetic
+/// `agent_sdk.turn` span, parented on `traceparent` when given, and its `agent_sdk.tool` span,
+/// so a direct call traces like a turn's.
+pub async fn trace_direct_call(
+    agent: &str,
+    session_id: &str,
+    call_id: &str,
+    tool: &str,
+    input: &Value,
+    traceparent: Option<&str>,
+    call: impl Future<Output = Result<ToolOutput, ToolError>>,
+) -> Result<ToolOutput, ToolError> {
+    let turn = tracing::info_span!(
+        parent: None,
+        "agent_sdk.turn",
+        agent_sdk.session_id = session_id,
+        cursor.conversation.id = session_id,
+        gen_ai.conversation.id = session_id,
+        agent_sdk.agent = agent,
+        gen_ai.agent.name = agent,
+        gen_ai.operation.name = "invoke_agent",
+        agent_sdk.synthetic = true,
+    );
+    folio_telemetry::adopt_parent(&turn, traceparent);
+    let span = turn.in_scope(|| tool_span(tool, call_id, None, input));
+    let result = call.instrument(span.clone()).await;
+    let output = match &result {
+        Ok(output) if folio_telemetry::capture_content() => Some(output.to_event_value()),
+        _ => None,
+    };
+    let error = result.as_ref().err().map(|err| err.0.as_str());
+    tool_ended(&span, tool, output.as_ref(), error);
+    result
+}

@@ -1,0 +1,65 @@
+//! [`Launcher`]: how the scheduler starts a slot's task session and learns when it ended; the
+//! [`SessionManager`] is the launcher of `serve`.
+
+use async_trait::async_trait;
+use chrono::{DateTime, SecondsFormat, Utc};
+use folio_project::ScheduleSummary;
+use folio_protocol::{CreateSession, SessionMode, SessionStatus};
+
+use crate::error::ManagerError;
+use crate::manager::SessionManager;
+
+/// The channel of sessions opened by schedules.
+pub const SCHEDULE_CHANNEL: &str = "schedule";
+
+/// The principal a schedule's sessions run as: `schedule:<name>`.
+pub fn schedule_principal(name: &str) -> String {
+    format!("schedule:{name}")
+}
+
+/// Starts the task sessions of slots.
+#[async_trait]
+pub trait Launcher: Send + Sync + 'static {
+    /// Starts the task session of `schedule` for `slot`; returns the session id once the
+    /// session is durable.
+    async fn start(
+        &self,
+        schedule: &ScheduleSummary,
+        slot: DateTime<Utc>,
+    ) -> Result<String, ManagerError>;
+
+    /// Whether the session `session_id` of schedule `name` is still running.
+    fn running(&self, name: &str, session_id: &str) -> bool;
+}
+
+#[async_trait]
+impl Launcher for SessionManager {
+    async fn start(
+        &self,
+        schedule: &ScheduleSummary,
+        slot: DateTime<Utc>,
+    ) -> Result<String, ManagerError> {
+        let request = CreateSession {
+            title: Some(format!(
+                "{} {}",
+                schedule.name,
+                slot.to_rfc3339_opts(SecondsFormat::Secs, true)
+            )),
+            mode: Some(SessionMode::Task),
+            ..CreateSession::message(schedule.prompt.clone())
+        };
+        let accepted = self
+            .create(
+                &schedule_principal(&schedule.name),
+                SCHEDULE_CHANNEL,
+                request,
+            )
+            .await?;
+        Ok(accepted.session_id)
+    }
+
+    fn running(&self, name: &str, session_id: &str) -> bool {
+        self.owned_meta(&schedule_principal(name), session_id)
+            .is_ok_and(|meta| meta.status == SessionStatus::Running)
+    }
+}

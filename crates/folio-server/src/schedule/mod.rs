@@ -1,0 +1,50 @@
+//! Schedules: each `agent/schedules/<name>.md` fires a task session with principal
+//! `schedule:<name>` at each slot of its [`Cadence`](folio_project::Cadence).
+//!
+//! The [`Scheduler`] reads the time from a [`Clock`] (the system clock in `serve`, a
+//! [`ManualClock`] in tests) and starts sessions through a [`Launcher`] (the
+//! [`SessionManager`](crate::SessionManager) in `serve`). A slot is claimed durably in the
+//! schedule's slot log under the state root (`schedules/<name>.ndjson`) before its session
+//! starts, so a restart or a crash never fires it twice: a claim whose session was not recorded
+//! is recorded as abandoned, not run again. Overlap (`skip`, `buffer_one`, `allow`), catch-up
+//! after downtime (`latest`, `none`, `all` with a bound) and jitter are applied per slot.
+
+mod clock;
+mod launcher;
+mod reminders;
+mod scheduler;
+mod slots;
+
+pub use clock::{Clock, ManualClock, SystemClock, Wait};
+pub use launcher::{Launcher, SCHEDULE_CHANNEL, schedule_principal};
+pub use scheduler::{Scheduler, statuses_on_disk};
+
+use std::path::PathBuf;
+
+/// Why the scheduler could not read or record a schedule's slots.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScheduleError {
+    /// A slot log could not be read or written.
+    #[error("{what} the slot log {}: {err} (check the state root's permissions and free space)", .path.display())]
+    Io {
+        /// The slot log.
+        path: PathBuf,
+        /// What was being done.
+        what: String,
+        /// The I/O error.
+        err: String,
+    },
+    /// A slot log line is not a record.
+    #[error("the slot log {} is corrupt at line {line}: {err} (move the file aside to start the schedule afresh)", .path.display())]
+    Corrupt {
+        /// The slot log.
+        path: PathBuf,
+        /// The 1-based line.
+        line: usize,
+        /// Why it does not parse.
+        err: String,
+    },
+    /// No schedule has that name.
+    #[error("no schedule named \"{0}\" (see `folio schedule list`)")]
+    Unknown(String),
+}

@@ -1,0 +1,325 @@
+//! Reminders: one-off wakes of a chat session, stored under the state root
+//! (`reminders/<sessionId>/<reminderId>.json`, written durably) and delivered at their time as a
+//! coalesced follow-up. Delivery is exactly once across restarts: `reminder.fired` is recorded,
+//! the message is admitted with the idempotency key `reminder:<id>` (a retry after a crash is
+//! recognized), then the file is removed. A reminder that fell due while no server ran is
+//! delivered at start, marked late.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use folio_protocol::{
+    Admission, EventBody, Reminder, ReminderCancelled, ReminderFired, ReminderSet, SessionMode,
+    SetReminder,
+};
+use tokio::sync::oneshot;
+
+use crate::command::{Admit, Command, Pending};
+use crate::error::{ManagerError, io_error};
+use crate::live::lock;
+use crate::manager::SessionManager;
+use crate::state::{StateRoot, SyncTarget, commit, valid_session_id, write_durably};
+
+/// A reminder delivered more than this long after its time is marked late.
+const LATE_AFTER: Duration = Duration::seconds(60);
+
+/// The directory of a session's reminders.
+fn session_dir(state: &StateRoot, session_id: &str) -> std::path::PathBuf {
+    state.path().join("reminders").join(session_id)
+}
+
+/// Whether `id` has the form `rem_` + 26 ULID characters (and so is safe as a file name).
+fn valid_reminder_id(id: &str) -> bool {
+    id.strip_prefix("rem_")
+        .is_some_and(|rest| rest.len() == 26 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// Reads `90s`, `15m`, `2h`, `1d` and combinations such as `1h30m`.
+fn parse_delay(text: &str) -> Result<Duration, ManagerError> {
+    let invalid = || {
+        ManagerError::Invalid(format!(
+            "in: \"{text}\" is not a delay; use a number with a unit (s, m, h, d), e.g. \"90s\", \"15m\", \"1h30m\""
+        ))
+    };
+    let mut total = Duration::zero();
+    let mut digits = String::new();
+    for c in text.trim().chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let amount: i64 = digits.parse().map_err(|_| invalid())?;
+        digits.clear();
+        let part = match c {
+            's' => Duration::try_seconds(amount),
+            'm' => Duration::try_minutes(amount),
+            'h' => Duration::try_hours(amount),
+            'd' => Duration::try_days(amount),
+            _ => None,
+        }
+        .ok_or_else(invalid)?;
+        total = total.checked_add(&part).ok_or_else(invalid)?;
+    }
+    if !digits.is_empty() || total <= Duration::zero() {
+        return Err(invalid());
+    }
+    Ok(total)
+}
+
+/// Every stored reminder of the state root, by session.
+fn stored(state: &StateRoot) -> Result<Vec<Reminder>, ManagerError> {
+    let root = state.path().join("reminders");
+    let sessions = match std::fs::read_dir(&root) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(io_error("cannot read the reminders", err)),
+    };
+    let mut reminders = Vec::new();
+    for session in sessions.flatten() {
+        let id = session.file_name().to_string_lossy().into_owned();
+        if valid_session_id(&id) {
+            reminders.extend(stored_for(state, &id)?);
+        }
+    }
+    Ok(reminders)
+}
+
+/// The stored reminders of one session, earliest first.
+fn stored_for(state: &StateRoot, session_id: &str) -> Result<Vec<Reminder>, ManagerError> {
+    let entries = match std::fs::read_dir(session_dir(state, session_id)) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(io_error("cannot read the session's reminders", err)),
+    };
+    let mut reminders = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).map_err(|e| io_error("cannot read a reminder", e))?;
+        let reminder: Reminder = serde_json::from_slice(&bytes).map_err(|err| {
+            ManagerError::Internal(format!(
+                "the reminder {} is not valid JSON ({err}): remove it",
+                path.display()
+            ))
+        })?;
+        reminders.push(reminder);
+    }
+    reminders.sort_by_key(|r| (r.at, r.reminder_id.clone()));
+    Ok(reminders)
+}
+
+/// Makes a removal from a session's reminders durable.
+async fn sync_reminders(dir: std::path::PathBuf) -> Result<(), ManagerError> {
+    commit(vec![SyncTarget::Dir(dir)])
+        .await
+        .map_err(|e| io_error("cannot sync the reminders", e))
+}
+
+impl SessionManager {
+    /// Sets a reminder on `principal`'s chat session: stored durably, recorded as
+    /// `reminder.set`, delivered at `at` (or `in` from now).
+    pub async fn set_reminder(
+        &self,
+        principal: &str,
+        session_id: &str,
+        request: SetReminder,
+    ) -> Result<Reminder, ManagerError> {
+        let now = self.clock().now();
+        let at = match (request.at, request.after.as_deref()) {
+            (Some(at), None) => at,
+            (None, Some(after)) => now + parse_delay(after)?,
+            _ => {
+                return Err(ManagerError::Invalid(
+                    "at, in: give exactly one of them (an RFC 3339 instant, or a delay like \"2h\")"
+                        .into(),
+                ));
+            }
+        };
+        if at <= now {
+            return Err(ManagerError::Invalid(format!(
+                "at: {at} has passed; give a future instant"
+            )));
+        }
+        if request.message.trim().is_empty() {
+            return Err(ManagerError::Invalid(
+                "message: empty; say what the reminder delivers".into(),
+            ));
+        }
+        let live = self.owned(principal, session_id)?;
+        if lock(&live.meta).mode == SessionMode::Task {
+            return Err(ManagerError::NotFollowable(session_id.to_string()));
+        }
+        let reminder = Reminder {
+            reminder_id: format!("rem_{}", ulid::Ulid::generate()),
+            session_id: session_id.to_string(),
+            at,
+            message: request.message,
+            created_at: now,
+        };
+        let _order = self.inner.reminders.lock().await;
+        let dir = session_dir(&self.inner.state, session_id);
+        let bytes = serde_json::to_vec_pretty(&reminder)
+            .map_err(|e| ManagerError::Internal(format!("cannot encode the reminder: {e}")))?;
+        write_durably(&dir.join(format!("{}.json", reminder.reminder_id)), &bytes)
+            .await
+            .map_err(|e| io_error("cannot store the reminder", e))?;
+        live.append(
+            None,
+            EventBody::ReminderSet(ReminderSet {
+                reminder_id: reminder.reminder_id.clone(),
+                at,
+                message: reminder.message.clone(),
+            }),
+        )?;
+        self.inner.reminders_changed.notify_one();
+        Ok(reminder)
+    }
+
+    /// The pending reminders of `principal`'s session, earliest first.
+    pub fn reminders(
+        &self,
+        principal: &str,
+        session_id: &str,
+    ) -> Result<Vec<Reminder>, ManagerError> {
+        self.owned_meta(principal, session_id)?;
+        stored_for(&self.inner.state, session_id)
+    }
+
+    /// Cancels a pending reminder (`reminder.cancelled`); one that fired or never existed is
+    /// not found.
+    pub async fn cancel_reminder(
+        &self,
+        principal: &str,
+        session_id: &str,
+        reminder_id: &str,
+    ) -> Result<(), ManagerError> {
+        let live = self.owned(principal, session_id)?;
+        let not_found = || ManagerError::NotFound(format!("no pending reminder {reminder_id}"));
+        if !valid_reminder_id(reminder_id) {
+            return Err(not_found());
+        }
+        let _order = self.inner.reminders.lock().await;
+        let dir = session_dir(&self.inner.state, session_id);
+        match std::fs::remove_file(dir.join(format!("{reminder_id}.json"))) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
+            Err(err) => return Err(io_error("cannot remove the reminder", err)),
+        }
+        sync_reminders(dir).await?;
+        live.append(
+            None,
+            EventBody::ReminderCancelled(ReminderCancelled {
+                reminder_id: reminder_id.to_string(),
+            }),
+        )?;
+        self.inner.reminders_changed.notify_one();
+        Ok(())
+    }
+
+    /// Delivers reminders at their time until the manager shuts down; the ones that fell due
+    /// while no server ran are delivered at once, marked late.
+    pub async fn run_reminders(self) {
+        let clock = self.clock();
+        let started = clock.now();
+        let shutdown = self.inner.shutdown.clone();
+        loop {
+            let next = match self.deliver_due(started).await {
+                Ok(next) => next,
+                Err(err) => {
+                    tracing::error!("reminders: {err}");
+                    Some(clock.now() + LATE_AFTER)
+                }
+            };
+            let wake = next.unwrap_or_else(|| clock.now() + Duration::hours(1));
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = self.inner.reminders_changed.notified() => {}
+                _ = clock.sleep_until(wake) => {}
+            }
+        }
+    }
+
+    /// Delivers every reminder due now; answers when the next one is due.
+    async fn deliver_due(
+        &self,
+        started: DateTime<Utc>,
+    ) -> Result<Option<DateTime<Utc>>, ManagerError> {
+        let _order = self.inner.reminders.lock().await;
+        let now = self.clock().now();
+        let mut pending: BTreeMap<DateTime<Utc>, Vec<Reminder>> = BTreeMap::new();
+        for reminder in stored(&self.inner.state)? {
+            pending.entry(reminder.at).or_default().push(reminder);
+        }
+        let later = pending.split_off(&(now + Duration::nanoseconds(1)));
+        for reminder in pending.into_values().flatten() {
+            let late = reminder.at < started || now - reminder.at > LATE_AFTER;
+            if let Err(err) = self.deliver(&reminder, late).await {
+                tracing::error!(
+                    "reminder {} of session {}: {err}",
+                    reminder.reminder_id,
+                    reminder.session_id
+                );
+            }
+        }
+        Ok(later.into_keys().next())
+    }
+
+    /// Records `reminder.fired` (once), admits the message with the reminder's key, then
+    /// removes the reminder. A session deleted since only loses its reminder.
+    async fn deliver(&self, reminder: &Reminder, late: bool) -> Result<(), ManagerError> {
+        let id = &reminder.reminder_id;
+        let dir = session_dir(&self.inner.state, &reminder.session_id);
+        let meta = crate::state::SessionMeta::load(&self.inner.state, &reminder.session_id)
+            .map_err(|e| io_error("cannot read session.json", e))?;
+        if let Some(meta) = meta {
+            let live = self.owned(&meta.principal, &reminder.session_id)?;
+            let fired = live.with_events(|events| {
+                events
+                    .iter()
+                    .any(|e| matches!(&e.body, EventBody::ReminderFired(f) if f.reminder_id == *id))
+            });
+            if !fired {
+                live.append(
+                    None,
+                    EventBody::ReminderFired(ReminderFired {
+                        reminder_id: id.clone(),
+                        at: reminder.at,
+                        late,
+                    }),
+                )?;
+            }
+            let text = if late {
+                format!(
+                    "Reminder (late: it was due at {}): {}",
+                    reminder.at, reminder.message
+                )
+            } else {
+                format!("Reminder: {}", reminder.message)
+            };
+            let admit = Admit {
+                message: Pending {
+                    text,
+                    files: BTreeMap::new(),
+                    // A reminder fires from the server's clock, not from a traced request.
+                    trace_parent: None,
+                },
+                admission: Some(Admission::Coalesce),
+                token: None,
+                key: Some(format!("reminder:{id}")),
+            };
+            let (reply, answer) = oneshot::channel();
+            self.post(&live, Command::Send { admit, reply })?;
+            answer
+                .await
+                .map_err(|_| ManagerError::Internal("the session's actor stopped".into()))??;
+        }
+        match std::fs::remove_file(dir.join(format!("{id}.json"))) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => return Err(io_error("cannot remove a delivered reminder", err)),
+        }
+        sync_reminders(dir).await
+    }
+}

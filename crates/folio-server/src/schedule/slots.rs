@@ -1,0 +1,266 @@
+//! The slot log of one schedule: `<state-root>/schedules/<name>.ndjson`, one record per line.
+//! A slot is claimed here, durably, before its task session starts; what the log holds after a
+//! crash decides what the next process does (see [`SlotLog::open`]).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use folio_protocol::{SlotOutcome, SlotOutcomeKind};
+use serde::{Deserialize, Serialize};
+
+use super::ScheduleError;
+
+/// Why a slot was skipped because the previous run was still going.
+pub(crate) const OVERLAP_REASON: &str = "overlap: the previous run was still going";
+/// Why a missed slot was skipped at start.
+pub(crate) const MISSED_REASON: &str = "missed: no server ran at the slot (catch_up policy)";
+/// Why a claimed slot was recorded as abandoned.
+pub(crate) const ABANDONED_REASON: &str =
+    "the server stopped after claiming the slot, before its session was recorded; not run again";
+
+/// One line of the slot log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum SlotRecord {
+    /// The scheduler first saw the schedule: slots before `at` are not its to run.
+    Opened { at: DateTime<Utc> },
+    /// The slot is taken; its session starts next. Synced before the session starts.
+    Claimed {
+        slot: DateTime<Utc>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        manual: bool,
+    },
+    /// The claimed slot's task session started.
+    Started {
+        slot: DateTime<Utc>,
+        #[serde(rename = "sessionId")]
+        session_id: String,
+    },
+    /// Starting the claimed slot's session failed.
+    Failed { slot: DateTime<Utc>, reason: String },
+    /// The slot waits for the running session (`overlap = "buffer_one"`). Synced.
+    Buffered { slot: DateTime<Utc> },
+    /// The slot did not fire, by policy.
+    Skipped { slot: DateTime<Utc>, reason: String },
+    /// `count` consecutive slots from `first` to `last` did not fire, by policy.
+    SkippedRange {
+        first: DateTime<Utc>,
+        last: DateTime<Utc>,
+        count: usize,
+        reason: String,
+    },
+    /// The slot was claimed and the process died before recording its session.
+    Abandoned { slot: DateTime<Utc> },
+}
+
+/// What the log says when a scheduler opens it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Replayed {
+    /// The latest cron slot decided (claimed, buffered or skipped), or the `opened` instant.
+    pub(crate) cursor: Option<DateTime<Utc>>,
+    /// A buffered slot that was neither claimed nor skipped: it still has to run.
+    pub(crate) buffered: Option<DateTime<Utc>>,
+    /// The last slot's fate.
+    pub(crate) last: Option<SlotOutcome>,
+}
+
+/// The append-only slot log of one schedule.
+#[derive(Debug)]
+pub(crate) struct SlotLog {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl SlotLog {
+    /// Opens (or creates) the log of `name` under `dir`; a line torn by a crash is cut off, and a
+    /// claim without its session is recorded as abandoned.
+    pub(crate) fn open(dir: &Path, name: &str) -> Result<(SlotLog, Replayed), ScheduleError> {
+        let path = dir.join(format!("{name}.ndjson"));
+        let io = |what: &str, err: std::io::Error| ScheduleError::Io {
+            path: path.clone(),
+            what: what.to_string(),
+            err: err.to_string(),
+        };
+        std::fs::create_dir_all(dir).map_err(|e| io("cannot create the directory of", e))?;
+        let text = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(err) => return Err(io("cannot read", err)),
+        };
+        let whole = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| io("cannot open", e))?;
+        if whole < text.len() {
+            file.set_len(whole as u64)
+                .map_err(|e| io("cannot cut the torn last line of", e))?;
+        }
+        let records = parse_records(&path, &text)?;
+        let mut log = SlotLog { path, file };
+        let mut replayed = replay(&records);
+        if let Some(slot) = unfinished_claim(&records) {
+            let abandoned = SlotRecord::Abandoned { slot };
+            log.append(&abandoned, true)?;
+            replayed.last = outcome(&abandoned);
+        }
+        Ok((log, replayed))
+    }
+
+    /// Appends `record`; `durable` syncs it to disk before returning.
+    pub(crate) fn append(
+        &mut self,
+        record: &SlotRecord,
+        durable: bool,
+    ) -> Result<(), ScheduleError> {
+        let mut line = serde_json::to_vec(record).map_err(|err| ScheduleError::Io {
+            path: self.path.clone(),
+            what: "cannot encode a record for".into(),
+            err: err.to_string(),
+        })?;
+        line.push(b'\n');
+        let io = |err: std::io::Error| ScheduleError::Io {
+            path: self.path.clone(),
+            what: "cannot append to".into(),
+            err: err.to_string(),
+        };
+        self.file.write_all(&line).map_err(io)?;
+        if durable {
+            self.file.sync_data().map_err(io)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads a slot log's records (a last line still being written is left out).
+pub(crate) fn read_records(path: &Path) -> Result<Vec<SlotRecord>, ScheduleError> {
+    let text = match std::fs::read(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => {
+            return Err(ScheduleError::Io {
+                path: path.to_path_buf(),
+                what: "cannot read".into(),
+                err: err.to_string(),
+            });
+        }
+    };
+    parse_records(path, &text)
+}
+
+/// The records of the whole lines of `text`.
+fn parse_records(path: &Path, text: &[u8]) -> Result<Vec<SlotRecord>, ScheduleError> {
+    let whole = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    text[..whole]
+        .split(|b| *b == b'\n')
+        .enumerate()
+        .filter(|(_, line)| !line.is_empty())
+        .map(|(number, line)| {
+            serde_json::from_slice(line).map_err(|err| ScheduleError::Corrupt {
+                path: path.to_path_buf(),
+                line: number + 1,
+                err: err.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The cursor, pending buffer and last outcome the records add up to.
+pub(crate) fn replay(records: &[SlotRecord]) -> Replayed {
+    let mut replayed = Replayed::default();
+    let advance = |cursor: &mut Option<DateTime<Utc>>, at: DateTime<Utc>| {
+        *cursor = Some(cursor.map_or(at, |c| c.max(at)));
+    };
+    for record in records {
+        match record {
+            SlotRecord::Opened { at } => advance(&mut replayed.cursor, *at),
+            SlotRecord::Claimed { slot, manual } => {
+                if !manual {
+                    advance(&mut replayed.cursor, *slot);
+                }
+                if replayed.buffered == Some(*slot) {
+                    replayed.buffered = None;
+                }
+            }
+            SlotRecord::Buffered { slot } => {
+                advance(&mut replayed.cursor, *slot);
+                replayed.buffered = Some(*slot);
+            }
+            SlotRecord::Skipped { slot, .. } => {
+                advance(&mut replayed.cursor, *slot);
+                if replayed.buffered == Some(*slot) {
+                    replayed.buffered = None;
+                }
+            }
+            SlotRecord::SkippedRange { first, last, .. } => {
+                advance(&mut replayed.cursor, *last);
+                if replayed
+                    .buffered
+                    .is_some_and(|b| (*first..=*last).contains(&b))
+                {
+                    replayed.buffered = None;
+                }
+            }
+            SlotRecord::Started { .. }
+            | SlotRecord::Failed { .. }
+            | SlotRecord::Abandoned { .. } => {}
+        }
+        if let Some(outcome) = outcome(record) {
+            replayed.last = Some(outcome);
+        }
+    }
+    replayed
+}
+
+/// The last claim that has no started, failed or abandoned record after it.
+fn unfinished_claim(records: &[SlotRecord]) -> Option<DateTime<Utc>> {
+    let mut open: Vec<DateTime<Utc>> = Vec::new();
+    for record in records {
+        match record {
+            SlotRecord::Claimed { slot, .. } => open.push(*slot),
+            SlotRecord::Started { slot, .. }
+            | SlotRecord::Failed { slot, .. }
+            | SlotRecord::Abandoned { slot } => open.retain(|s| s != slot),
+            _ => {}
+        }
+    }
+    open.pop()
+}
+
+/// The outcome a record shows as a slot's fate, for records that end a slot.
+pub(crate) fn outcome(record: &SlotRecord) -> Option<SlotOutcome> {
+    let (slot, outcome, session_id, reason) = match record {
+        SlotRecord::Started { slot, session_id } => (
+            *slot,
+            SlotOutcomeKind::Fired,
+            Some(session_id.clone()),
+            None,
+        ),
+        SlotRecord::Failed { slot, reason } => {
+            (*slot, SlotOutcomeKind::Failed, None, Some(reason.clone()))
+        }
+        SlotRecord::Skipped { slot, reason } => {
+            (*slot, SlotOutcomeKind::Skipped, None, Some(reason.clone()))
+        }
+        SlotRecord::SkippedRange { last, reason, .. } => {
+            (*last, SlotOutcomeKind::Skipped, None, Some(reason.clone()))
+        }
+        SlotRecord::Abandoned { slot } => (
+            *slot,
+            SlotOutcomeKind::Abandoned,
+            None,
+            Some(ABANDONED_REASON.to_string()),
+        ),
+        SlotRecord::Opened { .. } | SlotRecord::Claimed { .. } | SlotRecord::Buffered { .. } => {
+            return None;
+        }
+    };
+    Some(SlotOutcome {
+        slot,
+        outcome,
+        session_id,
+        reason,
+    })
+}

@@ -1,0 +1,228 @@
+//! Installs the process's `tracing` subscriber: log lines on stderr filtered by `RUST_LOG`
+//! (alias `FOLIO_LOG`), and, when an export is configured, the OpenTelemetry layer and meter
+//! provider shipping spans and metrics over OTLP from their own threads.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use opentelemetry::KeyValue;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
+use tracing::Level;
+use tracing_subscriber::filter::{EnvFilter, FilterExt, filter_fn};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::{Layer, Registry};
+
+use crate::TelemetryError;
+use crate::config::{ExportConfig, Protocol, TelemetryConfig, Temporality};
+use crate::json::JsonLines;
+
+/// Spans waiting for export before new ones are dropped (and counted).
+const QUEUE_SPANS: usize = 4096;
+
+/// How long one export may take before it is abandoned.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How log lines are written on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines (the default).
+    #[default]
+    Text,
+    /// One JSON object per line, with `session_id`, `turn_id` and `trace_id` inside a turn.
+    Json,
+}
+
+/// Installed telemetry; [`Telemetry::shutdown`] flushes what is still queued for export.
+#[derive(Debug, Default)]
+pub struct Telemetry {
+    tracer: Option<SdkTracerProvider>,
+    meter: Option<SdkMeterProvider>,
+}
+
+impl Telemetry {
+    /// Exports what is queued and stops the exporters (a collector that is down only loses
+    /// what was queued; the failure is logged at debug level).
+    pub fn shutdown(self) {
+        if let Some(tracer) = self.tracer
+            && let Err(err) = tracer.shutdown()
+        {
+            tracing::debug!("could not export the last spans: {err}");
+        }
+        if let Some(meter) = self.meter
+            && let Err(err) = meter.shutdown()
+        {
+            tracing::debug!("could not export the last metrics: {err}");
+        }
+    }
+}
+
+/// The log filter: `FOLIO_LOG` (Folio's own name, so it wins), else `RUST_LOG`, else `warn`.
+pub fn log_filter(env: impl Fn(&str) -> Option<String>) -> Result<EnvFilter, TelemetryError> {
+    let chosen = ["FOLIO_LOG", "RUST_LOG"]
+        .into_iter()
+        .find_map(|var| env(var).filter(|v| !v.trim().is_empty()).map(|v| (var, v)));
+    match chosen {
+        None => Ok(EnvFilter::new("warn")),
+        Some((var, value)) => EnvFilter::try_new(&value).map_err(|err| TelemetryError::Filter {
+            var,
+            value,
+            message: err.to_string(),
+        }),
+    }
+}
+
+/// Installs the global subscriber: `format` lines on stderr filtered by `filter`, and the
+/// export `config` describes (none when it has no export). Call once, before any runtime starts.
+pub fn install(
+    format: LogFormat,
+    filter: EnvFilter,
+    config: &TelemetryConfig,
+) -> Result<Telemetry, TelemetryError> {
+    let (telemetry, subscriber) = subscriber(format, filter, config)?;
+    tracing::subscriber::set_global_default(subscriber)
+        .map_err(|err| TelemetryError::Install(err.to_string()))?;
+    Ok(telemetry)
+}
+
+/// The subscriber [`install`] installs, for a caller that scopes it itself (a bench with
+/// `tracing::subscriber::set_default`). The exporters, the global meter provider and the
+/// content-capture switch are set up as by `install`.
+pub fn subscriber(
+    format: LogFormat,
+    filter: EnvFilter,
+    config: &TelemetryConfig,
+) -> Result<(Telemetry, impl tracing::Subscriber + Send + Sync + 'static), TelemetryError> {
+    // Spans of Folio's crates are always on for the log layer, so a line inside a turn names
+    // its session and turn whatever the filter lets through.
+    let folio_spans = filter_fn(|meta| meta.is_span() && meta.target().starts_with("folio"));
+    let logs = match format {
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .event_format(JsonLines)
+            .boxed(),
+    }
+    .with_filter(filter.or(folio_spans));
+    let (telemetry, otel) = match &config.export {
+        None => (Telemetry::default(), None),
+        Some(export) => {
+            let resource = resource(export);
+            let tracer = tracer_provider(export, resource.clone())?;
+            let meter = meter_provider(export, resource)?;
+            opentelemetry::global::set_meter_provider(meter.clone());
+            // Only the spec's and the GenAI attributes: no source locations, threads or timings.
+            let layer = tracing_opentelemetry::layer()
+                .with_tracer(tracer.tracer("folio"))
+                .with_location(false)
+                .with_threads(false)
+                .with_tracked_inactivity(false)
+                .with_level(false)
+                .with_target(false)
+                .with_filter(filter_fn(|meta| {
+                    meta.target().starts_with("folio") && *meta.level() <= Level::INFO
+                }));
+            let telemetry = Telemetry {
+                tracer: Some(tracer),
+                meter: Some(meter),
+            };
+            (telemetry, Some(layer))
+        }
+    };
+    crate::context::set_capture_content(config.capture_content);
+    Ok((telemetry, Registry::default().with(logs).with(otel)))
+}
+
+/// The resource every span and metric carries.
+fn resource(export: &ExportConfig) -> Resource {
+    let mut attributes = vec![
+        KeyValue::new("agent_sdk.framework", "folio"),
+        KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+    ];
+    attributes.extend(
+        export
+            .resource_attributes
+            .iter()
+            .filter(|(key, _)| key.as_str() != "service.name")
+            .map(|(key, value)| KeyValue::new(key.clone(), value.clone())),
+    );
+    Resource::builder()
+        .with_service_name(export.service_name.clone())
+        .with_attributes(attributes)
+        .build()
+}
+
+fn otlp_protocol(protocol: Protocol) -> opentelemetry_otlp::Protocol {
+    match protocol {
+        Protocol::HttpProtobuf => opentelemetry_otlp::Protocol::HttpBinary,
+        Protocol::HttpJson => opentelemetry_otlp::Protocol::HttpJson,
+    }
+}
+
+fn headers(export: &ExportConfig) -> HashMap<String, String> {
+    export
+        .headers
+        .iter()
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
+}
+
+fn tracer_provider(
+    export: &ExportConfig,
+    resource: Resource,
+) -> Result<SdkTracerProvider, TelemetryError> {
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_endpoint(export.traces_endpoint.clone())
+        .with_protocol(otlp_protocol(export.protocol))
+        .with_headers(headers(export))
+        .with_timeout(EXPORT_TIMEOUT)
+        .build()
+        .map_err(|err| TelemetryError::Exporter {
+            endpoint: export.traces_endpoint.clone(),
+            message: err.to_string(),
+        })?;
+    let processor = BatchSpanProcessor::builder(exporter)
+        .with_batch_config(
+            BatchConfigBuilder::default()
+                .with_max_queue_size(QUEUE_SPANS)
+                .build(),
+        )
+        .build();
+    Ok(SdkTracerProvider::builder()
+        .with_span_processor(processor)
+        .with_resource(resource)
+        .build())
+}
+
+fn meter_provider(
+    export: &ExportConfig,
+    resource: Resource,
+) -> Result<SdkMeterProvider, TelemetryError> {
+    let temporality = match export.temporality {
+        Temporality::Delta => opentelemetry_sdk::metrics::Temporality::Delta,
+        Temporality::Cumulative => opentelemetry_sdk::metrics::Temporality::Cumulative,
+    };
+    let exporter = opentelemetry_otlp::MetricExporter::builder()
+        .with_http()
+        .with_endpoint(export.metrics_endpoint.clone())
+        .with_protocol(otlp_protocol(export.protocol))
+        .with_headers(headers(export))
+        .with_timeout(EXPORT_TIMEOUT)
+        .with_temporality(temporality)
+        .build()
+        .map_err(|err| TelemetryError::Exporter {
+            endpoint: export.metrics_endpoint.clone(),
+            message: err.to_string(),
+        })?;
+    Ok(SdkMeterProvider::builder()
+        .with_periodic_exporter(exporter)
+        .with_resource(resource)
+        .build())
+}

@@ -1,0 +1,54 @@
+//! Folio's telemetry: the `tracing` subscriber every binary installs (human or JSON log lines
+//! on stderr, `RUST_LOG` filters), OpenTelemetry export over OTLP when configured (traces and
+//! metrics; nothing is exported otherwise), W3C trace context in and out, and the metric
+//! instruments the crates record into.
+//!
+//! Instrumentation stays where the work is: the turn loop, the model client and the server
+//! open `tracing` spans with the names and attributes of the observability spec; this crate
+//! only ships them. The export runs on its own threads behind a bounded queue, so a slow or
+//! unreachable collector never slows a turn: spans that do not fit are dropped and counted.
+
+mod config;
+mod context;
+mod install;
+mod json;
+pub mod metrics;
+
+pub use config::{ExportConfig, Protocol, TelemetryConfig, Temporality};
+pub use context::{
+    adopt_parent, capture_content, enter_turn, incoming_traceparent, trace_headers, with_incoming,
+};
+pub use install::{LogFormat, Telemetry, install, log_filter, subscriber};
+
+/// Why telemetry could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    /// A variable or `[telemetry]` key has a value that cannot be used.
+    #[error("telemetry configuration: {0}")]
+    Config(String),
+    /// The log filter (`RUST_LOG` / `FOLIO_LOG`) does not parse.
+    #[error(
+        "log filter {var}={value:?} does not parse ({message}); write directives like `info` or `warn,folio_agent=debug`"
+    )]
+    Filter {
+        /// The variable that held it.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What the parser said.
+        message: String,
+    },
+    /// The OTLP exporter could not be built.
+    #[error(
+        "could not set up the OTLP exporter for {endpoint}: {message}; check OTEL_EXPORTER_OTLP_ENDPOINT"
+    )]
+    Exporter {
+        /// The endpoint it was for.
+        endpoint: String,
+        /// What failed.
+        message: String,
+    },
+    /// Another subscriber was installed first.
+    #[error("could not install the log subscriber: {0}")]
+    Install(String),
+}
