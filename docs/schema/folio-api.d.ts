@@ -879,6 +879,11 @@ export type SessionSummary = {
   turns: number;
   /** Last change (RFC 3339 UTC with milliseconds). */
   updatedAt: string;
+  /**
+   * Tokens used so far: the `usage` of its `turn.completed` events, summed (zero when no
+   * turn reported any).
+   */
+  usage?: Usage;
 };
 
 /** `session.waiting` data (empty). */

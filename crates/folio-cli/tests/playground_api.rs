@@ -6,7 +6,7 @@ mod serve_support;
 
 use folio_protocol::{
     CreateSession, Empty, ErrorBody, ErrorCode, EventBody, FollowUp, FollowUpAccepted, ForkOrigin,
-    ForkSession, MessageReceived, SessionCreated, SessionMode, SessionStarted,
+    ForkSession, MessageReceived, SessionCreated, SessionMode, SessionStarted, Usage,
 };
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
@@ -43,6 +43,15 @@ async fn started(url: &str, message: &str, token: Option<&str>) -> SessionCreate
     let mut stream = Stream::open(url, &created.session_id, 0, token).await;
     stream.until("session.waiting").await;
     created
+}
+
+/// Usage of `input` uncached prompt tokens and `output` output tokens.
+fn tokens(input: u64, output: u64) -> Usage {
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        ..Usage::default()
+    }
 }
 
 /// `POST …/fork` with `body`, expecting `invalid_request`: the error's message.
@@ -143,9 +152,9 @@ async fn the_page_and_its_modules_are_embedded_and_served_without_auth_behind_th
 async fn fork_copies_the_log_before_a_message_and_runs_the_edited_one() {
     let (mock, server, _dir, _state) = served(
         vec![
-            MockReply::text("One."),
-            MockReply::text("Two."),
-            MockReply::text("Edited."),
+            MockReply::text("One.").with_usage(tokens(10, 2)),
+            MockReply::text("Two.").with_usage(tokens(20, 3)),
+            MockReply::text("Edited.").with_usage(tokens(30, 4)),
         ],
         &[],
     )
@@ -220,7 +229,13 @@ async fn fork_copies_the_log_before_a_message_and_runs_the_edited_one() {
         .map(|m| m.text())
         .collect();
     assert_eq!(messages, vec!["first", "One.", "second, edited"]);
-    assert_eq!(session(url, &fork.session_id).await.turns, 2);
+    // Each run's tokens: the original's two turns; the copied first turn and the edited one.
+    assert_eq!(session(url, &id).await.usage, tokens(30, 5));
+    let forked_summary = session(url, &fork.session_id).await;
+    assert_eq!(
+        (forked_summary.turns, forked_summary.usage),
+        (2, tokens(40, 6))
+    );
     // The fork's token continues it.
     mock.push(MockReply::text("More."));
     follow_up(

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use folio_protocol::{
     ActionApprovalResolved, ApprovalDecision, CreateSession, ErrorCode, Event, FollowUp,
-    ForkOrigin, MessageReceived, Page, SessionCreated, SessionStarted, SessionSummary, TurnFailed,
+    ForkOrigin, MessageQueued, MessageReceived, Page, SessionCreated, SessionStarted,
+    SessionSummary, TurnCompleted, TurnFailed, Usage,
 };
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
@@ -104,11 +105,16 @@ struct Setup {
 }
 
 async fn setup(replies: Vec<MockReply>, extra: &[&str]) -> Setup {
-    setup_with(replies, extra, &[]).await
+    setup_with(replies, extra, &[], &[]).await
 }
 
-/// [`setup`] with extra files in the agent folder.
-async fn setup_with(replies: Vec<MockReply>, extra: &[&str], files: &[(&str, &str)]) -> Setup {
+/// [`setup`] with extra files in the agent folder and environment variables for the server.
+async fn setup_with(
+    replies: Vec<MockReply>,
+    extra: &[&str],
+    files: &[(&str, &str)],
+    env: &[(&str, &str)],
+) -> Setup {
     let mock = MockModelServer::start().await;
     for reply in replies {
         mock.push(reply);
@@ -116,7 +122,14 @@ async fn setup_with(replies: Vec<MockReply>, extra: &[&str], files: &[(&str, &st
     let dir = agent();
     write_files(dir.path(), files);
     let state = tempfile::tempdir().unwrap();
-    let served = serve(&mock.openai_base_url(), dir.path(), state.path(), extra).await;
+    let served = serve_with_env(
+        &mock.openai_base_url(),
+        dir.path(),
+        state.path(),
+        extra,
+        env,
+    )
+    .await;
     Setup {
         mock,
         served,
@@ -181,7 +194,7 @@ async fn a_subagent_call_is_nested_in_its_call() {
 }
 
 #[tokio::test]
-async fn the_agent_tab_shows_a_live_mcp_connection() {
+async fn the_agent_tab_shows_a_live_mcp_connection_and_a_schedules_next_fire_time() {
     let server = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../target/test-deps/npm/node_modules/.bin/mcp-server-everything");
     if !server.exists() {
@@ -195,7 +208,15 @@ async fn the_agent_tab_shows_a_live_mcp_connection() {
     let s = setup_with(
         vec![],
         &[],
-        &[("agent/mcp-connections/everything.toml", &connection)],
+        &[
+            ("agent/mcp-connections/everything.toml", &connection),
+            (
+                "agent/schedules/nightly.md",
+                "---\ncron: \"30 2 * * *\"\ntimezone: Europe/Paris\n---\nTidy the tracker.\n",
+            ),
+        ],
+        // Schedules read this clock, so the next fire time is known.
+        &[("FOLIO_TEST_CLOCK_START", "2027-01-04T08:59:58Z")],
     )
     .await;
     scenario(&s.served, "agent_tab.mjs", &[]).await;
@@ -236,7 +257,10 @@ async fn approve_one_call_and_deny_another() {
 async fn stop_a_running_turn() {
     let slow = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen";
     let s = setup(
-        vec![MockReply::text(slow).chunk_delay(Duration::from_millis(400))],
+        vec![
+            MockReply::text(slow).chunk_delay(Duration::from_millis(400)),
+            MockReply::text(slow).chunk_delay(Duration::from_millis(400)),
+        ],
         &[],
     )
     .await;
@@ -250,7 +274,45 @@ async fn stop_a_running_turn() {
         .into_iter()
         .map(|failed| failed.message.as_str())
         .collect();
-    assert_eq!(failed, vec!["turn interrupted"]);
+    assert_eq!(failed, vec!["turn interrupted", "turn interrupted"]);
+}
+
+#[tokio::test]
+async fn a_follow_up_sent_with_coalesce_waits_for_the_running_turn() {
+    let s = setup(
+        vec![
+            MockReply::text("one two three four five six seven eight")
+                .chunk_delay(Duration::from_millis(250)),
+            MockReply::text("Second done."),
+        ],
+        &[],
+    )
+    .await;
+    if scenario(&s.served, "admission.mjs", &[]).await.is_none() {
+        return;
+    }
+    let url = &s.served.url;
+    let log = events(url, &only_session(url).await).await;
+    let queued: Vec<&str> = all::<MessageQueued>(&log)
+        .into_iter()
+        .map(|queued| queued.text.as_str())
+        .collect();
+    assert_eq!(queued, vec!["second"]);
+    assert_eq!(all::<TurnFailed>(&log), Vec::<&TurnFailed>::new());
+    assert_eq!(all::<TurnCompleted>(&log).len(), 2);
+}
+
+#[tokio::test]
+async fn readable_on_a_phone() {
+    let s = setup(
+        vec![
+            MockReply::tool_calls([("echo", json!({"text": "hello"}))]),
+            MockReply::text("Echoed."),
+        ],
+        &[],
+    )
+    .await;
+    scenario(&s.served, "phone.mjs", &[]).await;
 }
 
 #[tokio::test]
@@ -319,12 +381,31 @@ async fn fork_from_a_message_and_continue() {
 #[tokio::test]
 async fn reopen_a_past_run_from_the_list_and_continue_it() {
     let s = setup(
-        vec![MockReply::text("Hi."), MockReply::text("Again.")],
+        vec![
+            MockReply::text("Other."),
+            MockReply::text("Hi.").with_usage(Usage {
+                input_tokens: 100,
+                cache_read_tokens: 20,
+                output_tokens: 7,
+                ..Usage::default()
+            }),
+            MockReply::text("Again."),
+        ],
         &["--dev"],
     )
     .await;
     let url = &s.served.url;
-    let created = create_session(url, &CreateSession::message("hello")).await;
+    // Another run, which the search leaves out.
+    let other = create_session(url, &CreateSession::message("unrelated")).await;
+    Stream::open(url, &other.session_id, 0, None)
+        .await
+        .until("session.waiting")
+        .await;
+    let request = CreateSession {
+        title: Some("Greeting".into()),
+        ..CreateSession::message("hello")
+    };
+    let created = create_session(url, &request).await;
     let id = created.session_id.clone();
     let mut stream = Stream::open(url, &id, 0, None).await;
     stream.until("session.waiting").await;

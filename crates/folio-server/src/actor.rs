@@ -24,7 +24,7 @@ use crate::error::ManagerError;
 use crate::fault::FaultPoint;
 use crate::live::{Live, LiveSink, lock};
 use crate::shared::Inner;
-use crate::state::{SessionMeta, new_turn_id};
+use crate::state::{SessionMeta, new_turn_id, reported_usage};
 use crate::token;
 
 /// The turn a session is running.
@@ -542,10 +542,12 @@ pub(crate) async fn finish_session(
     let (event, status) = record_end(live, outcome)?;
     live.log.commit().await?;
     inner.fault(FaultPoint::BoundarySynced);
-    // Status and last index only: recovery repairs them from the log synced above.
+    let usage = live.with_events(reported_usage);
+    // Status, last index and usage only: recovery repairs them from the log synced above.
     live.repair_meta(&inner.state, |meta| {
         meta.status = status;
         meta.last_index = event.index;
+        meta.usage = usage;
     })
 }
 

@@ -31,8 +31,8 @@ use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
 use crate::shared::Inner;
 use crate::state::{
-    SessionMeta, StateRoot, SyncTarget, commit, lock_state_root, new_session_id, valid_session_id,
-    write_durably,
+    SessionMeta, StateRoot, SyncTarget, commit, lock_state_root, new_session_id, reported_usage,
+    valid_session_id, write_durably,
 };
 use crate::token;
 
@@ -288,6 +288,7 @@ impl SessionManager {
             token_hash: Some(token::hash_token(token)),
             turns,
             last_index: 0,
+            usage: reported_usage(copied),
             accepted_keys: Vec::new(),
         };
         let state = &self.inner.state;

@@ -124,5 +124,6 @@ fn summary(meta: &SessionMeta) -> SessionSummary {
         updated_at: folio_protocol::format_at(&meta.updated_at),
         turns: meta.turns,
         last_index: meta.last_index,
+        usage: meta.usage,
     }
 }

@@ -15,7 +15,7 @@ use crate::error::OpenError;
 use crate::event_log::last_index;
 use crate::live::{Live, lock};
 use crate::manager::{SessionManager, remember};
-use crate::state::{SessionMeta, valid_session_id};
+use crate::state::{SessionMeta, reported_usage, valid_session_id};
 
 impl SessionManager {
     /// Repairs every session a dead process left between two durable steps: a turn still open
@@ -98,7 +98,12 @@ impl SessionManager {
                 .filter(|e| matches!(e.body, EventBody::MessageReceived(_)))
                 .count() as u32
         });
-        lock(&live.meta).turns = turns;
+        let usage = live.with_events(reported_usage);
+        {
+            let mut meta = lock(&live.meta);
+            meta.turns = turns;
+            meta.usage = usage;
+        }
         let queued = live.with_events(queued_messages).len();
         if queued > 0 && lock(&live.meta).mode == SessionMode::Chat {
             self.inner.logs.about(&live.id).info(format!(

@@ -6,7 +6,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::error::OpenError;
 use chrono::{DateTime, Utc};
-use folio_protocol::{SessionMode, SessionStatus};
+use folio_protocol::{Event, EventBody, SessionMode, SessionStatus, Usage};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
@@ -60,10 +60,25 @@ pub struct SessionMeta {
     /// The index of the last event at the last turn boundary.
     #[serde(default)]
     pub last_index: u64,
+    /// The tokens its finished turns reported, summed ([`reported_usage`]).
+    #[serde(default, skip_serializing_if = "Usage::is_zero")]
+    pub usage: Usage,
     /// The last keyed follow-ups and the hash of the token each was answered with, so a retry
     /// gets the same answer (see `Idempotency-Key`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accepted_keys: Vec<AcceptedKey>,
+}
+
+/// The token usage the `turn.completed` events of `events` report, summed: a session's
+/// [`SessionMeta::usage`].
+pub(crate) fn reported_usage(events: &[Event]) -> Usage {
+    events
+        .iter()
+        .filter_map(|event| match &event.body {
+            EventBody::TurnCompleted(completed) => completed.usage,
+            _ => None,
+        })
+        .sum()
 }
 
 /// A follow-up accepted with an idempotency key.

@@ -1,5 +1,6 @@
 // The Agent tab: an MCP connection shows as connected with its tools, the subagent and the
-// authored tools are listed, and a tool needing approval says so.
+// authored tools are listed, a tool needing approval says so, and a schedule shows when it fires
+// next on its zone's clock (the server's test clock starts at 2027-01-04T08:59:58Z).
 import { browser, equal, scenario, texts } from "./lib.mjs";
 
 scenario(async (url) => {
@@ -15,5 +16,10 @@ scenario(async (url) => {
   if (!tools.includes("mcp__everything__echo")) throw new Error(`tools: ${tools}`);
   equal(await page.textContent('details[data-tool="deploy"] summary'), "deploy (needs approval) — Deploy a service.", "deploy");
   equal(await texts(page, "#agent section:nth-of-type(3) li"), ["helper — Looks things up."], "subagents");
+  equal(
+    await texts(page, '[data-schedule="nightly"]'),
+    ["nightly: 30 2 * * * (Europe/Paris) — Tidy the tracker. · next 2027-01-05T02:30:00+01:00"],
+    "the schedule's next fire time",
+  );
   await b.close();
 });

@@ -5,13 +5,14 @@ import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
 const { chromium } = require(process.env.PLAYWRIGHT_CORE);
 
-/** Starts headless chromium and opens a page; every console error fails the scenario. */
-export async function browser() {
+/** Starts headless chromium and opens a page (a laptop screen unless `viewport` says
+ * otherwise); every page error, failed request or external request fails the scenario. */
+export async function browser(viewport = { width: 1100, height: 800 }) {
   const instance = await chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
-  const context = await instance.newContext({ viewport: { width: 1100, height: 800 } });
+  const context = await instance.newContext({ viewport });
   const page = await context.newPage();
   page.setDefaultTimeout(20000);
   const problems = [];

@@ -1,7 +1,7 @@
 // @ts-check
 // The Agent tab: what `GET /v1/agent` describes (tools with their schemas, skills, subagents,
-// connections, channels, hooks, schedules, artifacts, diagnostics), and a form generated from
-// a tool's input schema to call it directly.
+// connections, channels, hooks, schedules with their next fire times from `GET /v1/schedules`,
+// artifacts, diagnostics), and a form generated from a tool's input schema to call it directly.
 
 import { call } from "./api.js";
 import { el, json } from "./dom.js";
@@ -125,6 +125,21 @@ export function connectionStatus(connection, tools) {
 }
 
 /**
+ * A schedule's line: its cron, zone and prompt, then when it fires next (on its zone's wall
+ * clock) and what its last slot did, as `GET /v1/schedules` reports them.
+ * @param {import("folio-api").ScheduleInfo} schedule
+ * @param {import("folio-api").ScheduleStatus | undefined} status
+ */
+export function scheduleLine(schedule, status) {
+  const head = `${schedule.name}: ${schedule.cron}${status ? ` (${status.timezone})` : ""} — ${schedule.prompt}`;
+  if (!status) return `${head} · next fire times unavailable`;
+  const next = status.enabled ? status.next[0] : undefined;
+  const when = next ? `next ${next.local}` : "disabled";
+  const last = status.last ? ` · last ${status.last.slot}: ${status.last.outcome}${status.last.reason ? ` (${status.last.reason})` : ""}` : "";
+  return `${head} · ${when}${last}`;
+}
+
+/**
  * Loads and renders the agent description.
  * @param {HTMLElement} root
  * @param {() => string | null} sessionId the open session (direct calls run in it)
@@ -133,6 +148,19 @@ export async function renderAgent(root, sessionId) {
   root.textContent = "loading…";
   /** @type {AgentDescription} */
   const agent = await call("GET", "/v1/agent");
+  /** @type {Map<string, import("folio-api").ScheduleStatus>} */
+  const schedules = new Map();
+  /** @type {string | null} */
+  let schedulesError = null;
+  if (agent.schedules.length) {
+    try {
+      /** @type {import("folio-api").SchedulesResponse} */
+      const answer = await call("GET", "/v1/schedules");
+      for (const status of answer.schedules) schedules.set(status.name, status);
+    } catch (error) {
+      schedulesError = `GET /v1/schedules failed: ${/** @type {Error} */ (error).message}`;
+    }
+  }
   root.textContent = "";
   root.append(
     el("h2", { text: `${agent.agent.name} · ${agent.agent.model}` }),
@@ -143,7 +171,8 @@ export async function renderAgent(root, sessionId) {
     section("Connections", agent.connections, (c) => el("span", { text: `${c.name}: ${connectionStatus(c, agent.tools)} — ${json(c.transport)}` })),
     section("Channels", agent.channels, (c) => `${c.id} (${c.kind})`),
     section("Hooks", agent.hooks, (h) => `${h.name}: on ${h.events.join(", ")} runs ${h.command.join(" ")}`),
-    section("Schedules", agent.schedules, (s) => `${s.name}: ${s.cron} — ${s.prompt}`),
+    section("Schedules", agent.schedules, (s) => el("span", { attrs: { "data-schedule": s.name } }, [scheduleLine(s, schedules.get(s.name))])),
+    ...(schedulesError ? [el("p", { cls: "error", text: schedulesError })] : []),
     section("Artifacts", agent.artifacts ? [agent.artifacts] : [], (a) => el("span", { text: json(a) })),
     section("Diagnostics", agent.diagnostics, (d) => `${d.severity}: ${d.file}${d.line ? `:${d.line}` : ""} ${d.message}`),
   );

@@ -39,6 +39,8 @@ export class ChatView {
      * @type {{ body: HTMLElement, outer: { turn: HTMLElement | null, text: HTMLElement | null, reasoning: HTMLElement | null } }[]}
      */
     this.nested = [];
+    /** Messages queued (`coalesce`) that no turn took yet. @type {HTMLElement[]} */
+    this.pending = [];
   }
 
   /** Empties the view (another session is shown). */
@@ -50,6 +52,7 @@ export class ChatView {
     this.reasoning = null;
     this.calls = new Map();
     this.nested = [];
+    this.pending = [];
   }
 
   /**
@@ -77,8 +80,13 @@ export class ChatView {
     this.seen.add(event.index);
     switch (event.type) {
       case "message.received":
+        // A turn takes every queued message (joined into this one): they are shown here now.
+        for (const bubble of this.pending) bubble.remove();
+        this.pending = [];
+        this.user(event.index, event.data.text);
+        break;
       case "message.queued":
-        this.user(event.index, event.data.text, event.type === "message.queued");
+        this.queued(event.index, event.data.text);
         break;
       case "turn.queued":
         this.note(`waiting for a free slot (position ${event.data.position})`);
@@ -183,11 +191,24 @@ export class ChatView {
     this.root.append(el("div", { cls: "note", text }));
   }
 
+  /**
+   * A message waiting for the running turn (`message.queued`), until the next turn takes it;
+   * the running turn's reply goes on above it.
+   */
+  queued(/** @type {number} */ index, /** @type {string} */ text) {
+    const bubble = el("div", { cls: "turn user queued", attrs: { "data-index": String(index) } }, [
+      el("div", { cls: "text", text }),
+      el("div", { cls: "note", text: "queued: runs after the current turn" }),
+    ]);
+    this.pending.push(bubble);
+    this.root.append(bubble);
+  }
+
   /** A user message with its Fork button. */
-  user(/** @type {number} */ index, /** @type {string} */ text, /** @type {boolean} */ queued) {
+  user(/** @type {number} */ index, /** @type {string} */ text) {
     this.turn = null;
     const fork = el("button", { cls: "link fork", text: "Fork…", attrs: { title: "Edit this message in a new session" } });
-    const bubble = el("div", { cls: queued ? "turn user queued" : "turn user", attrs: { "data-index": String(index) } }, [
+    const bubble = el("div", { cls: "turn user", attrs: { "data-index": String(index) } }, [
       el("div", { cls: "text", text }),
       fork,
     ]);
