@@ -260,6 +260,44 @@ export type AskResult = {
 /** How an `ask` turn ended. */
 export type AskStatus = "completed" | "failed";
 
+/** One assertion's verdict, with what it expected and what it found. */
+export type AssertionResult = {
+  /** What it found. */
+  actual: unknown;
+  /** What it expected. */
+  expected: unknown;
+  /** The assertion's key (`called_tool`, `reply_matches`, `trajectory`, …). */
+  kind: string;
+  /** One line for a person: why it failed, or what it checked. */
+  message: string;
+  /** Whether it passed. */
+  passed: boolean;
+  /** Its score (0 to 1): 1 or 0, or partial credit for trajectory scores and judges. */
+  score: number;
+};
+
+/** One run of a case: a fresh session, its steps and their assertions. */
+export type Attempt = {
+  /** Wall time of the attempt in milliseconds. */
+  durationMs: number;
+  /** Why the attempt could not run to its end (timeout, a replay drift, a refused send). */
+  error?: string | null;
+  /** 1-based iteration. */
+  iteration: number;
+  /** The model the attempt ran with (`provider:model` or `replay:<fixture>`). */
+  model: string;
+  /** Whether the attempt ran and every assertion passed. */
+  ok: boolean;
+  /** The mean score of its assertions (0 to 1). */
+  score: number;
+  /** The case's session (`ses_…`), when one was created. */
+  sessionId?: string | null;
+  /** Every step that ran. */
+  steps: Array<StepResult>;
+  /** Usage over its turns; `null` when the provider reported none. */
+  usage?: Usage | null;
+};
+
 /** An authored tool as discovery found it. */
 export type AuthoredToolInfo = {
   /** The program and its arguments. */
@@ -278,6 +316,24 @@ export type AuthoredToolInfo = {
   needsApproval: boolean;
   /** Seconds before the command is killed. */
   timeoutSecs: number;
+};
+
+/** One case of an [`EvalRun`]: its attempts (one per iteration) and their verdict. */
+export type CaseResult = {
+  /** One attempt per iteration. */
+  attempts: Array<Attempt>;
+  /** The case's id within its eval. */
+  caseId: string;
+  /** The eval's id: its path under `evals/` without `.eval.toml`. */
+  evalId: string;
+  /** Whether every attempt passed (`pass^k` over the iterations). */
+  ok: boolean;
+  /** The share of attempts that passed (0 to 1). */
+  passRate: number;
+  /** The mean assertion score over the attempts (0 to 1). */
+  score: number;
+  /** The eval's tags. */
+  tags?: Array<string>;
 };
 
 /** A channel as discovery found it. */
@@ -366,8 +422,10 @@ export type ContextCompacted = {
 /** `POST /v1/session`: a new session and its first message. */
 export type CreateSession = {
   /**
-   * An idempotency key: a retry with the same key gets the first answer (the same session
-   * and token) instead of a second session. The `Idempotency-Key` header sets it too.
+   * An idempotency key: a retry with the same key and the same request gets the first
+   * answer (the same session and token) instead of a second session, also while the first
+   * is still being answered; the key with a different request is refused (`422
+   * idempotency_key_reused`). The `Idempotency-Key` header sets it too.
    */
   clientMessageId?: string | null;
   /** The first user message. */
@@ -408,7 +466,59 @@ export type ErrorBody = {
 };
 
 /** The `error` code of an [`ErrorBody`]; each goes with one HTTP status. */
-export type ErrorCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "stale_continuation_token" | "session_not_followable" | "session_busy" | "approval_resolved" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "internal";
+export type ErrorCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "stale_continuation_token" | "session_not_followable" | "session_busy" | "approval_resolved" | "idempotency_key_reused" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "internal";
+
+/** One `folio eval` run: every case it ran, each with its assertions' verdicts. */
+export type EvalRun = {
+  /** Every case, in eval and case order. */
+  cases: Array<CaseResult>;
+  /** How long the whole run took, in milliseconds. */
+  durationMs: number;
+  /** Whether every case passed. */
+  ok: boolean;
+  /** The run this one re-scored (`folio eval --rescore`), without calling a model. */
+  rescoredFrom?: string | null;
+  /** `evr_…`. */
+  runId: string;
+  /** When the run started. */
+  startedAt: string;
+};
+
+/** A page of a list: `GET /v1/sessions` (newest first, with a cursor) and `GET /v1/artifacts`. */
+export type EvalRunPage = {
+  /** The items of this page. */
+  data: Array<EvalRunSummary>;
+  /** Pass as `cursor` for the next page; absent on the last page. */
+  nextCursor?: string | null;
+  /** Always `true`. */
+  ok: true;
+};
+
+/** `GET /v1/evals/:runId`: one stored run. */
+export type EvalRunResponse = {
+  /** Always `true`. */
+  ok: true;
+  /** The run. */
+  run: EvalRun;
+};
+
+/** One run in `GET /v1/evals`: its counts, without the cases. */
+export type EvalRunSummary = {
+  /** How long the whole run took, in milliseconds. */
+  durationMs: number;
+  /** Cases that failed. */
+  failed: number;
+  /** Whether every case passed. */
+  ok: boolean;
+  /** Cases that passed. */
+  passed: number;
+  /** The run this one re-scored, if any. */
+  rescoredFrom?: string | null;
+  /** `evr_…`. */
+  runId: string;
+  /** When the run started. */
+  startedAt: string;
+};
 
 /** The wire shape of [`Event`]: what it deserializes from, and its JSON Schema. */
 export type Event = {
@@ -517,8 +627,9 @@ export type FollowUp = {
   /** What to do when the session is busy (default `preempt`). */
   admission?: Admission | null;
   /**
-   * An idempotency key: a retry with the same key and the token it first presented gets the
-   * first answer (the same rotated token) instead of `409` or a second turn. The
+   * An idempotency key: a retry with the same key, the token it first presented and the
+   * same request gets the first answer (the same rotated token) instead of `409` or a second
+   * turn; the key with a different request is refused (`422 idempotency_key_reused`). The
    * `Idempotency-Key` header sets it too.
    */
   clientMessageId?: string | null;
@@ -576,6 +687,18 @@ export type HookInfo = {
   name: string;
 };
 
+/** What an LLM judge answered about a step. */
+export type JudgeVerdict = {
+  /** The grader model. */
+  model: string;
+  /** Whether the judge passed the step. */
+  pass: boolean;
+  /** The judge's reasoning. */
+  reasoning: string;
+  /** The judge's score (0 to 1). */
+  score: number;
+};
+
 /** How serious a server log line is. */
 export type LogLevel = "info" | "warn" | "error";
 
@@ -619,6 +742,8 @@ export type MessageCompleted = {
 export type MessageQueued = {
   /** The sender's idempotency key, when given. */
   clientMessageId?: string | null;
+  /** SHA-256 (hex) of the keyed request (see [`MessageReceived::request_digest`]). */
+  requestDigest?: string | null;
   /** The user message. */
   text: string;
   /** Files its turn writes into the workspace first (relative path → contents). */
@@ -635,6 +760,11 @@ export type MessageReceived = {
   clientMessageId?: string | null;
   /** How many queued messages were coalesced into this one. */
   coalesced?: number | null;
+  /**
+   * SHA-256 (hex) of the keyed request, so a retry of the key with another request is
+   * refused (`idempotency_key_reused`); only with `clientMessageId`.
+   */
+  requestDigest?: string | null;
   /** The user message (coalesced messages already joined). */
   text: string;
 };
@@ -713,6 +843,8 @@ export type ReminderResponse = {
 export type ReminderSet = {
   /** When it is due. */
   at: string;
+  /** The `set_reminder` call that asked for it, when the agent set it. */
+  callId?: string | null;
   /** What it delivers. */
   message: string;
   /** `rem_…`. */
@@ -963,6 +1095,44 @@ export type StepCompleted = {
   finishReason: FinishReason;
   /** 1-based step number within the turn. */
   step: number;
+};
+
+/** What one step's turn did, as assertions see it. */
+export type StepObservation = {
+  /** The tools whose calls asked for approval, in order. */
+  approvalsRequested?: Array<string>;
+  /** Turn duration in milliseconds. */
+  durationMs: number;
+  /** The failure message of a failed turn. */
+  error?: string | null;
+  /** The files the step's assertions read after the turn: path → contents (`null`: absent). */
+  files?: {
+    [key: string]: string | null;
+  };
+  /** The message the step sent. */
+  message: string;
+  /** Model calls the turn made. */
+  modelSteps: number;
+  /** The turn's reply (for a failed turn, its last assistant text). */
+  reply: string;
+  /** Whether the turn completed. */
+  succeeded: boolean;
+  /** Every tool call of the turn, in request order, with its result. */
+  toolCalls: Array<ToolCallRecord>;
+  /** The turn's usage; `null` when the provider reported none. */
+  usage?: Usage | null;
+  /** The judges' verdicts, by rubric. */
+  verdicts?: {
+    [key: string]: JudgeVerdict;
+  };
+};
+
+/** One step of an [`Attempt`]: what was observed and every assertion's verdict. */
+export type StepResult = {
+  /** Every assertion of the step, in the order written. */
+  assertions: Array<AssertionResult>;
+  /** What the step's turn did (what `--rescore` evaluates again). */
+  observed: StepObservation;
 };
 
 /** `step.started` data. */

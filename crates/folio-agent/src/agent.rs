@@ -26,7 +26,7 @@ use crate::tools::{
     WebClientError, WebFetchTool,
 };
 use crate::turn::Harness;
-use crate::workspace::{PrepareError, agent_tool_catalog, prepare_host_workspace};
+use crate::workspace::{LazyWorkspace, PrepareError, agent_tool_catalog};
 
 /// An agent ready to run turns.
 #[derive(Clone)]
@@ -60,6 +60,16 @@ pub struct Agent {
 /// model id to send.
 pub type ModelOpener =
     Arc<dyn Fn(&str) -> Result<(Arc<dyn Provider>, String), ModelError> + Send + Sync>;
+
+/// What [`Agent::bind_turn_fs`] binds for one turn.
+pub struct TurnFs {
+    /// The turn's FileSystem.
+    pub fs: Arc<dyn FileSystem>,
+    /// Host default or authored root.
+    pub scratch: ScratchMode,
+    /// The host session workspace, prepared on its first need (`None` under an authored root).
+    pub prepare: Option<LazyWorkspace>,
+}
 
 /// Why a turn's FileSystem could not be bound.
 #[derive(Debug, thiserror::Error)]
@@ -176,6 +186,7 @@ impl Agent {
                 NativeTool::WebFetch => Arc::new(WebFetchTool::new()?),
                 NativeTool::UpdateTodos => Arc::new(TodosTool::Update),
                 NativeTool::ReadTodos => Arc::new(TodosTool::Read),
+                NativeTool::SetReminder => Arc::new(crate::tools::SetReminderTool),
                 // Registered below, once the subagents (which inherit every other tool) exist.
                 NativeTool::Task => continue,
             };
@@ -317,26 +328,43 @@ impl Agent {
 
     /// The FileSystem one turn binds: the authored root plus a fresh `/tmp`, or the host
     /// workspace (whose `SemanticSearch` index is built when the model searches, not per turn).
+    /// The host workspace directory must exist; its `AGENTS.md`, skills, seeds and `memory/`
+    /// link are written at its first need ([`TurnFs::prepare`]), not here.
     ///
     /// Sessions are confined by default (docs/filesystem.md): the host-default tree reaches only the
     /// session workspace and its `memory/` link — absolute paths or `..` leaving them are
     /// refused and links are not followed out — so one principal's session cannot read
     /// another's state, tokens or the host. `unconfined_files` restores the whole host disk for
     /// a single user.
-    pub async fn bind_turn_fs(
-        &self,
-        workspace: &Path,
-    ) -> Result<(Arc<dyn FileSystem>, ScratchMode), BindError> {
+    pub async fn bind_turn_fs(&self, workspace: &Path) -> Result<TurnFs, BindError> {
         if let Some(root) = &self.root {
-            return Ok((bind_turn_root(root.clone()), ScratchMode::Rooted));
+            return Ok(TurnFs {
+                fs: bind_turn_root(root.clone()),
+                scratch: ScratchMode::Rooted,
+                prepare: None,
+            });
         }
-        prepare_host_workspace(&self.definition, &self.skills, workspace, &self.memory_dir).await?;
+        // The confined tree resolves the memory folder now; the link to it comes with the rest.
+        std::fs::create_dir_all(&self.memory_dir).map_err(|source| PrepareError {
+            workspace: workspace.to_path_buf(),
+            what: "memory folder",
+            source,
+        })?;
         let fs = if self.unconfined_files {
             local_fs(workspace)
         } else {
             workspace_fs(workspace, std::slice::from_ref(&self.memory_dir))?
         };
-        Ok((fs, ScratchMode::Host))
+        Ok(TurnFs {
+            fs,
+            scratch: ScratchMode::Host,
+            prepare: Some(LazyWorkspace::new(
+                self.definition.clone(),
+                self.skills.clone(),
+                workspace.to_path_buf(),
+                self.memory_dir.clone(),
+            )),
+        })
     }
 }
 

@@ -205,6 +205,7 @@ mod tests {
                     admission: None,
                     coalesced: None,
                     client_message_id: None,
+                    request_digest: None,
                 }),
             ),
             event(

@@ -110,6 +110,15 @@ impl HookDispatcher {
         }
     }
 
+    /// Adds `"dryRun": true` to every payload when `dry_run` (a dry-run session, e.g. an eval
+    /// run with `--dry-run`), so hooks can tell that writes were not real.
+    pub fn with_dry_run(mut self, dry_run: bool) -> Self {
+        if dry_run {
+            self.context.insert("dryRun".into(), Value::Bool(true));
+        }
+        self
+    }
+
     /// Whether any hook is configured.
     pub fn is_empty(&self) -> bool {
         self.queues.is_empty()

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 ///   traces/<id>.ndjson            its event log
 ///   artifacts/                    the artifact store
 ///   memory/                       durable memory, linked into every session workspace
+///   evals/<runId>.json            a stored eval run (`folio eval`)
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateLayout {
@@ -78,6 +79,16 @@ impl StateLayout {
     /// `memory/`: the durable memory every local session workspace links as `memory/`.
     pub fn memory_dir(&self) -> PathBuf {
         self.path.join("memory")
+    }
+
+    /// `evals/`: stored eval runs (`<runId>.json`) and the state roots of their cases.
+    pub fn evals_dir(&self) -> PathBuf {
+        self.path.join("evals")
+    }
+
+    /// `evals/<runId>.json`: one stored eval run.
+    pub fn eval_run_path(&self, run_id: &str) -> PathBuf {
+        self.evals_dir().join(format!("{run_id}.json"))
     }
 }
 

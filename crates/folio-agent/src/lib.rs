@@ -90,18 +90,20 @@
 //!     admission: None,
 //!     coalesced: None,
 //!     client_message_id: None,
+//!     request_digest: None,
 //! });
 //! let first = sink.emit(Some(turn_id), received).await?;
 //! let workspace = project.path().join("workspace");
 //! std::fs::create_dir_all(&workspace)?;
-//! let (fs, scratch) = agent.bind_turn_fs(&workspace).await?;
+//! let bound = agent.bind_turn_fs(&workspace).await?;
 //! let turn = Turn {
 //!     session_id: "ses_doc".into(),
 //!     turn_id: turn_id.into(),
 //!     events: vec![first],
-//!     fs,
+//!     fs: bound.fs,
 //!     workspace,
-//!     scratch,
+//!     scratch: bound.scratch,
+//!     prepare: bound.prepare,
 //!     cancel: CancellationToken::new(),
 //!     todos: TodoList::default(),
 //!     context: Default::default(),
@@ -138,7 +140,7 @@ pub mod tools;
 mod turn;
 mod workspace;
 
-pub use agent::{Agent, BindError, LoadError, LoadOptions, ModelOpener, provider_config};
+pub use agent::{Agent, BindError, LoadError, LoadOptions, ModelOpener, TurnFs, provider_config};
 pub use artifacts::{
     ArtifactError, ArtifactRecord, ArtifactStore, DEFAULT_KIND, TAG_ARTIFACT, TagArtifactTool,
     TagRequest,
@@ -156,7 +158,7 @@ pub use turn::{
     trace_direct_call,
 };
 pub use workspace::{
-    AGENT_TOOLS_DIR, MEMORY_DIR, PREPARED_MARKER, PrepareError, WorkspaceFileError,
+    AGENT_TOOLS_DIR, LazyWorkspace, MEMORY_DIR, PREPARED_MARKER, PrepareError, WorkspaceFileError,
     agent_tool_catalog, agents_md, check_workspace_path, prepare_host_workspace,
     write_workspace_files,
 };

@@ -31,6 +31,7 @@ use crate::sink::EventSink;
 use crate::tools::{
     ScratchMode, SessionContext, TodoList, ToolContext, ToolOutput, ToolRegistry, spill,
 };
+use crate::workspace::LazyWorkspace;
 
 mod compact;
 mod open;
@@ -80,6 +81,9 @@ pub struct Turn {
     pub workspace: PathBuf,
     /// Host default or authored root.
     pub scratch: ScratchMode,
+    /// The host workspace to prepare before the turn's first tool call (`None`: nothing to
+    /// prepare, as under an authored root).
+    pub prepare: Option<LazyWorkspace>,
     /// Fires on stop or preempt.
     pub cancel: CancellationToken,
     /// The session's todo list.
@@ -221,6 +225,8 @@ impl Harness {
             fs: ctx.fs.clone(),
             workspace: ctx.workspace.clone(),
             scratch: ctx.scratch.clone(),
+            // The parent prepared the workspace before its `Task` call ran.
+            prepare: None,
             cancel: ctx.cancel.clone(),
             todos: ctx.todos.clone(),
             context: SessionContext {
@@ -245,6 +251,7 @@ impl Harness {
             admission: None,
             coalesced: None,
             client_message_id: None,
+            request_digest: None,
         });
         let run = async {
             match self.emit(&mut turn, recorder, body).await {
@@ -744,6 +751,12 @@ impl Harness {
         let result = match (input, denied) {
             (Err(message), _) | (Ok(_), Some(message)) => Err(message),
             (Ok(input), None) => {
+                if let Some(workspace) = &turn.prepare {
+                    workspace
+                        .ready()
+                        .await
+                        .map_err(|err| Stop::Failed(err.to_string()))?;
+                }
                 let ctx = ToolContext {
                     fs: turn.fs.clone(),
                     workspace: turn.workspace.clone(),

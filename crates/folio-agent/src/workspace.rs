@@ -1,11 +1,13 @@
-//! The local session workspace (docs/agent-folder.md "The session workspace"): before a
-//! session's first local turn it gets `AGENTS.md` (instructions + the agent-tool catalog), the
-//! skills under `.folio/skills/`, the scripts of `execution = "agent"` tools under
-//! `.folio/tools/`, and the `sandbox/workspace/**` seed files; before each turn, the send's
-//! `workspaceFiles` (never under `memory/`).
+//! The local session workspace (docs/agent-folder.md "The session workspace"): before the first
+//! tool call (or the first per-send files) of a session's local turns it gets `AGENTS.md`
+//! (instructions + the agent-tool catalog), the skills under `.folio/skills/`, the scripts of
+//! `execution = "agent"` tools under `.folio/tools/`, the `sandbox/workspace/**` seed files and
+//! the `memory/` link ([`LazyWorkspace`]); before its turn, a send's `workspaceFiles` (never
+//! under `memory/`). A turn that calls no tool writes nothing there.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use folio_fs::{FileSystem, PathError};
 use folio_project::{AgentDefinition, Execution, ToolDefinition};
@@ -196,7 +198,56 @@ pub struct PrepareError {
     pub source: std::io::Error,
 }
 
-/// Prepares a host session workspace before its first local turn; returns `false` when it was
+/// A host session workspace prepared on its first need ([`LazyWorkspace::ready`]: the turn's
+/// first tool call, its per-send files, a direct tool call) instead of at every turn, so a turn
+/// that touches no file creates nothing in it. Clones share one preparation.
+#[derive(Clone)]
+pub struct LazyWorkspace {
+    definition: Arc<AgentDefinition>,
+    skills: Arc<Vec<SkillContent>>,
+    workspace: PathBuf,
+    memory: PathBuf,
+    ready: Arc<tokio::sync::OnceCell<()>>,
+}
+
+impl LazyWorkspace {
+    /// The workspace `workspace` of an agent, linking `memory` as `memory/`; nothing is written
+    /// before [`LazyWorkspace::ready`].
+    pub fn new(
+        definition: Arc<AgentDefinition>,
+        skills: Arc<Vec<SkillContent>>,
+        workspace: PathBuf,
+        memory: PathBuf,
+    ) -> Self {
+        LazyWorkspace {
+            definition,
+            skills,
+            workspace,
+            memory,
+            ready: Arc::new(tokio::sync::OnceCell::new()),
+        }
+    }
+
+    /// Prepares the workspace ([`prepare_host_workspace`]) unless this binding already did;
+    /// a failed preparation is tried again at the next need.
+    pub async fn ready(&self) -> Result<(), PrepareError> {
+        self.ready
+            .get_or_try_init(|| async {
+                prepare_host_workspace(
+                    &self.definition,
+                    &self.skills,
+                    &self.workspace,
+                    &self.memory,
+                )
+                .await
+                .map(drop)
+            })
+            .await
+            .map(drop)
+    }
+}
+
+/// Prepares a host session workspace before its first use; returns `false` when it was
 /// already prepared (later turns keep what the model changed).
 pub async fn prepare_host_workspace(
     definition: &AgentDefinition,

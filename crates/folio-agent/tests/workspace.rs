@@ -1,13 +1,18 @@
 //! The local session workspace: prepared once (AGENTS.md with the agent-tool catalog, skills,
-//! agent-tool scripts, sandbox seeds), left as the model changed it on later turns; skill
-//! loading errors are one line.
+//! agent-tool scripts, sandbox seeds) at its first tool call, left as the model changed it on
+//! later turns; skill loading errors are one line.
+
+mod part_b;
 
 use std::path::Path;
 
-use folio_agent::discover;
 use folio_agent::skills::load_all;
+use folio_agent::{PREPARED_MARKER, TurnOutcome, discover};
 use folio_agent::{agents_md, prepare_host_workspace};
+use folio_protocol::EventBody;
+use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
+use serde_json::json;
 
 fn write(dir: &Path, files: &[(&str, &str)]) {
     for (path, contents) in files {
@@ -93,6 +98,75 @@ async fn prepared_once_then_left_as_the_model_changed_it() {
         "edited by the model\n"
     );
     assert!(!ws.join("AGENTS.md").exists());
+}
+
+/// The entries of `dir`, sorted (`[]` when it does not exist).
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn a_turn_without_tool_calls_writes_nothing_and_the_first_tool_call_prepares_the_workspace() {
+    let mock = MockModelServer::start().await;
+    let dir = part_b::project(&[
+        ("agent/instructions.md", "Be useful.\n"),
+        ("agent/sandbox/workspace/seed.txt", "seeded\n"),
+    ]);
+    let agent = part_b::load_agent(dir.path(), &mock.openai_base_url(), part_b::env_of(&[])).await;
+    let workspace = dir.path().join("workspace");
+    let sink = part_b::MemorySink::default();
+    mock.push(MockReply::text("hello"));
+    let outcome = part_b::run_turn(&agent, &sink, &workspace, "hi").await;
+    assert_eq!(
+        outcome,
+        TurnOutcome::Completed {
+            reply: "hello".into()
+        }
+    );
+    assert_eq!(entries(&workspace), Vec::<String>::new());
+    // The next turn's first call reads AGENTS.md: the workspace is prepared before it runs.
+    mock.push(MockReply::tool_calls([(
+        "Read",
+        json!({"path": "AGENTS.md"}),
+    )]));
+    mock.push(MockReply::text("read it"));
+    let outcome = part_b::run_turn(&agent, &sink, &workspace, "read your notes").await;
+    assert_eq!(
+        outcome,
+        TurnOutcome::Completed {
+            reply: "read it".into()
+        }
+    );
+    let results: Vec<(bool, String)> = sink
+        .events()
+        .iter()
+        .filter_map(|event| match &event.body {
+            EventBody::ActionResult(result) => Some((
+                result.is_error,
+                result.output.clone().unwrap_or_default().to_string(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 1);
+    assert!(
+        !results[0].0 && results[0].1.contains("Be useful."),
+        "{results:?}"
+    );
+    assert_eq!(
+        entries(&workspace),
+        [".folio", "AGENTS.md", "memory", "seed.txt"]
+    );
+    assert!(workspace.join(PREPARED_MARKER).exists());
 }
 
 #[tokio::test]

@@ -90,6 +90,7 @@ async fn session(name: &str, context: ContextSection) {
                     admission: None,
                     coalesced: None,
                     client_message_id: None,
+                    request_digest: None,
                 }),
             )
             .await

@@ -2,10 +2,11 @@
 //! zero-latency model, with every event appended to a real NDJSON event log.
 //!
 //! Two models: an in-process provider that yields canned deltas (pure harness cost), and the
-//! mock model *server* over loopback through the real OpenAI client (adds HTTP + SSE). Each runs
-//! with no subscriber, with Folio's subscriber and no export (what `folio` runs by default), and
-//! with Folio's subscriber exporting every span and metric over OTLP/HTTP to a loopback
-//! collector that accepts everything.
+//! mock model *server* over loopback through the real OpenAI client (adds HTTP + SSE). Each runs,
+//! in a process of its own, with no subscriber; with Folio's subscriber and no export (what
+//! `folio` runs by default); with Folio's subscriber exporting every span and metric over
+//! OTLP/HTTP to a loopback collector that accepts everything; to a collector that is down
+//! (connections refused); and to one that accepts connections and never answers.
 //! Run: `cargo bench -p folio-cli --bench turn_overhead` (prints p50/p99 per turn).
 
 mod support;
@@ -116,6 +117,7 @@ async fn measure(name: &str, harness: &Harness, before_turn: impl Fn()) {
                     admission: None,
                     coalesced: None,
                     client_message_id: None,
+                    request_digest: None,
                 }),
             )
             .await
@@ -182,36 +184,83 @@ fn accepting_collector() -> String {
     url
 }
 
+/// How telemetry is set up in one measuring process (`FOLIO_BENCH_TELEMETRY`).
+const MODES: [(&str, &str); 5] = [
+    ("none", "no subscriber"),
+    ("off", "subscriber, export off"),
+    ("on", "OTLP export on"),
+    ("down", "OTLP export to a collector that is down"),
+    ("stalled", "OTLP export to a collector that never answers"),
+];
+
+/// Measures each telemetry mode in a process of its own (the subscriber and the metric
+/// instruments are process-wide, set up once).
 fn main() {
+    let Ok(mode) = std::env::var("FOLIO_BENCH_TELEMETRY") else {
+        let bench = std::env::current_exe().unwrap();
+        for (mode, _) in MODES {
+            let status = std::process::Command::new(&bench)
+                .args(std::env::args().skip(1))
+                .env("FOLIO_BENCH_TELEMETRY", mode)
+                .status()
+                .unwrap();
+            assert!(status.success(), "the {mode} run failed");
+        }
+        return;
+    };
+    let (_, label) = MODES
+        .iter()
+        .find(|(name, _)| *name == mode)
+        .unwrap_or_else(|| panic!("FOLIO_BENCH_TELEMETRY={mode}: use one of {MODES:?}"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(measure_all("no subscriber"));
-    // What `folio` runs with no OTLP endpoint: its subscriber, logging only.
-    let (_, logging) = folio_telemetry::subscriber(
-        folio_telemetry::LogFormat::Text,
-        folio_telemetry::log_filter(|_| None).unwrap(),
-        &folio_telemetry::TelemetryConfig::default(),
-    )
-    .unwrap();
-    tracing::subscriber::with_default(logging, || {
-        runtime.block_on(measure_all("subscriber, export off"))
-    });
-    let collector = accepting_collector();
-    let env = |name: &str| (name == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| collector.clone());
+    let filter = folio_telemetry::log_filter(|_| None).unwrap();
+    let collector = match mode.as_str() {
+        "none" | "off" => None,
+        "on" => Some(accepting_collector()),
+        "down" => Some(format!("http://{}", closed_port())),
+        _ => Some(stalled_collector()),
+    };
+    let env = |name: &str| {
+        (name == "OTEL_EXPORTER_OTLP_ENDPOINT")
+            .then(|| collector.clone())
+            .flatten()
+    };
     let config = folio_telemetry::TelemetryConfig::resolve(
         env,
         &folio_project::TelemetrySection::default(),
         "bench",
     )
     .unwrap();
-    let filter = folio_telemetry::log_filter(|_| None).unwrap();
-    let telemetry =
-        folio_telemetry::install(folio_telemetry::LogFormat::Text, filter, &config).unwrap();
-    runtime.block_on(measure_all("OTLP export on"));
+    let telemetry = (mode != "none").then(|| {
+        folio_telemetry::install(folio_telemetry::LogFormat::Text, filter, &config).unwrap()
+    });
+    runtime.block_on(measure_all(label));
     drop(runtime);
-    telemetry.shutdown();
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
+}
+
+/// A loopback address where nothing listens (connections are refused).
+fn closed_port() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
+/// A loopback collector that accepts connections and never reads or answers; returns its URL.
+fn stalled_collector() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for connection in listener.incoming() {
+            held.push(connection);
+        }
+    });
+    url
 }
 
 /// Both models, labelled with how telemetry is set up.

@@ -66,6 +66,8 @@ impl Template {
                 "agent/skills/review-checklist/SKILL.md",
                 "agent/skills/review-checklist/references/checklist.md",
                 "agent/channels/github.toml",
+                "evals/review.eval.toml",
+                "evals/fixtures/review/small-diff.jsonl",
             ),
             Template::Triage => files!("templates/triage/":
                 "agent/agent.toml",
@@ -74,12 +76,16 @@ impl Template {
                 "agent/tools/label_issue.py",
                 "agent/skills/triage-rules.md",
                 "agent/schedules/daily-summary.md",
+                "evals/triage.eval.toml",
+                "evals/fixtures/triage/crash.jsonl",
             ),
             Template::Webhook => files!("templates/webhook/":
                 "agent/agent.toml",
                 "agent/instructions.md",
                 "agent/skills/support-tone.md",
                 "agent/channels/tickets.toml",
+                "evals/support.eval.toml",
+                "evals/fixtures/support/blank-invoices.jsonl",
             ),
         }
     }

@@ -11,6 +11,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 mod call;
 mod chat;
 mod dev;
+mod eval;
 mod help;
 mod info;
 mod init;
@@ -70,6 +71,8 @@ enum Command {
     Schedule(schedule::ScheduleArgs),
     /// Write the JSON Schema of every agent-folder file kind (editors check agent files with them).
     Schema(schema::SchemaArgs),
+    /// Run the evals under evals/ and report them; exit 1 when any case fails.
+    Eval(eval::EvalArgs),
 }
 
 /// Arguments of `folio trajectory`.
@@ -124,6 +127,7 @@ fn main() -> ExitCode {
         Command::Chat(args) => chat::chat(args),
         Command::Help(args) => help::help(Cli::command(), args),
         Command::Schema(args) => schema::schema(args),
+        Command::Eval(args) => eval::eval(args),
         Command::Schedule(args) => schedule::schedule(args),
     };
     telemetry.shutdown();

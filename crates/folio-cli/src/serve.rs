@@ -126,7 +126,7 @@ fn is_project(dir: &Path) -> bool {
 
 /// The slug an agent is mounted under: its directory's name (docs/agent-folder.md), which must be
 /// a valid slug in the multi-agent layout.
-fn slug_for(dir: &Path, layout: Layout) -> anyhow::Result<String> {
+pub(crate) fn slug_for(dir: &Path, layout: Layout) -> anyhow::Result<String> {
     let name = dir
         .canonicalize()
         .with_context(|| format!("cannot read {}", dir.display()))?

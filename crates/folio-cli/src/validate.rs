@@ -1,9 +1,10 @@
-//! `folio validate`: discovery diagnostics, one line each (file, field, rule); exit 1 on errors.
+//! `folio validate`: discovery diagnostics of the agent and its evals, one line each (file,
+//! field, rule); exit 1 on errors.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use folio_project::{Severity, discover};
+use folio_project::{Diagnostic, Severity, discover, discover_evals};
 
 /// Arguments of `folio validate`.
 #[derive(Debug, clap::Args)]
@@ -16,16 +17,23 @@ pub(crate) struct ValidateArgs {
 /// The report `validate` prints for the project in `dir`, and whether it has errors.
 pub(crate) fn report(dir: &std::path::Path) -> (String, bool) {
     let discovery = discover(dir);
+    // Evals are checked too, but never stop the agent from running: only `validate` and
+    // `eval` report them.
+    let evals = discover_evals(dir);
+    let diagnostics: Vec<&Diagnostic> = discovery
+        .diagnostics
+        .iter()
+        .chain(&evals.diagnostics)
+        .collect();
     let mut out = String::new();
-    for diagnostic in &discovery.diagnostics {
+    for diagnostic in &diagnostics {
         out.push_str(&format!("{diagnostic}\n"));
     }
-    let errors = discovery
-        .diagnostics
+    let errors = diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Error)
         .count();
-    let warnings = discovery.diagnostics.len() - errors;
+    let warnings = diagnostics.len() - errors;
     let plural = |n: usize, word: &str| {
         if n == 1 {
             format!("{n} {word}")
@@ -33,7 +41,7 @@ pub(crate) fn report(dir: &std::path::Path) -> (String, bool) {
             format!("{n} {word}s")
         }
     };
-    match &discovery.definition {
+    match discovery.definition.as_ref().filter(|_| errors == 0) {
         Some(definition) if warnings == 0 => {
             out.push_str(&format!(
                 "ok: agent \"{}\" has no problems\n",

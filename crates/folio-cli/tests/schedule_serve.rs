@@ -8,8 +8,13 @@ mod serve_support;
 use std::path::Path;
 use std::time::Duration;
 
+use folio_protocol::{
+    Event, RunResult, ScheduleStatus, SchedulesResponse, SessionCompleted, SessionMode,
+    SessionStarted, SlotOutcomeKind,
+};
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
+use reqwest::Method;
 use serde_json::Value;
 use serve_support::*;
 
@@ -18,12 +23,23 @@ const CLOCK_START: &str = "2027-01-04T08:59:58Z";
 const SLOT: &str = "2027-01-04T09:00:00Z";
 
 /// Polls `GET /v1/schedules` until the schedule's last slot fired; returns the schedule.
-async fn fired(url: &str) -> Value {
+async fn fired(url: &str) -> ScheduleStatus {
     for _ in 0..600 {
-        let (status, body) = get(&format!("{url}/v1/schedules")).await;
-        assert_eq!(status, 200, "{body}");
-        let schedule = body["schedules"][0].clone();
-        if schedule["last"]["outcome"] == "fired" {
+        let (status, mut body) = call_as::<SchedulesResponse>(
+            Method::GET,
+            &format!("{url}/v1/schedules"),
+            NO_BODY,
+            None,
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(body.schedules.len(), 1, "{body:?}");
+        let schedule = body.schedules.remove(0);
+        if schedule
+            .last
+            .as_ref()
+            .is_some_and(|last| last.outcome == SlotOutcomeKind::Fired)
+        {
             return schedule;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -31,18 +47,16 @@ async fn fired(url: &str) -> Value {
     panic!("the schedule did not fire within 60 s");
 }
 
-/// Reads the session's event types once it has completed.
-async fn completed_events(state: &Path, session_id: &str) -> Vec<String> {
+/// Reads the session's events from its trace once it has completed.
+async fn completed_events(state: &Path, session_id: &str) -> Vec<Event> {
     let trace = state.join("traces").join(format!("{session_id}.ndjson"));
     for _ in 0..600 {
         let text = std::fs::read_to_string(&trace).unwrap_or_default();
-        let types: Vec<String> = text
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .map(|event| event["type"].as_str().unwrap_or_default().to_string())
-            .collect();
-        if types.iter().any(|t| t == "session.completed") {
-            return types;
+        // Only whole lines: the server may be writing the last one.
+        let whole = text.rfind('\n').map_or("", |end| &text[..=end]);
+        let events = read_ndjson(whole);
+        if !of_type::<SessionCompleted>(&events).is_empty() {
+            return events;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -72,62 +86,50 @@ async fn the_triage_template_schedule_fires_a_task_session_through_the_mock_mode
     .await;
 
     let schedule = fired(&served.url).await;
-    let session_id = schedule["last"]["sessionId"].as_str().unwrap().to_string();
+    let last = schedule.last.clone().unwrap();
+    let session_id = last.session_id.clone().unwrap();
     assert_eq!(
         (
-            &schedule["name"],
-            &schedule["cron"],
-            &schedule["timezone"],
-            &schedule["last"]["slot"]
+            schedule.name.as_str(),
+            schedule.cron.as_str(),
+            schedule.timezone.as_str(),
+            last.slot
         ),
-        (
-            &Value::from("daily-summary"),
-            &Value::from("0 9 * * 1-5"),
-            &Value::from("UTC"),
-            &Value::from(SLOT)
-        )
+        ("daily-summary", "0 9 * * 1-5", "UTC", SLOT.parse().unwrap())
     );
     assert_eq!(
-        schedule["next"][0]["utc"],
-        Value::from("2027-01-05T09:00:00Z")
+        schedule.next.first().map(|n| (n.utc, n.local.as_str())),
+        Some((
+            "2027-01-05T09:00:00Z".parse().unwrap(),
+            "2027-01-05T09:00:00Z"
+        ))
     );
-    let types = completed_events(&state, &session_id).await;
-    assert_eq!(types.first().map(String::as_str), Some("session.started"));
-    let meta: Value = serde_json::from_slice(
-        &std::fs::read(
-            state
-                .join("sessions")
-                .join(&session_id)
-                .join("session.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let events = completed_events(&state, &session_id).await;
     assert_eq!(
-        (
-            &meta["principal"],
-            &meta["mode"],
-            &meta["channel"],
-            &meta["status"]
-        ),
-        (
-            &Value::from("schedule:daily-summary"),
-            &Value::from("task"),
-            &Value::from("schedule"),
-            &Value::from("completed")
-        )
+        data::<SessionStarted>(&events[0]),
+        &SessionStarted {
+            mode: SessionMode::Task,
+            channel: "schedule".into(),
+            title: Some(format!("daily-summary {SLOT}")),
+            principal: "schedule:daily-summary".into(),
+        }
     );
-    let request = &mock.requests()[0];
     assert!(
-        request
-            .body
-            .to_string()
-            .contains("Summarize the issues labeled since yesterday"),
-        "the model got the schedule's prompt: {}",
-        request.body
+        mock.requests()[0]
+            .user_texts()
+            .iter()
+            .any(|text| text.contains("Summarize the issues labeled since yesterday")),
+        "the model got the schedule's prompt: {:?}",
+        mock.requests()[0].user_texts()
     );
     // The session belongs to the schedule's principal: other callers are refused.
-    let (status, _) = get(&format!("{}/v1/session/{session_id}", served.url)).await;
+    let (status, _) = refused(
+        Method::GET,
+        &format!("{}/v1/session/{session_id}", served.url),
+        NO_BODY,
+        None,
+    )
+    .await;
     assert_eq!(status, 403);
     served.child.kill().await.unwrap();
     served.child.wait().await.unwrap();
@@ -146,25 +148,39 @@ async fn the_triage_template_schedule_fires_a_task_session_through_the_mock_mode
         ]
     );
 
-    // `folio schedule list` reads the same log (no server needed).
-    let list = std::process::Command::new(folio_bin())
-        .args(["schedule", "list", "--dir"])
-        .arg(&dir)
-        .arg("--state-root")
-        .arg(&state)
-        .output()
-        .unwrap();
-    assert!(list.status.success(), "{list:?}");
-    let text = String::from_utf8(list.stdout).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
+    // `folio schedule list` reads the same log (no server needed): the next five slots in the
+    // schedule's zone and in UTC, and the last outcome; `--json` is `GET /v1/schedules`'s shape.
+    let list = |json: bool| {
+        let mut command = std::process::Command::new(folio_bin());
+        command.args(["schedule", "list", "--dir"]).arg(&dir);
+        command.arg("--state-root").arg(&state);
+        if json {
+            command.arg("--json");
+        }
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let listed: Vec<ScheduleStatus> = read_wire(&serde_json::from_str(&list(true)).unwrap());
+    assert_eq!(listed.len(), 1);
     assert_eq!(
-        (lines[0], lines.len(), lines[6]),
-        (
-            "daily-summary: \"0 9 * * 1-5\" in UTC (overlap skip, catch_up latest, jitter 0s)",
-            7,
-            format!("  last: fired {SLOT} {session_id}").as_str()
-        )
+        (listed[0].last.as_ref(), listed[0].next.len()),
+        (Some(&last), 5)
     );
+    let text = list(false);
+    let mut expected = vec![
+        "daily-summary: \"0 9 * * 1-5\" in UTC (overlap skip, catch_up latest, jitter 0s)"
+            .to_string(),
+    ];
+    expected.extend(listed[0].next.iter().map(|next| {
+        format!(
+            "  next: {}  ({})",
+            next.local,
+            next.utc.format("%Y-%m-%dT%H:%M:%SZ")
+        )
+    }));
+    expected.push(format!("  last: fired {SLOT} {session_id}"));
+    assert_eq!(text.lines().collect::<Vec<_>>(), expected);
 
     // `folio schedule run` fires one more now, as a manual slot.
     mock.push(MockReply::text("Nothing new."));
@@ -180,8 +196,14 @@ async fn the_triage_template_schedule_fires_a_task_session_through_the_mock_mode
         .await
         .unwrap();
     assert!(run.status.success(), "{run:?}");
-    let result: Value = serde_json::from_slice(&run.stdout).unwrap();
-    assert_eq!(result["reply"], "Nothing new.", "{result}");
+    let result: RunResult = read_wire(&serde_json::from_slice(&run.stdout).unwrap());
+    assert_eq!((result.ok, result.reply.as_str()), (true, "Nothing new."));
+    let listed: Vec<ScheduleStatus> = read_wire(&serde_json::from_str(&list(true)).unwrap());
+    let manual = listed[0].last.clone().unwrap();
+    assert_eq!(
+        (manual.outcome, manual.session_id.as_deref()),
+        (SlotOutcomeKind::Fired, Some(result.session_id.as_str()))
+    );
     let log = std::fs::read_to_string(state.join("schedules/daily-summary.ndjson")).unwrap();
     assert!(
         log.lines()

@@ -728,6 +728,7 @@ async fn preempt_stop_busy_and_coalesce() {
             admission: Some(Admission::Coalesce),
             coalesced: Some(3),
             client_message_id: None,
+            request_digest: None,
         }
     );
     let turns = stream.count("turn.started");

@@ -81,6 +81,19 @@ async fn created_and_waiting(url: &str) -> (String, String) {
     (created.session_id, created.continuation_token)
 }
 
+/// A keyed `message.received` with its request digest (SHA-256, hex) checked, then cleared.
+fn without_digest(message: &MessageReceived) -> MessageReceived {
+    let digest = message.request_digest.as_deref().unwrap_or_default();
+    assert!(
+        digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
+        "a keyed message records its request digest: {message:?}"
+    );
+    MessageReceived {
+        request_digest: None,
+        ..message.clone()
+    }
+}
+
 /// A `message.received` with no admission, coalescing or key.
 fn received(text: &str) -> MessageReceived {
     MessageReceived {
@@ -88,6 +101,7 @@ fn received(text: &str) -> MessageReceived {
         admission: None,
         coalesced: None,
         client_message_id: None,
+        request_digest: None,
     }
 }
 
@@ -124,15 +138,24 @@ async fn a_follow_up_recorded_before_a_crash_is_answered_by_its_retry_and_runs_o
     let first = first.unwrap();
     let again = post_keyed(&follow, &body, Some("msg-2")).await.unwrap();
     assert_eq!(again, (200, Ok(first.clone())));
+    // The key with another message is refused, not answered with the first result.
+    let (status, refused) =
+        post_keyed::<FollowUpAccepted>(&follow, &FollowUp::new(&token, "other"), Some("msg-2"))
+            .await
+            .unwrap();
+    assert_eq!(
+        (status, refused.unwrap_err().error),
+        (422, ErrorCode::IdempotencyKeyReused)
+    );
     let stored = events(&url, &id).await;
     let received_events = of_type::<MessageReceived>(&stored);
     assert_eq!(received_events.len(), 2, "{stored:#?}");
     assert_eq!(
-        received_events[1].body,
-        EventBody::MessageReceived(MessageReceived {
+        without_digest(data::<MessageReceived>(received_events[1])),
+        MessageReceived {
             client_message_id: Some("msg-2".into()),
             ..received("second")
-        })
+        }
     );
     // Its turn was cut by the crash; the session parked once.
     let failed = of_type::<TurnFailed>(&stored);
@@ -221,10 +244,26 @@ async fn a_create_acknowledged_just_before_a_crash_is_retried_by_key_into_the_sa
         expect(Method::GET, &format!("{url}/v1/sessions"), NO_BODY, 200).await;
     let ids: Vec<&str> = page.data.iter().map(|s| s.session_id.as_str()).collect();
     assert_eq!(ids, [id], "one session for one key");
-    let stored = events(&url, id).await;
+    // The key with another first message is refused.
+    let (status, refused) = post_keyed::<SessionCreated>(
+        &create,
+        &CreateSession::message("not the first"),
+        Some("create-1"),
+    )
+    .await
+    .unwrap();
     assert_eq!(
-        all::<MessageReceived>(&stored),
-        [&MessageReceived {
+        (status, refused.unwrap_err().error),
+        (422, ErrorCode::IdempotencyKeyReused)
+    );
+    let stored = events(&url, id).await;
+    let received_events: Vec<MessageReceived> = all::<MessageReceived>(&stored)
+        .into_iter()
+        .map(without_digest)
+        .collect();
+    assert_eq!(
+        received_events,
+        [MessageReceived {
             client_message_id: Some("create-1".into()),
             ..received("first")
         }]
@@ -316,6 +355,7 @@ async fn coalesced_messages_survive(ending: Ending) {
         text: text.into(),
         workspace_files: BTreeMap::new(),
         client_message_id: None,
+        request_digest: None,
     };
     assert_eq!(
         all::<MessageQueued>(&stored),

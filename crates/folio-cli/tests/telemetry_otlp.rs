@@ -1,14 +1,20 @@
 //! OpenTelemetry export end to end, against a real OTLP receiver nobody here wrote: the
-//! `HttpSink` of PyPI's `oteltest` (installed by `scripts/install-test-deps` into
-//! `target/test-deps/venv`), which parses each OTLP/HTTP request (protobuf or JSON) with the
-//! official protobuf types. A small driver prints what it received as JSON lines.
+//! `HttpSink` and `GrpcSink` of PyPI's `oteltest` (what its `otelsink` command runs; installed
+//! by `scripts/install-test-deps` into `target/test-deps/venv`), which parse each OTLP request
+//! (HTTP protobuf or JSON, or gRPC) with the official protobuf types. A small driver starts one
+//! on a free port and prints what it received, with the request's headers, as JSON lines.
 //!
-//! One test runs the scenarios in order, each against its own sink on a free port: the span tree
-//! of a `folio run` turn with two tool calls and a subagent (names, parents, GenAI attributes,
-//! event-index ranges against the session log), the trace context sent to the model, metrics;
-//! an incoming `traceparent` on `folio serve` parenting the turn; nothing
+//! One test runs the scenarios in order, each against its own sink: the span tree of a
+//! `folio run` turn with two tool calls and a subagent (names, parents, GenAI attributes,
+//! event-index ranges against the session log), the trace context sent to the model, headers,
+//! resource attributes, metrics; an incoming `traceparent` on `folio serve` parenting the turn,
+//! and the server's metrics (open streams, event-log fsyncs through the group commit); nothing
 //! exported under `OTEL_SDK_DISABLED` or with no endpoint; `[telemetry]` in `folio.toml`;
-//! OTLP/HTTP JSON; a collector that is down failing no turn.
+//! OTLP/HTTP JSON; OTLP/gRPC; a collector that is down or never answers failing and slowing no
+//! turn, the spans that do not fit the queue dropped and counted; an MCP call over streamable
+//! HTTP carrying its trace context in `params._meta` and its `traceparent` header, as seen by a
+//! server on the official Python MCP SDK; the server's gauges (approvals pending, turns running
+//! and queued) following a parked approval under a one-turn cap.
 
 mod serve_support;
 
@@ -18,19 +24,27 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use folio_protocol::Usage;
-use folio_test_support::{MockModelServer, MockReply};
+use folio_protocol::{
+    Acknowledged, ActionApprovalRequested, ActionResult, ActionsRequested, ApprovalDecision,
+    ApprovalRequest, CreateSession, Event, LogLevel, LogsResponse, RunResult, SessionCreated,
+    Usage,
+};
+use folio_test_support::{
+    MockModelServer, MockReply, NO_BODY, create_session, data, expect, read_ndjson, read_wire,
+};
 use pretty_assertions::assert_eq;
+use reqwest::Method;
 use serde_json::{Value, json};
-use serve_support::{client, folio_bin, serve_with_env, write_files};
+use serve_support::{Stream, client, folio_bin, serve_with_env, write_files};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// Starts oteltest's `HttpSink` on the port in argv[1] and prints every export it parses as a
-/// JSON line (`{"kind": "traces"|"metrics"|"logs", "body": …}`, ids as hex).
+/// Starts oteltest's `HttpSink` (argv[2] `http`) or `GrpcSink` (`grpc`) on the port in argv[1]
+/// and prints every export it parses as a JSON line (`{"kind": "traces"|"metrics"|"logs",
+/// "headers": {…}, "body": …}`, header names lower-cased, ids as hex).
 const SINK_DRIVER: &str = r#"
 import base64, json, logging, sys
 from google.protobuf.json_format import MessageToDict
-from oteltest.sink import HttpSink
+from oteltest.sink import GrpcSink, HttpSink
 from oteltest.sink.handler import RequestHandler
 
 IDS = ("traceId", "spanId", "parentSpanId")
@@ -44,14 +58,16 @@ def hexids(node):
     return node
 
 class Lines(RequestHandler):
-    def emit(self, kind, request):
-        print(json.dumps({"kind": kind, "body": hexids(MessageToDict(request))}), flush=True)
+    def emit(self, kind, request, headers):
+        headers = {str(k).lower(): str(v) for k, v in headers.items()}
+        body = hexids(MessageToDict(request))
+        print(json.dumps({"kind": kind, "headers": headers, "body": body}), flush=True)
     def handle_logs(self, request, headers):
-        self.emit("logs", request)
+        self.emit("logs", request, headers)
     def handle_metrics(self, request, headers):
-        self.emit("metrics", request)
+        self.emit("metrics", request, headers)
     def handle_trace(self, request, headers):
-        self.emit("traces", request)
+        self.emit("traces", request, headers)
 
 class Sink(HttpSink):
     # HttpSink looks "Content-Type" up case-sensitively to tell JSON from protobuf; header names
@@ -61,8 +77,44 @@ class Sink(HttpSink):
     def handle_metrics(self, post_data, headers):
         super().handle_metrics(post_data, {k.title(): v for k, v in headers.items()})
 
-Sink(Lines(), logging.getLogger("otelsink"), port=int(sys.argv[1]), daemon=False).start()
+port, transport = int(sys.argv[1]), sys.argv[2]
+if transport == "grpc":
+    sink = GrpcSink(Lines(), logging.getLogger("otelsink"), port=port)
+    sink.start()
+    sink.wait_for_termination()
+else:
+    Sink(Lines(), logging.getLogger("otelsink"), port=port, daemon=False).start()
 "#;
+
+/// A streamable-HTTP MCP server on the official Python SDK (port in argv[1]), whose one tool
+/// answers with the W3C `traceparent` its call carried in `params._meta` and in the HTTP
+/// request's headers.
+const TRACE_ECHO_SERVER: &str = r#"
+import json, sys
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("trace-echo")
+
+@server.tool()
+def trace_context(ctx: Context) -> str:
+    """The trace context this call carried."""
+    request = ctx.request_context.request
+    return json.dumps({
+        "meta": dict(ctx.request_context.meta or {}).get("traceparent"),
+        "header": request.headers.get("traceparent") if request is not None else None,
+    })
+
+server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
+"#;
+
+/// How the sink receives OTLP.
+#[derive(Debug, Clone, Copy)]
+enum Transport {
+    /// OTLP/HTTP (protobuf or JSON), as on a collector's port 4318.
+    Http,
+    /// OTLP/gRPC, as on a collector's port 4317.
+    Grpc,
+}
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -89,7 +141,7 @@ struct Sink {
 }
 
 impl Sink {
-    async fn start() -> Sink {
+    async fn start(transport: Transport) -> Sink {
         let python = workspace_root().join("target/test-deps/venv/bin/python");
         let ready = std::process::Command::new(&python)
             .args(["-c", "import oteltest.sink"])
@@ -101,8 +153,12 @@ impl Sink {
             python.display()
         );
         let port = free_port();
+        let transport = match transport {
+            Transport::Http => "http",
+            Transport::Grpc => "grpc",
+        };
         let mut child = tokio::process::Command::new(python)
-            .args(["-c", SINK_DRIVER, &port.to_string()])
+            .args(["-c", SINK_DRIVER, &port.to_string(), transport])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true)
@@ -207,6 +263,97 @@ impl Sink {
         names.sort();
         names.dedup();
         names
+    }
+
+    /// The headers of every export of `kind` received so far.
+    fn headers(&self, kind: &str) -> Vec<BTreeMap<String, String>> {
+        self.received
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|line| line["kind"] == kind)
+            .map(|line| serde_json::from_value(line["headers"].clone()).unwrap())
+            .collect()
+    }
+
+    /// Every metric named `name` received so far (the OTLP `Metric` as JSON).
+    fn metrics(&self, name: &str) -> Vec<Value> {
+        self.bodies("metrics")
+            .iter()
+            .flat_map(|body| {
+                body["resourceMetrics"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .flat_map(|resource| {
+                resource["scopeMetrics"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .flat_map(|scope| scope["metrics"].as_array().cloned().unwrap_or_default())
+            .filter(|metric| metric["name"] == name)
+            .collect()
+    }
+
+    /// Every data point of the metric `name` received so far: its attributes, and its value
+    /// (a sum's value, or a histogram's count).
+    fn points(&self, name: &str) -> Vec<(BTreeMap<String, Value>, i64)> {
+        self.metrics(name)
+            .iter()
+            .flat_map(|metric| {
+                ["sum", "histogram"]
+                    .iter()
+                    .filter_map(|kind| metric[kind]["dataPoints"].as_array())
+                    .flatten()
+                    .cloned()
+                    .collect::<Vec<_>>()
+            })
+            .map(|point| {
+                let value = ["asInt", "count"]
+                    .iter()
+                    .find_map(|key| point[key].as_str())
+                    .map_or(0, |text| text.parse().unwrap());
+                (attributes(&point["attributes"]), value)
+            })
+            .collect()
+    }
+
+    /// The value of the up-down counter `name` in the last export that carried it (summed over
+    /// its attribute sets).
+    fn latest(&self, name: &str) -> Option<i64> {
+        self.bodies("metrics")
+            .iter()
+            .filter_map(|body| {
+                let points: Vec<i64> = body["resourceMetrics"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|resource| resource["scopeMetrics"].as_array().into_iter().flatten())
+                    .flat_map(|scope| scope["metrics"].as_array().into_iter().flatten())
+                    .filter(|metric| metric["name"] == name)
+                    .flat_map(|metric| metric["sum"]["dataPoints"].as_array().into_iter().flatten())
+                    .map(|point| {
+                        point["asInt"]
+                            .as_str()
+                            .map_or(0, |text| text.parse().unwrap())
+                    })
+                    .collect();
+                (!points.is_empty()).then(|| points.iter().sum())
+            })
+            .last()
+    }
+
+    /// Waits until `done` holds for the metrics received (at most 30 s).
+    async fn wait_metrics(&self, what: &str, done: impl Fn(&Sink) -> bool) {
+        tokio::time::timeout(Duration::from_secs(30), async {
+            while !done(self) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{what} within 30 s; got {:?}", self.metric_names()));
     }
 }
 
@@ -324,11 +471,12 @@ fn agent_project() -> serve_support::Project {
     project
 }
 
-/// `folio run --json` on `dir` with `env`; returns the parsed result.
-async fn run(mock: &MockModelServer, dir: &Path, state: &Path, env: &[(&str, &str)]) -> Value {
+/// `folio run --json` on `dir` with `env`; returns its result.
+async fn run(mock: &MockModelServer, dir: &Path, state: &Path, env: &[(&str, &str)]) -> RunResult {
     let output = tokio::process::Command::new(folio_bin())
         .env_remove("FOLIO_MODEL")
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_PROTOCOL")
         .env_remove("OTEL_SDK_DISABLED")
         .env("OPENAI_API_KEY", "test-key")
         .env("OPENAI_BASE_URL", mock.openai_base_url())
@@ -346,16 +494,14 @@ async fn run(mock: &MockModelServer, dir: &Path, state: &Path, env: &[(&str, &st
         "stderr:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    serde_json::from_slice(&output.stdout).unwrap()
+    read_wire(&serde_json::from_slice(&output.stdout).unwrap())
 }
 
 /// The session's event log (`traces/<id>.ndjson` under the state root).
-fn event_log(state: &Path, session: &str) -> Vec<Value> {
+fn event_log(state: &Path, session: &str) -> Vec<Event> {
     let text =
         std::fs::read_to_string(state.join("traces").join(format!("{session}.ndjson"))).unwrap();
-    text.lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
+    read_ndjson(&text)
 }
 
 /// The scripted model of the traced turn: two tool calls and an MCP one, a `Task` whose critic
@@ -383,9 +529,10 @@ fn script_turn(mock: &MockModelServer) {
     mock.push(MockReply::text("Done: the critic says fine.").with_usage(usage(150, 15)));
 }
 
-/// The span tree of a run, its attributes and event ranges, the model's trace context, metrics.
+/// The span tree of a run, its attributes and event ranges, the model's trace context, the
+/// export headers and resource attributes, metrics.
 async fn traced_run_exports_the_turn_tree() {
-    let sink = Sink::start().await;
+    let sink = Sink::start(Transport::Http).await;
     let mock = MockModelServer::start().await;
     script_turn(&mock);
     let project = agent_project();
@@ -397,11 +544,16 @@ async fn traced_run_exports_the_turn_tree() {
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", &sink.endpoint),
             ("OTEL_SERVICE_NAME", "telemetry-test"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=s%20ecret"),
+            (
+                "OTEL_RESOURCE_ATTRIBUTES",
+                "deployment.environment=test,team=agents",
+            ),
         ],
     )
     .await;
-    assert_eq!(result["reply"], "Done: the critic says fine.");
-    let session = result["sessionId"].as_str().unwrap();
+    assert_eq!(result.reply, "Done: the critic says fine.");
+    let session = result.session_id.as_str();
     let spans = sink
         .wait_spans(|spans| spans.iter().any(|span| span.name == "agent_sdk.turn"))
         .await;
@@ -423,9 +575,17 @@ async fn traced_run_exports_the_turn_tree() {
             "  chat gpt-test",
         ]
     );
+    for headers in sink.headers("traces") {
+        assert_eq!(
+            headers.get("x-api-key").map(String::as_str),
+            Some("s ecret")
+        );
+    }
     let turn = spans.iter().find(|s| s.name == "agent_sdk.turn").unwrap();
     assert_eq!(turn.resource["service.name"], "telemetry-test");
     assert_eq!(turn.resource["agent_sdk.framework"], "folio");
+    assert_eq!(turn.resource["deployment.environment"], "test");
+    assert_eq!(turn.resource["team"], "agents");
     let turn_id = turn.attr("agent_sdk.turn_id");
     let expected: BTreeMap<String, Value> = [
         ("agent_sdk.agent", json!("test-agent")),
@@ -452,15 +612,17 @@ async fn traced_run_exports_the_turn_tree() {
 
     // Every span's event range leads to the exact events of the session log.
     let log = event_log(state.path(), session);
-    let kind = |index: usize| log[index]["type"].as_str().unwrap().to_string();
+    let kind = |index: usize| log[index].event_type();
     assert_eq!(kind(turn.index("first")), "message.received");
     assert_eq!(kind(turn.index("last")), "turn.completed");
-    assert_eq!(log[turn.index("first")]["turnId"], turn_id);
+    assert_eq!(
+        log[turn.index("first")].turn_id.as_deref(),
+        turn_id.as_str()
+    );
     for tool in spans.iter().filter(|s| s.name == "agent_sdk.tool") {
-        let result = &log[tool.index("last")];
-        assert_eq!(result["type"], "action.result", "{tool:?}");
-        assert_eq!(result["data"]["callId"], tool.attr("agent_sdk.call_id"));
-        assert_eq!(result["data"]["tool"], tool.attr("gen_ai.tool.name"));
+        let result = data::<ActionResult>(&log[tool.index("last")]);
+        assert_eq!(result.call_id, tool.attr("agent_sdk.call_id"));
+        assert_eq!(result.tool, tool.attr("gen_ai.tool.name"));
         assert_eq!(
             tool.attr("gen_ai.tool.call.id"),
             tool.attr("agent_sdk.call_id")
@@ -481,11 +643,8 @@ async fn traced_run_exports_the_turn_tree() {
         .iter()
         .find(|s| s.name == "agent_sdk.subagent")
         .unwrap();
-    assert_eq!(kind(subagent.index("first")), "actions.requested");
-    assert_eq!(
-        log[subagent.index("first")]["data"]["calls"][0]["subagent"],
-        "critic"
-    );
+    let requested = data::<ActionsRequested>(&log[subagent.index("first")]);
+    assert_eq!(requested.calls[0].subagent.as_deref(), Some("critic"));
     assert_eq!(kind(subagent.index("last")), "action.result");
     let chats: Vec<&Span> = spans.iter().filter(|s| s.name == "chat gpt-test").collect();
     assert_eq!(
@@ -543,18 +702,59 @@ async fn traced_run_exports_the_turn_tree() {
         "gen_ai.client.operation.duration",
         "gen_ai.client.operation.time_to_first_chunk",
         "gen_ai.client.token.usage",
+        "otel.sdk.processor.span.processed",
     ] {
         assert!(
             metrics.iter().any(|m| m == name),
             "{name} missing from {metrics:?}"
         );
     }
+    // Counts by their attributes, and delta temporality by default.
+    let mut turns = BTreeMap::new();
+    for (attributes, value) in sink.points("agent_sdk.turn.count") {
+        let status = attributes["agent_sdk.turn.status"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        *turns.entry(status).or_insert(0) += value;
+    }
+    assert_eq!(
+        turns,
+        BTreeMap::from([("completed".to_string(), 1), ("started".to_string(), 1)])
+    );
+    let tool_calls: i64 = sink
+        .points("cursor.tool.calls")
+        .iter()
+        .map(|(_, value)| value)
+        .sum();
+    assert_eq!(tool_calls, 5);
+    assert_eq!(
+        sink.metrics("cursor.tool.calls")[0]["sum"]["aggregationTemporality"],
+        "AGGREGATION_TEMPORALITY_DELTA"
+    );
+    let operations: Vec<Value> = sink
+        .points("agent_sdk.event_log.duration")
+        .into_iter()
+        .map(|(attributes, _)| attributes["operation"].clone())
+        .collect();
+    assert!(operations.contains(&json!("append")), "{operations:?}");
+    assert!(operations.contains(&json!("fsync")), "{operations:?}");
+    // No span was dropped.
+    assert!(
+        sink.points("otel.sdk.processor.span.processed")
+            .iter()
+            .all(|(attributes, _)| !attributes.contains_key("error.type"))
+    );
 }
 
-/// `folio serve`: a request's `traceparent` parents the turn it starts.
+/// `folio serve`: a request's `traceparent` parents the turn it starts; the server's metrics
+/// (an open stream, event-log fsyncs through the group commit) arrive while it runs; a line the
+/// subscriber logs inside the turn reaches `GET /v1/logs`.
 async fn incoming_traceparent_parents_the_turn() {
-    let sink = Sink::start().await;
+    let sink = Sink::start(Transport::Http).await;
     let mock = MockModelServer::start().await;
+    // A rate-limited first attempt makes the model client log a warning inside the turn.
+    mock.push(MockReply::rate_limited(0));
     mock.push(MockReply::text("Hello."));
     let project = agent_project();
     let state = tempfile::tempdir().unwrap();
@@ -566,6 +766,8 @@ async fn incoming_traceparent_parents_the_turn() {
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", sink.endpoint.as_str()),
             ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+            ("OTEL_METRIC_EXPORT_INTERVAL", "200"),
+            ("RUST_LOG", "warn"),
         ],
     )
     .await;
@@ -579,8 +781,8 @@ async fn incoming_traceparent_parents_the_turn() {
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 201);
-    let created: Value = response.json().await.unwrap();
-    let session = created["sessionId"].as_str().unwrap();
+    let created: SessionCreated = read_wire(&response.json().await.unwrap());
+    let session = created.session_id.as_str();
     let spans = sink
         .wait_spans(|spans| spans.iter().any(|span| span.name == "agent_sdk.turn"))
         .await;
@@ -603,6 +805,34 @@ async fn incoming_traceparent_parents_the_turn() {
         .unwrap()
         .to_string();
     assert!(sent.starts_with(&format!("00-{trace_id}-")), "{sent}");
+
+    // While a stream is open the server reports it; the turn's log was synced by the group
+    // commit, and the fsync's latency recorded.
+    let mut stream = Stream::open(&served.url, session, 0, None).await;
+    stream.until("turn.completed").await;
+    sink.wait_metrics("an open stream and an event-log fsync", |sink| {
+        let streams = sink.points("agent_sdk.streams.open");
+        let fsyncs = sink.points("agent_sdk.event_log.duration");
+        streams.iter().any(|(_, open)| *open >= 1)
+            && fsyncs
+                .iter()
+                .any(|(attributes, count)| attributes["operation"] == "fsync" && *count >= 1)
+    })
+    .await;
+    drop(stream);
+    let logs: LogsResponse = expect(
+        Method::GET,
+        &format!("{}/v1/logs?since=0", served.url),
+        NO_BODY,
+        200,
+    )
+    .await;
+    assert!(
+        logs.lines.iter().any(|line| line.level == LogLevel::Warn
+            && line.message.starts_with("model request failed, retrying")),
+        "{:#?}",
+        logs.lines
+    );
 
     // A direct tool call opens a synthetic turn span, parented on its request's traceparent.
     let direct_trace = "0af7651916cd43dd8448eb211c80319c";
@@ -648,7 +878,7 @@ async fn incoming_traceparent_parents_the_turn() {
 
 /// Nothing reaches a collector when export is disabled or unset, and the model sees no trace.
 async fn nothing_is_exported_unless_configured() {
-    let sink = Sink::start().await;
+    let sink = Sink::start(Transport::Http).await;
     let mock = MockModelServer::start().await;
     mock.push(MockReply::text("One."));
     mock.push(MockReply::text("Two."));
@@ -674,7 +904,7 @@ async fn nothing_is_exported_unless_configured() {
 /// `OTEL_EXPORTER_OTLP_PROTOCOL=http/json` exports the same spans as JSON. (The sink's parser
 /// reads OTLP/JSON's hex ids as base64, so only the names are compared.)
 async fn http_json_exports_the_spans() {
-    let sink = Sink::start().await;
+    let sink = Sink::start(Transport::Http).await;
     let mock = MockModelServer::start().await;
     mock.push(MockReply::text("Hello."));
     let project = agent_project();
@@ -699,7 +929,7 @@ async fn http_json_exports_the_spans() {
 
 /// `[telemetry]` in `folio.toml` configures the export when no variable does.
 async fn folio_toml_configures_the_export() {
-    let sink = Sink::start().await;
+    let sink = Sink::start(Transport::Http).await;
     let mock = MockModelServer::start().await;
     mock.push(MockReply::text("Hello."));
     let project = agent_project();
@@ -717,8 +947,106 @@ async fn folio_toml_configures_the_export() {
     assert_eq!(turn.resource["service.name"], "from-folio-toml");
 }
 
-/// A collector that is down fails no turn.
-async fn a_collector_that_is_down_fails_no_turn() {
+/// `OTEL_EXPORTER_OTLP_PROTOCOL=grpc` exports over OTLP/gRPC (the endpoint taken as written),
+/// with the headers as gRPC metadata; metrics in the cumulative temporality asked for. Opted in
+/// with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, spans carry the tool's arguments
+/// and result and the model's answer; a failed tool call carries `error.type`.
+async fn grpc_exports_spans_and_metrics() {
+    let sink = Sink::start(Transport::Grpc).await;
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([(
+        "Read",
+        json!({"path": "missing.txt"}),
+    )]));
+    mock.push(MockReply::text("Hello."));
+    let project = serve_support::project("model = \"openai:gpt-test\"\n");
+    let state = tempfile::tempdir().unwrap();
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", sink.endpoint.as_str()),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=over-grpc"),
+        (
+            "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE",
+            "cumulative",
+        ),
+        ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"),
+    ];
+    let result = run(&mock, project.path(), state.path(), &env).await;
+    assert_eq!(result.reply, "Hello.");
+    let spans = sink
+        .wait_spans(|spans| spans.iter().any(|span| span.name == "agent_sdk.turn"))
+        .await;
+    assert_eq!(
+        tree(&spans),
+        [
+            "agent_sdk.turn",
+            "  chat gpt-test",
+            "  agent_sdk.tool Read",
+            "  chat gpt-test"
+        ]
+    );
+    let (turn, chat, tool, answer) = (&spans[0], &spans[1], &spans[2], &spans[3]);
+    assert_eq!(
+        (
+            turn.attr("gen_ai.conversation.id"),
+            turn.attr("gen_ai.operation.name"),
+            chat.attr("gen_ai.operation.name"),
+            chat.attr("gen_ai.request.model"),
+            chat.attr("gen_ai.response.model"),
+        ),
+        (
+            json!(result.session_id),
+            json!("invoke_agent"),
+            json!("chat"),
+            json!("gpt-test"),
+            json!("gpt-test")
+        )
+    );
+    assert_eq!(
+        (
+            tool.attr("cursor.tool.status"),
+            tool.attr("error.type"),
+            tool.attr("gen_ai.tool.type"),
+        ),
+        (json!("error"), json!("tool_error"), json!("function"))
+    );
+    let arguments = tool.attr("gen_ai.tool.call.arguments");
+    assert!(
+        arguments
+            .as_str()
+            .is_some_and(|text| text.contains("missing.txt")),
+        "{arguments}"
+    );
+    assert!(tool.attr("gen_ai.tool.call.result").is_string(), "{tool:?}");
+    let output = answer.attr("gen_ai.output.messages");
+    assert!(
+        output.as_str().is_some_and(|text| text.contains("Hello.")),
+        "{output}"
+    );
+    let sent = mock.requests()[0]
+        .header("traceparent")
+        .unwrap()
+        .to_string();
+    assert_eq!(sent, format!("00-{}-{}-01", turn.trace_id, chat.span_id));
+    for headers in sink.headers("traces") {
+        assert_eq!(
+            headers.get("x-api-key").map(String::as_str),
+            Some("over-grpc")
+        );
+    }
+    let turns = sink.metrics("agent_sdk.turn.count");
+    assert!(!turns.is_empty(), "{:?}", sink.metric_names());
+    assert_eq!(
+        turns[0]["sum"]["aggregationTemporality"],
+        "AGGREGATION_TEMPORALITY_CUMULATIVE"
+    );
+}
+
+/// A collector that refuses connections fails no turn; one that accepts and never answers
+/// (each export waits out its 5 s timeout) slows no turn either: with a queue of one span the
+/// others are dropped and counted (`otel.sdk.processor.span.processed`, `error.type =
+/// queue_full`), the count exported to the metrics collector.
+async fn a_collector_that_is_down_fails_and_slows_no_turn() {
     let mock = MockModelServer::start().await;
     script_turn(&mock);
     let project = agent_project();
@@ -731,7 +1059,195 @@ async fn a_collector_that_is_down_fails_no_turn() {
         &[("OTEL_EXPORTER_OTLP_ENDPOINT", &down)],
     )
     .await;
-    assert_eq!(result["reply"], "Done: the critic says fine.");
+    assert_eq!(result.reply, "Done: the critic says fine.");
+
+    let sink = Sink::start(Transport::Http).await;
+    let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let stalled_url = format!("http://{}/v1/traces", stalled.local_addr().unwrap());
+    // Accepts every connection and holds it, reading nothing and answering nothing.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for connection in stalled.incoming() {
+            held.push(connection);
+        }
+    });
+    let mock = MockModelServer::start().await;
+    for step in 0..3 {
+        mock.push(MockReply::tool_calls([
+            (
+                "Write",
+                json!({"path": format!("f{step}.txt"), "contents": "x"}),
+            ),
+            ("Read", json!({"path": format!("f{step}.txt")})),
+        ]));
+    }
+    mock.push(MockReply::text("Written."));
+    let project = serve_support::project("model = \"openai:gpt-test\"\n");
+    let state = tempfile::tempdir().unwrap();
+    let metrics_url = format!("{}/v1/metrics", sink.endpoint);
+    let result = run(
+        &mock,
+        project.path(),
+        state.path(),
+        &[
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", stalled_url.as_str()),
+            ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", metrics_url.as_str()),
+            ("OTEL_BSP_MAX_QUEUE_SIZE", "1"),
+        ],
+    )
+    .await;
+    assert_eq!(result.reply, "Written.");
+    // Eleven spans (the turn, four model calls, six tools) ended while the first export waited
+    // on the stalled collector, which holds it for 5 s.
+    assert!(
+        result.turns[0].duration_ms < 5_000,
+        "the turn took {} ms: it waited on the stalled collector",
+        result.turns[0].duration_ms
+    );
+    sink.wait_metrics("the dropped spans' count", |sink| {
+        sink.points("otel.sdk.processor.span.processed")
+            .iter()
+            .any(|(attributes, dropped)| {
+                attributes.get("error.type") == Some(&json!("queue_full")) && *dropped >= 1
+            })
+    })
+    .await;
+}
+
+/// `folio serve` reports its gauges as they change: a call waiting for approval
+/// (`agent_sdk.approvals.pending`) holds the agent's one turn slot (`agent_sdk.turns.running`),
+/// so another session's turn waits (`agent_sdk.turns.queued`); all three drop back to zero
+/// once the call is approved and both turns end.
+async fn server_gauges_follow_approvals_and_the_queue() {
+    let sink = Sink::start(Transport::Http).await;
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([(
+        "deploy",
+        json!({"target": "prod"}),
+    )]));
+    mock.push(MockReply::text("Deployed."));
+    mock.push(MockReply::text("Second."));
+    let project = serve_support::project(
+        "model = \"openai:gpt-test\"\n[concurrency]\nmax_running_turns = 1\n",
+    );
+    write_files(
+        project.path(),
+        &[(
+            "agent/tools/deploy.toml",
+            "description = \"Deploy a service.\"\ncommand = [\"sh\", \"-c\", \"cat >/dev/null; echo deployed\"]\nneeds_approval = true\n\n[input_schema]\ntype = \"object\"\n",
+        )],
+    );
+    let state = tempfile::tempdir().unwrap();
+    let served = serve_with_env(
+        &mock.openai_base_url(),
+        project.path(),
+        state.path(),
+        &[],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", sink.endpoint.as_str()),
+            ("OTEL_METRIC_EXPORT_INTERVAL", "200"),
+        ],
+    )
+    .await;
+    let first = create_session(&served.url, &CreateSession::message("deploy prod")).await;
+    let mut first_stream = Stream::open(&served.url, &first.session_id, 0, None).await;
+    let requested = first_stream.until("action.approval_requested").await;
+    let call_id = data::<ActionApprovalRequested>(&requested).call_id.clone();
+    let second = create_session(&served.url, &CreateSession::message("hello")).await;
+    let mut second_stream = Stream::open(&served.url, &second.session_id, 0, None).await;
+    second_stream.until("turn.queued").await;
+    let gauges = |sink: &Sink| {
+        [
+            "agent_sdk.approvals.pending",
+            "agent_sdk.turns.running",
+            "agent_sdk.turns.queued",
+        ]
+        .map(|name| sink.latest(name))
+    };
+    sink.wait_metrics(
+        "one approval pending, one turn running, one queued",
+        |sink| gauges(sink) == [Some(1), Some(1), Some(1)],
+    )
+    .await;
+    let approve = ApprovalRequest {
+        decision: ApprovalDecision::Approve,
+        reason: None,
+    };
+    let _: Acknowledged = expect(
+        Method::POST,
+        &format!(
+            "{}/v1/session/{}/approvals/{call_id}",
+            served.url, first.session_id
+        ),
+        Some(&approve),
+        200,
+    )
+    .await;
+    first_stream.until("turn.completed").await;
+    second_stream.until("turn.completed").await;
+    sink.wait_metrics("no approval pending, no turn running or queued", |sink| {
+        gauges(sink) == [Some(0), Some(0), Some(0)]
+    })
+    .await;
+}
+
+/// An MCP call over streamable HTTP carries its `tools/call` span's trace context both in
+/// `params._meta` and as the request's `traceparent` header, as a real MCP server (the official
+/// Python SDK) sees them.
+async fn mcp_calls_carry_the_trace_context() {
+    let sink = Sink::start(Transport::Http).await;
+    let python = workspace_root().join("target/test-deps/venv/bin/python");
+    let port = free_port();
+    let _server = tokio::process::Command::new(python)
+        .args(["-c", TRACE_ECHO_SERVER, &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let address = format!("127.0.0.1:{port}");
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while tokio::net::TcpStream::connect(&address).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the MCP server listens within 30 s");
+    let project = serve_support::project("model = \"openai:gpt-test\"\n");
+    write_files(
+        project.path(),
+        &[(
+            "agent/mcp-connections/echo.toml",
+            &format!("url = \"http://{address}/mcp\"\n"),
+        )],
+    );
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([(
+        "mcp__echo__trace_context",
+        json!({}),
+    )]));
+    mock.push(MockReply::text("Traced."));
+    let state = tempfile::tempdir().unwrap();
+    let result = run(
+        &mock,
+        project.path(),
+        state.path(),
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &sink.endpoint)],
+    )
+    .await;
+    assert_eq!(result.reply, "Traced.");
+    let spans = sink
+        .wait_spans(|spans| spans.iter().any(|span| span.name == "agent_sdk.turn"))
+        .await;
+    let call = spans
+        .iter()
+        .find(|span| span.name == "tools/call trace_context")
+        .unwrap_or_else(|| panic!("no MCP span in {:?}", tree(&spans)));
+    let expected = format!("00-{}-{}-01", call.trace_id, call.span_id);
+    let output = result.tool_calls[0].output.as_str().unwrap_or_default();
+    let seen: Value = serde_json::from_str(output)
+        .unwrap_or_else(|err| panic!("the tool answered {output:?}: {err}"));
+    assert_eq!(seen, json!({"meta": expected, "header": expected}));
 }
 
 #[tokio::test]
@@ -741,5 +1257,8 @@ async fn otlp_export_end_to_end() {
     nothing_is_exported_unless_configured().await;
     folio_toml_configures_the_export().await;
     http_json_exports_the_spans().await;
-    a_collector_that_is_down_fails_no_turn().await;
+    grpc_exports_spans_and_metrics().await;
+    a_collector_that_is_down_fails_and_slows_no_turn().await;
+    mcp_calls_carry_the_trace_context().await;
+    server_gauges_follow_approvals_and_the_queue().await;
 }

@@ -238,7 +238,15 @@ impl WireDecoder for EventDecoder {
         };
         match kind {
             "message_start" => {
-                if let Some(usage) = data.get("message").and_then(|m| m.get("usage")) {
+                let message = data.get("message");
+                out.extend(
+                    message
+                        .and_then(|m| m.get("model"))
+                        .and_then(Value::as_str)
+                        .filter(|model| !model.is_empty())
+                        .map(|model| Delta::Model(model.to_string())),
+                );
+                if let Some(usage) = message.and_then(|m| m.get("usage")) {
                     self.read_usage(usage);
                 }
             }

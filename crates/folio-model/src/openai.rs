@@ -168,6 +168,8 @@ pub(crate) struct ChunkDecoder {
     /// Tool-call index → whether its end was already emitted.
     calls: BTreeMap<usize, bool>,
     finish: Option<FinishReason>,
+    /// Whether the answering model was already emitted (every chunk names it).
+    model_sent: bool,
     done: bool,
 }
 
@@ -177,6 +179,7 @@ impl ChunkDecoder {
             provider,
             calls: BTreeMap::new(),
             finish: None,
+            model_sent: false,
             done: false,
         }
     }
@@ -226,6 +229,13 @@ impl WireDecoder for ChunkDecoder {
                 .map(str::to_string)
                 .unwrap_or_else(|| error.to_string());
             return Err(self.protocol(format!("error in stream: {message}")));
+        }
+        if !self.model_sent
+            && let Some(model) = chunk.get("model").and_then(Value::as_str)
+            && !model.is_empty()
+        {
+            self.model_sent = true;
+            out.push(Delta::Model(model.to_string()));
         }
         for choice in chunk
             .get("choices")

@@ -138,6 +138,8 @@ impl From<&RequestedCall> for ToolCall {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Delta {
+    /// The model that answers, as the provider names it (once, before the content).
+    Model(String),
     /// Assistant text.
     Text(String),
     /// Reasoning text.
@@ -174,6 +176,9 @@ pub enum Delta {
 /// A complete model response, folded from its deltas by [`ResponseAssembler`].
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Response {
+    /// The model that answered, when the provider named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// Assistant text.
     pub text: String,
     /// Reasoning, when the model produced any.
@@ -214,6 +219,7 @@ struct PendingCall {
 /// with a message naming the tool, rather than running a tool with guessed input).
 #[derive(Debug, Default)]
 pub struct ResponseAssembler {
+    model: Option<String>,
     text: String,
     reasoning: Option<Reasoning>,
     calls: Vec<PendingCall>,
@@ -230,6 +236,7 @@ impl ResponseAssembler {
     /// Adds one delta.
     pub fn push(&mut self, delta: &Delta) {
         match delta {
+            Delta::Model(model) => self.model = Some(model.clone()),
             Delta::Text(text) => self.text.push_str(text),
             Delta::Reasoning(text) => self.reasoning_mut().text.push_str(text),
             Delta::ReasoningSignature(part) => self
@@ -290,6 +297,7 @@ impl ResponseAssembler {
             })
             .collect::<Result<Vec<_>, ModelError>>()?;
         Ok(Response {
+            model: self.model,
             text: self.text,
             reasoning: self.reasoning,
             tool_calls,
@@ -335,6 +343,7 @@ mod tests {
     #[test]
     fn assembles_text_reasoning_and_tool_calls() {
         let deltas = [
+            Delta::Model("gpt-test".into()),
             Delta::Reasoning("Think".into()),
             Delta::Reasoning("ing.".into()),
             Delta::ReasoningSignature("si".into()),
@@ -380,6 +389,7 @@ mod tests {
         assert_eq!(
             assembler.finish().unwrap(),
             Response {
+                model: Some("gpt-test".into()),
                 text: "Hello".into(),
                 reasoning: Some(Reasoning {
                     text: "Thinking.".into(),

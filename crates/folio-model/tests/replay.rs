@@ -62,8 +62,9 @@ async fn record_then_replay_gives_the_same_deltas() {
         line["request"]["messages"],
         json!([{"role": "user", "text": "read it"}])
     );
+    assert_eq!(line["response"][0], json!({"model": "test-model"}));
     assert_eq!(
-        line["response"][0],
+        line["response"][1],
         json!({"toolCallStart": {"index": 0, "id": "call_mock0_0", "name": "Read"}})
     );
 

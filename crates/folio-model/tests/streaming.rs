@@ -24,6 +24,7 @@ async fn openai_streams_text_deltas() {
     assert_eq!(
         deltas,
         vec![
+            Delta::Model("test-model".into()),
             Delta::Text("Hello ".into()),
             Delta::Text("there ".into()),
             Delta::Text("world".into()),
@@ -59,6 +60,7 @@ async fn anthropic_streams_text_deltas() {
     assert_eq!(
         deltas,
         vec![
+            Delta::Model("test-model".into()),
             Delta::Text("Hello ".into()),
             Delta::Text("there ".into()),
             Delta::Text("world".into()),
@@ -96,6 +98,7 @@ fn two_calls() -> MockReply {
 /// What [`two_calls`] assembles into, with the route's call-id prefix and reported usage.
 fn two_calls_response(id_prefix: &str, usage: Usage) -> Response {
     Response {
+        model: Some("test-model".into()),
         text: "Let me look.".into(),
         reasoning: None,
         tool_calls: vec![
@@ -160,8 +163,9 @@ async fn openai_streams_reasoning_content() {
     let provider = open("openai:test-model", &config(server.openai_base_url()));
     let deltas = collect(provider.as_ref(), &request("?")).await.unwrap();
     assert_eq!(
-        deltas[..4],
+        deltas[..5],
         [
+            Delta::Model("test-model".into()),
             Delta::Reasoning("Six ".into()),
             Delta::Reasoning("times ".into()),
             Delta::Reasoning("seven.".into()),
@@ -188,8 +192,9 @@ async fn anthropic_streams_thinking_with_signature() {
     let provider = open("anthropic:test-model", &config(server.anthropic_base_url()));
     let deltas = collect(provider.as_ref(), &request("?")).await.unwrap();
     assert_eq!(
-        deltas[..5],
+        deltas[..6],
         [
+            Delta::Model("test-model".into()),
             Delta::Reasoning("Six ".into()),
             Delta::Reasoning("times ".into()),
             Delta::Reasoning("seven.".into()),

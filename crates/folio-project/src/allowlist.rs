@@ -65,6 +65,8 @@ pub enum NativeTool {
     ReadTodos,
     /// `Task`, when the agent has subagents.
     Task,
+    /// `set_reminder`: a one-off wake of the chat session (opt-in: only when listed).
+    SetReminder,
 }
 
 impl NativeTool {
@@ -77,6 +79,7 @@ impl NativeTool {
             NativeTool::UpdateTodos => "UpdateTodos",
             NativeTool::ReadTodos => "ReadTodos",
             NativeTool::Task => "Task",
+            NativeTool::SetReminder => "set_reminder",
         }
     }
 }
@@ -98,6 +101,7 @@ pub const ALLOWLIST_NAMES: &[&str] = &[
     "task",
     "readLints",
     "mcp",
+    "setReminder",
 ];
 
 /// Names that cannot be granted under an authored root (they need the host disk).
@@ -168,6 +172,7 @@ pub fn resolve(tools: Option<&[String]>, rooted: bool, has_subagents: bool) -> R
             "webFetch" => out.tools.push(NativeTool::WebFetch),
             "updateTodos" => out.tools.push(NativeTool::UpdateTodos),
             "readTodos" => out.tools.push(NativeTool::ReadTodos),
+            "setReminder" => out.tools.push(NativeTool::SetReminder),
             "task" if has_subagents => out.tools.push(NativeTool::Task),
             "task" => out
                 .warnings

@@ -23,10 +23,11 @@ pub struct ProjectConfig {
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TelemetrySection {
-    /// OTLP/HTTP base endpoint (`/v1/traces` and `/v1/metrics` are appended), e.g.
-    /// `http://127.0.0.1:4318` (`OTEL_EXPORTER_OTLP_ENDPOINT`).
+    /// OTLP base endpoint, e.g. `http://127.0.0.1:4318` (`OTEL_EXPORTER_OTLP_ENDPOINT`); over
+    /// HTTP `/v1/traces` and `/v1/metrics` are appended, over gRPC it is used as written
+    /// (`http://127.0.0.1:4317`).
     pub endpoint: Option<String>,
-    /// `http/protobuf` (default) or `http/json` (`OTEL_EXPORTER_OTLP_PROTOCOL`).
+    /// `http/protobuf` (default), `http/json` or `grpc` (`OTEL_EXPORTER_OTLP_PROTOCOL`).
     pub protocol: Option<String>,
     /// Headers sent with every export, e.g. a backend's API key (`OTEL_EXPORTER_OTLP_HEADERS`).
     #[serde(default)]

@@ -8,6 +8,8 @@
 //! [`SubagentDefinition`], [`HookDefinition`], [`Skill`], …); `folio-agent` builds the running
 //! objects from it. [`describe`] turns a definition into the JSON of `folio info --json` and
 //! `GET /v1/agent`, and [`schemas`] lists the JSON Schema of every agent-folder file kind.
+//! [`discover_evals`] reads `evals/` (beside `agent/`) into [`EvalDefinition`]s whose steps hold
+//! [`Assertion`]s, with diagnostics of the same shape.
 //!
 //! ```
 //! let project = tempfile::tempdir()?;
@@ -37,6 +39,8 @@ mod artifacts;
 mod config;
 mod diagnostic;
 mod discovery;
+mod eval_assertions;
+mod evals;
 mod hooks;
 mod info;
 mod mcp;
@@ -60,13 +64,21 @@ pub use discovery::{
     AgentDefinition, ChannelManifest, ChannelSummary, Discovery, ScheduleSummary, discover,
     slug_problem,
 };
+pub use eval_assertions::{
+    ASSERTION_KINDS, ArgMode, Assertion, ExpectedCall, FileCheck, OrderMode, PathStep,
+    check_json_path, parse_json_path,
+};
+pub use evals::{
+    CaseDefinition, DEFAULT_EVAL_TIMEOUT_SECS, EVAL_SUFFIX, EVALS_DEFAULTS_FILE, EVALS_DIR,
+    EvalDefaults, EvalDefinition, EvalDiscovery, StepDefinition, discover_evals, eval_id,
+};
 pub use hooks::{HookCommand, HookDefinition, HookManifest};
 pub use info::{describe, diagnostic_info};
 pub use mcp::{McpConnectionManifest, McpServerConfig, McpTransport};
 pub use report::{UnsetVariable, expand_template};
 pub use schedule::{
-    CATCH_UP_VALUES, Cadence, CadenceError, CatchUp, DEFAULT_CATCH_UP_LIMIT, OVERLAP_VALUES,
-    Overlap,
+    CATCH_UP_VALUES, Cadence, CadenceError, CatchUp, DEFAULT_CATCH_UP_LIMIT, DelayError,
+    OVERLAP_VALUES, Overlap, parse_delay,
 };
 pub use schema_check::{InvalidSchema, compile_schema};
 pub use schemas::{SCHEMA_BASE_URL, SchemaFile, schema_name_for, schema_url, schemas};

@@ -87,7 +87,7 @@ impl Report {
 
     /// A parse error is recorded with line and column, naming the field on that line (unknown
     /// keys name the nearest valid key).
-    fn parse_text<T: serde::de::DeserializeOwned>(
+    pub(crate) fn parse_text<T: serde::de::DeserializeOwned>(
         &mut self,
         file: &Path,
         text: &str,
@@ -139,7 +139,7 @@ pub(crate) fn key_on_line(text: &str, line: u32, separator: char) -> String {
         .unwrap_or_else(|| "syntax".to_string())
 }
 
-fn line_column(text: &str, offset: usize) -> (u32, u32) {
+pub(crate) fn line_column(text: &str, offset: usize) -> (u32, u32) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() as u32 + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) as u32 + 1;

@@ -218,3 +218,38 @@ fn gap_end(timezone: Tz, wall: NaiveDateTime) -> Option<DateTime<Utc>> {
     }
     Some(hi)
 }
+
+/// Why a delay such as `"1h30m"` was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "\"{0}\" is not a delay; use a number with a unit (s, m, h, d), e.g. \"90s\", \"15m\", \"1h30m\""
+)]
+pub struct DelayError(pub String);
+
+/// Reads a delay: `90s`, `15m`, `2h`, `1d`, or combinations such as `1h30m` (a reminder's `in`).
+pub fn parse_delay(text: &str) -> Result<chrono::Duration, DelayError> {
+    let invalid = || DelayError(text.to_string());
+    let mut total = chrono::Duration::zero();
+    let mut digits = String::new();
+    for c in text.trim().chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let amount: i64 = digits.parse().map_err(|_| invalid())?;
+        digits.clear();
+        let part = match c {
+            's' => chrono::Duration::try_seconds(amount),
+            'm' => chrono::Duration::try_minutes(amount),
+            'h' => chrono::Duration::try_hours(amount),
+            'd' => chrono::Duration::try_days(amount),
+            _ => None,
+        }
+        .ok_or_else(invalid)?;
+        total = total.checked_add(&part).ok_or_else(invalid)?;
+    }
+    if !digits.is_empty() || total <= chrono::Duration::zero() {
+        return Err(invalid());
+    }
+    Ok(total)
+}

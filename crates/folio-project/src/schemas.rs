@@ -12,6 +12,7 @@ use crate::config::{
     ToolManifest,
 };
 use crate::discovery::ChannelManifest;
+use crate::evals::{EVAL_SUFFIX, EVALS_DEFAULTS_FILE, EVALS_DIR, EvalDefaults, EvalManifest};
 use crate::hooks::HookManifest;
 use crate::mcp::McpConnectionManifest;
 use crate::subagents::SubagentManifest;
@@ -34,6 +35,13 @@ pub fn schema_name_for(path: &str) -> Option<&'static str> {
     let file = *parts.last()?;
     if parts.len() == 1 {
         return (file == "folio.toml").then_some("folio");
+    }
+    if parts[0] == EVALS_DIR {
+        return if parts.len() == 2 && file == EVALS_DEFAULTS_FILE {
+            Some("evals")
+        } else {
+            file.ends_with(EVAL_SUFFIX).then_some("eval")
+        };
     }
     if !matches!(parts[0], "agent" | "bot") {
         return None;
@@ -105,6 +113,8 @@ pub fn schemas() -> Vec<SchemaFile> {
             "schedule",
             "the YAML frontmatter of agent/schedules/<name>.md",
         ),
+        schema_of::<EvalDefaults>("evals", "evals/evals.toml"),
+        schema_of::<EvalManifest>("eval", "evals/**/<name>.eval.toml"),
     ];
     all.sort_by_key(|file| file.name);
     all
@@ -113,6 +123,7 @@ pub fn schemas() -> Vec<SchemaFile> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ASSERTION_KINDS;
 
     #[test]
     fn paths_map_to_their_schemas() {
@@ -138,7 +149,11 @@ mod tests {
             ("agent/channels/github.toml", Some("channel")),
             ("agent/schedules/daily.md", Some("schedule")),
             ("agent/instructions.md", None),
-            ("evals/evals.toml", None),
+            ("evals/evals.toml", Some("evals")),
+            ("evals/review.eval.toml", Some("eval")),
+            ("evals/builds/index.eval.toml", Some("eval")),
+            ("evals/builds/evals.toml", None),
+            ("evals/fixtures/review/trivial.jsonl", None),
         ];
         for (path, expected) in cases {
             assert_eq!(schema_name_for(path), expected, "{path}");
@@ -150,6 +165,8 @@ mod tests {
                 "agent",
                 "artifacts",
                 "channel",
+                "eval",
+                "evals",
                 "folio",
                 "generated-skill",
                 "hook",
@@ -160,5 +177,72 @@ mod tests {
                 "tool"
             ]
         );
+    }
+
+    /// The `eval` schema as a validator.
+    fn eval_validator() -> jsonschema::Validator {
+        let eval = schemas().into_iter().find(|s| s.name == "eval").unwrap();
+        jsonschema::validator_for(&eval.schema).unwrap()
+    }
+
+    #[test]
+    fn the_eval_schema_covers_every_assertion_kind_and_option() {
+        let eval = schemas().into_iter().find(|s| s.name == "eval").unwrap();
+        let branches = eval.schema["definitions"]["Assertion"]["anyOf"]
+            .as_array()
+            .expect("the Assertion definition lists its kinds");
+        let validator = eval_validator();
+        assert_eq!(branches.len(), ASSERTION_KINDS.len());
+        for ((kind, options), branch) in ASSERTION_KINDS.iter().zip(branches) {
+            assert_eq!(branch["required"], serde_json::json!([kind]));
+            let properties = branch["properties"].as_object().unwrap();
+            let mut named: Vec<&str> = properties.keys().map(String::as_str).collect();
+            let mut expected: Vec<&str> = options.to_vec();
+            expected.push(kind);
+            named.sort_unstable();
+            expected.sort_unstable();
+            assert_eq!(named, expected, "{kind}");
+            // A kind or option without a rule of its own would fall back to `false`.
+            for (name, schema) in properties {
+                assert!(schema.is_object(), "{kind}.{name} has no schema");
+            }
+        }
+        let case = |expect: serde_json::Value| serde_json::json!({"cases": [{"id": "a", "steps": [{"send": "hi", "expect": [expect]}]}]});
+        for good in [
+            serde_json::json!({"succeeded": true}),
+            serde_json::json!({"called_tool": "Read", "paths": {"$.path": "a"}, "args": "exact", "times": 1}),
+            serde_json::json!({"trajectory": ["Read", {"tool": "Grep", "input": {}}], "mode": "any_order", "threshold": 0.5}),
+            serde_json::json!({"no_tool_errors": true}),
+            serde_json::json!({"judge": {"rubric": "polite", "threshold": 0.7}}),
+            serde_json::json!({"file": "notes.md", "contains": "x"}),
+        ] {
+            let errors: Vec<String> = validator
+                .iter_errors(&case(good.clone()))
+                .map(|e| e.to_string())
+                .collect();
+            assert!(errors.is_empty(), "{good}: {errors:?}");
+        }
+        for bad in [
+            serde_json::json!({"called_tol": "Read"}),
+            serde_json::json!({"called_tool": "Read", "mode": "exact"}),
+            serde_json::json!({"trajectory": ["Read"], "mode": "sideways"}),
+            serde_json::json!({"tool_order": [{"tool": "Read"}]}),
+            serde_json::json!({"judge": {"model": "x"}}),
+            serde_json::json!({"no_tool_errors": false}),
+            serde_json::json!({"max_steps": -1}),
+            serde_json::json!({"called_tool": "Read", "paths": {"path": "a"}}),
+        ] {
+            assert!(
+                !validator.is_valid(&case(bad.clone())),
+                "{bad} should be rejected"
+            );
+        }
+        assert!(
+            !validator.is_valid(
+                &serde_json::json!({"cases": [{"id": "a b", "steps": [{"send": "hi"}]}]})
+            )
+        );
+        assert!(!validator.is_valid(&serde_json::json!({"iterations": 0, "cases": []})));
+        assert!(!validator.is_valid(&serde_json::json!({"unknown": 1})));
     }
 }

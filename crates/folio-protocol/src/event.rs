@@ -369,6 +369,10 @@ pub struct MessageReceived {
     /// The sender's idempotency key (`Idempotency-Key` header or `clientMessageId`), when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_message_id: Option<String>,
+    /// SHA-256 (hex) of the keyed request, so a retry of the key with another request is
+    /// refused (`idempotency_key_reused`); only with `clientMessageId`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_digest: Option<String>,
 }
 
 /// `message.queued` data: a message admitted with `coalesce` while a turn ran, recorded before
@@ -385,6 +389,9 @@ pub struct MessageQueued {
     /// The sender's idempotency key, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_message_id: Option<String>,
+    /// SHA-256 (hex) of the keyed request (see [`MessageReceived::request_digest`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_digest: Option<String>,
 }
 
 /// `turn.queued` data.

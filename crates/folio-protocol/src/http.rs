@@ -76,8 +76,10 @@ pub struct CreateSession {
     /// `chat` (the default) or `task`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<SessionMode>,
-    /// An idempotency key: a retry with the same key gets the first answer (the same session
-    /// and token) instead of a second session. The `Idempotency-Key` header sets it too.
+    /// An idempotency key: a retry with the same key and the same request gets the first
+    /// answer (the same session and token) instead of a second session, also while the first
+    /// is still being answered; the key with a different request is refused (`422
+    /// idempotency_key_reused`). The `Idempotency-Key` header sets it too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_message_id: Option<String>,
 }
@@ -125,8 +127,9 @@ pub struct FollowUp {
     /// Files written into the workspace before the turn.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub workspace_files: BTreeMap<String, String>,
-    /// An idempotency key: a retry with the same key and the token it first presented gets the
-    /// first answer (the same rotated token) instead of `409` or a second turn. The
+    /// An idempotency key: a retry with the same key, the token it first presented and the
+    /// same request gets the first answer (the same rotated token) instead of `409` or a second
+    /// turn; the key with a different request is refused (`422 idempotency_key_reused`). The
     /// `Idempotency-Key` header sets it too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_message_id: Option<String>,
@@ -375,6 +378,9 @@ pub enum ErrorCode {
     SessionBusy,
     /// `409`: a second decision on one approval.
     ApprovalResolved,
+    /// `422`: an idempotency key sent again with a different request (a retry must repeat the
+    /// first request exactly; a new request needs a new key).
+    IdempotencyKeyReused,
     /// `405`: the route exists but not with this method.
     MethodNotAllowed,
     /// `408`: the request took too long to answer.
@@ -399,6 +405,7 @@ impl ErrorCode {
             ErrorCode::SessionNotFollowable => "session_not_followable",
             ErrorCode::SessionBusy => "session_busy",
             ErrorCode::ApprovalResolved => "approval_resolved",
+            ErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::RequestTimeout => "request_timeout",
             ErrorCode::PayloadTooLarge => "payload_too_large",
@@ -422,6 +429,7 @@ impl ErrorCode {
             ErrorCode::RequestTimeout => 408,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::UnsupportedMediaType => 415,
+            ErrorCode::IdempotencyKeyReused => 422,
             ErrorCode::Internal => 500,
         }
     }

@@ -11,10 +11,11 @@
 //! - The HTTP API's bodies: requests ([`CreateSession`], [`FollowUp`], [`ApprovalRequest`],
 //!   [`ToolCallRequest`], [`ForkSession`]), answers ([`SessionCreated`], [`FollowUpAccepted`], [`Acknowledged`],
 //!   [`SessionResponse`], [`Page`], [`ToolCallResult`], [`AgentDescription`], [`LogsResponse`],
-//!   [`ArtifactResponse`]) and every error, [`ErrorBody`]. Success bodies carry `"ok": true`
+//!   [`ArtifactResponse`], [`EvalRunResponse`]) and every error, [`ErrorBody`]. Success bodies carry `"ok": true`
 //!   ([`OkTrue`]), errors `"ok": false` ([`OkFalse`]).
 //! - The `/v1/mcp` tools' arguments and results: [`AskArguments`], [`AskResult`],
 //!   [`CheckArguments`], [`CheckResult`].
+//! - Stored eval runs: [`EvalRun`] and its cases, attempts, steps and assertion verdicts.
 //! - Contract strings such as [`TURN_INTERRUPTED`] and [`SERVER_RESTARTED`].
 //! - [`schemas`] lists the JSON Schema of every wire type.
 //!
@@ -31,6 +32,7 @@
 
 mod agent;
 mod contract;
+mod eval;
 mod event;
 mod fork;
 mod http;
@@ -51,6 +53,10 @@ pub use contract::{
     INTERRUPTED_RESULT, NO_REASON_GIVEN, SERVER_RESTARTED, TURN_INTERRUPTED, denial_message,
 };
 
+pub use eval::{
+    AssertionResult, Attempt, CaseResult, EvalRun, EvalRunResponse, EvalRunSummary, JudgeVerdict,
+    StepObservation, StepResult, valid_run_id,
+};
 pub use event::{
     AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionResult, ActionsRequested,
     Admission, AgentBound, ApprovalDecision, ArtifactTagged, ContextCompacted, Event, EventBody,

@@ -57,6 +57,9 @@ pub struct ReminderSet {
     pub at: DateTime<Utc>,
     /// What it delivers.
     pub message: String,
+    /// The `set_reminder` call that asked for it, when the agent set it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 /// `reminder.fired` data: the reminder was delivered as a follow-up.

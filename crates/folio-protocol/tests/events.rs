@@ -135,6 +135,7 @@ fn message_and_turn_events() {
             admission: None,
             coalesced: None,
             client_message_id: None,
+            request_digest: None,
         }),
     );
     round_trip(
@@ -147,6 +148,7 @@ fn message_and_turn_events() {
             admission: Some(Admission::Coalesce),
             coalesced: Some(2),
             client_message_id: None,
+            request_digest: None,
         }),
     );
     round_trip(
@@ -159,6 +161,7 @@ fn message_and_turn_events() {
             admission: None,
             coalesced: None,
             client_message_id: Some("msg-7".into()),
+            request_digest: None,
         }),
     );
     round_trip(
@@ -170,6 +173,7 @@ fn message_and_turn_events() {
             text: "later".into(),
             workspace_files: [("a.txt".to_string(), "A".to_string())].into(),
             client_message_id: Some("msg-8".into()),
+            request_digest: None,
         }),
     );
     round_trip(

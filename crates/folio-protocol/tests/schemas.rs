@@ -46,11 +46,13 @@ fn events_written_by_the_types_are_valid() {
             admission: Some(Admission::Coalesce),
             coalesced: Some(2),
             client_message_id: Some("msg-1".into()),
+            request_digest: None,
         }),
         EventBody::MessageQueued(MessageQueued {
             text: "later".into(),
             workspace_files: [("a.txt".to_string(), "A".to_string())].into(),
             client_message_id: None,
+            request_digest: None,
         }),
         EventBody::StepCompleted(StepCompleted {
             step: 1,

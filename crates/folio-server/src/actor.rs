@@ -222,19 +222,28 @@ impl Actor {
         Ok(())
     }
 
-    /// Checks the presented token and the idempotency key, then records the message durably
-    /// (queued when coalesced into a running turn, else received with its turn started) before
-    /// the token rotates; answers the rotated token when one was presented.
+    /// Checks the presented token and the idempotency key (a recorded key answers the first
+    /// answer, or `idempotency_key_reused` when the request differs), then records the message
+    /// durably (queued when coalesced into a running turn, else received with its turn started)
+    /// before the token rotates; answers the rotated token when one was presented.
     async fn admit(&mut self, admit: Admit) -> Result<Option<String>, ManagerError> {
         let Admit {
             message,
             admission,
             token,
             key,
+            digest,
         } = admit;
-        let recorded = key
-            .as_deref()
-            .is_some_and(|key| self.live.with_events(|events| token::recorded(events, key)));
+        let recorded = match key.as_deref() {
+            Some(key) => match self.live.with_events(|events| token::recorded(events, key)) {
+                Some(first) => {
+                    token::check_same_request(key, first.as_deref(), digest.as_deref())?;
+                    true
+                }
+                None => false,
+            },
+            None => false,
+        };
         let rotated = match (token.as_deref(), key.as_deref()) {
             (None, _) if recorded => return Ok(None),
             (None, _) => None,
@@ -277,6 +286,7 @@ impl Actor {
                             text: message.text.clone(),
                             workspace_files: message.files.clone(),
                             client_message_id: key.clone(),
+                            request_digest: digest.clone(),
                         }),
                     )?;
                     self.live.log.commit().await?;
@@ -309,22 +319,25 @@ impl Actor {
             let (joined, count) = Pending::join(messages);
             (joined, Some(count))
         };
-        self.start_turn(message, admission, coalesced, key, rotated.as_deref())
+        let keyed = key.map(|key| (key, digest));
+        self.start_turn(message, admission, coalesced, keyed, rotated.as_deref())
             .await?;
         Ok(rotated)
     }
 
-    /// Records the message, syncs the log, then sets status `running` (written to
-    /// `session.json` durably when a rotated token comes with it) and starts the turn.
+    /// Records the message (with its idempotency key and request digest, when `keyed`), syncs
+    /// the log, then sets status `running` (written to `session.json` durably when a rotated
+    /// token comes with it) and starts the turn.
     async fn start_turn(
         &mut self,
         message: Pending,
         admission: Option<Admission>,
         coalesced: Option<u32>,
-        key: Option<String>,
+        keyed: Option<(String, Option<String>)>,
         rotated: Option<&str>,
     ) -> Result<(), ManagerError> {
         let turn_id = new_turn_id();
+        let (key, request_digest) = keyed.unzip();
         self.live.append(
             Some(&turn_id),
             EventBody::MessageReceived(MessageReceived {
@@ -332,21 +345,28 @@ impl Actor {
                 admission,
                 coalesced,
                 client_message_id: key.clone(),
+                request_digest: request_digest.flatten(),
             }),
         )?;
         self.live.log.commit().await?;
         self.inner.fault(FaultPoint::MessageSynced);
+        let turns = self.live.with_events(|events| {
+            events
+                .iter()
+                .filter(|e| matches!(e.body, EventBody::MessageReceived(_)))
+                .count() as u32
+        });
         let running = |meta: &mut SessionMeta| {
             meta.status = SessionStatus::Running;
-            meta.turns += 1;
+            meta.turns = turns;
             rotate(meta, rotated, key.as_deref());
         };
         if rotated.is_some() {
             self.live.update_meta(&self.inner.state, running).await?;
         } else {
             // Status and turn count only: queries of a live session read them from memory, the
-            // turn's boundary writes them, and recovery repairs them from the log synced above
-            // (no rewrite of `session.json` per message).
+            // turn's end writes a lagging turn count, and recovery repairs both from the log
+            // synced above (no rewrite of `session.json` per message).
             self.live.change_meta(running);
         }
         self.spawn_turn(turn_id, false, message.files, message.trace_parent);
@@ -407,6 +427,12 @@ impl Actor {
 
     /// After a turn: drain coalesced messages into one turn, or park / end the session.
     async fn after_turn(&mut self, outcome: TurnOutcome) {
+        if let Err(err) = crate::schedule::record_requested(&self.inner, &self.live).await {
+            self.inner
+                .logs
+                .about(&self.live.id)
+                .error(format!("session {}: set_reminder: {err}", self.live.id));
+        }
         let mode = lock(&self.live.meta).mode;
         if !self.queue.is_empty() && mode == SessionMode::Chat {
             let (message, count) = Pending::join(std::mem::take(&mut self.queue));
@@ -485,12 +511,18 @@ async fn run_turn(
     let agent = inner.agent();
     let _running = folio_telemetry::metrics::turn_running(&agent.definition.name);
     let workspace = inner.state.workspace_dir(&live.id);
-    let (fs, scratch) = match agent.bind_turn_fs(&workspace).await {
+    let bound = match agent.bind_turn_fs(&workspace).await {
         Ok(bound) => bound,
         Err(err) => return failed(&live, err.to_string()),
     };
-    let host_workspace = (scratch == ScratchMode::Host).then_some(workspace.as_path());
-    if let Err(err) = write_workspace_files(fs.as_ref(), host_workspace, &files).await {
+    // The host workspace is prepared at its first need: these files, or the first tool call.
+    if let (false, Some(prepare)) = (files.is_empty(), &bound.prepare)
+        && let Err(err) = prepare.ready().await
+    {
+        return failed(&live, err.to_string());
+    }
+    let host_workspace = (bound.scratch == ScratchMode::Host).then_some(workspace.as_path());
+    if let Err(err) = write_workspace_files(bound.fs.as_ref(), host_workspace, &files).await {
         return failed(&live, err.to_string());
     }
     let events = live.events();
@@ -499,12 +531,20 @@ async fn run_turn(
         session_id: live.id.clone(),
         turn_id: turn_id.clone(),
         events,
-        fs,
+        fs: bound.fs,
         workspace,
-        scratch,
+        scratch: bound.scratch,
+        prepare: bound.prepare,
         cancel,
         todos,
-        context: SessionContext::default(),
+        context: {
+            let meta = lock(&live.meta);
+            SessionContext {
+                dry_run: meta.dry_run,
+                purpose: meta.purpose.clone(),
+                continuation_key: None,
+            }
+        },
         trace: {
             let meta = lock(&live.meta);
             TurnTrace {
@@ -533,7 +573,9 @@ fn rotate(meta: &mut SessionMeta, rotated: Option<&str>, key: Option<&str>) {
 }
 
 /// Records the end of a turn: `session.waiting` (chat) or `session.completed`/`failed` (task),
-/// synced (group commit) before the status in `session.json` follows.
+/// synced (group commit). `session.json` does not record it (readers settle status and last
+/// index from the log's end, [`SessionMeta::settle`]) unless its turn count lags (a message
+/// that rotated no token): then it is rewritten, without a sync.
 pub(crate) async fn finish_session(
     live: &Live,
     outcome: Option<&TurnOutcome>,
@@ -543,12 +585,17 @@ pub(crate) async fn finish_session(
     live.log.commit().await?;
     inner.fault(FaultPoint::BoundarySynced);
     let usage = live.with_events(reported_usage);
-    // Status, last index and usage only: recovery repairs them from the log synced above.
-    live.repair_meta(&inner.state, |meta| {
+    let end = |meta: &mut SessionMeta| {
         meta.status = status;
         meta.last_index = event.index;
         meta.usage = usage;
-    })
+    };
+    if live.turns_saved() {
+        live.change_meta(end);
+        Ok(())
+    } else {
+        live.repair_meta(&inner.state, end)
+    }
 }
 
 /// Appends the event that ends a turn for the session's mode and outcome (not synced yet);
@@ -594,15 +641,21 @@ pub(crate) async fn direct_call(
     let input = tool
         .prepare(input)
         .map_err(|err| ManagerError::Invalid(format!("input: {err}")))?;
-    let (fs, scratch) = agent
+    let bound = agent
         .bind_turn_fs(workspace)
         .await
         .map_err(|err| ManagerError::Internal(err.to_string()))?;
+    if let Some(prepare) = &bound.prepare {
+        prepare
+            .ready()
+            .await
+            .map_err(|err| ManagerError::Internal(err.to_string()))?;
+    }
     let call_id = format!("direct_{}", ulid::Ulid::generate());
     let ctx = ToolContext {
-        fs,
+        fs: bound.fs,
         workspace: workspace.to_path_buf(),
-        scratch,
+        scratch: bound.scratch,
         cancel,
         todos,
         session_id: session_id.to_string(),

@@ -71,6 +71,9 @@ pub(crate) struct Admit {
     pub(crate) token: Option<String>,
     /// The idempotency key: a message with a recorded key is not admitted twice.
     pub(crate) key: Option<String>,
+    /// The keyed request's digest ([`crate::token::request_digest`]): a recorded key with
+    /// another digest is refused (`idempotency_key_reused`).
+    pub(crate) digest: Option<String>,
 }
 
 /// Commands a session's actor receives.

@@ -33,6 +33,11 @@ pub enum ManagerError {
     /// A second decision on one approval (`409 approval_resolved`).
     #[error("approval {0} is already resolved")]
     ApprovalResolved(String),
+    /// An idempotency key sent again with another request (`422 idempotency_key_reused`).
+    #[error(
+        "the idempotency key {0:?} was already used with a different request: a retry must repeat the first request exactly; send a new key (Idempotency-Key / clientMessageId) for a new request"
+    )]
+    KeyReused(String),
     /// Anything else (`500 internal`).
     #[error("{0}")]
     Internal(String),
@@ -49,6 +54,7 @@ impl ManagerError {
             ManagerError::NotFollowable(_) => ErrorCode::SessionNotFollowable,
             ManagerError::Busy(_) => ErrorCode::SessionBusy,
             ManagerError::ApprovalResolved(_) => ErrorCode::ApprovalResolved,
+            ManagerError::KeyReused(_) => ErrorCode::IdempotencyKeyReused,
             ManagerError::Internal(_) => ErrorCode::Internal,
         }
     }

@@ -170,13 +170,9 @@ pub fn read_events(path: &Path) -> Result<Vec<Event>, LogError> {
     Ok(read_valid(path, &mut file)?.0)
 }
 
-/// The index of the last complete event of the log at `path`, reading only the file's tail;
-/// `None` when the log is missing or holds no complete line.
-pub(crate) fn last_index(path: &Path) -> Result<Option<u64>, LogError> {
-    #[derive(serde::Deserialize)]
-    struct Indexed {
-        index: u64,
-    }
+/// The last complete event of the log at `path`, reading only the file's tail; `None` when
+/// the log is missing or holds no complete line.
+pub(crate) fn last_event(path: &Path) -> Result<Option<Event>, LogError> {
     const CHUNK: u64 = 64 * 1024;
     let io = |source| LogError::Io {
         path: path.to_path_buf(),
@@ -195,12 +191,12 @@ pub(crate) fn last_index(path: &Path) -> Result<Option<u64>, LogError> {
             let from = tail[..end].iter().rposition(|&b| b == b'\n');
             if from.is_some() || start == 0 {
                 let line = &tail[from.map_or(0, |at| at + 1)..end];
-                let event: Indexed = serde_json::from_slice(line).map_err(|err| {
+                let event: Event = serde_json::from_slice(line).map_err(|err| {
                     io(std::io::Error::other(format!(
                         "the last line is not an event ({err}); the log is corrupt"
                     )))
                 })?;
-                return Ok(Some(event.index));
+                return Ok(Some(event));
             }
         }
         if start == 0 {
@@ -318,15 +314,15 @@ mod tests {
     }
 
     #[test]
-    fn last_index_reads_the_tail_and_skips_a_torn_line() {
+    fn last_event_reads_the_tail_and_skips_a_torn_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log.ndjson");
-        assert_eq!(last_index(&path).unwrap(), None);
+        assert_eq!(last_event(&path).unwrap(), None);
         let (log, _) = EventLog::open(&path, "s").unwrap();
-        assert_eq!(last_index(&path).unwrap(), None);
+        assert_eq!(last_event(&path).unwrap(), None);
         log.append(None, EventBody::SessionWaiting(SessionWaiting {}))
             .unwrap();
-        assert_eq!(last_index(&path).unwrap(), Some(0));
+        assert_eq!(last_event(&path).unwrap().map(|e| e.index), Some(0));
         // A line longer than one read chunk.
         let long = "x".repeat(200 * 1024);
         log.append(
@@ -334,12 +330,12 @@ mod tests {
             EventBody::MessageCompleted(MessageCompleted { text: long }),
         )
         .unwrap();
-        assert_eq!(last_index(&path).unwrap(), Some(1));
+        assert_eq!(last_event(&path).unwrap().map(|e| e.index), Some(1));
         drop(log);
         let mut file = OpenOptions::new().append(true).open(&path).unwrap();
         file.write_all(br#"{"type":"message.app"#).unwrap();
         drop(file);
-        assert_eq!(last_index(&path).unwrap(), Some(1));
+        assert_eq!(last_event(&path).unwrap().map(|e| e.index), Some(1));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::command::{Admit, Pending};
 use crate::error::ManagerError;
 use crate::live::lock;
 use crate::manager::{Accepted, NewSession, SessionManager};
-use crate::state::new_session_id;
+use crate::state::{SessionOptions, new_session_id};
 use crate::token;
 
 impl SessionManager {
@@ -25,6 +25,7 @@ impl SessionManager {
         session_id: &str,
         request: ForkSession,
     ) -> Result<Accepted, ManagerError> {
+        let original = self.owned_meta(principal, session_id)?;
         let events = self.events(principal, session_id)?;
         let at = request.at_index;
         match events.get(at as usize).map(|e| &e.body) {
@@ -67,6 +68,11 @@ impl SessionManager {
                         session_id: session_id.to_string(),
                         at_index: at,
                     }),
+                    // An eval case's or a dry run's fork stays one.
+                    options: SessionOptions {
+                        purpose: original.purpose,
+                        dry_run: original.dry_run,
+                    },
                 },
                 &copied,
             )
@@ -80,6 +86,7 @@ impl SessionManager {
             admission: None,
             token: None,
             key: None,
+            digest: None,
         };
         self.admit_first(&live, directories, admit).await?;
         Ok(Accepted {

@@ -17,9 +17,10 @@ use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use folio_protocol::{
     Acknowledged, AgentDescription, AgentHeader, AgentSummary, ApprovalRequest, ArtifactResponse,
-    ConnectionDescription, CreateSession, DiagnosticInfo, Empty, ErrorBody, ErrorCode, FollowUp,
-    FollowUpAccepted, ForkSession, LogsResponse, OkTrue, Page, ReminderResponse, SchedulesResponse,
-    SessionCreated, SessionResponse, SetReminder, ToolCallRequest, ToolDescription, Visibility,
+    ConnectionDescription, CreateSession, DiagnosticInfo, Empty, ErrorBody, ErrorCode,
+    EvalRunResponse, FollowUp, FollowUpAccepted, ForkSession, LogsResponse, OkTrue, Page,
+    ReminderResponse, SchedulesResponse, SessionCreated, SessionResponse, SetReminder,
+    ToolCallRequest, ToolDescription, Visibility,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -299,6 +300,8 @@ fn agent_routes(state: AgentState) -> Router {
         .route("/v1/artifacts", get(list_artifacts))
         .route("/v1/artifacts/{id}", get(get_artifact))
         .route("/v1/artifacts/{id}/content", get(artifact_content))
+        .route("/v1/evals", get(list_evals))
+        .route("/v1/evals/{run_id}", get(get_eval))
         .with_state(state)
 }
 
@@ -756,6 +759,22 @@ async fn artifact_content(State(state): State<AgentState>, Path(id): Path<String
         .map_err(artifact_error)?
         .ok_or_else(|| ApiError::not_found(format!("artifact {id} has no contents")))?;
     Ok(([(header::CONTENT_TYPE, content_type)], bytes).into_response())
+}
+
+fn eval_error(err: crate::EvalRunError) -> ApiError {
+    ApiError::from(ManagerError::Internal(err.to_string()))
+}
+
+async fn list_evals(State(state): State<AgentState>) -> ApiResult {
+    let runs = crate::list_eval_runs(state.mount.manager.state()).map_err(eval_error)?;
+    ok(StatusCode::OK, Page::new(runs, None))
+}
+
+async fn get_eval(State(state): State<AgentState>, Path(run_id): Path<String>) -> ApiResult {
+    let run = crate::read_eval_run(state.mount.manager.state(), &run_id)
+        .map_err(eval_error)?
+        .ok_or_else(|| ApiError::not_found(format!("no eval run {run_id}")))?;
+    ok(StatusCode::OK, EvalRunResponse { ok: OkTrue, run })
 }
 
 fn index_page(agents: &[AgentSummary], layout: Layout, playground: bool) -> Response {

@@ -47,6 +47,7 @@ mod auth;
 mod command;
 mod direct;
 mod error;
+mod evals;
 mod event_log;
 mod fault;
 mod fork;
@@ -70,11 +71,14 @@ mod token;
 
 pub use auth::{Auth, AuthConfigError, AuthError};
 pub use error::{ManagerError, OpenError};
+pub use evals::{EvalRunError, list_eval_runs, read_eval_run, write_eval_run};
 pub use event_log::{EventLog, LogError, read_events};
 pub use fault::{FaultPoint, UnknownFaultPoint};
 pub use guard::{Browsers, BrowsersError};
 pub use listener::{NoDelayListener, no_delay};
 pub use logs::LogBuffer;
 pub use manager::{Accepted, SessionManager};
-pub use state::{SessionMeta, StateRoot, new_session_id, new_turn_id, valid_session_id};
+pub use state::{
+    SessionMeta, SessionOptions, StateRoot, new_session_id, new_turn_id, valid_session_id,
+};
 pub use stream::EventStream;

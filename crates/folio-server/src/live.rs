@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use folio_agent::HookDispatcher;
 use folio_agent::{EventSink, SinkError};
@@ -14,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::command::Command;
 use crate::error::{ManagerError, io_error};
 use crate::event_log::{EventLog, LogError};
-use crate::state::{SessionMeta, StateRoot};
+use crate::state::{SessionMeta, StateRoot, reported_usage};
 
 /// How many events a slow stream may fall behind before it re-reads from disk.
 const BROADCAST_CAPACITY: usize = 4096;
@@ -29,6 +30,8 @@ pub(crate) struct Live {
     events: Mutex<Vec<Event>>,
     pub(crate) tx: broadcast::Sender<Event>,
     pub(crate) meta: Mutex<SessionMeta>,
+    /// The turn count `session.json` holds (the log settles status and last index, not this).
+    saved_turns: AtomicU32,
     /// The actor's mailbox while it runs (`None` when the session is idle).
     pub(crate) mailbox: Mutex<Option<mpsc::UnboundedSender<Command>>>,
     pub(crate) approvals: Mutex<Approvals>,
@@ -70,11 +73,13 @@ impl Approvals {
 }
 
 impl Live {
-    /// Opens the session's log (recovering a torn last line) with its metadata; the stored
-    /// events are read here, once.
-    pub(crate) fn open(state: &StateRoot, meta: SessionMeta) -> Result<Live, LogError> {
+    /// Opens the session's log (recovering a torn last line) with its metadata, settled from
+    /// the log's end ([`SessionMeta::settle`]); the stored events are read here, once.
+    pub(crate) fn open(state: &StateRoot, mut meta: SessionMeta) -> Result<Live, LogError> {
         let id = meta.session_id.clone();
         let (log, events) = EventLog::open(&state.trace_path(&id), &id)?;
+        meta.settle(events.last());
+        meta.usage = reported_usage(&events);
         let (tx, _) = broadcast::channel(BROADCAST_CAPACITY);
         Ok(Live {
             id,
@@ -82,6 +87,7 @@ impl Live {
             append: Mutex::new(()),
             events: Mutex::new(events),
             tx,
+            saved_turns: AtomicU32::new(meta.turns),
             meta: Mutex::new(meta),
             mailbox: Mutex::new(None),
             approvals: Mutex::new(Approvals::default()),
@@ -111,10 +117,12 @@ impl Live {
         state: &StateRoot,
         change: impl FnOnce(&mut SessionMeta),
     ) -> Result<(), ManagerError> {
-        self.change_meta(change)
-            .save(state)
+        let meta = self.change_meta(change);
+        meta.save(state)
             .await
-            .map_err(|e| io_error("cannot save session.json", e))
+            .map_err(|e| io_error("cannot save session.json", e))?;
+        self.saved_turns.store(meta.turns, Ordering::SeqCst);
+        Ok(())
     }
 
     /// Changes fields recovery repairs from the log (status, turns, last index) and writes
@@ -124,9 +132,16 @@ impl Live {
         state: &StateRoot,
         change: impl FnOnce(&mut SessionMeta),
     ) -> Result<(), ManagerError> {
-        self.change_meta(change)
-            .save_repairable(state)
-            .map_err(|e| io_error("cannot save session.json", e))
+        let meta = self.change_meta(change);
+        meta.save_repairable(state)
+            .map_err(|e| io_error("cannot save session.json", e))?;
+        self.saved_turns.store(meta.turns, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Whether `session.json` holds the turn count the session has in memory.
+    pub(crate) fn turns_saved(&self) -> bool {
+        lock(&self.meta).turns == self.saved_turns.load(Ordering::SeqCst)
     }
 
     /// Applies `change` (and the update time) to the metadata in memory (what queries of a live
@@ -141,8 +156,15 @@ impl Live {
 
     /// Binds the agent's hooks to this session.
     pub(crate) fn bind_hooks(&self, hooks: &HookDispatcher) {
-        let channel = lock(&self.meta).channel.clone();
-        *lock(&self.hooks) = Some(hooks.for_session(Some(&channel), None));
+        let (channel, purpose, dry_run) = {
+            let meta = lock(&self.meta);
+            (meta.channel.clone(), meta.purpose.clone(), meta.dry_run)
+        };
+        *lock(&self.hooks) = Some(
+            hooks
+                .for_session(Some(&channel), purpose.as_deref())
+                .with_dry_run(dry_run),
+        );
     }
 
     /// A copy of every stored event.

@@ -1,6 +1,8 @@
-//! Recent server log lines (`GET /v1/logs?since`): a bounded in-memory ring, also sent to
-//! `tracing`. A line about a session carries its id, so a principal is shown only lines about
-//! its own sessions (and the server-wide lines that name no session).
+//! Recent server log lines (`GET /v1/logs?since`): a bounded in-memory ring of the lines the
+//! server records itself (also sent to `tracing`) and of every other line the process's log
+//! subscriber writes (a model retry inside a turn, an MCP server that failed). A line about a
+//! session carries its id, so a principal is shown only lines about its own sessions (and the
+//! server-wide lines that name no session).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -17,51 +19,68 @@ struct Kept {
     line: LogLine,
 }
 
+/// The ring: the last line's seq, and the kept lines.
+type Ring = Mutex<(u64, VecDeque<Kept>)>;
+
 /// A shared ring of recent log lines.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct LogBuffer {
-    lines: Arc<Mutex<(u64, VecDeque<Kept>)>>,
+    lines: Arc<Ring>,
+    /// Receives the subscriber's other lines while the buffer lives.
+    _forwarding: Arc<folio_telemetry::Forwarding>,
+}
+
+impl Default for LogBuffer {
+    fn default() -> Self {
+        LogBuffer::new()
+    }
 }
 
 impl LogBuffer {
-    /// An empty buffer.
+    /// An empty buffer, fed the lines the log subscriber writes from now on.
     pub fn new() -> Self {
-        LogBuffer::default()
+        let lines: Arc<Ring> = Arc::default();
+        let ring = Arc::downgrade(&lines);
+        let forwarding = folio_telemetry::forward_logs(move |record| {
+            if let Some(lines) = ring.upgrade() {
+                let level = match record.level {
+                    tracing::Level::ERROR => LogLevel::Error,
+                    tracing::Level::WARN => LogLevel::Warn,
+                    _ => LogLevel::Info,
+                };
+                push(
+                    &lines,
+                    level,
+                    record.session_id.as_deref(),
+                    record.message.clone(),
+                );
+            }
+        });
+        LogBuffer {
+            lines,
+            _forwarding: Arc::new(forwarding),
+        }
     }
 
     fn push(&self, level: LogLevel, session_id: Option<&str>, message: String) {
-        let mut guard = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-        let (next, lines) = &mut *guard;
-        *next += 1;
-        lines.push_back(Kept {
-            session_id: session_id.map(str::to_string),
-            line: LogLine {
-                seq: *next,
-                at: folio_protocol::format_at(&chrono::Utc::now()),
-                level,
-                message,
-            },
-        });
-        if lines.len() > CAPACITY {
-            lines.pop_front();
-        }
+        push(&self.lines, level, session_id, message);
     }
 
     /// Records an informational line about the whole server.
     pub fn info(&self, message: String) {
-        tracing::info!("{message}");
+        tracing::info!(logged = true, "{message}");
         self.push(LogLevel::Info, None, message);
     }
 
     /// Records a warning about the whole server.
     pub fn warn(&self, message: String) {
-        tracing::warn!("{message}");
+        tracing::warn!(logged = true, "{message}");
         self.push(LogLevel::Warn, None, message);
     }
 
     /// Records an error about the whole server.
     pub fn error(&self, message: String) {
-        tracing::error!("{message}");
+        tracing::error!(logged = true, "{message}");
         self.push(LogLevel::Error, None, message);
     }
 
@@ -110,23 +129,42 @@ pub struct SessionLog<'a> {
 impl SessionLog<'_> {
     /// Records an informational line about the session.
     pub fn info(&self, message: String) {
-        tracing::info!(session = self.session_id, "{message}");
+        tracing::info!(logged = true, session = self.session_id, "{message}");
         self.buffer
             .push(LogLevel::Info, Some(self.session_id), message);
     }
 
     /// Records a warning about the session.
     pub fn warn(&self, message: String) {
-        tracing::warn!(session = self.session_id, "{message}");
+        tracing::warn!(logged = true, session = self.session_id, "{message}");
         self.buffer
             .push(LogLevel::Warn, Some(self.session_id), message);
     }
 
     /// Records an error about the session.
     pub fn error(&self, message: String) {
-        tracing::error!(session = self.session_id, "{message}");
+        tracing::error!(logged = true, session = self.session_id, "{message}");
         self.buffer
             .push(LogLevel::Error, Some(self.session_id), message);
+    }
+}
+
+/// Appends a line to `ring`, dropping the oldest beyond [`CAPACITY`].
+fn push(ring: &Ring, level: LogLevel, session_id: Option<&str>, message: String) {
+    let mut guard = ring.lock().unwrap_or_else(|p| p.into_inner());
+    let (next, lines) = &mut *guard;
+    *next += 1;
+    lines.push_back(Kept {
+        session_id: session_id.map(str::to_string),
+        line: LogLine {
+            seq: *next,
+            at: folio_protocol::format_at(&chrono::Utc::now()),
+            level,
+            message,
+        },
+    });
+    if lines.len() > CAPACITY {
+        lines.pop_front();
     }
 }
 

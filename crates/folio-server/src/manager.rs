@@ -31,8 +31,8 @@ use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
 use crate::shared::Inner;
 use crate::state::{
-    SessionMeta, StateRoot, SyncTarget, commit, lock_state_root, new_session_id, reported_usage,
-    valid_session_id, write_durably,
+    SessionMeta, SessionOptions, StateRoot, SyncTarget, commit, lock_state_root, new_session_id,
+    reported_usage, valid_session_id, write_durably,
 };
 use crate::token;
 
@@ -55,6 +55,8 @@ pub(crate) struct NewSession<'a> {
     pub(crate) mode: SessionMode,
     pub(crate) title: Option<String>,
     pub(crate) forked_from: Option<ForkOrigin>,
+    /// Its purpose and dry-run flag.
+    pub(crate) options: SessionOptions,
 }
 
 /// Sessions of one agent under one state root.
@@ -87,6 +89,7 @@ impl SessionManager {
                 keepalive_ms: std::sync::atomic::AtomicU64::new(15_000),
                 state_lock: std::sync::Mutex::new(Some(state_lock)),
                 reconnecting: std::sync::atomic::AtomicBool::new(false),
+                creating: Default::default(),
             }),
         };
         manager.recover()?;
@@ -183,33 +186,59 @@ impl SessionManager {
 
     /// Creates a session for `principal` through `channel` (`http`, `mcp`, `cli`, …) and starts
     /// its first turn; returns once the message is durable. With an idempotency key
-    /// (`clientMessageId`), a retry answers the session the key created.
+    /// (`clientMessageId`), a retry of the same request answers the session the key created
+    /// (a concurrent one waits for the first), and the key with another request is refused
+    /// (`idempotency_key_reused`).
     pub async fn create(
         &self,
         principal: &str,
         channel: &str,
         request: CreateSession,
     ) -> Result<Accepted, ManagerError> {
+        self.create_with(principal, channel, request, SessionOptions::default())
+            .await
+    }
+
+    /// [`create`](Self::create) with the session's purpose and dry-run flag, which its tools
+    /// and hooks see on every turn (`folio eval` creates its cases with purpose `eval`).
+    pub async fn create_with(
+        &self,
+        principal: &str,
+        channel: &str,
+        request: CreateSession,
+        options: SessionOptions,
+    ) -> Result<Accepted, ManagerError> {
         let mode = request.mode.unwrap_or(SessionMode::Chat);
         self.refuse_when_shutting_down()?;
         check_workspace_files(&request.workspace_files)?;
         let key = request.client_message_id.clone();
+        let (record, digest) = match &key {
+            Some(key) => {
+                token::check_key(key)?;
+                let name = token::create_record_name(principal, key);
+                let digest = token::request_digest(&CreateSession {
+                    client_message_id: None,
+                    ..request.clone()
+                })?;
+                (Some(name), Some(digest))
+            }
+            None => (None, None),
+        };
+        // Keyed creates run one at a time per key: a concurrent retry waits here, then finds
+        // the first one's record.
+        let _creating = match &record {
+            Some(name) => Some(self.inner.creating.lock(name).await),
+            None => None,
+        };
+        let record = record.map(|name| self.inner.state.path().join("idempotency").join(name));
         let message = Pending {
             text: request.message,
             files: request.workspace_files,
             trace_parent: folio_telemetry::incoming_traceparent(),
         };
-        let record = match &key {
-            Some(key) => {
-                token::check_key(key)?;
-                let record = self.inner.state.path().join("idempotency");
-                Some(record.join(token::create_record_name(principal, key)))
-            }
-            None => None,
-        };
-        if let (Some(key), Some(record)) = (&key, &record)
+        if let (Some(key), Some(record), Some(digest)) = (&key, &record, &digest)
             && let Some(accepted) = self
-                .created_before(principal, record, key, &message)
+                .created_before(principal, record, key, digest, &message)
                 .await?
         {
             self.inner.fault(FaultPoint::BeforeReply);
@@ -220,8 +249,8 @@ impl SessionManager {
             Some(key) => token::derived_token(&session_id, key),
             None => token::new_token(),
         };
-        if let Some(record) = &record {
-            write_durably(record, session_id.as_bytes())
+        if let (Some(record), Some(digest)) = (&record, &digest) {
+            write_durably(record, format!("{session_id}\n{digest}\n").as_bytes())
                 .await
                 .map_err(|e| io_error("cannot record the idempotency key", e))?;
         }
@@ -235,6 +264,7 @@ impl SessionManager {
                     mode,
                     title: request.title,
                     forked_from: None,
+                    options,
                 },
                 &[],
             )
@@ -244,6 +274,7 @@ impl SessionManager {
             admission: None,
             token: None,
             key,
+            digest,
         };
         self.admit_first(&live, directories, admit).await?;
         self.inner.fault(FaultPoint::BeforeReply);
@@ -270,6 +301,7 @@ impl SessionManager {
             mode,
             title,
             forked_from,
+            options,
         } = new;
         let now = Utc::now();
         let turns = copied
@@ -286,10 +318,14 @@ impl SessionManager {
             created_at: now,
             updated_at: now,
             token_hash: Some(token::hash_token(token)),
-            turns,
+            // The first message starts the next turn: written now, so its end need not rewrite
+            // this.
+            turns: turns + 1,
             last_index: 0,
             usage: reported_usage(copied),
             accepted_keys: Vec::new(),
+            purpose: options.purpose,
+            dry_run: options.dry_run,
         };
         let state = &self.inner.state;
         let workspace = state.workspace_dir(session_id);
@@ -345,22 +381,29 @@ impl SessionManager {
         Ok(())
     }
 
-    /// The answer to a create retried with `key`: the session the key's `record` names, after
-    /// admitting `message` to it when the first attempt died before recording it. `None` when
-    /// no such session exists (never created, or deleted since).
+    /// The answer to a create retried with `key`: the session the key's `record` names (its
+    /// first line; the request's `digest` is the second), after admitting `message` to it when
+    /// the first attempt died before recording it; `idempotency_key_reused` when the first
+    /// request differs. `None` when no such session exists (never created, or deleted since).
     async fn created_before(
         &self,
         principal: &str,
         record: &std::path::Path,
         key: &str,
+        digest: &str,
         message: &Pending,
     ) -> Result<Option<Accepted>, ManagerError> {
-        let session_id = match std::fs::read_to_string(record) {
-            Ok(id) if valid_session_id(id.trim()) => id.trim().to_string(),
-            Ok(_) => return Ok(None),
+        let text = match std::fs::read_to_string(record) {
+            Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(io_error("cannot read the idempotency record", err)),
         };
+        let mut lines = text.lines().map(str::trim);
+        let session_id = match lines.next() {
+            Some(id) if valid_session_id(id) => id.to_string(),
+            _ => return Ok(None),
+        };
+        token::check_same_request(key, lines.next(), Some(digest))?;
         let live = match self.owned(principal, &session_id) {
             Ok(live) => live,
             Err(ManagerError::NotFound(_)) => return Ok(None),
@@ -375,6 +418,7 @@ impl SessionManager {
             admission: None,
             token: None,
             key: Some(key.to_string()),
+            digest: Some(digest.to_string()),
         };
         self.command(&live, |reply| Command::Send { admit, reply })
             .await??;
@@ -386,7 +430,8 @@ impl SessionManager {
 
     /// Sends a follow-up through the HTTP channel: checks the token, admits the message
     /// (preempt by default, or coalesce), records it durably, then rotates the token. With an
-    /// idempotency key (`clientMessageId`), a retry gets the first answer.
+    /// idempotency key (`clientMessageId`), a retry of the same request gets the first answer
+    /// and the key with another request is refused (`idempotency_key_reused`).
     pub async fn follow_up(
         &self,
         principal: &str,
@@ -394,9 +439,18 @@ impl SessionManager {
         request: FollowUp,
     ) -> Result<Accepted, ManagerError> {
         self.refuse_when_shutting_down()?;
-        if let Some(key) = &request.client_message_id {
-            token::check_key(key)?;
-        }
+        let digest = match &request.client_message_id {
+            Some(key) => {
+                token::check_key(key)?;
+                // The token is not part of the request a retry repeats: it is checked apart.
+                Some(token::request_digest(&FollowUp {
+                    continuation_token: String::new(),
+                    client_message_id: None,
+                    ..request.clone()
+                })?)
+            }
+            None => None,
+        };
         let live = self.owned(principal, session_id)?;
         if lock(&live.meta).mode == SessionMode::Task {
             return Err(ManagerError::NotFollowable(session_id.to_string()));
@@ -411,6 +465,7 @@ impl SessionManager {
             admission: request.admission,
             token: Some(request.continuation_token),
             key: request.client_message_id,
+            digest,
         };
         let token = self
             .command(&live, |reply| Command::Send { admit, reply })
@@ -446,6 +501,7 @@ impl SessionManager {
             admission,
             token: None,
             key: None,
+            digest: None,
         };
         self.command(&live, |reply| Command::Send { admit, reply })
             .await??;

@@ -4,19 +4,24 @@
 use folio_protocol::{Event, Page, SessionSummary};
 
 use crate::error::{ManagerError, io_error};
-use crate::event_log::read_events;
+use crate::event_log::{last_event, read_events};
 use crate::live::lock;
 use crate::manager::SessionManager;
-use crate::state::{SessionMeta, valid_session_id};
+use crate::state::{SessionMeta, reported_usage, valid_session_id};
 
 impl SessionManager {
     /// The session's summary.
     pub fn get(&self, principal: &str, session_id: &str) -> Result<SessionSummary, ManagerError> {
-        let meta = self.current_meta(self.owned_meta(principal, session_id)?);
+        let stored = self.owned_meta(principal, session_id)?;
         let last = |events: &[Event]| events.last().map_or(0, |e| e.index);
-        let last_index = match self.inner.live(session_id) {
-            Some(live) => live.with_events(last),
-            None => last(&read_events(&self.inner.state.trace_path(session_id))?),
+        let (meta, last_index) = match self.inner.live(session_id) {
+            Some(live) => (lock(&live.meta).clone(), live.with_events(last)),
+            None => {
+                let events = read_events(&self.inner.state.trace_path(session_id))?;
+                let mut meta = stored;
+                meta.settle(events.last());
+                (meta, last(&events))
+            }
         };
         Ok(SessionSummary {
             last_index,
@@ -94,12 +99,25 @@ impl SessionManager {
         Ok(Page::new(data, next_cursor))
     }
 
-    /// The metadata of a live session as its actor holds it (its `session.json` is written at
-    /// turn boundaries); `stored` for an idle session.
-    fn current_meta(&self, stored: SessionMeta) -> SessionMeta {
+    /// The metadata of a live session as its actor holds it; for an idle session, `stored`
+    /// settled from its log's last event (turn ends are only in the log). A log whose tail
+    /// cannot be read leaves `stored` as it is: reading the session says why.
+    pub(crate) fn current_meta(&self, mut stored: SessionMeta) -> SessionMeta {
         match self.inner.live(&stored.session_id) {
             Some(live) => lock(&live.meta).clone(),
-            None => stored,
+            None => {
+                let trace = self.inner.state.trace_path(&stored.session_id);
+                let recorded = stored.last_index;
+                stored.settle(last_event(&trace).ok().flatten().as_ref());
+                // A turn that ended after `session.json` was written left its usage only in
+                // the log: read it all then (an idle session's list entry, once per query).
+                if stored.last_index > recorded
+                    && let Ok(events) = read_events(&trace)
+                {
+                    stored.usage = reported_usage(&events);
+                }
+                stored
+            }
         }
     }
 

@@ -12,10 +12,10 @@ use crate::actor::{open_turn, record_end};
 use crate::command::{Command, queued_messages};
 use crate::error::ManagerError;
 use crate::error::OpenError;
-use crate::event_log::last_index;
+use crate::event_log::last_event;
 use crate::live::{Live, lock};
 use crate::manager::{SessionManager, remember};
-use crate::state::{SessionMeta, reported_usage, valid_session_id};
+use crate::state::{SessionMeta, boundary_status, valid_session_id};
 
 impl SessionManager {
     /// Repairs every session a dead process left between two durable steps: a turn still open
@@ -41,10 +41,8 @@ impl SessionManager {
             let Ok(Some(meta)) = SessionMeta::load(&self.inner.state, &id) else {
                 continue;
             };
-            // Events after the last recorded turn boundary: a message was recorded (and maybe
-            // a turn ran) but `session.json` did not follow.
-            let moved = match last_index(&self.inner.state.trace_path(&id)) {
-                Ok(last) => last.is_some_and(|last| last > meta.last_index),
+            let last = match last_event(&self.inner.state.trace_path(&id)) {
+                Ok(last) => last,
                 Err(err) => {
                     self.inner
                         .logs
@@ -53,7 +51,17 @@ impl SessionManager {
                     continue;
                 }
             };
-            if meta.status != SessionStatus::Running && !moved {
+            // Events after the last recorded turn boundary: a message was recorded (and maybe
+            // a turn ran) but `session.json` did not follow.
+            let moved = last
+                .as_ref()
+                .is_some_and(|last| last.index > meta.last_index);
+            // A log that ends a turn leaves nothing to do: `session.json` does not record turn
+            // ends, readers settle them from the log.
+            let ends_turn = last
+                .as_ref()
+                .is_some_and(|last| boundary_status(&last.body).is_some());
+            if ends_turn || (meta.status != SessionStatus::Running && !moved) {
                 continue;
             }
             if let Err(err) = self.recover_session(meta) {
@@ -98,12 +106,7 @@ impl SessionManager {
                 .filter(|e| matches!(e.body, EventBody::MessageReceived(_)))
                 .count() as u32
         });
-        let usage = live.with_events(reported_usage);
-        {
-            let mut meta = lock(&live.meta);
-            meta.turns = turns;
-            meta.usage = usage;
-        }
+        lock(&live.meta).turns = turns;
         let queued = live.with_events(queued_messages).len();
         if queued > 0 && lock(&live.meta).mode == SessionMode::Chat {
             self.inner.logs.about(&live.id).info(format!(
@@ -115,13 +118,7 @@ impl SessionManager {
         }
         let boundary = live.with_events(|events| {
             let last = events.last()?;
-            let status = match &last.body {
-                EventBody::SessionWaiting(_) => SessionStatus::Waiting,
-                EventBody::SessionCompleted(_) => SessionStatus::Completed,
-                EventBody::SessionFailed(_) => SessionStatus::Failed,
-                _ => return None,
-            };
-            Some((status, last.index))
+            Some((boundary_status(&last.body)?, last.index))
         });
         let (status, index) = match boundary {
             // The end of the turn is in the log; only `session.json` missed it.

@@ -41,6 +41,32 @@ pub(crate) struct Inner {
     pub(crate) fault: Mutex<Option<FaultPoint>>,
     /// Whether a task retries the agent's failed MCP connections.
     pub(crate) reconnecting: AtomicBool,
+    /// Creates under way with an idempotency key, one at a time per key.
+    pub(crate) creating: KeyLocks,
+}
+
+/// One lock per key, held while a keyed create runs: a concurrent create with the same key
+/// waits for the first and then gets its answer, instead of making a second session.
+#[derive(Default)]
+pub(crate) struct KeyLocks(Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>);
+
+impl KeyLocks {
+    /// Waits until no other holder has `key`; the key is free again when the guard drops.
+    pub(crate) async fn lock(&self, key: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let mutex = {
+            let mut held = lock(&self.0);
+            held.retain(|_, mutex| mutex.strong_count() > 0);
+            match held.get(key).and_then(Weak::upgrade) {
+                Some(mutex) => mutex,
+                None => {
+                    let mutex = Arc::new(tokio::sync::Mutex::new(()));
+                    held.insert(key.to_string(), Arc::downgrade(&mutex));
+                    mutex
+                }
+            }
+        };
+        mutex.lock_owned().await
+    }
 }
 
 impl Inner {
@@ -52,6 +78,11 @@ impl Inner {
     /// Aborts the process when `point` is the armed fault point (crash tests only).
     pub(crate) fn fault(&self, point: FaultPoint) {
         crate::fault::check(*lock(&self.fault), point);
+    }
+
+    /// The clock schedules and reminders read.
+    pub(crate) fn clock(&self) -> Arc<dyn crate::schedule::Clock> {
+        self.clock.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The live session of `session_id`, when one is open.

@@ -1,5 +1,8 @@
 //! Session metadata on disk (`session.json`) and the ids of sessions and turns; where each
 //! file lives is the state root's layout ([`StateRoot`], docs/http-api.md "Storage and crashes").
+//!
+//! The end of a turn is not written to `session.json`: the log records it (synced) and readers
+//! settle the stored status from the log's last event ([`SessionMeta::settle`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -57,7 +60,8 @@ pub struct SessionMeta {
     /// Turns started so far.
     #[serde(default)]
     pub turns: u32,
-    /// The index of the last event at the last turn boundary.
+    /// The index of the last event at the last turn boundary that `session.json` recorded; a
+    /// later boundary at the log's end is read from the log ([`SessionMeta::settle`]).
     #[serde(default)]
     pub last_index: u64,
     /// The tokens its finished turns reported, summed ([`reported_usage`]).
@@ -67,6 +71,22 @@ pub struct SessionMeta {
     /// gets the same answer (see `Idempotency-Key`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accepted_keys: Vec<AcceptedKey>,
+    /// Why the session exists (`eval` for eval cases); tools and hooks see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<String>,
+    /// A dry-run session: write tools return their `dry_run_result` instead of running.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
+}
+
+/// What a creator tells a new session about itself beyond its request
+/// ([`SessionManager::create_with`](crate::SessionManager::create_with)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionOptions {
+    /// Why the session exists (`eval` for eval cases, so hooks can skip it).
+    pub purpose: Option<String>,
+    /// Write tools return their `dry_run_result` instead of running.
+    pub dry_run: bool,
 }
 
 /// The token usage the `turn.completed` events of `events` report, summed: a session's
@@ -91,7 +111,30 @@ pub struct AcceptedKey {
     pub token_hash: String,
 }
 
+/// The status the event ending a turn leaves its session in (`None`: `body` ends no turn).
+pub(crate) fn boundary_status(body: &EventBody) -> Option<SessionStatus> {
+    match body {
+        EventBody::SessionWaiting(_) => Some(SessionStatus::Waiting),
+        EventBody::SessionCompleted(_) => Some(SessionStatus::Completed),
+        EventBody::SessionFailed(_) => Some(SessionStatus::Failed),
+        _ => None,
+    }
+}
+
 impl SessionMeta {
+    /// Takes status, last index and update time from the log's `last` event when it ends a
+    /// turn after the last boundary `session.json` recorded (turn ends are only in the log).
+    pub(crate) fn settle(&mut self, last: Option<&Event>) {
+        let Some(last) = last else { return };
+        if let Some(status) = boundary_status(&last.body)
+            && last.index > self.last_index
+        {
+            self.status = status;
+            self.last_index = last.index;
+            self.updated_at = self.updated_at.max(last.at);
+        }
+    }
+
     /// Reads `session.json` of `session_id`; `None` when the session does not exist.
     pub fn load(state: &StateRoot, session_id: &str) -> std::io::Result<Option<SessionMeta>> {
         match std::fs::read(state.meta_path(session_id)) {

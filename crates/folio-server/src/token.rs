@@ -56,13 +56,42 @@ pub(crate) fn check_key(key: &str) -> Result<(), ManagerError> {
     Ok(())
 }
 
-/// Whether a message with idempotency key `key` is recorded (received or queued).
-pub(crate) fn recorded(events: &[Event], key: &str) -> bool {
-    events.iter().any(|event| match &event.body {
-        EventBody::MessageReceived(m) => m.client_message_id.as_deref() == Some(key),
-        EventBody::MessageQueued(m) => m.client_message_id.as_deref() == Some(key),
-        _ => false,
+/// The digest of a keyed request: SHA-256 (hex) of its JSON without the key and the token
+/// (what a retry may not change). Serializing a protocol type is deterministic: fields in
+/// declaration order, maps sorted.
+pub(crate) fn request_digest(request: &impl serde::Serialize) -> Result<String, ManagerError> {
+    let json = serde_json::to_string(request)
+        .map_err(|err| ManagerError::Internal(format!("cannot digest the request: {err}")))?;
+    Ok(sha256_hex(&format!("folio-request\0{json}")))
+}
+
+/// The message recorded (received or queued) with idempotency key `key`, as the digest it was
+/// recorded with (`Some(None)`: recorded without one); `None` when no message has the key.
+pub(crate) fn recorded(events: &[Event], key: &str) -> Option<Option<String>> {
+    events.iter().find_map(|event| match &event.body {
+        EventBody::MessageReceived(m) if m.client_message_id.as_deref() == Some(key) => {
+            Some(m.request_digest.clone())
+        }
+        EventBody::MessageQueued(m) if m.client_message_id.as_deref() == Some(key) => {
+            Some(m.request_digest.clone())
+        }
+        _ => None,
     })
+}
+
+/// Refuses a retry of `key` whose request digest differs from the one recorded with it (a
+/// message recorded without a digest, by an older version, is taken as the same request).
+pub(crate) fn check_same_request(
+    key: &str,
+    recorded: Option<&str>,
+    digest: Option<&str>,
+) -> Result<(), ManagerError> {
+    match (recorded, digest) {
+        (Some(recorded), Some(digest)) if recorded != digest => {
+            Err(ManagerError::KeyReused(key.to_string()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Remembers that `key` was answered with the token hashed `token_hash` (the newest

@@ -1,6 +1,7 @@
 //! The scheduler over a simulated clock: every overlap and catch-up policy, jitter, a crash
-//! between claim and start (recorded as abandoned, never re-run), disabled schedules, and the
-//! run loop waking on the clock.
+//! between claim and start (recorded as abandoned, never re-run), disabled schedules, the run
+//! loop waking on the clock, and the slots fired across daylight-saving changes in Europe/Berlin
+//! and America/New_York.
 
 mod schedule_support;
 
@@ -10,7 +11,7 @@ use std::sync::atomic::Ordering;
 use chrono::Duration;
 use folio_project::{CatchUp, Overlap};
 use folio_server::StateRoot;
-use folio_server::schedule::{ManualClock, Scheduler};
+use folio_server::schedule::{Clock, ManualClock, Scheduler};
 use futures::FutureExt;
 use pretty_assertions::assert_eq;
 use schedule_support::*;
@@ -297,5 +298,100 @@ async fn the_run_loop_fires_when_the_clock_reaches_a_slot() {
             .map(|(_, slot)| slot.to_rfc3339())
             .collect::<Vec<_>>(),
         ["2027-03-28T01:00:00+00:00"]
+    );
+}
+
+/// The slots a schedule fires while the clock steps minute by minute from `from` to `to`,
+/// ticking at each step (every run ends at once), as UTC instants.
+async fn fired_stepping(cron: &str, zone: &str, from: &str, to: &str) -> Vec<String> {
+    let rig = Rig::new(from);
+    let scheduler = rig.open(&schedule(cron, zone, Overlap::Skip, CatchUp::None));
+    scheduler.tick().await.unwrap();
+    while rig.clock.now() < at(to) {
+        rig.clock.advance(Duration::minutes(1));
+        scheduler.tick().await.unwrap();
+        rig.launcher.finish_all();
+    }
+    let started = rig.launcher.started.lock().unwrap().clone();
+    started
+        .iter()
+        .map(|(_, slot)| slot.format("%Y-%m-%dT%H:%MZ").to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_scheduler_fires_the_documented_times_across_daylight_saving_changes() {
+    // A time in the spring-forward gap fires once, at the end of the gap.
+    assert_eq!(
+        fired_stepping(
+            "30 2 * * *",
+            "Europe/Berlin",
+            "2027-03-27T12:00:00Z",
+            "2027-03-29T12:00:00Z"
+        )
+        .await,
+        ["2027-03-28T01:00Z", "2027-03-29T00:30Z"]
+    );
+    assert_eq!(
+        fired_stepping(
+            "30 2 * * *",
+            "America/New_York",
+            "2027-03-13T12:00:00Z",
+            "2027-03-15T12:00:00Z"
+        )
+        .await,
+        ["2027-03-14T07:00Z", "2027-03-15T06:30Z"]
+    );
+    // A time that occurs twice on fall-back fires once, at its first occurrence.
+    assert_eq!(
+        fired_stepping(
+            "30 2 * * *",
+            "Europe/Berlin",
+            "2027-10-30T12:00:00Z",
+            "2027-11-01T12:00:00Z"
+        )
+        .await,
+        ["2027-10-31T00:30Z", "2027-11-01T01:30Z"]
+    );
+    assert_eq!(
+        fired_stepping(
+            "30 1 * * *",
+            "America/New_York",
+            "2027-11-06T12:00:00Z",
+            "2027-11-08T12:00:00Z"
+        )
+        .await,
+        ["2027-11-07T05:30Z", "2027-11-08T06:30Z"]
+    );
+    // Hourly through the repeated hour: 01:00 EDT fires, 01:00 EST (06:00Z) does not.
+    assert_eq!(
+        fired_stepping(
+            "0 * * * *",
+            "America/New_York",
+            "2027-11-07T04:30:00Z",
+            "2027-11-07T08:30:00Z"
+        )
+        .await,
+        [
+            "2027-11-07T05:00Z",
+            "2027-11-07T07:00Z",
+            "2027-11-07T08:00Z"
+        ]
+    );
+    // Every half hour through Berlin's gap: 02:00, 02:30 and 03:00 local are one instant.
+    assert_eq!(
+        fired_stepping(
+            "*/30 * * * *",
+            "Europe/Berlin",
+            "2027-03-28T00:10:00Z",
+            "2027-03-28T02:10:00Z"
+        )
+        .await,
+        [
+            "2027-03-28T00:30Z",
+            "2027-03-28T01:00Z",
+            "2027-03-28T01:30Z",
+            "2027-03-28T02:00Z"
+        ]
     );
 }

@@ -10,12 +10,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use folio_protocol::{CreateSession, EventBody, SetReminder};
+use folio_protocol::{
+    Acknowledged, CreateSession, ErrorCode, EventBody, Page, Reminder, ReminderResponse,
+    SetReminder,
+};
 use folio_server::SessionManager;
 use folio_server::schedule::ManualClock;
-use folio_test_support::{MockModelServer, MockReply, check_answer};
+use folio_test_support::{MockModelServer, MockReply, NO_BODY, expect, expect_error};
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
+use reqwest::Method;
+use serde_json::json;
 use support::{agent, http, manager, project, wait_turns};
 
 fn at(text: &str) -> DateTime<Utc> {
@@ -36,18 +40,6 @@ fn story(events: &[folio_protocol::Event]) -> Vec<String> {
             _ => None,
         })
         .collect()
-}
-
-async fn call(method: reqwest::Method, url: &str, body: Option<Value>) -> (u16, Value) {
-    let mut request = reqwest::Client::new().request(method.clone(), url);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let body: Value = response.json().await.unwrap();
-    check_answer(method.as_str(), url, status, &body);
-    (status, body)
 }
 
 /// A manager on `state` whose clock stands at `now`, delivering reminders.
@@ -80,23 +72,21 @@ async fn reminders_are_set_listed_cancelled_and_delivered_at_their_time() {
     wait_turns(&manager, &id, 1).await;
     let reminders = format!("{url}/v1/session/{id}/reminders");
 
-    let (status, set) = call(
-        reqwest::Method::POST,
+    let set: ReminderResponse = expect(
+        Method::POST,
         &reminders,
-        Some(json!({"in": "2h", "message": "check the build"})),
+        Some(&json!({"in": "2h", "message": "check the build"})),
+        201,
     )
     .await;
-    assert_eq!(
-        (status, &set["reminder"]["at"]),
-        (201, &json!("2027-01-04T12:00:00Z"))
-    );
-    let (status, standup) = call(
-        reqwest::Method::POST,
+    assert_eq!(set.reminder.at, at("2027-01-04T12:00:00Z"));
+    let standup: ReminderResponse = expect(
+        Method::POST,
         &reminders,
-        Some(json!({"at": "2027-01-04T11:00:00Z", "message": "stand-up"})),
+        Some(&json!({"at": "2027-01-04T11:00:00Z", "message": "stand-up"})),
+        201,
     )
     .await;
-    assert_eq!(status, 201);
     for (body, message) in [
         (
             json!({"message": "x"}),
@@ -115,27 +105,21 @@ async fn reminders_are_set_listed_cancelled_and_delivered_at_their_time() {
             "message: empty; say what the reminder delivers",
         ),
     ] {
-        let (status, answer) = call(reqwest::Method::POST, &reminders, Some(body)).await;
-        assert_eq!((status, answer["message"].as_str()), (400, Some(message)));
+        let refusal = expect_error(
+            Method::POST,
+            &reminders,
+            Some(&body),
+            ErrorCode::InvalidRequest,
+        )
+        .await;
+        assert_eq!(refusal.message, message);
     }
-    let (status, list) = call(reqwest::Method::GET, &reminders, None).await;
-    let listed: Vec<&Value> = list["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| &r["message"])
-        .collect();
-    assert_eq!(
-        (status, listed),
-        (200, vec![&json!("stand-up"), &json!("check the build")])
-    );
+    let list: Page<Reminder> = expect(Method::GET, &reminders, NO_BODY, 200).await;
+    assert_eq!(list.data, [standup.reminder.clone(), set.reminder.clone()]);
 
-    let cancel = format!(
-        "{reminders}/{}",
-        standup["reminder"]["reminderId"].as_str().unwrap()
-    );
-    assert_eq!(call(reqwest::Method::DELETE, &cancel, None).await.0, 200);
-    assert_eq!(call(reqwest::Method::DELETE, &cancel, None).await.0, 404);
+    let cancel = format!("{reminders}/{}", standup.reminder.reminder_id);
+    let _: Acknowledged = expect(Method::DELETE, &cancel, NO_BODY, 200).await;
+    expect_error(Method::DELETE, &cancel, NO_BODY, ErrorCode::NotFound).await;
 
     mock.push(MockReply::text("Checked."));
     clock.set(at("2027-01-04T12:00:00Z"));
@@ -151,8 +135,8 @@ async fn reminders_are_set_listed_cancelled_and_delivered_at_their_time() {
             "message Reminder: check the build",
         ]
     );
-    let (_, list) = call(reqwest::Method::GET, &reminders, None).await;
-    assert_eq!(list["data"], json!([]));
+    let list: Page<Reminder> = expect(Method::GET, &reminders, NO_BODY, 200).await;
+    assert_eq!(list.data, Vec::<Reminder>::new());
 }
 
 #[tokio::test]
@@ -180,6 +164,23 @@ async fn reminders_are_owned_and_bound_to_chat_sessions() {
             .unwrap_err(),
         folio_server::ManagerError::Forbidden(chat.clone())
     );
+    // The owner's reminder can be neither listed nor cancelled by another principal.
+    let owned = manager
+        .set_reminder("local", &chat, request())
+        .await
+        .unwrap();
+    assert_eq!(
+        manager.reminders("mallory", &chat).unwrap_err(),
+        folio_server::ManagerError::Forbidden(chat.clone())
+    );
+    assert_eq!(
+        manager
+            .cancel_reminder("mallory", &chat, &owned.reminder_id)
+            .await
+            .unwrap_err(),
+        folio_server::ManagerError::Forbidden(chat.clone())
+    );
+    assert_eq!(manager.reminders("local", &chat).unwrap(), [owned]);
     let task = manager
         .create(
             "local",
@@ -262,4 +263,85 @@ async fn a_reminder_due_while_no_server_ran_is_delivered_once_marked_late() {
     assert!(!file.exists(), "the restored reminder was never settled");
     assert_eq!(story(&third.events("local", &id).unwrap()), expected);
     assert_eq!(third.reminders("local", &id).unwrap(), Vec::new());
+}
+
+#[tokio::test]
+async fn the_set_reminder_tool_is_opt_in_and_its_calls_become_reminders() {
+    let mock = MockModelServer::start().await;
+    let without = project("");
+    assert!(
+        agent(&mock, without.path())
+            .await
+            .harness
+            .tools
+            .tools()
+            .all(|tool| tool.name() != "set_reminder"),
+        "set_reminder is offered only when the allowlist lists setReminder"
+    );
+
+    let dir = project("tools = [\"read\", \"setReminder\"]\n");
+    let state = tempfile::tempdir().unwrap();
+    let (manager, clock) = open(&mock, dir.path(), state.path(), "2027-01-04T10:00:00Z").await;
+    mock.push(MockReply::tool_calls([(
+        "set_reminder",
+        json!({"in": "soon", "message": "x"}),
+    )]));
+    mock.push(MockReply::tool_calls([(
+        "set_reminder",
+        json!({"in": "30m", "message": "follow up on the PR"}),
+    )]));
+    mock.push(MockReply::text("I will follow up in 30 minutes."));
+    let id = manager
+        .create("local", "http", CreateSession::message("remind me"))
+        .await
+        .unwrap()
+        .session_id;
+    let events = wait_turns(&manager, &id, 1).await;
+    let results: Vec<(bool, String)> = events
+        .iter()
+        .filter_map(|event| match &event.body {
+            EventBody::ActionResult(result) => Some((
+                result.is_error,
+                result
+                    .error
+                    .clone()
+                    .or_else(|| {
+                        result
+                            .output
+                            .as_ref()
+                            .and_then(|o| o.as_str().map(String::from))
+                    })
+                    .unwrap_or_default(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [
+            (true, "argument \"in\": \"soon\" is not a delay; use a number with a unit (s, m, h, d), e.g. \"90s\", \"15m\", \"1h30m\"".to_string()),
+            (false, "Reminder requested in 30m; it is set when this turn ends and wakes this conversation then.".to_string()),
+        ]
+    );
+    let pending = manager.reminders("local", &id).unwrap();
+    assert_eq!(
+        pending
+            .iter()
+            .map(|r| (r.at, r.message.as_str()))
+            .collect::<Vec<_>>(),
+        [(at("2027-01-04T10:30:00Z"), "follow up on the PR")]
+    );
+
+    mock.push(MockReply::text("Following up now."));
+    clock.set(at("2027-01-04T10:30:00Z"));
+    let events = wait_turns(&manager, &id, 2).await;
+    assert_eq!(
+        story(&events),
+        [
+            "message remind me",
+            "set 2027-01-04 10:30:00 UTC follow up on the PR",
+            "fired 2027-01-04 10:30:00 UTC late=false",
+            "message Reminder: follow up on the PR",
+        ]
+    );
 }

@@ -15,6 +15,8 @@ pub enum Protocol {
     HttpProtobuf,
     /// `http/json`.
     HttpJson,
+    /// `grpc` (OTLP over gRPC; collectors listen on port 4317).
+    Grpc,
 }
 
 impl Protocol {
@@ -23,11 +25,9 @@ impl Protocol {
         match name.trim() {
             "http/protobuf" => Ok(Protocol::HttpProtobuf),
             "http/json" => Ok(Protocol::HttpJson),
-            "grpc" => Err(TelemetryError::Config(
-                "OTLP protocol \"grpc\" is not built into this folio; use \"http/protobuf\" or \"http/json\" (a collector listens for both on port 4318)".into(),
-            )),
+            "grpc" => Ok(Protocol::Grpc),
             other => Err(TelemetryError::Config(format!(
-                "unknown OTLP protocol \"{other}\"; use \"http/protobuf\" or \"http/json\""
+                "unknown OTLP protocol \"{other}\"; use \"http/protobuf\", \"http/json\" or \"grpc\""
             ))),
         }
     }
@@ -46,9 +46,9 @@ pub enum Temporality {
 /// A resolved export destination.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportConfig {
-    /// Where spans are posted (full URL).
+    /// Where spans are sent (full URL; for gRPC the collector's address).
     pub traces_endpoint: String,
-    /// Where metrics are posted (full URL).
+    /// Where metrics are sent (full URL; for gRPC the collector's address).
     pub metrics_endpoint: String,
     /// The wire format.
     pub protocol: Protocol,
@@ -60,7 +60,13 @@ pub struct ExportConfig {
     pub resource_attributes: BTreeMap<String, String>,
     /// Metric aggregation between exports.
     pub temporality: Temporality,
+    /// Spans waiting for export before new ones are dropped and counted
+    /// (`OTEL_BSP_MAX_QUEUE_SIZE`).
+    pub queue_size: usize,
 }
+
+/// Spans waiting for export before new ones are dropped, unless `OTEL_BSP_MAX_QUEUE_SIZE` says.
+const QUEUE_SPANS: usize = 4096;
 
 /// Telemetry as configured: what is exported (if anything) and whether contents are captured.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -137,11 +143,21 @@ impl TelemetryConfig {
                 capture_content,
             });
         }
+        let protocol =
+            match var("OTEL_EXPORTER_OTLP_PROTOCOL").or_else(|| settings.protocol.clone()) {
+                Some(name) => Protocol::parse(&name)?,
+                None => Protocol::default(),
+            };
+        // Over HTTP the base endpoint gets each signal's path; gRPC takes it as written.
+        let signal = |base: &str, path: &str| match protocol {
+            Protocol::Grpc => base.to_string(),
+            Protocol::HttpProtobuf | Protocol::HttpJson => signal_endpoint(base, path),
+        };
         let base = var("OTEL_EXPORTER_OTLP_ENDPOINT").or_else(|| settings.endpoint.clone());
         let traces = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-            .or_else(|| base.as_deref().map(|b| signal_endpoint(b, "/v1/traces")));
+            .or_else(|| base.as_deref().map(|b| signal(b, "/v1/traces")));
         let metrics = var("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
-            .or_else(|| base.as_deref().map(|b| signal_endpoint(b, "/v1/metrics")));
+            .or_else(|| base.as_deref().map(|b| signal(b, "/v1/metrics")));
         let (traces_endpoint, metrics_endpoint) = match (traces, metrics) {
             (None, None) => {
                 return Ok(TelemetryConfig {
@@ -160,11 +176,6 @@ impl TelemetryConfig {
             }
             (Some(traces), Some(metrics)) => (traces, metrics),
         };
-        let protocol =
-            match var("OTEL_EXPORTER_OTLP_PROTOCOL").or_else(|| settings.protocol.clone()) {
-                Some(name) => Protocol::parse(&name)?,
-                None => Protocol::default(),
-            };
         let mut headers = settings.headers.clone();
         if let Some(value) = var("OTEL_EXPORTER_OTLP_HEADERS") {
             headers.extend(key_values("OTEL_EXPORTER_OTLP_HEADERS", &value)?);
@@ -189,6 +200,19 @@ impl TelemetryConfig {
                 )));
             }
         };
+        let queue_size = match var("OTEL_BSP_MAX_QUEUE_SIZE") {
+            None => QUEUE_SPANS,
+            Some(value) => value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|size| *size > 0)
+                .ok_or_else(|| {
+                    TelemetryError::Config(format!(
+                        "OTEL_BSP_MAX_QUEUE_SIZE={value:?} is not a positive number of spans"
+                    ))
+                })?,
+        };
         Ok(TelemetryConfig {
             export: Some(ExportConfig {
                 traces_endpoint,
@@ -198,6 +222,7 @@ impl TelemetryConfig {
                 service_name,
                 resource_attributes,
                 temporality,
+                queue_size,
             }),
             capture_content,
         })
@@ -281,9 +306,35 @@ mod tests {
                         "prod".into()
                     )]),
                     temporality: Temporality::Cumulative,
+                    queue_size: 4096,
                 }),
                 capture_content: false,
             }
+        );
+    }
+
+    #[test]
+    fn grpc_takes_the_endpoint_as_written() {
+        let config = resolve(
+            &[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317"),
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ],
+            &TelemetrySection::default(),
+        )
+        .unwrap();
+        let export = config.export.unwrap();
+        assert_eq!(
+            (
+                export.protocol,
+                export.traces_endpoint.as_str(),
+                export.metrics_endpoint.as_str()
+            ),
+            (
+                Protocol::Grpc,
+                "http://127.0.0.1:4317",
+                "http://127.0.0.1:4317"
+            )
         );
     }
 
@@ -297,7 +348,11 @@ mod tests {
         };
         assert_eq!(
             err(&[endpoint, ("OTEL_EXPORTER_OTLP_PROTOCOL", "thrift")]),
-            "telemetry configuration: unknown OTLP protocol \"thrift\"; use \"http/protobuf\" or \"http/json\""
+            "telemetry configuration: unknown OTLP protocol \"thrift\"; use \"http/protobuf\", \"http/json\" or \"grpc\""
+        );
+        assert_eq!(
+            err(&[endpoint, ("OTEL_BSP_MAX_QUEUE_SIZE", "0")]),
+            "telemetry configuration: OTEL_BSP_MAX_QUEUE_SIZE=\"0\" is not a positive number of spans"
         );
         assert_eq!(
             err(&[endpoint, ("OTEL_EXPORTER_OTLP_HEADERS", "novalue")]),

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use opentelemetry::KeyValue;
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+use opentelemetry_otlp::tonic_types::metadata::MetadataMap;
+use opentelemetry_otlp::tonic_types::transport::ClientTlsConfig;
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
@@ -19,9 +21,6 @@ use tracing_subscriber::{Layer, Registry};
 use crate::TelemetryError;
 use crate::config::{ExportConfig, Protocol, TelemetryConfig, Temporality};
 use crate::json::JsonLines;
-
-/// Spans waiting for export before new ones are dropped (and counted).
-const QUEUE_SPANS: usize = 4096;
 
 /// How long one export may take before it is abandoned.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -41,6 +40,9 @@ pub enum LogFormat {
 pub struct Telemetry {
     tracer: Option<SdkTracerProvider>,
     meter: Option<SdkMeterProvider>,
+    /// The runtime the gRPC exporters' connections run on (one thread of its own, so exports
+    /// never take a turn's workers; none over HTTP, whose client blocks the export threads).
+    grpc: Option<tokio::runtime::Runtime>,
 }
 
 impl Telemetry {
@@ -56,6 +58,9 @@ impl Telemetry {
             && let Err(err) = meter.shutdown()
         {
             tracing::debug!("could not export the last metrics: {err}");
+        }
+        if let Some(runtime) = self.grpc {
+            runtime.shutdown_background();
         }
     }
 }
@@ -88,17 +93,22 @@ pub fn install(
     Ok(telemetry)
 }
 
-/// The subscriber [`install`] installs, for a caller that scopes it itself (a bench with
-/// `tracing::subscriber::set_default`). The exporters, the global meter provider and the
-/// content-capture switch are set up as by `install`.
-pub fn subscriber(
+/// The subscriber [`install`] installs, with the exporters, the global meter provider and the
+/// content-capture switch set up.
+fn subscriber(
     format: LogFormat,
     filter: EnvFilter,
     config: &TelemetryConfig,
 ) -> Result<(Telemetry, impl tracing::Subscriber + Send + Sync + 'static), TelemetryError> {
-    // Spans of Folio's crates are always on for the log layer, so a line inside a turn names
+    // Spans of Folio's crates are always on for the log layers, so a line inside a turn names
     // its session and turn whatever the filter lets through.
-    let folio_spans = filter_fn(|meta| meta.is_span() && meta.target().starts_with("folio"));
+    let folio_spans = || filter_fn(|meta| meta.is_span() && meta.target().starts_with("folio"));
+    // The lines written on stderr also go to the in-process receivers (`GET /v1/logs`).
+    let forward = crate::forward::Forward.with_filter(
+        EnvFilter::try_new(filter.to_string())
+            .unwrap_or_else(|_| EnvFilter::new("warn"))
+            .or(folio_spans()),
+    );
     let logs = match format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
@@ -109,14 +119,23 @@ pub fn subscriber(
             .event_format(JsonLines)
             .boxed(),
     }
-    .with_filter(filter.or(folio_spans));
+    .with_filter(filter.or(folio_spans()));
     let (telemetry, otel) = match &config.export {
         None => (Telemetry::default(), None),
         Some(export) => {
             let resource = resource(export);
-            let tracer = tracer_provider(export, resource.clone())?;
-            let meter = meter_provider(export, resource)?;
+            let grpc = match export.protocol {
+                Protocol::Grpc => Some(grpc_runtime()?),
+                Protocol::HttpProtobuf | Protocol::HttpJson => None,
+            };
+            // The gRPC channels spawn their connection tasks on the runtime entered here.
+            let entered = grpc.as_ref().map(tokio::runtime::Runtime::enter);
+            let meter = meter_provider(export, resource.clone())?;
+            // Set before the span processor is built: it counts the spans it exports and the
+            // ones it drops (`otel.sdk.processor.span.processed`) on the global meter.
             opentelemetry::global::set_meter_provider(meter.clone());
+            let tracer = tracer_provider(export, resource)?;
+            drop(entered);
             // Only the spec's and the GenAI attributes: no source locations, threads or timings.
             let layer = tracing_opentelemetry::layer()
                 .with_tracer(tracer.tracer("folio"))
@@ -131,12 +150,16 @@ pub fn subscriber(
             let telemetry = Telemetry {
                 tracer: Some(tracer),
                 meter: Some(meter),
+                grpc,
             };
             (telemetry, Some(layer))
         }
     };
     crate::context::set_capture_content(config.capture_content);
-    Ok((telemetry, Registry::default().with(logs).with(otel)))
+    Ok((
+        telemetry,
+        Registry::default().with(logs).with(forward).with(otel),
+    ))
 }
 
 /// The resource every span and metric carries.
@@ -162,6 +185,55 @@ fn otlp_protocol(protocol: Protocol) -> opentelemetry_otlp::Protocol {
     match protocol {
         Protocol::HttpProtobuf => opentelemetry_otlp::Protocol::HttpBinary,
         Protocol::HttpJson => opentelemetry_otlp::Protocol::HttpJson,
+        Protocol::Grpc => opentelemetry_otlp::Protocol::Grpc,
+    }
+}
+
+/// The runtime of the gRPC exporters: one worker thread of its own.
+fn grpc_runtime() -> Result<tokio::runtime::Runtime, TelemetryError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("folio-otlp-grpc")
+        .enable_all()
+        .build()
+        .map_err(|err| {
+            TelemetryError::Config(format!(
+                "could not start the OTLP gRPC exporter's thread: {err}"
+            ))
+        })
+}
+
+/// The export headers as gRPC metadata.
+fn metadata(export: &ExportConfig) -> Result<MetadataMap, TelemetryError> {
+    let mut headers = http::HeaderMap::new();
+    for (key, value) in &export.headers {
+        let invalid = |what: &str| {
+            TelemetryError::Config(format!(
+                "OTLP header {key:?} has an invalid {what} for gRPC metadata; use ASCII names and values"
+            ))
+        };
+        let name = http::HeaderName::from_bytes(key.to_ascii_lowercase().as_bytes())
+            .map_err(|_| invalid("name"))?;
+        let value = http::HeaderValue::from_str(value).map_err(|_| invalid("value"))?;
+        headers.insert(name, value);
+    }
+    Ok(MetadataMap::from_headers(headers))
+}
+
+/// TLS for an `https` gRPC endpoint, trusting the system's roots; none for `http`.
+fn grpc_tls(endpoint: &str) -> Option<ClientTlsConfig> {
+    endpoint
+        .starts_with("https://")
+        .then(|| ClientTlsConfig::new().with_enabled_roots())
+}
+
+/// Turns an exporter build failure for `endpoint` into Folio's error.
+fn build_error(
+    endpoint: &str,
+) -> impl FnOnce(opentelemetry_otlp::ExporterBuildError) -> TelemetryError {
+    move |err| TelemetryError::Exporter {
+        endpoint: endpoint.to_string(),
+        message: err.to_string(),
     }
 }
 
@@ -177,21 +249,33 @@ fn tracer_provider(
     export: &ExportConfig,
     resource: Resource,
 ) -> Result<SdkTracerProvider, TelemetryError> {
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_endpoint(export.traces_endpoint.clone())
-        .with_protocol(otlp_protocol(export.protocol))
-        .with_headers(headers(export))
-        .with_timeout(EXPORT_TIMEOUT)
-        .build()
-        .map_err(|err| TelemetryError::Exporter {
-            endpoint: export.traces_endpoint.clone(),
-            message: err.to_string(),
-        })?;
+    let endpoint = &export.traces_endpoint;
+    let builder = opentelemetry_otlp::SpanExporter::builder();
+    let exporter = match export.protocol {
+        Protocol::Grpc => {
+            let builder = builder
+                .with_tonic()
+                .with_endpoint(endpoint.clone())
+                .with_metadata(metadata(export)?)
+                .with_timeout(EXPORT_TIMEOUT);
+            match grpc_tls(endpoint) {
+                Some(tls) => builder.with_tls_config(tls).build(),
+                None => builder.build(),
+            }
+        }
+        Protocol::HttpProtobuf | Protocol::HttpJson => builder
+            .with_http()
+            .with_endpoint(endpoint.clone())
+            .with_protocol(otlp_protocol(export.protocol))
+            .with_headers(headers(export))
+            .with_timeout(EXPORT_TIMEOUT)
+            .build(),
+    }
+    .map_err(build_error(endpoint))?;
     let processor = BatchSpanProcessor::builder(exporter)
         .with_batch_config(
             BatchConfigBuilder::default()
-                .with_max_queue_size(QUEUE_SPANS)
+                .with_max_queue_size(export.queue_size)
                 .build(),
         )
         .build();
@@ -209,18 +293,29 @@ fn meter_provider(
         Temporality::Delta => opentelemetry_sdk::metrics::Temporality::Delta,
         Temporality::Cumulative => opentelemetry_sdk::metrics::Temporality::Cumulative,
     };
-    let exporter = opentelemetry_otlp::MetricExporter::builder()
-        .with_http()
-        .with_endpoint(export.metrics_endpoint.clone())
-        .with_protocol(otlp_protocol(export.protocol))
-        .with_headers(headers(export))
-        .with_timeout(EXPORT_TIMEOUT)
-        .with_temporality(temporality)
-        .build()
-        .map_err(|err| TelemetryError::Exporter {
-            endpoint: export.metrics_endpoint.clone(),
-            message: err.to_string(),
-        })?;
+    let endpoint = &export.metrics_endpoint;
+    let builder = opentelemetry_otlp::MetricExporter::builder().with_temporality(temporality);
+    let exporter = match export.protocol {
+        Protocol::Grpc => {
+            let builder = builder
+                .with_tonic()
+                .with_endpoint(endpoint.clone())
+                .with_metadata(metadata(export)?)
+                .with_timeout(EXPORT_TIMEOUT);
+            match grpc_tls(endpoint) {
+                Some(tls) => builder.with_tls_config(tls).build(),
+                None => builder.build(),
+            }
+        }
+        Protocol::HttpProtobuf | Protocol::HttpJson => builder
+            .with_http()
+            .with_endpoint(endpoint.clone())
+            .with_protocol(otlp_protocol(export.protocol))
+            .with_headers(headers(export))
+            .with_timeout(EXPORT_TIMEOUT)
+            .build(),
+    }
+    .map_err(build_error(endpoint))?;
     Ok(SdkMeterProvider::builder()
         .with_periodic_exporter(exporter)
         .with_resource(resource)

@@ -10,6 +10,7 @@
 
 mod config;
 mod context;
+mod forward;
 mod install;
 mod json;
 pub mod metrics;
@@ -18,7 +19,8 @@ pub use config::{ExportConfig, Protocol, TelemetryConfig, Temporality};
 pub use context::{
     adopt_parent, capture_content, enter_turn, incoming_traceparent, trace_headers, with_incoming,
 };
-pub use install::{LogFormat, Telemetry, install, log_filter, subscriber};
+pub use forward::{ALREADY_LOGGED, Forwarding, LogRecord, forward_logs};
+pub use install::{LogFormat, Telemetry, install, log_filter};
 
 /// Why telemetry could not be set up.
 #[derive(Debug, thiserror::Error)]

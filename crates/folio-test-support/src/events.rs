@@ -5,8 +5,9 @@ use folio_protocol::{
     AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionResult, ActionsRequested,
     AgentBound, ArtifactTagged, ContextCompacted, Event, EventBody, MessageAppended,
     MessageCompleted, MessageQueued, MessageReceived, ReasoningAppended, ReasoningCompleted,
-    SessionCompleted, SessionFailed, SessionStarted, SessionWaiting, StepCompleted, StepStarted,
-    SubagentCalled, SubagentCompleted, TurnCompleted, TurnFailed, TurnQueued, TurnStarted,
+    ReminderCancelled, ReminderFired, ReminderSet, SessionCompleted, SessionFailed, SessionStarted,
+    SessionWaiting, StepCompleted, StepStarted, SubagentCalled, SubagentCompleted, TurnCompleted,
+    TurnFailed, TurnQueued, TurnStarted,
 };
 
 use crate::answers::read_wire;
@@ -59,6 +60,9 @@ event_data!(
     SubagentCompleted,
     ArtifactTagged,
     ContextCompacted,
+    ReminderSet,
+    ReminderFired,
+    ReminderCancelled,
 );
 
 /// `event`'s data as `T`.

@@ -18,6 +18,8 @@ use rmcp::transport::{
 };
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
+
+use super::traced_http::TracedHttpClient;
 use tokio::sync::Mutex;
 use tracing::Instrument;
 
@@ -413,7 +415,8 @@ impl McpConnection {
                 }
                 let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
                     .custom_headers(custom);
-                let transport = StreamableHttpClientTransport::from_config(config);
+                let transport =
+                    StreamableHttpClientTransport::with_client(TracedHttpClient::new()?, config);
                 let service =
                     ().serve(transport)
                         .await

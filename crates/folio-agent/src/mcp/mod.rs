@@ -14,6 +14,7 @@ use folio_project::McpServerConfig;
 mod connection;
 mod env;
 mod tool;
+mod traced_http;
 
 pub use connection::{McpConnection, McpError};
 pub use env::{EnvLookup, process_env};

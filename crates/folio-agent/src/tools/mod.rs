@@ -16,6 +16,7 @@ pub(crate) mod args;
 mod authored;
 mod files;
 pub(crate) mod process;
+mod reminder;
 mod sandbox;
 mod shell;
 mod spill;
@@ -24,6 +25,7 @@ mod web;
 
 pub use authored::AuthoredTool;
 pub use files::FileTool;
+pub use reminder::{SET_REMINDER, SetReminderTool};
 pub use sandbox::{SandboxError, SandboxPolicy};
 pub use shell::ShellTool;
 pub use todos::{Todo, TodoList, TodosTool};

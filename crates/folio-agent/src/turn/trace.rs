@@ -243,6 +243,7 @@ pub(super) fn chat_span(provider: Option<&str>, model: &str) -> Span {
         gen_ai.operation.name = "chat",
         gen_ai.provider.name = provider,
         gen_ai.request.model = model,
+        gen_ai.response.model = Empty,
         gen_ai.response.finish_reasons = Empty,
         gen_ai.response.time_to_first_chunk = Empty,
         gen_ai.usage.input_tokens = Empty,
@@ -269,6 +270,9 @@ pub(super) fn chat_ended(
     let mut error = None;
     match response {
         Ok(response) => {
+            if let Some(model) = &response.model {
+                span.record("gen_ai.response.model", model.as_str());
+            }
             if let Some(reason) = &response.finish_reason {
                 span.record("gen_ai.response.finish_reasons", reason.as_str());
             }

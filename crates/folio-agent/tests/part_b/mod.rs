@@ -177,20 +177,22 @@ pub async fn run_turn_until(
             admission: None,
             coalesced: None,
             client_message_id: None,
+            request_digest: None,
         }),
     )
     .await
     .unwrap();
     std::fs::create_dir_all(workspace).unwrap();
-    let (fs, scratch) = agent.bind_turn_fs(workspace).await.unwrap();
-    assert_eq!(scratch, ScratchMode::Host);
+    let bound = agent.bind_turn_fs(workspace).await.unwrap();
+    assert_eq!(bound.scratch, ScratchMode::Host);
     let turn = Turn {
         session_id: "ses_test".into(),
         turn_id,
         events: sink.events(),
-        fs,
+        fs: bound.fs,
         workspace: workspace.to_path_buf(),
-        scratch,
+        scratch: bound.scratch,
+        prepare: bound.prepare,
         cancel,
         todos: TodoList::default(),
         context: Default::default(),

@@ -40,6 +40,7 @@ pub fn rooted_turn(
         fs,
         workspace: workspace.to_path_buf(),
         scratch: ScratchMode::Rooted,
+        prepare: None,
         cancel: CancellationToken::new(),
         todos: TodoList::default(),
         context: Default::default(),

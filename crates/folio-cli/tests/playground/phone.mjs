@@ -10,7 +10,7 @@ scenario(async (url) => {
   await status(page, "waiting");
   const overflow = () =>
     page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-  for (const tab of ["chat", "trace", "raw", "runs", "agent", "logs"]) {
+  for (const tab of ["chat", "trace", "raw", "runs", "agent", "logs", "evals"]) {
     await page.click(`#tabs button[data-tab="${tab}"]`);
     await page.waitForSelector(`#view-${tab}:not([hidden])`);
     await page.waitForTimeout(200);

@@ -60,6 +60,6 @@ impl Launcher for SessionManager {
 
     fn running(&self, name: &str, session_id: &str) -> bool {
         self.owned_meta(&schedule_principal(name), session_id)
-            .is_ok_and(|meta| meta.status == SessionStatus::Running)
+            .is_ok_and(|meta| self.current_meta(meta).status == SessionStatus::Running)
     }
 }

@@ -17,6 +17,7 @@ mod slots;
 
 pub use clock::{Clock, ManualClock, SystemClock, Wait};
 pub use launcher::{Launcher, SCHEDULE_CHANNEL, schedule_principal};
+pub(crate) use reminders::record_requested;
 pub use scheduler::{Scheduler, statuses_on_disk};
 
 use std::path::PathBuf;

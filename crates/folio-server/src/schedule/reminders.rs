@@ -8,16 +8,19 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
+use folio_agent::tools::SET_REMINDER;
 use folio_protocol::{
     Admission, EventBody, Reminder, ReminderCancelled, ReminderFired, ReminderSet, SessionMode,
     SetReminder,
 };
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::command::{Admit, Command, Pending};
 use crate::error::{ManagerError, io_error};
-use crate::live::lock;
+use crate::live::{Live, lock};
 use crate::manager::SessionManager;
+use crate::shared::Inner;
 use crate::state::{StateRoot, SyncTarget, commit, valid_session_id, write_durably};
 
 /// A reminder delivered more than this long after its time is marked late.
@@ -32,38 +35,6 @@ fn session_dir(state: &StateRoot, session_id: &str) -> std::path::PathBuf {
 fn valid_reminder_id(id: &str) -> bool {
     id.strip_prefix("rem_")
         .is_some_and(|rest| rest.len() == 26 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
-}
-
-/// Reads `90s`, `15m`, `2h`, `1d` and combinations such as `1h30m`.
-fn parse_delay(text: &str) -> Result<Duration, ManagerError> {
-    let invalid = || {
-        ManagerError::Invalid(format!(
-            "in: \"{text}\" is not a delay; use a number with a unit (s, m, h, d), e.g. \"90s\", \"15m\", \"1h30m\""
-        ))
-    };
-    let mut total = Duration::zero();
-    let mut digits = String::new();
-    for c in text.trim().chars() {
-        if c.is_ascii_digit() {
-            digits.push(c);
-            continue;
-        }
-        let amount: i64 = digits.parse().map_err(|_| invalid())?;
-        digits.clear();
-        let part = match c {
-            's' => Duration::try_seconds(amount),
-            'm' => Duration::try_minutes(amount),
-            'h' => Duration::try_hours(amount),
-            'd' => Duration::try_days(amount),
-            _ => None,
-        }
-        .ok_or_else(invalid)?;
-        total = total.checked_add(&part).ok_or_else(invalid)?;
-    }
-    if !digits.is_empty() || total <= Duration::zero() {
-        return Err(invalid());
-    }
-    Ok(total)
 }
 
 /// Every stored reminder of the state root, by session.
@@ -110,6 +81,93 @@ fn stored_for(state: &StateRoot, session_id: &str) -> Result<Vec<Reminder>, Mana
     Ok(reminders)
 }
 
+/// Stores a new reminder of `live`'s session durably, records `reminder.set` (with the
+/// `set_reminder` call that asked for it, if any) and wakes the delivery loop.
+async fn store(
+    inner: &Inner,
+    live: &Live,
+    at: DateTime<Utc>,
+    message: String,
+    call_id: Option<String>,
+) -> Result<Reminder, ManagerError> {
+    let reminder = Reminder {
+        reminder_id: format!("rem_{}", ulid::Ulid::generate()),
+        session_id: live.id.clone(),
+        at,
+        message,
+        created_at: inner.clock().now(),
+    };
+    let _order = inner.reminders.lock().await;
+    let dir = session_dir(&inner.state, &live.id);
+    let bytes = serde_json::to_vec_pretty(&reminder)
+        .map_err(|e| ManagerError::Internal(format!("cannot encode the reminder: {e}")))?;
+    write_durably(&dir.join(format!("{}.json", reminder.reminder_id)), &bytes)
+        .await
+        .map_err(|e| io_error("cannot store the reminder", e))?;
+    live.append(
+        None,
+        EventBody::ReminderSet(ReminderSet {
+            reminder_id: reminder.reminder_id.clone(),
+            at,
+            message: reminder.message.clone(),
+            call_id,
+        }),
+    )?;
+    inner.reminders_changed.notify_one();
+    Ok(reminder)
+}
+
+/// Turns the `set_reminder` calls of `live`'s log that succeeded and have no reminder yet into
+/// reminders (a delay counts from now); the actor calls it when a turn ends.
+pub(crate) async fn record_requested(inner: &Inner, live: &Live) -> Result<(), ManagerError> {
+    let requests: Vec<(String, Value)> = live.with_events(|events| {
+        let mut calls: BTreeMap<&str, &Value> = BTreeMap::new();
+        let mut requests = Vec::new();
+        for event in events {
+            match &event.body {
+                EventBody::ActionsRequested(requested) => {
+                    for call in requested.calls.iter().filter(|c| c.tool == SET_REMINDER) {
+                        calls.insert(&call.call_id, &call.input);
+                    }
+                }
+                EventBody::ActionResult(result) if !result.is_error => {
+                    if let Some(input) = calls.remove(result.call_id.as_str()) {
+                        requests.push((result.call_id.clone(), input.clone()));
+                    }
+                }
+                EventBody::ReminderSet(set) => {
+                    if let Some(call_id) = &set.call_id {
+                        requests.retain(|(id, _)| id != call_id);
+                    }
+                }
+                _ => {}
+            }
+        }
+        requests
+    });
+    if requests.is_empty() {
+        return Ok(());
+    }
+    if lock(&live.meta).mode == SessionMode::Task {
+        return Err(ManagerError::NotFollowable(live.id.clone()));
+    }
+    for (call_id, input) in requests {
+        let text = |key: &str| input.get(key).and_then(Value::as_str);
+        let at = match (text("at"), text("in")) {
+            (Some(at), _) => at.parse::<DateTime<Utc>>().ok(),
+            (None, Some(after)) => folio_project::parse_delay(after)
+                .ok()
+                .map(|delay| inner.clock().now() + delay),
+            (None, None) => None,
+        };
+        let (Some(at), Some(message)) = (at, text("message")) else {
+            continue;
+        };
+        store(inner, live, at, message.to_string(), Some(call_id)).await?;
+    }
+    Ok(())
+}
+
 /// Makes a removal from a session's reminders durable.
 async fn sync_reminders(dir: std::path::PathBuf) -> Result<(), ManagerError> {
     commit(vec![SyncTarget::Dir(dir)])
@@ -129,7 +187,10 @@ impl SessionManager {
         let now = self.clock().now();
         let at = match (request.at, request.after.as_deref()) {
             (Some(at), None) => at,
-            (None, Some(after)) => now + parse_delay(after)?,
+            (None, Some(after)) => {
+                now + folio_project::parse_delay(after)
+                    .map_err(|err| ManagerError::Invalid(format!("in: {err}")))?
+            }
             _ => {
                 return Err(ManagerError::Invalid(
                     "at, in: give exactly one of them (an RFC 3339 instant, or a delay like \"2h\")"
@@ -151,30 +212,7 @@ impl SessionManager {
         if lock(&live.meta).mode == SessionMode::Task {
             return Err(ManagerError::NotFollowable(session_id.to_string()));
         }
-        let reminder = Reminder {
-            reminder_id: format!("rem_{}", ulid::Ulid::generate()),
-            session_id: session_id.to_string(),
-            at,
-            message: request.message,
-            created_at: now,
-        };
-        let _order = self.inner.reminders.lock().await;
-        let dir = session_dir(&self.inner.state, session_id);
-        let bytes = serde_json::to_vec_pretty(&reminder)
-            .map_err(|e| ManagerError::Internal(format!("cannot encode the reminder: {e}")))?;
-        write_durably(&dir.join(format!("{}.json", reminder.reminder_id)), &bytes)
-            .await
-            .map_err(|e| io_error("cannot store the reminder", e))?;
-        live.append(
-            None,
-            EventBody::ReminderSet(ReminderSet {
-                reminder_id: reminder.reminder_id.clone(),
-                at,
-                message: reminder.message.clone(),
-            }),
-        )?;
-        self.inner.reminders_changed.notify_one();
-        Ok(reminder)
+        store(&self.inner, &live, at, request.message, None).await
     }
 
     /// The pending reminders of `principal`'s session, earliest first.
@@ -302,12 +340,13 @@ impl SessionManager {
                 message: Pending {
                     text,
                     files: BTreeMap::new(),
-                    // A reminder fires from the server's clock, not from a traced request.
+                    // A reminder is woken by the scheduler, not by a request: no caller's trace.
                     trace_parent: None,
                 },
                 admission: Some(Admission::Coalesce),
                 token: None,
                 key: Some(format!("reminder:{id}")),
+                digest: None,
             };
             let (reply, answer) = oneshot::channel();
             self.post(&live, Command::Send { admit, reply })?;

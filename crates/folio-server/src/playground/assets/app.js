@@ -8,11 +8,12 @@ import { renderAgent } from "./agent.js";
 import { followLogs } from "./logs.js";
 import { renderRaw } from "./raw.js";
 import { renderRuns } from "./runs.js";
+import { renderEvals } from "./evals.js";
 import { renderTrace } from "./trace.js";
 
 /** @typedef {import("folio-api").Event} FolioEvent */
 
-const VIEWS = ["chat", "trace", "raw", "runs", "agent", "logs"];
+const VIEWS = ["chat", "trace", "raw", "runs", "agent", "logs", "evals"];
 
 /** @param {string} id */
 function byId(id) {
@@ -195,6 +196,9 @@ function renderView() {
       break;
     case "agent":
       act(() => renderAgent(byId("agent"), () => state.sessionId));
+      break;
+    case "evals":
+      act(() => renderEvals(byId("evals"), (id) => open(id, "chat")));
       break;
     case "logs": {
       const controller = new AbortController();

@@ -1,0 +1,210 @@
+//! `folio eval`: runs the project's evals (or re-scores a stored run, or writes a case from a
+//! session) and reports them; exit 1 when any case fails.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use folio_eval::{
+    EvalError, EvalOptions, LineObserver, Observer, OpenModel, ProgressObserver, eval_from_session,
+    junit, rescore, run_evals, summary_table,
+};
+use folio_project::{EVALS_DIR, discover, discover_evals};
+use folio_protocol::EvalRun;
+use folio_server::http::Layout;
+use folio_server::{StateRoot, valid_session_id};
+
+use crate::model::open_model;
+
+/// Arguments of `folio eval`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct EvalArgs {
+    /// The agent project (a folder holding `agent/` and `evals/`).
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// Only cases whose `evalId/caseId` contains this text.
+    #[arg(long)]
+    filter: Option<String>,
+    /// Only evals with this tag (repeat for any of several).
+    #[arg(long = "tag")]
+    tags: Vec<String>,
+    /// `provider:model` for every case, overriding the evals' models.
+    #[arg(long)]
+    model: Option<String>,
+    /// Record a replay fixture per case under evals/fixtures/<evalId>/<caseId>.jsonl.
+    #[arg(long, conflicts_with_all = ["rescore", "from_session"])]
+    record: bool,
+    /// Cases run at once, overriding evals/evals.toml.
+    #[arg(long)]
+    max_concurrency: Option<u32>,
+    /// Runs of each case, overriding the evals'.
+    #[arg(long)]
+    iterations: Option<u32>,
+    /// Run every case as a dry run (write tools return their dry_run_result).
+    #[arg(long)]
+    dry_run: bool,
+    /// Print the run as JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Also write the run as JUnit XML to this file.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Evaluate the assertions again against a stored run, without calling a model.
+    #[arg(long, value_name = "RUN_ID", conflicts_with = "from_session")]
+    rescore: Option<String>,
+    /// Write an eval case from a recorded session (steps from its messages, expectations from
+    /// its tool calls) to evals/from-session/<SESSION_ID>.eval.toml, or --out.
+    #[arg(long, value_name = "SESSION_ID")]
+    from_session: Option<String>,
+    /// Where --from-session writes the eval.
+    #[arg(long, requires = "from_session")]
+    out: Option<PathBuf>,
+    /// Where sessions and runs are stored (default `<dir>/.folio/state`).
+    #[arg(long)]
+    state_root: Option<PathBuf>,
+}
+
+/// Runs the command on a fresh tokio runtime.
+pub(crate) fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
+    let root = match &args.state_root {
+        Some(path) => StateRoot::new(path),
+        None => StateRoot::for_project(&args.dir),
+    };
+    // Runs are stored where `folio serve` keeps this project's state, so its playground lists
+    // them; a session for --from-session is looked up there first, then where `folio run` keeps it.
+    let slug = crate::serve::slug_for(&args.dir, Layout::Single)?;
+    let state = root.for_agent(&slug);
+    if let Some(session_id) = &args.from_session {
+        return write_from_session(&args, [&state, &root], session_id);
+    }
+    let suite = discover_evals(&args.dir);
+    for diagnostic in &suite.diagnostics {
+        eprintln!("{diagnostic}");
+    }
+    if suite.has_errors() {
+        bail!(
+            "{} has errors (listed above): fix them and run again",
+            suite.dir.display()
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let run = match &args.rescore {
+        Some(run_id) => runtime.block_on(rescore(&suite, &state, run_id))?,
+        None => {
+            let discovery = discover(&args.dir);
+            for diagnostic in &discovery.diagnostics {
+                eprintln!("{diagnostic}");
+            }
+            let Some(definition) = discovery.definition else {
+                bail!(
+                    "{} has errors (listed above): fix them and run again",
+                    args.dir.display()
+                );
+            };
+            let dir = args.dir.clone();
+            let opener_definition = definition.clone();
+            let open: OpenModel = Arc::new(move |spec| {
+                open_model(&opener_definition, &dir, spec).map_err(|err| EvalError::Model {
+                    spec: spec.unwrap_or("of the agent").to_string(),
+                    message: format!("{err:#}"),
+                })
+            });
+            let options = EvalOptions {
+                definition,
+                state: state.clone(),
+                open_model: open,
+                model: args.model.clone(),
+                filter: args.filter.clone(),
+                tags: args.tags.clone(),
+                record: args.record,
+                max_concurrency: args.max_concurrency,
+                iterations: args.iterations,
+                dry_run: args.dry_run,
+            };
+            let observer: Box<dyn Observer> = if std::io::stderr().is_terminal() {
+                Box::new(ProgressObserver::default())
+            } else {
+                Box::new(LineObserver)
+            };
+            runtime.block_on(run_evals(&suite, &options, observer.as_ref()))?
+        }
+    };
+    report(&args, &state, &run)
+}
+
+/// Prints the run (table or JSON), writes JUnit when asked; exit 1 when a case failed.
+fn report(args: &EvalArgs, state: &StateRoot, run: &EvalRun) -> anyhow::Result<ExitCode> {
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(run)?);
+    } else {
+        print!("{}", summary_table(run));
+    }
+    if let Some(path) = &args.junit {
+        std::fs::write(path, junit(run))
+            .with_context(|| format!("cannot write the JUnit report {}", path.display()))?;
+    }
+    if args.record {
+        eprintln!(
+            "fixtures written under {}: set model = \"replay:fixtures/<evalId>/<caseId>.jsonl\" to replay them",
+            args.dir.join(EVALS_DIR).join("fixtures").display()
+        );
+    }
+    eprintln!(
+        "run {} stored at {}",
+        run.run_id,
+        state.eval_run_path(&run.run_id).display()
+    );
+    Ok(if run.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `--from-session`: writes the eval of a recorded session, refusing to overwrite a file.
+fn write_from_session(
+    args: &EvalArgs,
+    states: [&StateRoot; 2],
+    session_id: &str,
+) -> anyhow::Result<ExitCode> {
+    if !valid_session_id(session_id) {
+        bail!(
+            "{session_id} is not a session id (ses_…): `folio run` and the playground print them"
+        );
+    }
+    let Some(trace) = states
+        .iter()
+        .map(|state| state.trace_path(session_id))
+        .find(|trace| trace.is_file())
+    else {
+        bail!(
+            "no session {session_id} under {} or {}: pass --state-root when it lives elsewhere",
+            states[0].path().display(),
+            states[1].path().display()
+        );
+    };
+    let events = folio_server::read_events(&trace)
+        .with_context(|| format!("cannot read the session {session_id} ({})", trace.display()))?;
+    let path = args.out.clone().unwrap_or_else(|| {
+        args.dir
+            .join(EVALS_DIR)
+            .join("from-session")
+            .join(format!("{session_id}.eval.toml"))
+    });
+    if path.exists() {
+        bail!("{} exists: pass --out with another file", path.display());
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    std::fs::write(&path, eval_from_session(&events, "replayed"))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    println!("{}", path.display());
+    Ok(ExitCode::SUCCESS)
+}

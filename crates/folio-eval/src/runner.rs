@@ -1,0 +1,518 @@
+//! The runner: each case in a fresh session through the same `SessionManager` as `serve`
+//! (purpose `eval`), its steps in that one session, then every assertion evaluated.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use folio_agent::{Agent, LoadOptions, StateLayout};
+use folio_fs::Content;
+use folio_model::{Provider, RecordingProvider};
+use folio_project::{
+    AgentDefinition, Assertion, CaseDefinition, DEFAULT_EVAL_TIMEOUT_SECS, EvalDefinition,
+    EvalDiscovery,
+};
+use folio_protocol::{
+    ApprovalDecision, Attempt, CaseResult, CreateSession, EvalRun, EventBody, StepResult, Usage,
+};
+use folio_server::{LogBuffer, SessionManager, SessionOptions, StateRoot};
+use futures::StreamExt;
+
+use crate::EvalError;
+use crate::assert::evaluate;
+use crate::judge::judge;
+use crate::observe::{observe, turn_started_after};
+
+/// The principal eval sessions belong to.
+pub const EVAL_PRINCIPAL: &str = "eval";
+/// The channel and the purpose of eval sessions (hooks see `purpose = "eval"`).
+pub const EVAL_PURPOSE: &str = "eval";
+/// Why the runner denies a call that asks for approval.
+const NO_APPROVER: &str = "folio eval has no one to ask; assert approval_requested instead";
+/// The default number of cases run at once.
+pub const DEFAULT_MAX_CONCURRENCY: u32 = 4;
+/// How long the runner waits for hooks still observing a case.
+const HOOK_FLUSH: Duration = Duration::from_secs(30);
+
+/// Opens a model: `Some(spec)` (`provider:model`, `replay:` paths already absolute), or `None`
+/// for the agent's own model. Answers the provider and the model name it serves.
+pub type OpenModel =
+    Arc<dyn Fn(Option<&str>) -> Result<(Arc<dyn Provider>, String), EvalError> + Send + Sync>;
+
+/// Told as cases run (progress bars on a terminal, plain lines otherwise).
+pub trait Observer: Send + Sync {
+    /// A case's attempt starts; it has `steps` steps.
+    fn attempt_started(&self, label: &str, steps: usize);
+    /// Step `step` (1-based) of the attempt starts.
+    fn step_started(&self, label: &str, step: usize);
+    /// The attempt ended.
+    fn attempt_finished(&self, label: &str, attempt: &Attempt);
+}
+
+/// How `folio eval` runs: which agent, where runs are stored, which cases, which model.
+#[derive(Clone)]
+pub struct EvalOptions {
+    /// The agent every case runs.
+    pub definition: AgentDefinition,
+    /// The project's state root: runs are stored under `evals/`, cases run beneath it.
+    pub state: StateRoot,
+    /// Opens the models of cases and judges.
+    pub open_model: OpenModel,
+    /// A model for every case, overriding the evals' (`--model`).
+    pub model: Option<String>,
+    /// Only cases whose `evalId/caseId` contains this text.
+    pub filter: Option<String>,
+    /// Only evals with one of these tags (all when empty).
+    pub tags: Vec<String>,
+    /// Write a replay fixture per case (`evals/fixtures/<evalId>/<caseId>.jsonl`).
+    pub record: bool,
+    /// Cases at once, overriding `evals.toml`.
+    pub max_concurrency: Option<u32>,
+    /// Runs of each case, overriding the evals'.
+    pub iterations: Option<u32>,
+    /// Runs every case as a dry run.
+    pub dry_run: bool,
+}
+
+/// One attempt to run: a case of an eval, and which iteration.
+struct Job<'a> {
+    eval: &'a EvalDefinition,
+    case: &'a CaseDefinition,
+    iteration: u32,
+    label: String,
+}
+
+/// Runs the selected cases of `suite` and stores the run under the state root.
+pub async fn run_evals(
+    suite: &EvalDiscovery,
+    options: &EvalOptions,
+    observer: &dyn Observer,
+) -> Result<EvalRun, EvalError> {
+    let selected = select(suite, options);
+    if selected.is_empty() {
+        return Err(EvalError::NothingSelected {
+            evals: suite.evals.len(),
+        });
+    }
+    let run_id = format!("evr_{}", ulid::Ulid::generate());
+    let started_at = Utc::now();
+    let clock = Instant::now();
+    let mut jobs = Vec::new();
+    for (eval, case) in &selected {
+        let iterations = if options.record {
+            1
+        } else {
+            options.iterations.unwrap_or(eval.iterations).max(1)
+        };
+        for iteration in 1..=iterations {
+            let mut label = format!("{}/{}", eval.id, case.id);
+            if iterations > 1 {
+                label.push_str(&format!(" #{iteration}"));
+            }
+            jobs.push(Job {
+                eval,
+                case,
+                iteration,
+                label,
+            });
+        }
+    }
+    let concurrency = options
+        .max_concurrency
+        .or(suite.defaults.max_concurrency)
+        .unwrap_or(DEFAULT_MAX_CONCURRENCY)
+        .max(1) as usize;
+    let id = run_id.as_str();
+    let runs = jobs.iter().enumerate().map(|(n, job)| async move {
+        observer.attempt_started(&job.label, job.case.steps.len());
+        let attempt = run_attempt(suite, options, id, job, observer).await;
+        observer.attempt_finished(&job.label, &attempt);
+        (n, attempt)
+    });
+    let mut attempts: Vec<(usize, Attempt)> = futures::stream::iter(runs)
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    attempts.sort_by_key(|(n, _)| *n);
+    let mut cases: Vec<CaseResult> = Vec::new();
+    for ((_, attempt), job) in attempts.into_iter().zip(&jobs) {
+        match cases.last_mut() {
+            Some(case) if case.eval_id == job.eval.id && case.case_id == job.case.id => {
+                case.attempts.push(attempt);
+            }
+            _ => cases.push(CaseResult {
+                eval_id: job.eval.id.clone(),
+                case_id: job.case.id.clone(),
+                tags: job.eval.tags.clone(),
+                ok: false,
+                pass_rate: 0.0,
+                score: 0.0,
+                attempts: vec![attempt],
+            }),
+        }
+    }
+    for case in &mut cases {
+        summarize_case(case);
+    }
+    let run = EvalRun {
+        run_id,
+        started_at,
+        duration_ms: clock.elapsed().as_millis() as u64,
+        ok: cases.iter().all(|case| case.ok),
+        rescored_from: None,
+        cases,
+    };
+    folio_server::write_eval_run(&options.state, &run).await?;
+    Ok(run)
+}
+
+/// The evals and cases `options` select, in discovery order.
+fn select<'a>(
+    suite: &'a EvalDiscovery,
+    options: &EvalOptions,
+) -> Vec<(&'a EvalDefinition, &'a CaseDefinition)> {
+    suite
+        .evals
+        .iter()
+        .filter(|eval| {
+            options.tags.is_empty() || eval.tags.iter().any(|t| options.tags.contains(t))
+        })
+        .flat_map(|eval| eval.cases.iter().map(move |case| (eval, case)))
+        .filter(|(eval, case)| {
+            options
+                .filter
+                .as_deref()
+                .is_none_or(|filter| format!("{}/{}", eval.id, case.id).contains(filter))
+        })
+        .collect()
+}
+
+/// Sets a case's verdict from its attempts: ok when every attempt passed (`pass^k`), the pass
+/// rate, and the mean score.
+pub(crate) fn summarize_case(case: &mut CaseResult) {
+    let total = case.attempts.len().max(1) as f64;
+    let passed = case.attempts.iter().filter(|a| a.ok).count();
+    case.ok = !case.attempts.is_empty() && passed == case.attempts.len();
+    case.pass_rate = passed as f64 / total;
+    case.score = case.attempts.iter().map(|a| a.score).sum::<f64>() / total;
+}
+
+/// Sets an attempt's verdict from its steps: ok when it ran to its end and every assertion
+/// passed; the score is the mean of its assertions' scores.
+pub(crate) fn summarize_attempt(attempt: &mut Attempt, steps_expected: usize) {
+    let scores: Vec<f64> = attempt
+        .steps
+        .iter()
+        .flat_map(|step| step.assertions.iter().map(|a| a.score))
+        .collect();
+    attempt.ok = attempt.error.is_none()
+        && attempt.steps.len() == steps_expected
+        && attempt
+            .steps
+            .iter()
+            .all(|step| step.assertions.iter().all(|a| a.passed));
+    attempt.score = if scores.is_empty() {
+        0.0
+    } else {
+        scores.iter().sum::<f64>() / scores.len() as f64
+    };
+    attempt.usage = Usage::sum_reported(attempt.steps.iter().map(|step| step.observed.usage));
+}
+
+/// A `replay:` fixture named relative to `evals/` made absolute; other specs unchanged.
+pub(crate) fn resolve_spec(spec: &str, evals_dir: &Path) -> String {
+    match spec.strip_prefix("replay:") {
+        Some(path) if Path::new(path).is_relative() => {
+            format!("replay:{}", evals_dir.join(path).display())
+        }
+        _ => spec.to_string(),
+    }
+}
+
+/// Where `--record` writes the fixture of a case (`judge`: of its judges).
+pub fn fixture_path(evals_dir: &Path, eval_id: &str, case_id: &str, judge: bool) -> PathBuf {
+    let name = if judge {
+        format!("{case_id}.judge.jsonl")
+    } else {
+        format!("{case_id}.jsonl")
+    };
+    evals_dir.join("fixtures").join(eval_id).join(name)
+}
+
+/// Opens `spec` (or the agent's model), wrapped to record into `record` when given.
+fn open(
+    options: &EvalOptions,
+    spec: Option<&str>,
+    record: Option<PathBuf>,
+) -> Result<(Arc<dyn Provider>, String), EvalError> {
+    let (provider, model) = (options.open_model)(spec)?;
+    let Some(fixture) = record else {
+        return Ok((provider, model));
+    };
+    let failed = |source| EvalError::Write {
+        path: fixture.display().to_string(),
+        source,
+    };
+    if let Some(dir) = fixture.parent() {
+        std::fs::create_dir_all(dir).map_err(failed)?;
+    }
+    // A fixture holds one session's exchanges: start it empty.
+    std::fs::write(&fixture, "").map_err(failed)?;
+    Ok((Arc::new(RecordingProvider::new(provider, fixture)), model))
+}
+
+async fn run_attempt(
+    suite: &EvalDiscovery,
+    options: &EvalOptions,
+    run_id: &str,
+    job: &Job<'_>,
+    observer: &dyn Observer,
+) -> Attempt {
+    let clock = Instant::now();
+    let spec = options
+        .model
+        .as_deref()
+        .or(job.case.model.as_deref())
+        .or(job.eval.model.as_deref())
+        .or(suite.defaults.model.as_deref())
+        .map(|spec| resolve_spec(spec, &suite.dir));
+    let recording = options.record && job.iteration == 1;
+    let fixture =
+        |judge| recording.then(|| fixture_path(&suite.dir, &job.eval.id, &job.case.id, judge));
+    let mut attempt = Attempt {
+        iteration: job.iteration,
+        ok: false,
+        score: 0.0,
+        session_id: None,
+        model: spec.clone().unwrap_or_default(),
+        duration_ms: 0,
+        usage: None,
+        error: None,
+        steps: Vec::new(),
+    };
+    let state = StateLayout::new(
+        options
+            .state
+            .evals_dir()
+            .join(run_id)
+            .join(&job.eval.id)
+            .join(&job.case.id)
+            .join(job.iteration.to_string()),
+    );
+    let ran = async {
+        let (provider, model) = open(options, spec.as_deref(), fixture(false))?;
+        if attempt.model.is_empty() {
+            attempt.model.clone_from(&model);
+        }
+        let load = LoadOptions {
+            state_root: Some(state.clone()),
+            ..LoadOptions::default()
+        };
+        let agent = Agent::load_with(options.definition.clone(), provider, model, load)
+            .await
+            .map(Arc::new)
+            .map_err(|err| EvalError::Agent(err.to_string()))?;
+        let manager = SessionManager::open(state.clone(), agent.clone(), LogBuffer::new())
+            .map_err(|err| EvalError::Agent(err.to_string()))?;
+        let judges = Judges {
+            options,
+            case_spec: spec.clone(),
+            evals_dir: &suite.dir,
+            record: fixture(true),
+            opened: HashMap::new(),
+        };
+        let secs = job
+            .case
+            .timeout_secs
+            .unwrap_or(job.eval.timeout_secs)
+            .max(1);
+        let steps = run_steps(
+            &manager,
+            &agent,
+            job,
+            options.dry_run || job.eval.dry_run,
+            judges,
+            &mut attempt,
+            observer,
+        );
+        let timed_out = tokio::time::timeout(Duration::from_secs(secs), steps).await;
+        let result = match timed_out {
+            Ok(result) => result,
+            Err(_) => Err(EvalError::Timeout {
+                secs,
+                default: secs == DEFAULT_EVAL_TIMEOUT_SECS,
+            }),
+        };
+        manager.shutdown().await;
+        if !agent.hooks.flush(HOOK_FLUSH).await {
+            tracing::warn!("hooks still running after {HOOK_FLUSH:?} were stopped");
+        }
+        agent.shutdown().await;
+        result
+    };
+    if let Err(err) = ran.await {
+        attempt.error = Some(err.to_string());
+    }
+    attempt.duration_ms = clock.elapsed().as_millis() as u64;
+    summarize_attempt(&mut attempt, job.case.steps.len());
+    attempt
+}
+
+/// The judges of one attempt: their models, opened once each.
+struct Judges<'a> {
+    options: &'a EvalOptions,
+    case_spec: Option<String>,
+    evals_dir: &'a Path,
+    record: Option<PathBuf>,
+    opened: HashMap<Option<String>, (Arc<dyn Provider>, String)>,
+}
+
+impl Judges<'_> {
+    /// The judge model of `model` (else the case's; a case replaying `X.jsonl` judges with
+    /// `X.judge.jsonl`), opened on first use.
+    fn provider(&mut self, model: Option<&str>) -> Result<(Arc<dyn Provider>, String), EvalError> {
+        let spec = match model {
+            Some(spec) => Some(resolve_spec(spec, self.evals_dir)),
+            None => self
+                .case_spec
+                .as_deref()
+                .map(|spec| match spec.strip_suffix(".jsonl") {
+                    Some(stem) if spec.starts_with("replay:") => format!("{stem}.judge.jsonl"),
+                    _ => spec.to_string(),
+                }),
+        };
+        if let Some(opened) = self.opened.get(&spec) {
+            return Ok(opened.clone());
+        }
+        let replaying = spec.as_deref().is_some_and(|s| s.starts_with("replay:"));
+        let record = if replaying { None } else { self.record.take() };
+        let opened = open(self.options, spec.as_deref(), record)?;
+        self.opened.insert(spec, opened.clone());
+        Ok(opened)
+    }
+}
+
+async fn run_steps(
+    manager: &SessionManager,
+    agent: &Agent,
+    job: &Job<'_>,
+    dry_run: bool,
+    mut judges: Judges<'_>,
+    attempt: &mut Attempt,
+    observer: &dyn Observer,
+) -> Result<(), EvalError> {
+    let mut session_id: Option<String> = None;
+    for (n, step) in job.case.steps.iter().enumerate() {
+        observer.step_started(&job.label, n + 1);
+        let (id, from) = match &session_id {
+            None => {
+                let mut request = CreateSession::message(step.send.clone());
+                request.workspace_files = job.case.workspace_files.clone();
+                let options = SessionOptions {
+                    purpose: Some(EVAL_PURPOSE.to_string()),
+                    dry_run,
+                };
+                let accepted = manager
+                    .create_with(EVAL_PRINCIPAL, EVAL_PURPOSE, request, options)
+                    .await
+                    .map_err(|err| EvalError::Send(err.to_string()))?;
+                attempt.session_id = Some(accepted.session_id.clone());
+                session_id = Some(accepted.session_id.clone());
+                (accepted.session_id, 0)
+            }
+            Some(id) => {
+                let events = manager
+                    .events(EVAL_PRINCIPAL, id)
+                    .map_err(|err| EvalError::Send(err.to_string()))?;
+                let from = events.last().map_or(0, |event| event.index + 1);
+                manager
+                    .send(EVAL_PRINCIPAL, id, &step.send, None)
+                    .await
+                    .map_err(|err| EvalError::Send(err.to_string()))?;
+                (id.clone(), from)
+            }
+        };
+        settle(manager, &id, from).await?;
+        let events = manager
+            .events(EVAL_PRINCIPAL, &id)
+            .map_err(|err| EvalError::Send(err.to_string()))?;
+        let turn_id = turn_started_after(&events, from).ok_or(EvalError::NoTurn { step: n + 1 })?;
+        let mut observed = observe(&events, &turn_id, &step.send);
+        for assertion in &step.expect {
+            match assertion {
+                Assertion::File { path, .. } => {
+                    let content = read_file(agent, manager, &id, path).await;
+                    observed.files.insert(path.clone(), content);
+                }
+                Assertion::Judge { rubric, model, .. } => {
+                    let (provider, model) = judges.provider(model.as_deref())?;
+                    let verdict = judge(provider.as_ref(), &model, rubric, &observed).await;
+                    observed.verdicts.insert(rubric.clone(), verdict);
+                }
+                _ => {}
+            }
+        }
+        let assertions = evaluate(&step.expect, &observed);
+        attempt.steps.push(StepResult {
+            observed,
+            assertions,
+        });
+    }
+    Ok(())
+}
+
+/// Follows the session from `from` until the step's turn settled (ended and the session
+/// waiting, completed or failed). A call that asks for approval is denied.
+async fn settle(manager: &SessionManager, id: &str, from: u64) -> Result<(), EvalError> {
+    let mut stream = manager
+        .stream(EVAL_PRINCIPAL, id, from)
+        .map_err(|err| EvalError::Send(err.to_string()))?;
+    let mut turn_ended = false;
+    while let Some(item) = stream.rx.recv().await {
+        let Some(event) = item else { continue };
+        match &event.body {
+            EventBody::ActionApprovalRequested(requested) => {
+                manager
+                    .resolve_approval(
+                        EVAL_PRINCIPAL,
+                        id,
+                        &requested.call_id,
+                        ApprovalDecision::Deny,
+                        Some(NO_APPROVER.to_string()),
+                    )
+                    .await
+                    .map_err(|err| EvalError::Send(err.to_string()))?;
+            }
+            EventBody::TurnCompleted(_) | EventBody::TurnFailed(_) => turn_ended = true,
+            EventBody::SessionWaiting(_)
+            | EventBody::SessionCompleted(_)
+            | EventBody::SessionFailed(_)
+                if turn_ended =>
+            {
+                return Ok(());
+            }
+            _ => {}
+        }
+    }
+    Err(EvalError::Send(
+        "the session's stream ended before the turn did".into(),
+    ))
+}
+
+/// The text of `path` as the case's turns see it (the workspace, or the agent's root); `None`
+/// when it cannot be read.
+async fn read_file(
+    agent: &Agent,
+    manager: &SessionManager,
+    session_id: &str,
+    path: &str,
+) -> Option<String> {
+    let workspace = manager.state().workspace_dir(session_id);
+    let fs = agent.bind_turn_fs(&workspace).await.ok()?.fs;
+    match fs.read(path).await.ok()? {
+        Content::Text(text) => Some(text),
+        Content::Image { bytes, mime } => Some(format!("<{mime} image, {} bytes>", bytes.len())),
+    }
+}
