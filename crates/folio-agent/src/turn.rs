@@ -524,10 +524,15 @@ impl Harness {
         let span = trace::chat_span(provider.name(), &request.model);
         let started = Instant::now();
         let mut first_chunk = None;
+        let before = recorder.and_then(|recorder| recorder.range.last());
         let response = self
             .stream_model(turn, recorder, provider, request, started, &mut first_chunk)
             .instrument(span.clone())
             .await;
+        // The text and reasoning deltas it streamed into the log, if any.
+        if let Some(recorder) = recorder {
+            recorder.range.record_since(&span, before);
+        }
         let ended = response.as_ref().map_err(Stop::kind);
         trace::chat_ended(
             &span,
@@ -721,7 +726,7 @@ impl Harness {
             self.execute_call(turn, recorder, call, input, approvals)
                 .instrument(span.clone())
                 .await?;
-            trace::record_range(&span, before.map(|index| index + 1), recorder.range.last());
+            recorder.range.record_since(&span, before);
         }
         Ok(())
     }

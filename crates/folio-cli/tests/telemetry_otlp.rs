@@ -342,7 +342,7 @@ impl Sink {
                     .collect();
                 (!points.is_empty()).then(|| points.iter().sum())
             })
-            .last()
+            .next_back()
     }
 
     /// Waits until `done` holds for the metrics received (at most 30 s).
@@ -666,6 +666,21 @@ async fn traced_run_exports_the_turn_tree() {
             (json!("openai"), json!("150"), json!("stop")),
         ]
     );
+    // A model call that streamed text covers exactly its `message.appended` events.
+    let answer = chats.last().unwrap();
+    assert!(answer.index("first") <= answer.index("last"));
+    for chat in chats
+        .iter()
+        .filter(|chat| !chat.attr("agent_sdk.event_index.first").is_null())
+    {
+        let covered: Vec<&str> = (chat.index("first")..=chat.index("last"))
+            .map(|index| log[index].event_type())
+            .collect();
+        assert!(
+            covered.iter().all(|kind| *kind == "message.appended"),
+            "{covered:?}"
+        );
+    }
     // No contents unless opted in.
     assert!(
         spans
@@ -1001,6 +1016,11 @@ async fn grpc_exports_spans_and_metrics() {
             json!("gpt-test"),
             json!("gpt-test")
         )
+    );
+    let first_chunk = chat.attr("gen_ai.response.time_to_first_chunk");
+    assert!(
+        first_chunk.as_f64().is_some_and(|seconds| seconds >= 0.0),
+        "{first_chunk}"
     );
     assert_eq!(
         (

@@ -46,6 +46,20 @@ impl LogRange {
         Some(self.last.load(Ordering::Relaxed)).filter(|&index| index != NONE)
     }
 
+    /// Records on `span` what was appended after `before` (the last index when the span's work
+    /// began), when anything was.
+    pub(super) fn record_since(&self, span: &Span, before: Option<u64>) {
+        let last = self.last();
+        if last == before {
+            return;
+        }
+        let first = match before {
+            Some(index) => Some(index + 1),
+            None => Some(self.first.load(Ordering::Relaxed)).filter(|&index| index != NONE),
+        };
+        record_range(span, first, last);
+    }
+
     /// Records the whole range on `span`.
     pub(super) fn record_on(&self, span: &Span) {
         let first = Some(self.first.load(Ordering::Relaxed)).filter(|&index| index != NONE);
@@ -54,7 +68,7 @@ impl LogRange {
 }
 
 /// Records `first..=last` on `span` when both are known.
-pub(super) fn record_range(span: &Span, first: Option<u64>, last: Option<u64>) {
+fn record_range(span: &Span, first: Option<u64>, last: Option<u64>) {
     if let (Some(first), Some(last)) = (first, last) {
         span.record("agent_sdk.event_index.first", first);
         span.record("agent_sdk.event_index.last", last);
@@ -249,6 +263,8 @@ pub(super) fn chat_span(provider: Option<&str>, model: &str) -> Span {
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         gen_ai.output.messages = Empty,
+        agent_sdk.event_index.first = Empty,
+        agent_sdk.event_index.last = Empty,
         otel.status_code = Empty,
         error.type = Empty,
     )
