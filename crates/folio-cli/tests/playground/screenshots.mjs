@@ -1,5 +1,6 @@
 // Takes the screenshots of docs/playground/ (argv[3] is the output folder): a chat with a tool
-// call and an approval, its trace and raw events, the runs list, the agent tab, and the chat on
+// call and an approval, its trace and raw events, the runs list, the agent, logs and evals tabs,
+// and the chat on
 // a phone-sized screen.
 import { browser, scenario, send, status } from "./lib.mjs";
 
@@ -15,7 +16,7 @@ scenario(async (url, out) => {
   await page.click(".call .approval button.approve");
   await status(page, "waiting");
   await page.screenshot({ path: `${out}/chat.png` });
-  for (const view of ["trace", "raw", "runs", "agent"]) {
+  for (const view of ["trace", "raw", "runs", "agent", "logs", "evals"]) {
     await page.click(`#tabs button[data-tab="${view}"]`);
     await page.waitForTimeout(300);
     await page.screenshot({ path: `${out}/${view}.png` });
