@@ -1,7 +1,6 @@
 // Takes the screenshots of docs/playground/ (argv[3] is the output folder): a chat with a tool
 // call and an approval, its trace and raw events, the runs list, the agent, logs and evals tabs,
-// and the chat on
-// a phone-sized screen.
+// and the chat on a phone-sized screen.
 import { browser, scenario, send, status } from "./lib.mjs";
 
 scenario(async (url, out) => {
