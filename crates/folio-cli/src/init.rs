@@ -24,7 +24,7 @@ pub(crate) enum Template {
     Demo,
     /// A GitHub pull-request reviewer with a packaged skill and a diff-sizing tool.
     PrReviewer,
-    /// An issue triager with an approval-gated write tool and a daily schedule.
+    /// An issue triager with an approval-gated write tool, a daily schedule and a Slack channel.
     Triage,
     /// A support agent behind a signed webhook channel.
     Webhook,
@@ -78,6 +78,7 @@ impl Template {
                 "agent/schedules/daily-summary.md",
                 "evals/triage.eval.toml",
                 "evals/fixtures/triage/crash.jsonl",
+                "agent/channels/slack.toml",
             ),
             Template::Webhook => files!("templates/webhook/":
                 "agent/agent.toml",

@@ -12,6 +12,7 @@ mod call;
 mod chat;
 mod dev;
 mod eval;
+mod github;
 mod help;
 mod info;
 mod init;
@@ -73,6 +74,9 @@ enum Command {
     Schema(schema::SchemaArgs),
     /// Run the evals under evals/ and report them; exit 1 when any case fails.
     Eval(eval::EvalArgs),
+    /// GitHub channel tools: `replay` turns a PR or a saved payload into a signed delivery.
+    #[command(subcommand)]
+    Github(github::GithubCommand),
 }
 
 /// Arguments of `folio trajectory`.
@@ -129,6 +133,7 @@ fn main() -> ExitCode {
         Command::Schema(args) => schema::schema(args),
         Command::Eval(args) => eval::eval(args),
         Command::Schedule(args) => schedule::schedule(args),
+        Command::Github(command) => github::github(command),
     };
     telemetry.shutdown();
     match result {

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use folio_agent::LoadOptions;
 use folio_agent::{Agent, discover};
-use folio_server::http::{HttpConfig, Layout, Mount, router};
+use folio_channels::{ChannelOptions, Channels};
+use folio_server::http::{HttpConfig, Layout, Mount, router_with};
 use folio_server::schedule::{Clock, Scheduler, SystemClock};
 use folio_server::{Auth, Browsers, FaultPoint, LogBuffer, SessionManager, StateRoot};
 
@@ -249,8 +250,16 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
     }
     let fault = fault_point()?;
     let clock = schedule_clock()?;
+    // Bound first: channels link to sessions under the address clients reach.
+    let listener = bind(&args.host, args.port).await?;
+    let addr = listener.local_addr()?;
+    let public = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}"));
     let mut projects = Vec::new();
     let mut mounts = Vec::new();
+    let mut channel_routes = Vec::new();
     for dir in dirs {
         let slug = slug_for(&dir, layout)?;
         let state = state_root(args, layout, &dir, &slug);
@@ -260,6 +269,19 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             .map_err(anyhow::Error::msg)?;
         manager.set_fault(fault);
         manager.set_clock(clock.clone());
+        let channels = Channels::open(
+            &manager,
+            ChannelOptions {
+                env: std::sync::Arc::new(|name: &str| std::env::var(name).ok()),
+                caller_auth: auth.clone(),
+                base_url: match layout {
+                    Layout::Multi => format!("{}/{slug}", public.trim_end_matches('/')),
+                    Layout::Single => public.clone(),
+                },
+            },
+        )?;
+        channels.resume();
+        channel_routes.push((slug.clone(), channels.router()));
         let scheduler = Scheduler::open(
             &state,
             &manager.agent().definition.schedules,
@@ -281,15 +303,13 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             scheduler,
         });
     }
-    let listener = bind(&args.host, args.port).await?;
-    let addr = listener.local_addr()?;
     let browsers = Browsers::from_flags(
         addr,
         args.public_url.as_deref(),
         &args.allowed_hosts,
         &args.allowed_origins,
     )?;
-    let app = router(
+    let app = router_with(
         mounts,
         HttpConfig {
             auth,
@@ -299,6 +319,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             browsers,
             ..HttpConfig::default()
         },
+        channel_routes,
     );
     let base = format!("http://{addr}");
     println!("folio: listening on {base}");

@@ -126,22 +126,15 @@ async fn every_assertion_kind_passes_and_fails_with_expected_and_actual() {
     .await;
     assert_eq!(output.status.code(), Some(1), "{}", texts(&output));
     let run = run_of(&output);
+    let cases: Vec<(&str, &str, bool)> = run
+        .cases
+        .iter()
+        .map(|c| (c.eval_id.as_str(), c.case_id.as_str(), c.ok))
+        .collect();
     assert_eq!(
-        (
-            run["cases"][0]["evalId"].clone(),
-            run["cases"][0]["caseId"].clone(),
-            run["cases"][0]["ok"].clone(),
-            run["cases"][1]["evalId"].clone(),
-            run["cases"][1]["ok"].clone(),
-        ),
-        (
-            json!("kinds/a"),
-            json!("passing"),
-            json!(true),
-            json!("kinds/b"),
-            json!(false)
-        ),
-        "{run:#}"
+        cases,
+        [("kinds/a", "passing", true), ("kinds/b", "failing", false)],
+        "{run:#?}"
     );
     assert_eq!(
         verdicts(&run, 0, 0),
@@ -167,7 +160,7 @@ async fn every_assertion_kind_passes_and_fails_with_expected_and_actual() {
             ("tool_errored", true),
             ("approval_requested", true),
         ]),
-        "{run:#}"
+        "{run:#?}"
     );
     assert_eq!(
         verdicts(&run, 1, 0),
@@ -189,46 +182,60 @@ async fn every_assertion_kind_passes_and_fails_with_expected_and_actual() {
             ("no_tool_errors", false),
             ("approval_requested", false),
         ]),
-        "{run:#}"
+        "{run:#?}"
     );
     // Partial credit: 2 of 4 expected calls in order, 2 of 3 actual calls expected.
-    let partial = &run["cases"][0]["attempts"][0]["steps"][0]["assertions"][10];
+    let f1 = 2.0 * (2.0 / 3.0) * 0.5 / (2.0 / 3.0 + 0.5);
+    let partial = &step_of(&run, 0, 0).assertions[10];
     assert_eq!(
-        partial["actual"],
-        json!({"calls": ["Write", "Read", "label"], "precision": 2.0 / 3.0, "recall": 0.5, "f1": 2.0 * (2.0 / 3.0) * 0.5 / (2.0 / 3.0 + 0.5)}),
+        (partial.passed, partial.score, &partial.actual),
+        (
+            true,
+            f1,
+            &json!({"calls": ["Write", "Read", "label"], "precision": 2.0 / 3.0, "recall": 0.5, "f1": f1})
+        ),
     );
     assert_eq!(
-        partial["message"],
+        partial.message,
         "2 of 4 expected call(s) matched in_order (3 actual): precision 0.67, recall 0.50, F1 0.57"
     );
     // A mismatched input reports what was expected and what the calls were.
-    let mismatch = &run["cases"][1]["attempts"][0]["steps"][0]["assertions"][2];
+    let mismatch = &step_of(&run, 1, 0).assertions[2];
     assert_eq!(
         (
-            mismatch["expected"].clone(),
-            mismatch["actual"].clone(),
-            mismatch["message"].clone()
+            &mismatch.expected,
+            &mismatch.actual,
+            mismatch.message.as_str()
         ),
         (
-            json!({"tool": "Read", "args": "subset", "input": {"path": "y.md"}}),
-            json!({"calls": [{"path": "x.md"}], "matching": 0}),
-            json!("Read was called 1 time(s), but no input matched"),
+            &json!({"tool": "Read", "args": "subset", "input": {"path": "y.md"}}),
+            &json!({"calls": [{"path": "x.md"}], "matching": 0}),
+            "Read was called 1 time(s), but no input matched",
         )
     );
     // The step's observation is stored with the verdicts: usage, the read files, approvals.
-    let observed = &run["cases"][0]["attempts"][0]["steps"][0]["observed"];
+    let observed = &step_of(&run, 0, 0).observed;
+    let files: Vec<(&str, Option<&str>)> = observed
+        .files
+        .iter()
+        .map(|(path, text)| (path.as_str(), text.as_deref()))
+        .collect();
     assert_eq!(
         (
-            observed["usage"].clone(),
-            observed["files"].clone(),
-            observed["approvalsRequested"].clone(),
-            observed["modelSteps"].clone(),
+            observed.usage,
+            files,
+            observed.approvals_requested.clone(),
+            observed.model_steps,
         ),
         (
-            json!({"inputTokens": 20, "outputTokens": 10, "cacheReadTokens": 0, "cacheWriteTokens": 0}),
-            json!({"notes.md": "approved: yes\n", "brief.md": "review the notes", "absent.md": null}),
-            json!(["label"]),
-            json!(2),
+            Some(usage() + usage()),
+            vec![
+                ("absent.md", None),
+                ("brief.md", Some("review the notes")),
+                ("notes.md", Some("approved: yes\n"))
+            ],
+            vec!["label".to_string()],
+            2,
         )
     );
 }

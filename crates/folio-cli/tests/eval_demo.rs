@@ -1,5 +1,6 @@
-//! The example evals of `examples/demo` run keyless and offline from the replay fixture, and
-//! `folio eval` draws progress bars only on a terminal.
+//! The example evals of `examples/demo` run keyless and offline from the replay fixture (the
+//! deliberately failing one with its failure report), and `folio eval` draws progress bars only
+//! on a terminal.
 //!
 //! The demo needs the MCP reference server that `scripts/install-test-deps` installs under
 //! `target/test-deps`.
@@ -11,7 +12,6 @@ use std::path::{Path, PathBuf};
 use eval_support::*;
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
-use serde_json::json;
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -21,7 +21,7 @@ fn workspace_root() -> PathBuf {
 }
 
 #[test]
-fn the_demo_evals_pass_from_the_replay_fixture_without_network_or_key() {
+fn the_demo_evals_replay_offline_without_a_key_and_the_failing_one_is_reported() {
     let root = workspace_root();
     let server = root.join(
         "target/test-deps/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
@@ -32,32 +32,63 @@ fn the_demo_evals_pass_from_the_replay_fixture_without_network_or_key() {
         server.display()
     );
     let state = tempfile::tempdir().unwrap();
-    let output = std::process::Command::new(folio_bin())
-        .current_dir(&root)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .args(["eval", "--dir", "examples/demo", "--json", "--state-root"])
-        .arg(state.path())
-        .output()
-        .unwrap();
+    let demo_eval = |args: &[&str]| {
+        std::process::Command::new(folio_bin())
+            .current_dir(&root)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .args(["eval", "--dir", "examples/demo", "--state-root"])
+            .arg(state.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // The smoke evals pass.
+    let output = demo_eval(&["--json", "--tag", "smoke"]);
     assert!(output.status.success(), "{}", texts(&output));
     let run = run_of(&output);
-    let cases: Vec<_> = run["cases"]
-        .as_array()
-        .unwrap()
+    let cases: Vec<(&str, &str, bool, f64)> = run
+        .cases
         .iter()
-        .map(|c| {
-            (
-                c["evalId"].clone(),
-                c["caseId"].clone(),
-                c["ok"].clone(),
-                c["score"].clone(),
-            )
-        })
+        .map(|c| (c.eval_id.as_str(), c.case_id.as_str(), c.ok, c.score))
+        .collect();
+    assert_eq!(cases, [("haiku", "sea", true, 1.0)]);
+
+    // The deliberately failing eval replays the same recording against expectations it does
+    // not meet: the run exits 1 and the report shows each failure with expected vs actual.
+    let output = demo_eval(&["--max-concurrency", "1"]);
+    assert_eq!(output.status.code(), Some(1), "{}", texts(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .take(3)
+        .map(|line| line.split_whitespace().take(4).collect())
         .collect();
     assert_eq!(
-        cases,
-        [(json!("haiku"), json!("sea"), json!(true), json!(1.0))]
+        rows,
+        [
+            ["CASE", "RESULT", "SCORE", "PASSED"],
+            ["haiku/sea", "pass", "1.00", "1/1"],
+            ["known-failure/wrong-sum", "FAIL", "0.29", "0/1"],
+        ],
+        "{stdout}"
+    );
+    let failures = stdout
+        .split("Failures:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or_else(|| panic!("no failures section: {stdout}"));
+    let reply = "Grey waves fold and break\\nsalt wind combs the sleeping dunes\\nthe tide keeps its time\\n\\n(16 words, 3 lines) Critic: \\\"The closing line lands; keep it.\\\" And 17 + 25 = 42.";
+    assert_eq!(
+        failures,
+        format!(
+            "✗ known-failure/wrong-sum step 1: reply_includes: the reply does not include \"17 + 25 = 43\"\n    expected: \"17 + 25 = 43\"\n    actual:   \"{reply}\"\n\
+             ✗ known-failure/wrong-sum step 1: called_tool: mcp__everything__get-sum was called 1 time(s), but no input matched\n    expected: {{\"args\":\"subset\",\"input\":{{\"a\":17,\"b\":26}},\"tool\":\"mcp__everything__get-sum\"}}\n    actual:   {{\"calls\":[{{\"a\":17,\"b\":25}}],\"matching\":0}}\n\
+             ✗ known-failure/wrong-sum step 1: not_called_tool: word_stats was called 1 time(s)\n    expected: \"word_stats\"\n    actual:   [\"Read\",\"word_stats\",\"Task\",\"mcp__everything__get-sum\"]\n\
+             ✗ known-failure/wrong-sum step 1: trajectory: 3 of 4 expected call(s) matched exact (4 actual): precision 0.75, recall 0.75, F1 0.75\n    expected: {{\"args\":\"subset\",\"calls\":[\"Read\",\"word_stats\",\"Grep\",\"Task\"],\"mode\":\"exact\",\"threshold\":0.9}}\n    actual:   {{\"calls\":[\"Read\",\"word_stats\",\"Task\",\"mcp__everything__get-sum\"],\"f1\":0.75,\"precision\":0.75,\"recall\":0.75}}\n\
+             ✗ known-failure/wrong-sum step 1: max_tool_calls: 4 tool call(s), at most 2 allowed\n    expected: 2\n    actual:   4"
+        ),
+        "{stdout}"
     );
 }
 

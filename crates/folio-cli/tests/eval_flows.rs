@@ -7,8 +7,12 @@ mod eval_support;
 use std::path::Path;
 
 use eval_support::*;
-use folio_test_support::{MockModelServer, MockReply};
+use folio_protocol::{
+    EvalRunResponse, EvalRunSummary, JudgeVerdict, Page, RunResult, ToolCallRecord,
+};
+use folio_test_support::{MockModelServer, MockReply, NO_BODY, expect, expect_error, read_wire};
 use pretty_assertions::assert_eq;
+use reqwest::Method;
 use serde_json::{Value, json};
 
 const GREETING: &str = r#"
@@ -163,7 +167,7 @@ async fn rescore_evaluates_changed_assertions_against_a_stored_run_without_a_mod
     let dir = eval_project(&[("answer.eval.toml", &eval_file("43"))]);
     let first = eval(&mock.openai_base_url(), dir.path(), &["--json"]).await;
     assert_eq!(first.status.code(), Some(1), "{}", texts(&first));
-    let run_id = run_of(&first)["runId"].as_str().unwrap().to_string();
+    let run_id = run_of(&first).run_id;
 
     write_files(dir.path(), &[("evals/answer.eval.toml", &eval_file("42"))]);
     let rescored = eval(
@@ -175,10 +179,10 @@ async fn rescore_evaluates_changed_assertions_against_a_stored_run_without_a_mod
     assert!(rescored.status.success(), "{}", texts(&rescored));
     let run = run_of(&rescored);
     assert_eq!(
-        (run["rescoredFrom"].clone(), run["ok"].clone()),
-        (json!(run_id), json!(true))
+        (run.rescored_from.as_deref(), run.ok),
+        (Some(&*run_id), true)
     );
-    assert_ne!(run["runId"], json!(run_id));
+    assert_ne!(run.run_id, run_id);
     assert_eq!(mock.requests().len(), 1);
 
     let missing = eval(
@@ -213,8 +217,8 @@ async fn from_session_writes_a_case_that_passes_against_the_same_answers() {
         .await
         .unwrap();
     assert!(ran.status.success(), "{}", texts(&ran));
-    let result: Value = serde_json::from_slice(&ran.stdout).unwrap();
-    let session = result["sessionId"].as_str().unwrap();
+    let result: RunResult = read_wire(&serde_json::from_slice::<Value>(&ran.stdout).unwrap());
+    let session = result.session_id.as_str();
 
     let written = eval(
         &mock.openai_base_url(),
@@ -239,7 +243,13 @@ async fn from_session_writes_a_case_that_passes_against_the_same_answers() {
     script(&mock);
     let replayed = eval(&mock.openai_base_url(), dir.path(), &["--json"]).await;
     assert!(replayed.status.success(), "{}", texts(&replayed));
-    assert_eq!(run_of(&replayed)["cases"][0]["caseId"], json!("replayed"));
+    let run = run_of(&replayed);
+    let cases: Vec<(&str, bool)> = run
+        .cases
+        .iter()
+        .map(|c| (c.case_id.as_str(), c.ok))
+        .collect();
+    assert_eq!(cases, [("replayed", true)]);
 }
 
 #[tokio::test]
@@ -275,33 +285,40 @@ id = "wrong"
     .await;
     assert_eq!(output.status.code(), Some(1), "{}", texts(&output));
     let run = run_of(&output);
-    let step = |case: usize| run["cases"][case]["attempts"][0]["steps"][0].clone();
+    let rubric = "The arithmetic is correct.";
     assert_eq!(
-        step(0)["observed"]["verdicts"],
-        json!({"The arithmetic is correct.": {"model": "gpt-test", "pass": true, "score": 0.9, "reasoning": "The sum is right."}})
+        step_of(&run, 0, 0).observed.verdicts.get(rubric),
+        Some(&JudgeVerdict {
+            model: "gpt-test".into(),
+            pass: true,
+            score: 0.9,
+            reasoning: "The sum is right.".into(),
+        })
     );
     assert_eq!(
-        (
-            step(0)["assertions"][1]["passed"].clone(),
-            step(1)["assertions"][1]["passed"].clone()
-        ),
-        (json!(true), json!(false))
+        verdicts(&run, 0, 0),
+        expected(&[("succeeded", true), ("judge", true)])
     );
     assert_eq!(
-        step(1)["observed"]["verdicts"]["The arithmetic is correct."]["model"],
-        json!("grader")
+        verdicts(&run, 1, 0),
+        expected(&[("succeeded", true), ("judge", false)])
     );
-    let requests = mock.requests();
-    let grader = &requests[1].body;
+    let wrong = &step_of(&run, 1, 0).observed.verdicts[rubric];
     assert_eq!(
-        grader["messages"][0]["content"],
-        json!(folio_eval::JUDGE_SYSTEM)
+        (wrong.model.as_str(), wrong.score, wrong.reasoning.as_str()),
+        ("grader", 0.1, "5 is wrong.")
     );
+    let grader: Vec<String> = mock.requests()[1]
+        .messages()
+        .iter()
+        .map(|m| m.text())
+        .collect();
     assert_eq!(
-        grader["messages"][1]["content"],
-        json!(
+        grader,
+        [
+            folio_eval::JUDGE_SYSTEM,
             "Rubric: The arithmetic is correct.\n\nUser message:\nWhat is 2 + 2?\n\nTool calls:\n(none)\n\nAgent reply:\n2 + 2 = 4.\n"
-        )
+        ]
     );
 }
 
@@ -319,20 +336,12 @@ async fn iterations_give_a_pass_rate_and_pass_k_needs_every_attempt() {
     )
     .await;
     assert_eq!(output.status.code(), Some(1), "{}", texts(&output));
-    let case = &run_of(&output)["cases"][0];
-    let attempts: Vec<(Value, Value)> = case["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| (a["iteration"].clone(), a["ok"].clone()))
-        .collect();
+    let run = run_of(&output);
+    let case = &run.cases[0];
+    let attempts: Vec<(u32, bool)> = case.attempts.iter().map(|a| (a.iteration, a.ok)).collect();
     assert_eq!(
-        (case["ok"].clone(), case["passRate"].clone(), attempts),
-        (
-            json!(false),
-            json!(0.5),
-            vec![(json!(1), json!(true)), (json!(2), json!(false))]
-        )
+        (case.ok, case.pass_rate, attempts),
+        (false, 0.5, vec![(1, true), (2, false)])
     );
 }
 
@@ -354,18 +363,12 @@ async fn cases_run_concurrently_each_in_its_own_session() {
     .await;
     assert!(output.status.success(), "{}", texts(&output));
     let run = run_of(&output);
-    let mut sessions: Vec<&str> = run["cases"]
-        .as_array()
-        .unwrap()
+    let mut sessions: Vec<&str> = run
+        .cases
         .iter()
-        .map(|c| c["attempts"][0]["sessionId"].as_str().unwrap())
+        .filter_map(|c| c.attempts[0].session_id.as_deref())
         .collect();
-    let ids: Vec<&str> = run["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["caseId"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = run.cases.iter().map(|c| c.case_id.as_str()).collect();
     assert_eq!(ids, ["c1", "c2", "c3", "c4", "c5", "c6"]);
     sessions.sort_unstable();
     sessions.dedup();
@@ -373,12 +376,7 @@ async fn cases_run_concurrently_each_in_its_own_session() {
     let mut sent: Vec<String> = mock
         .requests()
         .iter()
-        .map(|r| {
-            r.body["messages"][1]["content"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
+        .flat_map(|r| r.user_texts())
         .collect();
     sent.sort();
     assert_eq!(
@@ -418,30 +416,41 @@ async fn a_dry_run_case_shows_its_purpose_and_flag_to_tools_and_hooks() {
     );
     let output = eval(&mock.openai_base_url(), dir.path(), &["--json"]).await;
     assert!(output.status.success(), "{}", texts(&output));
-    let calls = &run_of(&output)["cases"][0]["attempts"][0]["steps"][0]["observed"]["toolCalls"];
+    let run = run_of(&output);
+    let outputs: Vec<(&str, &Value)> = step_of(&run, 0, 0)
+        .observed
+        .tool_calls
+        .iter()
+        .map(|c: &ToolCallRecord| (c.tool.as_str(), &c.output))
+        .collect();
     assert_eq!(
-        (calls[0]["output"].clone(), calls[1]["output"].clone()),
-        (
-            json!({"purpose": "eval", "dryRun": true}),
-            json!({"note": "dry run: not stamped"})
-        )
+        outputs,
+        [
+            ("whoami", &json!({"purpose": "eval", "dryRun": true})),
+            ("stamp", &json!({"note": "dry run: not stamped"}))
+        ]
     );
-    // Hooks see the purpose, the channel and the dry-run flag in every payload.
+    // Hooks see the purpose, the channel and the dry-run flag in every payload (an event with
+    // the session's context beside it).
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct HookContext {
+        #[serde(rename = "type")]
+        kind: String,
+        purpose: String,
+        channel: String,
+        dry_run: bool,
+    }
     let seen = std::fs::read_to_string(dir.path().join("agent/hooks/seen.ndjson")).unwrap();
-    let payload: Value = serde_json::from_str(seen.trim()).unwrap();
+    let payload: HookContext = serde_json::from_str(seen.trim()).unwrap();
     assert_eq!(
-        (
-            payload["type"].clone(),
-            payload["purpose"].clone(),
-            payload["channel"].clone(),
-            payload["dryRun"].clone()
-        ),
-        (
-            json!("turn.completed"),
-            json!("eval"),
-            json!("eval"),
-            json!(true)
-        )
+        payload,
+        HookContext {
+            kind: "turn.completed".into(),
+            purpose: "eval".into(),
+            channel: "eval".into(),
+            dry_run: true,
+        }
     );
 }
 
@@ -493,33 +502,31 @@ async fn stored_runs_are_served_by_get_evals() {
     .await;
     assert!(output.status.success(), "{}", texts(&output));
     let run = run_of(&output);
-    let run_id = run["runId"].as_str().unwrap();
+    let run_id = run.run_id.clone();
     let served = serve(&mock.openai_base_url(), dir.path(), &state).await;
-    let client = reqwest::Client::new();
-    let get = |path: String| {
-        let client = client.clone();
-        async move {
-            let response = client.get(path).send().await.unwrap();
-            let status = response.status().as_u16();
-            (status, response.json::<Value>().await.unwrap())
-        }
-    };
-    let (status, list) = get(format!("{served}/v1/evals")).await;
-    assert_eq!(status, 200);
+    let list: Page<EvalRunSummary> =
+        expect(Method::GET, &format!("{served}/v1/evals"), NO_BODY, 200).await;
+    assert_eq!(list.data, [run.summary()]);
     assert_eq!(
-        list,
-        json!({"ok": true, "data": [{
-            "runId": run_id, "startedAt": run["startedAt"], "durationMs": run["durationMs"],
-            "ok": true, "passed": 1, "failed": 0
-        }]})
+        (list.data[0].passed, list.data[0].failed, list.data[0].ok),
+        (1, 0, true)
     );
-    let (status, one) = get(format!("{served}/v1/evals/{run_id}")).await;
-    assert_eq!((status, one), (200, json!({"ok": true, "run": run})));
-    let (status, missing) = get(format!("{served}/v1/evals/evr_NONE")).await;
-    assert_eq!(
-        (status, missing["message"].clone()),
-        (404, json!("no eval run evr_NONE"))
-    );
+    let one: EvalRunResponse = expect(
+        Method::GET,
+        &format!("{served}/v1/evals/{run_id}"),
+        NO_BODY,
+        200,
+    )
+    .await;
+    assert_eq!(one.run, run);
+    let missing = expect_error(
+        Method::GET,
+        &format!("{served}/v1/evals/evr_NONE"),
+        NO_BODY,
+        folio_protocol::ErrorCode::NotFound,
+    )
+    .await;
+    assert_eq!(missing.message, "no eval run evr_NONE");
     // The playground's Evals panel lists the run (a headless browser runs its script).
     let page = tokio::process::Command::new("chromium")
         .args([
@@ -587,12 +594,14 @@ async fn a_case_past_its_timeout_fails_with_the_setting_to_raise() {
     )]);
     let output = eval(&mock.openai_base_url(), dir.path(), &["--json"]).await;
     assert_eq!(output.status.code(), Some(1), "{}", texts(&output));
-    let attempt = &run_of(&output)["cases"][0]["attempts"][0];
+    let run = run_of(&output);
+    let attempt = &run.cases[0].attempts[0];
     assert_eq!(
-        (attempt["error"].clone(), attempt["steps"].clone()),
+        (attempt.error.as_deref(), attempt.steps.len(), attempt.ok),
         (
-            json!("timed out after 1s: raise timeout_secs in the eval (or in evals/evals.toml)"),
-            json!([])
+            Some("timed out after 1s: raise timeout_secs in the eval (or in evals/evals.toml)"),
+            0,
+            false
         )
     );
 }
@@ -614,14 +623,57 @@ async fn the_steps_of_a_case_share_one_session_and_its_todos() {
     let output = eval(&mock.openai_base_url(), dir.path(), &["--json"]).await;
     assert!(output.status.success(), "{}", texts(&output));
     let run = run_of(&output);
-    let steps = &run["cases"][0]["attempts"][0]["steps"];
-    let read = steps[1]["observed"]["toolCalls"][0]["output"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(read.contains("write the tests"), "{run:#}");
+    let second = &step_of(&run, 0, 1).observed;
+    let read = second.tool_calls[0].output.as_str().unwrap_or_default();
+    assert!(read.contains("write the tests"), "{run:#?}");
     // The second step's request carries the first step's exchange: one session.
     assert_eq!(
-        mock.requests()[2].body["messages"][1]["content"],
-        json!("Plan the work")
+        mock.requests()[2].user_texts(),
+        ["Plan the work", "What is left?"]
+    );
+}
+
+#[tokio::test]
+async fn filter_and_tag_select_cases_and_selecting_none_is_an_error() {
+    let mock = MockModelServer::start().await;
+    for _ in 0..3 {
+        mock.push(MockReply::text("done"));
+    }
+    let case = |id: &str| {
+        format!(
+            "[[cases]]\nid = \"{id}\"\n  [[cases.steps]]\n  send = \"Do {id}\"\n  expect = [{{ reply_includes = \"done\" }}]\n"
+        )
+    };
+    let smoke = format!("tags = [\"smoke\"]\n{}{}", case("fast"), case("slow"));
+    let other = format!("tags = [\"nightly\"]\n{}", case("fast"));
+    let dir = eval_project(&[
+        ("api/smoke.eval.toml", &smoke),
+        ("api/nightly.eval.toml", &other),
+    ]);
+    let selected = |output: &std::process::Output| {
+        assert!(output.status.success(), "{}", texts(output));
+        run_of(output)
+            .cases
+            .iter()
+            .map(|c| format!("{}/{}", c.eval_id, c.case_id))
+            .collect::<Vec<_>>()
+    };
+    let url = mock.openai_base_url();
+    let by_filter = eval(&url, dir.path(), &["--json", "--filter", "/fast"]).await;
+    assert_eq!(selected(&by_filter), ["api/nightly/fast", "api/smoke/fast"]);
+    let by_tag = eval(
+        &url,
+        dir.path(),
+        &["--json", "--tag", "smoke", "--filter", "slow"],
+    )
+    .await;
+    assert_eq!(selected(&by_tag), ["api/smoke/slow"]);
+    assert_eq!(mock.requests().len(), 3);
+
+    let none = eval(&url, dir.path(), &["--tag", "weekly"]).await;
+    assert_eq!(none.status.code(), Some(1), "{}", texts(&none));
+    assert_eq!(
+        String::from_utf8_lossy(&none.stderr).trim(),
+        "error: no case matches the filter or tags (2 evals found): check --filter and --tag, or add evals under evals/"
     );
 }

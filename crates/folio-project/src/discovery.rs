@@ -3,14 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use std::collections::BTreeMap;
-
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
 use crate::allowlist::{self, ALLOWLIST_NAMES, ROOT_FORBIDDEN};
 use crate::artifacts::{self, ArtifactsConfig};
+use crate::channels::{ChannelSummary, discover_channels};
 use crate::config::{AgentConfig, Execution, ProjectConfig, ScheduleFrontmatter, nearest_key};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::hooks::{self, HookDefinition};
@@ -46,7 +41,7 @@ pub struct AgentDefinition {
     pub skills: Vec<Skill>,
     /// `sandbox/workspace/`, when present: seed files of every local session workspace.
     pub sandbox_dir: Option<PathBuf>,
-    /// Channels (`channels/<id>.toml`): id and kind.
+    /// Channels (`channels/<id>.toml`): id, kind and typed manifest.
     pub channels: Vec<ChannelSummary>,
     /// Schedules (`schedules/<name>.md`).
     pub schedules: Vec<ScheduleSummary>,
@@ -60,27 +55,6 @@ pub struct AgentDefinition {
     pub hooks: Vec<HookDefinition>,
     /// `artifacts.toml`, when present.
     pub artifacts: Option<ArtifactsConfig>,
-}
-
-/// A channel as discovery sees it (channels are validated, not served yet).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ChannelSummary {
-    /// The file name: the channel id.
-    pub id: String,
-    /// `webhook`, `github` or `slack`.
-    pub kind: String,
-}
-
-/// `channels/<id>.toml` as discovery reads it: the `kind`, plus the kind's own settings
-/// (`auth`, `routes`, `deliver`, …), which the server reads.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
-pub struct ChannelManifest {
-    /// `webhook`, `github` or `slack` (required).
-    #[schemars(required, extend("enum" = ["webhook", "github", "slack"]))]
-    pub kind: Option<String>,
-    /// The kind's settings.
-    #[serde(flatten)]
-    pub settings: BTreeMap<String, Value>,
 }
 
 /// A schedule as discovery sees it: when its slots are and what each run does.
@@ -119,9 +93,6 @@ const AGENT_ENTRIES: &[&str] = &[
     "sandbox",
     "lib",
 ];
-
-/// The channel kinds Folio knows.
-const CHANNEL_KINDS: &[&str] = &["webhook", "github", "slack"];
 
 impl AgentDefinition {
     /// Whether the agent runs on an authored `[root]` instead of the host disk.
@@ -452,47 +423,6 @@ fn check_entries(agent_dir: &Path, findings: &mut Report) {
             format!("entry: `{name}` is not part of the agent folder and is ignored{hint}"),
         );
     }
-}
-
-/// The channel manifests: a known `kind` is required (the channel itself runs in the server).
-fn discover_channels(agent_dir: &Path, findings: &mut Report) -> Vec<ChannelSummary> {
-    let mut channels = Vec::new();
-    for path in files_with_extension(&agent_dir.join("channels"), "toml") {
-        let Some(manifest) = findings.parse_optional::<ChannelManifest>(&path) else {
-            continue;
-        };
-        let id = stem_of(&path);
-        if slug_problem(&id).is_some() {
-            findings.error(
-                &path,
-                format!("name: \"{id}\" is not a valid channel id (use [A-Za-z0-9][A-Za-z0-9_-]*)"),
-            );
-            continue;
-        }
-        match manifest.kind.as_deref() {
-            Some(kind) if CHANNEL_KINDS.contains(&kind) => channels.push(ChannelSummary {
-                id,
-                kind: kind.to_string(),
-            }),
-            Some(kind) => {
-                let hint = nearest_key(kind, CHANNEL_KINDS)
-                    .map(|near| format!(" (did you mean \"{near}\"?)"))
-                    .unwrap_or_default();
-                findings.error(
-                    &path,
-                    format!(
-                        "kind: unknown channel kind \"{kind}\"{hint}; valid kinds: {}",
-                        CHANNEL_KINDS.join(", ")
-                    ),
-                );
-            }
-            None => findings.error(
-                &path,
-                format!("kind: missing (one of {})", CHANNEL_KINDS.join(", ")),
-            ),
-        }
-    }
-    channels
 }
 
 /// The schedule files: cron frontmatter (cron, timezone, policies) and a prompt body; every

@@ -36,6 +36,7 @@
 
 mod allowlist;
 mod artifacts;
+mod channels;
 mod config;
 mod diagnostic;
 mod discovery;
@@ -54,16 +55,17 @@ mod tools;
 
 pub use allowlist::{ALLOWLIST_NAMES, FileTool, NativeTool, ROOT_FORBIDDEN, Resolved, resolve};
 pub use artifacts::{ArtifactKind, ArtifactKindManifest, ArtifactsConfig, ArtifactsManifest};
+pub use channels::{
+    AuthRule, BearerAuth, ChannelManifest, ChannelSummary, DeliverConfig, GithubApp, GithubChannel,
+    HmacAuth, HmacProvider, SlackChannel, SlackReplyMode, WebhookChannel, WebhookRoute,
+};
 pub use config::{
     AgentConfig, ConcurrencySection, ContextSection, Effect, Execution, GeneratedSkillManifest,
     LocalSection, MountSpec, ProjectConfig, ProviderSection, ScheduleFrontmatter, SkillFrontmatter,
     TelemetrySection, ToolManifest,
 };
 pub use diagnostic::{Diagnostic, Severity};
-pub use discovery::{
-    AgentDefinition, ChannelManifest, ChannelSummary, Discovery, ScheduleSummary, discover,
-    slug_problem,
-};
+pub use discovery::{AgentDefinition, Discovery, ScheduleSummary, discover, slug_problem};
 pub use eval_assertions::{
     ASSERTION_KINDS, ArgMode, Assertion, ExpectedCall, FileCheck, OrderMode, PathStep,
     check_json_path, parse_json_path,

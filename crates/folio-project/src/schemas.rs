@@ -7,11 +7,11 @@ use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
 use crate::artifacts::ArtifactsManifest;
+use crate::channels::ChannelManifest;
 use crate::config::{
     AgentConfig, GeneratedSkillManifest, ProjectConfig, ScheduleFrontmatter, SkillFrontmatter,
     ToolManifest,
 };
-use crate::discovery::ChannelManifest;
 use crate::evals::{EVAL_SUFFIX, EVALS_DEFAULTS_FILE, EVALS_DIR, EvalDefaults, EvalManifest};
 use crate::hooks::HookManifest;
 use crate::mcp::McpConnectionManifest;

@@ -53,7 +53,10 @@ fn a_full_folder_is_discovered() {
                 "agent/skills/gen.toml",
                 "command = [\"python3\", \"gen.py\"]\n",
             ),
-            ("agent/channels/hooks-in.toml", "kind = \"webhook\"\n"),
+            (
+                "agent/channels/hooks-in.toml",
+                "kind = \"webhook\"\n[[routes]]\npath = \"/in\"\nmessage = \"{{ body.text }}\"\n",
+            ),
             (
                 "agent/schedules/daily.md",
                 "---\ncron: \"0 9 * * 1-5\"\n---\nSummarize the day.\n",

@@ -208,6 +208,8 @@ event_body! {
     "reminder.fired" => ReminderFired(crate::reminder::ReminderFired),
     /// A reminder was cancelled before it fired.
     "reminder.cancelled" => ReminderCancelled(crate::reminder::ReminderCancelled),
+    /// A channel delivery reached the session, or its answer went back (or could not).
+    "channel.delivery" => ChannelDelivery(crate::channel::ChannelDelivery),
 }
 
 /// How a session runs: `chat` parks after each turn, `task` ends after its turn.

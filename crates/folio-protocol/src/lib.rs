@@ -31,6 +31,7 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod channel;
 mod contract;
 mod eval;
 mod event;
@@ -48,6 +49,10 @@ pub use agent::{
     ChannelInfo, ConnectionDescription, ConnectionInfo, DiagnosticInfo, HookInfo, ScheduleInfo,
     Severity, SkillForm, SkillFrontmatterInfo, SkillInfo, SubagentInfo, ToolDescription,
     ToolEffect, ToolExecution, TransportInfo, Visibility,
+};
+pub use channel::{
+    ChannelDelivery, ChannelDeliveryOutcome, DeliveriesResponse, DeliveryAccepted, DeliveryInfo,
+    DeliveryStatus, UrlVerification,
 };
 pub use contract::{
     INTERRUPTED_RESULT, NO_REASON_GIVEN, SERVER_RESTARTED, TURN_INTERRUPTED, denial_message,

@@ -40,6 +40,9 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("AskResult", schema_for!(AskResult)),
         ("CheckArguments", schema_for!(CheckArguments)),
         ("CheckResult", schema_for!(CheckResult)),
+        ("DeliveryAccepted", schema_for!(DeliveryAccepted)),
+        ("DeliveriesResponse", schema_for!(DeliveriesResponse)),
+        ("UrlVerification", schema_for!(UrlVerification)),
     ]
 }
 

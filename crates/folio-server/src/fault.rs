@@ -16,6 +16,9 @@ pub enum FaultPoint {
     /// `session.waiting` / `session.completed` / `session.failed` is synced to the log, but the
     /// status in `session.json` is not written yet.
     BoundarySynced,
+    /// A channel delivery is durable and acknowledged (`202`), but its work is withheld so the
+    /// test can kill the process there: a restart must run it.
+    ChannelAcknowledged,
 }
 
 /// Every fault point with its name, as `FOLIO_FAULT` spells it.
@@ -23,12 +26,13 @@ const POINTS: &[(&str, FaultPoint)] = &[
     ("message-synced", FaultPoint::MessageSynced),
     ("before-reply", FaultPoint::BeforeReply),
     ("boundary-synced", FaultPoint::BoundarySynced),
+    ("channel-acknowledged", FaultPoint::ChannelAcknowledged),
 ];
 
 /// `FOLIO_FAULT` names no fault point.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "FOLIO_FAULT={0} names no fault point: use one of message-synced, before-reply, boundary-synced (or unset it)"
+    "FOLIO_FAULT={0} names no fault point: use one of message-synced, before-reply, boundary-synced, channel-acknowledged (or unset it)"
 )]
 pub struct UnknownFaultPoint(pub String);
 

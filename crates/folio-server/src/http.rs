@@ -182,6 +182,13 @@ struct AgentState {
 /// The router of every mount, with auth, body limit and timeouts; serve it with
 /// `into_make_service_with_connect_info::<SocketAddr>()`.
 pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
+    router_with(mounts, config, Vec::new())
+}
+
+/// [`router`] plus routers that authenticate each request themselves (channels): each
+/// `(slug, routes)` pair is mounted under that agent's prefix (`/<slug>` or the root) behind
+/// the guard, body limit, panic and timeout layers, but not the caller auth.
+pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, Router)>) -> Router {
     let guard = Guard::new(&config);
     let agents: Vec<AgentSummary> = mounts
         .iter()
@@ -239,6 +246,12 @@ pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
     }));
     if config.playground {
         app = app.merge(pages);
+    }
+    for (slug, routes) in extra {
+        app = match config.layout {
+            Layout::Multi => app.nest(&format!("/{slug}"), routes),
+            Layout::Single => app.merge(routes),
+        };
     }
     app.layer(DefaultBodyLimit::max(config.body_limit))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(

@@ -77,7 +77,7 @@ pub use fault::{FaultPoint, UnknownFaultPoint};
 pub use guard::{Browsers, BrowsersError};
 pub use listener::{NoDelayListener, no_delay};
 pub use logs::LogBuffer;
-pub use manager::{Accepted, SessionManager};
+pub use manager::{Accepted, ChannelMessage, SessionManager};
 pub use state::{
     SessionMeta, SessionOptions, StateRoot, new_session_id, new_turn_id, valid_session_id,
 };

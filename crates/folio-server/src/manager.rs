@@ -59,6 +59,19 @@ pub(crate) struct NewSession<'a> {
     pub(crate) options: SessionOptions,
 }
 
+/// A message an in-process channel sends to an existing session ([`SessionManager::send_message`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChannelMessage {
+    /// The message text.
+    pub text: String,
+    /// Files written into the session workspace before the turn (relative path → contents).
+    pub workspace_files: BTreeMap<String, String>,
+    /// What a busy session does with it (default preempt).
+    pub admission: Option<Admission>,
+    /// The idempotency key: a message with a recorded key is not admitted twice.
+    pub key: Option<String>,
+}
+
 /// Sessions of one agent under one state root.
 #[derive(Clone)]
 pub struct SessionManager {
@@ -156,6 +169,11 @@ impl SessionManager {
     /// arms it from `FOLIO_FAULT`; never armed otherwise).
     pub fn set_fault(&self, point: Option<FaultPoint>) {
         *lock(&self.inner.fault) = point;
+    }
+
+    /// Whether the crash-test fault `point` is armed (channels withhold work at theirs).
+    pub fn fault_armed(&self, point: FaultPoint) -> bool {
+        *lock(&self.inner.fault) == Some(point)
     }
 
     /// Sets the clock schedules and reminders read (tests move a [`ManualClock`]).
@@ -488,19 +506,55 @@ impl SessionManager {
         message: &str,
         admission: Option<Admission>,
     ) -> Result<(), ManagerError> {
+        let message = ChannelMessage {
+            text: message.to_string(),
+            workspace_files: BTreeMap::new(),
+            admission,
+            key: None,
+        };
+        self.send_message(principal, session_id, message).await
+    }
+
+    /// Records a `channel.delivery` event on `principal`'s session (`turn_id`: the turn whose
+    /// answer it reports).
+    pub fn record_channel_delivery(
+        &self,
+        principal: &str,
+        session_id: &str,
+        turn_id: Option<&str>,
+        delivery: folio_protocol::ChannelDelivery,
+    ) -> Result<(), ManagerError> {
+        let live = self.owned(principal, session_id)?;
+        live.append(turn_id, EventBody::ChannelDelivery(delivery))?;
+        Ok(())
+    }
+
+    /// Sends a message from an in-process channel (no token): its workspace files are written
+    /// before the turn, and a message whose `key` is already recorded is not admitted again.
+    pub async fn send_message(
+        &self,
+        principal: &str,
+        session_id: &str,
+        message: ChannelMessage,
+    ) -> Result<(), ManagerError> {
+        self.refuse_when_shutting_down()?;
+        if let Some(key) = &message.key {
+            token::check_key(key)?;
+        }
+        check_workspace_files(&message.workspace_files)?;
         let live = self.owned(principal, session_id)?;
         if lock(&live.meta).mode == SessionMode::Task {
             return Err(ManagerError::NotFollowable(session_id.to_string()));
         }
         let admit = Admit {
             message: Pending {
-                text: message.to_string(),
-                files: BTreeMap::new(),
+                text: message.text,
+                files: message.workspace_files,
                 trace_parent: folio_telemetry::incoming_traceparent(),
             },
-            admission,
+            admission: message.admission,
             token: None,
-            key: None,
+            key: message.key,
             digest: None,
         };
         self.command(&live, |reply| Command::Send { admit, reply })

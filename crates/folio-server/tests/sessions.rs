@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use folio_protocol::{CreateSession, EventBody};
+use folio_protocol::{CreateSession, EventBody, SessionStatus};
 use folio_server::ManagerError;
 use folio_test_support::{MockModelServer, MockReply};
 use futures::StreamExt;
@@ -229,4 +229,81 @@ async fn a_live_session_serves_the_events_of_its_log_from_memory() {
     let summary = manager.get("local", &id).unwrap();
     assert_eq!(summary.last_index, on_disk.last().unwrap().index);
     assert_eq!(summary.turns, 2);
+}
+
+#[tokio::test]
+async fn a_turn_end_is_read_from_the_log_not_rewritten_into_session_json() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("one"));
+    mock.push(MockReply::text("two"));
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let agent = agent(&mock, dir.path()).await;
+    let manager = manager(agent.clone(), state.path());
+    // An HTTP create (its token and turn count written up front), then an in-process send
+    // (no token: its turn count is written at the turn's end).
+    let http = manager
+        .create("local", "http", create("hello"))
+        .await
+        .unwrap()
+        .session_id;
+    wait_turns(&manager, &http, 1).await;
+    let sent = manager
+        .create("local", "http", create("first"))
+        .await
+        .unwrap()
+        .session_id;
+    wait_turns(&manager, &sent, 1).await;
+    manager.send("local", &sent, "second", None).await.unwrap();
+    wait_turns(&manager, &sent, 2).await;
+    manager.shutdown().await;
+    drop(manager);
+    let stored = |id: &str| {
+        folio_server::SessionMeta::load(&folio_server::StateRoot::new(state.path()), id)
+            .unwrap()
+            .unwrap()
+    };
+    // On disk, the first session still says what its create wrote.
+    assert_eq!(
+        (
+            stored(&http).status,
+            stored(&http).turns,
+            stored(&http).last_index
+        ),
+        (SessionStatus::Running, 1, 0)
+    );
+    assert_eq!(stored(&sent).turns, 2);
+
+    // Every reader settles the end of the turn from the log, after a restart too.
+    let reopened = support::manager(agent, state.path());
+    let last = |id: &str| {
+        let trace = state.path().join("traces").join(format!("{id}.ndjson"));
+        folio_server::read_events(&trace)
+            .unwrap()
+            .last()
+            .unwrap()
+            .index
+    };
+    let listed = reopened.list("local", 50, None, None).unwrap().data;
+    let mut summaries: Vec<_> = listed
+        .iter()
+        .map(|s| (s.session_id.clone(), s.status, s.turns, s.last_index))
+        .collect();
+    summaries.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut expected = vec![
+        (http.clone(), SessionStatus::Waiting, 1, last(&http)),
+        (sent.clone(), SessionStatus::Waiting, 2, last(&sent)),
+    ];
+    expected.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(summaries, expected);
+    let got = reopened.get("local", &http).unwrap();
+    assert_eq!((got.status, got.turns), (SessionStatus::Waiting, 1));
+    // Recovery found nothing to repair: the log holds no `server restarted`.
+    let events = reopened.events("local", &http).unwrap();
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(&e.body, EventBody::TurnFailed(_))),
+        "{events:#?}"
+    );
 }

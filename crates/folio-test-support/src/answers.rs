@@ -2,9 +2,10 @@
 //! does not know, a missing one or a changed shape fails the test.
 
 use folio_protocol::{
-    Acknowledged, AgentDescription, AgentSummary, ArtifactRecord, ArtifactResponse, ErrorBody,
+    Acknowledged, AgentDescription, AgentSummary, ArtifactRecord, ArtifactResponse,
+    DeliveriesResponse, DeliveryAccepted, ErrorBody, EvalRunResponse, EvalRunSummary,
     FollowUpAccepted, LogsResponse, Page, Reminder, ReminderResponse, SchedulesResponse,
-    SessionCreated, SessionResponse, SessionSummary, ToolCallResult,
+    SessionCreated, SessionResponse, SessionSummary, ToolCallResult, UrlVerification,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -101,6 +102,21 @@ pub fn check_answer(method: &str, url: &str, status: u16, body: &Value) {
         }
         ("GET", ["artifacts", _]) => {
             read_wire::<ArtifactResponse>(body);
+        }
+        ("GET", ["channels", _, "deliveries"]) => {
+            read_wire::<DeliveriesResponse>(body);
+        }
+        ("POST", ["channels", _, "events"]) if body.get("challenge").is_some() => {
+            read_wire::<UrlVerification>(body);
+        }
+        ("POST", ["channels", _, ..]) => {
+            read_wire::<DeliveryAccepted>(body);
+        }
+        ("GET", ["evals"]) => {
+            read_wire::<Page<EvalRunSummary>>(body);
+        }
+        ("GET", ["evals", _]) => {
+            read_wire::<EvalRunResponse>(body);
         }
         _ => panic!("{method} {url}: a JSON answer of a route with no folio-protocol type: {body}"),
     }

@@ -3,11 +3,11 @@
 
 use folio_protocol::{
     AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionResult, ActionsRequested,
-    AgentBound, ArtifactTagged, ContextCompacted, Event, EventBody, MessageAppended,
-    MessageCompleted, MessageQueued, MessageReceived, ReasoningAppended, ReasoningCompleted,
-    ReminderCancelled, ReminderFired, ReminderSet, SessionCompleted, SessionFailed, SessionStarted,
-    SessionWaiting, StepCompleted, StepStarted, SubagentCalled, SubagentCompleted, TurnCompleted,
-    TurnFailed, TurnQueued, TurnStarted,
+    AgentBound, ArtifactTagged, ChannelDelivery, ContextCompacted, Event, EventBody,
+    MessageAppended, MessageCompleted, MessageQueued, MessageReceived, ReasoningAppended,
+    ReasoningCompleted, ReminderCancelled, ReminderFired, ReminderSet, SessionCompleted,
+    SessionFailed, SessionStarted, SessionWaiting, StepCompleted, StepStarted, SubagentCalled,
+    SubagentCompleted, TurnCompleted, TurnFailed, TurnQueued, TurnStarted,
 };
 
 use crate::answers::read_wire;
@@ -60,6 +60,7 @@ event_data!(
     SubagentCompleted,
     ArtifactTagged,
     ContextCompacted,
+    ChannelDelivery,
     ReminderSet,
     ReminderFired,
     ReminderCancelled,

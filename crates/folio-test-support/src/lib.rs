@@ -36,6 +36,7 @@
 
 mod answers;
 mod events;
+mod fake_api;
 mod http;
 mod reply;
 mod server;
@@ -43,6 +44,7 @@ mod wire;
 
 pub use answers::{check_answer, read_answer, read_wire};
 pub use events::{EventData, all, assert_contiguous, data, first, of_type, read_ndjson};
+pub use fake_api::{ApiCall, FakeApi};
 pub use folio_protocol::Usage;
 pub use http::{
     NO_BODY, answer, call, call_as, client, create_session, events, expect, expect_error,

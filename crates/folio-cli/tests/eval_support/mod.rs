@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::process::Output;
 
+use folio_protocol::{EvalRun, StepResult};
+use folio_test_support::read_wire;
 use serde_json::Value;
 
 #[path = "../common.rs"]
@@ -36,29 +38,33 @@ pub async fn eval(base_url: &str, dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// The run `folio eval --json` printed.
-pub fn run_of(output: &Output) -> Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+/// The run `folio eval --json` printed, read exactly as an [`EvalRun`].
+pub fn run_of(output: &Output) -> EvalRun {
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
         panic!(
             "stdout is not the run JSON ({err}); stdout:\n{}\nstderr:\n{}",
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         )
-    })
+    });
+    read_wire(&value)
+}
+
+/// Step `step` of the first attempt of case `case`.
+pub fn step_of(run: &EvalRun, case: usize, step: usize) -> &StepResult {
+    run.cases
+        .get(case)
+        .and_then(|case| case.attempts.first())
+        .and_then(|attempt| attempt.steps.get(step))
+        .unwrap_or_else(|| panic!("no step {step} in case {case} of {run:#?}"))
 }
 
 /// `(kind, passed)` of every assertion of step `step` of the first attempt of case `case`.
-pub fn verdicts(run: &Value, case: usize, step: usize) -> Vec<(String, bool)> {
-    run["cases"][case]["attempts"][0]["steps"][step]["assertions"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no assertions in {run:#}"))
+pub fn verdicts(run: &EvalRun, case: usize, step: usize) -> Vec<(String, bool)> {
+    step_of(run, case, step)
+        .assertions
         .iter()
-        .map(|a| {
-            (
-                a["kind"].as_str().unwrap().to_string(),
-                a["passed"].as_bool().unwrap(),
-            )
-        })
+        .map(|a| (a.kind.clone(), a.passed))
         .collect()
 }
 

@@ -1,0 +1,283 @@
+//! Channels: turning provider deliveries into session messages, and replies back.
+//!
+//! A channel is declared in `agent/channels/<id>.toml` (typed by folio-project) and served
+//! under `/v1/channels/<id>/…`. Every delivery passes the channel's auth chain (bad, missing
+//! or stale signatures → `401`, nothing recorded or run), is checked (`body_schema` → `400`
+//! naming the field), rendered into a message and continuation key (minijinja templates), and
+//! recorded durably (`<state>/channels/<id>/deliveries.ndjson`, synced) before the `202`. The
+//! work then runs in the background: the continuation key picks the session (same key → same
+//! session), and the delivery id is the message's idempotency key, so a provider retry within
+//! 24 h (even across restarts) is acknowledged and not run twice, and deliveries recorded but
+//! not finished when the process died run once after the restart ([`Channels::resume`]).
+//! `[deliver]` posts each reply back with retries.
+//!
+//! [`Channels::router`] is an axum `Router` that `folio serve` mounts beside the session API
+//! (behind the same guard, with the channel's own auth instead of the callers').
+
+#![warn(missing_docs)]
+
+mod app_token;
+mod auth;
+mod deliver;
+mod follow;
+mod github;
+mod sessions;
+mod slack;
+mod store;
+mod templates;
+mod webhook;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{ConnectInfo, Request};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use folio_project::{AuthRule, ChannelManifest, ChannelSummary};
+use folio_protocol::{DeliveriesResponse, ErrorBody, ErrorCode, OkTrue};
+use folio_server::{Auth, SessionManager};
+
+pub use auth::sign_hex;
+pub use store::StoreError;
+
+use crate::deliver::Replier;
+use crate::follow::Followers;
+use crate::github::Github;
+use crate::slack::Slack;
+use crate::store::Store;
+use crate::templates::Templates;
+
+/// Reads an environment variable (the process environment in `folio serve`; a map in tests).
+pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Why the channels of an agent cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelError {
+    /// A template of the manifest does not compile.
+    #[error("channels/{channel}.toml: {field}: {message} (fix the template)")]
+    Template {
+        /// The channel id.
+        channel: String,
+        /// The field holding the template (`routes[0].message`).
+        field: String,
+        /// What minijinja reported.
+        message: String,
+    },
+    /// A `body_schema` does not compile.
+    #[error("channels/{channel}.toml: {field}: {message}")]
+    Schema {
+        /// The channel id.
+        channel: String,
+        /// The field (`routes[0].body_schema`).
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The delivery record cannot be opened.
+    #[error("channel {channel}: {source}")]
+    Store {
+        /// The channel id.
+        channel: String,
+        /// The failure.
+        #[source]
+        source: StoreError,
+    },
+}
+
+/// What the host hands the channels.
+#[derive(Clone)]
+pub struct ChannelOptions {
+    /// Where secrets and tokens are read (`secret_env`, `token_env`, `${NAME}` headers).
+    pub env: Env,
+    /// The server's caller auth: `GET /v1/channels/<id>/deliveries` answers its callers.
+    pub caller_auth: Auth,
+    /// The agent's URL as clients reach it (`https://folio.example.com/<slug>`): check runs'
+    /// details URLs open the session's playground under it.
+    pub base_url: String,
+}
+
+/// One served channel.
+pub(crate) struct Channel {
+    /// The channel id (file name).
+    pub(crate) id: String,
+    /// The auth chain.
+    pub(crate) auth: Vec<AuthRule>,
+    /// The header naming deliveries (`id_header`).
+    pub(crate) id_header: Option<String>,
+    /// Deliveries and continuation keys.
+    pub(crate) store: Store,
+    /// Compiled templates and schemas.
+    pub(crate) templates: Templates,
+    /// The agent's sessions.
+    pub(crate) manager: SessionManager,
+    /// Secrets.
+    pub(crate) env: Env,
+    /// Serializes continuation lookups and session creation, so one key opens one session.
+    pub(crate) sessions: tokio::sync::Mutex<()>,
+    /// Posts replies back (`[deliver]`).
+    pub(crate) replier: Option<Replier>,
+    /// The GitHub side of a `github` channel.
+    pub(crate) github: Option<Github>,
+    /// The Slack side of a `slack` channel.
+    pub(crate) slack: Option<Slack>,
+    /// The sessions being followed to answer the provider.
+    pub(crate) followers: Followers,
+    /// The agent's URL (for links to sessions).
+    pub(crate) base_url: String,
+}
+
+impl Channel {
+    /// The principal owning the channel's sessions: `channel:<id>`.
+    pub(crate) fn principal(&self) -> String {
+        format!("channel:{}", self.id)
+    }
+
+    /// Where a person opens `session` (its playground page).
+    pub(crate) fn session_url(&self, session: &str) -> String {
+        format!(
+            "{}/playground?session={session}",
+            self.base_url.trim_end_matches('/')
+        )
+    }
+}
+
+/// The channels of one agent.
+pub struct Channels {
+    channels: Vec<Arc<Channel>>,
+    caller_auth: Arc<Auth>,
+}
+
+impl Channels {
+    /// Opens every channel of the manager's agent: compiles templates and schemas and reads
+    /// each delivery record.
+    pub fn open(
+        manager: &SessionManager,
+        options: ChannelOptions,
+    ) -> Result<Channels, ChannelError> {
+        let summaries: Vec<ChannelSummary> = manager.agent().definition.channels.clone();
+        let mut channels = Vec::new();
+        for summary in summaries {
+            let (mut templates, mut id_header, mut replier) = (Templates::default(), None, None);
+            let (mut github, mut slack) = (None, None);
+            match &summary.manifest {
+                ChannelManifest::Webhook(webhook) => {
+                    templates = Templates::compile(&summary.id, webhook)?;
+                    id_header = webhook.id_header.clone();
+                    replier = webhook
+                        .deliver
+                        .clone()
+                        .map(|config| Replier::new(config, options.env.clone()));
+                }
+                ChannelManifest::Github(config) => {
+                    github = Some(Github::new(config.clone(), options.env.clone()));
+                }
+                ChannelManifest::Slack(config) => {
+                    slack = Some(Slack::new(config.clone(), options.env.clone()));
+                }
+            }
+            let store = Store::open(manager.state().path(), &summary.id).map_err(|source| {
+                ChannelError::Store {
+                    channel: summary.id.clone(),
+                    source,
+                }
+            })?;
+            channels.push(Arc::new(Channel {
+                id: summary.id.clone(),
+                auth: summary.manifest.auth(),
+                id_header,
+                store,
+                templates,
+                manager: manager.clone(),
+                env: options.env.clone(),
+                sessions: tokio::sync::Mutex::new(()),
+                replier,
+                github,
+                slack,
+                followers: Followers::default(),
+                base_url: options.base_url.clone(),
+            }));
+        }
+        Ok(Channels {
+            channels,
+            caller_auth: Arc::new(options.caller_auth),
+        })
+    }
+
+    /// Runs the work of deliveries that were acknowledged but not finished when the process
+    /// last stopped (each once: the delivery id keeps the session from admitting it twice).
+    pub fn resume(&self) {
+        for channel in &self.channels {
+            for received in channel.store.pending() {
+                tokio::spawn(sessions::run(channel.clone(), received));
+            }
+        }
+    }
+
+    /// The routes of every channel: `POST /v1/channels/<id><route>` and
+    /// `GET /v1/channels/<id>/deliveries`.
+    pub fn router(&self) -> Router {
+        let mut router = Router::new();
+        for channel in &self.channels {
+            let base = format!("/v1/channels/{}", channel.id);
+            if channel.github.is_some() {
+                let channel = channel.clone();
+                router = router.route(
+                    &base,
+                    post(move |req: Request| github::receive(channel, req)),
+                );
+            }
+            if channel.slack.is_some() {
+                let channel = channel.clone();
+                router = router.route(
+                    &format!("{base}/events"),
+                    post(move |req: Request| slack::receive(channel, req)),
+                );
+            }
+            for (index, path) in channel.templates.paths().enumerate() {
+                let channel = channel.clone();
+                router = router.route(
+                    &format!("{base}{path}"),
+                    post(move |req: Request| webhook::receive(channel, index, req)),
+                );
+            }
+            let listed = channel.clone();
+            let auth = self.caller_auth.clone();
+            router = router.route(
+                &format!("{base}/deliveries"),
+                get(move |req: Request| list_deliveries(listed, auth, req)),
+            );
+        }
+        router
+    }
+}
+
+/// An error answer in the session API's shape.
+pub(crate) fn error(code: ErrorCode, message: impl Into<String>) -> Response {
+    let status = StatusCode::from_u16(code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, axum::Json(ErrorBody::new(code, message))).into_response()
+}
+
+/// The caller's address (unspecified, so never loopback, when the server did not say).
+pub(crate) fn peer(req: &Request) -> SocketAddr {
+    req.extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0)
+        .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)))
+}
+
+async fn list_deliveries(channel: Arc<Channel>, auth: Arc<Auth>, req: Request) -> Response {
+    if let Err(err) = auth.authenticate(req.headers(), peer(&req)) {
+        let code = match err {
+            folio_server::AuthError::Unauthorized(_) => ErrorCode::Unauthorized,
+            folio_server::AuthError::Forbidden(_) => ErrorCode::Forbidden,
+        };
+        return error(code, err.to_string());
+    }
+    axum::Json(DeliveriesResponse {
+        ok: OkTrue,
+        deliveries: channel.store.list(),
+    })
+    .into_response()
+}

@@ -1,0 +1,205 @@
+//! The background work of a delivery: its continuation key picks the session (same key → same
+//! session; a new key or none → a new chat session), the delivery id is the message's
+//! idempotency key (so a re-run after a restart never admits it twice), and the outcome is
+//! recorded. A GitHub delivery first writes `pr/` into the workspace, then reacts 👀 and
+//! queues a check run; sessions that answer a provider are followed (`follow`).
+
+use std::sync::Arc;
+
+use folio_protocol::{ChannelDelivery, ChannelDeliveryOutcome, CreateSession, DeliveryStatus};
+use folio_server::{ChannelMessage, ManagerError};
+use serde_json::json;
+
+use crate::Channel;
+use crate::follow::{JSON, create_check};
+use crate::github::PrRef;
+use crate::store::{Received, Work};
+
+/// Runs a recorded delivery's work and records its outcome.
+pub(crate) async fn run(channel: Arc<Channel>, received: Received) {
+    let Received {
+        id,
+        work,
+        ignored,
+        route,
+        ..
+    } = received;
+    let (status, session_id, message) = match &work {
+        None => (DeliveryStatus::Ignored, None, ignored),
+        Some(work) => {
+            let work = with_pr_files(&channel, work).await;
+            match to_session(&channel, &id, &work).await {
+                Ok(session_id) => (DeliveryStatus::Accepted, Some(session_id), None),
+                Err(err) => (DeliveryStatus::Failed, None, Some(err.to_string())),
+            }
+        }
+    };
+    let logs = channel.manager.logs();
+    match (&session_id, &message, status) {
+        (Some(session), _, _) => {
+            logs.about(session).info(format!(
+                "channel {}: delivery {id} reached session {session}",
+                channel.id
+            ));
+            let event = ChannelDelivery {
+                channel: channel.id.clone(),
+                outcome: ChannelDeliveryOutcome::Received,
+                delivery_id: Some(id.clone()),
+                route: Some(route),
+                message: None,
+            };
+            if let Err(err) =
+                channel
+                    .manager
+                    .record_channel_delivery(&channel.principal(), session, None, event)
+            {
+                logs.about(session).warn(format!(
+                    "channel {}: channel.delivery of {id} not recorded: {err}",
+                    channel.id
+                ));
+            }
+        }
+        (None, Some(reason), DeliveryStatus::Failed) => logs.warn(format!(
+            "channel {}: delivery {id} failed: {reason}",
+            channel.id
+        )),
+        _ => {}
+    }
+    let store = channel.store.clone();
+    let recorded_id = id.clone();
+    let follow = session_id.clone();
+    let recorded = tokio::task::spawn_blocking(move || {
+        store.finish(&recorded_id, status, session_id, message)
+    })
+    .await;
+    let failure = match recorded {
+        Ok(Ok(())) => None,
+        Ok(Err(err)) => Some(err.to_string()),
+        Err(err) => Some(err.to_string()),
+    };
+    if let Some(err) = failure {
+        logs.error(format!(
+            "channel {}: the outcome of delivery {id} was not recorded ({err}); it runs again after a restart and is not admitted twice",
+            channel.id
+        ));
+    }
+    let (Some(session), Some(work)) = (follow, work) else {
+        return;
+    };
+    if work.stop {
+        return;
+    }
+    if channel.replier.is_some() || channel.slack.is_some() {
+        channel
+            .followers
+            .follow(channel.clone(), session, id, work.body, None);
+    } else if channel.github.is_some() {
+        let queued = github_accepted(&channel, &session, &work).await;
+        channel
+            .followers
+            .follow(channel.clone(), session, id, work.body, queued);
+    }
+}
+
+/// A GitHub delivery's work with `pr/diff.patch` and `pr/meta.json` to write before the turn.
+async fn with_pr_files(channel: &Channel, work: &Work) -> Work {
+    let mut work = work.clone();
+    if let Some(github) = &channel.github
+        && let Ok(pr) = serde_json::from_value::<PrRef>(work.body["pr"].clone())
+    {
+        work.workspace_files = github.pr_files(&pr, &work.body["meta"]).await;
+    }
+    work
+}
+
+/// What a GitHub channel does once a delivery reached its session: the 👀 reaction, and a
+/// queued check run for the coming turn (its id).
+async fn github_accepted(channel: &Channel, session: &str, work: &Work) -> Option<u64> {
+    let github = channel.github.as_ref()?;
+    let pr: PrRef = serde_json::from_value(work.body["pr"].clone()).ok()?;
+    let logs = channel.manager.logs();
+    let logs = logs.about(session);
+    if github.config.reactions.unwrap_or(true) {
+        let body = json!({ "content": "eyes" });
+        if let Err(err) = github
+            .call(
+                &pr,
+                reqwest::Method::POST,
+                &pr.react_path,
+                Some(&body),
+                JSON,
+            )
+            .await
+        {
+            logs.warn(format!("channel {}: no 👀 reaction: {err}", channel.id));
+        }
+    }
+    if !github.config.check_runs.unwrap_or(false) || pr.head_sha.is_none() {
+        return None;
+    }
+    create_check(channel, &pr, "queued", session)
+        .await
+        .map_err(|err| {
+            logs.warn(format!(
+                "channel {}: no check run queued: {err}",
+                channel.id
+            ))
+        })
+        .ok()
+}
+
+/// Admits the work's message to its session, creating the session when the key names none.
+async fn to_session(channel: &Channel, id: &str, work: &Work) -> Result<String, ManagerError> {
+    let principal = channel.principal();
+    let manager = &channel.manager;
+    // One lookup-or-create at a time, so two deliveries with a new key open one session.
+    let _one_at_a_time = channel.sessions.lock().await;
+    if work.stop {
+        let session = work
+            .continuation
+            .as_deref()
+            .and_then(|key| channel.store.session_for(key))
+            .ok_or_else(|| ManagerError::NotFound("no session in this thread to stop".into()))?;
+        manager.stop(&principal, &session).await?;
+        return Ok(session);
+    }
+    if let Some(key) = &work.continuation
+        && let Some(session_id) = channel.store.session_for(key)
+    {
+        let message = ChannelMessage {
+            text: work.message.clone(),
+            workspace_files: work.workspace_files.clone(),
+            admission: Some(work.admission),
+            key: Some(id.to_string()),
+        };
+        match manager.send_message(&principal, &session_id, message).await {
+            Ok(()) => return Ok(session_id),
+            // Deleted (or not followable): the key opens a new session below.
+            Err(ManagerError::NotFound(_) | ManagerError::NotFollowable(_)) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    let request = CreateSession {
+        message: work.message.clone(),
+        title: work.title.clone(),
+        workspace_files: work.workspace_files.clone(),
+        mode: None,
+        client_message_id: Some(id.to_string()),
+    };
+    let kind = match (&channel.github, &channel.slack) {
+        (Some(_), _) => "github",
+        (_, Some(_)) => "slack",
+        _ => "webhook",
+    };
+    let accepted = manager.create(&principal, kind, request).await?;
+    if let Some(key) = &work.continuation {
+        let store = channel.store.clone();
+        let key = key.clone();
+        let session_id = accepted.session_id.clone();
+        tokio::task::spawn_blocking(move || store.bind(&key, &session_id))
+            .await
+            .map_err(|_| ManagerError::Internal("the continuation key was not recorded".into()))?
+            .map_err(|err| ManagerError::Internal(err.to_string()))?;
+    }
+    Ok(accepted.session_id)
+}

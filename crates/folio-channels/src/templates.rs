@@ -1,0 +1,233 @@
+//! A webhook channel's routes, compiled once at start: the minijinja templates of `message`,
+//! `continuation`, `title` and `[deliver]`, and each route's `body_schema` validator.
+
+use folio_project::{WebhookChannel, WebhookRoute};
+use folio_protocol::Admission;
+use minijinja::value::Serde;
+use minijinja::{Environment, Value as Context};
+use serde_json::Value;
+
+use crate::ChannelError;
+
+/// The default body of a `[deliver]` POST.
+pub(crate) const DEFAULT_DELIVER_BODY: &str = r#"{"text": {{ reply | tojson }}}"#;
+
+/// One route, compiled.
+struct Route {
+    path: String,
+    admission: Admission,
+    has_continuation: bool,
+    has_title: bool,
+    schema: Option<jsonschema::Validator>,
+}
+
+/// What a delivery renders to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rendered {
+    pub(crate) message: String,
+    pub(crate) continuation: Option<String>,
+    pub(crate) title: Option<String>,
+    pub(crate) admission: Admission,
+}
+
+/// The compiled templates of one webhook channel (none for other kinds).
+#[derive(Default)]
+pub(crate) struct Templates {
+    env: Environment<'static>,
+    routes: Vec<Route>,
+}
+
+impl Templates {
+    /// Compiles every template and schema of `webhook`; the first that fails is the error.
+    pub(crate) fn compile(
+        channel: &str,
+        webhook: &WebhookChannel,
+    ) -> Result<Templates, ChannelError> {
+        let mut env = Environment::new();
+        let mut add = |name: String, source: &str| {
+            env.add_template_owned(name.clone(), source.to_string())
+                .map_err(|err| ChannelError::Template {
+                    channel: channel.to_string(),
+                    field: name,
+                    message: err.to_string(),
+                })
+        };
+        let mut routes = Vec::new();
+        for (n, route) in webhook.routes.iter().enumerate() {
+            let WebhookRoute {
+                path,
+                message,
+                continuation,
+                title,
+                admission,
+                body_schema,
+            } = route;
+            add(format!("routes[{n}].message"), message)?;
+            if let Some(source) = continuation {
+                add(format!("routes[{n}].continuation"), source)?;
+            }
+            if let Some(source) = title {
+                add(format!("routes[{n}].title"), source)?;
+            }
+            let schema = body_schema
+                .as_ref()
+                .map(|schema| {
+                    folio_project::compile_schema(schema).map_err(|err| ChannelError::Schema {
+                        channel: channel.to_string(),
+                        field: format!("routes[{n}].body_schema"),
+                        message: err.to_string(),
+                    })
+                })
+                .transpose()?;
+            routes.push(Route {
+                path: path.clone(),
+                admission: admission.unwrap_or(Admission::Coalesce),
+                has_continuation: continuation.is_some(),
+                has_title: title.is_some(),
+                schema,
+            });
+        }
+        if let Some(deliver) = &webhook.deliver {
+            add("deliver.url".into(), &deliver.url)?;
+            add(
+                "deliver.body".into(),
+                deliver.body.as_deref().unwrap_or(DEFAULT_DELIVER_BODY),
+            )?;
+        }
+        Ok(Templates { env, routes })
+    }
+
+    /// The route paths, in declaration order.
+    pub(crate) fn paths(&self) -> impl Iterator<Item = &str> {
+        self.routes.iter().map(|r| r.path.as_str())
+    }
+
+    /// The route's path.
+    pub(crate) fn path(&self, route: usize) -> &str {
+        self.routes.get(route).map_or("", |r| r.path.as_str())
+    }
+
+    /// Checks `body` against the route's schema: the first violation, naming the field.
+    pub(crate) fn check(&self, route: usize, body: &Value) -> Result<(), String> {
+        let Some(schema) = self.routes.get(route).and_then(|r| r.schema.as_ref()) else {
+            return Ok(());
+        };
+        match schema.iter_errors(body).next() {
+            None => Ok(()),
+            Some(err) => {
+                let at = err
+                    .instance_path()
+                    .as_str()
+                    .trim_start_matches('/')
+                    .replace('/', ".");
+                let field = if at.is_empty() {
+                    "body".to_string()
+                } else {
+                    format!("body.{at}")
+                };
+                Err(format!("{field}: {err} (the route's body_schema)"))
+            }
+        }
+    }
+
+    /// Renders the route's message, continuation and title over `context`.
+    pub(crate) fn render_route(&self, route: usize, context: &Value) -> Result<Rendered, String> {
+        let compiled = self
+            .routes
+            .get(route)
+            .ok_or_else(|| format!("no route {route}"))?;
+        let message = self.render(&format!("routes[{route}].message"), context)?;
+        let continuation = compiled
+            .has_continuation
+            .then(|| self.render(&format!("routes[{route}].continuation"), context))
+            .transpose()?
+            .filter(|key| !key.trim().is_empty());
+        let title = compiled
+            .has_title
+            .then(|| self.render(&format!("routes[{route}].title"), context))
+            .transpose()?;
+        Ok(Rendered {
+            message,
+            continuation,
+            title,
+            admission: compiled.admission,
+        })
+    }
+
+    /// Renders the template `name` over `context`.
+    pub(crate) fn render(&self, name: &str, context: &Value) -> Result<String, String> {
+        let template = self
+            .env
+            .get_template(name)
+            .map_err(|err| format!("{name}: {err}"))?;
+        template
+            .render(Context::from(Serde(context)))
+            .map_err(|err| format!("{name}: {err}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn webhook(text: &str) -> WebhookChannel {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn routes_render_and_schemas_name_the_field() {
+        let channel = webhook(
+            r#"
+kind = "webhook"
+[[routes]]
+path = "/ticket"
+message = "{{ body.message }}"
+continuation = "{{ body.ticketId }}"
+title = "Ticket {{ body.ticketId }}"
+body_schema = { type = "object", required = ["ticketId", "message"], properties.ticketId = { type = "integer" } }
+[deliver]
+url = "https://tickets.example.com/{{ state.ticketId }}"
+"#,
+        );
+        let templates = Templates::compile("tickets", &channel).unwrap();
+        let body = serde_json::json!({"ticketId": 42, "message": "It broke"});
+        assert_eq!(templates.check(0, &body), Ok(()));
+        assert_eq!(
+            templates.render_route(0, &serde_json::json!({ "body": body })),
+            Ok(Rendered {
+                message: "It broke".into(),
+                continuation: Some("42".into()),
+                title: Some("Ticket 42".into()),
+                admission: Admission::Coalesce,
+            })
+        );
+        assert_eq!(
+            templates.check(0, &serde_json::json!({"message": "x"})),
+            Err("body: \"ticketId\" is a required property (the route's body_schema)".into())
+        );
+        assert_eq!(
+            templates.check(0, &serde_json::json!({"ticketId": "x", "message": "x"})),
+            Err("body.ticketId: \"x\" is not of type \"integer\" (the route's body_schema)".into())
+        );
+        assert_eq!(
+            templates.render(
+                "deliver.body",
+                &serde_json::json!({"reply": "say \"hi\"", "state": {"ticketId": 42}})
+            ),
+            Ok(r#"{"text": "say \"hi\""}"#.into())
+        );
+    }
+
+    #[test]
+    fn a_broken_template_names_its_field() {
+        let channel = webhook(
+            "kind = \"webhook\"\n[[routes]]\npath = \"/a\"\nmessage = \"{{ body.message \"\n",
+        );
+        let err = Templates::compile("c", &channel).err().unwrap().to_string();
+        assert!(
+            err.starts_with("channels/c.toml: routes[0].message: "),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,161 @@
+//! `POST /v1/channels/<id><route>` of a webhook channel: authenticate, check, render, record
+//! durably, acknowledge (`202`), then run the work in the background.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use folio_protocol::{DeliveryAccepted, ErrorCode, OkTrue};
+use folio_server::FaultPoint;
+use serde_json::{Map, Value};
+
+use crate::auth::{self, Presented};
+use crate::store::{Admitted, Received, Work};
+use crate::{Channel, error, peer, sessions};
+
+/// Headers that name a delivery when the manifest sets no `id_header`, in order.
+const ID_HEADERS: &[&str] = &["webhook-id", "idempotency-key", "x-delivery-id"];
+
+/// Handles one delivery to `route` of `channel`.
+pub(crate) async fn receive(channel: Arc<Channel>, route: usize, req: Request) -> Response {
+    let peer = peer(&req);
+    let headers = req.headers().clone();
+    let bytes = match Bytes::from_request(req, &()).await {
+        Ok(bytes) => bytes,
+        Err(rejection) => {
+            let code = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ErrorCode::PayloadTooLarge
+            } else {
+                ErrorCode::InvalidRequest
+            };
+            return error(code, format!("body: {}", rejection.body_text()));
+        }
+    };
+    let presented = Presented {
+        headers: &headers,
+        body: &bytes,
+        peer,
+        now: Utc::now().timestamp(),
+    };
+    if let Err(reason) = auth::admit(&channel.auth, &presented, &channel.env) {
+        return error(ErrorCode::Unauthorized, reason);
+    }
+    let body: Value = match serde_json::from_slice(&bytes) {
+        Ok(body) => body,
+        Err(err) => return error(ErrorCode::InvalidRequest, format!("body: not JSON: {err}")),
+    };
+    if let Err(message) = channel.templates.check(route, &body) {
+        return error(ErrorCode::InvalidRequest, message);
+    }
+    let context = serde_json::json!({ "body": body, "headers": header_map(&headers) });
+    let rendered = match channel.templates.render_route(route, &context) {
+        Ok(rendered) => rendered,
+        Err(message) => {
+            return error(
+                ErrorCode::InvalidRequest,
+                format!("cannot render the route's templates over this body: {message}"),
+            );
+        }
+    };
+    let id = match delivery_id(&channel, &headers) {
+        Ok(id) => id,
+        Err(message) => return error(ErrorCode::InvalidRequest, message),
+    };
+    let work = Work {
+        message: rendered.message,
+        continuation: rendered
+            .continuation
+            .map(|key| format!("webhook:{}:{key}", channel.id)),
+        title: rendered.title,
+        admission: rendered.admission,
+        workspace_files: Default::default(),
+        body,
+        stop: false,
+    };
+    acknowledge(
+        channel.clone(),
+        Received {
+            id,
+            received_at: Utc::now(),
+            route: channel.templates.path(route).to_string(),
+            work: Some(work),
+            ignored: None,
+        },
+    )
+    .await
+}
+
+/// Records `received` durably, then answers `202` and starts its work (a duplicate id is
+/// answered the same way and runs nothing).
+pub(crate) async fn acknowledge(channel: Arc<Channel>, received: Received) -> Response {
+    let id = received.id.clone();
+    let store = channel.store.clone();
+    let recorded = received.clone();
+    let admitted = match tokio::task::spawn_blocking(move || store.receive(recorded)).await {
+        Ok(Ok(admitted)) => admitted,
+        Ok(Err(err)) => {
+            return error(
+                ErrorCode::Internal,
+                format!("the delivery was not recorded, retry it: {err}"),
+            );
+        }
+        Err(_) => {
+            return error(
+                ErrorCode::Internal,
+                "the delivery was not recorded (the recording task failed): retry it",
+            );
+        }
+    };
+    let duplicate = admitted == Admitted::Duplicate;
+    let withheld = channel.manager.fault_armed(FaultPoint::ChannelAcknowledged);
+    if !duplicate && !withheld {
+        tokio::spawn(sessions::run(channel.clone(), received));
+    }
+    (
+        StatusCode::ACCEPTED,
+        axum::Json(DeliveryAccepted {
+            ok: OkTrue,
+            delivery_id: id,
+            duplicate,
+        }),
+    )
+        .into_response()
+}
+
+/// The delivery's id: the manifest's `id_header`, else the first of [`ID_HEADERS`] present,
+/// else a fresh `dlv_…` (never deduplicated).
+fn delivery_id(channel: &Channel, headers: &HeaderMap) -> Result<String, String> {
+    let names: Vec<&str> = match channel.id_header.as_deref() {
+        Some(name) => vec![name],
+        None => ID_HEADERS.to_vec(),
+    };
+    for name in names {
+        if let Some(value) = headers.get(name) {
+            let id = value
+                .to_str()
+                .ok()
+                .filter(|id| {
+                    !id.is_empty() && id.len() <= 200 && id.bytes().all(|b| b.is_ascii_graphic())
+                })
+                .ok_or_else(|| {
+                    format!("{name}: a delivery id must be 1 to 200 visible ASCII characters")
+                })?;
+            return Ok(id.to_string());
+        }
+    }
+    Ok(format!("dlv_{}", ulid::Ulid::generate()))
+}
+
+/// The request headers as a template variable (lowercase names; non-UTF-8 values skipped).
+fn header_map(headers: &HeaderMap) -> Value {
+    let mut map = Map::new();
+    for (name, value) in headers {
+        if let Ok(value) = value.to_str() {
+            map.insert(name.as_str().to_string(), Value::String(value.to_string()));
+        }
+    }
+    Value::Object(map)
+}

@@ -1,0 +1,299 @@
+//! Slack channels through the real `folio serve`, with Events API requests signed by
+//! `slack_sdk`, against a recording fake Slack Web API: URL verification, one thread = one
+//! session, a status line replaced by the answer, Slack's retries run once, a whole-message
+//! `stop` stops the turn, and bot messages never wake the agent.
+
+mod channels_support;
+mod serve_support;
+
+use std::time::Duration;
+
+use channels_support::*;
+use folio_protocol::{ChannelDelivery, ChannelDeliveryOutcome, DeliveryStatus, UrlVerification};
+use folio_test_support::{ApiCall, FakeApi, MockModelServer, MockReply, all, read_wire};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use serve_support::*;
+
+const AGENT: &str = "name = \"triage\"\nmodel = \"openai:gpt-test\"\n";
+
+fn mention(event_id: &str, ts: &str, thread_ts: Option<&str>, text: &str) -> Value {
+    let mut event = json!({
+        "type": "app_mention",
+        "user": "U0HUMAN",
+        "text": text,
+        "ts": ts,
+        "channel": "C0BUGS",
+        "event_ts": ts,
+    });
+    if let Some(thread_ts) = thread_ts {
+        event["thread_ts"] = json!(thread_ts);
+    }
+    json!({
+        "token": "unused",
+        "team_id": "T0TEAM",
+        "api_app_id": "A0APP",
+        "event": event,
+        "type": "event_callback",
+        "event_id": event_id,
+        "event_time": 1_700_000_000,
+    })
+}
+
+fn calls_of(calls: &[ApiCall]) -> Vec<(String, Value)> {
+    calls
+        .iter()
+        .map(|c| (c.path.clone(), c.body.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_thread_is_one_session_with_a_status_line_retries_run_once_and_stop_stops() {
+    let mock = MockModelServer::start().await;
+    let slack = FakeApi::start().await;
+    let project = project(AGENT);
+    let manifest = format!(
+        "kind = \"slack\"\nenvPrefix = \"TRIAGE\"\napi_base_url = \"{}\"\n",
+        slack.url()
+    );
+    write_files(project.path(), &[("agent/channels/triage.toml", &manifest)]);
+    let state = tempfile::tempdir().unwrap();
+    let server = serve_with_env(
+        &mock.openai_base_url(),
+        project.path(),
+        state.path(),
+        &[],
+        &[
+            ("TRIAGE_SLACK_SIGNING_SECRET", SECRET),
+            ("TRIAGE_SLACK_BOT_TOKEN", "xoxb-test"),
+        ],
+    )
+    .await;
+    let events = format!("{}/v1/channels/triage/events", server.url);
+
+    let challenge = json!({"token": "unused", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", "type": "url_verification"});
+    let (status, answer) = slack_event(&events, &challenge, None).await;
+    assert_eq!(
+        (status, read_wire::<UrlVerification>(&answer)),
+        (
+            200,
+            UrlVerification {
+                challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P".into()
+            }
+        )
+    );
+    let unsigned = deliver(&events, &mention("Ev0", "1.0", None, "hi").to_string(), &[]).await;
+    assert_eq!(unsigned.0, 401);
+
+    let first = mention(
+        "Ev1",
+        "1700000000.000100",
+        None,
+        "<@U0BOT> the export is broken",
+    );
+    mock.push(MockReply::text("Looking into it: which browser?"));
+    assert_eq!(slack_event(&events, &first, None).await.0, 202);
+    // Slack retries the same event when the first answer was slow: acknowledged, not run.
+    // Slack's retries (X-Slack-Retry-Num 1..=4 here), all at once: acknowledged, none run.
+    let retries = (1..=4).map(|n| slack_event(&events, &first, Some(n)));
+    for (status, retried) in futures::future::join_all(retries).await {
+        assert_eq!((status, duplicate(&retried)), (202, true));
+    }
+    let calls = slack.wait_for(2, Duration::from_secs(30)).await;
+    assert_eq!(
+        calls_of(&calls),
+        [
+            (
+                "/chat.postMessage".into(),
+                json!({"channel": "C0BUGS", "thread_ts": "1700000000.000100", "text": "_Working on it…_"})
+            ),
+            (
+                "/chat.update".into(),
+                json!({"channel": "C0BUGS", "ts": "1", "text": "Looking into it: which browser?"})
+            ),
+        ]
+    );
+    assert_eq!(calls[0].headers["authorization"], "Bearer xoxb-test");
+    assert!(
+        mock.requests()[0]
+            .body
+            .to_string()
+            .contains("the export is broken")
+    );
+    assert!(!mock.requests()[0].body.to_string().contains("<@U0BOT>"));
+
+    // A reply in the thread reaches the same session; `@bot stop` interrupts its turn.
+    mock.push(MockReply::text("never sent").first_byte_delay(Duration::from_secs(60)));
+    let reply = mention(
+        "Ev2",
+        "1700000001.000200",
+        Some("1700000000.000100"),
+        "<@U0BOT> Firefox 140",
+    );
+    assert_eq!(slack_event(&events, &reply, None).await.0, 202);
+    slack.wait_for(3, Duration::from_secs(30)).await;
+    let stop = mention(
+        "Ev3",
+        "1700000002.000300",
+        Some("1700000000.000100"),
+        "<@U0BOT> stop",
+    );
+    assert_eq!(slack_event(&events, &stop, None).await.0, 202);
+    let calls = slack.wait_for(4, Duration::from_secs(30)).await;
+    assert_eq!(
+        calls_of(&calls[2..]),
+        [
+            (
+                "/chat.postMessage".into(),
+                json!({"channel": "C0BUGS", "thread_ts": "1700000000.000100", "text": "_Working on it…_"})
+            ),
+            (
+                "/chat.update".into(),
+                json!({"channel": "C0BUGS", "ts": "3", "text": "Stopped."})
+            ),
+        ]
+    );
+
+    // A bot's message never wakes the agent.
+    let mut bot = mention("Ev4", "1700000003.000400", None, "<@U0BOT> echo");
+    bot["event"]["bot_id"] = json!("B0OTHER");
+    assert_eq!(slack_event(&events, &bot, None).await.0, 202);
+    let deliveries = settled(&server.url, "triage").await;
+    let summary: Vec<(String, DeliveryStatus, u32)> = deliveries
+        .iter()
+        .map(|d| (d.id.clone(), d.status, d.duplicates))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("Ev4".into(), DeliveryStatus::Ignored, 0),
+            ("Ev3".into(), DeliveryStatus::Accepted, 0),
+            ("Ev2".into(), DeliveryStatus::Accepted, 0),
+            ("Ev1".into(), DeliveryStatus::Accepted, 4),
+        ]
+    );
+    let sessions: Vec<String> = deliveries[1..].iter().map(session_of).collect();
+    assert_eq!(sessions[0], sessions[1]);
+    assert_eq!(sessions[1], sessions[2]);
+    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(slack.calls().len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stream_mode_updates_at_most_once_a_second_and_dms_and_watched_channels_wake() {
+    let mock = MockModelServer::start().await;
+    let slack = FakeApi::start().await;
+    let project = project(AGENT);
+    let manifest = format!(
+        "kind = \"slack\"\nreply = \"stream\"\nwatch_channels = [\"C0WATCHED\"]\napi_base_url = \"{}\"\n",
+        slack.url()
+    );
+    write_files(project.path(), &[("agent/channels/ops.toml", &manifest)]);
+    let state = tempfile::tempdir().unwrap();
+    let server = serve_with_env(
+        &mock.openai_base_url(),
+        project.path(),
+        state.path(),
+        &[],
+        &[
+            ("SLACK_SIGNING_SECRET", SECRET),
+            ("SLACK_BOT_TOKEN", "xoxb-ops"),
+        ],
+    )
+    .await;
+    let events = format!("{}/v1/channels/ops/events", server.url);
+    let message = |id: &str, channel: &str, channel_type: &str, text: &str| {
+        json!({
+            "team_id": "T0TEAM",
+            "type": "event_callback",
+            "event_id": id,
+            "event": {
+                "type": "message",
+                "channel_type": channel_type,
+                "user": "U0HUMAN",
+                "text": text,
+                "ts": format!("17000000{}.000100", id.len()),
+                "channel": channel,
+            },
+        })
+    };
+
+    // A post in a channel nobody watches is recorded and ignored.
+    let ignored = message("Ev10", "C0ELSEWHERE", "channel", "anyone there?");
+    assert_eq!(slack_event(&events, &ignored, None).await.0, 202);
+
+    // A DM wakes the agent; the answer streams into one message, updated at most once a second.
+    let answer = "one two three four five six seven";
+    mock.push(MockReply::text(answer).chunk_delay(Duration::from_millis(400)));
+    let dm = message("Ev11", "D0DIRECT", "im", "how is the deploy going?");
+    assert_eq!(slack_event(&events, &dm, None).await.0, 202);
+    // The turn's answer is reported on the session once its last update went out.
+    let deliveries = settled(&server.url, "ops").await;
+    let session = session_of(&deliveries[0]);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !all::<ChannelDelivery>(&session_events(state.path(), &session))
+        .iter()
+        .any(|d| d.outcome == ChannelDeliveryOutcome::Replied)
+    {
+        assert!(tokio::time::Instant::now() < deadline, "no reply reported");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let calls = slack.calls();
+    assert_eq!(
+        calls_of(&calls[..1]),
+        [(
+            "/chat.postMessage".into(),
+            json!({"channel": "D0DIRECT", "thread_ts": "170000004.000100", "text": "_Working on it…_"})
+        )]
+    );
+    let updates: Vec<String> = calls[1..]
+        .iter()
+        .map(|c| {
+            assert_eq!(
+                (c.path.as_str(), &c.body["channel"], &c.body["ts"]),
+                ("/chat.update", &json!("D0DIRECT"), &json!("1"))
+            );
+            c.body["text"].as_str().unwrap().to_string()
+        })
+        .collect();
+    let (last, streamed) = updates.split_last().unwrap();
+    assert_eq!(last, answer);
+    // Seven pieces over ~2.8 s: at most one update per second, each a growing prefix.
+    assert!(
+        (1..=3).contains(&streamed.len()),
+        "{} streamed updates: {streamed:?}",
+        streamed.len()
+    );
+    assert!(
+        streamed
+            .windows(2)
+            .all(|w| w[1].len() > w[0].len() && w[1].starts_with(w[0].as_str())),
+        "{streamed:?}"
+    );
+    assert!(
+        streamed.iter().all(|s| answer.starts_with(s.as_str())),
+        "{streamed:?}"
+    );
+
+    // A post in a watched channel wakes it too.
+    mock.push(MockReply::text("Deploy is green."));
+    let watched = message("Ev012", "C0WATCHED", "channel", "deploy status?");
+    assert_eq!(slack_event(&events, &watched, None).await.0, 202);
+    let before = calls.len();
+    let calls = slack.wait_for(before + 2, Duration::from_secs(30)).await;
+    assert_eq!(calls[before].body["channel"], "C0WATCHED");
+    let deliveries = settled(&server.url, "ops").await;
+    let statuses: Vec<(String, DeliveryStatus)> = deliveries
+        .iter()
+        .map(|d| (d.id.clone(), d.status))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("Ev012".into(), DeliveryStatus::Accepted),
+            ("Ev11".into(), DeliveryStatus::Accepted),
+            ("Ev10".into(), DeliveryStatus::Ignored),
+        ]
+    );
+    assert_eq!(mock.requests().len(), 2);
+}

@@ -1,0 +1,143 @@
+//! [`FakeApi`]: a local stand-in for a provider's HTTP API (GitHub's REST API, Slack's Web API,
+//! a `[deliver]` target) that records every call and answers scripted statuses, so a test
+//! asserts exactly what Folio sent.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+/// One call the fake API received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiCall {
+    /// `POST`, `PATCH`, …
+    pub method: String,
+    /// The path with its query (`/repos/o/r/issues/1/comments`).
+    pub path: String,
+    /// Headers, lowercase names.
+    pub headers: BTreeMap<String, String>,
+    /// The JSON body (`null` when empty or not JSON).
+    pub body: Value,
+}
+
+#[derive(Default)]
+struct Shared {
+    calls: Mutex<Vec<ApiCall>>,
+    statuses: Mutex<VecDeque<u16>>,
+    bodies: Mutex<BTreeMap<String, Value>>,
+}
+
+/// A recording HTTP API on `127.0.0.1:0`: every request is recorded, then answered with the
+/// next scripted status (default 200) and a JSON body: the one scripted for its path
+/// ([`FakeApi::respond`]), else `{"ok": true, "id": <n>, "ts": "<n>"}` (`n` counts calls from
+/// 1: the ids GitHub and the message timestamps Slack hand out).
+pub struct FakeApi {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeApi {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl FakeApi {
+    /// Starts the fake API.
+    ///
+    /// # Panics
+    /// When no loopback port can be bound (a broken test machine, not a test failure).
+    pub async fn start() -> FakeApi {
+        let shared = Arc::new(Shared::default());
+        let app = Router::new()
+            .fallback(record)
+            .with_state(Arc::clone(&shared));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("fake API: cannot bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("fake API: no local address");
+        let task = tokio::spawn(async move {
+            if let Err(error) = axum::serve(listener, app).await {
+                eprintln!("fake API stopped: {error}");
+            }
+        });
+        FakeApi { addr, shared, task }
+    }
+
+    /// `http://127.0.0.1:P`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Answers the next calls with these statuses, in order (then 200 again).
+    pub fn answer(&self, statuses: impl IntoIterator<Item = u16>) {
+        lock(&self.shared.statuses).extend(statuses);
+    }
+
+    /// Answers every call to `path` (without its query) with `body` instead of the default.
+    pub fn respond(&self, path: &str, body: Value) {
+        lock(&self.shared.bodies).insert(path.to_string(), body);
+    }
+
+    /// Every call so far.
+    pub fn calls(&self) -> Vec<ApiCall> {
+        lock(&self.shared.calls).clone()
+    }
+
+    /// Waits until `n` calls were recorded (at most `timeout`), then returns every call.
+    pub async fn wait_for(&self, n: usize, timeout: Duration) -> Vec<ApiCall> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let calls = self.calls();
+            if calls.len() >= n || tokio::time::Instant::now() >= deadline {
+                return calls;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+async fn record(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let method = req.method().to_string();
+    let path = req
+        .uri()
+        .path_and_query()
+        .map_or_else(|| req.uri().path().to_string(), |p| p.to_string());
+    let scripted = lock(&shared.bodies).get(req.uri().path()).cloned();
+    let headers = req
+        .headers()
+        .iter()
+        .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_string())))
+        .collect();
+    let bytes = axum::body::to_bytes(req.into_body(), 16 * 1024 * 1024)
+        .await
+        .unwrap_or_else(|_| Bytes::new());
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let n = {
+        let mut calls = lock(&shared.calls);
+        calls.push(ApiCall {
+            method,
+            path,
+            headers,
+            body,
+        });
+        calls.len()
+    };
+    let status = lock(&shared.statuses).pop_front().unwrap_or(200);
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body =
+        scripted.unwrap_or_else(|| serde_json::json!({"ok": true, "id": n, "ts": n.to_string()}));
+    (status, axum::Json(body)).into_response()
+}
