@@ -21,6 +21,7 @@ mod render;
 mod run;
 mod schedule;
 mod schema;
+mod schema_ts;
 mod serve;
 mod telemetry;
 mod trajectory;

@@ -1,7 +1,8 @@
 //! `folio schema`: writes the JSON Schema of every agent-folder file kind (folio-project,
 //! kebab-case names such as `agent`) and of every wire type (folio-protocol, type names such as
-//! `Event`) as `<name>.json`. The repository commits them under `docs/schema/`; a test fails
-//! when they drift from the Rust types.
+//! `Event`) as `<name>.json`, and the wire types as TypeScript declarations
+//! ([`crate::schema_ts`], `folio-api.d.ts`). The repository commits them under `docs/schema/`;
+//! a test fails when they drift from the Rust types.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,7 +57,15 @@ pub(crate) fn schema(args: SchemaArgs) -> anyhow::Result<ExitCode> {
         let path = dir.join(name);
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    eprintln!("wrote {} schemas to {}", files.len(), dir.display());
+    let path = dir.join(crate::schema_ts::DECLARATIONS_FILE);
+    std::fs::write(&path, crate::schema_ts::declarations())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    eprintln!(
+        "wrote {} schemas and {} to {}",
+        files.len(),
+        crate::schema_ts::DECLARATIONS_FILE,
+        dir.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -96,6 +105,17 @@ mod tests {
                 "docs/schema/{name} is out of date: run `folio schema --out docs/schema`"
             );
         }
+    }
+
+    #[test]
+    fn committed_typescript_declarations_match_the_rust_types() {
+        let name = crate::schema_ts::DECLARATIONS_FILE;
+        let on_disk = std::fs::read_to_string(repository().join("docs/schema").join(name))
+            .unwrap_or_default();
+        assert!(
+            on_disk == crate::schema_ts::declarations(),
+            "docs/schema/{name} is out of date: run `folio schema --out docs/schema`"
+        );
     }
 
     /// Every file of `dir`, as (path relative to `dir`, contents), skipping unreadable ones.

@@ -527,7 +527,7 @@ async fn stored_runs_are_served_by_get_evals() {
             "--virtual-time-budget=5000",
             "--dump-dom",
         ])
-        .arg(format!("{served}/playground"))
+        .arg(format!("{served}/playground?view=evals"))
         .output()
         .await
         .expect("chromium runs (Debian package chromium)");

@@ -112,6 +112,7 @@ async fn the_triage_template_schedule_fires_a_task_session_through_the_mock_mode
             channel: "schedule".into(),
             title: Some(format!("daily-summary {SLOT}")),
             principal: "schedule:daily-summary".into(),
+            forked_from: None,
         }
     );
     assert!(

@@ -180,6 +180,11 @@ async fn routes_bodies_statuses_and_error_codes() {
             updated_at: got.updated_at.clone(),
             turns: 2,
             last_index,
+            // Both turns' usage, summed.
+            usage: all::<TurnCompleted>(&stream.events)
+                .iter()
+                .filter_map(|completed| completed.usage)
+                .sum(),
         }
     );
     let dump = client()

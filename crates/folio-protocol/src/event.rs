@@ -316,6 +316,10 @@ pub struct SessionStarted {
     pub title: Option<String>,
     /// The principal that owns the session.
     pub principal: String,
+    /// The session and event this one was forked from (`POST /v1/session/:id/fork`); the
+    /// events after this one up to the fork's first `message.received` are copies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<crate::ForkOrigin>,
 }
 
 /// `ab.assigned` data.

@@ -11,7 +11,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::{Admission, ApprovalDecision, SessionMode};
+use crate::{Admission, ApprovalDecision, SessionMode, Usage};
 
 macro_rules! constant_bool {
     ($(#[$doc:meta])* $name:ident = $value:literal) => {
@@ -206,6 +206,10 @@ pub struct SessionSummary {
     pub turns: u32,
     /// Index of the last stored event.
     pub last_index: u64,
+    /// Tokens used so far: the `usage` of its `turn.completed` events, summed (zero when no
+    /// turn reported any).
+    #[serde(default)]
+    pub usage: Usage,
 }
 
 /// `GET /v1/session/:id`.

@@ -9,7 +9,7 @@
 //! - [`RunResult`] is the `run --json` / `trajectory --json` result, built from events by
 //!   [`RunResult::from_events`] (the single function both commands use).
 //! - The HTTP API's bodies: requests ([`CreateSession`], [`FollowUp`], [`ApprovalRequest`],
-//!   [`ToolCallRequest`]), answers ([`SessionCreated`], [`FollowUpAccepted`], [`Acknowledged`],
+//!   [`ToolCallRequest`], [`ForkSession`]), answers ([`SessionCreated`], [`FollowUpAccepted`], [`Acknowledged`],
 //!   [`SessionResponse`], [`Page`], [`ToolCallResult`], [`AgentDescription`], [`LogsResponse`],
 //!   [`ArtifactResponse`], [`EvalRunResponse`]) and every error, [`ErrorBody`]. Success bodies carry `"ok": true`
 //!   ([`OkTrue`]), errors `"ok": false` ([`OkFalse`]).
@@ -39,6 +39,7 @@ mod contract;
 mod eval;
 mod event;
 mod hook;
+mod fork;
 mod http;
 mod mcp;
 mod reminder;
@@ -75,6 +76,7 @@ pub use event::{
     SubagentCompleted, TurnCompleted, TurnFailed, TurnQueued, TurnStarted, format_at,
 };
 pub use hook::HookPayload;
+pub use fork::{ForkOrigin, ForkSession};
 pub use http::{
     Acknowledged, AgentSummary, ApprovalRequest, ArtifactRecord, ArtifactResponse, CreateSession,
     Empty, ErrorBody, ErrorCode, FollowUp, FollowUpAccepted, LogLevel, LogLine, LogsResponse,

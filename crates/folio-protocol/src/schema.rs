@@ -20,6 +20,7 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("SessionPage", schema_for!(Page<SessionSummary>)),
         ("ApprovalRequest", schema_for!(ApprovalRequest)),
         ("ToolCallRequest", schema_for!(ToolCallRequest)),
+        ("ForkSession", schema_for!(ForkSession)),
         ("ToolCallResult", schema_for!(ToolCallResult)),
         ("AgentSummaries", schema_for!(Vec<AgentSummary>)),
         ("AgentDescription", schema_for!(AgentDescription)),

@@ -81,6 +81,7 @@ fn session_events() {
             channel: "http".into(),
             title: Some("Hi".into()),
             principal: "local".into(),
+            forked_from: None,
         }),
     );
     round_trip(
@@ -93,6 +94,7 @@ fn session_events() {
             channel: "schedule".into(),
             title: None,
             principal: "anonymous".into(),
+            forked_from: None,
         }),
     );
     round_trip(

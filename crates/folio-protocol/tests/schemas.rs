@@ -39,6 +39,7 @@ fn events_written_by_the_types_are_valid() {
             channel: "http".into(),
             title: None,
             principal: "local".into(),
+            forked_from: None,
         }),
         EventBody::MessageReceived(MessageReceived {
             text: "hi".into(),
@@ -124,6 +125,11 @@ fn http_bodies_written_by_the_types_are_valid() {
             updated_at: "2026-11-30T04:15:47.123Z".into(),
             turns: 1,
             last_index: 9,
+            usage: Usage {
+                input_tokens: 12,
+                output_tokens: 3,
+                ..Usage::default()
+            },
         }],
         Some("ses_1".into()),
     );

@@ -24,7 +24,7 @@ use crate::error::ManagerError;
 use crate::fault::FaultPoint;
 use crate::live::{Live, LiveSink, lock};
 use crate::shared::Inner;
-use crate::state::{SessionMeta, new_turn_id};
+use crate::state::{SessionMeta, new_turn_id, reported_usage};
 use crate::token;
 
 /// The turn a session is running.
@@ -584,9 +584,11 @@ pub(crate) async fn finish_session(
     let (event, status) = record_end(live, outcome)?;
     live.log.commit().await?;
     inner.fault(FaultPoint::BoundarySynced);
+    let usage = live.with_events(reported_usage);
     let end = |meta: &mut SessionMeta| {
         meta.status = status;
         meta.last_index = event.index;
+        meta.usage = usage;
     };
     if live.turns_saved() {
         live.change_meta(end);

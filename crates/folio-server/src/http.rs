@@ -18,9 +18,9 @@ use axum::{Extension, Json, Router};
 use folio_protocol::{
     Acknowledged, AgentDescription, AgentHeader, AgentSummary, ApprovalRequest, ArtifactResponse,
     ConnectionDescription, CreateSession, DiagnosticInfo, Empty, ErrorBody, ErrorCode,
-    EvalRunResponse, FollowUp, FollowUpAccepted, LogsResponse, OkTrue, Page, ReminderResponse,
-    SchedulesResponse, SessionCreated, SessionResponse, SetReminder, ToolCallRequest,
-    ToolDescription, Visibility,
+    EvalRunResponse, FollowUp, FollowUpAccepted, ForkSession, LogsResponse, OkTrue, Page,
+    ReminderResponse, SchedulesResponse, SessionCreated, SessionResponse, SetReminder,
+    ToolCallRequest, ToolDescription, Visibility,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -202,30 +202,29 @@ pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, R
         })
         .collect();
     let mut app = Router::new();
+    // The playground's files hold no data: they are served without authentication (the page
+    // asks for a token when the API answers 401), behind the same browser guard.
+    let mut pages = Router::new();
     for mount in &mounts {
         let prefix = match config.layout {
             Layout::Multi => format!("/{}", mount.slug),
             Layout::Single => String::new(),
         };
-        let mut routes = agent_routes(AgentState {
+        let routes = agent_routes(AgentState {
             mount: Arc::new(mount.clone()),
             prefix: prefix.clone(),
             dev: config.dev,
             guard: guard.clone(),
         });
-        if config.playground {
-            routes = routes.route(
-                "/playground",
-                get(|| async { Html(include_str!("playground.html")) }),
-            );
-        }
-        app = match config.layout {
-            Layout::Multi => app.nest(&prefix, routes),
-            Layout::Single => app.merge(routes),
+        let page = crate::playground::routes();
+        (app, pages) = match config.layout {
+            Layout::Multi => (app.nest(&prefix, routes), pages.nest(&prefix, page)),
+            Layout::Single => (app.merge(routes), pages.merge(page)),
         };
     }
     let index_agents = agents.clone();
     let layout = config.layout;
+    let playground = config.playground;
     app = app
         .route(
             "/v1/agents",
@@ -236,7 +235,7 @@ pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, R
         )
         .route(
             "/",
-            get(move || async move { index_page(&index_agents, layout) }),
+            get(move || async move { index_page(&index_agents, layout, playground) }),
         )
         .route_layer(axum::middleware::from_fn(crate::http_trace::traced))
         .fallback(|| async { ApiError::not_found("no such route") });
@@ -245,6 +244,9 @@ pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, R
         let auth = auth.clone();
         authenticate(auth, req, next)
     }));
+    if config.playground {
+        app = app.merge(pages);
+    }
     for (slug, routes) in extra {
         // Extra routes (channels) get their `agent_sdk.http` span and incoming trace context too.
         let routes = routes.layer(axum::middleware::from_fn(crate::http_trace::traced));
@@ -280,6 +282,8 @@ fn agent_routes(state: AgentState) -> Router {
             post(follow_up).get(get_session).delete(delete_session),
         )
         .route("/v1/session/{id}/stop", post(stop_session))
+        .route("/v1/session/{id}/fork", post(fork_session))
+        .route("/v1/session/{id}/token", post(issue_token))
         .route("/v1/session/{id}/stream", get(stream_session))
         .route("/v1/session/{id}/events", get(session_events))
         .route(
@@ -344,20 +348,7 @@ async fn create_session(
 ) -> ApiResult {
     body.client_message_id = idempotency_key(&headers, body.client_message_id)?;
     let accepted = state.mount.manager.create(&principal, "http", body).await?;
-    let id = &accepted.session_id;
-    let prefix = &state.prefix;
-    let events = accepted.events.clone();
-    crate::http_trace::covering(
-        events,
-        StatusCode::CREATED,
-        SessionCreated {
-            ok: OkTrue,
-            playground_url: format!("{prefix}/playground?session={id}"),
-            trace_url: format!("{prefix}/v1/session/{id}/events"),
-            session_id: accepted.session_id,
-            continuation_token: accepted.continuation_token,
-        },
-    )
+    created(&state.prefix, accepted)
 }
 
 async fn follow_up(
@@ -395,6 +386,50 @@ fn idempotency_key(headers: &HeaderMap, body: Option<String>) -> Result<Option<S
         )),
         _ => Ok(Some(header.to_string())),
     }
+}
+
+async fn fork_session(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ForkSession>,
+) -> ApiResult {
+    let accepted = state.mount.manager.fork(&principal, &id, body).await?;
+    created(&state.prefix, accepted)
+}
+
+/// The `201` answer of a new session (create and fork).
+fn created(prefix: &str, accepted: crate::manager::Accepted) -> ApiResult {
+    let id = &accepted.session_id;
+    let events = accepted.events.clone();
+    crate::http_trace::covering(
+        events,
+        StatusCode::CREATED,
+        SessionCreated {
+            ok: OkTrue,
+            playground_url: format!("{prefix}/playground?session={id}"),
+            trace_url: format!("{prefix}/v1/session/{id}/events"),
+            session_id: accepted.session_id,
+            continuation_token: accepted.continuation_token,
+        },
+    )
+}
+
+async fn issue_token(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path(id): Path<String>,
+    ApiJson(Empty {}): ApiJson<Empty>,
+) -> ApiResult {
+    let accepted = state.mount.manager.issue_token(&principal, &id).await?;
+    ok(
+        StatusCode::OK,
+        FollowUpAccepted {
+            ok: OkTrue,
+            session_id: accepted.session_id,
+            continuation_token: accepted.continuation_token,
+        },
+    )
 }
 
 async fn stop_session(
@@ -760,17 +795,22 @@ async fn get_eval(State(state): State<AgentState>, Path(run_id): Path<String>) -
     ok(StatusCode::OK, EvalRunResponse { ok: OkTrue, run })
 }
 
-fn index_page(agents: &[AgentSummary], layout: Layout) -> Response {
+fn index_page(agents: &[AgentSummary], layout: Layout, playground: bool) -> Response {
     let mut items = String::new();
     for agent in agents {
         let name = html_escape(&agent.name);
         let description = html_escape(agent.description.as_deref().unwrap_or_default());
-        let href = match layout {
-            Layout::Multi => format!("/{}/v1/agent", html_escape(&agent.slug)),
-            Layout::Single => "/v1/agent".to_string(),
+        let prefix = match layout {
+            Layout::Multi => format!("/{}", html_escape(&agent.slug)),
+            Layout::Single => String::new(),
+        };
+        let open = if playground {
+            format!(" (<a href=\"{prefix}/playground\">playground</a>)")
+        } else {
+            String::new()
         };
         items.push_str(&format!(
-            "<li><a href=\"{href}\">{name}</a> — {description}</li>\n"
+            "<li><a href=\"{prefix}/v1/agent\">{name}</a>{open} — {description}</li>\n"
         ));
     }
     Html(format!(

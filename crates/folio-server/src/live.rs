@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::command::Command;
 use crate::error::{ManagerError, io_error};
 use crate::event_log::{EventLog, LogError};
-use crate::state::{SessionMeta, StateRoot};
+use crate::state::{SessionMeta, StateRoot, reported_usage};
 
 /// How many events a slow stream may fall behind before it re-reads from disk.
 const BROADCAST_CAPACITY: usize = 4096;
@@ -80,6 +80,7 @@ impl Live {
         let id = meta.session_id.clone();
         let (log, events) = EventLog::open(&state.trace_path(&id), &id)?;
         meta.settle(events.last());
+        meta.usage = reported_usage(&events);
         let (tx, _) = broadcast::channel(BROADCAST_CAPACITY);
         Ok(Live {
             id,

@@ -16,8 +16,8 @@ use folio_agent::Agent;
 use folio_agent::check_workspace_path;
 use folio_agent::tools::TodoList;
 use folio_protocol::{
-    ActionApprovalResolved, Admission, ApprovalDecision, CreateSession, EventBody, FollowUp,
-    SessionMode, SessionStarted, SessionStatus, ToolCallResult,
+    ActionApprovalResolved, Admission, ApprovalDecision, CreateSession, Event, EventBody, FollowUp,
+    ForkOrigin, SessionMode, SessionStarted, SessionStatus, ToolCallResult,
 };
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -33,7 +33,7 @@ use crate::logs::LogBuffer;
 use crate::shared::Inner;
 use crate::state::{
     SessionMeta, SessionOptions, StateRoot, SyncTarget, commit, lock_state_root, new_session_id,
-    valid_session_id, write_durably,
+    reported_usage, valid_session_id, write_durably,
 };
 use crate::token;
 
@@ -48,6 +48,20 @@ pub struct Accepted {
     /// (`None` when it gained none): the range its request's span covers. Not part of the
     /// answer a client sees: a retried request may append nothing.
     pub events: Option<RangeInclusive<u64>>,
+}
+
+/// What a new session starts with (see [`SessionManager::open_new`]).
+pub(crate) struct NewSession<'a> {
+    pub(crate) session_id: &'a str,
+    /// The first continuation token (only its hash is stored).
+    pub(crate) token: &'a str,
+    pub(crate) principal: &'a str,
+    pub(crate) channel: &'a str,
+    pub(crate) mode: SessionMode,
+    pub(crate) title: Option<String>,
+    pub(crate) forked_from: Option<ForkOrigin>,
+    /// Its purpose and dry-run flag.
+    pub(crate) options: SessionOptions,
 }
 
 /// A message an in-process channel sends to an existing session ([`SessionManager::send_message`]).
@@ -263,26 +277,82 @@ impl SessionManager {
                 .await
                 .map_err(|e| io_error("cannot record the idempotency key", e))?;
         }
+        let (live, directories) = self
+            .open_new(
+                NewSession {
+                    session_id: &session_id,
+                    token: &token,
+                    principal,
+                    channel,
+                    mode,
+                    title: request.title,
+                    forked_from: None,
+                    options,
+                },
+                &[],
+            )
+            .await?;
+        let admit = Admit {
+            message,
+            admission: None,
+            token: None,
+            key,
+            digest,
+        };
+        self.admit_first(&live, directories, admit).await?;
+        self.inner.fault(FaultPoint::BeforeReply);
+        Ok(Accepted {
+            session_id,
+            continuation_token: token,
+            events: live.appended_since(None),
+        })
+    }
+
+    /// Creates a session on disk (metadata, workspace, log with `session.started` and the
+    /// `copied` events of a fork after it) and makes it live; its first message is admitted by
+    /// the caller, which syncs the returned directories (their new entries) in the same group
+    /// commit before acknowledging it.
+    pub(crate) async fn open_new(
+        &self,
+        new: NewSession<'_>,
+        copied: &[Event],
+    ) -> Result<(Arc<Live>, Vec<SyncTarget>), ManagerError> {
+        let NewSession {
+            session_id,
+            token,
+            principal,
+            channel,
+            mode,
+            title,
+            forked_from,
+            options,
+        } = new;
         let now = Utc::now();
+        let turns = copied
+            .iter()
+            .filter(|e| matches!(e.body, EventBody::MessageReceived(_)))
+            .count() as u32;
         let meta = SessionMeta {
-            session_id: session_id.clone(),
+            session_id: session_id.to_string(),
             mode,
             status: SessionStatus::Running,
             channel: channel.to_string(),
             principal: principal.to_string(),
-            title: request.title.clone(),
+            title: title.clone(),
             created_at: now,
             updated_at: now,
-            token_hash: Some(token::hash_token(&token)),
-            // The first message starts turn 1: written now, so its end need not rewrite this.
-            turns: 1,
+            token_hash: Some(token::hash_token(token)),
+            // The first message starts the next turn: written now, so its end need not rewrite
+            // this.
+            turns: turns + 1,
             last_index: 0,
+            usage: reported_usage(copied),
             accepted_keys: Vec::new(),
             purpose: options.purpose,
             dry_run: options.dry_run,
         };
         let state = &self.inner.state;
-        let workspace = state.workspace_dir(&session_id);
+        let workspace = state.workspace_dir(session_id);
         std::fs::create_dir_all(&workspace).map_err(|e| io_error("cannot create workspace", e))?;
         meta.save_but_directory(state)
             .await
@@ -292,45 +362,47 @@ impl SessionManager {
         // `session.json`, the new session directory and the log file are entries of their
         // directories: synced (in the group commit, alongside the first message's round)
         // before the first message is acknowledged.
-        let trace = state.trace_path(&session_id);
+        let trace = state.trace_path(session_id);
         let directories = [
-            state.session_dir(&session_id),
+            state.session_dir(session_id),
             state.sessions_dir(),
             trace.parent().unwrap_or(&trace).to_path_buf(),
         ];
-        let directories = commit(directories.into_iter().map(SyncTarget::Dir).collect());
         live.bind_hooks(&self.agent().hooks);
         live.append(
             None,
             EventBody::SessionStarted(SessionStarted {
                 mode,
                 channel: channel.to_string(),
-                title: request.title,
+                title,
                 principal: principal.to_string(),
+                forked_from,
             }),
         )?;
-        remember(&mut lock(&self.inner.live), &session_id, &live);
+        for event in copied {
+            live.append(event.turn_id.as_deref(), event.body.clone())?;
+        }
+        remember(&mut lock(&self.inner.live), session_id, &live);
         self.inner
             .logs
-            .about(&session_id)
+            .about(session_id)
             .info(format!("session {session_id} created by {principal}"));
-        let admit = Admit {
-            message,
-            admission: None,
-            token: None,
-            key,
-            digest,
-        };
-        let admitted = self.command(&live, |reply| Command::Send { admit, reply });
-        let (directories, admitted) = tokio::join!(directories, admitted);
+        Ok((live, directories.into_iter().map(SyncTarget::Dir).collect()))
+    }
+
+    /// Admits the first message of a session [`open_new`](Self::open_new) created, syncing its
+    /// new directory entries in the same group commit.
+    pub(crate) async fn admit_first(
+        &self,
+        live: &Arc<Live>,
+        directories: Vec<SyncTarget>,
+        admit: Admit,
+    ) -> Result<(), ManagerError> {
+        let admitted = self.command(live, |reply| Command::Send { admit, reply });
+        let (directories, admitted) = tokio::join!(commit(directories), admitted);
         directories.map_err(|e| io_error("cannot sync the new session's directories", e))?;
         admitted??;
-        self.inner.fault(FaultPoint::BeforeReply);
-        Ok(Accepted {
-            session_id,
-            continuation_token: token,
-            events: live.appended_since(None),
-        })
+        Ok(())
     }
 
     /// The answer to a create retried with `key`: the session the key's `record` names (its
@@ -659,7 +731,7 @@ impl SessionManager {
     }
 
     /// Sends a command to the session's actor, spawning the actor when the session is idle.
-    async fn command<T>(
+    pub(crate) async fn command<T>(
         &self,
         live: &Arc<Live>,
         make: impl FnOnce(oneshot::Sender<T>) -> Command,

@@ -7,7 +7,7 @@ use crate::error::{ManagerError, io_error};
 use crate::event_log::{last_event, read_events};
 use crate::live::lock;
 use crate::manager::SessionManager;
-use crate::state::{SessionMeta, valid_session_id};
+use crate::state::{SessionMeta, reported_usage, valid_session_id};
 
 impl SessionManager {
     /// The session's summary.
@@ -107,7 +107,15 @@ impl SessionManager {
             Some(live) => lock(&live.meta).clone(),
             None => {
                 let trace = self.inner.state.trace_path(&stored.session_id);
+                let recorded = stored.last_index;
                 stored.settle(last_event(&trace).ok().flatten().as_ref());
+                // A turn that ended after `session.json` was written left its usage only in
+                // the log: read it all then (an idle session's list entry, once per query).
+                if stored.last_index > recorded
+                    && let Ok(events) = read_events(&trace)
+                {
+                    stored.usage = reported_usage(&events);
+                }
                 stored
             }
         }
@@ -134,5 +142,6 @@ fn summary(meta: &SessionMeta) -> SessionSummary {
         updated_at: folio_protocol::format_at(&meta.updated_at),
         turns: meta.turns,
         last_index: meta.last_index,
+        usage: meta.usage,
     }
 }

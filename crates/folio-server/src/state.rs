@@ -9,7 +9,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::error::OpenError;
 use chrono::{DateTime, Utc};
-use folio_protocol::{Event, EventBody, SessionMode, SessionStatus};
+use folio_protocol::{Event, EventBody, SessionMode, SessionStatus, Usage};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
@@ -64,6 +64,9 @@ pub struct SessionMeta {
     /// later boundary at the log's end is read from the log ([`SessionMeta::settle`]).
     #[serde(default)]
     pub last_index: u64,
+    /// The tokens its finished turns reported, summed ([`reported_usage`]).
+    #[serde(default, skip_serializing_if = "Usage::is_zero")]
+    pub usage: Usage,
     /// The last keyed follow-ups and the hash of the token each was answered with, so a retry
     /// gets the same answer (see `Idempotency-Key`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -84,6 +87,18 @@ pub struct SessionOptions {
     pub purpose: Option<String>,
     /// Write tools return their `dry_run_result` instead of running.
     pub dry_run: bool,
+}
+
+/// The token usage the `turn.completed` events of `events` report, summed: a session's
+/// [`SessionMeta::usage`].
+pub(crate) fn reported_usage(events: &[Event]) -> Usage {
+    events
+        .iter()
+        .filter_map(|event| match &event.body {
+            EventBody::TurnCompleted(completed) => completed.usage,
+            _ => None,
+        })
+        .sum()
 }
 
 /// A follow-up accepted with an idempotency key.

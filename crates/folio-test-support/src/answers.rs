@@ -60,10 +60,10 @@ pub fn check_answer(method: &str, url: &str, status: u16, body: &Value) {
     let route = path.rsplit_once("/v1/").map_or("", |(_, route)| route);
     let segments: Vec<&str> = route.split('/').collect();
     match (method, segments.as_slice()) {
-        ("POST", ["session"]) => {
+        ("POST", ["session"] | ["session", _, "fork"]) => {
             read_wire::<SessionCreated>(body);
         }
-        ("POST", ["session", _]) => {
+        ("POST", ["session", _] | ["session", _, "token"]) => {
             read_wire::<FollowUpAccepted>(body);
         }
         ("GET", ["session", _]) => {

@@ -1,0 +1,303 @@
+// @ts-check
+// The Chat view: one session's events as a conversation — user messages (each can be forked),
+// streaming reasoning (collapsible) and text, tool calls inline with their arguments, results,
+// errors and durations, subagent calls nested in their call, approvals as Approve / Deny.
+
+import { duration, el, json, tokens } from "./dom.js";
+
+/** @typedef {import("folio-api").Event} FolioEvent */
+/** @typedef {import("folio-api").RequestedCall} RequestedCall */
+
+/**
+ * @typedef {object} ChatActions
+ * @property {(callId: string, decision: "approve" | "deny", reason: string) => void} decide
+ * @property {(atIndex: number, text: string) => void} fork
+ */
+
+/** Renders events into a container; each event index is rendered at most once. */
+export class ChatView {
+  /**
+   * @param {HTMLElement} root
+   * @param {ChatActions} actions
+   */
+  constructor(root, actions) {
+    this.root = root;
+    this.actions = actions;
+    /** Indexes already shown. @type {Set<number>} */
+    this.seen = new Set();
+    /** The assistant block of the running turn. @type {HTMLElement | null} */
+    this.turn = null;
+    /** The text of the running step. @type {HTMLElement | null} */
+    this.text = null;
+    /** The reasoning of the running step. @type {HTMLElement | null} */
+    this.reasoning = null;
+    /** Tool-call cards by nesting level and call id (see `key`). @type {Map<string, HTMLElement>} */
+    this.calls = new Map();
+    /**
+     * The subagents running inside the turn, innermost last: their events render inside their
+     * call's card; each keeps the outer level's text and reasoning boxes to restore.
+     * @type {{ body: HTMLElement, outer: { turn: HTMLElement | null, text: HTMLElement | null, reasoning: HTMLElement | null } }[]}
+     */
+    this.nested = [];
+    /** Messages queued (`coalesce`) that no turn took yet. @type {HTMLElement[]} */
+    this.pending = [];
+  }
+
+  /** Empties the view (another session is shown). */
+  reset() {
+    this.root.textContent = "";
+    this.seen = new Set();
+    this.turn = null;
+    this.text = null;
+    this.reasoning = null;
+    this.calls = new Map();
+    this.nested = [];
+    this.pending = [];
+  }
+
+  /**
+   * A call's key: a subagent is a conversation of its own, so its call ids may repeat the
+   * outer ones; they are told apart by the nesting level.
+   */
+  key(/** @type {string} */ callId) {
+    return `${this.nested.length}:${callId}`;
+  }
+
+  /** The assistant block of the running turn (created on demand). */
+  currentTurn() {
+    const inner = this.nested[this.nested.length - 1];
+    if (inner) return inner.body;
+    if (!this.turn) {
+      this.turn = el("div", { cls: "turn assistant" });
+      this.root.append(this.turn);
+    }
+    return this.turn;
+  }
+
+  /** Shows one event (ignored when its index was shown already). */
+  add(/** @type {FolioEvent} */ event) {
+    if (this.seen.has(event.index)) return;
+    this.seen.add(event.index);
+    switch (event.type) {
+      case "message.received":
+        // A turn takes every queued message (joined into this one): they are shown here now.
+        for (const bubble of this.pending) bubble.remove();
+        this.pending = [];
+        this.user(event.index, event.data.text);
+        break;
+      case "message.queued":
+        this.queued(event.index, event.data.text);
+        break;
+      case "turn.queued":
+        this.note(`waiting for a free slot (position ${event.data.position})`);
+        break;
+      case "turn.started":
+        this.turn = null;
+        this.currentTurn().dataset.turn = event.turnId || "";
+        break;
+      case "step.started":
+        this.text = null;
+        this.reasoning = null;
+        break;
+      case "reasoning.appended":
+        this.reasoningBox().textContent += event.data.delta;
+        break;
+      case "reasoning.completed":
+        this.reasoningBox().textContent = event.data.text;
+        break;
+      case "message.appended":
+        this.textBox().textContent += event.data.delta;
+        break;
+      case "message.completed":
+        if (event.data.text) this.textBox().textContent = event.data.text;
+        break;
+      case "actions.requested":
+        for (const call of event.data.calls) this.call(call);
+        break;
+      case "action.approval_requested":
+        this.approval(event.data.callId, event.data.tool, event.data.input);
+        break;
+      case "action.approval_resolved": {
+        const card = this.calls.get(this.key(event.data.callId));
+        card?.querySelector(".approval")?.remove();
+        const reason = event.data.reason ? `: ${event.data.reason}` : "";
+        const word = event.data.decision === "approve" ? "approved" : "denied";
+        this.cardLine(event.data.callId, `${word} by ${event.data.by}${reason}`, `decision ${event.data.decision}`);
+        break;
+      }
+      case "action.result":
+        this.result(event.data);
+        break;
+      case "subagent.called": {
+        this.cardLine(event.data.callId, `→ ${event.data.subagent}: ${event.data.prompt}`, "subagent-prompt");
+        const body = el("div", { cls: "subagent-body" });
+        const card = this.calls.get(this.key(event.data.callId));
+        if (card) {
+          card.classList.add("subagent");
+          const tool = card.querySelector(".tool");
+          if (tool && !tool.textContent?.includes("→")) tool.textContent += ` → subagent ${event.data.subagent}`;
+        }
+        (card || this.currentTurn()).append(body);
+        this.nested.push({ body, outer: { turn: this.turn, text: this.text, reasoning: this.reasoning } });
+        this.text = null;
+        this.reasoning = null;
+        break;
+      }
+      case "subagent.completed": {
+        const level = this.nested.pop();
+        if (level) ({ turn: this.turn, text: this.text, reasoning: this.reasoning } = level.outer);
+        this.cardLine(
+          event.data.callId,
+          `← ${event.data.subagent}: ${event.data.reply}`,
+          event.data.isError ? "subagent-reply error" : "subagent-reply",
+        );
+        break;
+      }
+      case "turn.completed": {
+        const usage = tokens(event.data.usage);
+        const facts = [`${event.data.steps} step${event.data.steps === 1 ? "" : "s"}`, duration(event.data.durationMs)];
+        if (usage) facts.push(usage);
+        this.nested = [];
+        this.currentTurn().append(el("div", { cls: "turn-footer", text: facts.join(" · ") }));
+        this.turn = null;
+        break;
+      }
+      case "turn.failed":
+        this.nested = [];
+        this.currentTurn().append(el("div", { cls: "turn-failed", text: event.data.message }));
+        this.turn = null;
+        break;
+      case "context.compacted":
+        this.note(`context compacted: ${event.data.tokensBefore} → ${event.data.tokensAfter} tokens`);
+        break;
+      case "artifact.tagged":
+        this.note(`artifact ${event.data.kind}/${event.data.key}: ${event.data.title}`);
+        break;
+      case "session.started":
+        if (event.data.forkedFrom) {
+          const from = event.data.forkedFrom;
+          this.note(`forked from ${from.sessionId} at event ${from.atIndex}`);
+        }
+        break;
+      case "session.failed":
+        this.note(`session failed: ${event.data.message}`);
+        break;
+      default:
+        break;
+    }
+  }
+
+  note(/** @type {string} */ text) {
+    this.root.append(el("div", { cls: "note", text }));
+  }
+
+  /**
+   * A message waiting for the running turn (`message.queued`), until the next turn takes it;
+   * the running turn's reply goes on above it.
+   */
+  queued(/** @type {number} */ index, /** @type {string} */ text) {
+    const bubble = el("div", { cls: "turn user queued", attrs: { "data-index": String(index) } }, [
+      el("div", { cls: "text", text }),
+      el("div", { cls: "note", text: "queued: runs after the current turn" }),
+    ]);
+    this.pending.push(bubble);
+    this.root.append(bubble);
+  }
+
+  /** A user message with its Fork button. */
+  user(/** @type {number} */ index, /** @type {string} */ text) {
+    this.turn = null;
+    const fork = el("button", { cls: "link fork", text: "Fork…", attrs: { title: "Edit this message in a new session" } });
+    const bubble = el("div", { cls: "turn user", attrs: { "data-index": String(index) } }, [
+      el("div", { cls: "text", text }),
+      fork,
+    ]);
+    fork.onclick = () => this.editFork(bubble, index, text);
+    this.root.append(bubble);
+  }
+
+  /** Replaces a message's Fork button with an editor that forks with the edited text. */
+  editFork(/** @type {HTMLElement} */ bubble, /** @type {number} */ index, /** @type {string} */ text) {
+    if (bubble.querySelector(".fork-editor")) return;
+    const area = el("textarea", { cls: "fork-text" });
+    area.value = text;
+    const go = el("button", { text: "Fork and send" });
+    const cancel = el("button", { cls: "link", text: "Cancel" });
+    const editor = el("div", { cls: "fork-editor" }, [area, el("div", {}, [go, cancel])]);
+    go.onclick = () => this.actions.fork(index, area.value);
+    cancel.onclick = () => editor.remove();
+    bubble.append(editor);
+    area.focus();
+  }
+
+  textBox() {
+    if (!this.text) {
+      this.text = el("div", { cls: "text" });
+      this.currentTurn().append(this.text);
+    }
+    return this.text;
+  }
+
+  reasoningBox() {
+    if (!this.reasoning) {
+      const body = el("div", { cls: "reasoning-text" });
+      this.currentTurn().append(el("details", { cls: "reasoning" }, [el("summary", { text: "Reasoning" }), body]));
+      this.reasoning = body;
+    }
+    return this.reasoning;
+  }
+
+  /** A tool call's card: name, arguments; the result fills in later. */
+  call(/** @type {RequestedCall} */ call) {
+    // `subagent` names the subagent that made the call (calls inside a delegation).
+    const where = call.subagent ? [el("span", { cls: "where", text: `in ${call.subagent}` })] : [];
+    const card = el("details", { cls: "call", attrs: { "data-call": call.callId, open: "" } }, [
+      el("summary", {}, [el("span", { cls: "tool", text: call.tool }), ...where, el("span", { cls: "status", text: "running…" })]),
+      el("div", { cls: "label", text: "Arguments" }),
+      el("pre", { cls: "args", text: json(call.input) }),
+    ]);
+    this.calls.set(this.key(call.callId), card);
+    this.currentTurn().append(card);
+    this.text = null;
+  }
+
+  /** A line inside a call's card (or a note when the call is unknown). */
+  cardLine(/** @type {string} */ callId, /** @type {string} */ text, /** @type {string} */ cls) {
+    const card = this.calls.get(this.key(callId));
+    if (card) card.append(el("div", { cls, text }));
+    else this.note(text);
+  }
+
+  /** Approve / Deny (with a reason) on a parked call. */
+  approval(/** @type {string} */ callId, /** @type {string} */ tool, /** @type {unknown} */ input) {
+    let card = this.calls.get(this.key(callId));
+    if (!card) {
+      this.call({ callId, tool, input });
+      card = /** @type {HTMLElement} */ (this.calls.get(this.key(callId)));
+    }
+    const status = card.querySelector(".status");
+    if (status) status.textContent = "needs approval";
+    const reason = el("input", { cls: "reason", attrs: { placeholder: "Reason (optional)", "aria-label": "Reason" } });
+    const approve = el("button", { cls: "approve", text: "Approve" });
+    const deny = el("button", { cls: "deny", text: "Deny" });
+    approve.onclick = () => this.actions.decide(callId, "approve", reason.value);
+    deny.onclick = () => this.actions.decide(callId, "deny", reason.value);
+    card.append(el("div", { cls: "approval" }, [approve, deny, reason]));
+  }
+
+  /** A call's result or error, with its duration. */
+  result(/** @type {import("folio-api").ActionResult} */ data) {
+    const card = this.calls.get(this.key(data.callId));
+    if (!card) {
+      this.note(`${data.tool}: ${data.isError ? data.error || "" : json(data.output)}`);
+      return;
+    }
+    const status = card.querySelector(".status");
+    if (status) status.textContent = `${data.isError ? "error" : "done"} · ${duration(data.durationMs)}`;
+    card.classList.add(data.isError ? "failed" : "ok");
+    card.append(
+      el("div", { cls: "label", text: data.isError ? "Error" : "Result" }),
+      el("pre", { cls: data.isError ? "result error" : "result", text: data.isError ? data.error || json(data.output) : json(data.output) }),
+    );
+  }
+}
