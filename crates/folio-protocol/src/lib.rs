@@ -38,8 +38,8 @@ mod cli;
 mod contract;
 mod eval;
 mod event;
-mod hook;
 mod fork;
+mod hook;
 mod http;
 mod mcp;
 mod reminder;
@@ -75,8 +75,8 @@ pub use event::{
     SessionMode, SessionStarted, SessionWaiting, StepCompleted, StepStarted, SubagentCalled,
     SubagentCompleted, TurnCompleted, TurnFailed, TurnQueued, TurnStarted, format_at,
 };
-pub use hook::HookPayload;
 pub use fork::{ForkOrigin, ForkSession};
+pub use hook::HookPayload;
 pub use http::{
     Acknowledged, AgentSummary, ApprovalRequest, ArtifactRecord, ArtifactResponse, CreateSession,
     Empty, ErrorBody, ErrorCode, FollowUp, FollowUpAccepted, LogLevel, LogLine, LogsResponse,
