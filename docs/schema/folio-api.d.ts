@@ -417,7 +417,7 @@ export type CommandHelp = {
   /** The command's name (`folio` for the command index). */
   name: string;
   /** Its subcommands; absent when it has none. */
-  subcommands?: Array<#>;
+  subcommands?: Array<CommandHelp>;
 };
 
 /** One `context.compacted` of a [`RunResult`]. */

@@ -14,7 +14,11 @@ pub(crate) const DECLARATIONS_FILE: &str = "folio-api.d.ts";
 pub(crate) fn declarations() -> String {
     let schemas: Vec<(String, Value)> = folio_protocol::schemas()
         .into_iter()
-        .map(|(name, schema)| (name.to_string(), schema.to_value()))
+        .map(|(name, schema)| {
+            let mut schema = schema.to_value();
+            name_root_refs(&mut schema, name);
+            (name.to_string(), schema)
+        })
         .collect();
     let mut types: BTreeMap<String, Value> = BTreeMap::new();
     for (name, schema) in &schemas {
@@ -36,6 +40,24 @@ pub(crate) fn declarations() -> String {
         out.push_str(&format!("export type {name} = {};\n", type_of(schema, "")));
     }
     out
+}
+
+/// Rewrites `{"$ref": "#"}` (a recursive type pointing at its schema's root, e.g. a command's
+/// subcommands) into a reference to `root`, the type that schema declares.
+fn name_root_refs(schema: &mut Value, root: &str) {
+    match schema {
+        Value::Object(map) => {
+            if map.get("$ref").and_then(Value::as_str) == Some("#") {
+                map.insert("$ref".into(), Value::String(format!("#/$defs/{root}")));
+            }
+            map.values_mut()
+                .for_each(|value| name_root_refs(value, root));
+        }
+        Value::Array(values) => values
+            .iter_mut()
+            .for_each(|value| name_root_refs(value, root)),
+        _ => {}
+    }
 }
 
 /// A `/** … */` comment of the schema's description (empty when it has none).
