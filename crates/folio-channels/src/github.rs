@@ -10,9 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
-use axum::http::StatusCode;
+use axum::extract::Request;
 use axum::response::Response;
 use chrono::Utc;
 use folio_project::GithubChannel;
@@ -21,10 +19,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::app_token::AppTokens;
-use crate::auth::{self, Presented};
 use crate::store::{Received, Work};
 use crate::webhook::acknowledge;
-use crate::{Channel, Env, error, peer};
+use crate::{Channel, Env, error};
 
 /// The public API, when the manifest names none.
 const DEFAULT_API: &str = "https://api.github.com";
@@ -332,28 +329,10 @@ pub(crate) async fn receive(channel: Arc<Channel>, req: Request) -> Response {
     let Some(github) = channel.github.as_ref() else {
         return error(ErrorCode::NotFound, "not a GitHub channel");
     };
-    let peer = peer(&req);
-    let headers = req.headers().clone();
-    let bytes = match Bytes::from_request(req, &()).await {
-        Ok(bytes) => bytes,
-        Err(rejection) => {
-            let code = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ErrorCode::PayloadTooLarge
-            } else {
-                ErrorCode::InvalidRequest
-            };
-            return error(code, format!("body: {}", rejection.body_text()));
-        }
+    let (headers, bytes) = match crate::admitted_body(&channel, req).await {
+        Ok(admitted) => admitted,
+        Err(answer) => return answer,
     };
-    let presented = Presented {
-        headers: &headers,
-        body: &bytes,
-        peer,
-        now: Utc::now().timestamp(),
-    };
-    if let Err(reason) = auth::admit(&channel.auth, &presented, &channel.env) {
-        return error(ErrorCode::Unauthorized, reason);
-    }
     let text = |name: &str| {
         headers
             .get(name)

@@ -259,6 +259,37 @@ pub(crate) fn error(code: ErrorCode, message: impl Into<String>) -> Response {
     (status, axum::Json(ErrorBody::new(code, message))).into_response()
 }
 
+/// Reads `req`'s raw body and runs it through `channel`'s auth chain: its headers and body, or
+/// the answer to send instead (`400`/`413` for a body that cannot be read, `401` when no rule
+/// of the chain admits the caller).
+pub(crate) async fn admitted_body(
+    channel: &Channel,
+    req: Request,
+) -> Result<(axum::http::HeaderMap, axum::body::Bytes), Response> {
+    use axum::extract::FromRequest;
+    let peer = peer(&req);
+    let headers = req.headers().clone();
+    let bytes = axum::body::Bytes::from_request(req, &())
+        .await
+        .map_err(|rejection| {
+            let code = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ErrorCode::PayloadTooLarge
+            } else {
+                ErrorCode::InvalidRequest
+            };
+            error(code, format!("body: {}", rejection.body_text()))
+        })?;
+    let presented = auth::Presented {
+        headers: &headers,
+        body: &bytes,
+        peer,
+        now: chrono::Utc::now().timestamp(),
+    };
+    auth::admit(&channel.auth, &presented, &channel.env)
+        .map_err(|reason| error(ErrorCode::Unauthorized, reason))?;
+    Ok((headers, bytes))
+}
+
 /// The caller's address (unspecified, so never loopback, when the server did not say).
 pub(crate) fn peer(req: &Request) -> SocketAddr {
     req.extensions()

@@ -10,8 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
@@ -20,10 +19,9 @@ use folio_protocol::{Admission, ErrorCode, UrlVerification};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::auth::{self, Presented};
 use crate::store::{Received, Work};
 use crate::webhook::acknowledge;
-use crate::{Channel, Env, error, peer};
+use crate::{Channel, Env, error};
 
 /// The Web API, when the manifest names none.
 const DEFAULT_API: &str = "https://slack.com/api";
@@ -225,26 +223,10 @@ pub(crate) async fn receive(channel: Arc<Channel>, req: Request) -> Response {
     let Some(slack) = channel.slack.as_ref() else {
         return error(ErrorCode::NotFound, "not a Slack channel");
     };
-    let peer = peer(&req);
-    let headers = req.headers().clone();
-    let bytes = match Bytes::from_request(req, &()).await {
-        Ok(bytes) => bytes,
-        Err(rejection) => {
-            return error(
-                ErrorCode::InvalidRequest,
-                format!("body: {}", rejection.body_text()),
-            );
-        }
+    let (_, bytes) = match crate::admitted_body(&channel, req).await {
+        Ok(admitted) => admitted,
+        Err(answer) => return answer,
     };
-    let presented = Presented {
-        headers: &headers,
-        body: &bytes,
-        peer,
-        now: Utc::now().timestamp(),
-    };
-    if let Err(reason) = auth::admit(&channel.auth, &presented, &channel.env) {
-        return error(ErrorCode::Unauthorized, reason);
-    }
     let body: Value = match serde_json::from_slice(&bytes) {
         Ok(body) => body,
         Err(err) => return error(ErrorCode::InvalidRequest, format!("body: not JSON: {err}")),

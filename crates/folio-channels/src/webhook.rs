@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::Request;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
@@ -12,37 +11,18 @@ use folio_protocol::{DeliveryAccepted, ErrorCode, OkTrue};
 use folio_server::FaultPoint;
 use serde_json::{Map, Value};
 
-use crate::auth::{self, Presented};
 use crate::store::{Admitted, Received, Work};
-use crate::{Channel, error, peer, sessions};
+use crate::{Channel, error, sessions};
 
 /// Headers that name a delivery when the manifest sets no `id_header`, in order.
 const ID_HEADERS: &[&str] = &["webhook-id", "idempotency-key", "x-delivery-id"];
 
 /// Handles one delivery to `route` of `channel`.
 pub(crate) async fn receive(channel: Arc<Channel>, route: usize, req: Request) -> Response {
-    let peer = peer(&req);
-    let headers = req.headers().clone();
-    let bytes = match Bytes::from_request(req, &()).await {
-        Ok(bytes) => bytes,
-        Err(rejection) => {
-            let code = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ErrorCode::PayloadTooLarge
-            } else {
-                ErrorCode::InvalidRequest
-            };
-            return error(code, format!("body: {}", rejection.body_text()));
-        }
+    let (headers, bytes) = match crate::admitted_body(&channel, req).await {
+        Ok(admitted) => admitted,
+        Err(answer) => return answer,
     };
-    let presented = Presented {
-        headers: &headers,
-        body: &bytes,
-        peer,
-        now: Utc::now().timestamp(),
-    };
-    if let Err(reason) = auth::admit(&channel.auth, &presented, &channel.env) {
-        return error(ErrorCode::Unauthorized, reason);
-    }
     let body: Value = match serde_json::from_slice(&bytes) {
         Ok(body) => body,
         Err(err) => return error(ErrorCode::InvalidRequest, format!("body: not JSON: {err}")),
