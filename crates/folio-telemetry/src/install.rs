@@ -245,33 +245,45 @@ fn headers(export: &ExportConfig) -> HashMap<String, String> {
         .collect()
 }
 
+/// Builds an OTLP exporter from `builder` (a span or metric exporter builder: their types
+/// differ, their configuration does not) for `export`'s protocol, headers and timeout, sending to
+/// `endpoint`; returns early with the build error.
+macro_rules! exporter {
+    ($builder:expr, $export:expr, $endpoint:expr) => {
+        match $export.protocol {
+            Protocol::Grpc => {
+                let builder = $builder
+                    .with_tonic()
+                    .with_endpoint($endpoint.clone())
+                    .with_metadata(metadata($export)?)
+                    .with_timeout(EXPORT_TIMEOUT);
+                match grpc_tls($endpoint) {
+                    Some(tls) => builder.with_tls_config(tls).build(),
+                    None => builder.build(),
+                }
+            }
+            Protocol::HttpProtobuf | Protocol::HttpJson => $builder
+                .with_http()
+                .with_endpoint($endpoint.clone())
+                .with_protocol(otlp_protocol($export.protocol))
+                .with_headers(headers($export))
+                .with_timeout(EXPORT_TIMEOUT)
+                .build(),
+        }
+        .map_err(build_error($endpoint))?
+    };
+}
+
 fn tracer_provider(
     export: &ExportConfig,
     resource: Resource,
 ) -> Result<SdkTracerProvider, TelemetryError> {
     let endpoint = &export.traces_endpoint;
-    let builder = opentelemetry_otlp::SpanExporter::builder();
-    let exporter = match export.protocol {
-        Protocol::Grpc => {
-            let builder = builder
-                .with_tonic()
-                .with_endpoint(endpoint.clone())
-                .with_metadata(metadata(export)?)
-                .with_timeout(EXPORT_TIMEOUT);
-            match grpc_tls(endpoint) {
-                Some(tls) => builder.with_tls_config(tls).build(),
-                None => builder.build(),
-            }
-        }
-        Protocol::HttpProtobuf | Protocol::HttpJson => builder
-            .with_http()
-            .with_endpoint(endpoint.clone())
-            .with_protocol(otlp_protocol(export.protocol))
-            .with_headers(headers(export))
-            .with_timeout(EXPORT_TIMEOUT)
-            .build(),
-    }
-    .map_err(build_error(endpoint))?;
+    let exporter = exporter!(
+        opentelemetry_otlp::SpanExporter::builder(),
+        export,
+        endpoint
+    );
     let processor = BatchSpanProcessor::builder(exporter)
         .with_batch_config(
             BatchConfigBuilder::default()
@@ -294,28 +306,11 @@ fn meter_provider(
         Temporality::Cumulative => opentelemetry_sdk::metrics::Temporality::Cumulative,
     };
     let endpoint = &export.metrics_endpoint;
-    let builder = opentelemetry_otlp::MetricExporter::builder().with_temporality(temporality);
-    let exporter = match export.protocol {
-        Protocol::Grpc => {
-            let builder = builder
-                .with_tonic()
-                .with_endpoint(endpoint.clone())
-                .with_metadata(metadata(export)?)
-                .with_timeout(EXPORT_TIMEOUT);
-            match grpc_tls(endpoint) {
-                Some(tls) => builder.with_tls_config(tls).build(),
-                None => builder.build(),
-            }
-        }
-        Protocol::HttpProtobuf | Protocol::HttpJson => builder
-            .with_http()
-            .with_endpoint(endpoint.clone())
-            .with_protocol(otlp_protocol(export.protocol))
-            .with_headers(headers(export))
-            .with_timeout(EXPORT_TIMEOUT)
-            .build(),
-    }
-    .map_err(build_error(endpoint))?;
+    let exporter = exporter!(
+        opentelemetry_otlp::MetricExporter::builder().with_temporality(temporality),
+        export,
+        endpoint
+    );
     Ok(SdkMeterProvider::builder()
         .with_periodic_exporter(exporter)
         .with_resource(resource)
