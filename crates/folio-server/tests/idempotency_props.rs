@@ -174,8 +174,17 @@ async fn race(key: String, bodies: Vec<Body>, picks: Vec<usize>) {
         .unwrap_err();
     assert_eq!(reused.code(), ErrorCode::IdempotencyKeyReused);
 
-    // Keyed follow-ups with the first token, all at once, under a key of their own.
+    // Keyed follow-ups with the first token, all at once, under a key of their own. A
+    // follow-up's `extra` only says "coalesce": two bodies that differ only in its letter are
+    // the same request.
     let key = format!("{key}/f");
+    let sent: Vec<Body> = sent
+        .iter()
+        .map(|body| Body {
+            extra: body.extra.as_ref().map(|_| "coalesce".to_string()),
+            ..body.clone()
+        })
+        .collect();
     let tasks: Vec<_> = sent
         .iter()
         .map(|body| {
