@@ -59,11 +59,7 @@ fn the_demo_evals_replay_offline_without_a_key_and_the_failing_one_is_reported()
     let output = demo_eval(&["--max-concurrency", "1"]);
     assert_eq!(output.status.code(), Some(1), "{}", texts(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let rows: Vec<Vec<&str>> = stdout
-        .lines()
-        .take(3)
-        .map(|line| line.split_whitespace().take(4).collect())
-        .collect();
+    let rows = summary_rows(&stdout, 2);
     assert_eq!(
         rows,
         [
@@ -73,11 +69,7 @@ fn the_demo_evals_replay_offline_without_a_key_and_the_failing_one_is_reported()
         ],
         "{stdout}"
     );
-    let failures = stdout
-        .split("Failures:\n")
-        .nth(1)
-        .and_then(|rest| rest.split("\n\n").next())
-        .unwrap_or_else(|| panic!("no failures section: {stdout}"));
+    let failures = failures_section(&stdout);
     let reply = "Grey waves fold and break\\nsalt wind combs the sleeping dunes\\nthe tide keeps its time\\n\\n(16 words, 3 lines) Critic: \\\"The closing line lands; keep it.\\\" And 17 + 25 = 42.";
     assert_eq!(
         failures,

@@ -49,11 +49,7 @@ async fn a_failing_case_is_reported_with_expected_and_actual_exits_1_and_junit_p
     .await;
     assert_eq!(output.status.code(), Some(1), "{}", texts(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let rows: Vec<Vec<&str>> = stdout
-        .lines()
-        .take(3)
-        .map(|line| line.split_whitespace().take(4).collect())
-        .collect();
+    let rows = summary_rows(&stdout, 2);
     assert_eq!(
         rows,
         [
@@ -63,11 +59,7 @@ async fn a_failing_case_is_reported_with_expected_and_actual_exits_1_and_junit_p
         ],
         "{stdout}"
     );
-    let failures = stdout
-        .split("Failures:\n")
-        .nth(1)
-        .and_then(|rest| rest.split("\n\n").next())
-        .unwrap_or_else(|| panic!("no failures section: {stdout}"));
+    let failures = failures_section(&stdout);
     assert_eq!(
         failures,
         "✗ greet/goodbye step 1: reply_includes: the reply does not include \"goodbye\"\n    expected: \"goodbye\"\n    actual:   \"see you\""

@@ -81,3 +81,22 @@ pub fn texts(output: &Output) -> String {
         String::from_utf8_lossy(&output.stderr)
     )
 }
+
+/// The first four columns of the summary table's header and first `cases` rows of a report.
+pub fn summary_rows(stdout: &str, cases: usize) -> Vec<Vec<&str>> {
+    stdout
+        .lines()
+        .take(cases + 1)
+        .map(|line| line.split_whitespace().take(4).collect())
+        .collect()
+}
+
+/// The report's "Failures:" section (up to its blank line); panics naming the report when the
+/// section is missing.
+pub fn failures_section(stdout: &str) -> &str {
+    stdout
+        .split("Failures:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or_else(|| panic!("no failures section: {stdout}"))
+}
