@@ -117,6 +117,24 @@ async fn every_auth_scheme_refuses_bad_signatures_and_admits_its_providers_signa
         let refused: ErrorBody = read_wire(&answer);
         assert_eq!(refused.error, ErrorCode::Unauthorized, "{channel}");
     }
+    // A web page on this machine is a caller too: a correctly signed delivery that a browser
+    // sends (it carries an `Origin`) is refused before the channel sees it.
+    let signed = format!(
+        "sha256={}",
+        folio_channels::sign_hex(SECRET.as_bytes(), &[body.as_bytes()])
+    );
+    let (status, answer) = deliver(
+        &format!("{url}/v1/channels/generic/ticket"),
+        body,
+        &[
+            ("x-signature-256", signed),
+            ("origin", "https://evil.example.com".into()),
+        ],
+    )
+    .await;
+    assert_eq!(status, 403, "{answer}");
+    let refused: ErrorBody = read_wire(&answer);
+    assert_eq!(refused.error, ErrorCode::Forbidden);
     for channel in ["gh", "slack", "std", "generic", "bearer"] {
         assert_eq!(settled(url, channel).await, [], "{channel}");
     }
