@@ -63,6 +63,7 @@ pub(crate) async fn receive(channel: Arc<Channel>, route: usize, req: Request) -
             route: channel.templates.path(route).to_string(),
             work: Some(work),
             ignored: None,
+            retry: None,
         },
     )
     .await
