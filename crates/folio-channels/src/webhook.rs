@@ -98,7 +98,7 @@ pub(crate) async fn acknowledge(channel: Arc<Channel>, received: Received) -> Re
         let traceparent = folio_telemetry::incoming_traceparent();
         tokio::spawn(folio_telemetry::with_incoming(
             traceparent,
-            sessions::run(channel.clone(), received),
+            sessions::run(channel.clone(), received, false),
         ));
     }
     (
