@@ -4,7 +4,8 @@
 //! restart (the same `webhook-id`, `X-GitHub-Delivery`, or Slack `event_id` with
 //! `X-Slack-Retry-Num`) are acknowledged and run nothing; a crash after a delivery reached its
 //! session but before its outcome was recorded re-runs it without a second message or a second
-//! `channel.delivery` on the session. One test runs every step over the three kinds.
+//! `channel.delivery` on the session; a body changed after signing is refused (`401`, nothing
+//! recorded or run). One test runs every step over the three kinds.
 
 mod channels_support;
 mod serve_support;
@@ -44,27 +45,28 @@ impl Kind {
         }
     }
 
-    /// Sends delivery `id` about thing `n` (its own ticket, PR or Slack thread, so its own
-    /// session) with `marker` in its message; `retry`: Slack's announced retry number (GitHub
-    /// and Standard Webhooks redeliver with the same id and no such header).
-    async fn deliver(
+    /// Delivery `id` about thing `n` (its own ticket, PR or Slack thread, so its own session)
+    /// with `marker` in its message, signed by the provider's library: its URL, body and
+    /// headers. `retry`: Slack's announced retry number (GitHub and Standard Webhooks
+    /// redeliver with the same id and no such header).
+    fn request(
         self,
         base: &str,
         id: &str,
         n: u64,
         marker: &str,
         retry: Option<u32>,
-    ) -> (u16, Value) {
+    ) -> (String, String, Vec<(&'static str, String)>) {
         match self {
             Kind::Webhook => {
                 let body = json!({"ticketId": n, "message": marker}).to_string();
                 let ts = now();
-                let headers = [
+                let headers = vec![
                     ("webhook-id", id.to_string()),
                     ("webhook-timestamp", ts.to_string()),
                     ("webhook-signature", standard_signature(id, ts, &body)),
                 ];
-                deliver(&format!("{base}/v1/channels/hooks/ticket"), &body, &headers).await
+                (format!("{base}/v1/channels/hooks/ticket"), body, headers)
             }
             Kind::Github => {
                 let mut opened = github_examples("pull_request")
@@ -74,20 +76,34 @@ impl Kind {
                 opened["number"] = json!(n);
                 opened["pull_request"]["number"] = json!(n);
                 opened["pull_request"]["title"] = json!(marker);
-                github_delivery(
-                    &format!("{base}/v1/channels/gh"),
-                    "pull_request",
-                    id,
-                    &opened,
-                )
-                .await
+                let body = opened.to_string();
+                let headers = vec![
+                    ("x-github-event", "pull_request".to_string()),
+                    ("x-github-delivery", id.to_string()),
+                    ("x-hub-signature-256", github_signature(&body)),
+                ];
+                (format!("{base}/v1/channels/gh"), body, headers)
             }
             Kind::Slack => {
                 let ts = format!("1700000{n:03}.000100");
                 let event = slack_mention(id, &ts, None, &format!("<@U0BOT> {marker}"));
-                slack_event(&format!("{base}/v1/channels/chat/events"), &event, retry).await
+                let (body, headers) = slack_request(&event, retry);
+                (format!("{base}/v1/channels/chat/events"), body, headers)
             }
         }
+    }
+
+    /// Sends [`Kind::request`]; the status and answer.
+    async fn deliver(
+        self,
+        base: &str,
+        id: &str,
+        n: u64,
+        marker: &str,
+        retry: Option<u32>,
+    ) -> (u16, Value) {
+        let (url, body, headers) = self.request(base, id, n, marker, retry);
+        deliver(&url, &body, &headers).await
     }
 }
 
@@ -176,8 +192,21 @@ async fn every_channel_kind_runs_a_delivery_once_across_kill_9_restarts_and_rede
     let state = tempfile::tempdir().unwrap();
     let first = |kind: Kind| (format!("{kind:?}-1"), format!("first {kind:?} marker"));
 
-    // `kill -9` right after each 202: the work was recorded, nothing ran yet.
+    // `kill -9` right after each 202: the work was recorded, nothing ran yet. Before that, a
+    // delivery whose body was changed after signing is refused on every kind: 401, nothing
+    // recorded, no session, no model or API call.
     let server = serve_kinds(&mock, &project, state.path(), Some("channel-acknowledged")).await;
+    for (n, kind) in (1..).zip(KINDS) {
+        let (url, body, headers) = kind.request(&server.url, "forged", n, "forged", None);
+        let (status, answer) = deliver(&url, &body.replace("forged", "f0rged"), &headers).await;
+        assert_eq!(status, 401, "{kind:?}: {answer}");
+        assert_eq!(settled(&server.url, kind.channel()).await, [], "{kind:?}");
+    }
+    assert!(
+        std::fs::read_dir(state.path().join("test-agent/sessions"))
+            .map_or(true, |mut dir| dir.next().is_none()),
+        "a refused delivery opened a session"
+    );
     for (n, kind) in (1..).zip(KINDS) {
         let (id, marker) = first(kind);
         let (status, answer) = kind.deliver(&server.url, &id, n, &marker, None).await;
