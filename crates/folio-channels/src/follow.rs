@@ -2,7 +2,9 @@
 //! until the session is idle (and no newer delivery reached it), each turn's end is reported
 //! once — `[deliver]` POSTs the reply; GitHub moves the turn's check run through
 //! in_progress → completed and posts the reply as a PR comment. Reported turns are recorded in
-//! the channel's delivery record, so a restart never reports one twice.
+//! the channel's delivery record, so a restart never reports one twice. A restart follows
+//! every session deliveries reached again ([`Followers::resume`]), so a turn that ended while no
+//! one followed it (one a crash cut short, recorded as failed by the restart) is still reported.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -62,9 +64,34 @@ impl Followers {
                         queued_check,
                     },
                 );
-                tokio::spawn(follow_session(channel, session, id));
+                tokio::spawn(follow_session(channel, session, id, false));
             }
         }
+    }
+
+    /// After a restart, follows `session` from delivery `id`'s message through the events it
+    /// already has (turns already reported are skipped) and on until it is idle; `context` is
+    /// the latest delivery's body. A session already followed is left as it is.
+    pub(crate) fn resume(
+        &self,
+        channel: Arc<Channel>,
+        session: String,
+        id: String,
+        context: Value,
+    ) {
+        let mut map = self.lock();
+        if map.contains_key(&session) {
+            return;
+        }
+        map.insert(
+            session.clone(),
+            Follower {
+                generation: 0,
+                context,
+                queued_check: None,
+            },
+        );
+        tokio::spawn(follow_session(channel, session, id, true));
     }
 
     fn context(&self, session: &str) -> Value {
@@ -80,13 +107,15 @@ impl Followers {
     }
 }
 
-/// The index of the message delivery `id` added to `session` (0 when not found).
-fn start_index(channel: &Channel, session: &str, id: &str) -> u64 {
+/// The index of the message delivery `id` added to `session` (0 when not found), and the
+/// index of the session's last event.
+fn start_index(channel: &Channel, session: &str, id: &str) -> (u64, u64) {
     let events = channel
         .manager
         .events(&channel.principal(), session)
         .unwrap_or_default();
-    events
+    let last = events.last().map_or(0, |event| event.index);
+    let start = events
         .iter()
         .rev()
         .find_map(|event| match &event.body {
@@ -98,12 +127,17 @@ fn start_index(channel: &Channel, session: &str, id: &str) -> u64 {
             }
             _ => None,
         })
-        .unwrap_or(0)
+        .unwrap_or(0);
+    (start, last)
 }
 
-async fn follow_session(channel: Arc<Channel>, session: String, id: String) {
+/// Reports each turn of `session` from delivery `id`'s message on until the session is idle
+/// with no newer delivery; `resumed` (after a restart): not before the end of the events the
+/// session already had.
+async fn follow_session(channel: Arc<Channel>, session: String, id: String, resumed: bool) {
     let manager = &channel.manager;
-    let start = start_index(&channel, &session, &id);
+    let (start, last) = start_index(&channel, &session, &id);
+    let replay_until = if resumed { last } else { 0 };
     let mut stream = match manager.stream(&channel.principal(), &session, start) {
         Ok(stream) => stream,
         Err(err) => {
@@ -181,7 +215,7 @@ async fn follow_session(channel: Arc<Channel>, session: String, id: String) {
                 )
                 .await;
             }
-            EventBody::SessionWaiting(_) => {
+            EventBody::SessionWaiting(_) if event.index >= replay_until => {
                 let mut map = channel.followers.lock();
                 let generation = map.get(&session).map_or(seen, |f| f.generation);
                 if generation == seen {

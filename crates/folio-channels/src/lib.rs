@@ -206,9 +206,18 @@ impl Channels {
     }
 
     /// Runs the work of deliveries that were acknowledged but not finished when the process
-    /// last stopped (each once: the delivery id keeps the session from admitting it twice).
+    /// last stopped (each once: the delivery id keeps the session from admitting it twice), and
+    /// follows again the sessions deliveries reached, so turns that ended unreported (cut short
+    /// by the crash) are reported to the provider.
     pub fn resume(&self) {
         for channel in &self.channels {
+            if channel.replier.is_some() || channel.slack.is_some() || channel.github.is_some() {
+                for (session, id, work) in channel.store.reached() {
+                    channel
+                        .followers
+                        .resume(channel.clone(), session, id, work.body);
+                }
+            }
             for received in channel.store.pending() {
                 tokio::spawn(sessions::run(channel.clone(), received, true));
             }

@@ -366,6 +366,34 @@ impl Store {
         self.sync_through(ticket)
     }
 
+    /// Each session that deliveries reached (and that they did not just stop), with the first
+    /// such delivery's id and the latest one's work: what a restart follows again.
+    pub(crate) fn reached(&self) -> Vec<(String, String, Work)> {
+        let inner = self.lock();
+        let mut reached: Vec<(String, String, Work)> = Vec::new();
+        let mut positions: HashMap<String, usize> = HashMap::new();
+        for entry in inner.order.iter().filter_map(|id| inner.entries.get(id)) {
+            let (DeliveryStatus::Accepted, Some(session), Some(work)) = (
+                entry.info.status,
+                &entry.info.session_id,
+                &entry.received.work,
+            ) else {
+                continue;
+            };
+            if work.stop {
+                continue;
+            }
+            match positions.get(session) {
+                Some(&at) => reached[at].2 = work.clone(),
+                None => {
+                    positions.insert(session.clone(), reached.len());
+                    reached.push((session.clone(), entry.info.id.clone(), work.clone()));
+                }
+            }
+        }
+        reached
+    }
+
     /// The deliveries whose work has not finished: what a restart runs.
     pub(crate) fn pending(&self) -> Vec<Received> {
         let inner = self.lock();

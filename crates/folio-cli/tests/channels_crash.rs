@@ -297,3 +297,108 @@ async fn every_channel_kind_runs_a_delivery_once_across_kill_9_restarts_and_rede
         kill(server).await;
     }
 }
+
+/// The calls to the fake provider API whose body mentions `text`.
+fn calls_mentioning(api: &FakeApi, text: &str) -> Vec<(String, String, Value)> {
+    api.calls()
+        .into_iter()
+        .filter(|call| call.body.to_string().contains(text))
+        .map(|call| (call.method, call.path, call.body))
+        .collect()
+}
+
+/// Waits until some call to the fake provider API mentions `text`.
+async fn reported(api: &FakeApi, text: &str) -> Vec<(String, String, Value)> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let calls = calls_mentioning(api, text);
+        if !calls.is_empty() {
+            return calls;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no call to the provider mentioned {text:?} within 30 s: {:#?}",
+            api.calls()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_turn_cut_short_by_kill_9_is_reported_to_the_provider_after_the_restart() {
+    let mock = MockModelServer::start().await;
+    let api = FakeApi::start().await;
+    let project = crash_project(&api.url());
+    let gh = format!(
+        "kind = \"github\"\napi_base_url = \"{}\"\ncheck_runs = true\n",
+        api.url()
+    );
+    write_files(project.path(), &[("agent/channels/gh.toml", &gh)]);
+    let state = tempfile::tempdir().unwrap();
+    let kinds = [Kind::Github, Kind::Slack];
+
+    // Each delivery's turn is running (its model call never answers) when the server dies.
+    let server = serve_kinds(&mock, &project, state.path(), None).await;
+    for (n, kind) in (1..).zip(kinds) {
+        mock.push(MockReply::text("never sent").first_byte_delay(Duration::from_secs(300)));
+        let (status, answer) = kind
+            .deliver(&server.url, &format!("{kind:?}-cut"), n, "cut short", None)
+            .await;
+        assert_eq!(status, 202, "{kind:?}: {answer}");
+    }
+    model_requests(&mock, kinds.len()).await;
+    kill(server).await;
+    assert_eq!(calls_mentioning(&api, folio_protocol::SERVER_RESTARTED), []);
+
+    // The restart records those turns as failed and tells each provider so: Slack in the
+    // thread, GitHub by completing the turn's check run as a failure.
+    let server = serve_kinds(&mock, &project, state.path(), None).await;
+    let slack = reported(&api, "Sorry, this turn failed: server restarted").await;
+    assert!(
+        slack.iter().all(|(_, path, _)| path.starts_with("/chat.")),
+        "{slack:#?}"
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let check = loop {
+        let failed: Vec<_> = calls_mentioning(&api, folio_protocol::SERVER_RESTARTED)
+            .into_iter()
+            .filter(|(method, path, body)| {
+                method == "PATCH"
+                    && path.contains("/check-runs/")
+                    && body["conclusion"] == "failure"
+            })
+            .collect();
+        if !failed.is_empty() {
+            break failed;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no check run completed as a failure within 30 s: {:#?}",
+            api.calls()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(check.len(), 1, "{check:#?}");
+    assert_eq!(
+        mock.requests().len(),
+        kinds.len(),
+        "a cut-short turn ran again"
+    );
+    kill(server).await;
+
+    // Reported turns are recorded: a later restart reports nothing again. A new delivery's
+    // answer shows that restart has followed its sessions again.
+    let before = calls_mentioning(&api, folio_protocol::SERVER_RESTARTED).len();
+    mock.push(MockReply::text("Fresh answer."));
+    let server = serve_kinds(&mock, &project, state.path(), None).await;
+    let (status, answer) = Kind::Slack
+        .deliver(&server.url, "Slack-fresh", 7, "fresh", None)
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    reported(&api, "Fresh answer.").await;
+    assert_eq!(
+        calls_mentioning(&api, folio_protocol::SERVER_RESTARTED).len(),
+        before
+    );
+    kill(server).await;
+}
