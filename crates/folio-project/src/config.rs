@@ -52,8 +52,9 @@ pub struct AgentConfig {
     pub description: Option<String>,
     /// `provider:model` (docs/models.md); subagents inherit when omitted.
     pub model: Option<String>,
-    /// The native tool allowlist (docs/tools.md); `None` = the full default set.
-    pub tools: Option<Vec<String>>,
+    /// The native tool allowlist (docs/tools.md), or a `[tools]` table with the allowlist and
+    /// the `web_search` / `read_lints` backends; `None` = the full default set.
+    pub tools: Option<crate::tools_config::ToolsSection>,
     /// `"local"` only; `"cloud"` is refused.
     pub runtime: Option<String>,
     /// Model calls per turn before the turn fails (default 50).

@@ -217,10 +217,15 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
     let hooks = hooks::discover_hooks(&agent_dir, findings);
     let artifacts = artifacts::discover_artifacts(&agent_dir, findings);
     let has_subagents = !subagents.is_empty();
+    let tools_section = config.tools.as_ref();
     let resolved = allowlist::resolve(
-        config.tools.as_deref(),
+        tools_section.and_then(|t| t.allowlist()),
         config.root.is_some(),
         has_subagents,
+        allowlist::Backends {
+            web_search: tools_section.and_then(|t| t.web_search()).is_some(),
+            read_lints: tools_section.and_then(|t| t.read_lints()).is_some(),
+        },
     );
     for warning in resolved.warnings {
         findings.warning(&manifest, format!("tools: {warning}"));
@@ -342,7 +347,8 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
             format!("context.compact_at: {at} is not a fraction of the window (use a number in (0, 1], e.g. 0.8)"),
         );
     }
-    for name in config.tools.iter().flatten() {
+    let allowlist = config.tools.as_ref().and_then(|t| t.allowlist());
+    for name in allowlist.into_iter().flatten() {
         if !ALLOWLIST_NAMES.contains(&name.as_str()) {
             let hint = nearest_key(name, ALLOWLIST_NAMES)
                 .map(|near| format!(" (did you mean \"{near}\"?)"))
@@ -355,6 +361,9 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
                 ),
             );
         }
+    }
+    if let Some(tools) = &config.tools {
+        crate::tools_config::check(tools, config.root.is_some(), manifest, findings);
     }
     let Some(root) = &config.root else {
         return;
@@ -372,7 +381,7 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
             );
         }
     }
-    for name in config.tools.iter().flatten() {
+    for name in allowlist.into_iter().flatten() {
         if ROOT_FORBIDDEN.contains(&name.as_str()) {
             findings.error(
                 manifest,
