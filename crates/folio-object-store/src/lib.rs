@@ -30,7 +30,8 @@ use folio_fs::{
 use futures::StreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{
-    ObjectMeta, ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutMode, PutOptions, PutPayload, UpdateVersion,
+    ObjectMeta, ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutMode, PutOptions, PutPayload,
+    UpdateVersion,
 };
 
 /// Why an object-store tree could not be opened.

@@ -54,7 +54,9 @@ mod subagents;
 mod tools;
 mod tools_config;
 
-pub use allowlist::{ALLOWLIST_NAMES, Backends, FileTool, NativeTool, ROOT_FORBIDDEN, Resolved, resolve};
+pub use allowlist::{
+    ALLOWLIST_NAMES, Backends, FileTool, NativeTool, ROOT_FORBIDDEN, Resolved, resolve,
+};
 pub use artifacts::{ArtifactKind, ArtifactKindManifest, ArtifactsConfig, ArtifactsManifest};
 pub use channels::{
     AuthRule, BearerAuth, ChannelManifest, ChannelSummary, DeliverConfig, GithubApp, GithubChannel,

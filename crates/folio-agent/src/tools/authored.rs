@@ -100,7 +100,6 @@ impl AuthoredTool {
         let input = self.prepare(input)?;
         self.call(input, ctx).await
     }
-
 }
 
 /// The one-line message of a schema violation, naming the failing field.
