@@ -68,6 +68,13 @@ async fn build_mount(spec: &MountSpec, agent_dir: &Path) -> Result<Arc<dyn FileS
             options,
             index,
         } => {
+            // Decision: a local store has no conditional put, so a writable one could not keep
+            // the compare-and-swap promise; `host` mounts are the writable local directories.
+            if !*read_only && object_store.starts_with("file:") {
+                return Err(format!(
+                    "{object_store}: a local object store cannot write with compare-and-swap; mount it with read_only = true, or use {{ host = \"dir\" }} for a writable directory"
+                ));
+            }
             let mut settings = Vec::new();
             for (key, value) in options {
                 let value =

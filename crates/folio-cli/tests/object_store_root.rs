@@ -140,4 +140,34 @@ async fn a_read_only_mount_refuses_writes_and_a_bad_mount_fails_the_run() {
         ),
         "{stderr}"
     );
+
+    // A local store cannot compare-and-swap: writable, it is refused; read-only, it serves.
+    let local = tempfile::tempdir().unwrap();
+    std::fs::write(local.path().join("l.md"), "local\n").unwrap();
+    let url = format!("file://{}", local.path().display());
+    let writable = project(&format!(
+        "model = \"openai:gpt-test\"\n\n[root]\n\"/l\" = {{ object_store = \"{url}\" }}\n"
+    ));
+    let output = run_json(&mock.openai_base_url(), writable.path(), "try").await;
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "agent.toml [root] \"/l\": {url}: a local object store cannot write with compare-and-swap; mount it with read_only = true"
+        )),
+        "{stderr}"
+    );
+    let read_only = project(&format!(
+        "model = \"openai:gpt-test\"\n\n[root]\n\"/l\" = {{ object_store = \"{url}\", read_only = true }}\n"
+    ));
+    mock.push(MockReply::tool_calls([(
+        "Read",
+        json!({"path": "/l/l.md"}),
+    )]));
+    mock.push(MockReply::text("Done."));
+    let result = result_of(&run_json(&mock.openai_base_url(), read_only.path(), "read").await);
+    assert_eq!(
+        tool_outputs(&result),
+        vec![("Read".into(), false, json!("     1\tlocal"))]
+    );
 }
