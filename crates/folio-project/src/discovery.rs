@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use crate::allowlist::{self, ALLOWLIST_NAMES, ROOT_FORBIDDEN};
 use crate::artifacts::{self, ArtifactsConfig};
 use crate::channels::{ChannelSummary, discover_channels};
-use crate::config::{AgentConfig, Execution, ProjectConfig, ScheduleFrontmatter, nearest_key};
+use crate::config::{
+    AgentConfig, Execution, MountSpec, ProjectConfig, ScheduleFrontmatter, nearest_key,
+};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::hooks::{self, HookDefinition};
 use crate::mcp::{self, McpServerConfig};
@@ -389,7 +391,8 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
             );
         }
     }
-    for mount in root.keys() {
+    for (mount, spec) in root {
+        check_object_store_options(mount, spec, manifest, findings);
         let normalized = folio_path::normalize_fs_path(mount);
         if !mount.starts_with('/') || normalized != *mount {
             findings.error(
@@ -405,6 +408,36 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
                 format!("root: mount \"{mount}\" is under /tmp, which is reserved for turn-local scratch"),
             );
         }
+    }
+}
+
+/// Warns about `${NAME}` templates in an object-store mount's options (also inside overlay
+/// layers) that the environment does not set: the mount would fail to open.
+fn check_object_store_options(
+    mount: &str,
+    spec: &MountSpec,
+    manifest: &Path,
+    findings: &mut Report,
+) {
+    match spec {
+        MountSpec::ObjectStore { options, .. } => {
+            for (key, value) in options {
+                if let Err(unset) =
+                    crate::report::expand_template(value, &|name: &str| std::env::var(name).ok())
+                {
+                    findings.warning(
+                        manifest,
+                        format!("root: mount \"{mount}\" option \"{key}\": {unset}; the mount will fail to open until it is"),
+                    );
+                }
+            }
+        }
+        MountSpec::Overlay { overlay, .. } => {
+            for layer in overlay {
+                check_object_store_options(mount, layer, manifest, findings);
+            }
+        }
+        MountSpec::Host { .. } | MountSpec::Temp { .. } => {}
     }
 }
 

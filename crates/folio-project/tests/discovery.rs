@@ -268,6 +268,10 @@ fn tool_backends_are_checked_and_unconfigured_ones_warned_about() {
             vec!["warning: agent/agent.toml: tools: [tools.read_lints] is configured but the allowlist does not grant \"readLints\"; add it to the list or remove [tools.read_lints]"],
         ),
         (format!("[tools]\nallow = [\"readLints\"]\n\n[tools.read_lints]\n{lint}\n"), vec![]),
+        (
+            "[root]\n\"/data\" = { object_store = \"s3://b/p\", options = { access_key_id = \"${FOLIO_TEST_NEVER_SET_KEY}\", region = \"eu-west-1\" } }\n".to_string(),
+            vec!["warning: agent/agent.toml: root: mount \"/data\" option \"access_key_id\": ${FOLIO_TEST_NEVER_SET_KEY} is not set in the environment; the mount will fail to open until it is"],
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         write(
