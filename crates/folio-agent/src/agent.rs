@@ -22,8 +22,8 @@ use crate::root::{RootError, bind_turn_root, build_root, with_skills_mount};
 use crate::skills::{HOST_SKILLS_DIR, SkillContent, SkillError, catalog, skills_mount};
 use crate::subagents::{Subagent, TaskTool};
 use crate::tools::{
-    AuthoredTool, DuplicateTool, SandboxPolicy, ScratchMode, ShellTool, TodosTool, ToolRegistry,
-    WebClientError, WebFetchTool,
+    AuthoredTool, DuplicateTool, ReadLintsTool, SandboxPolicy, ScratchMode, ShellTool, TodosTool,
+    ToolRegistry, WebClientError, WebFetchTool, WebSearchTool,
 };
 use crate::turn::Harness;
 use crate::workspace::{LazyWorkspace, PrepareError, agent_tool_catalog};
@@ -178,6 +178,7 @@ impl Agent {
             }
             None => None,
         };
+        let env = options.env.clone().unwrap_or_else(process_env);
         let mut tools = ToolRegistry::new();
         for native in &definition.native_tools {
             let tool: Arc<dyn crate::tools::Tool> = match native {
@@ -187,6 +188,34 @@ impl Agent {
                 NativeTool::UpdateTodos => Arc::new(TodosTool::Update),
                 NativeTool::ReadTodos => Arc::new(TodosTool::Read),
                 NativeTool::SetReminder => Arc::new(crate::tools::SetReminderTool),
+                NativeTool::WebSearch => {
+                    // Resolved only when `[tools.web_search]` is set.
+                    let Some(config) = definition
+                        .config
+                        .tools
+                        .as_ref()
+                        .and_then(|t| t.web_search())
+                    else {
+                        continue;
+                    };
+                    Arc::new(WebSearchTool::new(
+                        config.clone(),
+                        &definition.agent_dir,
+                        env.clone(),
+                    )?)
+                }
+                NativeTool::ReadLints => {
+                    // Resolved only when `[tools.read_lints]` is set.
+                    let Some(config) = definition
+                        .config
+                        .tools
+                        .as_ref()
+                        .and_then(|t| t.read_lints())
+                    else {
+                        continue;
+                    };
+                    Arc::new(ReadLintsTool::new(config.clone(), &definition.agent_dir))
+                }
                 // Registered below, once the subagents (which inherit every other tool) exist.
                 NativeTool::Task => continue,
             };
@@ -201,7 +230,6 @@ impl Agent {
                 tools.register(Arc::new(built))?;
             }
         }
-        let env = options.env.clone().unwrap_or_else(process_env);
         let connections = Connections::new(
             &definition.mcp_connections,
             &definition.host_connections,

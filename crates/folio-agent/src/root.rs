@@ -1,5 +1,5 @@
 //! The authored root of `[root]` in `agent.toml`: a `union_fs` of host directories, in-memory
-//! trees and overlays, each optionally indexed for `SemanticSearch`; and the per-turn binding
+//! trees, object stores and overlays, each optionally indexed for `SemanticSearch`; and the per-turn binding
 //! that adds an empty `/tmp` scratch mount (docs/filesystem.md).
 
 use std::collections::BTreeMap;
@@ -61,6 +61,34 @@ async fn build_mount(spec: &MountSpec, agent_dir: &Path) -> Result<Arc<dyn FileS
         MountSpec::Temp { temp, index } => {
             let tree = TempFs::try_from_files(temp.iter()).map_err(|e| e.to_string())?;
             (Arc::new(tree) as Arc<dyn FileSystem>, *index)
+        }
+        MountSpec::ObjectStore {
+            object_store,
+            read_only,
+            options,
+            index,
+        } => {
+            // Decision: a local store has no conditional put, so a writable one could not keep
+            // the compare-and-swap promise; `host` mounts are the writable local directories.
+            if !*read_only && object_store.starts_with("file:") {
+                return Err(format!(
+                    "{object_store}: a local object store cannot write with compare-and-swap; mount it with read_only = true, or use {{ host = \"dir\" }} for a writable directory"
+                ));
+            }
+            let mut settings = Vec::new();
+            for (key, value) in options {
+                let value =
+                    folio_project::expand_template(value, &|name: &str| std::env::var(name).ok())
+                        .map_err(|unset| {
+                        format!("option \"{key}\": {unset} (set it, or write the value itself)")
+                    })?;
+                settings.push((key.clone(), value));
+            }
+            let tree = folio_object_store::object_store_fs(object_store, settings)
+                .map_err(|e| e.to_string())?;
+            // One layer of an overlay is that layer, read-only.
+            let tree = if *read_only { overlay_fs([tree]) } else { tree };
+            (tree, *index)
         }
         MountSpec::Overlay { overlay, index } => {
             let mut layers = Vec::new();

@@ -67,6 +67,10 @@ pub enum NativeTool {
     Task,
     /// `set_reminder`: a one-off wake of the chat session (opt-in: only when listed).
     SetReminder,
+    /// `WebSearch`, when `[tools.web_search]` configures a backend.
+    WebSearch,
+    /// `ReadLints` (host default only), when `[tools.read_lints]` configures linters.
+    ReadLints,
 }
 
 impl NativeTool {
@@ -80,6 +84,8 @@ impl NativeTool {
             NativeTool::ReadTodos => "ReadTodos",
             NativeTool::Task => "Task",
             NativeTool::SetReminder => "set_reminder",
+            NativeTool::WebSearch => "WebSearch",
+            NativeTool::ReadLints => "ReadLints",
         }
     }
 }
@@ -106,6 +112,16 @@ pub const ALLOWLIST_NAMES: &[&str] = &[
 
 /// Names that cannot be granted under an authored root (they need the host disk).
 pub const ROOT_FORBIDDEN: &[&str] = &["shell", "task", "readLints"];
+
+/// Which built-in tools that need a backend have one configured (`[tools.web_search]`,
+/// `[tools.read_lints]`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Backends {
+    /// `[tools.web_search]` is set.
+    pub web_search: bool,
+    /// `[tools.read_lints]` is set.
+    pub read_lints: bool,
+}
 
 /// What the allowlist resolved to, plus warnings about names that grant nothing here.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -134,7 +150,14 @@ fn file_tools_for(name: &str) -> &'static [FileTool] {
 /// Folio's reading of the seed's table: listed file-family names grant exactly those file
 /// tools; a non-empty list with no file-family name grants every file tool; `[]` grants none.
 /// Names must already be valid ([`ALLOWLIST_NAMES`]) and root-legal (checked by discovery).
-pub fn resolve(tools: Option<&[String]>, rooted: bool, has_subagents: bool) -> Resolved {
+/// `WebSearch` and `ReadLints` are offered (by default, or when listed) only with a configured
+/// backend; a backend configured but not granted by a list is warned about.
+pub fn resolve(
+    tools: Option<&[String]>,
+    rooted: bool,
+    has_subagents: bool,
+    backends: Backends,
+) -> Resolved {
     let mut out = Resolved::default();
     let all_files = FileTool::ALL.iter().map(|t| NativeTool::File(*t));
     let Some(names) = tools else {
@@ -150,9 +173,25 @@ pub fn resolve(tools: Option<&[String]>, rooted: bool, has_subagents: bool) -> R
             NativeTool::UpdateTodos,
             NativeTool::ReadTodos,
         ]);
+        if backends.web_search {
+            out.tools.push(NativeTool::WebSearch);
+        }
+        if backends.read_lints && !rooted {
+            out.tools.push(NativeTool::ReadLints);
+        }
         out.tools.sort();
         return out;
     };
+    for (configured, name, section) in [
+        (backends.web_search, "webSearch", "web_search"),
+        (backends.read_lints, "readLints", "read_lints"),
+    ] {
+        if configured && !names.iter().any(|n| n == name) {
+            out.warnings.push(format!(
+                "[tools.{section}] is configured but the allowlist does not grant \"{name}\"; add it to the list or remove [tools.{section}]"
+            ));
+        }
+    }
     if names.is_empty() {
         return out;
     }
@@ -177,12 +216,14 @@ pub fn resolve(tools: Option<&[String]>, rooted: bool, has_subagents: bool) -> R
             "task" => out
                 .warnings
                 .push("\"task\" grants Task only when the agent has subagents; it has none".into()),
+            "webSearch" if backends.web_search => out.tools.push(NativeTool::WebSearch),
             "webSearch" => out.warnings.push(
-                "\"webSearch\" needs a search endpoint and none is configured, so WebSearch is not offered"
+                "\"webSearch\" needs a search backend and none is configured, so WebSearch is not offered (add [tools.web_search] with a provider)"
                     .into(),
             ),
+            "readLints" if backends.read_lints => out.tools.push(NativeTool::ReadLints),
             "readLints" => out.warnings.push(
-                "\"readLints\" needs a lint command and none is configured, so ReadLints is not offered"
+                "\"readLints\" needs a lint command and none is configured, so ReadLints is not offered (add [tools.read_lints] with commands)"
                     .into(),
             ),
             _ => {}
@@ -224,30 +265,103 @@ mod tests {
             "Delete",
             "SemanticSearch",
         ];
-        let host_default = tool_names(&resolve(None, false, false));
+        let host_default = tool_names(&resolve(None, false, false, Backends::default()));
         assert_eq!(host_default[..8], eight);
         assert!(host_default.contains(&"Shell".to_string()));
         assert_eq!(
-            tool_names(&resolve(Some(&names(&["read", "shell"])), false, false)),
+            tool_names(&resolve(
+                Some(&names(&["read", "shell"])),
+                false,
+                false,
+                Backends::default()
+            )),
             ["Read", "Shell"]
         );
-        assert!(resolve(Some(&[]), false, false).tools.is_empty());
-        let rooted = tool_names(&resolve(None, true, true));
+        assert!(
+            resolve(Some(&[]), false, false, Backends::default())
+                .tools
+                .is_empty()
+        );
+        let rooted = tool_names(&resolve(None, true, true, Backends::default()));
         assert_eq!(rooted[..8], eight);
         assert!(!rooted.contains(&"Shell".to_string()) && !rooted.contains(&"Task".to_string()));
-        let todos = tool_names(&resolve(Some(&names(&["updateTodos"])), true, false));
+        let todos = tool_names(&resolve(
+            Some(&names(&["updateTodos"])),
+            true,
+            false,
+            Backends::default(),
+        ));
         assert_eq!(todos[..8], eight);
         assert_eq!(todos[8..], ["UpdateTodos"]);
         assert_eq!(
-            tool_names(&resolve(Some(&names(&["semSearch"])), true, false)),
+            tool_names(&resolve(
+                Some(&names(&["semSearch"])),
+                true,
+                false,
+                Backends::default()
+            )),
             ["SemanticSearch"]
         );
-        assert!(resolve(Some(&[]), true, false).tools.is_empty());
-        let fetch = tool_names(&resolve(Some(&names(&["webFetch"])), true, false));
+        assert!(
+            resolve(Some(&[]), true, false, Backends::default())
+                .tools
+                .is_empty()
+        );
+        let fetch = tool_names(&resolve(
+            Some(&names(&["webFetch"])),
+            true,
+            false,
+            Backends::default(),
+        ));
         assert_eq!(fetch[8..], ["WebFetch"]);
         assert_eq!(
-            tool_names(&resolve(Some(&names(&["edit"])), true, false)),
+            tool_names(&resolve(
+                Some(&names(&["edit"])),
+                true,
+                false,
+                Backends::default()
+            )),
             ["Write", "StrReplace"]
+        );
+    }
+
+    #[test]
+    fn backends_grant_web_search_and_read_lints_only_when_configured() {
+        let both = Backends {
+            web_search: true,
+            read_lints: true,
+        };
+        let host = tool_names(&resolve(None, false, false, both));
+        assert!(host.contains(&"WebSearch".to_string()) && host.contains(&"ReadLints".to_string()));
+        let rooted = tool_names(&resolve(None, true, false, both));
+        assert!(
+            rooted.contains(&"WebSearch".to_string()) && !rooted.contains(&"ReadLints".to_string())
+        );
+        let listed = resolve(
+            Some(&names(&["read", "webSearch", "readLints"])),
+            false,
+            false,
+            both,
+        );
+        assert_eq!(tool_names(&listed), ["Read", "WebSearch", "ReadLints"]);
+        assert!(listed.warnings.is_empty());
+        let unconfigured = resolve(
+            Some(&names(&["read", "webSearch", "readLints"])),
+            false,
+            false,
+            Backends::default(),
+        );
+        assert_eq!(tool_names(&unconfigured), ["Read"]);
+        assert_eq!(unconfigured.warnings.len(), 2);
+        assert!(unconfigured.warnings[0].contains("add [tools.web_search]"));
+        let not_granted = resolve(Some(&names(&["read"])), false, false, both);
+        assert_eq!(tool_names(&not_granted), ["Read"]);
+        assert_eq!(
+            not_granted.warnings,
+            [
+                "[tools.web_search] is configured but the allowlist does not grant \"webSearch\"; add it to the list or remove [tools.web_search]",
+                "[tools.read_lints] is configured but the allowlist does not grant \"readLints\"; add it to the list or remove [tools.read_lints]",
+            ]
         );
     }
 }

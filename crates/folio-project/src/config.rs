@@ -52,8 +52,9 @@ pub struct AgentConfig {
     pub description: Option<String>,
     /// `provider:model` (docs/models.md); subagents inherit when omitted.
     pub model: Option<String>,
-    /// The native tool allowlist (docs/tools.md); `None` = the full default set.
-    pub tools: Option<Vec<String>>,
+    /// The native tool allowlist (docs/tools.md), or a `[tools]` table with the allowlist and
+    /// the `web_search` / `read_lints` backends; `None` = the full default set.
+    pub tools: Option<crate::tools_config::ToolsSection>,
     /// `"local"` only; `"cloud"` is refused.
     pub runtime: Option<String>,
     /// Model calls per turn before the turn fails (default 50).
@@ -131,7 +132,8 @@ pub struct ContextSection {
     pub tool_output_tokens: Option<u64>,
 }
 
-/// One mount of `[root]`: a host directory, an in-memory tree, or an overlay of mounts.
+/// One mount of `[root]`: a host directory, an in-memory tree, an object store, or an overlay
+/// of mounts.
 #[derive(Debug, Clone, Deserialize, PartialEq, JsonSchema)]
 #[serde(untagged)]
 pub enum MountSpec {
@@ -150,6 +152,24 @@ pub enum MountSpec {
     Temp {
         /// Files of the in-memory tree.
         temp: BTreeMap<String, String>,
+        /// Attach the full-text search index.
+        #[serde(default)]
+        index: bool,
+    },
+    /// `{ object_store = "s3://bucket/prefix", read_only = true, options = { … } }`: the
+    /// objects under a bucket prefix (S3, GCS, Azure or `file://`), written with etag
+    /// compare-and-swap.
+    ObjectStore {
+        /// `s3://bucket/prefix`, `gs://bucket/prefix`, `az://container/prefix` or `file:///dir`.
+        object_store: String,
+        /// Refuse writes and deletes.
+        #[serde(default)]
+        read_only: bool,
+        /// Store settings (`endpoint`, `region`, `allow_http`, `access_key_id`, …); values may
+        /// be `${NAME}` templates read from the environment. Unset ones come from the
+        /// environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
+        #[serde(default)]
+        options: BTreeMap<String, String>,
         /// Attach the full-text search index.
         #[serde(default)]
         index: bool,

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use crate::allowlist::{self, ALLOWLIST_NAMES, ROOT_FORBIDDEN};
 use crate::artifacts::{self, ArtifactsConfig};
 use crate::channels::{ChannelSummary, discover_channels};
-use crate::config::{AgentConfig, Execution, ProjectConfig, ScheduleFrontmatter, nearest_key};
+use crate::config::{
+    AgentConfig, Execution, MountSpec, ProjectConfig, ScheduleFrontmatter, nearest_key,
+};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::hooks::{self, HookDefinition};
 use crate::mcp::{self, McpServerConfig};
@@ -217,10 +219,15 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
     let hooks = hooks::discover_hooks(&agent_dir, findings);
     let artifacts = artifacts::discover_artifacts(&agent_dir, findings);
     let has_subagents = !subagents.is_empty();
+    let tools_section = config.tools.as_ref();
     let resolved = allowlist::resolve(
-        config.tools.as_deref(),
+        tools_section.and_then(|t| t.allowlist()),
         config.root.is_some(),
         has_subagents,
+        allowlist::Backends {
+            web_search: tools_section.and_then(|t| t.web_search()).is_some(),
+            read_lints: tools_section.and_then(|t| t.read_lints()).is_some(),
+        },
     );
     for warning in resolved.warnings {
         findings.warning(&manifest, format!("tools: {warning}"));
@@ -342,7 +349,8 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
             format!("context.compact_at: {at} is not a fraction of the window (use a number in (0, 1], e.g. 0.8)"),
         );
     }
-    for name in config.tools.iter().flatten() {
+    let allowlist = config.tools.as_ref().and_then(|t| t.allowlist());
+    for name in allowlist.into_iter().flatten() {
         if !ALLOWLIST_NAMES.contains(&name.as_str()) {
             let hint = nearest_key(name, ALLOWLIST_NAMES)
                 .map(|near| format!(" (did you mean \"{near}\"?)"))
@@ -355,6 +363,9 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
                 ),
             );
         }
+    }
+    if let Some(tools) = &config.tools {
+        crate::tools_config::check(tools, config.root.is_some(), manifest, findings);
     }
     let Some(root) = &config.root else {
         return;
@@ -372,7 +383,7 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
             );
         }
     }
-    for name in config.tools.iter().flatten() {
+    for name in allowlist.into_iter().flatten() {
         if ROOT_FORBIDDEN.contains(&name.as_str()) {
             findings.error(
                 manifest,
@@ -380,7 +391,8 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
             );
         }
     }
-    for mount in root.keys() {
+    for (mount, spec) in root {
+        check_object_store_options(mount, spec, manifest, findings);
         let normalized = folio_path::normalize_fs_path(mount);
         if !mount.starts_with('/') || normalized != *mount {
             findings.error(
@@ -396,6 +408,36 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
                 format!("root: mount \"{mount}\" is under /tmp, which is reserved for turn-local scratch"),
             );
         }
+    }
+}
+
+/// Warns about `${NAME}` templates in an object-store mount's options (also inside overlay
+/// layers) that the environment does not set: the mount would fail to open.
+fn check_object_store_options(
+    mount: &str,
+    spec: &MountSpec,
+    manifest: &Path,
+    findings: &mut Report,
+) {
+    match spec {
+        MountSpec::ObjectStore { options, .. } => {
+            for (key, value) in options {
+                if let Err(unset) =
+                    crate::report::expand_template(value, &|name: &str| std::env::var(name).ok())
+                {
+                    findings.warning(
+                        manifest,
+                        format!("root: mount \"{mount}\" option \"{key}\": {unset}; the mount will fail to open until it is"),
+                    );
+                }
+            }
+        }
+        MountSpec::Overlay { overlay, .. } => {
+            for layer in overlay {
+                check_object_store_options(mount, layer, manifest, findings);
+            }
+        }
+        MountSpec::Host { .. } | MountSpec::Temp { .. } => {}
     }
 }
 

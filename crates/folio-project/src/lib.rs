@@ -52,8 +52,11 @@ mod schemas;
 mod skills;
 mod subagents;
 mod tools;
+mod tools_config;
 
-pub use allowlist::{ALLOWLIST_NAMES, FileTool, NativeTool, ROOT_FORBIDDEN, Resolved, resolve};
+pub use allowlist::{
+    ALLOWLIST_NAMES, Backends, FileTool, NativeTool, ROOT_FORBIDDEN, Resolved, resolve,
+};
 pub use artifacts::{ArtifactKind, ArtifactKindManifest, ArtifactsConfig, ArtifactsManifest};
 pub use channels::{
     AuthRule, BearerAuth, ChannelManifest, ChannelSummary, DeliverConfig, GithubApp, GithubChannel,
@@ -87,3 +90,7 @@ pub use schemas::{SCHEMA_BASE_URL, SchemaFile, schema_name_for, schema_url, sche
 pub use skills::{MIN_DESCRIPTION_CHARS, ROOT_SKILLS_MOUNT, Skill, SkillForm, SkillGenerator};
 pub use subagents::{SubagentDefinition, SubagentManifest};
 pub use tools::{DEFAULT_TOOL_TIMEOUT_SECS, ToolDefinition};
+pub use tools_config::{
+    LintCommand, LintFormat, ReadLintsConfig, SearchProvider, ToolsSection, ToolsTable,
+    WebSearchConfig,
+};

@@ -225,3 +225,59 @@ fn a_context_section_that_cannot_work_is_an_error() {
         assert_eq!(lines(dir.path()), [expected], "{section}");
     }
 }
+
+#[test]
+fn tool_backends_are_checked_and_unconfigured_ones_warned_about() {
+    let lint = "commands = [{ command = [\"ruff\", \"check\"], format = \"ruff\" }]";
+    for (toml, expected) in [
+        (
+            "tools = [\"read\", \"webSearch\", \"readLints\"]\n".to_string(),
+            vec![
+                "warning: agent/agent.toml: tools: \"webSearch\" needs a search backend and none is configured, so WebSearch is not offered (add [tools.web_search] with a provider)",
+                "warning: agent/agent.toml: tools: \"readLints\" needs a lint command and none is configured, so ReadLints is not offered (add [tools.read_lints] with commands)",
+            ],
+        ),
+        (
+            "[tools.web_search]\nprovider = \"searxng\"\n".to_string(),
+            vec!["error: agent/agent.toml: tools.web_search.endpoint: provider \"searxng\" needs the instance's search URL, e.g. endpoint = \"http://127.0.0.1:8888/search\""],
+        ),
+        (
+            "[tools.web_search]\nprovider = \"command\"\nendpoint = \"http://x\"\n".to_string(),
+            vec![
+                "error: agent/agent.toml: tools.web_search.command: provider \"command\" needs the program to run, e.g. command = [\"./search.py\"]",
+                "error: agent/agent.toml: tools.web_search.endpoint: provider \"command\" runs a program and calls no endpoint (remove endpoint)",
+            ],
+        ),
+        (
+            "[tools.web_search]\nprovider = \"brave\"\napi_key_env = \"FOLIO_TEST_NEVER_SET_KEY\"\nmax_results = 99\n".to_string(),
+            vec![
+                "error: agent/agent.toml: tools.web_search.max_results: must be between 1 and 50",
+                "warning: agent/agent.toml: tools.web_search: the API key variable FOLIO_TEST_NEVER_SET_KEY is not set, so every WebSearch call will fail until it is (set FOLIO_TEST_NEVER_SET_KEY)",
+            ],
+        ),
+        (
+            "[tools.read_lints]\ncommands = []\n".to_string(),
+            vec!["error: agent/agent.toml: tools.read_lints.commands: list at least one linter, e.g. { command = [\"ruff\", \"check\", \"--output-format=json\"], format = \"ruff\" }"],
+        ),
+        (
+            format!("[root]\n\"/r\" = {{ temp = {{}} }}\n\n[tools.read_lints]\n{lint}\n"),
+            vec!["error: agent/agent.toml: tools.read_lints: cannot be combined with [root]; linters run on the host workspace (fail closed: remove one of them)"],
+        ),
+        (
+            format!("[tools]\nallow = [\"read\"]\n\n[tools.read_lints]\n{lint}\n"),
+            vec!["warning: agent/agent.toml: tools: [tools.read_lints] is configured but the allowlist does not grant \"readLints\"; add it to the list or remove [tools.read_lints]"],
+        ),
+        (format!("[tools]\nallow = [\"readLints\"]\n\n[tools.read_lints]\n{lint}\n"), vec![]),
+        (
+            "[root]\n\"/data\" = { object_store = \"s3://b/p\", options = { access_key_id = \"${FOLIO_TEST_NEVER_SET_KEY}\", region = \"eu-west-1\" } }\n".to_string(),
+            vec!["warning: agent/agent.toml: root: mount \"/data\" option \"access_key_id\": ${FOLIO_TEST_NEVER_SET_KEY} is not set in the environment; the mount will fail to open until it is"],
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            &[("agent/instructions.md", "Hi.\n"), ("agent/agent.toml", &toml)],
+        );
+        assert_eq!(lines(dir.path()), expected, "{toml}");
+    }
+}

@@ -1,7 +1,7 @@
 //! Which tools a direct call may run (docs/tools.md). Unscoped calls
 //! (`POST /v1/tools/:name`) share one workspace among every principal, so they run only tools
 //! the agent's authors wrote — never a built-in (the file tools, `Shell`, `WebFetch`, the todo
-//! tools, `Task`), which would read, write or run in that shared workspace or on the host.
+//! tools, `Task`, `WebSearch`, `ReadLints`), which would read, write or run in that shared workspace or on the host.
 //! Session-scoped calls run any tool, in the caller's own session (ownership is checked by the
 //! manager).
 //!
@@ -15,7 +15,11 @@ use crate::error::ManagerError;
 
 /// Refuses an unscoped direct call of a built-in tool (`403 forbidden`).
 pub(crate) fn check_unscoped(name: &str) -> Result<(), ManagerError> {
-    let builtin = folio_project::resolve(None, false, true)
+    let every_backend = folio_project::Backends {
+        web_search: true,
+        read_lints: true,
+    };
+    let builtin = folio_project::resolve(None, false, true, every_backend)
         .tools
         .iter()
         .any(|tool| tool.tool_name() == name)
@@ -43,6 +47,8 @@ mod tests {
             "SemanticSearch",
             "Shell",
             "WebFetch",
+            "WebSearch",
+            "ReadLints",
             "UpdateTodos",
             "ReadTodos",
             "Task",

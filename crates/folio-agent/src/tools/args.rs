@@ -9,6 +9,8 @@ pub(crate) enum ArgType {
     String,
     Integer,
     Boolean,
+    /// An array of strings (`ReadLints` paths).
+    Strings,
     /// `[{id, content, status}]` for `UpdateTodos`.
     Todos,
 }
@@ -53,6 +55,7 @@ pub(crate) fn schema(args: &[Arg]) -> Value {
             ArgType::String => json!({"type": "string"}),
             ArgType::Integer => json!({"type": "integer"}),
             ArgType::Boolean => json!({"type": "boolean"}),
+            ArgType::Strings => json!({"type": "array", "items": {"type": "string"}}),
             ArgType::Todos => json!({
                 "type": "array",
                 "items": {
@@ -125,6 +128,9 @@ fn check_type(arg: &Arg, value: &Value) -> Result<(), String> {
         ArgType::String => value.is_string(),
         ArgType::Integer => value.as_u64().is_some(),
         ArgType::Boolean => value.is_boolean(),
+        ArgType::Strings => value
+            .as_array()
+            .is_some_and(|items| items.iter().all(Value::is_string)),
         ArgType::Todos => value.as_array().is_some_and(|items| {
             items.iter().all(|item| {
                 ["id", "content", "status"]
@@ -144,6 +150,7 @@ fn check_type(arg: &Arg, value: &Value) -> Result<(), String> {
         ArgType::String => "a string",
         ArgType::Integer => "a non-negative integer",
         ArgType::Boolean => "a boolean",
+        ArgType::Strings => "an array of strings",
         ArgType::Todos => {
             "an array of {id, content, status} with status pending, in_progress or completed"
         }

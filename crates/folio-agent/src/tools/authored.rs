@@ -10,7 +10,7 @@ use folio_project::{Effect, Execution, InvalidSchema, ToolDefinition, compile_sc
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-use super::process::{Finished, Outcome, run_in_group, tail_lines};
+use super::process::{Finished, Outcome, resolve_program, run_in_group, tail_lines};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// Lines of stderr a failing tool's error carries.
@@ -100,15 +100,6 @@ impl AuthoredTool {
         let input = self.prepare(input)?;
         self.call(input, ctx).await
     }
-
-    fn resolved_program(&self) -> PathBuf {
-        let program = Path::new(&self.command[0]);
-        if program.components().count() > 1 && program.is_relative() {
-            self.tools_dir.join(program)
-        } else {
-            program.to_path_buf()
-        }
-    }
 }
 
 /// The one-line message of a schema violation, naming the failing field.
@@ -188,7 +179,7 @@ impl Tool for AuthoredTool {
                 "agent": self.agent,
             },
         });
-        let mut command = Command::new(self.resolved_program());
+        let mut command = Command::new(resolve_program(&self.command[0], &self.tools_dir));
         command
             .args(&self.command[1..])
             .current_dir(&self.tools_dir)

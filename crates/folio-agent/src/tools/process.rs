@@ -2,6 +2,7 @@
 //! and the turn's cancellation; on timeout or cancel the whole group is killed (shared by
 //! `Shell`, authored tools and generated skills).
 
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -83,6 +84,17 @@ pub(crate) async fn run_in_group(
         stdout,
         stderr,
     })
+}
+
+/// The program of a configured command: a relative path with a `/` (`./x.py`, `bin/x`)
+/// resolves against `base`; a bare name is looked up on `PATH`; an absolute path stays.
+pub(crate) fn resolve_program(program: &str, base: &Path) -> PathBuf {
+    let path = Path::new(program);
+    if path.components().count() > 1 && path.is_relative() {
+        base.join(path)
+    } else {
+        path.to_path_buf()
+    }
 }
 
 /// Kills the whole process group led by `pid` (the child and everything it started); the one

@@ -19,22 +19,44 @@ pub struct WebFetchTool {
     client: reqwest::Client,
 }
 
-/// The HTTP client of `WebFetch` could not be built (no TLS roots, a broken system setup).
+/// The HTTP client of a web tool could not be built (no TLS roots, a broken system setup).
 #[derive(Debug, thiserror::Error)]
-#[error("could not build the WebFetch HTTP client: {0}")]
+#[error("could not build the web tools' HTTP client: {0}")]
 pub struct WebClientError(#[source] reqwest::Error);
+
+/// The HTTP client of the web tools (`WebFetch`, `WebSearch`): `timeout` overall, up to 10
+/// redirects, Folio's user agent.
+pub(crate) fn web_client(timeout: Duration) -> Result<reqwest::Client, WebClientError> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::limited(10))
+        .user_agent(concat!("folio/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(WebClientError)
+}
+
+/// Reads a response body, keeping at most [`MAX_BODY_BYTES`].
+pub(crate) async fn read_capped(
+    response: &mut reqwest::Response,
+) -> Result<Vec<u8>, reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        body.extend_from_slice(&chunk);
+        if body.len() > MAX_BODY_BYTES {
+            body.truncate(MAX_BODY_BYTES);
+            break;
+        }
+    }
+    Ok(body)
+}
 
 impl WebFetchTool {
     /// A fetcher with a 30 s overall timeout and up to 10 redirects.
     pub fn new() -> Result<Self, WebClientError> {
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .connect_timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::limited(10))
-            .user_agent(concat!("folio/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(WebClientError)?;
-        Ok(WebFetchTool { client })
+        Ok(WebFetchTool {
+            client: web_client(Duration::from_secs(30))?,
+        })
     }
 }
 
@@ -82,18 +104,9 @@ impl Tool for WebFetchTool {
                 .get(reqwest::header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|ct| ct.contains("html"));
-            let mut body = Vec::new();
-            while let Some(chunk) = response
-                .chunk()
+            let body = read_capped(&mut response)
                 .await
-                .map_err(|err| ToolError(format!("GET {url} failed while reading: {err}")))?
-            {
-                body.extend_from_slice(&chunk);
-                if body.len() > MAX_BODY_BYTES {
-                    body.truncate(MAX_BODY_BYTES);
-                    break;
-                }
-            }
+                .map_err(|err| ToolError(format!("GET {url} failed while reading: {err}")))?;
             let text = String::from_utf8_lossy(&body).into_owned();
             if !status.is_success() {
                 let excerpt: String = text.chars().take(300).collect();
