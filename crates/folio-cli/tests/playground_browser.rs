@@ -3,13 +3,11 @@
 //! `folio serve` with the mock model and runs one node script of tests/playground/. Without the
 //! browser or the npm package each test says so and passes without running.
 
-mod eval_support;
 mod serve_support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use eval_support::{eval, run_of};
 use folio_protocol::{
     ActionApprovalResolved, ApprovalDecision, CreateSession, ErrorCode, Event, FollowUp,
     ForkOrigin, MessageQueued, MessageReceived, Page, SessionCreated, SessionStarted,
