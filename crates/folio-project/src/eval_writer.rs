@@ -154,8 +154,24 @@ pub fn eval_from_session(events: &[Event], case_id: &str) -> String {
     out
 }
 
+/// `text` as a one-line TOML basic string, so it may be a key too (the `toml` crate writes a
+/// text with a newline as a multi-line string, which TOML refuses as a key).
 fn toml_string(text: &str) -> String {
-    toml::Value::String(text.to_string()).to_string()
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// A JSON value as an inline TOML value (`null`, which TOML lacks, becomes an empty string; a
