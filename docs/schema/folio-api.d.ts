@@ -585,7 +585,19 @@ export type ErrorBody = {
 };
 
 /** The `error` code of an [`ErrorBody`]; each goes with one HTTP status. */
-export type ErrorCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "stale_continuation_token" | "session_not_followable" | "session_busy" | "approval_resolved" | "idempotency_key_reused" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "internal";
+export type ErrorCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "stale_continuation_token" | "session_not_followable" | "session_busy" | "approval_resolved" | "already_exists" | "idempotency_key_reused" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "internal";
+
+/** The answer to [`SaveEvalCase`]: where the case was written and how `folio eval` names it. */
+export type EvalCaseSaved = {
+  /** The case's id (the name). */
+  caseId: string;
+  /** The eval's id (`from-session/<name>`), what `folio eval --filter` matches. */
+  evalId: string;
+  /** Always `true`. */
+  ok: true;
+  /** The file written, relative to the project folder (`evals/from-session/<name>.eval.toml`). */
+  path: string;
+};
 
 /** One `folio eval` run: every case it ran, each with its assertions' verdicts. */
 export type EvalRun = {
@@ -1123,6 +1135,15 @@ export type RunResult = {
   usage?: Usage | null;
 };
 
+/**
+ * `POST /v1/session/:id/eval-case`: save the session as an eval case named `name` (the file
+ * `evals/from-session/<name>.eval.toml` and its one case's id).
+ */
+export type SaveEvalCase = {
+  /** Letters, digits, `-` and `_` (at most 64, starting with a letter or digit). */
+  name: string;
+};
+
 /** A schedule as discovery found it. */
 export type ScheduleInfo = {
   /** Five-field cron, UTC. */
@@ -1331,6 +1352,11 @@ export type StepCompleted = {
   finishReason: FinishReason;
   /** 1-based step number within the turn. */
   step: number;
+  /**
+   * The tokens this model call used, as its provider reported them (absent when it reported
+   * none); the turn's `turn.completed` usage sums them (with any compaction calls).
+   */
+  usage?: Usage | null;
 };
 
 /** What one step's turn did, as assertions see it. */

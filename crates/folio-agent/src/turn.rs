@@ -486,6 +486,7 @@ impl Harness {
                             FinishReason::ToolCalls
                         },
                     ),
+                    usage: response.usage,
                 }),
             )
             .await?;

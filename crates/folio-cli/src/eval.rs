@@ -8,10 +8,12 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use folio_eval::{
-    EvalError, EvalOptions, LineObserver, Observer, OpenModel, ProgressObserver, eval_from_session,
-    junit, rescore, run_evals, summary_table,
+    EvalError, EvalOptions, LineObserver, Observer, OpenModel, ProgressObserver, junit, rescore,
+    run_evals, summary_table,
 };
-use folio_project::{EVALS_DIR, discover, discover_evals};
+use folio_project::{
+    EVALS_DIR, discover, discover_evals, eval_from_session, session_case_path, write_new_eval,
+};
 use folio_protocol::EvalRun;
 use folio_server::http::Layout;
 use folio_server::{StateRoot, valid_session_id};
@@ -166,7 +168,8 @@ fn report(args: &EvalArgs, state: &StateRoot, run: &EvalRun) -> anyhow::Result<E
     })
 }
 
-/// `--from-session`: writes the eval of a recorded session, refusing to overwrite a file.
+/// `--from-session`: writes the eval of a recorded session, refusing to overwrite a file (the
+/// playground's "Save as eval case" writes through the same piece).
 fn write_from_session(
     args: &EvalArgs,
     states: [&StateRoot; 2],
@@ -190,21 +193,11 @@ fn write_from_session(
     };
     let events = folio_server::read_events(&trace)
         .with_context(|| format!("cannot read the session {session_id} ({})", trace.display()))?;
-    let path = args.out.clone().unwrap_or_else(|| {
-        args.dir
-            .join(EVALS_DIR)
-            .join("from-session")
-            .join(format!("{session_id}.eval.toml"))
-    });
-    if path.exists() {
-        bail!("{} exists: pass --out with another file", path.display());
-    }
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    std::fs::write(&path, eval_from_session(&events, "replayed"))
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    let path = match &args.out {
+        Some(path) => path.clone(),
+        None => session_case_path(&args.dir, session_id)?,
+    };
+    write_new_eval(&path, &eval_from_session(&events, "replayed"))?;
     println!("{}", path.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use folio_protocol::RunResult;
+use folio_protocol::{EvalRun, RunResult};
 use folio_test_support::read_wire;
 use serde_json::Value;
 
@@ -92,4 +92,28 @@ pub fn tool_outputs(result: &RunResult) -> Vec<(String, bool, Value)> {
         .iter()
         .map(|call| (call.tool.clone(), call.is_error, call.output.clone()))
         .collect()
+}
+
+/// Runs `folio eval --dir DIR ARGS…` against the mock model at `base_url`.
+pub async fn eval(base_url: &str, dir: &Path, args: &[&str]) -> Output {
+    folio(base_url)
+        .arg("eval")
+        .arg("--dir")
+        .arg(dir)
+        .args(args)
+        .output()
+        .await
+        .unwrap()
+}
+
+/// The run `folio eval --json` printed, read exactly as an [`EvalRun`].
+pub fn run_of(output: &Output) -> EvalRun {
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "stdout is not the run JSON ({err}); stdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    read_wire(&value)
 }

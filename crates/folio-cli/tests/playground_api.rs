@@ -1,12 +1,13 @@
 //! The playground's server side without a browser: its embedded files (served without auth,
 //! behind the browser guard, with a CSP that admits only its own origin), `POST
-//! /v1/session/:id/fork` and `POST /v1/session/:id/token`.
+//! /v1/session/:id/fork`, `POST /v1/session/:id/token` and `POST /v1/session/:id/eval-case`.
 
 mod serve_support;
 
 use folio_protocol::{
-    CreateSession, Empty, ErrorBody, ErrorCode, EventBody, FollowUp, FollowUpAccepted, ForkOrigin,
-    ForkSession, MessageReceived, SessionCreated, SessionMode, SessionStarted, Usage,
+    CreateSession, Empty, ErrorBody, ErrorCode, EvalCaseSaved, Event, EventBody, FollowUp,
+    FollowUpAccepted, ForkOrigin, ForkSession, MessageReceived, OkTrue, SaveEvalCase,
+    SessionCreated, SessionMode, SessionStarted, Usage,
 };
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
@@ -43,6 +44,22 @@ async fn started(url: &str, message: &str, token: Option<&str>) -> SessionCreate
     let mut stream = Stream::open(url, &created.session_id, 0, token).await;
     stream.until("session.waiting").await;
     created
+}
+
+/// The stored events of a session as `token`'s principal.
+async fn events_as(url: &str, id: &str, token: &str) -> Vec<Event> {
+    let (status, dump) = call(
+        Method::GET,
+        &format!("{url}/v1/session/{id}/events"),
+        None,
+        Some(token),
+    )
+    .await;
+    assert_eq!(status, 200, "{dump}");
+    let Value::String(text) = dump else {
+        panic!("the events dump is NDJSON, not {dump}")
+    };
+    read_ndjson(&text)
 }
 
 /// Usage of `input` uncached prompt tokens and `output` output tokens.
@@ -339,4 +356,122 @@ async fn the_owner_gets_a_fresh_token_and_others_get_403() {
         (409, ErrorCode::SessionNotFollowable)
     );
     drop(mock);
+}
+
+#[tokio::test]
+async fn an_eval_case_is_saved_once_by_the_sessions_owner_between_turns() {
+    let tokens = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(tokens.path(), TOKENS).unwrap();
+    let slow = "one two three four five six seven eight nine ten";
+    let (_mock, server, dir, _state) = served(
+        vec![
+            MockReply::text("Hi."),
+            MockReply::text(slow).chunk_delay(std::time::Duration::from_millis(300)),
+        ],
+        &["--tokens-file", tokens.path().to_str().unwrap()],
+    )
+    .await;
+    let url = &server.url;
+    let created = started(url, "hello", Some("alice-secret")).await;
+    let id = created.session_id.clone();
+    let save_url = format!("{url}/v1/session/{id}/eval-case");
+    let save = |name: &str, token: &'static str| {
+        let body = SaveEvalCase { name: name.into() };
+        let save_url = save_url.clone();
+        async move { refused(Method::POST, &save_url, Some(&body), Some(token)).await }
+    };
+    // Another principal cannot save alice's run.
+    let (status, denied) = save("greeting", "bob-secret").await;
+    assert_eq!((status, denied.error), (403, ErrorCode::Forbidden));
+    // A name that cannot name a file is refused, saying what a name may hold.
+    let (status, invalid) = save("../greeting", "alice-secret").await;
+    assert_eq!((status, invalid.error), (400, ErrorCode::InvalidRequest));
+    assert!(invalid.message.contains("letters, digits"), "{invalid:?}");
+
+    let (status, saved) = call_as::<EvalCaseSaved>(
+        Method::POST,
+        &save_url,
+        Some(&SaveEvalCase {
+            name: "greeting".into(),
+        }),
+        Some("alice-secret"),
+    )
+    .await;
+    assert_eq!(status, 201);
+    assert_eq!(
+        saved,
+        EvalCaseSaved {
+            ok: OkTrue,
+            eval_id: "from-session/greeting".into(),
+            case_id: "greeting".into(),
+            path: "evals/from-session/greeting.eval.toml".into(),
+        }
+    );
+    // The file is what `folio eval --from-session` writes for this run, and `folio eval` reads it.
+    let file = dir.path().join(&saved.path);
+    let written = std::fs::read_to_string(&file).unwrap();
+    let events = events_as(url, &id, "alice-secret").await;
+    assert_eq!(
+        written,
+        folio_project::eval_from_session(&events, "greeting")
+    );
+    let suite = folio_project::discover_evals(dir.path());
+    assert!(!suite.has_errors(), "{:?}", suite.diagnostics);
+    let cases: Vec<(&str, &str, Vec<&str>)> = suite
+        .evals
+        .iter()
+        .flat_map(|eval| {
+            eval.cases.iter().map(|case| {
+                let sends = case.steps.iter().map(|step| step.send.as_str()).collect();
+                (eval.id.as_str(), case.id.as_str(), sends)
+            })
+        })
+        .collect();
+    assert_eq!(
+        cases,
+        vec![("from-session/greeting", "greeting", vec!["hello"])]
+    );
+
+    // A taken name is refused and the file stays as it was.
+    let (status, taken) = save("greeting", "alice-secret").await;
+    assert_eq!((status, taken.error), (409, ErrorCode::AlreadyExists));
+    assert!(taken.message.contains("another name"), "{taken:?}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), written);
+
+    // While a turn runs there is no outcome to expect yet.
+    let token = call_as::<FollowUpAccepted>(
+        Method::POST,
+        &format!("{url}/v1/session/{id}/token"),
+        Some(&Empty {}),
+        Some("alice-secret"),
+    )
+    .await
+    .1
+    .continuation_token;
+    let (status, _) = call_as::<FollowUpAccepted>(
+        Method::POST,
+        &format!("{url}/v1/session/{id}"),
+        Some(&FollowUp::new(token, "tell me more")),
+        Some("alice-secret"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let mut stream = Stream::open(url, &id, 0, Some("alice-secret")).await;
+    // The first turn's end (replayed), then the second turn streaming its reply.
+    stream.until("session.waiting").await;
+    stream.until("message.appended").await;
+    let (status, busy) = save("later", "alice-secret").await;
+    assert_eq!((status, busy.error), (409, ErrorCode::SessionBusy));
+    stream.until("session.waiting").await;
+
+    // A project folder the server cannot write (here a link into /sys, which even root cannot
+    // write) is refused with what to do instead.
+    std::fs::rename(dir.path().join("evals"), dir.path().join("evals.saved")).unwrap();
+    std::os::unix::fs::symlink("/sys/kernel", dir.path().join("evals")).unwrap();
+    let (status, read_only) = save("elsewhere", "alice-secret").await;
+    assert_eq!((status, read_only.error), (403, ErrorCode::Forbidden));
+    assert!(
+        read_only.message.contains("read-only") && read_only.message.contains("--out FILE"),
+        "{read_only:?}"
+    );
 }

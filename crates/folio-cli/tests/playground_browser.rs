@@ -11,7 +11,7 @@ use std::time::Duration;
 use folio_protocol::{
     ActionApprovalResolved, ApprovalDecision, CreateSession, ErrorCode, Event, FollowUp,
     ForkOrigin, MessageQueued, MessageReceived, Page, SessionCreated, SessionStarted,
-    SessionSummary, TurnCompleted, TurnFailed, Usage,
+    SessionSummary, StepCompleted, TurnCompleted, TurnFailed, Usage,
 };
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
@@ -100,7 +100,7 @@ fn agent() -> Project {
 struct Setup {
     mock: MockModelServer,
     served: Served,
-    _dir: Project,
+    dir: Project,
     state: tempfile::TempDir,
 }
 
@@ -133,7 +133,7 @@ async fn setup_with(
     Setup {
         mock,
         served,
-        _dir: dir,
+        dir,
         state,
     }
 }
@@ -472,25 +472,208 @@ async fn a_foreign_principal_sees_nothing() {
     );
 }
 
+#[tokio::test]
+async fn a_tool_error_shows_its_message_and_duration_reasoning_folds_and_the_trace_has_tokens() {
+    let usage = |input: u64, cached: u64, output: u64| Usage {
+        input_tokens: input,
+        cache_read_tokens: cached,
+        output_tokens: output,
+        ..Usage::default()
+    };
+    let s = setup_with(
+        vec![
+            MockReply::tool_calls([("fail", json!({}))]).with_usage(usage(100, 10, 5)),
+            MockReply::text("It broke.")
+                .with_reasoning("The tool failed; say so.")
+                .with_usage(usage(200, 20, 7)),
+        ],
+        &[],
+        &[(
+            "agent/tools/fail.toml",
+            "description = \"Always fails.\"\ncommand = [\"sh\", \"-c\", \"echo 'the disk is full' >&2; exit 3\"]\n",
+        )],
+        &[],
+    )
+    .await;
+    if scenario(&s.served, "tool_error.mjs", &[]).await.is_none() {
+        return;
+    }
+    // The figures the page showed are the ones the log holds.
+    let log = events(&s.served.url, &only_session(&s.served.url).await).await;
+    let steps: Vec<Option<Usage>> = all::<StepCompleted>(&log)
+        .into_iter()
+        .map(|step| step.usage)
+        .collect();
+    assert_eq!(
+        steps,
+        vec![Some(usage(100, 10, 5)), Some(usage(200, 20, 7))]
+    );
+    assert_eq!(
+        all::<TurnCompleted>(&log)
+            .into_iter()
+            .map(|turn| turn.usage)
+            .collect::<Vec<_>>(),
+        vec![Some(usage(300, 30, 12))]
+    );
+}
+
+#[tokio::test]
+async fn save_a_run_as_an_eval_case_from_the_chat_and_run_it() {
+    let replies = || {
+        vec![
+            MockReply::tool_calls([("echo", json!({"text": "hello"}))]),
+            MockReply::text("Echoed."),
+        ]
+    };
+    let s = setup(replies(), &[]).await;
+    if scenario(&s.served, "eval_case.mjs", &["echo-hello"])
+        .await
+        .is_none()
+    {
+        return;
+    }
+    let url = &s.served.url;
+    let log = events(url, &only_session(url).await).await;
+    let file = s.dir.path().join("evals/from-session/echo-hello.eval.toml");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        folio_project::eval_from_session(&log, "echo-hello")
+    );
+    // `folio eval` runs the saved case, and the same answers pass it (its own state root: the
+    // server holds its own).
+    for reply in replies() {
+        s.mock.push(reply);
+    }
+    let runs = tempfile::tempdir().unwrap();
+    let output = eval(
+        &s.mock.openai_base_url(),
+        s.dir.path(),
+        &[
+            "--json",
+            "--filter",
+            "from-session/echo-hello",
+            "--state-root",
+            runs.path().to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(output.status.success(), "{output:?}");
+    let run = run_of(&output);
+    let cases: Vec<(&str, &str, bool)> = run
+        .cases
+        .iter()
+        .map(|case| (case.eval_id.as_str(), case.case_id.as_str(), case.ok))
+        .collect();
+    assert_eq!(cases, vec![("from-session/echo-hello", "echo-hello", true)]);
+}
+
+/// Two cases of `evals/smoke.eval.toml`: `echoes` expects a call of echo, `greets` a greeting.
+const SMOKE_EVAL: &str = r#"
+[[cases]]
+id = "echoes"
+  [[cases.steps]]
+  send = "echo hello"
+  expect = [{ called_tool = "echo" }]
+
+[[cases]]
+id = "greets"
+  [[cases.steps]]
+  send = "say hello"
+  expect = [{ reply_includes = "Hello" }]
+"#;
+
+/// Runs `folio eval` on the project at `dir` with the state root `state` (one case at a time,
+/// so the mock's replies go in order); answers whether every case passed.
+async fn eval_into(mock: &MockModelServer, dir: &Path, state: &Path, extra: &[&str]) -> bool {
+    let mut args = vec![
+        "--json",
+        "--max-concurrency",
+        "1",
+        "--state-root",
+        state.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let output = eval(&mock.openai_base_url(), dir, &args).await;
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "folio eval failed: {output:?}"
+    );
+    run_of(&output).ok
+}
+
+#[tokio::test]
+async fn the_evals_tab_shows_runs_cases_and_failed_assertions() {
+    let mock = MockModelServer::start().await;
+    let dir = agent();
+    write_files(dir.path(), &[("evals/smoke.eval.toml", SMOKE_EVAL)]);
+    let state = tempfile::tempdir().unwrap();
+    // An older run of one case that passes, then a run of both where `echoes` fails.
+    mock.push(MockReply::text("Hello there."));
+    assert!(
+        eval_into(
+            &mock,
+            dir.path(),
+            state.path(),
+            &["--filter", "smoke/greets"]
+        )
+        .await
+    );
+    mock.push(MockReply::text("I would rather not."));
+    mock.push(MockReply::text("Hello again."));
+    assert!(!eval_into(&mock, dir.path(), state.path(), &[]).await);
+    let served = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
+    scenario(&served, "evals_tab.mjs", &["smoke/echoes", "smoke/greets"]).await;
+}
+
 /// Writes docs/playground/*.png (run on purpose: `cargo test -p folio-cli --test
-/// playground_browser -- --ignored screenshots`).
+/// playground_browser -- --ignored screenshots`). Two `folio eval` runs come first, so the Evals
+/// tab has runs, cases and a failed assertion to show.
 #[tokio::test]
 #[ignore = "rewrites the committed screenshots under docs/playground"]
 async fn screenshots() {
-    let s = setup(
-        vec![
-            MockReply::tool_calls([("echo", json!({"text": "hello"}))]),
-            MockReply::tool_calls([("deploy", json!({"target": "prod"}))])
-                .with_text("Echo worked; deploying prod now."),
-            MockReply::text("Echoed **hello** and deployed prod.")
-                .with_reasoning("The user wants both: echo first, then deploy."),
-        ],
+    let mock = MockModelServer::start().await;
+    let dir = agent();
+    write_files(dir.path(), &[("evals/smoke.eval.toml", SMOKE_EVAL)]);
+    let state = tempfile::tempdir().unwrap();
+    mock.push(MockReply::text("Hello there."));
+    assert!(
+        eval_into(
+            &mock,
+            dir.path(),
+            state.path(),
+            &["--filter", "smoke/greets"]
+        )
+        .await
+    );
+    mock.push(MockReply::text("I would rather not."));
+    mock.push(MockReply::text("Hello again."));
+    assert!(!eval_into(&mock, dir.path(), state.path(), &[]).await);
+    let tokens = |input: u64, output: u64| Usage {
+        input_tokens: input,
+        output_tokens: output,
+        ..Usage::default()
+    };
+    for reply in [
+        MockReply::tool_calls([("echo", json!({"text": "hello"}))]).with_usage(tokens(412, 18)),
+        MockReply::tool_calls([("deploy", json!({"target": "prod"}))])
+            .with_text("Echo worked; deploying prod now.")
+            .with_usage(tokens(468, 25)),
+        MockReply::text("Echoed **hello** and deployed prod.")
+            .with_reasoning("The user wants both: echo first, then deploy.")
+            .with_usage(tokens(530, 31)),
+    ] {
+        mock.push(reply);
+    }
+    let served = serve(
+        &mock.openai_base_url(),
+        dir.path(),
+        state.path(),
         &["--dev"],
     )
     .await;
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/playground");
     std::fs::create_dir_all(&out).unwrap();
-    scenario(&s.served, "screenshots.mjs", &[out.to_str().unwrap()]).await;
+    scenario(&served, "screenshots.mjs", &[out.to_str().unwrap()]).await;
 }
 
 /// The page's JavaScript type-checks (`tsc --checkJs`, tests/playground/tsconfig.json) against

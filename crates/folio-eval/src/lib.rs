@@ -10,7 +10,8 @@
 //! time budgets, files, and an LLM [`judge`]. Runs are stored under the state root
 //! (`evals/<runId>.json`, an [`EvalRun`](folio_protocol::EvalRun)), re-scored without a model by
 //! [`rescore`], and reported as a table ([`summary_table`]), JUnit XML ([`junit`]) or JSON.
-//! [`eval_from_session`] turns a recorded session into a case; [`Case`] writes one in Rust.
+//! [`folio_project::eval_from_session`] turns a recorded session into a case; [`Case`] writes one
+//! in Rust.
 //!
 //! ```
 //! use folio_eval::score_trajectory;
@@ -33,7 +34,6 @@
 
 mod assert;
 mod case;
-mod from_session;
 mod judge;
 mod observe;
 mod progress;
@@ -43,7 +43,6 @@ mod runner;
 
 pub use assert::{TrajectoryScore, args_match, describe, evaluate, json_path, score_trajectory};
 pub use case::Case;
-pub use from_session::eval_from_session;
 pub use judge::{JUDGE_SYSTEM, judge, judge_prompt};
 pub use observe::{observe, turn_started_after};
 pub use progress::{LineObserver, ProgressObserver};

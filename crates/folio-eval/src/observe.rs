@@ -5,18 +5,16 @@ use folio_protocol::{Event, EventBody, RunResult, StepObservation};
 /// The observation of turn `turn_id` of a session's `events`, which answered `message`. Files and
 /// judge verdicts are added by the runner.
 pub fn observe(events: &[Event], turn_id: &str, message: &str) -> StepObservation {
-    let turn: Vec<Event> = events
-        .iter()
-        .filter(|event| event.turn_id.as_deref() == Some(turn_id))
-        .cloned()
-        .collect();
-    let result = RunResult::from_events(&turn);
-    let model_steps = turn
-        .iter()
+    let result = RunResult::of_turn(events, turn_id);
+    let turn = || {
+        events
+            .iter()
+            .filter(move |event| event.turn_id.as_deref() == Some(turn_id))
+    };
+    let model_steps = turn()
         .filter(|event| matches!(event.body, EventBody::StepCompleted(_)))
         .count() as u32;
-    let approvals_requested = turn
-        .iter()
+    let approvals_requested = turn()
         .filter_map(|event| match &event.body {
             EventBody::ActionApprovalRequested(requested) => Some(requested.tool.clone()),
             _ => None,

@@ -9,7 +9,8 @@
 //! objects from it. [`describe`] turns a definition into the JSON of `folio info --json` and
 //! `GET /v1/agent`, and [`schemas`] lists the JSON Schema of every agent-folder file kind.
 //! [`discover_evals`] reads `evals/` (beside `agent/`) into [`EvalDefinition`]s whose steps hold
-//! [`Assertion`]s, with diagnostics of the same shape.
+//! [`Assertion`]s, with diagnostics of the same shape; [`eval_from_session`] writes one from a
+//! recorded session ([`write_new_eval`] stores it, never replacing a file).
 //!
 //! ```
 //! let project = tempfile::tempdir()?;
@@ -41,6 +42,7 @@ mod config;
 mod diagnostic;
 mod discovery;
 mod eval_assertions;
+mod eval_writer;
 mod evals;
 mod hooks;
 mod info;
@@ -72,6 +74,9 @@ pub use discovery::{AgentDefinition, Discovery, ScheduleSummary, discover, slug_
 pub use eval_assertions::{
     ASSERTION_KINDS, ArgMode, Assertion, ExpectedCall, FileCheck, OrderMode, PathStep,
     check_json_path, parse_json_path,
+};
+pub use eval_writer::{
+    FROM_SESSION_DIR, SaveCaseError, eval_from_session, session_case_path, write_new_eval,
 };
 pub use evals::{
     CaseDefinition, DEFAULT_EVAL_TIMEOUT_SECS, EVAL_SUFFIX, EVALS_DEFAULTS_FILE, EVALS_DIR,

@@ -181,6 +181,29 @@ pub struct EvalRunResponse {
     pub run: EvalRun,
 }
 
+/// `POST /v1/session/:id/eval-case`: save the session as an eval case named `name` (the file
+/// `evals/from-session/<name>.eval.toml` and its one case's id).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SaveEvalCase {
+    /// Letters, digits, `-` and `_` (at most 64, starting with a letter or digit).
+    pub name: String,
+}
+
+/// The answer to [`SaveEvalCase`]: where the case was written and how `folio eval` names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalCaseSaved {
+    /// Always `true`.
+    pub ok: OkTrue,
+    /// The eval's id (`from-session/<name>`), what `folio eval --filter` matches.
+    pub eval_id: String,
+    /// The case's id (the name).
+    pub case_id: String,
+    /// The file written, relative to the project folder (`evals/from-session/<name>.eval.toml`).
+    pub path: String,
+}
+
 impl EvalRun {
     /// The run's counts for lists.
     pub fn summary(&self) -> EvalRunSummary {

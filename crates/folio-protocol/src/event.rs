@@ -473,6 +473,10 @@ pub struct StepCompleted {
     pub duration_ms: u64,
     /// Why the model stopped.
     pub finish_reason: FinishReason,
+    /// The tokens this model call used, as its provider reported them (absent when it reported
+    /// none); the turn's `turn.completed` usage sums them (with any compaction calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// `reasoning.appended` data.

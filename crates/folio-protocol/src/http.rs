@@ -378,6 +378,8 @@ pub enum ErrorCode {
     SessionBusy,
     /// `409`: a second decision on one approval.
     ApprovalResolved,
+    /// `409`: what the request would create exists already (an eval case of that name).
+    AlreadyExists,
     /// `422`: an idempotency key sent again with a different request (a retry must repeat the
     /// first request exactly; a new request needs a new key).
     IdempotencyKeyReused,
@@ -405,6 +407,7 @@ impl ErrorCode {
             ErrorCode::SessionNotFollowable => "session_not_followable",
             ErrorCode::SessionBusy => "session_busy",
             ErrorCode::ApprovalResolved => "approval_resolved",
+            ErrorCode::AlreadyExists => "already_exists",
             ErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::RequestTimeout => "request_timeout",
@@ -424,7 +427,8 @@ impl ErrorCode {
             ErrorCode::StaleContinuationToken
             | ErrorCode::SessionNotFollowable
             | ErrorCode::SessionBusy
-            | ErrorCode::ApprovalResolved => 409,
+            | ErrorCode::ApprovalResolved
+            | ErrorCode::AlreadyExists => 409,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::RequestTimeout => 408,
             ErrorCode::PayloadTooLarge => 413,

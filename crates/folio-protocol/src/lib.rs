@@ -9,9 +9,9 @@
 //! - [`RunResult`] is the `run --json` / `trajectory --json` result, built from events by
 //!   [`RunResult::from_events`] (the single function both commands use).
 //! - The HTTP API's bodies: requests ([`CreateSession`], [`FollowUp`], [`ApprovalRequest`],
-//!   [`ToolCallRequest`], [`ForkSession`]), answers ([`SessionCreated`], [`FollowUpAccepted`], [`Acknowledged`],
+//!   [`ToolCallRequest`], [`ForkSession`], [`SaveEvalCase`]), answers ([`SessionCreated`], [`FollowUpAccepted`], [`Acknowledged`],
 //!   [`SessionResponse`], [`Page`], [`ToolCallResult`], [`AgentDescription`], [`LogsResponse`],
-//!   [`ArtifactResponse`], [`EvalRunResponse`]) and every error, [`ErrorBody`]. Success bodies carry `"ok": true`
+//!   [`ArtifactResponse`], [`EvalRunResponse`], [`EvalCaseSaved`]) and every error, [`ErrorBody`]. Success bodies carry `"ok": true`
 //!   ([`OkTrue`]), errors `"ok": false` ([`OkFalse`]).
 //! - The `/v1/mcp` tools' arguments and results: [`AskArguments`], [`AskResult`],
 //!   [`CheckArguments`], [`CheckResult`].
@@ -64,8 +64,8 @@ pub use contract::{
 };
 
 pub use eval::{
-    AssertionResult, Attempt, CaseResult, EvalRun, EvalRunResponse, EvalRunSummary, JudgeVerdict,
-    StepObservation, StepResult, valid_run_id,
+    AssertionResult, Attempt, CaseResult, EvalCaseSaved, EvalRun, EvalRunResponse, EvalRunSummary,
+    JudgeVerdict, SaveEvalCase, StepObservation, StepResult, valid_run_id,
 };
 pub use event::{
     AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionResult, ActionsRequested,

@@ -103,6 +103,17 @@ struct TurnState {
 }
 
 impl RunResult {
+    /// The result of the one turn `turn_id` of a session's `events`: what an eval step and a
+    /// case written from a session expect of it.
+    pub fn of_turn(events: &[Event], turn_id: &str) -> RunResult {
+        let turn: Vec<Event> = events
+            .iter()
+            .filter(|event| event.turn_id.as_deref() == Some(turn_id))
+            .cloned()
+            .collect();
+        RunResult::from_events(&turn)
+    }
+
     /// Builds the result from a session's events (in log order).
     pub fn from_events(events: &[Event]) -> RunResult {
         let session_id = events

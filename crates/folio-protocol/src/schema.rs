@@ -31,6 +31,8 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("EvalRunPage", schema_for!(Page<EvalRunSummary>)),
         ("EvalRunResponse", schema_for!(EvalRunResponse)),
         ("EvalRun", schema_for!(EvalRun)),
+        ("SaveEvalCase", schema_for!(SaveEvalCase)),
+        ("EvalCaseSaved", schema_for!(EvalCaseSaved)),
         ("SchedulesResponse", schema_for!(SchedulesResponse)),
         ("SetReminder", schema_for!(SetReminder)),
         ("ReminderResponse", schema_for!(ReminderResponse)),

@@ -229,12 +229,17 @@ fn step_and_stream_events() {
     round_trip(
         &line(
             "step.completed",
-            r#"{"step":1,"durationMs":40,"finishReason":"tool_calls"}"#,
+            r#"{"step":1,"durationMs":40,"finishReason":"tool_calls","usage":{"inputTokens":12,"outputTokens":3,"cacheReadTokens":0,"cacheWriteTokens":0}}"#,
         ),
         EventBody::StepCompleted(StepCompleted {
             step: 1,
             duration_ms: 40,
             finish_reason: FinishReason::ToolCalls,
+            usage: Some(Usage {
+                input_tokens: 12,
+                output_tokens: 3,
+                ..Usage::default()
+            }),
         }),
     );
     round_trip(
@@ -246,6 +251,7 @@ fn step_and_stream_events() {
             step: 2,
             duration_ms: 41,
             finish_reason: FinishReason::Other("pause_turn".into()),
+            usage: None,
         }),
     );
     round_trip(

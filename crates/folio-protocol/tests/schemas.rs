@@ -58,6 +58,7 @@ fn events_written_by_the_types_are_valid() {
             step: 1,
             duration_ms: 5,
             finish_reason: FinishReason::Other("pause_turn".into()),
+            usage: None,
         }),
         EventBody::ActionsRequested(ActionsRequested {
             calls: vec![RequestedCall {

@@ -573,9 +573,10 @@ fn rotate(meta: &mut SessionMeta, rotated: Option<&str>, key: Option<&str>) {
 }
 
 /// Records the end of a turn: `session.waiting` (chat) or `session.completed`/`failed` (task),
-/// synced (group commit). `session.json` does not record it (readers settle status and last
-/// index from the log's end, [`SessionMeta::settle`]) unless its turn count lags (a message
-/// that rotated no token): then it is rewritten, without a sync.
+/// synced (group commit); then `session.json` takes the turn's end (status, last index, the
+/// session's token totals, turn count), rewritten without a sync: lists read the totals from
+/// it and never the whole log. A crash before that rewrite leaves the log ahead of it, and
+/// recovery repairs it from the log at the next start.
 pub(crate) async fn finish_session(
     live: &Live,
     outcome: Option<&TurnOutcome>,
@@ -585,17 +586,11 @@ pub(crate) async fn finish_session(
     live.log.commit().await?;
     inner.fault(FaultPoint::BoundarySynced);
     let usage = live.with_events(reported_usage);
-    let end = |meta: &mut SessionMeta| {
+    live.repair_meta(&inner.state, |meta| {
         meta.status = status;
         meta.last_index = event.index;
         meta.usage = usage;
-    };
-    if live.turns_saved() {
-        live.change_meta(end);
-        Ok(())
-    } else {
-        live.repair_meta(&inner.state, end)
-    }
+    })
 }
 
 /// Appends the event that ends a turn for the session's mode and outcome (not synced yet);

@@ -21,6 +21,12 @@ pub enum ManagerError {
         "{0} is a built-in tool and runs only in a session: call POST /v1/session/<id>/tools/{0} on your own session (unscoped calls run authored tools only)"
     )]
     BuiltInUnscoped(String),
+    /// The server will not do it here (`403 forbidden`), e.g. write into a read-only project.
+    #[error("{0}")]
+    Refused(String),
+    /// What the request would create exists already (`409 already_exists`).
+    #[error("{0}")]
+    Exists(String),
     /// The continuation token is not the current one (`409 stale_continuation_token`).
     #[error("the continuation token is stale: use the token returned by the last accepted message")]
     StaleToken,
@@ -49,7 +55,10 @@ impl ManagerError {
         match self {
             ManagerError::Invalid(_) => ErrorCode::InvalidRequest,
             ManagerError::NotFound(_) => ErrorCode::NotFound,
-            ManagerError::Forbidden(_) | ManagerError::BuiltInUnscoped(_) => ErrorCode::Forbidden,
+            ManagerError::Forbidden(_)
+            | ManagerError::BuiltInUnscoped(_)
+            | ManagerError::Refused(_) => ErrorCode::Forbidden,
+            ManagerError::Exists(_) => ErrorCode::AlreadyExists,
             ManagerError::StaleToken => ErrorCode::StaleContinuationToken,
             ManagerError::NotFollowable(_) => ErrorCode::SessionNotFollowable,
             ManagerError::Busy(_) => ErrorCode::SessionBusy,

@@ -19,8 +19,8 @@ use folio_protocol::{
     Acknowledged, AgentDescription, AgentHeader, AgentSummary, ApprovalRequest, ArtifactResponse,
     ConnectionDescription, CreateSession, DiagnosticInfo, Empty, ErrorBody, ErrorCode,
     EvalRunResponse, FollowUp, FollowUpAccepted, ForkSession, LogsResponse, OkTrue, Page,
-    ReminderResponse, SchedulesResponse, SessionCreated, SessionResponse, SetReminder,
-    ToolCallRequest, ToolDescription, Visibility,
+    ReminderResponse, SaveEvalCase, SchedulesResponse, SessionCreated, SessionResponse,
+    SetReminder, ToolCallRequest, ToolDescription, Visibility,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -284,6 +284,7 @@ fn agent_routes(state: AgentState) -> Router {
         .route("/v1/session/{id}/stop", post(stop_session))
         .route("/v1/session/{id}/fork", post(fork_session))
         .route("/v1/session/{id}/token", post(issue_token))
+        .route("/v1/session/{id}/eval-case", post(save_eval_case))
         .route("/v1/session/{id}/stream", get(stream_session))
         .route("/v1/session/{id}/events", get(session_events))
         .route(
@@ -430,6 +431,20 @@ async fn issue_token(
             continuation_token: accepted.continuation_token,
         },
     )
+}
+
+async fn save_eval_case(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<SaveEvalCase>,
+) -> ApiResult {
+    let saved = state
+        .mount
+        .manager
+        .save_eval_case(&principal, &id, &body.name)
+        .await?;
+    ok(StatusCode::CREATED, saved)
 }
 
 async fn stop_session(

@@ -47,6 +47,7 @@ mod auth;
 mod command;
 mod direct;
 mod error;
+mod eval_case;
 mod evals;
 mod event_log;
 mod fault;

@@ -5,7 +5,6 @@
 use std::collections::{HashMap, HashSet};
 use std::ops::RangeInclusive;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use folio_agent::HookDispatcher;
 use folio_agent::{EventSink, SinkError};
@@ -31,8 +30,6 @@ pub(crate) struct Live {
     events: Mutex<Vec<Event>>,
     pub(crate) tx: broadcast::Sender<Event>,
     pub(crate) meta: Mutex<SessionMeta>,
-    /// The turn count `session.json` holds (the log settles status and last index, not this).
-    saved_turns: AtomicU32,
     /// The actor's mailbox while it runs (`None` when the session is idle).
     pub(crate) mailbox: Mutex<Option<mpsc::UnboundedSender<Command>>>,
     pub(crate) approvals: Mutex<Approvals>,
@@ -88,7 +85,6 @@ impl Live {
             append: Mutex::new(()),
             events: Mutex::new(events),
             tx,
-            saved_turns: AtomicU32::new(meta.turns),
             meta: Mutex::new(meta),
             mailbox: Mutex::new(None),
             approvals: Mutex::new(Approvals::default()),
@@ -135,11 +131,11 @@ impl Live {
         meta.save(state)
             .await
             .map_err(|e| io_error("cannot save session.json", e))?;
-        self.saved_turns.store(meta.turns, Ordering::SeqCst);
         Ok(())
     }
 
-    /// Changes fields recovery repairs from the log (status, turns, last index) and writes
+    /// Changes fields recovery repairs from the log (status, turns, last index, token totals)
+    /// and writes
     /// `session.json` without a sync ([`SessionMeta::save_repairable`]).
     pub(crate) fn repair_meta(
         &self,
@@ -149,13 +145,7 @@ impl Live {
         let meta = self.change_meta(change);
         meta.save_repairable(state)
             .map_err(|e| io_error("cannot save session.json", e))?;
-        self.saved_turns.store(meta.turns, Ordering::SeqCst);
         Ok(())
-    }
-
-    /// Whether `session.json` holds the turn count the session has in memory.
-    pub(crate) fn turns_saved(&self) -> bool {
-        lock(&self.meta).turns == self.saved_turns.load(Ordering::SeqCst)
     }
 
     /// Applies `change` (and the update time) to the metadata in memory (what queries of a live

@@ -7,7 +7,7 @@ use crate::error::{ManagerError, io_error};
 use crate::event_log::{last_event, read_events};
 use crate::live::lock;
 use crate::manager::SessionManager;
-use crate::state::{SessionMeta, reported_usage, valid_session_id};
+use crate::state::{SessionMeta, valid_session_id};
 
 impl SessionManager {
     /// The session's summary.
@@ -100,22 +100,16 @@ impl SessionManager {
     }
 
     /// The metadata of a live session as its actor holds it; for an idle session, `stored`
-    /// settled from its log's last event (turn ends are only in the log). A log whose tail
-    /// cannot be read leaves `stored` as it is: reading the session says why.
+    /// settled from its log's last event (read from the log's end, never the whole log). Token
+    /// totals are `session.json`'s: written at each turn's end, repaired by recovery after a
+    /// crash. A log whose tail cannot be read leaves `stored` as it is: reading the session
+    /// says why.
     pub(crate) fn current_meta(&self, mut stored: SessionMeta) -> SessionMeta {
         match self.inner.live(&stored.session_id) {
             Some(live) => lock(&live.meta).clone(),
             None => {
                 let trace = self.inner.state.trace_path(&stored.session_id);
-                let recorded = stored.last_index;
                 stored.settle(last_event(&trace).ok().flatten().as_ref());
-                // A turn that ended after `session.json` was written left its usage only in
-                // the log: read it all then (an idle session's list entry, once per query).
-                if stored.last_index > recorded
-                    && let Ok(events) = read_events(&trace)
-                {
-                    stored.usage = reported_usage(&events);
-                }
                 stored
             }
         }

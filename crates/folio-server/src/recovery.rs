@@ -56,12 +56,9 @@ impl SessionManager {
             let moved = last
                 .as_ref()
                 .is_some_and(|last| last.index > meta.last_index);
-            // A log that ends a turn leaves nothing to do: `session.json` does not record turn
-            // ends, readers settle them from the log.
-            let ends_turn = last
-                .as_ref()
-                .is_some_and(|last| boundary_status(&last.body).is_some());
-            if ends_turn || (meta.status != SessionStatus::Running && !moved) {
+            // A log that ends a turn `session.json` missed (a crash before its rewrite) is
+            // repaired too: lists read the session's token totals from `session.json`.
+            if meta.status != SessionStatus::Running && !moved {
                 continue;
             }
             if let Err(err) = self.recover_session(meta) {
@@ -121,7 +118,8 @@ impl SessionManager {
             Some((boundary_status(&last.body)?, last.index))
         });
         let (status, index) = match boundary {
-            // The end of the turn is in the log; only `session.json` missed it.
+            // The end of the turn is in the log; only `session.json` missed it (and the token
+            // totals, which `Live::open` summed from the log).
             Some(boundary) => boundary,
             None => {
                 let (event, status) = record_end(&live, outcome.as_ref())?;

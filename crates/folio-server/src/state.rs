@@ -64,7 +64,8 @@ pub struct SessionMeta {
     /// later boundary at the log's end is read from the log ([`SessionMeta::settle`]).
     #[serde(default)]
     pub last_index: u64,
-    /// The tokens its finished turns reported, summed ([`reported_usage`]).
+    /// The tokens its finished turns reported, summed ([`reported_usage`]): written at each
+    /// turn's end, so a list of sessions never reads their logs.
     #[serde(default, skip_serializing_if = "Usage::is_zero")]
     pub usage: Usage,
     /// The last keyed follow-ups and the hash of the token each was answered with, so a retry
@@ -123,7 +124,9 @@ pub(crate) fn boundary_status(body: &EventBody) -> Option<SessionStatus> {
 
 impl SessionMeta {
     /// Takes status, last index and update time from the log's `last` event when it ends a
-    /// turn after the last boundary `session.json` recorded (turn ends are only in the log).
+    /// turn after the last boundary `session.json` recorded (the log is synced first, then
+    /// `session.json` rewritten without a sync: a crash between the two leaves it behind until
+    /// recovery repairs it).
     pub(crate) fn settle(&mut self, last: Option<&Event>) {
         let Some(last) = last else { return };
         if let Some(status) = boundary_status(&last.body)

@@ -1,11 +1,11 @@
 //! SessionManager in process: keep-alive lines, a session whose directory is deleted, replay
-//! from any start index during a live turn, workspace files.
+//! from any start index during a live turn, workspace files, token totals kept at turn ends.
 
 mod support;
 
 use std::time::Duration;
 
-use folio_protocol::{CreateSession, EventBody, SessionStatus};
+use folio_protocol::{CreateSession, EventBody, SessionStatus, Usage};
 use folio_server::ManagerError;
 use folio_test_support::{MockModelServer, MockReply};
 use futures::StreamExt;
@@ -231,17 +231,42 @@ async fn a_live_session_serves_the_events_of_its_log_from_memory() {
     assert_eq!(summary.turns, 2);
 }
 
+/// The tokens the `turn.completed` events of a session's log report, summed.
+fn log_usage(state: &std::path::Path, id: &str) -> Usage {
+    let trace = state.join("traces").join(format!("{id}.ndjson"));
+    folio_server::read_events(&trace)
+        .unwrap()
+        .iter()
+        .filter_map(|event| match &event.body {
+            EventBody::TurnCompleted(completed) => completed.usage,
+            _ => None,
+        })
+        .sum()
+}
+
+/// A reply reporting `input` uncached prompt tokens, `cached` cache reads and `output` tokens.
+fn reply(text: &str, input: u64, cached: u64, output: u64) -> MockReply {
+    MockReply::text(text).with_usage(Usage {
+        input_tokens: input,
+        cache_read_tokens: cached,
+        output_tokens: output,
+        ..Usage::default()
+    })
+}
+
 #[tokio::test]
-async fn a_turn_end_is_read_from_the_log_not_rewritten_into_session_json() {
+async fn a_turn_end_stores_the_token_totals_in_session_json_and_lists_read_them_there() {
     let mock = MockModelServer::start().await;
-    mock.push(MockReply::text("one"));
-    mock.push(MockReply::text("two"));
+    for (n, text) in ["one", "two", "three", "four", "five"].iter().enumerate() {
+        let n = n as u64 + 1;
+        mock.push(reply(text, 100 * n, 10 * n, n));
+    }
     let dir = project("");
     let state = tempfile::tempdir().unwrap();
     let agent = agent(&mock, dir.path()).await;
     let manager = manager(agent.clone(), state.path());
-    // An HTTP create (its token and turn count written up front), then an in-process send
-    // (no token: its turn count is written at the turn's end).
+    // An HTTP create (its token and turn count written up front), then in-process sends (no
+    // token: their turn count is written at the turn's end too).
     let http = manager
         .create("local", "http", create("hello"))
         .await
@@ -254,28 +279,17 @@ async fn a_turn_end_is_read_from_the_log_not_rewritten_into_session_json() {
         .unwrap()
         .session_id;
     wait_turns(&manager, &sent, 1).await;
-    manager.send("local", &sent, "second", None).await.unwrap();
-    wait_turns(&manager, &sent, 2).await;
+    for (turns, text) in [(2, "second"), (3, "third"), (4, "fourth")] {
+        manager.send("local", &sent, text, None).await.unwrap();
+        wait_turns(&manager, &sent, turns).await;
+    }
     manager.shutdown().await;
     drop(manager);
+    let root = folio_server::StateRoot::new(state.path());
     let stored = |id: &str| {
-        folio_server::SessionMeta::load(&folio_server::StateRoot::new(state.path()), id)
-            .unwrap()
-            .unwrap()
+        let meta = folio_server::SessionMeta::load(&root, id).unwrap().unwrap();
+        (meta.status, meta.turns, meta.last_index, meta.usage)
     };
-    // On disk, the first session still says what its create wrote.
-    assert_eq!(
-        (
-            stored(&http).status,
-            stored(&http).turns,
-            stored(&http).last_index
-        ),
-        (SessionStatus::Running, 1, 0)
-    );
-    assert_eq!(stored(&sent).turns, 2);
-
-    // Every reader settles the end of the turn from the log, after a restart too.
-    let reopened = support::manager(agent, state.path());
     let last = |id: &str| {
         let trace = state.path().join("traces").join(format!("{id}.ndjson"));
         folio_server::read_events(&trace)
@@ -284,22 +298,78 @@ async fn a_turn_end_is_read_from_the_log_not_rewritten_into_session_json() {
             .unwrap()
             .index
     };
+    let expected = |id: &str, turns: u32| {
+        (
+            SessionStatus::Waiting,
+            turns,
+            last(id),
+            log_usage(state.path(), id),
+        )
+    };
+    // session.json holds each turn's end: status, last index and the log's token totals.
+    assert_eq!(
+        (stored(&http), stored(&sent)),
+        (expected(&http, 1), expected(&sent, 4))
+    );
+    assert_eq!(
+        log_usage(state.path(), &sent),
+        Usage {
+            input_tokens: 200 + 300 + 400 + 500,
+            cache_read_tokens: 20 + 30 + 40 + 50,
+            output_tokens: 2 + 3 + 4 + 5,
+            ..Usage::default()
+        }
+    );
+
+    // A crash between syncing the last turn's end and rewriting session.json leaves it behind:
+    // the restart repairs it from the log (no turn is recorded as failed).
+    let path = state
+        .path()
+        .join("sessions")
+        .join(&sent)
+        .join("session.json");
+    let mut behind = folio_server::SessionMeta::load(&root, &sent)
+        .unwrap()
+        .unwrap();
+    behind.status = SessionStatus::Running;
+    behind.last_index -= 3;
+    behind.usage = Usage::default();
+    std::fs::write(&path, serde_json::to_vec(&behind).unwrap()).unwrap();
+    let reopened = support::manager(agent, state.path());
+    assert_eq!(stored(&sent), expected(&sent, 4));
     let listed = reopened.list("local", 50, None, None).unwrap().data;
     let mut summaries: Vec<_> = listed
         .iter()
-        .map(|s| (s.session_id.clone(), s.status, s.turns, s.last_index))
+        .map(|s| {
+            (
+                s.session_id.clone(),
+                s.status,
+                s.turns,
+                s.last_index,
+                s.usage,
+            )
+        })
         .collect();
     summaries.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut expected = vec![
-        (http.clone(), SessionStatus::Waiting, 1, last(&http)),
-        (sent.clone(), SessionStatus::Waiting, 2, last(&sent)),
+    let mut wanted = vec![
+        (
+            http.clone(),
+            SessionStatus::Waiting,
+            1,
+            last(&http),
+            log_usage(state.path(), &http),
+        ),
+        (
+            sent.clone(),
+            SessionStatus::Waiting,
+            4,
+            last(&sent),
+            log_usage(state.path(), &sent),
+        ),
     ];
-    expected.sort_by(|a, b| a.0.cmp(&b.0));
-    assert_eq!(summaries, expected);
-    let got = reopened.get("local", &http).unwrap();
-    assert_eq!((got.status, got.turns), (SessionStatus::Waiting, 1));
-    // Recovery found nothing to repair: the log holds no `server restarted`.
-    let events = reopened.events("local", &http).unwrap();
+    wanted.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(summaries, wanted);
+    let events = reopened.events("local", &sent).unwrap();
     assert!(
         !events
             .iter()

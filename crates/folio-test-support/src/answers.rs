@@ -3,9 +3,10 @@
 
 use folio_protocol::{
     Acknowledged, AgentDescription, AgentSummary, ArtifactRecord, ArtifactResponse,
-    DeliveriesResponse, DeliveryAccepted, ErrorBody, EvalRunResponse, EvalRunSummary,
-    FollowUpAccepted, LogsResponse, Page, Reminder, ReminderResponse, SchedulesResponse,
-    SessionCreated, SessionResponse, SessionSummary, ToolCallResult, UrlVerification,
+    DeliveriesResponse, DeliveryAccepted, ErrorBody, EvalCaseSaved, EvalRunResponse,
+    EvalRunSummary, FollowUpAccepted, LogsResponse, Page, Reminder, ReminderResponse,
+    SchedulesResponse, SessionCreated, SessionResponse, SessionSummary, ToolCallResult,
+    UrlVerification,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -68,6 +69,9 @@ pub fn check_answer(method: &str, url: &str, status: u16, body: &Value) {
         }
         ("GET", ["session", _]) => {
             read_wire::<SessionResponse>(body);
+        }
+        ("POST", ["session", _, "eval-case"]) => {
+            read_wire::<EvalCaseSaved>(body);
         }
         ("POST", ["session", _, "reminders"]) => {
             read_wire::<ReminderResponse>(body);

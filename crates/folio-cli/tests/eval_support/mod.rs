@@ -1,18 +1,15 @@
 //! Helpers shared by the `folio eval` end-to-end tests.
 #![allow(dead_code)]
 
-use std::path::Path;
 use std::process::Output;
 
 use folio_protocol::{EvalRun, StepResult};
-use folio_test_support::read_wire;
-use serde_json::Value;
 
 #[path = "../common.rs"]
 mod common;
 // Shared by several test binaries; each uses a different part.
 #[allow(unused_imports)]
-pub use common::{Project, folio, folio_bin, project, write_files};
+pub use common::{Project, eval, folio, folio_bin, project, run_of, write_files};
 
 /// A host-workspace agent on the mock model, with `evals` (path under `evals/` → text).
 pub fn eval_project(evals: &[(&str, &str)]) -> Project {
@@ -24,30 +21,6 @@ pub fn eval_project(evals: &[(&str, &str)]) -> Project {
     let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), *t)).collect();
     write_files(dir.path(), &files);
     dir
-}
-
-/// Runs `folio eval --dir DIR ARGS…` against the mock model at `base_url`.
-pub async fn eval(base_url: &str, dir: &Path, args: &[&str]) -> Output {
-    folio(base_url)
-        .arg("eval")
-        .arg("--dir")
-        .arg(dir)
-        .args(args)
-        .output()
-        .await
-        .unwrap()
-}
-
-/// The run `folio eval --json` printed, read exactly as an [`EvalRun`].
-pub fn run_of(output: &Output) -> EvalRun {
-    let value: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
-        panic!(
-            "stdout is not the run JSON ({err}); stdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    read_wire(&value)
 }
 
 /// Step `step` of the first attempt of case `case`.

@@ -92,6 +92,8 @@ function open(/** @type {string | null} */ sessionId, /** @type {string} */ view
   state.focus = null;
   chat.reset();
   document.body.dataset.status = sessionId ? "" : "new";
+  byId("save-case").hidden = !sessionId;
+  byId("case-saved").textContent = "";
   byId("session-label").textContent = sessionId || "new session";
   const url = new URL(location.href);
   if (sessionId) url.searchParams.set("session", sessionId);
@@ -249,6 +251,20 @@ async function send() {
   });
 }
 
+/** Saves the open run as an eval case of the agent's evals (`evals/from-session/<name>.eval.toml`). */
+function saveCase() {
+  const id = state.sessionId;
+  if (!id) return;
+  const input = /** @type {HTMLInputElement} */ (byId("case-name"));
+  const name = input.value.trim() || id;
+  act(async () => {
+    /** @type {import("folio-api").EvalCaseSaved} */
+    const saved = await call("POST", `/v1/session/${id}/eval-case`, { name });
+    byId("case-saved").textContent = `Saved ${saved.path}: \`folio eval --filter ${saved.evalId}\` runs it.`;
+    input.value = "";
+  });
+}
+
 function stop() {
   if (state.sessionId) act(() => call("POST", `/v1/session/${state.sessionId}/stop`, {}));
 }
@@ -258,6 +274,10 @@ byId("composer").addEventListener("submit", (event) => {
   send();
 });
 byId("stop").addEventListener("click", stop);
+byId("save-case").addEventListener("submit", (event) => {
+  event.preventDefault();
+  saveCase();
+});
 byId("message").addEventListener("keydown", (event) => {
   if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
     event.preventDefault();

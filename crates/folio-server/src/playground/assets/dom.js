@@ -28,10 +28,18 @@ export function duration(/** @type {number} */ ms) {
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-/** Token usage for people, e.g. `120 in · 45 out`. */
-export function tokens(/** @type {import("folio-api").Usage | null | undefined} */ usage) {
+/**
+ * Token usage for people: the whole prompt (uncached, cache reads and writes) and the output,
+ * e.g. `120 in · 45 out`; "" when nothing was reported. The Runs list, the Trace and the chat
+ * all show usage so, so their figures compare.
+ * @param {import("folio-api").Usage | null | undefined} usage
+ */
+export function tokens(usage) {
   if (!usage) return "";
-  return `${usage.inputTokens} in · ${usage.outputTokens} out`;
+  const input = (usage.inputTokens ?? 0) + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0);
+  const output = usage.outputTokens ?? 0;
+  if (!input && !output) return "";
+  return `${input} in · ${output} out`;
 }
 
 /** A local time for a RFC 3339 timestamp. */

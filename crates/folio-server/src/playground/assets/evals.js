@@ -1,6 +1,6 @@
 // @ts-check
 // The Evals tab: runs of `folio eval` stored under the state root (`GET /v1/evals`), newest
-// first; opening one lists its cases with each attempt's error and failed assertions
+// first, the newest open; opening one lists its cases with each attempt's error and failed assertions
 // (expected and actual), and links each attempt's session to its Chat view.
 
 import { call } from "./api.js";
@@ -46,6 +46,8 @@ export async function renderEvals(root, openSession) {
     list.append(el("li", { cls: run.ok ? "pass" : "fail" }, [link]));
   }
   root.append(list, detail);
+  // The newest run opens at once: its cases and failed assertions are what one looks for.
+  /** @type {HTMLButtonElement | null} */ (list.querySelector("button"))?.click();
 }
 
 /**

@@ -3,7 +3,7 @@
 // searchable, with status, title, time, turns and tokens; each opens as Chat, Trace or Raw.
 
 import { ApiError, call } from "./api.js";
-import { el, time } from "./dom.js";
+import { el, time, tokens } from "./dom.js";
 
 /** @typedef {import("folio-api").SessionSummary} SessionSummary */
 
@@ -42,24 +42,11 @@ export async function renderRuns(root, q, open) {
         el("td", {}, [el("span", { cls: `badge ${run.status}`, text: run.status })]),
         el("td", { text: time(run.createdAt) }),
         el("td", { text: String(run.turns) }),
-        el("td", { cls: "tokens", text: tokens(run.usage) }),
+        el("td", { cls: "tokens", text: tokens(run.usage) || "—" }),
         el("td", {}, [link("chat"), " ", link("trace"), " ", link("raw")]),
       ]),
     );
   }
   const head = el("tr", {}, ["Run", "Status", "Created", "Turns", "Tokens", "Open"].map((h) => el("th", { text: h })));
   root.append(el("table", { cls: "runs" }, [el("thead", {}, [head]), body]));
-}
-
-/**
- * A run's tokens for the list: prompt (cached or not) and output, or a dash when no turn
- * reported any.
- * @param {import("folio-api").Usage | undefined} usage
- */
-function tokens(usage) {
-  if (!usage) return "—";
-  const input = (usage.inputTokens ?? 0) + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0);
-  const output = usage.outputTokens ?? 0;
-  if (!input && !output) return "—";
-  return `${input} in · ${output} out`;
 }

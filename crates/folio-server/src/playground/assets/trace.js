@@ -17,6 +17,7 @@ import { duration, el, tokens } from "./dom.js";
  * @property {number} startIndex the event that opened it
  * @property {number | null} endIndex the event that closed it
  * @property {string} detail
+ * @property {string} tokens the tokens it used (a model step's, a turn's total), or ""
  * @property {boolean} error
  */
 
@@ -46,7 +47,7 @@ export function spans(/** @type {FolioEvent[]} */ events) {
     /** @param {Span["kind"]} kind @param {string} label @param {number} depth @returns {Span} */
     const open = (kind, label, depth) => {
       /** @type {Span} */
-      const span = { kind, label, start: at, end: null, depth, startIndex: event.index, endIndex: null, detail: "", error: false };
+      const span = { kind, label, start: at, end: null, depth, startIndex: event.index, endIndex: null, detail: "", tokens: "", error: false };
       out.push(span);
       return span;
     };
@@ -55,7 +56,10 @@ export function spans(/** @type {FolioEvent[]} */ events) {
         turn = open("turn", `turn · ${event.data.model}`, 0);
         break;
       case "turn.completed":
-        if (turn) close(turn, [`${event.data.steps} steps`, duration(event.data.durationMs), tokens(event.data.usage)].filter(Boolean).join(" · "));
+        if (turn) {
+          close(turn, `${event.data.steps} steps · ${duration(event.data.durationMs)}`);
+          turn.tokens = tokens(event.data.usage);
+        }
         turn = null;
         break;
       case "turn.failed":
@@ -69,7 +73,10 @@ export function spans(/** @type {FolioEvent[]} */ events) {
         step = open("step", `model step ${event.data.step}`, 1 + 3 * inner);
         break;
       case "step.completed":
-        if (step) close(step, `${duration(event.data.durationMs)} · ${event.data.finishReason}`);
+        if (step) {
+          close(step, `${duration(event.data.durationMs)} · ${event.data.finishReason}`);
+          step.tokens = tokens(event.data.usage);
+        }
         break;
       case "actions.requested":
         for (const call of event.data.calls) calls.set(`${inner}:${call.callId}`, open("tool", `tool ${call.tool}`, 2 + 3 * inner));
@@ -97,6 +104,30 @@ export function spans(/** @type {FolioEvent[]} */ events) {
 }
 
 /**
+ * The tokens of every finished turn of `events`, summed (what the Runs list shows for the
+ * session); null when no turn reported any.
+ * @param {FolioEvent[]} events
+ * @returns {import("folio-api").Usage | null}
+ */
+export function sessionUsage(events) {
+  let inputTokens = 0;
+  let outputTokens = 0;
+  let cacheReadTokens = 0;
+  let cacheWriteTokens = 0;
+  let reported = false;
+  for (const event of events) {
+    if (event.type !== "turn.completed" || !event.data.usage) continue;
+    const usage = event.data.usage;
+    reported = true;
+    inputTokens += usage.inputTokens ?? 0;
+    outputTokens += usage.outputTokens ?? 0;
+    cacheReadTokens += usage.cacheReadTokens ?? 0;
+    cacheWriteTokens += usage.cacheWriteTokens ?? 0;
+  }
+  return reported ? { inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens } : null;
+}
+
+/**
  * Renders the waterfall of `events` into `root`; `openEvent(index)` shows an event.
  * @param {HTMLElement} root
  * @param {FolioEvent[]} events
@@ -109,6 +140,7 @@ export function renderTrace(root, events, openEvent) {
     root.append(el("p", { cls: "empty", text: "No turns yet." }));
     return;
   }
+  root.append(el("p", { cls: "trace-total" }, ["Tokens, every finished turn: ", el("span", { cls: "tokens", text: tokens(sessionUsage(events)) || "none reported" })]));
   const last = events.length ? Date.parse(events[events.length - 1].at) : Date.now();
   const t0 = all[0].start;
   const total = Math.max(1, Math.max(last, ...all.map((s) => s.end ?? last)) - t0);
@@ -124,6 +156,7 @@ export function renderTrace(root, events, openEvent) {
       " ",
       el("span", { cls: "detail", text: span.end === null ? "running…" : span.detail || duration(end - span.start) }),
       " ",
+      ...(span.tokens ? [el("span", { cls: "tokens", text: span.tokens }), " "] : []),
       link,
     ]);
     label.style.paddingLeft = `${span.depth}em`;

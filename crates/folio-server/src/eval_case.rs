@@ -1,0 +1,58 @@
+//! "Save this run as an eval case": a session written as a case of the agent's evals
+//! (`evals/from-session/<name>.eval.toml`), by the piece `folio eval --from-session` uses
+//! ([`folio_project::eval_from_session`]). Owner only, like every session route.
+//!
+//! Decisions: a case is saved only between turns (a running turn has no outcome to expect
+//! yet); a name already taken is refused (`409 already_exists`), never replaced; a project
+//! folder the server cannot write is refused (`403 forbidden`) with how to write the case
+//! elsewhere.
+
+use folio_project::{
+    EVALS_DIR, SaveCaseError, eval_from_session, eval_id, session_case_path, write_new_eval,
+};
+use folio_protocol::{EvalCaseSaved, OkTrue, SessionStatus};
+
+use crate::error::ManagerError;
+use crate::manager::SessionManager;
+
+impl SessionManager {
+    /// Writes `session_id` (owned by `principal`) as the eval case `name` of the agent's
+    /// project; answers where it went.
+    pub async fn save_eval_case(
+        &self,
+        principal: &str,
+        session_id: &str,
+        name: &str,
+    ) -> Result<EvalCaseSaved, ManagerError> {
+        let meta = self.current_meta(self.owned_meta(principal, session_id)?);
+        if meta.status == SessionStatus::Running {
+            return Err(ManagerError::Busy(session_id.to_string()));
+        }
+        let project = self.agent().definition.project_dir.clone();
+        let path = session_case_path(&project, name).map_err(refused)?;
+        let text = eval_from_session(&self.events(principal, session_id)?, name);
+        let written = path.clone();
+        tokio::task::spawn_blocking(move || write_new_eval(&written, &text))
+            .await
+            .map_err(|err| ManagerError::Internal(format!("the eval case writer failed: {err}")))?
+            .map_err(refused)?;
+        let relative = path.strip_prefix(&project).unwrap_or(&path);
+        Ok(EvalCaseSaved {
+            ok: OkTrue,
+            eval_id: eval_id(&project.join(EVALS_DIR), &path).unwrap_or_default(),
+            case_id: name.to_string(),
+            path: relative.to_string_lossy().into_owned(),
+        })
+    }
+}
+
+/// The wire error of a case that could not be written.
+fn refused(err: SaveCaseError) -> ManagerError {
+    let message = err.to_string();
+    match err {
+        SaveCaseError::InvalidName(_) => ManagerError::Invalid(format!("name: {message}")),
+        SaveCaseError::Exists(_) => ManagerError::Exists(message),
+        SaveCaseError::ReadOnly { .. } => ManagerError::Refused(message),
+        SaveCaseError::Io { .. } => ManagerError::Internal(message),
+    }
+}
