@@ -19,6 +19,7 @@ use rmcp::transport::{
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 
+use super::elicitation::{Callers, FolioClient};
 use super::traced_http::TracedHttpClient;
 use tokio::sync::Mutex;
 use tracing::Instrument;
@@ -73,6 +74,7 @@ pub struct McpConnection {
     base_dir: PathBuf,
     env: EnvLookup,
     state: Mutex<State>,
+    callers: Callers,
 }
 
 enum State {
@@ -82,7 +84,7 @@ enum State {
 }
 
 struct Running {
-    service: RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, FolioClient>,
     tools: Vec<rmcp::model::Tool>,
     pid: Option<u32>,
     stderr: Arc<StdMutex<VecDeque<String>>>,
@@ -112,6 +114,24 @@ impl McpConnection {
             base_dir: base_dir.to_path_buf(),
             env,
             state: Mutex::new(State::Idle),
+            callers: Callers::default(),
+        }
+    }
+
+    /// The tool calls in flight that take this server's elicitations.
+    pub(crate) fn callers(&self) -> &Callers {
+        &self.callers
+    }
+
+    /// The protocol version negotiated with the running server (none before it starts).
+    pub async fn protocol_version(&self) -> Option<String> {
+        match &*self.state.lock().await {
+            State::Running(running) => running
+                .service
+                .peer()
+                .peer_info()
+                .map(|info| info.protocol_version.to_string()),
+            State::Idle | State::Down { .. } => None,
         }
     }
 
@@ -340,6 +360,10 @@ impl McpConnection {
     async fn start(&self) -> Result<Running, String> {
         let env = &*self.env;
         let stderr = Arc::new(StdMutex::new(VecDeque::new()));
+        let client = FolioClient {
+            server: self.config.name.clone(),
+            callers: self.callers.clone(),
+        };
         let (service, pid) = match &self.config.transport {
             McpTransport::Stdio {
                 command,
@@ -391,7 +415,7 @@ impl McpConnection {
                         }
                     });
                 }
-                let service = ().serve(transport).await.map_err(|err| {
+                let service = client.serve(transport).await.map_err(|err| {
                     let tail = stderr
                         .lock()
                         .map(|l| l.iter().cloned().collect::<Vec<_>>().join(" | "))
@@ -420,10 +444,10 @@ impl McpConnection {
                     .custom_headers(custom);
                 let transport =
                     StreamableHttpClientTransport::with_client(TracedHttpClient::new()?, config);
-                let service =
-                    ().serve(transport)
-                        .await
-                        .map_err(|err| format!("cannot open {url}: {err}"))?;
+                let service = client
+                    .serve(transport)
+                    .await
+                    .map_err(|err| format!("cannot open {url}: {err}"))?;
                 (service, None)
             }
             McpTransport::Peer { agent } => {

@@ -1,7 +1,8 @@
 //! MCP connections at run time (`mcp-connections/<name>.toml`, `host-connections/<name>.toml`,
 //! parsed by folio-project into [`McpServerConfig`]s): clients of MCP servers built on `rmcp`.
 //!
-//! [`connection`] holds one client's lifecycle, [`tool`] the adapter that offers a model-facing
+//! [`connection`] holds one client's lifecycle, [`elicitation`] the handler of a server's
+//! questions to the user (parked like approvals), [`tool`] the adapter that offers a model-facing
 //! server's tools as `mcp__<server>__<tool>`, [`env`] the lookup `${NAME}` templates resolve
 //! against. Host connections are never offered to the model.
 
@@ -12,11 +13,13 @@ use std::sync::Arc;
 use folio_project::McpServerConfig;
 
 mod connection;
+mod elicitation;
 mod env;
 mod tool;
 mod traced_http;
 
 pub use connection::{McpConnection, McpError};
+pub use elicitation::{ANNOUNCED_PROTOCOL_VERSION, elicitation_content};
 pub use env::{EnvLookup, process_env};
 pub use folio_project::McpTransport;
 pub use tool::{McpTool, mcp_tool_name, tool_output};
