@@ -246,6 +246,11 @@ fn connection_checks(definition: &AgentDefinition) -> anyhow::Result<Vec<Connect
             &definition.host_connections,
             &definition.agent_dir,
             &folio_agent::mcp::process_env(),
+            Some(&folio_agent::mcp::McpAuth {
+                dir: folio_agent::StateLayout::for_project(&definition.project_dir)
+                    .mcp_auth_dir(folio_agent::mcp::LOCAL_PRINCIPAL),
+                login: None,
+            }),
         );
         let mut checks = Vec::new();
         for (name, connection) in connections.model.iter().chain(connections.host.iter()) {

@@ -88,6 +88,8 @@ async fn run_async(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let options = LoadOptions {
         state_root: Some(state.clone()),
+        // A server that needs OAuth: print (and open) the authorization URL and wait for it.
+        mcp_login: Some(folio_agent::mcp::McpLogin::from_env()),
         ..LoadOptions::default()
     };
     let agent = Agent::load_with(definition, provider, model, options)

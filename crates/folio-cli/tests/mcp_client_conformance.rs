@@ -15,7 +15,11 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 /// The client scenarios Folio passes, with the tool the model calls in each (none: the turn
-/// only opens the connection).
+/// only opens the connection). Not yet passing, so not listed: `auth/basic-cimd` (Folio has no
+/// Client ID Metadata Document URL to offer), `auth/scope-step-up` (no re-authorization on a
+/// `tools/call`'s 403 `insufficient_scope`), `auth/pre-registration` (no pre-registered client
+/// id in the manifest) and `auth/2025-03-26-oauth-metadata-backcompat` (rmcp refuses the
+/// scenario's issuer).
 const SCENARIOS: &[(&str, Option<&str>)] = &[
     ("initialize", None),
     ("tools_call", Some("add_numbers")),
@@ -24,6 +28,19 @@ const SCENARIOS: &[(&str, Option<&str>)] = &[
         "elicitation-sep1034-client-defaults",
         Some("test_client_elicitation_defaults"),
     ),
+    ("auth/metadata-default", Some("test-tool")),
+    ("auth/metadata-var1", Some("test-tool")),
+    ("auth/metadata-var2", Some("test-tool")),
+    ("auth/metadata-var3", Some("test-tool")),
+    ("auth/scope-from-www-authenticate", Some("test-tool")),
+    ("auth/scope-from-scopes-supported", Some("test-tool")),
+    ("auth/scope-omitted-when-undefined", Some("test-tool")),
+    // The server keeps refusing the token: Folio authorizes once, then gives up (no model call).
+    ("auth/scope-retry-limit", None),
+    ("auth/token-endpoint-auth-basic", Some("test-tool")),
+    ("auth/token-endpoint-auth-post", Some("test-tool")),
+    ("auth/token-endpoint-auth-none", Some("test-tool")),
+    ("auth/2025-03-26-oauth-endpoint-fallback", Some("test-tool")),
 ];
 
 fn workspace() -> PathBuf {
@@ -172,4 +189,75 @@ async fn info_connect_shows_each_connections_negotiated_protocol_version() {
             },
         ]
     );
+}
+
+/// `folio mcp login` against the suite's OAuth-protected server (`auth/metadata-default`):
+/// the authorization URL is "opened" with curl, which follows the redirect to the loopback
+/// callback; the tokens land in `mcp-auth/local/x.json` with mode 0600 and appear nowhere in
+/// the command's output; `folio mcp logout` deletes them.
+#[tokio::test]
+async fn mcp_login_stores_tokens_privately_and_logout_deletes_them() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (node, cli) = suite();
+    let work = tempfile::tempdir().unwrap();
+    let project = work.path().join("agent-project");
+    let state = work.path().join("state");
+    let log = work.path().join("login.log");
+    let login = work.path().join("login.sh");
+    std::fs::write(
+        &login,
+        format!(
+            "#!/bin/sh\nset -e\nmkdir -p {p}/agent/mcp-connections\nprintf 'model = \"openai:gpt-test\"\\n' > {p}/agent/agent.toml\necho hi > {p}/agent/instructions.md\nprintf 'url = \"%s\"\\n' \"$1\" > {p}/agent/mcp-connections/x.toml\nBROWSER='curl -fsSL -o /dev/null' {folio} mcp login x --dir {p} --state-root {s} > {l} 2>&1\n",
+            p = project.display(),
+            s = state.display(),
+            l = log.display(),
+            folio = folio_bin().display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&login, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = tokio::process::Command::new(&node)
+        .arg(&cli)
+        .args(["client", "--scenario", "auth/metadata-default", "--command"])
+        .arg(&login)
+        .current_dir(work.path())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        output.status.success(),
+        "{said}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stored = state.join("mcp-auth/local/x.json");
+    let mode = std::fs::metadata(&stored).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let credentials: Value = serde_json::from_slice(&std::fs::read(&stored).unwrap()).unwrap();
+    let token = credentials
+        .pointer("/token_response/access_token")
+        .and_then(Value::as_str)
+        .expect("an access token")
+        .to_string();
+    assert!(said.contains("is authorized"), "{said}");
+    assert!(
+        !said.contains(&token),
+        "the token leaked into the output: {said}"
+    );
+
+    let logout = tokio::process::Command::new(folio_bin())
+        .args(["mcp", "logout", "x", "--dir"])
+        .arg(&project)
+        .arg("--state-root")
+        .arg(&state)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        logout.status.success(),
+        "{}",
+        String::from_utf8_lossy(&logout.stderr)
+    );
+    assert!(!stored.exists());
 }
