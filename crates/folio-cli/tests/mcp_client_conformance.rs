@@ -15,11 +15,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 /// The client scenarios Folio passes, with the tool the model calls in each (none: the turn
-/// only opens the connection). Not yet passing, so not listed: `auth/basic-cimd` (Folio has no
-/// Client ID Metadata Document URL to offer), `auth/scope-step-up` (no re-authorization on a
-/// `tools/call`'s 403 `insufficient_scope`), `auth/pre-registration` (no pre-registered client
-/// id in the manifest) and `auth/2025-03-26-oauth-metadata-backcompat` (rmcp refuses the
-/// scenario's issuer).
+/// only opens the connection). Not yet passing, so not listed: `auth/scope-step-up` (no
+/// re-authorization on a `tools/call`'s 403 `insufficient_scope`) and
+/// `auth/2025-03-26-oauth-metadata-backcompat` (rmcp refuses the scenario's issuer).
 const SCENARIOS: &[(&str, Option<&str>)] = &[
     ("initialize", None),
     ("tools_call", Some("add_numbers")),
@@ -41,6 +39,8 @@ const SCENARIOS: &[(&str, Option<&str>)] = &[
     ("auth/token-endpoint-auth-post", Some("test-tool")),
     ("auth/token-endpoint-auth-none", Some("test-tool")),
     ("auth/2025-03-26-oauth-endpoint-fallback", Some("test-tool")),
+    ("auth/basic-cimd", Some("test-tool")),
+    ("auth/pre-registration", Some("test-tool")),
 ];
 
 fn workspace() -> PathBuf {

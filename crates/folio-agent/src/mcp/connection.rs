@@ -518,6 +518,7 @@ impl McpConnection {
             return list_tools(service).await;
         };
         let store = auth.store(&self.config.name);
+        let identity = oauth::ClientIdentity::resolve(self.config.oauth.as_ref(), &*self.env)?;
         let mut authorized = false;
         loop {
             let manager = oauth::manager(url, &store).await?;
@@ -544,7 +545,7 @@ impl McpConnection {
             let name = &self.config.name;
             match &auth.login {
                 Some(login) if !authorized => {
-                    oauth::authorize(name, url, &challenge, &store, login).await?;
+                    oauth::authorize(name, url, &challenge, &store, login, &identity).await?;
                     authorized = true;
                 }
                 Some(_) => {

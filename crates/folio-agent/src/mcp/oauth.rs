@@ -140,6 +140,42 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// The manifest's `[oauth]` client identity with its `${NAME}` templates resolved.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClientIdentity {
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    client_metadata_url: Option<String>,
+    scopes: Vec<String>,
+}
+
+impl ClientIdentity {
+    /// Resolves `oauth` (none: dynamic registration) against `env`.
+    pub(crate) fn resolve(
+        oauth: Option<&folio_project::McpOAuth>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ClientIdentity, String> {
+        let Some(oauth) = oauth else {
+            return Ok(ClientIdentity::default());
+        };
+        let expand = |field: &str, value: &Option<String>| {
+            value
+                .as_deref()
+                .map(|value| {
+                    folio_project::expand_template(value, env)
+                        .map_err(|err| format!("oauth.{field}: {err}"))
+                })
+                .transpose()
+        };
+        Ok(ClientIdentity {
+            client_id: expand("client_id", &oauth.client_id)?,
+            client_secret: expand("client_secret", &oauth.client_secret)?,
+            client_metadata_url: oauth.client_metadata_url.clone(),
+            scopes: oauth.scopes.clone(),
+        })
+    }
+}
+
 /// An authorization manager for `url` holding the stored credentials, if any.
 pub(crate) async fn manager(
     url: &str,
@@ -167,6 +203,7 @@ pub(crate) async fn authorize(
     challenge: &str,
     store: &FileCredentialStore,
     login: &McpLogin,
+    client: &ClientIdentity,
 ) -> Result<(), String> {
     let failed = |err: AuthError| format!("authorization failed: {err}");
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
@@ -184,9 +221,19 @@ pub(crate) async fn authorize(
         .await
         .map_err(failed)?;
     manager.set_metadata(resolution.metadata);
-    let request = AuthorizationRequest::new(&redirect_uri)
+    let mut request = AuthorizationRequest::new(&redirect_uri)
         .with_client_name(CLIENT_NAME)
-        .with_challenge(challenge);
+        .with_challenge(challenge)
+        .with_scopes(client.scopes.clone());
+    if let Some(id) = &client.client_id {
+        request = request.with_preregistered_client(id);
+    }
+    if let Some(secret) = &client.client_secret {
+        request = request.with_client_secret(secret);
+    }
+    if let Some(metadata_url) = &client.client_metadata_url {
+        request = request.with_client_metadata_url(metadata_url);
+    }
     let session = AuthorizationSession::new(manager, request)
         .await
         .map_err(|(_, err)| failed(err))?;
