@@ -19,6 +19,12 @@ export type Acknowledged = {
 export type ActionApprovalRequested = {
   /** The call waiting for approval. */
   callId: string;
+  /**
+   * Set when an MCP server asks the user for input during the call (`elicitation/create`):
+   * `callId` then names the elicitation, answered with `accept` (and `content`), `decline`
+   * or `cancel` instead of `approve` / `deny`.
+   */
+  elicitation?: Elicitation | null;
   /** The call's input. */
   input: unknown;
   /** Tool name. */
@@ -31,7 +37,9 @@ export type ActionApprovalResolved = {
   by: string;
   /** The call that was decided. */
   callId: string;
-  /** `approve` or `deny`. */
+  /** An accepted elicitation's answer, defaults applied and checked against its schema. */
+  content?: unknown;
+  /** `approve` or `deny` (a call); `accept`, `decline` or `cancel` (an elicitation). */
   decision: ApprovalDecision;
   /** Optional reason given with the decision. */
   reason?: string | null;
@@ -114,6 +122,8 @@ export type AgentInfo = {
   artifacts?: ArtifactsInfo | null;
   /** Channels. */
   channels: Array<ChannelInfo>;
+  /** What opening each MCP connection found (`folio info --connect`; empty otherwise). */
+  connectionChecks?: Array<ConnectionCheck>;
   /** What the agent does, when it says. */
   description?: string | null;
   /** Discovery's diagnostics. */
@@ -157,11 +167,16 @@ export type AgentSummary = {
 };
 
 /** An approval decision. */
-export type ApprovalDecision = "approve" | "deny";
+export type ApprovalDecision = "approve" | "deny" | "accept" | "decline" | "cancel";
 
 /** `POST /v1/session/:id/approvals/:callId`: the decision on a parked call. */
 export type ApprovalRequest = {
-  /** `approve` or `deny`. */
+  /**
+   * An elicitation's answer with `accept`: an object matching its `requestedSchema`
+   * (fields left out take the schema's defaults).
+   */
+  content?: unknown;
+  /** `approve` or `deny` (a call); `accept`, `decline` or `cancel` (an elicitation). */
   decision: ApprovalDecision;
   /** Why (shown to the model on a denial). */
   reason?: string | null;
@@ -434,6 +449,18 @@ export type CompactionPoint = {
   upToIndex: number;
 };
 
+/** What opening one MCP connection found (`folio info --connect`). */
+export type ConnectionCheck = {
+  /** Why it did not open. */
+  error?: string | null;
+  /** The connection name. */
+  name: string;
+  /** The MCP protocol version the server agreed to, when it opened. */
+  protocolVersion?: string | null;
+  /** How many tools it offers, when it opened. */
+  tools?: number | null;
+};
+
 /** A connection of [`AgentDescription`], with who sees it. */
 export type ConnectionDescription = {
   /** What the server offers. */
@@ -569,6 +596,16 @@ export type DiagnosticInfo = {
   message: string;
   /** Error or warning. */
   severity: Severity;
+};
+
+/** What an MCP server asks the user during a tool call (`elicitation/create`, form mode). */
+export type Elicitation = {
+  /** The server's message to the user. */
+  message: string;
+  /** The JSON Schema the answer's `content` must match (fields may carry `default`s). */
+  requestedSchema: unknown;
+  /** The MCP connection that asks. */
+  server: string;
 };
 
 /** An empty request body (`POST /v1/session/:id/stop`). */

@@ -16,7 +16,8 @@ use crate::compaction::{ContextBudget, Summarizer};
 use crate::hooks::HookDispatcher;
 use crate::layout::StateLayout;
 use crate::mcp::{
-    Connections, EnvLookup, McpConnection, McpError, McpTool, McpTransport, process_env,
+    Connections, EnvLookup, LOCAL_PRINCIPAL, McpAuth, McpConnection, McpError, McpLogin, McpTool,
+    McpTransport, process_env,
 };
 use crate::root::{RootError, bind_turn_root, build_root, with_skills_mount};
 use crate::skills::{HOST_SKILLS_DIR, SkillContent, SkillError, catalog, skills_mount};
@@ -143,6 +144,9 @@ pub struct LoadOptions {
     /// recorded in [`Agent::failed_connections`] instead of failing the load (`folio serve`,
     /// which retries it; `folio run` fails fast).
     pub keep_failed_connections: bool,
+    /// How a person is asked when an HTTP MCP server needs OAuth authorization (`folio run`);
+    /// none: such a connection fails, telling to run `folio mcp login` (`folio serve`).
+    pub mcp_login: Option<McpLogin>,
 }
 
 impl Agent {
@@ -230,11 +234,20 @@ impl Agent {
                 tools.register(Arc::new(built))?;
             }
         }
+        let state = options
+            .state_root
+            .clone()
+            .unwrap_or_else(|| StateLayout::for_project(&definition.project_dir));
+        let auth = McpAuth {
+            dir: state.mcp_auth_dir(LOCAL_PRINCIPAL),
+            login: options.mcp_login.clone(),
+        };
         let connections = Connections::new(
             &definition.mcp_connections,
             &definition.host_connections,
             &definition.agent_dir,
             &env,
+            Some(&auth),
         );
         let mut failed_connections = BTreeMap::new();
         for connection in connections.model.values() {
@@ -259,10 +272,6 @@ impl Agent {
                 }
             }
         }
-        let state = options
-            .state_root
-            .clone()
-            .unwrap_or_else(|| StateLayout::for_project(&definition.project_dir));
         let artifacts = ArtifactStore::open(
             state.artifacts_dir(),
             definition.artifacts.clone().unwrap_or_default(),

@@ -44,6 +44,11 @@ impl StateLayout {
         &self.path
     }
 
+    /// `mcp-auth/<principal>/`: the principal's OAuth credentials, one file per MCP connection.
+    pub fn mcp_auth_dir(&self, principal: &str) -> PathBuf {
+        self.path.join("mcp-auth").join(principal)
+    }
+
     /// `sessions/`: one folder per session.
     pub fn sessions_dir(&self) -> PathBuf {
         self.path.join("sessions")

@@ -29,7 +29,7 @@ pub trait EventSink: Send + Sync {
     async fn checkpoint(&self) -> Result<(), SinkError>;
     /// Waits for the human decision on a parked call (its `action.approval_requested` is
     /// recorded); the turn records the returned `action.approval_resolved`. Without an approver
-    /// (outside `folio serve`) the call is denied.
+    /// (outside `folio serve`) the call is denied (an elicitation: declined).
     async fn await_approval(&self, call_id: &str) -> ActionApprovalResolved {
         ActionApprovalResolved {
             call_id: call_id.to_string(),
@@ -38,6 +38,7 @@ pub trait EventSink: Send + Sync {
                 "no approver is attached to this session (approvals need folio serve)".into(),
             ),
             by: "folio".to_string(),
+            content: None,
         }
     }
 }

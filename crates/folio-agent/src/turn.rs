@@ -828,6 +828,7 @@ impl Harness {
                         call_id: call.id.clone(),
                         tool: call.name.clone(),
                         input: input.clone(),
+                        elicitation: None,
                     });
                     self.emit(turn, recorder, body).await?;
                 }
@@ -847,8 +848,12 @@ impl Harness {
             }
         };
         Ok(match resolved.decision {
-            ApprovalDecision::Approve => None,
-            ApprovalDecision::Deny => Some(denied_message(&resolved)),
+            // The server accepts only approve/deny for a call; an elicitation's answer that
+            // reached a call through another sink counts as yes or no.
+            ApprovalDecision::Approve | ApprovalDecision::Accept => None,
+            ApprovalDecision::Deny | ApprovalDecision::Decline | ApprovalDecision::Cancel => {
+                Some(denied_message(&resolved))
+            }
         })
     }
 }

@@ -34,6 +34,7 @@ fn stdio_config(name: &str, command: &str, args: &[&str]) -> McpServerConfig {
         },
         file: std::env::temp_dir().join(format!("{name}.toml")),
         call_timeout: Duration::from_secs(60),
+        oauth: None,
     }
 }
 

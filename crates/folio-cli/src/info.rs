@@ -1,12 +1,14 @@
 //! `folio info`: what discovery found — agent, model, tools (with schemas), skills, channels,
-//! schedules — for a person, or as JSON with `--json`.
+//! schedules — for a person, or as JSON with `--json`. With `--connect` it also opens each MCP
+//! connection and shows the protocol version the server agreed to (opening one starts a stdio
+//! server, so it is not the default).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::bail;
 use folio_project::{AgentDefinition, McpTransport, NativeTool, discover};
-use folio_protocol::AgentInfo;
+use folio_protocol::{AgentInfo, ConnectionCheck};
 
 /// Arguments of `folio info`.
 #[derive(Debug, clap::Args)]
@@ -17,6 +19,10 @@ pub(crate) struct InfoArgs {
     /// Print the description as JSON.
     #[arg(long)]
     json: bool,
+    /// Open each MCP connection and show its negotiated protocol version (starts stdio
+    /// servers).
+    #[arg(long)]
+    connect: bool,
 }
 
 /// A one-line summary of a transport.
@@ -124,6 +130,22 @@ fn info_text(definition: &AgentDefinition, info: &AgentInfo) -> String {
     }
     section(
         &mut out,
+        "connection checks",
+        info.connection_checks
+            .iter()
+            .map(|check| match (&check.protocol_version, &check.error) {
+                (_, Some(error)) => format!("{}: {error}", check.name),
+                (version, None) => format!(
+                    "{}: protocol {}, {} tools",
+                    check.name,
+                    version.as_deref().unwrap_or("(not reported)"),
+                    check.tools.unwrap_or_default()
+                ),
+            })
+            .collect(),
+    );
+    section(
+        &mut out,
         "subagents",
         definition
             .subagents
@@ -196,6 +218,9 @@ pub(crate) fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
         );
     };
     let mut info = folio_project::describe(definition);
+    if args.connect {
+        info.connection_checks = connection_checks(definition)?;
+    }
     if args.json {
         info.diagnostics = discovery
             .diagnostics
@@ -207,4 +232,45 @@ pub(crate) fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
         print!("{}", info_text(definition, &info));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Opens every MCP connection of `definition` (as a turn would) and reports what each found.
+fn connection_checks(definition: &AgentDefinition) -> anyhow::Result<Vec<ConnectionCheck>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| anyhow::anyhow!("cannot start the async runtime: {err}"))?;
+    runtime.block_on(async {
+        let connections = folio_agent::mcp::Connections::new(
+            &definition.mcp_connections,
+            &definition.host_connections,
+            &definition.agent_dir,
+            &folio_agent::mcp::process_env(),
+            Some(&folio_agent::mcp::McpAuth {
+                dir: folio_agent::StateLayout::for_project(&definition.project_dir)
+                    .mcp_auth_dir(folio_agent::mcp::LOCAL_PRINCIPAL),
+                login: None,
+            }),
+        );
+        let mut checks = Vec::new();
+        for (name, connection) in connections.model.iter().chain(connections.host.iter()) {
+            let check = match connection.list_tools().await {
+                Ok(tools) => ConnectionCheck {
+                    name: name.clone(),
+                    protocol_version: connection.protocol_version().await,
+                    tools: Some(tools.len()),
+                    error: None,
+                },
+                Err(err) => ConnectionCheck {
+                    name: name.clone(),
+                    protocol_version: None,
+                    tools: None,
+                    error: Some(err.to_string()),
+                },
+            };
+            checks.push(check);
+        }
+        connections.shutdown().await;
+        Ok(checks)
+    })
 }

@@ -16,6 +16,7 @@ mod github;
 mod help;
 mod info;
 mod init;
+mod mcp;
 mod model;
 mod render;
 mod run;
@@ -77,6 +78,9 @@ enum Command {
     /// GitHub channel tools: `replay` turns a PR or a saved payload into a signed delivery.
     #[command(subcommand)]
     Github(github::GithubCommand),
+    /// OAuth for MCP connections: `login` authorizes and stores tokens, `logout` deletes them.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
 }
 
 /// Arguments of `folio trajectory`.
@@ -134,6 +138,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => eval::eval(args),
         Command::Schedule(args) => schedule::schedule(args),
         Command::Github(command) => github::github(command),
+        Command::Mcp(command) => mcp::mcp(command),
     };
     telemetry.shutdown();
     match result {

@@ -8,7 +8,9 @@ use anyhow::{Context, bail};
 use folio_agent::LoadOptions;
 use folio_agent::{Agent, discover};
 use folio_model::RecordingProvider;
-use folio_protocol::{ApprovalDecision, CreateSession, EventBody, RunResult};
+use folio_protocol::{
+    ActionApprovalRequested, ApprovalDecision, ApprovalRequest, CreateSession, EventBody, RunResult,
+};
 use folio_server::{LogBuffer, SessionManager, StateRoot};
 
 use crate::model::open_model;
@@ -20,6 +22,8 @@ const PRINCIPAL: &str = "local";
 /// Why `run` denies a call that needs approval.
 const NO_APPROVER: &str =
     "folio run has no one to ask; serve the agent (folio serve) to approve calls";
+/// Why `run` declines an MCP server's question (elicitation).
+const NO_ANSWERER: &str = "folio run has no one to ask; serve the agent (folio serve) to answer an MCP server's questions, or pass --accept-elicitation-defaults to accept their defaults";
 
 /// How long `run` waits for hooks still observing the turn before it exits.
 const HOOK_FLUSH: std::time::Duration = std::time::Duration::from_secs(30);
@@ -45,6 +49,10 @@ pub(crate) struct RunArgs {
     /// Where sessions are stored (default `<dir>/.folio/state`).
     #[arg(long)]
     state_root: Option<PathBuf>,
+    /// Answer an MCP server's question (elicitation) by accepting its schema's defaults;
+    /// without it `run` declines, since no one can be asked.
+    #[arg(long)]
+    accept_elicitation_defaults: bool,
 }
 
 /// Runs the command on a fresh tokio runtime.
@@ -80,6 +88,8 @@ async fn run_async(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let options = LoadOptions {
         state_root: Some(state.clone()),
+        // A server that needs OAuth: print (and open) the authorization URL and wait for it.
+        mcp_login: Some(folio_agent::mcp::McpLogin::from_env()),
         ..LoadOptions::default()
     };
     let agent = Agent::load_with(definition, provider, model, options)
@@ -88,7 +98,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<ExitCode> {
     let agent = Arc::new(agent);
     let manager =
         SessionManager::open(state, agent.clone(), LogBuffer::new()).map_err(anyhow::Error::msg)?;
-    let ran = run_session(&manager, &args.message).await;
+    let ran = run_session(&manager, &args.message, args.accept_elicitation_defaults).await;
     settle(&manager, &agent, ran, args.json).await
 }
 
@@ -124,21 +134,30 @@ pub(crate) async fn settle(
 async fn run_session(
     manager: &SessionManager,
     message: &str,
+    accept_elicitation_defaults: bool,
 ) -> anyhow::Result<(String, Vec<folio_protocol::Event>)> {
     let accepted = manager
         .create(PRINCIPAL, "cli", CreateSession::message(message))
         .await?;
-    let events = follow_session(manager, PRINCIPAL, &accepted.session_id).await?;
+    let events = follow_session(
+        manager,
+        PRINCIPAL,
+        &accepted.session_id,
+        accept_elicitation_defaults,
+    )
+    .await?;
     Ok((accepted.session_id, events))
 }
 
 /// Prints the events of `principal`'s session `id` until its turn has settled and returns its
-/// whole log. Ctrl-C stops the turn; a call that needs approval is denied, since no person can
-/// answer here.
+/// whole log. Ctrl-C stops the turn; a call that needs approval is denied and an MCP server's
+/// question declined (or, with `accept_elicitation_defaults`, accepted with its defaults), since
+/// no person can answer here.
 pub(crate) async fn follow_session(
     manager: &SessionManager,
     principal: &str,
     id: &str,
+    accept_elicitation_defaults: bool,
 ) -> anyhow::Result<Vec<folio_protocol::Event>> {
     let mut stream = manager.stream(principal, id, 0)?;
     let mut interrupt = std::pin::pin!(tokio::signal::ctrl_c());
@@ -163,8 +182,7 @@ pub(crate) async fn follow_session(
                         principal,
                         id,
                         &requested.call_id,
-                        ApprovalDecision::Deny,
-                        Some(NO_APPROVER.to_string()),
+                        answer(requested, accept_elicitation_defaults),
                     )
                     .await?;
             }
@@ -180,4 +198,31 @@ pub(crate) async fn follow_session(
         }
     }
     Ok(manager.events(principal, id)?)
+}
+
+/// `run`'s answer to a parked call or question: calls are denied; a question is declined, or
+/// accepted with its schema's defaults when asked to and the defaults fill it.
+fn answer(
+    requested: &ActionApprovalRequested,
+    accept_elicitation_defaults: bool,
+) -> ApprovalRequest {
+    let Some(elicitation) = &requested.elicitation else {
+        return ApprovalRequest::refusal(requested, NO_APPROVER);
+    };
+    if !accept_elicitation_defaults {
+        return ApprovalRequest::refusal(requested, NO_ANSWERER);
+    }
+    match folio_agent::mcp::elicitation_content(&elicitation.requested_schema, None) {
+        Ok(content) => ApprovalRequest {
+            decision: ApprovalDecision::Accept,
+            reason: Some(
+                "accepted with the schema's defaults (--accept-elicitation-defaults)".into(),
+            ),
+            content: Some(content),
+        },
+        Err(why) => ApprovalRequest::refusal(
+            requested,
+            &format!("its defaults do not answer it ({why}); serve the agent to answer it"),
+        ),
+    }
 }

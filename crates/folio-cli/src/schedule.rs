@@ -168,7 +168,13 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 fired.reason.unwrap_or_default()
             );
         };
-        let events = follow_session(&manager, &schedule_principal(&args.name), &session_id).await?;
+        let events = follow_session(
+            &manager,
+            &schedule_principal(&args.name),
+            &session_id,
+            false,
+        )
+        .await?;
         Ok((session_id, events))
     }
     .await;

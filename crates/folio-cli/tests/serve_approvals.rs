@@ -37,6 +37,7 @@ fn decide(decision: ApprovalDecision, reason: Option<&str>) -> ApprovalRequest {
     ApprovalRequest {
         decision,
         reason: reason.map(str::to_string),
+        content: None,
     }
 }
 
@@ -87,6 +88,7 @@ async fn approve_deny_and_a_parked_call_surviving_kill_9() {
             decision: ApprovalDecision::Approve,
             reason: None,
             by: "local".into(),
+            content: None,
         }
     );
     let result = stream.until("action.result").await;

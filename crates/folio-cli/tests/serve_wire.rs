@@ -204,6 +204,7 @@ async fn every_route_answers_with_its_folio_protocol_type() {
     let decision = ApprovalRequest {
         decision: ApprovalDecision::Approve,
         reason: None,
+        content: None,
     };
     let approvals = format!("{url}/v1/session/{id}/approvals/{call_id}");
     let _: Acknowledged = expect(Method::POST, &approvals, Some(&decision), 200).await;

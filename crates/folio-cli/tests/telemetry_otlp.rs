@@ -1248,6 +1248,7 @@ async fn server_gauges_follow_approvals_and_the_queue() {
     let approve = ApprovalRequest {
         decision: ApprovalDecision::Approve,
         reason: None,
+        content: None,
     };
     let _: Acknowledged = expect(
         Method::POST,

@@ -15,7 +15,7 @@ use folio_project::{
     EvalDiscovery,
 };
 use folio_protocol::{
-    ApprovalDecision, Attempt, CaseResult, CreateSession, EvalRun, EventBody, StepResult, Usage,
+    ApprovalRequest, Attempt, CaseResult, CreateSession, EvalRun, EventBody, StepResult, Usage,
 };
 use folio_server::{LogBuffer, SessionManager, SessionOptions, StateRoot};
 use futures::StreamExt;
@@ -479,8 +479,7 @@ async fn settle(manager: &SessionManager, id: &str, from: u64) -> Result<(), Eva
                         EVAL_PRINCIPAL,
                         id,
                         &requested.call_id,
-                        ApprovalDecision::Deny,
-                        Some(NO_APPROVER.to_string()),
+                        ApprovalRequest::refusal(requested, NO_APPROVER),
                     )
                     .await
                     .map_err(|err| EvalError::Send(err.to_string()))?;

@@ -143,6 +143,7 @@ pub fn describe(definition: &AgentDefinition) -> AgentInfo {
             .and_then(|dir| dir.strip_prefix(&definition.project_dir).ok())
             .map(|dir| dir.display().to_string()),
         diagnostics: Vec::new(),
+        connection_checks: Vec::new(),
     }
 }
 

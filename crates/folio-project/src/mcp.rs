@@ -21,6 +21,7 @@ const MANIFEST_KEYS: &[&str] = &[
     "env",
     "agent",
     "timeout_secs",
+    "oauth",
 ];
 
 /// `mcp-connections/<name>.toml` or `host-connections/<name>.toml` as written: exactly one of
@@ -50,6 +51,25 @@ pub struct McpConnectionManifest {
     /// Seconds a tool call may take (default 300).
     #[schemars(range(min = 1))]
     pub timeout_secs: Option<u64>,
+    /// How Folio identifies itself to the server's OAuth authorization server (only with
+    /// `url`); without it Folio registers itself dynamically when the server asks for OAuth.
+    pub oauth: Option<McpOAuth>,
+}
+
+/// The OAuth client identity of a streamable-HTTP connection (`[oauth]`; values templated).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpOAuth {
+    /// A client id registered with the authorization server out of band (used first).
+    pub client_id: Option<String>,
+    /// The secret of that client (`client_secret_basic` / `client_secret_post`).
+    pub client_secret: Option<String>,
+    /// The HTTPS URL of Folio's Client ID Metadata Document, used as the client id when the
+    /// authorization server supports those documents.
+    pub client_metadata_url: Option<String>,
+    /// Scopes to request (default: the server's challenge, else its `scopes_supported`).
+    #[serde(default)]
+    pub scopes: Vec<String>,
 }
 
 /// How Folio reaches an MCP server. Values keep their `${NAME}` templates as written.
@@ -91,6 +111,8 @@ pub struct McpServerConfig {
     pub file: PathBuf,
     /// Per-call timeout.
     pub call_timeout: Duration,
+    /// The OAuth client identity (`[oauth]`), when set.
+    pub oauth: Option<McpOAuth>,
 }
 
 impl McpServerConfig {
@@ -104,6 +126,11 @@ impl McpServerConfig {
                 .collect(),
             McpTransport::Http { url, headers } => std::iter::once(url)
                 .chain(headers.values())
+                .chain(
+                    self.oauth
+                        .iter()
+                        .flat_map(|oauth| oauth.client_id.iter().chain(&oauth.client_secret)),
+                )
                 .flat_map(|v| template_vars(v))
                 .collect(),
             McpTransport::Peer { .. } => Vec::new(),
@@ -162,6 +189,23 @@ pub(crate) fn discover_connections(
             );
             continue;
         }
+        if manifest.url.is_none() && manifest.oauth.is_some() {
+            report.error(
+                &file,
+                "oauth: only a streamable HTTP connection (url) takes oauth".into(),
+            );
+            continue;
+        }
+        if let Some(oauth) = &manifest.oauth
+            && oauth.client_secret.is_some()
+            && oauth.client_id.is_none()
+        {
+            report.error(
+                &file,
+                "oauth.client_secret: set oauth.client_id too (a secret belongs to a pre-registered client)".into(),
+            );
+            continue;
+        }
         if manifest.timeout_secs == Some(0) {
             report.error(&file, "timeout_secs: must be at least 1".into());
             continue;
@@ -187,6 +231,7 @@ pub(crate) fn discover_connections(
             call_timeout: manifest
                 .timeout_secs
                 .map_or(DEFAULT_CALL_TIMEOUT, Duration::from_secs),
+            oauth: manifest.oauth,
         };
         for var in config.template_vars() {
             if std::env::var_os(&var).is_none() {

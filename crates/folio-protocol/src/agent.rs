@@ -271,6 +271,26 @@ pub struct AgentInfo {
     /// Discovery's diagnostics.
     #[serde(default)]
     pub diagnostics: Vec<DiagnosticInfo>,
+    /// What opening each MCP connection found (`folio info --connect`; empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connection_checks: Vec<ConnectionCheck>,
+}
+
+/// What opening one MCP connection found (`folio info --connect`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionCheck {
+    /// The connection name.
+    pub name: String,
+    /// The MCP protocol version the server agreed to, when it opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// How many tools it offers, when it opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<usize>,
+    /// Why it did not open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The agent half of [`AgentDescription`].

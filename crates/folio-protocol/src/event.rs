@@ -567,6 +567,23 @@ pub struct ActionApprovalRequested {
     pub tool: String,
     /// The call's input.
     pub input: Value,
+    /// Set when an MCP server asks the user for input during the call (`elicitation/create`):
+    /// `callId` then names the elicitation, answered with `accept` (and `content`), `decline`
+    /// or `cancel` instead of `approve` / `deny`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elicitation: Option<Elicitation>,
+}
+
+/// What an MCP server asks the user during a tool call (`elicitation/create`, form mode).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Elicitation {
+    /// The MCP connection that asks.
+    pub server: String,
+    /// The server's message to the user.
+    pub message: String,
+    /// The JSON Schema the answer's `content` must match (fields may carry `default`s).
+    pub requested_schema: Value,
 }
 
 /// An approval decision.
@@ -577,6 +594,12 @@ pub enum ApprovalDecision {
     Approve,
     /// Do not run the call.
     Deny,
+    /// Answer an elicitation with `content` (missing fields take the schema's defaults).
+    Accept,
+    /// Refuse an elicitation.
+    Decline,
+    /// Dismiss an elicitation without a choice.
+    Cancel,
 }
 
 /// `action.approval_resolved` data.
@@ -585,13 +608,16 @@ pub enum ApprovalDecision {
 pub struct ActionApprovalResolved {
     /// The call that was decided.
     pub call_id: String,
-    /// `approve` or `deny`.
+    /// `approve` or `deny` (a call); `accept`, `decline` or `cancel` (an elicitation).
     pub decision: ApprovalDecision,
     /// Optional reason given with the decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The principal that decided.
     pub by: String,
+    /// An accepted elicitation's answer, defaults applied and checked against its schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Value>,
 }
 
 /// `subagent.called` data.

@@ -249,11 +249,30 @@ impl<T> Page<T> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ApprovalRequest {
-    /// `approve` or `deny`.
+    /// `approve` or `deny` (a call); `accept`, `decline` or `cancel` (an elicitation).
     pub decision: ApprovalDecision,
     /// Why (shown to the model on a denial).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// An elicitation's answer with `accept`: an object matching its `requestedSchema`
+    /// (fields left out take the schema's defaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Value>,
+}
+
+impl ApprovalRequest {
+    /// The answer when no one can be asked (`folio run`, evals): `deny` for a call, `decline`
+    /// for an elicitation, with `reason`.
+    pub fn refusal(requested: &crate::ActionApprovalRequested, reason: &str) -> ApprovalRequest {
+        ApprovalRequest {
+            decision: match requested.elicitation {
+                Some(_) => ApprovalDecision::Decline,
+                None => ApprovalDecision::Deny,
+            },
+            reason: Some(reason.to_string()),
+            content: None,
+        }
+    }
 }
 
 /// `POST /v1/tools/:name` and `POST /v1/session/:id/tools/:name`: a direct tool call.

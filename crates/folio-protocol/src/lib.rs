@@ -50,9 +50,9 @@ mod usage;
 
 pub use agent::{
     AgentDescription, AgentHeader, AgentInfo, ArtifactKindInfo, ArtifactsInfo, AuthoredToolInfo,
-    ChannelInfo, ConnectionDescription, ConnectionInfo, DiagnosticInfo, HookInfo, ScheduleInfo,
-    Severity, SkillForm, SkillFrontmatterInfo, SkillInfo, SubagentInfo, ToolDescription,
-    ToolEffect, ToolExecution, TransportInfo, Visibility,
+    ChannelInfo, ConnectionCheck, ConnectionDescription, ConnectionInfo, DiagnosticInfo, HookInfo,
+    ScheduleInfo, Severity, SkillForm, SkillFrontmatterInfo, SkillInfo, SubagentInfo,
+    ToolDescription, ToolEffect, ToolExecution, TransportInfo, Visibility,
 };
 pub use channel::{
     ChannelDelivery, ChannelDeliveryOutcome, DeliveriesResponse, DeliveryAccepted, DeliveryInfo,
@@ -69,8 +69,8 @@ pub use eval::{
 };
 pub use event::{
     AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionResult, ActionsRequested,
-    Admission, AgentBound, ApprovalDecision, ArtifactTagged, ContextCompacted, Event, EventBody,
-    FinishReason, MessageAppended, MessageCompleted, MessageQueued, MessageReceived,
+    Admission, AgentBound, ApprovalDecision, ArtifactTagged, ContextCompacted, Elicitation, Event,
+    EventBody, FinishReason, MessageAppended, MessageCompleted, MessageQueued, MessageReceived,
     ReasoningAppended, ReasoningCompleted, RequestedCall, SessionCompleted, SessionFailed,
     SessionMode, SessionStarted, SessionWaiting, StepCompleted, StepStarted, SubagentCalled,
     SubagentCompleted, TurnCompleted, TurnFailed, TurnQueued, TurnStarted, format_at,

@@ -366,6 +366,7 @@ fn action_events() {
             call_id: "call_5".into(),
             tool: "Write".into(),
             input: json!({"path": "/b"}),
+            elicitation: None,
         }),
     );
     round_trip(
@@ -378,6 +379,7 @@ fn action_events() {
             decision: ApprovalDecision::Deny,
             reason: Some("no".into()),
             by: "local".into(),
+            content: None,
         }),
     );
     round_trip(
@@ -390,6 +392,7 @@ fn action_events() {
             decision: ApprovalDecision::Approve,
             reason: None,
             by: "bearer".into(),
+            content: None,
         }),
     );
 }

@@ -9,9 +9,9 @@ use folio_agent::tools::{ScratchMode, SessionContext, TodoList, ToolContext};
 use folio_agent::write_workspace_files;
 use folio_agent::{Agent, Turn, TurnOutcome, TurnTrace};
 use folio_protocol::{
-    ActionApprovalResolved, Admission, Event, EventBody, MessageQueued, MessageReceived, OkTrue,
-    SessionCompleted, SessionFailed, SessionMode, SessionStatus, SessionWaiting, TURN_INTERRUPTED,
-    ToolCallResult, TurnFailed, TurnQueued,
+    ActionApprovalResolved, Admission, ApprovalDecision, Elicitation, Event, EventBody,
+    MessageQueued, MessageReceived, OkTrue, SessionCompleted, SessionFailed, SessionMode,
+    SessionStatus, SessionWaiting, TURN_INTERRUPTED, ToolCallResult, TurnFailed, TurnQueued,
 };
 use serde_json::Value;
 use subtle::ConstantTimeEq;
@@ -188,11 +188,14 @@ impl Actor {
         }
     }
 
-    fn resolve(&mut self, resolved: ActionApprovalResolved) -> Result<(), ManagerError> {
+    fn resolve(&mut self, mut resolved: ActionApprovalResolved) -> Result<(), ManagerError> {
         let call_id = resolved.call_id.clone();
         let (requested, recorded, open) = self.live.with_events(|events| {
             let requested = events.iter().find_map(|e| match &e.body {
-                EventBody::ActionApprovalRequested(r) if r.call_id == call_id => e.turn_id.clone(),
+                EventBody::ActionApprovalRequested(r) if r.call_id == call_id => e
+                    .turn_id
+                    .clone()
+                    .map(|turn_id| (turn_id, r.elicitation.clone())),
                 _ => None,
             });
             let recorded = events.iter().any(
@@ -200,12 +203,13 @@ impl Actor {
             );
             (requested, recorded, open_turn(events))
         });
-        let Some(turn_id) = requested else {
+        let Some((turn_id, elicitation)) = requested else {
             return Err(ManagerError::NotFound(format!(
                 "no approval {call_id} in session {}",
                 self.live.id
             )));
         };
+        resolved.content = answer(&call_id, elicitation.as_ref(), &resolved)?;
         let mut approvals = lock(&self.live.approvals);
         if recorded || approvals.decided.contains(&call_id) {
             return Err(ManagerError::ApprovalResolved(call_id));
@@ -702,4 +706,51 @@ pub(crate) fn open_turn(events: &[Event]) -> Option<String> {
         }
     }
     open
+}
+
+/// Checks a decision against what is parked — `approve`/`deny` for a call; `accept` (with
+/// content), `decline` or `cancel` for an elicitation — and returns the content to record: an
+/// accepted elicitation's, with the schema's defaults applied and checked against it.
+fn answer(
+    call_id: &str,
+    elicitation: Option<&Elicitation>,
+    resolved: &ActionApprovalResolved,
+) -> Result<Option<Value>, ManagerError> {
+    match (elicitation, resolved.decision) {
+        (None, ApprovalDecision::Approve | ApprovalDecision::Deny)
+            if resolved.content.is_none() =>
+        {
+            Ok(None)
+        }
+        (None, ApprovalDecision::Approve | ApprovalDecision::Deny) => {
+            Err(ManagerError::Invalid(format!(
+                "approval {call_id} is a tool call: send {{\"decision\": \"approve\"|\"deny\"}} without content"
+            )))
+        }
+        (None, _) => Err(ManagerError::Invalid(format!(
+            "approval {call_id} is a tool call: decide with \"approve\" or \"deny\""
+        ))),
+        (Some(elicitation), ApprovalDecision::Accept) => folio_agent::mcp::elicitation_content(
+            &elicitation.requested_schema,
+            resolved.content.clone(),
+        )
+        .map(Some)
+        .map_err(ManagerError::Invalid),
+        (Some(_), ApprovalDecision::Decline | ApprovalDecision::Cancel)
+            if resolved.content.is_none() =>
+        {
+            Ok(None)
+        }
+        (Some(_), ApprovalDecision::Decline | ApprovalDecision::Cancel) => {
+            Err(ManagerError::Invalid(format!(
+                "{call_id} is declined or cancelled: send content only with \"accept\""
+            )))
+        }
+        (Some(elicitation), ApprovalDecision::Approve | ApprovalDecision::Deny) => {
+            Err(ManagerError::Invalid(format!(
+                "{call_id} is a question from MCP server \"{}\": answer with \"accept\" (and content), \"decline\" or \"cancel\"",
+                elicitation.server
+            )))
+        }
+    }
 }

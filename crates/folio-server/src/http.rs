@@ -580,7 +580,7 @@ async fn resolve_approval(
     state
         .mount
         .manager
-        .resolve_approval(&principal, &id, &call_id, body.decision, body.reason)
+        .resolve_approval(&principal, &id, &call_id, body)
         .await?;
     ok(StatusCode::OK, Acknowledged::default())
 }

@@ -16,7 +16,7 @@ use folio_agent::Agent;
 use folio_agent::check_workspace_path;
 use folio_agent::tools::TodoList;
 use folio_protocol::{
-    ActionApprovalResolved, Admission, ApprovalDecision, CreateSession, Event, EventBody, FollowUp,
+    ActionApprovalResolved, Admission, ApprovalRequest, CreateSession, Event, EventBody, FollowUp,
     ForkOrigin, SessionMode, SessionStarted, SessionStatus, ToolCallResult,
 };
 use serde_json::Value;
@@ -600,21 +600,22 @@ impl SessionManager {
         Ok(())
     }
 
-    /// Resolves a parked approval as `by`; a second decision is refused.
+    /// Resolves a parked approval (or answers an elicitation) as `principal`; a second
+    /// decision is refused.
     pub async fn resolve_approval(
         &self,
         principal: &str,
         session_id: &str,
         call_id: &str,
-        decision: ApprovalDecision,
-        reason: Option<String>,
+        request: ApprovalRequest,
     ) -> Result<(), ManagerError> {
         let live = self.owned(principal, session_id)?;
         let resolved = ActionApprovalResolved {
             call_id: call_id.to_string(),
-            decision,
-            reason,
+            decision: request.decision,
+            reason: request.reason,
             by: principal.to_string(),
+            content: request.content,
         };
         self.command(&live, |reply| Command::Resolve { resolved, reply })
             .await?

@@ -26,6 +26,7 @@ fn decision(decision: ApprovalDecision, reason: Option<&str>) -> ApprovalRequest
     ApprovalRequest {
         decision,
         reason: reason.map(str::to_string),
+        content: None,
     }
 }
 
@@ -315,8 +316,7 @@ async fn a_follow_up_preempts_a_turn_parked_across_a_restart() {
             "local",
             &id,
             &call_id,
-            folio_protocol::ApprovalDecision::Approve,
-            None,
+            decision(folio_protocol::ApprovalDecision::Approve, None),
         )
         .await
         .unwrap_err();

@@ -19,6 +19,8 @@ use rmcp::transport::{
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 
+use super::elicitation::{Callers, FolioClient};
+use super::oauth::{self, McpAuth};
 use super::traced_http::TracedHttpClient;
 use tokio::sync::Mutex;
 use tracing::Instrument;
@@ -73,6 +75,8 @@ pub struct McpConnection {
     base_dir: PathBuf,
     env: EnvLookup,
     state: Mutex<State>,
+    callers: Callers,
+    auth: Option<McpAuth>,
 }
 
 enum State {
@@ -82,7 +86,7 @@ enum State {
 }
 
 struct Running {
-    service: RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, FolioClient>,
     tools: Vec<rmcp::model::Tool>,
     pid: Option<u32>,
     stderr: Arc<StdMutex<VecDeque<String>>>,
@@ -112,6 +116,32 @@ impl McpConnection {
             base_dir: base_dir.to_path_buf(),
             env,
             state: Mutex::new(State::Idle),
+            callers: Callers::default(),
+            auth: None,
+        }
+    }
+
+    /// This connection with OAuth: tokens from (and to) `auth`'s store, and, when `auth` can
+    /// ask a person, the authorization flow when the server answers 401.
+    pub fn with_auth(mut self, auth: McpAuth) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// The tool calls in flight that take this server's elicitations.
+    pub(crate) fn callers(&self) -> &Callers {
+        &self.callers
+    }
+
+    /// The protocol version negotiated with the running server (none before it starts).
+    pub async fn protocol_version(&self) -> Option<String> {
+        match &*self.state.lock().await {
+            State::Running(running) => running
+                .service
+                .peer()
+                .peer_info()
+                .map(|info| info.protocol_version.to_string()),
+            State::Idle | State::Down { .. } => None,
         }
     }
 
@@ -340,7 +370,11 @@ impl McpConnection {
     async fn start(&self) -> Result<Running, String> {
         let env = &*self.env;
         let stderr = Arc::new(StdMutex::new(VecDeque::new()));
-        let (service, pid) = match &self.config.transport {
+        let client = FolioClient {
+            server: self.config.name.clone(),
+            callers: self.callers.clone(),
+        };
+        let (service, pid, listed) = match &self.config.transport {
             McpTransport::Stdio {
                 command,
                 args,
@@ -391,7 +425,7 @@ impl McpConnection {
                         }
                     });
                 }
-                let service = ().serve(transport).await.map_err(|err| {
+                let service = client.serve(transport).await.map_err(|err| {
                     let tail = stderr
                         .lock()
                         .map(|l| l.iter().cloned().collect::<Vec<_>>().join(" | "))
@@ -402,7 +436,7 @@ impl McpConnection {
                         format!("MCP handshake failed: {err} (stderr: {tail})")
                     }
                 })?;
-                (service, pid)
+                (service, pid, None)
             }
             McpTransport::Http { url, headers } => {
                 let url = expand_template(url, env).map_err(|e| format!("url: {e}"))?;
@@ -418,13 +452,8 @@ impl McpConnection {
                 }
                 let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
                     .custom_headers(custom);
-                let transport =
-                    StreamableHttpClientTransport::with_client(TracedHttpClient::new()?, config);
-                let service =
-                    ().serve(transport)
-                        .await
-                        .map_err(|err| format!("cannot open {url}: {err}"))?;
-                (service, None)
+                let (service, tools) = self.open_http(client, &url, config).await?;
+                (service, None, Some(tools))
             }
             McpTransport::Peer { agent } => {
                 return Err(format!(
@@ -432,7 +461,11 @@ impl McpConnection {
                 ));
             }
         };
-        let tools = match service.peer().list_all_tools().await {
+        let listed = match listed {
+            Some(tools) => Ok(tools),
+            None => service.peer().list_all_tools().await,
+        };
+        let tools = match listed {
             Ok(tools) => tools,
             Err(err) => {
                 stop(Running {
@@ -455,6 +488,97 @@ impl McpConnection {
             failures: 0,
             generation: STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
         })
+    }
+}
+
+impl McpConnection {
+    /// Opens a streamable-HTTP server and lists its tools; with OAuth, through rmcp's
+    /// authorizing client, running the authorization flow once when the server asks for it
+    /// (on `initialize` or on `tools/list`) and a person can be asked.
+    async fn open_http(
+        &self,
+        client: FolioClient,
+        url: &str,
+        config: StreamableHttpClientTransportConfig,
+    ) -> Result<
+        (
+            RunningService<RoleClient, FolioClient>,
+            Vec<rmcp::model::Tool>,
+        ),
+        String,
+    > {
+        let cannot_open = |err: &dyn std::fmt::Display| format!("cannot open {url}: {err}");
+        let Some(auth) = &self.auth else {
+            let transport =
+                StreamableHttpClientTransport::with_client(TracedHttpClient::new()?, config);
+            let service = client
+                .serve(transport)
+                .await
+                .map_err(|err| cannot_open(&err))?;
+            return list_tools(service).await;
+        };
+        let store = auth.store(&self.config.name);
+        let identity = oauth::ClientIdentity::resolve(self.config.oauth.as_ref(), &*self.env)?;
+        let mut authorized = false;
+        loop {
+            let manager = oauth::manager(url, &store).await?;
+            let http = rmcp::transport::AuthClient::new(TracedHttpClient::new()?, manager);
+            let transport = StreamableHttpClientTransport::with_client(http, config.clone());
+            let (challenge, err) = match client.clone().serve(transport).await {
+                Ok(service) => match service.peer().list_all_tools().await {
+                    Ok(tools) => return Ok((service, tools)),
+                    Err(err) => {
+                        let challenge = err.auth_challenge().map(str::to_string);
+                        let _ =
+                            tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
+                        match challenge {
+                            Some(challenge) => (challenge, err.to_string()),
+                            None => return Err(format!("tools/list failed: {err}")),
+                        }
+                    }
+                },
+                Err(err) => match err.auth_challenge() {
+                    Some(challenge) => (challenge.to_string(), err.to_string()),
+                    None => return Err(cannot_open(&err)),
+                },
+            };
+            let name = &self.config.name;
+            match &auth.login {
+                Some(login) if !authorized => {
+                    oauth::authorize(name, url, &challenge, &store, login, &identity).await?;
+                    authorized = true;
+                }
+                Some(_) => {
+                    return Err(format!(
+                        "{url} refused the token it just issued: {err}; check the server's OAuth setup"
+                    ));
+                }
+                None => {
+                    return Err(format!(
+                        "{url} needs OAuth authorization: run `folio mcp login {name} --dir <project>` and try again"
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The tools of a just-opened server (its service is stopped when the listing fails).
+async fn list_tools(
+    service: RunningService<RoleClient, FolioClient>,
+) -> Result<
+    (
+        RunningService<RoleClient, FolioClient>,
+        Vec<rmcp::model::Tool>,
+    ),
+    String,
+> {
+    match service.peer().list_all_tools().await {
+        Ok(tools) => Ok((service, tools)),
+        Err(err) => {
+            let _ = tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
+            Err(format!("tools/list failed: {err}"))
+        }
     }
 }
 

@@ -3,11 +3,17 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, ContentBlock};
+use folio_protocol::{
+    ActionApprovalRequested, ActionApprovalResolved, ApprovalDecision, Elicitation, EventBody,
+};
+use rmcp::model::{CallToolResult, ContentBlock, ElicitResult};
 use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
 
 use super::connection::{McpConnection, McpError};
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use super::elicitation::{PendingElicitation, elicit_result, elicitation_content};
+use crate::sink::EventSink;
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, TurnTool};
 
 /// The longest tool name model providers accept (OpenAI: `^[a-zA-Z0-9_-]{1,64}$`).
 const MAX_TOOL_NAME: usize = 64;
@@ -98,19 +104,126 @@ impl Tool for McpTool {
         }
     }
 
+    /// A call outside a turn (a direct call): a server's elicitation is declined.
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let arguments = match input {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        };
         let result = tokio::select! {
-            result = self.connection.call_tool(&self.tool, arguments) => result,
+            result = self.connection.call_tool(&self.tool, arguments(input)) => result,
             () = ctx.cancel.cancelled() => {
                 return Err(ToolError("tool call cancelled".into()));
             }
         };
         let result = result.map_err(|err| ToolError(err.to_string()))?;
         tool_output(result)
+    }
+
+    fn turn_tool(&self) -> Option<&dyn TurnTool> {
+        Some(self)
+    }
+}
+
+#[async_trait::async_trait]
+impl TurnTool for McpTool {
+    /// Calls the tool; each elicitation the server sends meanwhile parks the turn until the
+    /// user answers through the approval route.
+    async fn call_in_turn(
+        &self,
+        input: Value,
+        ctx: &ToolContext,
+        sink: &dyn EventSink,
+        turn_id: &str,
+    ) -> Result<ToolOutput, ToolError> {
+        let (sender, mut asked) = mpsc::unbounded_channel();
+        let _caller = self.connection.callers().register(sender);
+        let call = self.connection.call_tool(&self.tool, arguments(input));
+        tokio::pin!(call);
+        let result = loop {
+            tokio::select! {
+                result = &mut call => break result,
+                Some(pending) = asked.recv() => {
+                    let PendingElicitation { message, requested_schema, reply } = pending;
+                    let answer = self.ask(message, requested_schema, ctx, sink, turn_id).await?;
+                    let _ = reply.send(answer);
+                }
+                () = ctx.cancel.cancelled() => {
+                    return Err(ToolError("tool call cancelled".into()));
+                }
+            }
+        };
+        let result = result.map_err(|err| ToolError(err.to_string()))?;
+        tool_output(result)
+    }
+}
+
+impl McpTool {
+    /// Parks the turn on one elicitation: records `action.approval_requested` with it, waits
+    /// for the decision, records `action.approval_resolved`, and answers the server.
+    async fn ask(
+        &self,
+        message: String,
+        requested_schema: Value,
+        ctx: &ToolContext,
+        sink: &dyn EventSink,
+        turn_id: &str,
+    ) -> Result<ElicitResult, ToolError> {
+        let id = format!("eli_{}", ulid::Ulid::generate());
+        let requested = ActionApprovalRequested {
+            call_id: id.clone(),
+            tool: self.name.clone(),
+            input: json!({"callId": ctx.call_id}),
+            elicitation: Some(Elicitation {
+                server: self.connection.name().to_string(),
+                message,
+                requested_schema: requested_schema.clone(),
+            }),
+        };
+        let record = |body| async move {
+            sink.emit(Some(turn_id), body)
+                .await
+                .map(|_| ())
+                .map_err(|err| ToolError(format!("cannot record the elicitation: {err}")))
+        };
+        record(EventBody::ActionApprovalRequested(requested)).await?;
+        let mut resolved = tokio::select! {
+            resolved = sink.await_approval(&id) => resolved,
+            () = ctx.cancel.cancelled() => return Err(ToolError("tool call cancelled".into())),
+        };
+        let accepted = matches!(
+            resolved.decision,
+            ApprovalDecision::Accept | ApprovalDecision::Approve
+        );
+        let content = if accepted {
+            match elicitation_content(&requested_schema, resolved.content.take()) {
+                Ok(content) => Some(content),
+                Err(why) => {
+                    resolved = declined(resolved, why);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        resolved.content = content.clone();
+        let answer = elicit_result(resolved.decision, content);
+        record(EventBody::ActionApprovalResolved(resolved)).await?;
+        Ok(answer)
+    }
+}
+
+/// An acceptance whose content does not fit the schema, turned into a decline saying why.
+fn declined(resolved: ActionApprovalResolved, why: String) -> ActionApprovalResolved {
+    ActionApprovalResolved {
+        decision: ApprovalDecision::Decline,
+        reason: Some(why),
+        content: None,
+        ..resolved
+    }
+}
+
+/// The `arguments` of a `tools/call` for a prepared input (always an object).
+fn arguments(input: Value) -> Map<String, Value> {
+    match input {
+        Value::Object(map) => map,
+        _ => Map::new(),
     }
 }
 

@@ -103,7 +103,7 @@ impl AuthoredTool {
 }
 
 /// The one-line message of a schema violation, naming the failing field.
-fn schema_error(error: &jsonschema::ValidationError<'_>) -> String {
+pub(crate) fn schema_error(error: &jsonschema::ValidationError<'_>) -> String {
     let pointer = error.instance_path().as_str();
     let at = pointer
         .trim_start_matches('/')

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::sink::EventSink;
 
 pub(crate) mod args;
-mod authored;
+pub(crate) mod authored;
 mod files;
 mod lints;
 pub(crate) mod process;

@@ -118,6 +118,7 @@ mod tests {
                 call_id: "c2".into(),
                 tool: "post".into(),
                 input: json!({}),
+                elicitation: None,
             }),
         ]
         .into_iter()

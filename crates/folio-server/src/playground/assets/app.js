@@ -39,6 +39,14 @@ const chat = new ChatView(byId("chat"), {
     act(() =>
       call("POST", `/v1/session/${state.sessionId}/approvals/${encodeURIComponent(callId)}`, reason ? { decision, reason } : { decision }),
     ),
+  answer: (callId, decision, content) =>
+    act(() =>
+      call(
+        "POST",
+        `/v1/session/${state.sessionId}/approvals/${encodeURIComponent(callId)}`,
+        content === undefined ? { decision } : { decision, content },
+      ),
+    ),
   fork: (atIndex, message) =>
     act(async () => {
       const answer = await call("POST", `/v1/session/${state.sessionId}/fork`, { atIndex, message });

@@ -1,7 +1,8 @@
 // @ts-check
 // The Chat view: one session's events as a conversation — user messages (each can be forked),
 // streaming reasoning (collapsible) and text, tool calls inline with their arguments, results,
-// errors and durations, subagent calls nested in their call, approvals as Approve / Deny.
+// errors and durations, subagent calls nested in their call, approvals as Approve / Deny, an MCP
+// server's questions (elicitations) as a JSON answer with Accept / Decline / Cancel.
 
 import { duration, el, json, tokens } from "./dom.js";
 
@@ -11,6 +12,7 @@ import { duration, el, json, tokens } from "./dom.js";
 /**
  * @typedef {object} ChatActions
  * @property {(callId: string, decision: "approve" | "deny", reason: string) => void} decide
+ * @property {(callId: string, decision: "accept" | "decline" | "cancel", content: unknown) => void} answer
  * @property {(atIndex: number, text: string) => void} fork
  */
 
@@ -115,13 +117,20 @@ export class ChatView {
         for (const call of event.data.calls) this.call(call);
         break;
       case "action.approval_requested":
-        this.approval(event.data.callId, event.data.tool, event.data.input);
+        if (event.data.elicitation) this.question(event.data.callId, event.data.tool, event.data.elicitation);
+        else this.approval(event.data.callId, event.data.tool, event.data.input);
         break;
       case "action.approval_resolved": {
         const card = this.calls.get(this.key(event.data.callId));
         card?.querySelector(".approval")?.remove();
         const reason = event.data.reason ? `: ${event.data.reason}` : "";
-        const word = event.data.decision === "approve" ? "approved" : "denied";
+        const word = {
+          approve: "approved",
+          deny: "denied",
+          accept: "accepted",
+          decline: "declined",
+          cancel: "cancelled",
+        }[event.data.decision];
         this.cardLine(event.data.callId, `${word} by ${event.data.by}${reason}`, `decision ${event.data.decision}`);
         break;
       }
@@ -283,6 +292,43 @@ export class ChatView {
     approve.onclick = () => this.actions.decide(callId, "approve", reason.value);
     deny.onclick = () => this.actions.decide(callId, "deny", reason.value);
     card.append(el("div", { cls: "approval" }, [approve, deny, reason]));
+  }
+
+  /** An MCP server's question: its message, a JSON answer prefilled with the schema's defaults,
+   * and Accept / Decline / Cancel. */
+  question(
+    /** @type {string} */ callId,
+    /** @type {string} */ tool,
+    /** @type {import("folio-api").Elicitation} */ elicitation,
+  ) {
+    this.call({ callId, tool, input: elicitation.requestedSchema });
+    const card = /** @type {HTMLElement} */ (this.calls.get(this.key(callId)));
+    const status = card.querySelector(".status");
+    if (status) status.textContent = `question from ${elicitation.server}`;
+    const schema = /** @type {{properties?: Record<string, {default?: unknown}>}} */ (elicitation.requestedSchema);
+    /** @type {Record<string, unknown>} */
+    const defaults = {};
+    for (const [name, property] of Object.entries(schema.properties || {})) {
+      if (property.default !== undefined) defaults[name] = property.default;
+    }
+    const content = el("textarea", { cls: "answer", attrs: { "aria-label": "Answer (JSON)", rows: "4" } });
+    content.value = JSON.stringify(defaults, null, 2);
+    const accept = el("button", { cls: "approve", text: "Accept" });
+    const decline = el("button", { cls: "deny", text: "Decline" });
+    const cancel = el("button", { cls: "deny", text: "Cancel" });
+    accept.onclick = () => {
+      try {
+        this.actions.answer(callId, "accept", JSON.parse(content.value || "{}"));
+      } catch (error) {
+        this.note(`the answer is not JSON: ${error}`);
+      }
+    };
+    decline.onclick = () => this.actions.answer(callId, "decline", undefined);
+    cancel.onclick = () => this.actions.answer(callId, "cancel", undefined);
+    card.append(
+      el("div", { cls: "label", text: elicitation.message }),
+      el("div", { cls: "approval" }, [content, accept, decline, cancel]),
+    );
   }
 
   /** A call's result or error, with its duration. */
