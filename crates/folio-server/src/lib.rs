@@ -59,6 +59,7 @@ mod live;
 mod logs;
 mod manager;
 mod mcp;
+mod peer;
 mod playground;
 mod principal;
 mod queries;

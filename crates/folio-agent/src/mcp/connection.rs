@@ -404,7 +404,13 @@ impl McpConnection {
                 })?;
                 (service, pid)
             }
-            McpTransport::Http { url, headers } => {
+            // A peer on another server is its `/v1/mcp`: a streamable HTTP server like any other.
+            McpTransport::Http { url, headers }
+            | McpTransport::Peer {
+                url: Some(url),
+                headers,
+                ..
+            } => {
                 let url = expand_template(url, env).map_err(|e| format!("url: {e}"))?;
                 let mut custom = HashMap::new();
                 for (key, value) in headers {
@@ -426,7 +432,9 @@ impl McpConnection {
                         .map_err(|err| format!("cannot open {url}: {err}"))?;
                 (service, None)
             }
-            McpTransport::Peer { agent } => {
+            McpTransport::Peer {
+                agent, url: None, ..
+            } => {
                 return Err(format!(
                     "peer agent \"{agent}\" is reachable only inside `folio serve`, which mounts it"
                 ));
