@@ -4,7 +4,7 @@
 //!
 //! ```no_run
 //! # async fn run() -> anyhow::Result<()> {
-//! use folio_example_tenant_root::{Tenants, open};
+//! use folio_example_tenant_root::{ModelSpec, Tenants, open};
 //! use folio_protocol::CreateSession;
 //! use folio_server::SessionOptions;
 //!
@@ -13,8 +13,11 @@
 //!     std::path::Path::new("examples/tenant-root"),
 //!     tenants,
 //!     std::path::Path::new("/tmp/tenant-state"),
-//!     "openai:gpt-4.1-mini",
-//!     None,
+//!     ModelSpec {
+//!         spec: "openai:gpt-4.1-mini",
+//!         base_url: None,
+//!         env: &|name: &str| std::env::var(name).ok(),
+//!     },
 //! )
 //! .await?;
 //! let options = SessionOptions {
@@ -80,14 +83,24 @@ impl Tenants {
     }
 }
 
-/// Loads the agent folder `project` on model `spec` (at `base_url`, when given) with the
-/// tenants' live root, and opens its sessions under `state`.
+/// Where the agent's model is: `provider:model`, an optional base URL, and the lookup of its
+/// key variable (the process environment in `main`).
+pub struct ModelSpec<'a> {
+    /// `provider:model`, e.g. `openai:gpt-4.1-mini`.
+    pub spec: &'a str,
+    /// The API base URL, when not the provider's own.
+    pub base_url: Option<&'a str>,
+    /// Looks up the provider's key variable (`OPENAI_API_KEY`, …).
+    pub env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+}
+
+/// Loads the agent folder `project` on `model` with the tenants' live root, and opens its
+/// sessions under `state`.
 pub async fn open(
     project: &Path,
     tenants: Tenants,
     state: &Path,
-    spec: &str,
-    base_url: Option<&str>,
+    model: ModelSpec<'_>,
 ) -> anyhow::Result<(SessionManager, Arc<Agent>)> {
     let discovery = discover(project);
     let definition = discovery.definition.with_context(|| {
@@ -99,10 +112,10 @@ pub async fn open(
         )
     })?;
     let config = ProviderConfig {
-        base_url: base_url.map(str::to_string),
+        base_url: model.base_url.map(str::to_string),
         ..ProviderConfig::default()
     };
-    let (provider, model) = open_provider(spec, &config, &|name: &str| std::env::var(name).ok())?;
+    let (provider, model) = open_provider(model.spec, &config, model.env)?;
     let state = StateRoot::new(state);
     let options = LoadOptions {
         state_root: Some(state.clone()),

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use folio_example_tenant_root::{Tenants, open, reply};
+use folio_example_tenant_root::{ModelSpec, Tenants, open, reply};
 use folio_protocol::{ActionResult, CreateSession};
 use folio_server::{SessionManager, SessionOptions};
 use folio_test_support::{MockModelServer, MockReply, all};
@@ -46,8 +46,11 @@ async fn each_tenant_works_in_its_own_folder_built_from_the_continuation_key() {
         project,
         Tenants::new(tenants.path()),
         state.path(),
-        "openai:gpt-test",
-        Some(&mock.openai_base_url()),
+        ModelSpec {
+            spec: "openai:gpt-test",
+            base_url: Some(&mock.openai_base_url()),
+            env: &|name: &str| (name == "OPENAI_API_KEY").then(|| "test-key".to_string()),
+        },
     )
     .await
     .unwrap();
