@@ -492,10 +492,15 @@ fn root_the_definition(definition: &mut AgentDefinition) -> Result<(), LoadError
         .flatten()
         .find(|name| ROOT_FORBIDDEN.contains(&name.as_str()))
     {
-        return refuse(format!("agent.toml tools: \"{name}\" needs the host disk and cannot run under a root: remove it"));
+        return refuse(format!(
+            "agent.toml tools: \"{name}\" needs the host disk and cannot run under a root: remove it"
+        ));
     }
     if config.local.sandbox.is_some() {
-        return refuse("agent.toml local.sandbox: the Shell sandbox does not apply under a root: remove it".into());
+        return refuse(
+            "agent.toml local.sandbox: the Shell sandbox does not apply under a root: remove it"
+                .into(),
+        );
     }
     definition.native_tools = resolve(
         config.tools.as_deref(),

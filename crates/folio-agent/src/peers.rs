@@ -264,7 +264,9 @@ impl Tool for PeerTool {
 
     fn prepare(&self, input: Value) -> Result<Value, ToolError> {
         let Value::Object(map) = input else {
-            return Err(ToolError("input must be a JSON object with a message".into()));
+            return Err(ToolError(
+                "input must be a JSON object with a message".into(),
+            ));
         };
         if let Some(unknown) = map.keys().find(|k| *k != "message") {
             return Err(ToolError(format!(
@@ -308,7 +310,10 @@ impl Tool for PeerTool {
             () = ctx.cancel.cancelled() => return Err(ToolError("tool call cancelled".into())),
         };
         let asked = asked.map_err(|err| {
-            ToolError(format!("peer agent \"{}\" could not answer: {err}", self.agent))
+            ToolError(format!(
+                "peer agent \"{}\" could not answer: {err}",
+                self.agent
+            ))
         })?;
         if paired.as_deref() != Some(asked.session_id.as_str()) {
             pairings.insert(self.connection.clone(), asked.session_id.clone());

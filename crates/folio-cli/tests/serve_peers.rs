@@ -24,7 +24,10 @@ fn agent(parent: &Path, slug: &str, files: &[(&str, &str)]) {
         &dir,
         &[
             ("agent/instructions.md", "You answer briefly.\n"),
-            ("agent/agent.toml", "model = \"openai:gpt-test\"\ntools = []\n"),
+            (
+                "agent/agent.toml",
+                "model = \"openai:gpt-test\"\ntools = []\n",
+            ),
         ],
     );
     write_files(&dir, files);
@@ -241,7 +244,10 @@ async fn agents_asking_each_other_in_a_cycle_are_cut_at_the_depth_limit() {
         } else {
             "mcp__ping__ask"
         };
-        mock.push(MockReply::tool_calls([(tool, json!({"message": "ask back"}))]));
+        mock.push(MockReply::tool_calls([(
+            tool,
+            json!({"message": "ask back"}),
+        )]));
     }
     for depth in (0..hops).rev() {
         mock.push(MockReply::text(format!("answer at depth {depth}")));

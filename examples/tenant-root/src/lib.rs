@@ -104,7 +104,11 @@ pub async fn open(
 ) -> anyhow::Result<(SessionManager, Arc<Agent>)> {
     let discovery = discover(project);
     let definition = discovery.definition.with_context(|| {
-        let diagnostics: Vec<String> = discovery.diagnostics.iter().map(|d| d.to_string()).collect();
+        let diagnostics: Vec<String> = discovery
+            .diagnostics
+            .iter()
+            .map(|d| d.to_string())
+            .collect();
         format!(
             "{} is not an agent folder (fix these and run again):\n{}",
             project.display(),

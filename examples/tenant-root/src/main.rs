@@ -26,7 +26,12 @@ async fn main() -> anyhow::Result<()> {
         ..SessionOptions::default()
     };
     let accepted = manager
-        .create_with("local", "example", CreateSession::message(message.clone()), options)
+        .create_with(
+            "local",
+            "example",
+            CreateSession::message(message.clone()),
+            options,
+        )
         .await?;
     let reply = reply(&manager, &accepted.session_id).await;
     manager.shutdown().await;

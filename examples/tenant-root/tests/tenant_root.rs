@@ -39,7 +39,11 @@ async fn each_tenant_works_in_its_own_folder_built_from_the_continuation_key() {
     let mock = MockModelServer::start().await;
     let tenants = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(tenants.path().join("globex")).unwrap();
-    std::fs::write(tenants.path().join("globex/notes.md"), "globex: renew in May\n").unwrap();
+    std::fs::write(
+        tenants.path().join("globex/notes.md"),
+        "globex: renew in May\n",
+    )
+    .unwrap();
     let state = tempfile::tempdir().unwrap();
     let project = Path::new(env!("CARGO_MANIFEST_DIR"));
     let (manager, _agent) = open(
@@ -73,13 +77,20 @@ async fn each_tenant_works_in_its_own_folder_built_from_the_continuation_key() {
         ("acme:ticket-2", "acme: prefers email"),
         ("globex:ticket-1", "globex: renew in May"),
     ] {
-        mock.push(MockReply::tool_calls([("Read", json!({"path": "/notes.md"}))]))
-            .push(MockReply::text("Done."));
+        mock.push(MockReply::tool_calls([(
+            "Read",
+            json!({"path": "/notes.md"}),
+        )]))
+        .push(MockReply::text("Done."));
         let (outputs, _) = turn(&manager, key, "What do my notes say?").await;
         let output = outputs[0].as_str().unwrap_or_default().to_string();
         assert!(output.contains(expected), "{key}: {output}");
         assert!(
-            !output.contains(if key.starts_with("acme") { "globex" } else { "acme" }),
+            !output.contains(if key.starts_with("acme") {
+                "globex"
+            } else {
+                "acme"
+            }),
             "{key}: {output}"
         );
     }
