@@ -420,7 +420,7 @@ fn connection_manifests_are_checked() {
         lines,
         [
             "error: agent/mcp-connections/bad__name.toml: name: \"bad__name\" must match [A-Za-z0-9][A-Za-z0-9_-]* without \"__\" (it becomes mcp__bad__name__<tool>)",
-            "error: agent/mcp-connections/both.toml: transport: set exactly one of url (streamable HTTP), command (stdio) or agent (a peer agent)",
+            "error: agent/mcp-connections/both.toml: transport: set exactly one of url (streamable HTTP), command (stdio) or agent (a peer agent; add url for a peer on another server)",
             "error: agent/mcp-connections/typo.toml:1: column 1: unknown key `comand` (did you mean `command`?)",
             "error: agent/host-connections/hdr.toml: headers: only a streamable HTTP connection (url) takes headers",
         ]
