@@ -537,12 +537,28 @@ export type DeliveryInfo = {
   message?: string | null;
   /** When it was received. */
   receivedAt: string;
+  /**
+   * The retries the provider announced (Slack's `X-Slack-Retry-Num`), oldest first: the
+   * recorded delivery itself when it arrived as a retry, then each retry acknowledged since.
+   */
+  retries?: Array<DeliveryRetry>;
   /** The route (`/ticket`), event (`pull_request.opened`) or Slack event type. */
   route: string;
   /** The session it reached. */
   sessionId?: string | null;
   /** What became of it. */
   status: DeliveryStatus;
+};
+
+/**
+ * A provider's retry of a delivery as it announced it (Slack: `X-Slack-Retry-Num` and
+ * `X-Slack-Retry-Reason`).
+ */
+export type DeliveryRetry = {
+  /** The provider's retry number (`1` for the first retry). */
+  num: number;
+  /** Why the provider retried (`http_timeout`, `http_error`, …), when it said. */
+  reason?: string | null;
 };
 
 /** What became of a delivery. */

@@ -117,7 +117,31 @@ async fn follow_session(channel: Arc<Channel>, session: String, id: String) {
     };
     let mut seen = 0;
     let mut turn_state = TurnState::default();
-    while let Some(item) = stream.rx.recv().await {
+    loop {
+        // A streamed Slack reply's queued update goes out when due (at once, one interval
+        // after the last, or when Slack's Retry-After has passed), even with no new event.
+        let due = match (&channel.slack, &turn_state.slack) {
+            (Some(slack), Some(reply)) => reply.due_at(slack),
+            _ => None,
+        };
+        let item = match due {
+            Some(at) => tokio::select! {
+                item = stream.rx.recv() => item,
+                () = tokio::time::sleep_until(at.into()) => {
+                    if let (Some(slack), Some(reply)) = (&channel.slack, &mut turn_state.slack)
+                        && let Err(err) = reply.flush(slack).await
+                    {
+                        manager.logs().about(&session).warn(format!(
+                            "channel {}: the streamed reply was not updated: {err}",
+                            channel.id
+                        ));
+                    }
+                    continue;
+                }
+            },
+            None => stream.rx.recv().await,
+        };
+        let Some(item) = item else { break };
         let Some(event) = item else { continue };
         let turn = event.turn_id.clone().unwrap_or_default();
         match &event.body {
@@ -131,13 +155,8 @@ async fn follow_session(channel: Arc<Channel>, session: String, id: String) {
                 };
             }
             EventBody::MessageAppended(appended) => {
-                if let (Some(slack), Some(reply)) = (&channel.slack, &mut turn_state.slack)
-                    && let Err(err) = reply.appended(slack, &appended.delta).await
-                {
-                    manager.logs().about(&session).warn(format!(
-                        "channel {}: the streamed reply was not updated: {err}",
-                        channel.id
-                    ));
+                if let Some(reply) = &mut turn_state.slack {
+                    reply.appended(&appended.delta);
                 }
             }
             EventBody::TurnCompleted(done) => {

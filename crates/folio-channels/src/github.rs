@@ -383,6 +383,7 @@ pub(crate) async fn receive(channel: Arc<Channel>, req: Request) -> Response {
             route,
             work,
             ignored,
+            retry: None,
         },
     )
     .await

@@ -210,7 +210,7 @@ impl Channels {
     pub fn resume(&self) {
         for channel in &self.channels {
             for received in channel.store.pending() {
-                tokio::spawn(sessions::run(channel.clone(), received));
+                tokio::spawn(sessions::run(channel.clone(), received, true));
             }
         }
     }

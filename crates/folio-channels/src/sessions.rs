@@ -6,8 +6,10 @@
 
 use std::sync::Arc;
 
-use folio_protocol::{ChannelDelivery, ChannelDeliveryOutcome, CreateSession, DeliveryStatus};
-use folio_server::{ChannelMessage, ManagerError, SessionOptions};
+use folio_protocol::{
+    ChannelDelivery, ChannelDeliveryOutcome, CreateSession, DeliveryStatus, EventBody,
+};
+use folio_server::{ChannelMessage, FaultPoint, ManagerError, SessionOptions};
 use serde_json::json;
 
 use crate::Channel;
@@ -15,8 +17,10 @@ use crate::follow::{JSON, create_check};
 use crate::github::PrRef;
 use crate::store::{Received, Work};
 
-/// Runs a recorded delivery's work and records its outcome.
-pub(crate) async fn run(channel: Arc<Channel>, received: Received) {
+/// Runs a recorded delivery's work and records its outcome. `resumed`: a restart re-runs it
+/// (its outcome was never recorded), so its message and its `channel.delivery` event may
+/// already be on the session: neither is recorded twice.
+pub(crate) async fn run(channel: Arc<Channel>, received: Received, resumed: bool) {
     let Received {
         id,
         work,
@@ -48,16 +52,21 @@ pub(crate) async fn run(channel: Arc<Channel>, received: Received) {
                 route: Some(route),
                 message: None,
             };
-            if let Err(err) =
-                channel
-                    .manager
-                    .record_channel_delivery(&channel.principal(), session, None, event)
+            let recorded = resumed && reached(&channel, session, &id);
+            if !recorded
+                && let Err(err) = channel.manager.record_channel_delivery(
+                    &channel.principal(),
+                    session,
+                    None,
+                    event,
+                )
             {
                 logs.about(session).warn(format!(
                     "channel {}: channel.delivery of {id} not recorded: {err}",
                     channel.id
                 ));
             }
+            channel.manager.fault(FaultPoint::ChannelDeliveryRecorded);
         }
         (None, Some(reason), DeliveryStatus::Failed) => logs.warn(format!(
             "channel {}: delivery {id} failed: {reason}",
@@ -99,6 +108,20 @@ pub(crate) async fn run(channel: Arc<Channel>, received: Received) {
             .followers
             .follow(channel.clone(), session, id, work.body, queued);
     }
+}
+
+/// Whether `session` already records that delivery `id` reached it (a run before a crash got
+/// that far).
+fn reached(channel: &Channel, session: &str, id: &str) -> bool {
+    let events = channel
+        .manager
+        .events(&channel.principal(), session)
+        .unwrap_or_default();
+    events.iter().any(|event| {
+        matches!(&event.body, EventBody::ChannelDelivery(delivery)
+            if delivery.outcome == ChannelDeliveryOutcome::Received
+                && delivery.delivery_id.as_deref() == Some(id))
+    })
 }
 
 /// A GitHub delivery's work with `pr/diff.patch` and `pr/meta.json` to write before the turn.

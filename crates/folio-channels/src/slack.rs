@@ -4,18 +4,23 @@
 //! `stop` (or `@bot stop`) stops the thread's turn and clears its queue; bot messages and edits
 //! never wake it. Replies go to the thread: `post` shows a status line while working and replaces
 //! it with the answer; `stream` updates one message as text arrives (at most one update per
-//! second, what `chat.update` allows).
+//! second, what `chat.update` allows). Slack's `429` is honoured: a call waits its
+//! `Retry-After` and tries again, and a streamed update stays queued until then.
+//!
+//! Slack retries an event it thinks was not acknowledged (`X-Slack-Retry-Num`,
+//! `X-Slack-Retry-Reason`): the retry is noted on the recorded delivery and acknowledged
+//! without a new turn; a retry whose first attempt never got recorded runs once.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::Request;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use folio_project::{SlackChannel, SlackReplyMode};
-use folio_protocol::{Admission, ErrorCode, UrlVerification};
+use folio_protocol::{Admission, DeliveryRetry, ErrorCode, UrlVerification};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -29,6 +34,10 @@ const DEFAULT_API: &str = "https://slack.com/api";
 pub(crate) const WORKING: &str = "_Working on it…_";
 /// The shortest gap between two `chat.update`s of a streamed reply.
 const STREAM_INTERVAL: Duration = Duration::from_secs(1);
+/// How many times a call waits out Slack's `429` before giving up.
+const RATE_LIMITED_RETRIES: u32 = 3;
+/// The longest `Retry-After` obeyed (a longer one is cut to this).
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 
 /// The thread a delivery is about.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,8 +64,9 @@ impl Slack {
         }
     }
 
-    /// Calls Web API `method` with a JSON body; the answer, or why it failed.
-    pub(crate) async fn call(&self, method: &str, body: &Value) -> Result<Value, String> {
+    /// Calls Web API `method` with a JSON body once; the answer, or why it failed (Slack's
+    /// `429` as [`CallError::RateLimited`] with the wait its `Retry-After` asks).
+    async fn call_once(&self, method: &str, body: &Value) -> Result<Value, CallError> {
         let base = self
             .config
             .api_base_url
@@ -65,7 +75,9 @@ impl Slack {
             .trim_end_matches('/');
         let token_env = self.config.env_name("SLACK_BOT_TOKEN");
         let token = (self.env)(&token_env).ok_or_else(|| {
-            format!("{token_env} is not set on the server (the bot's xoxb- token)")
+            CallError::Failed(format!(
+                "{token_env} is not set on the server (the bot's xoxb- token)"
+            ))
         })?;
         let url = format!("{base}/{method}");
         let answer = self
@@ -76,13 +88,40 @@ impl Slack {
             .json(body)
             .send()
             .await
-            .map_err(|err| format!("{method} failed: {err}"))?;
+            .map_err(|err| CallError::Failed(format!("{method} failed: {err}")))?;
         let status = answer.status();
+        if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+            return Err(CallError::RateLimited(retry_after(answer.headers())));
+        }
         let value: Value = answer.json().await.unwrap_or(Value::Null);
         if !status.is_success() || value["ok"] != json!(true) {
-            return Err(format!("{method} answered {status}: {value}"));
+            return Err(CallError::Failed(format!(
+                "{method} answered {status}: {value}"
+            )));
         }
         Ok(value)
+    }
+
+    /// Calls Web API `method`, waiting out Slack's rate limit (`429` + `Retry-After`) up to
+    /// [`RATE_LIMITED_RETRIES`] times; the answer, or why it failed.
+    async fn call(&self, method: &str, body: &Value) -> Result<Value, String> {
+        let mut waits = 0;
+        loop {
+            match self.call_once(method, body).await {
+                Ok(value) => return Ok(value),
+                Err(CallError::RateLimited(wait)) if waits < RATE_LIMITED_RETRIES => {
+                    waits += 1;
+                    tokio::time::sleep(wait).await;
+                }
+                Err(CallError::RateLimited(wait)) => {
+                    return Err(format!(
+                        "{method} is still rate-limited by Slack after {waits} waits (the last asked for {} s more)",
+                        wait.as_secs()
+                    ));
+                }
+                Err(CallError::Failed(message)) => return Err(message),
+            }
+        }
     }
 
     /// Posts `text` in the thread; the message's `ts`.
@@ -99,22 +138,45 @@ impl Slack {
             .ok_or_else(|| "chat.postMessage answered no ts".into())
     }
 
-    async fn update(&self, thread: &SlackThread, ts: &str, text: &str) -> Result<(), String> {
-        self.call(
-            "chat.update",
-            &json!({ "channel": thread.channel, "ts": ts, "text": text }),
-        )
-        .await
-        .map(drop)
+    fn update_body(thread: &SlackThread, ts: &str, text: &str) -> Value {
+        json!({ "channel": thread.channel, "ts": ts, "text": text })
     }
 }
 
-/// One turn's message in the thread, as the follower drives it.
+/// Why a Web API call failed.
+enum CallError {
+    /// Slack answered `429`: try again after this long.
+    RateLimited(Duration),
+    /// Anything else: what failed.
+    Failed(String),
+}
+
+/// The wait a `429`'s `Retry-After` (seconds) asks, at most [`MAX_RETRY_AFTER`]; one second
+/// when it is missing or unreadable.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Duration {
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(Duration::from_secs(1), Duration::from_secs)
+        .min(MAX_RETRY_AFTER)
+}
+
+/// One turn's message in the thread, as the follower drives it. In `stream` mode the text
+/// that arrived but is not in the message yet is the queued update: it goes out when the
+/// follower's timer reaches [`Reply::due_at`] (one update per [`STREAM_INTERVAL`], or later
+/// when Slack's `Retry-After` asks), always as the whole text so far, so a delayed update
+/// loses nothing and no text is sent twice. The turn's end drops the queued update and sends
+/// the final text (the answer, or `Stopped.` after `stop`).
 pub(crate) struct Reply {
     thread: SlackThread,
     ts: Option<String>,
+    /// Everything the turn said so far.
     text: String,
-    updated: Option<Instant>,
+    /// What the message shows now.
+    shown: String,
+    /// The earliest time the next `chat.update` may go out.
+    not_before: Option<Instant>,
 }
 
 impl Reply {
@@ -124,38 +186,76 @@ impl Reply {
             thread,
             ts: None,
             text: String::new(),
-            updated: None,
+            shown: String::new(),
+            not_before: None,
         }
     }
 
     /// The turn started: the status line (`post`) or the message to stream into.
     pub(crate) async fn started(&mut self, slack: &Slack) -> Result<(), String> {
         self.ts = Some(slack.post(&self.thread, WORKING).await?);
+        self.shown = WORKING.to_string();
         Ok(())
     }
 
-    /// Text arrived: `stream` updates the message at most once per [`STREAM_INTERVAL`].
-    pub(crate) async fn appended(&mut self, slack: &Slack, delta: &str) -> Result<(), String> {
+    /// Text arrived: in `stream` mode it is queued for the next update ([`Reply::due_at`]).
+    pub(crate) fn appended(&mut self, delta: &str) {
         self.text.push_str(delta);
-        if slack.config.reply.unwrap_or_default() != SlackReplyMode::Stream {
+    }
+
+    /// When the queued update may go out (`None`: nothing queued, or not `stream` mode).
+    pub(crate) fn due_at(&self, slack: &Slack) -> Option<Instant> {
+        let streaming = slack.config.reply.unwrap_or_default() == SlackReplyMode::Stream;
+        let queued = self.ts.is_some() && !self.text.is_empty() && self.text != self.shown;
+        (streaming && queued).then(|| self.not_before.unwrap_or_else(Instant::now))
+    }
+
+    /// Sends the queued update (the whole text so far). A `429` keeps it queued until its
+    /// `Retry-After` has passed; another failure drops it (the next text or the end sends
+    /// the whole text again).
+    pub(crate) async fn flush(&mut self, slack: &Slack) -> Result<(), String> {
+        let Some(ts) = &self.ts else { return Ok(()) };
+        let text = self.text.clone();
+        let result = slack
+            .call_once("chat.update", &Slack::update_body(&self.thread, ts, &text))
+            .await;
+        let wait = match &result {
+            Err(CallError::RateLimited(wait)) => *wait,
+            Ok(_) | Err(CallError::Failed(_)) => STREAM_INTERVAL,
+        };
+        self.not_before = Some(Instant::now() + wait);
+        match result {
+            Ok(_) => {
+                self.shown = text;
+                Ok(())
+            }
+            Err(CallError::RateLimited(wait)) => Err(format!(
+                "chat.update is rate-limited by Slack: the update waits {} s (Retry-After)",
+                wait.as_secs()
+            )),
+            Err(CallError::Failed(message)) => {
+                self.shown = text;
+                Err(message)
+            }
+        }
+    }
+
+    /// The turn ended with `text` (the reply, or why it failed): the queued update is dropped
+    /// and the message becomes `text` (once the rate limit allows).
+    pub(crate) async fn ended(&mut self, slack: &Slack, text: &str) -> Result<(), String> {
+        let Some(ts) = &self.ts else {
+            return slack.post(&self.thread, text).await.map(drop);
+        };
+        if text == self.shown {
             return Ok(());
         }
-        let due = self
-            .updated
-            .is_none_or(|at| at.elapsed() >= STREAM_INTERVAL);
-        if let (true, Some(ts)) = (due, &self.ts) {
-            self.updated = Some(Instant::now());
-            slack.update(&self.thread, ts, &self.text).await?;
+        if let Some(at) = self.not_before {
+            tokio::time::sleep_until(at.into()).await;
         }
-        Ok(())
-    }
-
-    /// The turn ended with `text` (the reply, or why it failed): the message becomes it.
-    pub(crate) async fn ended(&mut self, slack: &Slack, text: &str) -> Result<(), String> {
-        match &self.ts {
-            Some(ts) => slack.update(&self.thread, ts, text).await,
-            None => slack.post(&self.thread, text).await.map(drop),
-        }
+        slack
+            .call("chat.update", &Slack::update_body(&self.thread, ts, text))
+            .await
+            .map(drop)
     }
 }
 
@@ -223,7 +323,7 @@ pub(crate) async fn receive(channel: Arc<Channel>, req: Request) -> Response {
     let Some(slack) = channel.slack.as_ref() else {
         return error(ErrorCode::NotFound, "not a Slack channel");
     };
-    let (_, bytes) = match crate::admitted_body(&channel, req).await {
+    let (headers, bytes) = match crate::admitted_body(&channel, req).await {
         Ok(admitted) => admitted,
         Err(answer) => return answer,
     };
@@ -246,9 +346,15 @@ pub(crate) async fn receive(channel: Arc<Channel>, req: Request) -> Response {
             );
         }
     }
-    // Slack's retries (X-Slack-Retry-Num) repeat the event_id: deduplicated like any retry.
+    // Slack's retries repeat the event_id: a retry of a recorded event is acknowledged without
+    // running (and the retry noted on it); a retry of one never recorded (the first attempt was
+    // lost) is new and runs once.
     let Some(id) = body["event_id"].as_str().map(String::from) else {
         return error(ErrorCode::InvalidRequest, "event_id: missing");
+    };
+    let retry = match announced_retry(&headers) {
+        Ok(retry) => retry,
+        Err(message) => return error(ErrorCode::InvalidRequest, message),
     };
     let route = body["event"]["type"]
         .as_str()
@@ -267,9 +373,28 @@ pub(crate) async fn receive(channel: Arc<Channel>, req: Request) -> Response {
             route,
             work,
             ignored,
+            retry,
         },
     )
     .await
+}
+
+/// The retry Slack announces in `X-Slack-Retry-Num` / `X-Slack-Retry-Reason` (none on a first
+/// attempt).
+fn announced_retry(headers: &HeaderMap) -> Result<Option<DeliveryRetry>, String> {
+    let Some(num) = headers.get("x-slack-retry-num") else {
+        return Ok(None);
+    };
+    let num = num
+        .to_str()
+        .ok()
+        .and_then(|n| n.trim().parse::<u32>().ok())
+        .ok_or("X-Slack-Retry-Num: not a number (Slack sends 1, 2 or 3)")?;
+    let reason = headers
+        .get("x-slack-retry-reason")
+        .and_then(|r| r.to_str().ok())
+        .map(|r| r.chars().take(100).collect());
+    Ok(Some(DeliveryRetry { num, reason }))
 }
 
 fn work(text: String, thread: &SlackThread, team: &str, stop: bool) -> Work {

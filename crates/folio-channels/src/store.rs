@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use chrono::{DateTime, Duration, Utc};
-use folio_protocol::{Admission, DeliveryInfo, DeliveryStatus};
+use folio_protocol::{Admission, DeliveryInfo, DeliveryRetry, DeliveryStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -67,6 +67,9 @@ pub(crate) struct Received {
     /// Why nothing runs (an event the channel does not act on, the bot's own comment, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) ignored: Option<String>,
+    /// The provider announced this request as a retry (Slack's `X-Slack-Retry-Num`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) retry: Option<DeliveryRetry>,
 }
 
 /// One line of the record.
@@ -77,6 +80,8 @@ enum Line {
     #[serde(rename_all = "camelCase")]
     Duplicate {
         id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry: Option<DeliveryRetry>,
     },
     #[serde(rename_all = "camelCase")]
     Reply {
@@ -298,6 +303,7 @@ impl Store {
         let line = if seen {
             Line::Duplicate {
                 id: received.id.clone(),
+                retry: received.retry.clone(),
             }
         } else {
             Line::Received(received)
@@ -434,14 +440,16 @@ fn apply(inner: &mut Inner, channel: &str, line: Line) {
                         session_id: None,
                         message: None,
                         duplicates: 0,
+                        retries: received.retry.clone().into_iter().collect(),
                     },
                     received,
                 },
             );
         }
-        Line::Duplicate { id } => {
+        Line::Duplicate { id, retry } => {
             if let Some(entry) = inner.entries.get_mut(&id) {
                 entry.info.duplicates += 1;
+                entry.info.retries.extend(retry);
             }
         }
         Line::Reply {
@@ -503,6 +511,7 @@ mod tests {
                 stop: false,
             }),
             ignored: None,
+            retry: None,
         }
     }
 
@@ -584,6 +593,41 @@ mod tests {
                 ("b".to_string(), DeliveryStatus::Pending, 0),
                 ("a".to_string(), DeliveryStatus::Pending, 2)
             ]
+        );
+    }
+
+    #[test]
+    fn announced_retries_are_noted_on_their_delivery_across_reopens() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = Utc::now();
+        let retry = |num| DeliveryRetry {
+            num,
+            reason: Some("http_timeout".into()),
+        };
+        let store = Store::open(dir.path(), "slack").unwrap();
+        // The first attempt never got recorded: its retry is the delivery, new.
+        let first = Received {
+            retry: Some(retry(1)),
+            ..received("Ev1", now)
+        };
+        assert_eq!(store.receive(first).unwrap(), Admitted::New);
+        let second = Received {
+            retry: Some(retry(2)),
+            ..received("Ev1", now)
+        };
+        assert_eq!(store.receive(second).unwrap(), Admitted::Duplicate);
+        assert_eq!(
+            store.receive(received("Ev1", now)).unwrap(),
+            Admitted::Duplicate
+        );
+        drop(store);
+        let listed = Store::open(dir.path(), "slack").unwrap().list();
+        assert_eq!(
+            listed
+                .iter()
+                .map(|d| (d.duplicates, d.retries.clone()))
+                .collect::<Vec<_>>(),
+            [(2, vec![retry(1), retry(2)])]
         );
     }
 }

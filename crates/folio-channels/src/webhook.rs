@@ -63,6 +63,7 @@ pub(crate) async fn receive(channel: Arc<Channel>, route: usize, req: Request) -
             route: channel.templates.path(route).to_string(),
             work: Some(work),
             ignored: None,
+            retry: None,
         },
     )
     .await
@@ -97,7 +98,7 @@ pub(crate) async fn acknowledge(channel: Arc<Channel>, received: Received) -> Re
         let traceparent = folio_telemetry::incoming_traceparent();
         tokio::spawn(folio_telemetry::with_incoming(
             traceparent,
-            sessions::run(channel.clone(), received),
+            sessions::run(channel.clone(), received, false),
         ));
     }
     (

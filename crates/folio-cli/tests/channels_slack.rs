@@ -1,7 +1,9 @@
 //! Slack channels through the real `folio serve`, with Events API requests signed by
 //! `slack_sdk`, against a recording fake Slack Web API: URL verification, one thread = one
-//! session, a status line replaced by the answer, Slack's retries run once, a whole-message
-//! `stop` stops the turn, and bot messages never wake the agent.
+//! session, a status line replaced by the answer, Slack's retries run once (and are noted on
+//! the delivery; a retry of an event never recorded runs once), a whole-message `stop` stops
+//! the turn, bot messages never wake the agent, and `stream` mode waits out Slack's `429`
+//! (`Retry-After`) without losing or repeating text, its queued update dropped by `stop`.
 
 mod channels_support;
 mod serve_support;
@@ -9,36 +11,13 @@ mod serve_support;
 use std::time::Duration;
 
 use channels_support::*;
-use folio_protocol::{ChannelDelivery, ChannelDeliveryOutcome, DeliveryStatus, UrlVerification};
-use folio_test_support::{ApiCall, FakeApi, MockModelServer, MockReply, all, read_wire};
+use folio_protocol::{DeliveryRetry, DeliveryStatus, UrlVerification};
+use folio_test_support::{ApiCall, FakeApi, MockModelServer, MockReply, read_wire};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use serve_support::*;
 
 const AGENT: &str = "name = \"triage\"\nmodel = \"openai:gpt-test\"\n";
-
-fn mention(event_id: &str, ts: &str, thread_ts: Option<&str>, text: &str) -> Value {
-    let mut event = json!({
-        "type": "app_mention",
-        "user": "U0HUMAN",
-        "text": text,
-        "ts": ts,
-        "channel": "C0BUGS",
-        "event_ts": ts,
-    });
-    if let Some(thread_ts) = thread_ts {
-        event["thread_ts"] = json!(thread_ts);
-    }
-    json!({
-        "token": "unused",
-        "team_id": "T0TEAM",
-        "api_app_id": "A0APP",
-        "event": event,
-        "type": "event_callback",
-        "event_id": event_id,
-        "event_time": 1_700_000_000,
-    })
-}
 
 fn calls_of(calls: &[ApiCall]) -> Vec<(String, Value)> {
     calls
@@ -82,10 +61,15 @@ async fn a_thread_is_one_session_with_a_status_line_retries_run_once_and_stop_st
             }
         )
     );
-    let unsigned = deliver(&events, &mention("Ev0", "1.0", None, "hi").to_string(), &[]).await;
+    let unsigned = deliver(
+        &events,
+        &slack_mention("Ev0", "1.0", None, "hi").to_string(),
+        &[],
+    )
+    .await;
     assert_eq!(unsigned.0, 401);
 
-    let first = mention(
+    let first = slack_mention(
         "Ev1",
         "1700000000.000100",
         None,
@@ -124,7 +108,7 @@ async fn a_thread_is_one_session_with_a_status_line_retries_run_once_and_stop_st
 
     // A reply in the thread reaches the same session; `@bot stop` interrupts its turn.
     mock.push(MockReply::text("never sent").first_byte_delay(Duration::from_secs(60)));
-    let reply = mention(
+    let reply = slack_mention(
         "Ev2",
         "1700000001.000200",
         Some("1700000000.000100"),
@@ -132,7 +116,7 @@ async fn a_thread_is_one_session_with_a_status_line_retries_run_once_and_stop_st
     );
     assert_eq!(slack_event(&events, &reply, None).await.0, 202);
     slack.wait_for(3, Duration::from_secs(30)).await;
-    let stop = mention(
+    let stop = slack_mention(
         "Ev3",
         "1700000002.000300",
         Some("1700000000.000100"),
@@ -154,8 +138,36 @@ async fn a_thread_is_one_session_with_a_status_line_retries_run_once_and_stop_st
         ]
     );
 
+    // A retry whose first attempt was lost before it was recorded is new: it runs once, and
+    // Slack's next retry of it is acknowledged without running.
+    mock.push(MockReply::text("The runbook is in the wiki."));
+    let lost = slack_mention(
+        "Ev5",
+        "1700000004.000500",
+        None,
+        "<@U0BOT> where is the runbook?",
+    );
+    let (status, answer) = slack_event(&events, &lost, Some(2)).await;
+    assert_eq!((status, duplicate(&answer)), (202, false));
+    let (status, answer) = slack_event(&events, &lost, Some(3)).await;
+    assert_eq!((status, duplicate(&answer)), (202, true));
+    let calls = slack.wait_for(6, Duration::from_secs(30)).await;
+    assert_eq!(
+        calls_of(&calls[4..]),
+        [
+            (
+                "/chat.postMessage".into(),
+                json!({"channel": "C0BUGS", "thread_ts": "1700000004.000500", "text": "_Working on it…_"})
+            ),
+            (
+                "/chat.update".into(),
+                json!({"channel": "C0BUGS", "ts": "5", "text": "The runbook is in the wiki."})
+            ),
+        ]
+    );
+
     // A bot's message never wakes the agent.
-    let mut bot = mention("Ev4", "1700000003.000400", None, "<@U0BOT> echo");
+    let mut bot = slack_mention("Ev4", "1700000003.000400", None, "<@U0BOT> echo");
     bot["event"]["bot_id"] = json!("B0OTHER");
     assert_eq!(slack_event(&events, &bot, None).await.0, 202);
     let deliveries = settled(&server.url, "triage").await;
@@ -167,16 +179,32 @@ async fn a_thread_is_one_session_with_a_status_line_retries_run_once_and_stop_st
         summary,
         [
             ("Ev4".into(), DeliveryStatus::Ignored, 0),
+            ("Ev5".into(), DeliveryStatus::Accepted, 1),
             ("Ev3".into(), DeliveryStatus::Accepted, 0),
             ("Ev2".into(), DeliveryStatus::Accepted, 0),
             ("Ev1".into(), DeliveryStatus::Accepted, 4),
         ]
     );
-    let sessions: Vec<String> = deliveries[1..].iter().map(session_of).collect();
+    // Every retry Slack announced is on its delivery (the four of Ev1 arrived at once).
+    let retries = |id: &str| {
+        let delivery = deliveries.iter().find(|d| d.id == id).unwrap();
+        let mut retries = delivery.retries.clone();
+        retries.sort_by_key(|r| r.num);
+        retries
+    };
+    let timeout = |num| DeliveryRetry {
+        num,
+        reason: Some("http_timeout".into()),
+    };
+    assert_eq!(retries("Ev1"), (1..=4).map(timeout).collect::<Vec<_>>());
+    assert_eq!(retries("Ev5"), [timeout(2), timeout(3)]);
+    assert_eq!(retries("Ev3"), []);
+    let sessions: Vec<String> = deliveries[2..].iter().map(session_of).collect();
     assert_eq!(sessions[0], sessions[1]);
     assert_eq!(sessions[1], sessions[2]);
-    assert_eq!(mock.requests().len(), 2);
-    assert_eq!(slack.calls().len(), 4);
+    assert_ne!(session_of(&deliveries[1]), sessions[0]);
+    assert_eq!(mock.requests().len(), 3);
+    assert_eq!(slack.calls().len(), 6);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -230,14 +258,7 @@ async fn stream_mode_updates_at_most_once_a_second_and_dms_and_watched_channels_
     // The turn's answer is reported on the session once its last update went out.
     let deliveries = settled(&server.url, "ops").await;
     let session = session_of(&deliveries[0]);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !all::<ChannelDelivery>(&session_events(state.path(), &session))
-        .iter()
-        .any(|d| d.outcome == ChannelDeliveryOutcome::Replied)
-    {
-        assert!(tokio::time::Instant::now() < deadline, "no reply reported");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    answered(state.path(), &session, 1).await;
     let calls = slack.calls();
     assert_eq!(
         calls_of(&calls[..1]),
@@ -246,16 +267,7 @@ async fn stream_mode_updates_at_most_once_a_second_and_dms_and_watched_channels_
             json!({"channel": "D0DIRECT", "thread_ts": "170000004.000100", "text": "_Working on it…_"})
         )]
     );
-    let updates: Vec<String> = calls[1..]
-        .iter()
-        .map(|c| {
-            assert_eq!(
-                (c.path.as_str(), &c.body["channel"], &c.body["ts"]),
-                ("/chat.update", &json!("D0DIRECT"), &json!("1"))
-            );
-            c.body["text"].as_str().unwrap().to_string()
-        })
-        .collect();
+    let updates = update_texts(&calls[1..], "D0DIRECT", "1");
     let (last, streamed) = updates.split_last().unwrap();
     assert_eq!(last, answer);
     // Seven pieces over ~2.8 s: at most one update per second, each a growing prefix.
@@ -294,6 +306,136 @@ async fn stream_mode_updates_at_most_once_a_second_and_dms_and_watched_channels_
             ("Ev11".into(), DeliveryStatus::Accepted),
             ("Ev10".into(), DeliveryStatus::Ignored),
         ]
+    );
+    assert_eq!(mock.requests().len(), 2);
+}
+
+/// The `chat.update` texts of `calls`, checking each updates message `ts` in `channel`.
+fn update_texts(calls: &[ApiCall], channel: &str, ts: &str) -> Vec<String> {
+    calls
+        .iter()
+        .map(|c| {
+            assert_eq!(
+                (c.path.as_str(), &c.body["channel"], &c.body["ts"]),
+                ("/chat.update", &json!(channel), &json!(ts))
+            );
+            c.body["text"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// How long after `earlier` the fake received `later`.
+fn gap(earlier: &ApiCall, later: &ApiCall) -> Duration {
+    later.received_at.duration_since(earlier.received_at)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stream_mode_waits_out_slacks_429_and_stop_drops_the_queued_update() {
+    let mock = MockModelServer::start().await;
+    let slack = FakeApi::start().await;
+    let project = project(AGENT);
+    let manifest = format!(
+        "kind = \"slack\"\nreply = \"stream\"\napi_base_url = \"{}\"\n",
+        slack.url()
+    );
+    write_files(project.path(), &[("agent/channels/ops.toml", &manifest)]);
+    let state = tempfile::tempdir().unwrap();
+    let server = serve_with_env(
+        &mock.openai_base_url(),
+        project.path(),
+        state.path(),
+        &[],
+        &[
+            ("SLACK_SIGNING_SECRET", SECRET),
+            ("SLACK_BOT_TOKEN", "xoxb-ops"),
+        ],
+    )
+    .await;
+    let events = format!("{}/v1/channels/ops/events", server.url);
+
+    // Slack refuses the first streamed update (429, Retry-After: 1 s). It goes out again once
+    // the second has passed, carrying what arrived meanwhile; nothing is lost or sent twice.
+    slack.answer([200]);
+    slack.rate_limit(1);
+    let answer = "one two three four five six seven eight";
+    mock.push(MockReply::text(answer).chunk_delay(Duration::from_millis(400)));
+    let asked = slack_mention("Ev1", "1700000000.000100", None, "<@U0BOT> status?");
+    assert_eq!(slack_event(&events, &asked, None).await.0, 202);
+    let deliveries = settled(&server.url, "ops").await;
+    let session = session_of(&deliveries[0]);
+    answered(state.path(), &session, 1).await;
+    let calls = slack.calls();
+    assert_eq!(
+        calls_of(&calls[..1]),
+        [(
+            "/chat.postMessage".into(),
+            json!({"channel": "C0BUGS", "thread_ts": "1700000000.000100", "text": "_Working on it…_"})
+        )]
+    );
+    let updates = update_texts(&calls[1..], "C0BUGS", "1");
+    let (refused, sent) = updates.split_first().unwrap();
+    assert!(
+        gap(&calls[1], &calls[2]) >= Duration::from_secs(1),
+        "the refused update was retried {:?} later, before its Retry-After",
+        gap(&calls[1], &calls[2])
+    );
+    assert!(sent[0].starts_with(refused.as_str()), "{updates:?}");
+    assert_eq!(sent.last().map(String::as_str), Some(answer));
+    assert!(
+        sent.windows(2)
+            .all(|w| w[1].len() > w[0].len() && w[1].starts_with(w[0].as_str())),
+        "{updates:?}"
+    );
+    assert!(
+        calls[2..]
+            .windows(2)
+            .all(|w| gap(&w[0], &w[1]) >= Duration::from_secs(1)),
+        "more than one update a second"
+    );
+
+    // While a refused update waits out its Retry-After (3 s), `stop` drops it: the message
+    // becomes `Stopped.` once Slack allows, and the queued text never goes out.
+    let before = slack.calls().len();
+    slack.answer([200]);
+    slack.rate_limit(3);
+    let long = "word ".repeat(40);
+    mock.push(MockReply::text(long.trim()).chunk_delay(Duration::from_millis(300)));
+    // Signed beforehand, so it goes out the moment the update is refused.
+    let stop = slack_mention(
+        "Ev3",
+        "1700000001.000300",
+        Some("1700000001.000200"),
+        "<@U0BOT> stop",
+    );
+    let (stop_body, stop_headers) = slack_request(&stop, None);
+    let work = slack_mention(
+        "Ev2",
+        "1700000001.000200",
+        None,
+        "<@U0BOT> write the report",
+    );
+    assert_eq!(slack_event(&events, &work, None).await.0, 202);
+    let calls = slack.wait_for(before + 2, Duration::from_secs(30)).await;
+    let message_ts = (before + 1).to_string();
+    assert_eq!(calls[before].path, "/chat.postMessage");
+    let refused = update_texts(&calls[before + 1..before + 2], "C0BUGS", &message_ts);
+    assert!(long.starts_with(refused[0].as_str()), "{refused:?}");
+    assert_eq!(deliver(&events, &stop_body, &stop_headers).await.0, 202);
+    let deliveries = settled(&server.url, "ops").await;
+    let session = session_of(&deliveries[0]);
+    answered(state.path(), &session, 1).await;
+    let calls = slack.calls();
+    assert_eq!(
+        calls_of(&calls[before + 2..]),
+        [(
+            "/chat.update".into(),
+            json!({"channel": "C0BUGS", "ts": message_ts, "text": "Stopped."})
+        )]
+    );
+    assert!(
+        gap(&calls[before + 1], &calls[before + 2]) >= Duration::from_secs(3),
+        "`Stopped.` went out {:?} after the 429, before its Retry-After",
+        gap(&calls[before + 1], &calls[before + 2])
     );
     assert_eq!(mock.requests().len(), 2);
 }

@@ -55,6 +55,22 @@ pub struct DeliveryInfo {
     pub message: Option<String>,
     /// How many times a provider retried it (duplicates acknowledged without running).
     pub duplicates: u32,
+    /// The retries the provider announced (Slack's `X-Slack-Retry-Num`), oldest first: the
+    /// recorded delivery itself when it arrived as a retry, then each retry acknowledged since.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retries: Vec<DeliveryRetry>,
+}
+
+/// A provider's retry of a delivery as it announced it (Slack: `X-Slack-Retry-Num` and
+/// `X-Slack-Retry-Reason`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryRetry {
+    /// The provider's retry number (`1` for the first retry).
+    pub num: u32,
+    /// Why the provider retried (`http_timeout`, `http_error`, …), when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// `GET /v1/channels/<id>/deliveries`: the channel's deliveries, newest first.

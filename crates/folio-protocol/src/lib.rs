@@ -56,7 +56,7 @@ pub use agent::{
 };
 pub use channel::{
     ChannelDelivery, ChannelDeliveryOutcome, DeliveriesResponse, DeliveryAccepted, DeliveryInfo,
-    DeliveryStatus, UrlVerification,
+    DeliveryRetry, DeliveryStatus, UrlVerification,
 };
 pub use cli::{ArgumentHelp, CallOutput, CommandHelp};
 pub use contract::{

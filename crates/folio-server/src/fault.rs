@@ -19,6 +19,9 @@ pub enum FaultPoint {
     /// A channel delivery is durable and acknowledged (`202`), but its work is withheld so the
     /// test can kill the process there: a restart must run it.
     ChannelAcknowledged,
+    /// A channel delivery reached its session (message admitted, `channel.delivery` recorded
+    /// on the session), but its outcome is not in the channel's delivery record yet.
+    ChannelDeliveryRecorded,
 }
 
 /// Every fault point with its name, as `FOLIO_FAULT` spells it.
@@ -27,12 +30,16 @@ const POINTS: &[(&str, FaultPoint)] = &[
     ("before-reply", FaultPoint::BeforeReply),
     ("boundary-synced", FaultPoint::BoundarySynced),
     ("channel-acknowledged", FaultPoint::ChannelAcknowledged),
+    (
+        "channel-delivery-recorded",
+        FaultPoint::ChannelDeliveryRecorded,
+    ),
 ];
 
 /// `FOLIO_FAULT` names no fault point.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "FOLIO_FAULT={0} names no fault point: use one of message-synced, before-reply, boundary-synced, channel-acknowledged (or unset it)"
+    "FOLIO_FAULT={0} names no fault point: use one of message-synced, before-reply, boundary-synced, channel-acknowledged, channel-delivery-recorded (or unset it)"
 )]
 pub struct UnknownFaultPoint(pub String);
 

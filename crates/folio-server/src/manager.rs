@@ -181,6 +181,12 @@ impl SessionManager {
         *lock(&self.inner.fault) == Some(point)
     }
 
+    /// Aborts the process when the crash-test fault `point` is armed (code outside this crate
+    /// marks its own points with it).
+    pub fn fault(&self, point: FaultPoint) {
+        self.inner.fault(point);
+    }
+
     /// Sets the clock schedules and reminders read (tests move a [`ManualClock`]).
     ///
     /// [`ManualClock`]: crate::schedule::ManualClock

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -25,19 +25,30 @@ pub struct ApiCall {
     pub headers: BTreeMap<String, String>,
     /// The JSON body (`null` when empty or not JSON).
     pub body: Value,
+    /// When it arrived (to check that a client waited, e.g. a `Retry-After`).
+    pub received_at: Instant,
+}
+
+/// A scripted answer: a status, with `Retry-After` (seconds) for a rate-limited one.
+#[derive(Debug, Clone, Copy)]
+struct Scripted {
+    status: u16,
+    retry_after: Option<u64>,
 }
 
 #[derive(Default)]
 struct Shared {
     calls: Mutex<Vec<ApiCall>>,
-    statuses: Mutex<VecDeque<u16>>,
+    statuses: Mutex<VecDeque<Scripted>>,
     bodies: Mutex<BTreeMap<String, Value>>,
 }
 
 /// A recording HTTP API on `127.0.0.1:0`: every request is recorded, then answered with the
 /// next scripted status (default 200) and a JSON body: the one scripted for its path
 /// ([`FakeApi::respond`]), else `{"ok": true, "id": <n>, "ts": "<n>"}` (`n` counts calls from
-/// 1: the ids GitHub and the message timestamps Slack hand out).
+/// 1: the ids GitHub and the message timestamps Slack hand out). A rate-limited answer
+/// ([`FakeApi::rate_limit`]) is a `429` with `Retry-After` and Slack's
+/// `{"ok": false, "error": "ratelimited"}`.
 pub struct FakeApi {
     addr: SocketAddr,
     shared: Arc<Shared>,
@@ -83,7 +94,19 @@ impl FakeApi {
 
     /// Answers the next calls with these statuses, in order (then 200 again).
     pub fn answer(&self, statuses: impl IntoIterator<Item = u16>) {
-        lock(&self.shared.statuses).extend(statuses);
+        lock(&self.shared.statuses).extend(statuses.into_iter().map(|status| Scripted {
+            status,
+            retry_after: None,
+        }));
+    }
+
+    /// Answers the next call (after those already scripted) with `429 Too Many Requests` and
+    /// `Retry-After: <seconds>`.
+    pub fn rate_limit(&self, seconds: u64) {
+        lock(&self.shared.statuses).push_back(Scripted {
+            status: 429,
+            retry_after: Some(seconds),
+        });
     }
 
     /// Answers every call to `path` (without its query) with `body` instead of the default.
@@ -125,6 +148,7 @@ async fn record(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         .await
         .unwrap_or_else(|_| Bytes::new());
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let received_at = Instant::now();
     let n = {
         let mut calls = lock(&shared.calls);
         calls.push(ApiCall {
@@ -132,11 +156,24 @@ async fn record(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             path,
             headers,
             body,
+            received_at,
         });
         calls.len()
     };
-    let status = lock(&shared.statuses).pop_front().unwrap_or(200);
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let answer = lock(&shared.statuses).pop_front().unwrap_or(Scripted {
+        status: 200,
+        retry_after: None,
+    });
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if let Some(seconds) = answer.retry_after {
+        let body = serde_json::json!({"ok": false, "error": "ratelimited"});
+        return (
+            status,
+            [(axum::http::header::RETRY_AFTER, seconds.to_string())],
+            axum::Json(body),
+        )
+            .into_response();
+    }
     let body =
         scripted.unwrap_or_else(|| serde_json::json!({"ok": true, "id": n, "ts": n.to_string()}));
     (status, axum::Json(body)).into_response()

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use folio_protocol::{DeliveriesResponse, DeliveryAccepted, DeliveryInfo, DeliveryStatus};
 use folio_test_support::{MockModelServer, read_wire};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::serve_support::{Served, check_answer, client, get};
 
@@ -219,9 +219,9 @@ pub async fn github_delivery(url: &str, event: &str, id: &str, payload: &Value) 
     deliver(url, &body, &headers).await
 }
 
-/// Sends Events API `body` to a Slack channel, signed by `slack_sdk` (with `X-Slack-Retry-Num`
-/// when `retry` is set).
-pub async fn slack_event(url: &str, body: &Value, retry: Option<u32>) -> (u16, Value) {
+/// Events API `body` as Slack sends it, signed by `slack_sdk` (with `X-Slack-Retry-Num` and
+/// `X-Slack-Retry-Reason: http_timeout` when `retry` is set): the body and its headers.
+pub fn slack_request(body: &Value, retry: Option<u32>) -> (String, Vec<(&'static str, String)>) {
     let body = body.to_string();
     let ts = now().to_string();
     let mut headers = vec![
@@ -232,7 +232,35 @@ pub async fn slack_event(url: &str, body: &Value, retry: Option<u32>) -> (u16, V
         headers.push(("x-slack-retry-num", retry.to_string()));
         headers.push(("x-slack-retry-reason", "http_timeout".to_string()));
     }
+    (body, headers)
+}
+
+/// Sends Events API `body` to a Slack channel ([`slack_request`]).
+pub async fn slack_event(url: &str, body: &Value, retry: Option<u32>) -> (u16, Value) {
+    let (body, headers) = slack_request(body, retry);
     deliver(url, &body, &headers).await
+}
+
+/// Waits until `session` records `n` answers sent back to the provider (`channel.delivery`
+/// `replied`), at most 30 s.
+pub async fn answered(state: &Path, session: &str, n: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let replied = folio_test_support::all::<folio_protocol::ChannelDelivery>(&session_events(
+            state, session,
+        ))
+        .iter()
+        .filter(|d| d.outcome == folio_protocol::ChannelDeliveryOutcome::Replied)
+        .count();
+        if replied >= n {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "session {session} reported {replied} answers after 30 s, expected {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// A fresh 2048-bit RSA key as GitHub hands App keys out (PKCS#1 PEM), made by Python
@@ -273,4 +301,29 @@ pub fn session_events(state: &Path, session: &str) -> Vec<folio_protocol::Event>
         .join("test-agent/traces")
         .join(format!("{session}.ndjson"));
     folio_test_support::read_ndjson(&std::fs::read_to_string(&log).unwrap_or_default())
+}
+
+/// An `app_mention` event in `C0BUGS` as the Events API delivers it (in a thread when
+/// `thread_ts` is set).
+pub fn slack_mention(event_id: &str, ts: &str, thread_ts: Option<&str>, text: &str) -> Value {
+    let mut event = json!({
+        "type": "app_mention",
+        "user": "U0HUMAN",
+        "text": text,
+        "ts": ts,
+        "channel": "C0BUGS",
+        "event_ts": ts,
+    });
+    if let Some(thread_ts) = thread_ts {
+        event["thread_ts"] = json!(thread_ts);
+    }
+    json!({
+        "token": "unused",
+        "team_id": "T0TEAM",
+        "api_app_id": "A0APP",
+        "event": event,
+        "type": "event_callback",
+        "event_id": event_id,
+        "event_time": 1_700_000_000,
+    })
 }
