@@ -278,6 +278,11 @@ export type ArtifactsInfo = {
 export type AskArguments = {
   /** What to ask. */
   message: string;
+  /**
+   * How many peer asks deep this call is (set by a Folio agent asking its peer, so chains
+   * such as A asks B asks A are cut; other clients leave it out).
+   */
+  peerDepth?: number | null;
   /** Continue this session. */
   sessionId?: string | null;
 };
@@ -1525,7 +1530,7 @@ export type ToolEffect = "read" | "write";
 export type ToolExecution = "server" | "agent";
 
 /** How an MCP connection is reached (templates kept as written). */
-export type TransportInfo = {
+export type TransportInfo = ({
   /** Its arguments. */
   args: Array<string>;
   /** The program. */
@@ -1547,7 +1552,9 @@ export type TransportInfo = {
   /** The peer agent's slug. */
   agent: string;
   type: "peer";
-};
+  /** The peer's `/v1/mcp` on another server (`None`: mounted in the same server). */
+  url?: string | null;
+});
 
 /** `turn.completed` data. */
 export type TurnCompleted = {

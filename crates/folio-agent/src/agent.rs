@@ -8,7 +8,8 @@ use std::sync::Arc;
 use folio_fs::{FileSystem, local_fs, workspace_fs};
 use folio_model::{ModelError, Provider, ProviderConfig, open_provider};
 use folio_project::{
-    AgentDefinition, Execution, InvalidSchema, NativeTool, ProviderSection, ROOT_SKILLS_MOUNT,
+    AgentDefinition, Backends, Execution, InvalidSchema, NativeTool, ProviderSection,
+    ROOT_FORBIDDEN, ROOT_SKILLS_MOUNT, resolve,
 };
 
 use crate::artifacts::{ArtifactError, ArtifactStore, TagArtifactTool};
@@ -19,7 +20,10 @@ use crate::mcp::{
     Connections, EnvLookup, LOCAL_PRINCIPAL, McpAuth, McpConnection, McpError, McpLogin, McpTool,
     McpTransport, process_env,
 };
-use crate::root::{RootError, bind_turn_root, build_root, with_skills_mount};
+use crate::peers::{PeerDirectory, PeerTool};
+use crate::root::{
+    LiveRoot, RootContext, RootError, bind_turn_root, build_root, with_skills_mount,
+};
 use crate::skills::{HOST_SKILLS_DIR, SkillContent, SkillError, catalog, skills_mount};
 use crate::subagents::{Subagent, TaskTool};
 use crate::tools::{
@@ -34,13 +38,15 @@ use crate::workspace::{LazyWorkspace, PrepareError, agent_tool_catalog};
 pub struct Agent {
     /// What discovery found.
     pub definition: Arc<AgentDefinition>,
-    /// The authored root, shared by every session (a static root: writes are shared).
-    pub root: Option<Arc<dyn FileSystem>>,
+    /// The authored root instead of the host disk: `[root]` (shared by every session) or a
+    /// live root built per session.
+    pub root: Option<AgentRoot>,
     /// The model, tools and system prompt of every turn.
     pub harness: Harness,
     /// The loaded skills (materialized into host workspaces, mounted at `/skills` under a root).
     pub skills: Arc<Vec<SkillContent>>,
     /// MCP connections: `mcp-connections/` (tools offered to the model) and `host-connections/`.
+    /// A peer agent on another server is one too; a peer in the same server is asked in-process.
     pub connections: Connections,
     /// Model-facing MCP connections whose server could not start, with why (only with
     /// [`LoadOptions::keep_failed_connections`]; [`Agent::reconnect`] tries them again). Calls
@@ -57,10 +63,34 @@ pub struct Agent {
     pub unconfined_files: bool,
 }
 
+/// The FileSystem an agent's sessions run on instead of the host disk.
+#[derive(Clone)]
+pub enum AgentRoot {
+    /// `[root]` of `agent.toml` (with the skills mount): one tree every session shares, so
+    /// writes are shared.
+    Static(Arc<dyn FileSystem>),
+    /// Built per session (or per turn) by the host's factory ([`LoadOptions::live_root`]).
+    Live {
+        /// The factory and its per-session handles.
+        root: LiveRoot,
+        /// The agent's skills, mounted read-only at `/skills` over every built root.
+        skills: Option<Arc<dyn FileSystem>>,
+    },
+}
+
 /// Opens the provider of a `provider:model` spec (a subagent's `model`); returns it with the
 /// model id to send.
 pub type ModelOpener =
     Arc<dyn Fn(&str) -> Result<(Arc<dyn Provider>, String), ModelError> + Send + Sync>;
+
+/// The session a turn's FileSystem is bound for (what a live root is built from).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TurnSession<'a> {
+    /// The session id.
+    pub session_id: &'a str,
+    /// The channel's continuation key of the session, when it has one.
+    pub continuation_key: Option<&'a str>,
+}
 
 /// What [`Agent::bind_turn_fs`] binds for one turn.
 pub struct TurnFs {
@@ -109,6 +139,18 @@ pub enum LoadError {
     /// An MCP server of `mcp-connections/` could not be started or listed.
     #[error(transparent)]
     Mcp(#[from] McpError),
+    /// A connection asks a peer agent of the same server, but the agent is loaded outside
+    /// `folio serve` (no [`LoadOptions::peers`]).
+    #[error(
+        "{}: agent = \"{agent}\" is a peer agent in the same server, and only folio serve mounts peers: serve the folder holding both projects (folio serve --dir <parent>), or add url = \"http://<server>/{agent}/v1/mcp\" to ask a running server",
+        file.display()
+    )]
+    PeerNeedsServer {
+        /// The connection manifest.
+        file: PathBuf,
+        /// The peer agent's slug.
+        agent: String,
+    },
     /// The artifact store could not be opened.
     #[error(transparent)]
     Artifacts(#[from] ArtifactError),
@@ -117,6 +159,12 @@ pub enum LoadError {
     CompactionModel {
         /// Why the model could not be opened.
         source: ModelError,
+    },
+    /// A live root was given to an agent it cannot serve.
+    #[error("live root: {reason}")]
+    LiveRoot {
+        /// What conflicts with it and what to do.
+        reason: String,
     },
     /// A subagent's own model could not be opened.
     #[error("subagent \"{id}\": model: {source}")]
@@ -147,6 +195,14 @@ pub struct LoadOptions {
     /// How a person is asked when an HTTP MCP server needs OAuth authorization (`folio run`);
     /// none: such a connection fails, telling to run `folio mcp login` (`folio serve`).
     pub mcp_login: Option<McpLogin>,
+    /// The agents of the same server, where a same-server peer connection (`agent = "<slug>"`
+    /// without `url`) finds its peer (`folio serve` fills it once every agent is loaded).
+    /// Without it such a connection fails the load with [`LoadError::PeerNeedsServer`].
+    pub peers: Option<PeerDirectory>,
+    /// A root built per session by a factory, instead of the host disk (the Rust form of
+    /// `[root]`, which it cannot be combined with). The agent runs as under `[root]`: the
+    /// rooted tool set, `/tmp` scratch per turn, skills at `/skills`, no `Shell` or `Task`.
+    pub live_root: Option<LiveRoot>,
 }
 
 impl Agent {
@@ -165,24 +221,36 @@ impl Agent {
     /// tools; a server that cannot start fails the load with its error, or with
     /// [`LoadOptions::keep_failed_connections`] is recorded in [`Agent::failed_connections`].
     pub async fn load_with(
-        definition: AgentDefinition,
+        mut definition: AgentDefinition,
         provider: Arc<dyn Provider>,
         model: String,
         options: LoadOptions,
     ) -> Result<Agent, LoadError> {
+        if options.live_root.is_some() {
+            root_the_definition(&mut definition)?;
+        }
         let skills = crate::skills::load_all(&definition.skills).await?;
-        let root = match &definition.config.root {
-            Some(mounts) => {
-                let root = build_root(mounts, &definition.agent_dir).await?;
-                Some(if skills.is_empty() {
-                    root
-                } else {
-                    with_skills_mount(root, skills_mount(&skills)?)
-                })
-            }
-            None => None,
+        let skills_tree = if skills.is_empty() {
+            None
+        } else {
+            Some(skills_mount(&skills)?)
         };
         let env = options.env.clone().unwrap_or_else(process_env);
+        let root = match (&definition.config.root, &options.live_root) {
+            (Some(mounts), _) => {
+                let root = build_root(mounts, &definition.agent_dir).await?;
+                Some(AgentRoot::Static(match &skills_tree {
+                    None => root,
+                    Some(skills) => with_skills_mount(root, skills.clone()),
+                }))
+            }
+            (None, Some(live)) => Some(AgentRoot::Live {
+                root: live.clone(),
+                skills: skills_tree,
+            }),
+            (None, None) => None,
+        };
+        let rooted = root.is_some();
         let mut tools = ToolRegistry::new();
         for native in &definition.native_tools {
             let tool: Arc<dyn crate::tools::Tool> = match native {
@@ -251,9 +319,29 @@ impl Agent {
         );
         let mut failed_connections = BTreeMap::new();
         for connection in connections.model.values() {
-            if let McpTransport::Peer { agent } = &connection.config().transport {
-                // A peer agent's `/v1/mcp` exists only inside `folio serve`, which mounts it.
-                tracing::warn!(server = %connection.name(), peer = %agent, "peer agent connections are served by `folio serve`; its tools are not offered here");
+            let config = connection.config();
+            if let McpTransport::Peer { agent, url, .. } = &config.transport {
+                let description = config.description.as_deref();
+                let tool = match (url, &options.peers) {
+                    (Some(_), _) => {
+                        PeerTool::remote(connection.clone(), agent, description, state.clone())
+                    }
+                    (None, Some(peers)) => PeerTool::local(
+                        connection.name(),
+                        agent,
+                        description,
+                        peers.clone(),
+                        state.clone(),
+                    ),
+                    (None, None) => {
+                        connections.shutdown().await;
+                        return Err(LoadError::PeerNeedsServer {
+                            file: config.file.clone(),
+                            agent: agent.clone(),
+                        });
+                    }
+                };
+                tools.register(Arc::new(tool))?;
                 continue;
             }
             match McpTool::all(connection).await {
@@ -292,7 +380,7 @@ impl Agent {
             agent: definition.name.clone(),
             provider,
             model,
-            system: system_prompt(&definition, &skills),
+            system: system_prompt(&definition, &skills, rooted),
             params: definition.config.model_params.clone(),
             tools,
             max_steps: definition.max_steps(),
@@ -363,7 +451,8 @@ impl Agent {
         self.connections.shutdown().await;
     }
 
-    /// The FileSystem one turn binds: the authored root plus a fresh `/tmp`, or the host
+    /// The FileSystem one turn of `session` binds: the authored root (`[root]`, or the live
+    /// root built for `session`) plus a fresh `/tmp`, or the host
     /// workspace (whose `SemanticSearch` index is built when the model searches, not per turn).
     /// The host workspace directory must exist; its `AGENTS.md`, skills, seeds and `memory/`
     /// link are written at its first need ([`TurnFs::prepare`]), not here.
@@ -373,10 +462,30 @@ impl Agent {
     /// refused and links are not followed out — so one principal's session cannot read
     /// another's state, tokens or the host. `unconfined_files` restores the whole host disk for
     /// a single user.
-    pub async fn bind_turn_fs(&self, workspace: &Path) -> Result<TurnFs, BindError> {
-        if let Some(root) = &self.root {
+    pub async fn bind_turn_fs(
+        &self,
+        workspace: &Path,
+        session: &TurnSession<'_>,
+    ) -> Result<TurnFs, BindError> {
+        let root = match &self.root {
+            Some(AgentRoot::Static(root)) => Some(root.clone()),
+            Some(AgentRoot::Live { root, skills }) => {
+                let built = root.resolve(&RootContext {
+                    session_id: session.session_id.to_string(),
+                    agent_name: self.definition.name.clone(),
+                    continuation_key: session.continuation_key.map(str::to_string),
+                    host: root.host().cloned(),
+                });
+                Some(match skills {
+                    Some(skills) => with_skills_mount(built, skills.clone()),
+                    None => built,
+                })
+            }
+            None => None,
+        };
+        if let Some(root) = root {
             return Ok(TurnFs {
-                fs: bind_turn_root(root.clone()),
+                fs: bind_turn_root(root),
                 scratch: ScratchMode::Rooted,
                 prepare: None,
             });
@@ -403,6 +512,42 @@ impl Agent {
             )),
         })
     }
+}
+
+/// Makes `definition` run under a live root as it would under `[root]`: the rooted tool set,
+/// and the fail-closed rules of docs/tools.md (no `[root]` too, no shell/task/readLints, no
+/// `local.sandbox`).
+fn root_the_definition(definition: &mut AgentDefinition) -> Result<(), LoadError> {
+    let config = &definition.config;
+    let refuse = |reason: String| Err(LoadError::LiveRoot { reason });
+    if config.root.is_some() {
+        return refuse("agent.toml has [root] too: keep one (remove [root], or load the agent without a live root)".into());
+    }
+    let tools = config.tools.as_ref();
+    if let Some(name) = tools
+        .and_then(|t| t.allowlist())
+        .into_iter()
+        .flatten()
+        .find(|name| ROOT_FORBIDDEN.contains(&name.as_str()))
+    {
+        return refuse(format!(
+            "agent.toml tools: \"{name}\" needs the host disk and cannot run under a root: remove it"
+        ));
+    }
+    if config.local.sandbox.is_some() {
+        return refuse(
+            "agent.toml local.sandbox: the Shell sandbox does not apply under a root: remove it"
+                .into(),
+        );
+    }
+    definition.native_tools = resolve(
+        tools.and_then(|t| t.allowlist()),
+        true,
+        !definition.subagents.is_empty(),
+        Backends::of(tools),
+    )
+    .tools;
+    Ok(())
 }
 
 /// The `Shell` sandbox `[local]` asks for (`None`: unconfined).
@@ -485,15 +630,15 @@ fn load_subagents(
 
 /// The system prompt: the instructions, the skills catalog (where `Read` finds each skill), and
 /// on the host default the agent-tool catalog.
-fn system_prompt(definition: &AgentDefinition, skills: &[SkillContent]) -> String {
+fn system_prompt(definition: &AgentDefinition, skills: &[SkillContent], rooted: bool) -> String {
     let mut parts = vec![definition.instructions.trim_end().to_string()];
-    let base = if definition.is_rooted() {
+    let base = if rooted {
         ROOT_SKILLS_MOUNT
     } else {
         HOST_SKILLS_DIR
     };
     parts.extend(catalog(skills, base));
-    if !definition.is_rooted() {
+    if !rooted {
         parts.extend(agent_tool_catalog(definition));
     }
     parts.join("\n\n")

@@ -283,9 +283,14 @@ fn is_artifact_id(id: &str) -> bool {
         .is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_alphanumeric()))
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Replaces `path` with `bytes` in one step: a reader sees the old file or the new one, and
+/// the new one is on disk before it takes the name.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
     let tmp = path.with_extension(format!("tmp-{}", ulid::Ulid::generate()));
-    std::fs::write(&tmp, bytes)?;
+    let mut file = std::fs::File::create(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
     std::fs::rename(tmp, path)
 }
 

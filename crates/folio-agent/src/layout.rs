@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 /// <state-root>/                   default <project>/.folio/state
 ///   sessions/<id>/session.json    a session's metadata
 ///   sessions/<id>/workspace/      its host workspace
+///   sessions/<id>/peers.json      the peer sessions its peer asks continue
 ///   traces/<id>.ndjson            its event log
 ///   artifacts/                    the artifact store
 ///   memory/                       durable memory, linked into every session workspace
@@ -57,6 +58,12 @@ impl StateLayout {
     /// `sessions/<id>`: metadata and workspace of one session.
     pub fn session_dir(&self, session_id: &str) -> PathBuf {
         self.sessions_dir().join(session_id)
+    }
+
+    /// `sessions/<id>/peers.json`: the peer sessions the session's peer asks continue, by
+    /// connection name.
+    pub fn peers_path(&self, session_id: &str) -> PathBuf {
+        self.session_dir(session_id).join("peers.json")
     }
 
     /// `sessions/<id>/session.json`.

@@ -11,8 +11,9 @@
 //! trait, their input checked against a JSON Schema; [`skills`] are listed in the system prompt
 //! and materialized where `Read` finds them; [`workspace`] prepares a host session workspace
 //! (`AGENTS.md`, skills, agent-tool scripts, sandbox seeds) and writes per-send files.
-//! Subagents run through the same step loop as the turn ([`subagents`]); every path under a
-//! state root comes from [`StateLayout`].
+//! Subagents run through the same step loop as the turn ([`subagents`]); peer agents are asked
+//! through their `ask` ([`peers`]); a root can be built per session ([`LiveRoot`]); every path
+//! under a state root comes from [`StateLayout`].
 //!
 //! Discover an agent folder, load it on a `replay:` model, and run one turn into a log kept in
 //! memory:
@@ -21,7 +22,7 @@
 //! use std::sync::Mutex;
 //!
 //! use folio_agent::tools::TodoList;
-//! use folio_agent::{Agent, EventSink, SinkError, Turn, TurnOutcome, discover};
+//! use folio_agent::{Agent, EventSink, SinkError, Turn, TurnOutcome, TurnSession, discover};
 //! use folio_model::{Delta, FinishReason, Message, ModelRequest, ProviderConfig, open_provider};
 //! use folio_protocol::{Event, EventBody, MessageReceived};
 //! use tokio_util::sync::CancellationToken;
@@ -95,7 +96,8 @@
 //! let first = sink.emit(Some(turn_id), received).await?;
 //! let workspace = project.path().join("workspace");
 //! std::fs::create_dir_all(&workspace)?;
-//! let bound = agent.bind_turn_fs(&workspace).await?;
+//! let session = TurnSession { session_id: "ses_doc", continuation_key: None };
+//! let bound = agent.bind_turn_fs(&workspace, &session).await?;
 //! let turn = Turn {
 //!     session_id: "ses_doc".into(),
 //!     turn_id: turn_id.into(),
@@ -132,6 +134,7 @@ mod conversation;
 mod hooks;
 mod layout;
 pub mod mcp;
+pub mod peers;
 mod root;
 mod sink;
 pub mod skills;
@@ -140,7 +143,10 @@ pub mod tools;
 mod turn;
 mod workspace;
 
-pub use agent::{Agent, BindError, LoadError, LoadOptions, ModelOpener, TurnFs, provider_config};
+pub use agent::{
+    Agent, AgentRoot, BindError, LoadError, LoadOptions, ModelOpener, TurnFs, TurnSession,
+    provider_config,
+};
 pub use artifacts::{
     ArtifactError, ArtifactRecord, ArtifactStore, DEFAULT_KIND, TAG_ARTIFACT, TagArtifactTool,
     TagRequest,
@@ -150,7 +156,7 @@ pub use conversation::{SUMMARY_HEADING, content_of, conversation};
 pub use folio_project::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
 pub use hooks::{HookDispatcher, HookOutcome, HookRun};
 pub use layout::StateLayout;
-pub use root::RootError;
+pub use root::{LiveRoot, RootContext, RootError, RootFactory, RootHost};
 pub use sink::{EventSink, SinkError};
 pub use subagents::{Subagent, TASK_TOOL, TaskTool};
 pub use turn::{

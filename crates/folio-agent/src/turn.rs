@@ -233,6 +233,8 @@ impl Harness {
                 dry_run: ctx.dry_run,
                 purpose: ctx.purpose.clone(),
                 continuation_key: ctx.continuation_key.clone(),
+                principal: ctx.principal.clone(),
+                peer_depth: ctx.peer_depth,
             },
             trace: TurnTrace::default(),
         };
@@ -790,6 +792,8 @@ impl Harness {
                     dry_run: turn.context.dry_run,
                     purpose: turn.context.purpose.clone(),
                     continuation_key: turn.context.continuation_key.clone(),
+                    principal: turn.context.principal.clone(),
+                    peer_depth: turn.context.peer_depth,
                 };
                 self.invoke(&call.name, input, &ctx, recorder.sink, &turn.turn_id)
                     .await

@@ -59,6 +59,8 @@ fn context(workspace: &Path) -> ToolContext {
         dry_run: false,
         purpose: Some("eval".into()),
         continuation_key: Some("ticket:42".into()),
+        principal: "local".into(),
+        peer_depth: 0,
     }
 }
 

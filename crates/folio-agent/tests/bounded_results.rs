@@ -30,6 +30,8 @@ async fn call(fs: &Arc<dyn FileSystem>, tool: &str, input: Value) -> String {
         dry_run: false,
         purpose: None,
         continuation_key: None,
+        principal: "local".into(),
+        peer_depth: 0,
     };
     match registry.call(tool, input, &ctx).await {
         Ok(ToolOutput::Text(text)) => text,

@@ -36,6 +36,8 @@ async fn call(fs: &Arc<dyn FileSystem>, workspace: &Path, tool: &str, input: Val
         dry_run: false,
         purpose: None,
         continuation_key: None,
+        principal: "local".into(),
+        peer_depth: 0,
     };
     match registry().call(tool, input, &ctx).await {
         Ok(ToolOutput::Text(text)) => text,

@@ -32,6 +32,8 @@ fn context(fs: Arc<dyn FileSystem>) -> ToolContext {
         dry_run: false,
         purpose: None,
         continuation_key: None,
+        principal: "local".into(),
+        peer_depth: 0,
     }
 }
 

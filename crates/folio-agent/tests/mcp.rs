@@ -421,7 +421,7 @@ fn connection_manifests_are_checked() {
         lines,
         [
             "error: agent/mcp-connections/bad__name.toml: name: \"bad__name\" must match [A-Za-z0-9][A-Za-z0-9_-]* without \"__\" (it becomes mcp__bad__name__<tool>)",
-            "error: agent/mcp-connections/both.toml: transport: set exactly one of url (streamable HTTP), command (stdio) or agent (a peer agent)",
+            "error: agent/mcp-connections/both.toml: transport: set exactly one of url (streamable HTTP), command (stdio) or agent (a peer agent; add url for a peer on another server)",
             "error: agent/mcp-connections/typo.toml:1: column 1: unknown key `comand` (did you mean `command`?)",
             "error: agent/host-connections/hdr.toml: headers: only a streamable HTTP connection (url) takes headers",
         ]
@@ -429,28 +429,67 @@ fn connection_manifests_are_checked() {
 }
 
 #[tokio::test]
-async fn a_peer_agent_connection_does_not_block_loading_outside_serve() {
+async fn a_same_server_peer_fails_the_load_outside_serve_and_a_remote_peer_is_offered_its_ask() {
     let mock = MockModelServer::start().await;
     let dir = project(&[(
         "agent/mcp-connections/weather.toml",
         "agent = \"weather-agent\"\n",
     )]);
-    let agent = load_agent(dir.path(), &mock.openai_base_url(), env_of(&[])).await;
+    let definition = discover(dir.path()).definition.unwrap();
     assert_eq!(
-        agent.definition.mcp_connections[0].transport,
+        definition.mcp_connections[0].transport,
         McpTransport::Peer {
-            agent: "weather-agent".into()
+            agent: "weather-agent".into(),
+            url: None,
+            headers: Default::default(),
         }
     );
-    assert!(agent.harness.tools.names().all(|n| !n.starts_with("mcp__")));
-    let err = agent.connections.model["weather"]
-        .list_tools()
-        .await
-        .unwrap_err()
-        .to_string();
+    let (provider, model) = folio_model::open_provider(
+        "openai:gpt-test",
+        &folio_model::ProviderConfig {
+            base_url: Some(mock.openai_base_url()),
+            ..Default::default()
+        },
+        &|_: &str| Some("test-key".to_string()),
+    )
+    .unwrap();
+    let Err(err) = folio_agent::Agent::load(definition, provider, model).await else {
+        panic!("a same-server peer loaded outside folio serve");
+    };
+    let manifest = dir.path().join("agent/mcp-connections/weather.toml");
     assert_eq!(
-        err,
-        "MCP server \"weather\" could not start: peer agent \"weather-agent\" is reachable only inside `folio serve`, which mounts it"
+        err.to_string(),
+        format!(
+            "{}: agent = \"weather-agent\" is a peer agent in the same server, and only folio serve mounts peers: serve the folder holding both projects (folio serve --dir <parent>), or add url = \"http://<server>/weather-agent/v1/mcp\" to ask a running server",
+            manifest.display()
+        )
+    );
+
+    // With url, the peer is on another server: its ask is offered without starting anything.
+    let dir = project(&[(
+        "agent/mcp-connections/weather.toml",
+        "agent = \"weather-agent\"\nurl = \"http://127.0.0.1:9/weather-agent/v1/mcp\"\n",
+    )]);
+    let agent = load_agent(dir.path(), &mock.openai_base_url(), env_of(&[])).await;
+    let tool = agent.harness.tools.get("mcp__weather__ask").unwrap();
+    assert_eq!(
+        tool.input_schema(),
+        json!({
+            "type": "object",
+            "properties": {"message": {"type": "string", "description": "What to ask the peer agent"}},
+            "required": ["message"],
+            "additionalProperties": false
+        })
+    );
+    assert_eq!(
+        tool.prepare(json!({"message": 3})).unwrap_err().0,
+        "message must be a string, got a number"
+    );
+    assert_eq!(
+        tool.prepare(json!({"message": "hi", "sessionId": "ses_x"}))
+            .unwrap_err()
+            .0,
+        "unknown argument \"sessionId\"; the only argument is message"
     );
 }
 

@@ -39,6 +39,8 @@ fn context(fs: Arc<dyn FileSystem>, workspace: &Path, scratch: ScratchMode) -> T
         dry_run: false,
         purpose: None,
         continuation_key: None,
+        principal: "local".into(),
+        peer_depth: 0,
     }
 }
 

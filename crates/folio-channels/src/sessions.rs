@@ -9,7 +9,7 @@ use std::sync::Arc;
 use folio_protocol::{
     ChannelDelivery, ChannelDeliveryOutcome, CreateSession, DeliveryStatus, EventBody,
 };
-use folio_server::{ChannelMessage, FaultPoint, ManagerError};
+use folio_server::{ChannelMessage, FaultPoint, ManagerError, SessionOptions};
 use serde_json::json;
 
 use crate::Channel;
@@ -214,7 +214,14 @@ async fn to_session(channel: &Channel, id: &str, work: &Work) -> Result<String, 
         (_, Some(_)) => "slack",
         _ => "webhook",
     };
-    let accepted = manager.create(&principal, kind, request).await?;
+    // The session knows its key: its tools and a live root see it.
+    let options = SessionOptions {
+        continuation_key: work.continuation.clone(),
+        ..SessionOptions::default()
+    };
+    let accepted = manager
+        .create_with(&principal, kind, request, options)
+        .await?;
     if let Some(key) = &work.continuation {
         let store = channel.store.clone();
         let key = key.clone();

@@ -79,6 +79,8 @@ async fn call_async(args: CallArgs) -> anyhow::Result<ExitCode> {
         dry_run: args.dry_run,
         purpose: Some("direct".to_string()),
         continuation_key: None,
+        principal: "local".to_string(),
+        peer_depth: 0,
     };
     let (result, is_error) = match tool.prepare(input) {
         Err(invalid) => {

@@ -60,6 +60,7 @@ pub(crate) fn dev(args: ServeArgs, model: Option<String>) -> anyhow::Result<Exit
                 )
             })
             .collect();
+        let peers = server.peers.clone();
         tokio::spawn(async move {
             while let Some(dir) = rx.recv().await {
                 tokio::time::sleep(DEBOUNCE).await;
@@ -68,7 +69,9 @@ pub(crate) fn dev(args: ServeArgs, model: Option<String>) -> anyhow::Result<Exit
                     if *project != dir {
                         continue;
                     }
-                    match load_agent(project, model.as_deref(), state, unconfined).await {
+                    match load_agent(project, model.as_deref(), state, unconfined, Some(&peers))
+                        .await
+                    {
                         Ok((agent, _)) => {
                             let schedules = agent.definition.schedules.clone();
                             manager.set_agent(Arc::new(agent));

@@ -30,7 +30,14 @@ fn transport_line(transport: &McpTransport) -> String {
     match transport {
         McpTransport::Stdio { command, args, .. } => format!("stdio: {command} {}", args.join(" ")),
         McpTransport::Http { url, .. } => format!("http: {url}"),
-        McpTransport::Peer { agent } => format!("peer agent: {agent}"),
+        McpTransport::Peer {
+            agent, url: None, ..
+        } => format!("peer agent: {agent}"),
+        McpTransport::Peer {
+            agent,
+            url: Some(url),
+            ..
+        } => format!("peer agent: {agent} at {url}"),
     }
 }
 

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use folio_agent::LoadOptions;
+use folio_agent::mcp::McpTransport;
+use folio_agent::peers::PeerDirectory;
 use folio_agent::{Agent, discover};
 use folio_channels::{ChannelOptions, Channels};
 use folio_server::http::{HttpConfig, Layout, Mount, router_with};
@@ -114,6 +116,8 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// A bound, not yet serving, server.
 pub(crate) struct Server {
     pub(crate) projects: Vec<Project>,
+    /// The mounted agents, where same-server peer connections find their peer.
+    pub(crate) peers: PeerDirectory,
     listener: tokio::net::TcpListener,
     app: axum::Router,
 }
@@ -143,12 +147,14 @@ pub(crate) fn slug_for(dir: &Path, layout: Layout) -> anyhow::Result<String> {
     }
 }
 
-/// Discovers and loads the agent of `dir`, printing its diagnostics.
+/// Discovers and loads the agent of `dir`, printing its diagnostics; `peers` are the agents of
+/// the same server (`None` outside `folio serve`: a same-server peer connection is an error).
 pub(crate) async fn load_agent(
     dir: &Path,
     model: Option<&str>,
     state: &StateRoot,
     unconfined_files: bool,
+    peers: Option<&PeerDirectory>,
 ) -> anyhow::Result<(Agent, Vec<folio_protocol::DiagnosticInfo>)> {
     let discovery = discover(dir);
     for diagnostic in &discovery.diagnostics {
@@ -171,6 +177,7 @@ pub(crate) async fn load_agent(
         unconfined_files,
         // A connection that cannot start is shown as failed and retried, not fatal.
         keep_failed_connections: true,
+        peers: peers.cloned(),
         ..LoadOptions::default()
     };
     let agent = Agent::load_with(definition, provider, model, options)
@@ -260,11 +267,18 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
     let mut projects = Vec::new();
     let mut mounts = Vec::new();
     let mut channel_routes = Vec::new();
+    let peers = PeerDirectory::new();
     for dir in dirs {
         let slug = slug_for(&dir, layout)?;
         let state = state_root(args, layout, &dir, &slug);
-        let (agent, diagnostics) =
-            load_agent(&dir, args.model.as_deref(), &state, args.unconfined_files).await?;
+        let (agent, diagnostics) = load_agent(
+            &dir,
+            args.model.as_deref(),
+            &state,
+            args.unconfined_files,
+            Some(&peers),
+        )
+        .await?;
         let manager = SessionManager::open(state.clone(), Arc::new(agent), LogBuffer::new())
             .map_err(anyhow::Error::msg)?;
         manager.set_fault(fault);
@@ -295,6 +309,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             manager: manager.clone(),
             diagnostics,
         });
+        peers.mount(&slug, Arc::new(manager.clone()));
         projects.push(Project {
             slug,
             dir,
@@ -303,6 +318,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             scheduler,
         });
     }
+    check_peers(&projects, &peers)?;
     let browsers = Browsers::from_flags(
         addr,
         args.public_url.as_deref(),
@@ -337,9 +353,36 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
     }
     Ok(Server {
         projects,
+        peers,
         listener,
         app,
     })
+}
+
+/// Refuses to serve when a same-server peer connection names an agent this server does not
+/// mount, naming the connection and the slug.
+fn check_peers(projects: &[Project], peers: &PeerDirectory) -> anyhow::Result<()> {
+    let mounted = peers.slugs();
+    for project in projects {
+        let agent = project.manager.agent();
+        for config in &agent.definition.mcp_connections {
+            if let McpTransport::Peer {
+                agent: peer,
+                url: None,
+                ..
+            } = &config.transport
+                && !mounted.contains(peer)
+            {
+                bail!(
+                    "agent {}: {}: peer agent \"{peer}\" is not mounted in this server (mounted: {}): serve the folder that holds both projects, fix the slug, or add url = \"http://<server>/{peer}/v1/mcp\" for a peer on another server",
+                    project.slug,
+                    config.file.display(),
+                    mounted.join(", ")
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Binds `host:port`, or the next free port when it is busy; port 0 picks any free port.

@@ -104,11 +104,7 @@ async fn refused(files: &[(&str, &str)]) -> Vec<String> {
 
 #[tokio::test]
 async fn fail_closed_combinations_exit_with_one_line_diagnostics() {
-    let cases: &[(&str, &str)] = &[
-        ("[local]\ncwd = \"/srv\"\n", "local.cwd"),
-        ("[local]\nworkspace_dir = \"/srv\"\n", "local.workspace_dir"),
-        ("[local]\nsandbox = true\n", "local.sandbox"),
-    ];
+    let cases: &[(&str, &str)] = &[("[local]\nsandbox = true\n", "local.sandbox")];
     for (local, field) in cases {
         let toml = format!("{ROOT}{local}");
         let lines = refused(&[("agent/agent.toml", &toml)]).await;
@@ -153,5 +149,52 @@ async fn fail_closed_combinations_exit_with_one_line_diagnostics() {
             "{lines:?}"
         );
         assert!(lines[0].contains("Read"), "{lines:?}");
+    }
+}
+
+#[tokio::test]
+async fn settings_folio_would_ignore_are_errors_naming_the_field_and_the_fix() {
+    let agent_toml = |local: &str| format!("model = \"openai:m\"\n[local]\n{local}");
+    let cases = [
+        (
+            agent_toml("cwd = \"/srv\"\n"),
+            "error: agent/agent.toml: local.cwd: not supported; each session's workspace is <state-root>/sessions/<id>/workspace (choose the state root with --state-root): remove local.cwd",
+        ),
+        (
+            agent_toml("workspace_dir = \"/srv\"\n"),
+            "error: agent/agent.toml: local.workspace_dir: not supported; sessions never share a workspace (one session could read another's files): put shared files in agent/sandbox/workspace/ (copied into every session) or memory/, and remove local.workspace_dir",
+        ),
+        (
+            agent_toml("sandbox_read = [\"data\"]\n"),
+            "error: agent/agent.toml: local.sandbox_read: has no effect without local.sandbox = true (the Shell sandbox is off): set sandbox = true or remove local.sandbox_read",
+        ),
+        (
+            agent_toml("sandbox = false\nsandbox_network = true\n"),
+            "error: agent/agent.toml: local.sandbox_network: has no effect without local.sandbox = true (the Shell sandbox is off): set sandbox = true or remove local.sandbox_network",
+        ),
+    ];
+    for (toml, line) in &cases {
+        let lines = refused(&[("agent/agent.toml", toml)]).await;
+        assert_eq!(lines, [line.to_string()], "{toml}");
+    }
+    for (field, value) in [
+        ("needs_approval", "true"),
+        ("timeout_secs", "5"),
+        ("dry_run_result", "\"skipped\""),
+    ] {
+        let tool = format!(
+            "description = \"Stamp a file.\"\ncommand = [\"true\"]\nexecution = \"agent\"\n{field} = {value}\n"
+        );
+        let lines = refused(&[
+            ("agent/agent.toml", "model = \"openai:m\"\n"),
+            ("agent/tools/stamp.toml", &tool),
+        ])
+        .await;
+        assert_eq!(
+            lines,
+            [format!(
+                "error: agent/tools/stamp.toml: {field}: has no effect with execution = \"agent\" (the model runs the script through Shell, where Folio cannot apply it): remove {field} or use execution = \"server\""
+            )]
+        );
     }
 }

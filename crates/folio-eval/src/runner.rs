@@ -413,6 +413,8 @@ async fn run_steps(
                 let options = SessionOptions {
                     purpose: Some(EVAL_PURPOSE.to_string()),
                     dry_run,
+                    peer_depth: 0,
+                    continuation_key: None,
                 };
                 let accepted = manager
                     .create_with(EVAL_PRINCIPAL, EVAL_PURPOSE, request, options)
@@ -509,7 +511,11 @@ async fn read_file(
     path: &str,
 ) -> Option<String> {
     let workspace = manager.state().workspace_dir(session_id);
-    let fs = agent.bind_turn_fs(&workspace).await.ok()?.fs;
+    let session = folio_agent::TurnSession {
+        session_id,
+        continuation_key: None,
+    };
+    let fs = agent.bind_turn_fs(&workspace, &session).await.ok()?.fs;
     match fs.read(path).await.ok()? {
         Content::Text(text) => Some(text),
         Content::Image { bytes, mime } => Some(format!("<{mime} image, {} bytes>", bytes.len())),

@@ -123,6 +123,16 @@ pub struct Backends {
     pub read_lints: bool,
 }
 
+impl Backends {
+    /// The backends `tools` (agent.toml's `tools`) configures.
+    pub fn of(tools: Option<&crate::tools_config::ToolsSection>) -> Backends {
+        Backends {
+            web_search: tools.and_then(|t| t.web_search()).is_some(),
+            read_lints: tools.and_then(|t| t.read_lints()).is_some(),
+        }
+    }
+}
+
 /// What the allowlist resolved to, plus warnings about names that grant nothing here.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Resolved {

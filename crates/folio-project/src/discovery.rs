@@ -7,7 +7,8 @@ use crate::allowlist::{self, ALLOWLIST_NAMES, ROOT_FORBIDDEN};
 use crate::artifacts::{self, ArtifactsConfig};
 use crate::channels::{ChannelSummary, discover_channels};
 use crate::config::{
-    AgentConfig, Execution, MountSpec, ProjectConfig, ScheduleFrontmatter, nearest_key,
+    AgentConfig, Execution, LocalSection, MountSpec, ProjectConfig, ScheduleFrontmatter,
+    nearest_key,
 };
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::hooks::{self, HookDefinition};
@@ -224,10 +225,7 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
         tools_section.and_then(|t| t.allowlist()),
         config.root.is_some(),
         has_subagents,
-        allowlist::Backends {
-            web_search: tools_section.and_then(|t| t.web_search()).is_some(),
-            read_lints: tools_section.and_then(|t| t.read_lints()).is_some(),
-        },
+        allowlist::Backends::of(tools_section),
     );
     for warning in resolved.warnings {
         findings.warning(&manifest, format!("tools: {warning}"));
@@ -316,6 +314,44 @@ fn read_instructions(agent_dir: &Path, findings: &mut Report) -> Option<String> 
     Some(text)
 }
 
+/// `[local]` settings Folio does not honour are errors, never silently ignored (**Folio**):
+///
+/// - `cwd` (the seed's parent directory for session workspaces): a session's workspace is
+///   `<state-root>/sessions/<id>/workspace`, where its metadata, log and peer pairings live and
+///   are deleted with it; `--state-root` chooses where.
+/// - `workspace_dir` (the seed's one fixed workspace): sessions are confined to their own
+///   workspace so one principal's session cannot read another's; shared files belong in
+///   `sandbox/workspace/` (copied into every session) or `memory/` (linked into every session).
+/// - `sandbox_read` / `sandbox_network` without `sandbox = true`: they tune a sandbox that is off.
+fn check_local(local: &LocalSection, manifest: &Path, findings: &mut Report) {
+    if local.cwd.is_some() {
+        findings.error(
+            manifest,
+            "local.cwd: not supported; each session's workspace is <state-root>/sessions/<id>/workspace (choose the state root with --state-root): remove local.cwd".into(),
+        );
+    }
+    if local.workspace_dir.is_some() {
+        findings.error(
+            manifest,
+            "local.workspace_dir: not supported; sessions never share a workspace (one session could read another's files): put shared files in agent/sandbox/workspace/ (copied into every session) or memory/, and remove local.workspace_dir".into(),
+        );
+    }
+    if local.sandbox != Some(true) {
+        let tuning = [
+            ("local.sandbox_read", local.sandbox_read.is_some()),
+            ("local.sandbox_network", local.sandbox_network.is_some()),
+        ];
+        for (field, set) in tuning {
+            if set {
+                findings.error(
+                    manifest,
+                    format!("{field}: has no effect without local.sandbox = true (the Shell sandbox is off): set sandbox = true or remove {field}"),
+                );
+            }
+        }
+    }
+}
+
 /// The fail-closed rules and allowlist validity of `agent.toml`.
 fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
     if let Some(runtime) = config.runtime.as_deref().filter(|r| *r != "local") {
@@ -329,6 +365,7 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
     if config.max_steps == Some(0) {
         findings.error(manifest, "max_steps: must be at least 1".into());
     }
+    check_local(&config.local, manifest, findings);
     if config.context.window == Some(0) {
         findings.error(manifest, "context.window: must be at least 1 token".into());
     }
@@ -370,18 +407,12 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
     let Some(root) = &config.root else {
         return;
     };
-    let local = [
-        ("local.cwd", config.local.cwd.is_some()),
-        ("local.workspace_dir", config.local.workspace_dir.is_some()),
-        ("local.sandbox", config.local.sandbox.is_some()),
-    ];
-    for (field, set) in local {
-        if set {
-            findings.error(
-                manifest,
-                format!("{field}: cannot be combined with [root]; an authored root replaces the host workspace (fail closed: remove one of them)"),
-            );
-        }
+    // `local.cwd` and `local.workspace_dir` are refused on their own (`check_local`).
+    if config.local.sandbox.is_some() {
+        findings.error(
+            manifest,
+            "local.sandbox: cannot be combined with [root]; an authored root replaces the host workspace (fail closed: remove one of them)".into(),
+        );
     }
     for name in allowlist.into_iter().flatten() {
         if ROOT_FORBIDDEN.contains(&name.as_str()) {

@@ -159,8 +159,9 @@ fn transport_info(transport: &McpTransport) -> TransportInfo {
             url: url.clone(),
             headers: headers.clone(),
         },
-        McpTransport::Peer { agent } => TransportInfo::Peer {
+        McpTransport::Peer { agent, url, .. } => TransportInfo::Peer {
             agent: agent.clone(),
+            url: url.clone(),
         },
     }
 }

@@ -25,7 +25,8 @@ const MANIFEST_KEYS: &[&str] = &[
 ];
 
 /// `mcp-connections/<name>.toml` or `host-connections/<name>.toml` as written: exactly one of
-/// `url` (streamable HTTP), `command` (stdio) or `agent` (a peer agent). String values may hold
+/// `url` (streamable HTTP), `command` (stdio) or `agent` (a peer agent; with `url` too, a peer on
+/// another server, whose `url` is its `/v1/mcp`). String values may hold
 /// `${NAME}` templates, resolved from the environment when the connection opens.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -46,7 +47,7 @@ pub struct McpConnectionManifest {
     /// Extra environment variables of the program (templated; only with `command`).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    /// A peer agent mounted in the same `folio serve`, by slug.
+    /// A peer agent, by slug: mounted in the same `folio serve`, or (with `url`) on another.
     pub agent: Option<String>,
     /// Seconds a tool call may take (default 300).
     #[schemars(range(min = 1))]
@@ -91,10 +92,15 @@ pub enum McpTransport {
         /// Headers sent with every request (templated).
         headers: BTreeMap<String, String>,
     },
-    /// A peer agent mounted in the same `folio serve` (its `/v1/mcp`).
+    /// A peer agent whose `ask` the model calls: mounted in the same `folio serve` (called
+    /// in-process), or on another server at `url` (its `/v1/mcp`, with `headers` as auth).
     Peer {
         /// The peer agent's slug.
         agent: String,
+        /// The peer's `/v1/mcp` on another server (templated); `None`: the same server.
+        url: Option<String>,
+        /// Headers sent with every request to `url` (templated), e.g. its bearer token.
+        headers: BTreeMap<String, String>,
     },
 }
 
@@ -133,7 +139,11 @@ impl McpServerConfig {
                 )
                 .flat_map(|v| template_vars(v))
                 .collect(),
-            McpTransport::Peer { .. } => Vec::new(),
+            McpTransport::Peer { url, headers, .. } => url
+                .iter()
+                .chain(headers.values())
+                .flat_map(|v| template_vars(v))
+                .collect(),
         };
         names.sort();
         names.dedup();
@@ -163,15 +173,16 @@ pub(crate) fn discover_connections(
         let Some(manifest) = report.parse::<McpConnectionManifest>(&file, MANIFEST_KEYS) else {
             continue;
         };
+        // `agent` with `url` is one transport: a peer on another server.
         let chosen = [
-            manifest.url.is_some(),
+            manifest.url.is_some() && manifest.agent.is_none(),
             manifest.command.is_some(),
             manifest.agent.is_some(),
         ];
         if chosen.iter().filter(|c| **c).count() != 1 {
             report.error(
                 &file,
-                "transport: set exactly one of url (streamable HTTP), command (stdio) or agent (a peer agent)".into(),
+                "transport: set exactly one of url (streamable HTTP), command (stdio) or agent (a peer agent; add url for a peer on another server)".into(),
             );
             continue;
         }
@@ -211,16 +222,20 @@ pub(crate) fn discover_connections(
             continue;
         }
         let transport = match (manifest.url, manifest.command, manifest.agent) {
-            (Some(url), _, _) => McpTransport::Http {
+            (url, _, Some(agent)) => McpTransport::Peer {
+                agent,
                 url,
                 headers: manifest.headers,
             },
-            (_, Some(command), _) => McpTransport::Stdio {
+            (Some(url), _, None) => McpTransport::Http {
+                url,
+                headers: manifest.headers,
+            },
+            (None, Some(command), None) => McpTransport::Stdio {
                 command,
                 args: manifest.args,
                 env: manifest.env,
             },
-            (_, _, Some(agent)) => McpTransport::Peer { agent },
             (None, None, None) => continue,
         };
         let config = McpServerConfig {

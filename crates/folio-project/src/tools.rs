@@ -157,6 +157,23 @@ fn build_tool(
         findings.error(path, "timeout_secs: must be at least 1".into());
         ok = false;
     }
+    if manifest.execution == Execution::Agent {
+        // The model runs an agent tool itself through Shell: Folio never sees the call.
+        let host_only = [
+            ("needs_approval", manifest.needs_approval),
+            ("timeout_secs", manifest.timeout_secs.is_some()),
+            ("dry_run_result", manifest.dry_run_result.is_some()),
+        ];
+        for (field, set) in host_only {
+            if set {
+                findings.error(
+                    path,
+                    format!("{field}: has no effect with execution = \"agent\" (the model runs the script through Shell, where Folio cannot apply it): remove {field} or use execution = \"server\""),
+                );
+                ok = false;
+            }
+        }
+    }
     if manifest.dry_run_result.is_some() && manifest.effect == Effect::Read {
         findings.warning(
             path,

@@ -37,7 +37,7 @@ fn a_full_folder_is_discovered() {
             ),
             (
                 "agent/tools/probe.toml",
-                "description = \"Probe the service and report its health.\"\ncommand = [\"python3\", \"probe.py\"]\neffect = \"read\"\nexecution = \"agent\"\ntimeout_secs = 5\n",
+                "description = \"Probe the service and report its health.\"\ncommand = [\"python3\", \"probe.py\"]\neffect = \"read\"\nexecution = \"agent\"\n",
             ),
             ("agent/tools/probe.py", "print('ok')\n"),
             (

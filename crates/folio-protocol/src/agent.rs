@@ -148,10 +148,13 @@ pub enum TransportInfo {
         /// Headers sent with every request.
         headers: BTreeMap<String, String>,
     },
-    /// A peer agent mounted in the same `folio serve`.
+    /// A peer agent: mounted in the same `folio serve`, or on another server at `url`.
     Peer {
         /// The peer agent's slug.
         agent: String,
+        /// The peer's `/v1/mcp` on another server (`None`: mounted in the same server).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
     },
 }
 

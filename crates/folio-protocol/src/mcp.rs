@@ -46,6 +46,10 @@ pub struct AskArguments {
     /// Continue this session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// How many peer asks deep this call is (set by a Folio agent asking its peer, so chains
+    /// such as A asks B asks A are cut; other clients leave it out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_depth: Option<u32>,
 }
 
 /// The arguments of `check`.

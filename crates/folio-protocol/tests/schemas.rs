@@ -176,6 +176,7 @@ fn http_bodies_written_by_the_types_are_valid() {
                     description: None,
                     transport: TransportInfo::Peer {
                         agent: "other".into(),
+                        url: Some("https://peers.example/other/v1/mcp".into()),
                     },
                     env_vars: Vec::new(),
                 },

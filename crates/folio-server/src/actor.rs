@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use folio_agent::tools::{ScratchMode, SessionContext, TodoList, ToolContext};
 use folio_agent::write_workspace_files;
-use folio_agent::{Agent, Turn, TurnOutcome, TurnTrace};
+use folio_agent::{Agent, Turn, TurnOutcome, TurnSession, TurnTrace};
 use folio_protocol::{
     ActionApprovalResolved, Admission, ApprovalDecision, Elicitation, Event, EventBody,
     MessageQueued, MessageReceived, OkTrue, SessionCompleted, SessionFailed, SessionMode,
@@ -141,12 +141,13 @@ impl Actor {
                 let agent = self.inner.agent();
                 let workspace = self.inner.state.workspace_dir(&self.live.id);
                 let todos = self.live.with_events(TodoList::from_events);
+                let context = lock(&self.live.meta).context();
                 let call = direct_call(
                     &agent,
                     &name,
                     input,
                     &workspace,
-                    &self.live.id,
+                    (&self.live.id, context),
                     todos,
                     self.inner.shutdown.child_token(),
                 );
@@ -515,7 +516,20 @@ async fn run_turn(
     let agent = inner.agent();
     let _running = folio_telemetry::metrics::turn_running(&agent.definition.name);
     let workspace = inner.state.workspace_dir(&live.id);
-    let bound = match agent.bind_turn_fs(&workspace).await {
+    let session = {
+        let meta = lock(&live.meta);
+        (meta.session_id.clone(), meta.continuation_key.clone())
+    };
+    let bound = match agent
+        .bind_turn_fs(
+            &workspace,
+            &TurnSession {
+                session_id: &session.0,
+                continuation_key: session.1.as_deref(),
+            },
+        )
+        .await
+    {
         Ok(bound) => bound,
         Err(err) => return failed(&live, err.to_string()),
     };
@@ -531,6 +545,8 @@ async fn run_turn(
     }
     let events = live.events();
     let todos = TodoList::from_events(&events);
+    // Its own statement: the meta lock is released before the trace below takes it again.
+    let context = lock(&live.meta).context();
     let turn = Turn {
         session_id: live.id.clone(),
         turn_id: turn_id.clone(),
@@ -541,14 +557,7 @@ async fn run_turn(
         prepare: bound.prepare,
         cancel,
         todos,
-        context: {
-            let meta = lock(&live.meta);
-            SessionContext {
-                dry_run: meta.dry_run,
-                purpose: meta.purpose.clone(),
-                continuation_key: None,
-            }
-        },
+        context,
         trace: {
             let meta = lock(&live.meta);
             TurnTrace {
@@ -630,7 +639,7 @@ pub(crate) async fn direct_call(
     name: &str,
     input: Value,
     workspace: &Path,
-    session_id: &str,
+    (session_id, context): (&str, SessionContext),
     todos: TodoList,
     cancel: CancellationToken,
 ) -> Result<ToolCallResult, ManagerError> {
@@ -641,7 +650,13 @@ pub(crate) async fn direct_call(
         .prepare(input)
         .map_err(|err| ManagerError::Invalid(format!("input: {err}")))?;
     let bound = agent
-        .bind_turn_fs(workspace)
+        .bind_turn_fs(
+            workspace,
+            &TurnSession {
+                session_id,
+                continuation_key: context.continuation_key.as_deref(),
+            },
+        )
         .await
         .map_err(|err| ManagerError::Internal(err.to_string()))?;
     if let Some(prepare) = &bound.prepare {
@@ -659,9 +674,11 @@ pub(crate) async fn direct_call(
         todos,
         session_id: session_id.to_string(),
         call_id: call_id.clone(),
-        dry_run: false,
-        purpose: None,
-        continuation_key: None,
+        dry_run: context.dry_run,
+        purpose: context.purpose,
+        continuation_key: context.continuation_key,
+        principal: context.principal,
+        peer_depth: context.peer_depth,
     };
     let traceparent = folio_telemetry::incoming_traceparent();
     let traced = folio_agent::trace_direct_call(

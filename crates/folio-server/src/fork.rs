@@ -72,6 +72,8 @@ impl SessionManager {
                     options: SessionOptions {
                         purpose: original.purpose,
                         dry_run: original.dry_run,
+                        peer_depth: original.peer_depth,
+                        continuation_key: original.continuation_key,
                     },
                 },
                 &copied,

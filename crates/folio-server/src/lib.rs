@@ -60,6 +60,7 @@ mod live;
 mod logs;
 mod manager;
 mod mcp;
+mod peer;
 mod playground;
 mod principal;
 mod queries;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::Utc;
 use folio_agent::Agent;
 use folio_agent::check_workspace_path;
-use folio_agent::tools::TodoList;
+use folio_agent::tools::{SessionContext, TodoList};
 use folio_protocol::{
     ActionApprovalResolved, Admission, ApprovalRequest, CreateSession, Event, EventBody, FollowUp,
     ForkOrigin, SessionMode, SessionStarted, SessionStatus, ToolCallResult,
@@ -356,6 +356,8 @@ impl SessionManager {
             accepted_keys: Vec::new(),
             purpose: options.purpose,
             dry_run: options.dry_run,
+            peer_depth: options.peer_depth,
+            continuation_key: options.continuation_key,
         };
         let state = &self.inner.state;
         let workspace = state.workspace_dir(session_id);
@@ -654,7 +656,13 @@ impl SessionManager {
                     name,
                     input,
                     &workspace,
-                    "direct",
+                    (
+                        "direct",
+                        SessionContext {
+                            principal: principal.to_string(),
+                            ..SessionContext::default()
+                        },
+                    ),
                     TodoList::default(),
                     self.inner.shutdown.child_token(),
                 )

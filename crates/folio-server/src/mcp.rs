@@ -4,10 +4,7 @@
 
 use std::sync::Arc;
 
-use folio_protocol::{
-    Admission, AskArguments, AskResult, AskStatus, CheckArguments, CheckResult, CreateSession,
-    EventBody,
-};
+use folio_protocol::{AskArguments, AskStatus, CheckArguments, CheckResult, EventBody};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -82,56 +79,6 @@ fn structured(mut result: CallToolResult, value: &impl serde::Serialize) -> Call
     result
 }
 
-impl AgentMcp {
-    /// Sends `message` (a new chat session, or a follow-up with preempt) and waits for the turn.
-    async fn ask(
-        &self,
-        principal: &str,
-        message: String,
-        session_id: Option<String>,
-    ) -> Result<AskResult, String> {
-        let (id, start) = match session_id {
-            None => {
-                let accepted = self
-                    .manager
-                    .create(principal, "mcp", CreateSession::message(message))
-                    .await
-                    .map_err(|e| e.to_string())?;
-                (accepted.session_id, 0)
-            }
-            Some(id) => {
-                let start = self
-                    .manager
-                    .events(principal, &id)
-                    .map_err(|e| e.to_string())?
-                    .len() as u64;
-                self.manager
-                    .send(principal, &id, &message, Some(Admission::Preempt))
-                    .await
-                    .map_err(|e| e.to_string())?;
-                (id, start)
-            }
-        };
-        let mut stream = self
-            .manager
-            .stream(principal, &id, start)
-            .map_err(|e| e.to_string())?;
-        while let Some(event) = stream.rx.recv().await {
-            let (status, reply) = match event.map(|e| e.body) {
-                Some(EventBody::TurnCompleted(done)) => (AskStatus::Completed, done.reply),
-                Some(EventBody::TurnFailed(failed)) => (AskStatus::Failed, failed.message),
-                _ => continue,
-            };
-            return Ok(AskResult {
-                status,
-                session_id: id,
-                reply,
-            });
-        }
-        Err(format!("session {id} ended before the turn finished"))
-    }
-}
-
 impl ServerHandler for AgentMcp {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -173,16 +120,13 @@ impl ServerHandler for AgentMcp {
         let args = request.arguments.unwrap_or_default();
         match request.name.as_ref() {
             "ask" => {
-                let AskArguments {
-                    message,
-                    session_id,
-                } = arguments("ask", args)?;
-                Ok(match self.ask(&principal, message, session_id).await {
+                let ask: AskArguments = arguments("ask", args)?;
+                Ok(match self.manager.ask(&principal, "mcp", ask).await {
                     Ok(asked) => {
                         let failed = asked.status == AskStatus::Failed;
                         structured(text_result(asked.reply.clone(), failed), &asked).into()
                     }
-                    Err(message) => text_result(message, true).into(),
+                    Err(err) => text_result(err.to_string(), true).into(),
                 })
             }
             "check" => {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::error::OpenError;
 use chrono::{DateTime, Utc};
+use folio_agent::tools::SessionContext;
 use folio_protocol::{Event, EventBody, SessionMode, SessionStatus, Usage};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
@@ -78,6 +79,31 @@ pub struct SessionMeta {
     /// A dry-run session: write tools return their `dry_run_result` instead of running.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dry_run: bool,
+    /// How many peer asks deep the session was created (0: asked by a person or a channel);
+    /// its own peer asks go one deeper, and past `MAX_PEER_DEPTH` they are refused.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub peer_depth: u32,
+    /// The channel's continuation key the session was opened for (a thread, an issue); its
+    /// tools and a live root see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuation_key: Option<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl SessionMeta {
+    /// What the session tells its tools about itself on every call.
+    pub(crate) fn context(&self) -> SessionContext {
+        SessionContext {
+            dry_run: self.dry_run,
+            purpose: self.purpose.clone(),
+            continuation_key: self.continuation_key.clone(),
+            principal: self.principal.clone(),
+            peer_depth: self.peer_depth,
+        }
+    }
 }
 
 /// What a creator tells a new session about itself beyond its request
@@ -88,6 +114,10 @@ pub struct SessionOptions {
     pub purpose: Option<String>,
     /// Write tools return their `dry_run_result` instead of running.
     pub dry_run: bool,
+    /// How many peer asks deep the session is (a peer agent's ask sets it; 0 otherwise).
+    pub peer_depth: u32,
+    /// The channel's continuation key the session is opened for.
+    pub continuation_key: Option<String>,
 }
 
 /// The token usage the `turn.completed` events of `events` report, summed: a session's

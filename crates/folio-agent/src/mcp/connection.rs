@@ -438,7 +438,13 @@ impl McpConnection {
                 })?;
                 (service, pid, None)
             }
-            McpTransport::Http { url, headers } => {
+            // A peer on another server is its `/v1/mcp`: a streamable HTTP server like any other.
+            McpTransport::Http { url, headers }
+            | McpTransport::Peer {
+                url: Some(url),
+                headers,
+                ..
+            } => {
                 let url = expand_template(url, env).map_err(|e| format!("url: {e}"))?;
                 let mut custom = HashMap::new();
                 for (key, value) in headers {
@@ -455,7 +461,9 @@ impl McpConnection {
                 let (service, tools) = self.open_http(client, &url, config).await?;
                 (service, None, Some(tools))
             }
-            McpTransport::Peer { agent } => {
+            McpTransport::Peer {
+                agent, url: None, ..
+            } => {
                 return Err(format!(
                     "peer agent \"{agent}\" is reachable only inside `folio serve`, which mounts it"
                 ));

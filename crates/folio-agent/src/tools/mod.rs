@@ -155,6 +155,10 @@ pub struct ToolContext {
     pub purpose: Option<String>,
     /// The channel's continuation key of the session, when it has one.
     pub continuation_key: Option<String>,
+    /// The principal that owns the session (a local peer agent's session belongs to it too).
+    pub principal: String,
+    /// How many peer asks deep the session is (0: asked by a person or a channel).
+    pub peer_depth: u32,
 }
 
 /// What a session tells its tools about itself, beyond its id.
@@ -166,6 +170,10 @@ pub struct SessionContext {
     pub purpose: Option<String>,
     /// The channel's continuation key of the session, when it has one.
     pub continuation_key: Option<String>,
+    /// The principal that owns the session.
+    pub principal: String,
+    /// How many peer asks deep the session is (0: asked by a person or a channel).
+    pub peer_depth: u32,
 }
 
 /// The tools a turn offers, by name.

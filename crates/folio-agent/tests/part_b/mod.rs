@@ -183,7 +183,11 @@ pub async fn run_turn_until(
     .await
     .unwrap();
     std::fs::create_dir_all(workspace).unwrap();
-    let bound = agent.bind_turn_fs(workspace).await.unwrap();
+    let session = folio_agent::TurnSession {
+        session_id: "ses_test",
+        continuation_key: None,
+    };
+    let bound = agent.bind_turn_fs(workspace, &session).await.unwrap();
     assert_eq!(bound.scratch, ScratchMode::Host);
     let turn = Turn {
         session_id: "ses_test".into(),

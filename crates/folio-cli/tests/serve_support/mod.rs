@@ -19,7 +19,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 mod common;
 // Shared by several test binaries; each uses a different part.
 #[allow(unused_imports)]
-pub use common::{Project, eval, folio_bin, project, run_of, write_files};
+pub use common::{Project, eval, folio, folio_bin, project, run_of, write_files};
 
 /// A running `folio serve`.
 pub struct Served {

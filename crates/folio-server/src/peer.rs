@@ -1,0 +1,77 @@
+//! `ask`: one message to an agent, waiting for its turn's reply — the tool of `/v1/mcp` and
+//! of a peer agent in the same server ([`PeerAgent`], called in-process), one implementation.
+
+use folio_agent::peers::{PeerAgent, PeerError};
+use folio_protocol::{Admission, AskArguments, AskResult, AskStatus, CreateSession, EventBody};
+
+use crate::error::ManagerError;
+use crate::manager::SessionManager;
+use crate::state::SessionOptions;
+
+/// The channel of the sessions a peer agent in the same server opens.
+const PEER_CHANNEL: &str = "peer";
+
+impl SessionManager {
+    /// Sends `ask.message` as `principal` through `channel`: a new chat session (at depth
+    /// `ask.peerDepth`), or a follow-up of `ask.sessionId` with preempt admission; waits for
+    /// the turn to end and answers its reply.
+    pub async fn ask(
+        &self,
+        principal: &str,
+        channel: &str,
+        ask: AskArguments,
+    ) -> Result<AskResult, ManagerError> {
+        let AskArguments {
+            message,
+            session_id,
+            peer_depth,
+        } = ask;
+        let (id, start) = match session_id {
+            None => {
+                let options = SessionOptions {
+                    peer_depth: peer_depth.unwrap_or(0),
+                    ..SessionOptions::default()
+                };
+                let accepted = self
+                    .create_with(principal, channel, CreateSession::message(message), options)
+                    .await?;
+                (accepted.session_id, 0)
+            }
+            Some(id) => {
+                let start = self.events(principal, &id)?.len() as u64;
+                self.send(principal, &id, &message, Some(Admission::Preempt))
+                    .await?;
+                (id, start)
+            }
+        };
+        let mut stream = self.stream(principal, &id, start)?;
+        while let Some(event) = stream.rx.recv().await {
+            let (status, reply) = match event.map(|e| e.body) {
+                Some(EventBody::TurnCompleted(done)) => (AskStatus::Completed, done.reply),
+                Some(EventBody::TurnFailed(failed)) => (AskStatus::Failed, failed.message),
+                _ => continue,
+            };
+            return Ok(AskResult {
+                status,
+                session_id: id,
+                reply,
+            });
+        }
+        Err(ManagerError::Internal(format!(
+            "session {id} ended before the turn finished (the server is shutting down): ask again"
+        )))
+    }
+}
+
+#[async_trait::async_trait]
+impl PeerAgent for SessionManager {
+    async fn ask(&self, principal: &str, ask: AskArguments) -> Result<AskResult, PeerError> {
+        let continued = ask.session_id.clone();
+        SessionManager::ask(self, principal, PEER_CHANNEL, ask)
+            .await
+            .map_err(|err| match (err, continued) {
+                (ManagerError::NotFound(_), Some(id)) => PeerError::SessionGone(id),
+                (err, _) => PeerError::Failed(err.to_string()),
+            })
+    }
+}
