@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::command::Command;
 use crate::error::{ManagerError, io_error};
 use crate::event_log::{EventLog, LogError};
-use crate::state::{SessionMeta, StateRoot, reported_usage};
+use crate::state::{SessionMeta, Staged, StateRoot, commit, reported_usage};
 
 /// How many events a slow stream may fall behind before it re-reads from disk.
 const BROADCAST_CAPACITY: usize = 4096;
@@ -125,17 +125,49 @@ impl Live {
         (first <= last).then_some(first..=last)
     }
 
-    /// Changes the metadata and writes `session.json` durably ([`SessionMeta::save`]).
+    /// Changes the metadata and writes `session.json` durably: staged, synced, installed
+    /// ([`Live::stage_meta`], [`Live::install_meta`]).
     pub(crate) async fn update_meta(
         &self,
         state: &StateRoot,
         change: impl FnOnce(&mut SessionMeta),
     ) -> Result<(), ManagerError> {
-        let meta = self.change_meta(change);
-        meta.save(state)
+        let staged = self.stage_meta(state, change)?;
+        commit(vec![staged.1.target()])
+            .await
+            .map_err(|e| io_error("cannot sync session.json", e))?;
+        self.install_meta(staged).await
+    }
+
+    /// Stages `session.json` with `change` applied (and the update time) in its temporary file;
+    /// the metadata in memory changes only when [`Live::install_meta`] installs it, after the
+    /// caller synced [`Staged::target`] (with the log, in one round).
+    pub(crate) fn stage_meta(
+        &self,
+        state: &StateRoot,
+        change: impl FnOnce(&mut SessionMeta),
+    ) -> Result<(SessionMeta, Staged), ManagerError> {
+        let mut meta = lock(&self.meta).clone();
+        change(&mut meta);
+        meta.updated_at = chrono::Utc::now();
+        let staged = meta
+            .stage(state)
+            .map_err(|e| io_error("cannot write session.json", e))?;
+        Ok((meta, staged))
+    }
+
+    /// Renames a staged and synced `session.json` into place, syncs its directory, and takes
+    /// its metadata as the session's.
+    pub(crate) async fn install_meta(
+        &self,
+        (meta, staged): (SessionMeta, Staged),
+    ) -> Result<(), ManagerError> {
+        staged
+            .install()
             .await
             .map_err(|e| io_error("cannot save session.json", e))?;
         self.saved_turns.store(meta.turns, Ordering::SeqCst);
+        *lock(&self.meta) = meta;
         Ok(())
     }
 
@@ -153,9 +185,9 @@ impl Live {
         Ok(())
     }
 
-    /// Whether `session.json` holds the turn count the session has in memory.
-    pub(crate) fn turns_saved(&self) -> bool {
-        lock(&self.meta).turns == self.saved_turns.load(Ordering::SeqCst)
+    /// The turn count `session.json` holds.
+    pub(crate) fn saved_turns(&self) -> u32 {
+        self.saved_turns.load(Ordering::SeqCst)
     }
 
     /// Applies `change` (and the update time) to the metadata in memory (what queries of a live
