@@ -18,8 +18,11 @@ use crate::error::{ManagerError, io_error};
 use crate::event_log::{EventLog, LogError};
 use crate::state::{SessionMeta, Staged, StateRoot, commit, reported_usage};
 
-/// How many events a slow stream may fall behind before it re-reads from disk.
-const BROADCAST_CAPACITY: usize = 4096;
+/// How many events a slow stream may fall behind before it catches up from the stored events
+/// (`Lagged`: correct, only slower). Every session that opens allocates and initializes this
+/// many slots up front, so it stays small: at 4,096 the buffer (~1 MiB) cost more CPU per turn
+/// than the turn itself (page faults, zeroing and freeing on each open and close).
+const BROADCAST_CAPACITY: usize = 256;
 
 /// One session with an open log; shared by its actor, its turn and its streams.
 pub(crate) struct Live {
