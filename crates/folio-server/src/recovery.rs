@@ -38,12 +38,13 @@ impl SessionManager {
             if !valid_session_id(&id) {
                 continue;
             }
-            if SessionMeta::never_written(&self.inner.state, &id) {
-                self.forget_unacknowledged(&id);
-                continue;
-            }
-            let Ok(Some(meta)) = SessionMeta::load(&self.inner.state, &id) else {
-                continue;
+            let meta = match SessionMeta::load(&self.inner.state, &id) {
+                Ok(Some(meta)) => meta,
+                Ok(None) if SessionMeta::never_written(&self.inner.state, &id) => {
+                    self.forget_unacknowledged(&id);
+                    continue;
+                }
+                _ => continue,
             };
             let last = match last_event(&self.inner.state.trace_path(&id)) {
                 Ok(last) => last,
