@@ -24,8 +24,34 @@ use crate::error::ManagerError;
 use crate::fault::FaultPoint;
 use crate::live::{Live, LiveSink, lock};
 use crate::shared::Inner;
-use crate::state::{SessionMeta, new_turn_id, reported_usage};
+use crate::state::{SessionMeta, SyncTarget, new_turn_id, reported_usage};
 use crate::token;
+
+/// How an admitted message starts its turn ([`Actor::start_turn`]).
+struct Admitted<'a> {
+    admission: Option<Admission>,
+    /// How many queued messages it joins (`message.received {coalesced}`).
+    coalesced: Option<u32>,
+    /// Its idempotency key and request digest.
+    keyed: Option<(String, Option<String>)>,
+    /// The continuation token it rotates to.
+    rotated: Option<&'a str>,
+    /// What is synced with it ([`Admit::sync_with`]).
+    sync_with: Vec<SyncTarget>,
+}
+
+impl Admitted<'_> {
+    /// The messages `coalesce` queued, joined (`count` of them) into one turn.
+    fn drained(count: u32) -> Self {
+        Admitted {
+            admission: Some(Admission::Coalesce),
+            coalesced: Some(count),
+            keyed: None,
+            rotated: None,
+            sync_with: Vec::new(),
+        }
+    }
+}
 
 /// The turn a session is running.
 struct Running {
@@ -102,11 +128,7 @@ impl Actor {
             Command::Drain => {
                 if self.running.is_none() && !self.queue.is_empty() {
                     let (message, count) = Pending::join(std::mem::take(&mut self.queue));
-                    let admission = Some(Admission::Coalesce);
-                    if let Err(err) = self
-                        .start_turn(message, admission, Some(count), None, None)
-                        .await
-                    {
+                    if let Err(err) = self.start_turn(message, Admitted::drained(count)).await {
                         self.inner
                             .logs
                             .about(&self.live.id)
@@ -238,6 +260,7 @@ impl Actor {
             token,
             key,
             digest,
+            sync_with,
         } = admit;
         let recorded = match key.as_deref() {
             Some(key) => match self.live.with_events(|events| token::recorded(events, key)) {
@@ -294,15 +317,10 @@ impl Actor {
                             request_digest: digest.clone(),
                         }),
                     )?;
-                    self.live.log.commit().await?;
-                    self.inner.fault(FaultPoint::MessageSynced);
-                    if rotated.is_some() {
-                        self.live
-                            .update_meta(&self.inner.state, |meta| {
-                                rotate(meta, rotated.as_deref(), key.as_deref());
-                            })
-                            .await?;
-                    }
+                    let rotate = |meta: &mut SessionMeta| {
+                        rotate(meta, rotated.as_deref(), key.as_deref());
+                    };
+                    self.record(sync_with, rotated.is_some(), rotate).await?;
                     self.queue.push(message);
                     return Ok(rotated);
                 }
@@ -325,22 +343,32 @@ impl Actor {
             (joined, Some(count))
         };
         let keyed = key.map(|key| (key, digest));
-        self.start_turn(message, admission, coalesced, keyed, rotated.as_deref())
-            .await?;
+        let new = Admitted {
+            admission,
+            coalesced,
+            keyed,
+            rotated: rotated.as_deref(),
+            sync_with,
+        };
+        self.start_turn(message, new).await?;
         Ok(rotated)
     }
 
-    /// Records the message (with its idempotency key and request digest, when `keyed`), syncs
-    /// the log, then sets status `running` (written to `session.json` durably when a rotated
-    /// token comes with it) and starts the turn.
+    /// Records the message (with its idempotency key and request digest, when keyed), syncs
+    /// the log, sets status `running` with the turn count (`session.json` rewritten durably
+    /// when that count or the token changes, [`Actor::record`]), and starts the turn.
     async fn start_turn(
         &mut self,
         message: Pending,
-        admission: Option<Admission>,
-        coalesced: Option<u32>,
-        keyed: Option<(String, Option<String>)>,
-        rotated: Option<&str>,
+        new: Admitted<'_>,
     ) -> Result<(), ManagerError> {
+        let Admitted {
+            admission,
+            coalesced,
+            keyed,
+            rotated,
+            sync_with,
+        } = new;
         let turn_id = new_turn_id();
         let (key, request_digest) = keyed.unzip();
         self.live.append(
@@ -353,8 +381,6 @@ impl Actor {
                 request_digest: request_digest.flatten(),
             }),
         )?;
-        self.live.log.commit().await?;
-        self.inner.fault(FaultPoint::MessageSynced);
         let turns = self.live.with_events(|events| {
             events
                 .iter()
@@ -366,15 +392,42 @@ impl Actor {
             meta.turns = turns;
             rotate(meta, rotated, key.as_deref());
         };
-        if rotated.is_some() {
-            self.live.update_meta(&self.inner.state, running).await?;
-        } else {
-            // Status and turn count only: queries of a live session read them from memory, the
-            // turn's end writes a lagging turn count, and recovery repairs both from the log
-            // synced above (no rewrite of `session.json` per message).
-            self.live.change_meta(running);
-        }
+        // The turn count is written before the turn starts, so no end of a turn reaches the log
+        // before `session.json` counts it (recovery skips a log that ends a turn). A create
+        // wrote it up front.
+        let rewrite = rotated.is_some() || turns != self.live.saved_turns();
+        self.record(sync_with, rewrite, running).await?;
         self.spawn_turn(turn_id, false, message.files, message.trace_parent);
+        Ok(())
+    }
+
+    /// Makes the message just appended durable before anything acknowledges it: syncs the log
+    /// with `sync_with` in one group-commit round and, when `rewrite`, with `session.json`
+    /// changed by `change` and staged in its temporary file; then renames that file into
+    /// place and syncs its directory, so the token rotates only after the message is durable.
+    /// Without `rewrite`, `change` applies in memory only (status, turn count: recovery
+    /// repairs them from the log).
+    async fn record(
+        &self,
+        sync_with: Vec<SyncTarget>,
+        rewrite: bool,
+        change: impl Fn(&mut SessionMeta),
+    ) -> Result<(), ManagerError> {
+        let staged = if rewrite {
+            Some(self.live.stage_meta(&self.inner.state, &change)?)
+        } else {
+            None
+        };
+        let mut targets = sync_with;
+        targets.extend(staged.as_ref().map(|(_, staged)| staged.target()));
+        self.live.log.commit_with(targets).await?;
+        self.inner.fault(FaultPoint::MessageSynced);
+        match staged {
+            Some(staged) => self.live.install_meta(staged).await?,
+            None => {
+                self.live.change_meta(change);
+            }
+        }
         Ok(())
     }
 
@@ -441,11 +494,7 @@ impl Actor {
         let mode = lock(&self.live.meta).mode;
         if !self.queue.is_empty() && mode == SessionMode::Chat {
             let (message, count) = Pending::join(std::mem::take(&mut self.queue));
-            let admission = Some(Admission::Coalesce);
-            if let Err(err) = self
-                .start_turn(message, admission, Some(count), None, None)
-                .await
-            {
+            if let Err(err) = self.start_turn(message, Admitted::drained(count)).await {
                 self.inner
                     .logs
                     .about(&self.live.id)

@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::error::ManagerError;
+use crate::state::SyncTarget;
 
 /// A message admitted to a session, with the workspace files its turn writes first.
 pub(crate) struct Pending {
@@ -74,6 +75,10 @@ pub(crate) struct Admit {
     /// The keyed request's digest ([`crate::token::request_digest`]): a recorded key with
     /// another digest is refused (`idempotency_key_reused`).
     pub(crate) digest: Option<String>,
+    /// What else must be durable before the message is acknowledged, synced in the same
+    /// group-commit round as it: a new session's file and directories
+    /// ([`crate::state::new_session_targets`]).
+    pub(crate) sync_with: Vec<SyncTarget>,
 }
 
 /// Commands a session's actor receives.

@@ -143,9 +143,16 @@ impl EventLog {
     /// Flushes the log to stable storage through the group commit: off the async workers, in
     /// one round with the other sessions' syncs.
     pub(crate) async fn commit(&self) -> Result<(), LogError> {
+        self.commit_with(Vec::new()).await
+    }
+
+    /// [`EventLog::commit`] together with `others` (what must be durable with the log's last
+    /// appends), all requested at once so they are synced concurrently.
+    pub(crate) async fn commit_with(&self, others: Vec<SyncTarget>) -> Result<(), LogError> {
         let started = std::time::Instant::now();
-        let target = SyncTarget::Data(self.sync_handle.clone());
-        commit(vec![target]).await.map_err(|source| LogError::Io {
+        let mut targets = vec![SyncTarget::Data(self.sync_handle.clone())];
+        targets.extend(others);
+        commit(targets).await.map_err(|source| LogError::Io {
             path: self.path.clone(),
             source,
         })?;

@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 
 use folio_protocol::{EventBody, ForkOrigin, ForkSession, SessionMode};
 
-use crate::command::{Admit, Pending};
+use crate::command::{Admit, Command, Pending};
 use crate::error::ManagerError;
 use crate::live::lock;
 use crate::manager::{Accepted, NewSession, SessionManager};
-use crate::state::{SessionOptions, new_session_id};
+use crate::state::{SessionOptions, new_session_id, new_session_targets};
 use crate::token;
 
 impl SessionManager {
@@ -55,30 +55,28 @@ impl SessionManager {
             .collect();
         let fork_id = new_session_id();
         let token = token::new_token();
-        let (live, directories) = self
-            .open_new(
-                NewSession {
-                    session_id: &fork_id,
-                    token: &token,
-                    principal,
-                    channel: "http",
-                    mode,
-                    title: request.title.or(title),
-                    forked_from: Some(ForkOrigin {
-                        session_id: session_id.to_string(),
-                        at_index: at,
-                    }),
-                    // An eval case's or a dry run's fork stays one.
-                    options: SessionOptions {
-                        purpose: original.purpose,
-                        dry_run: original.dry_run,
-                        peer_depth: original.peer_depth,
-                        continuation_key: original.continuation_key,
-                    },
+        let live = self.open_new(
+            NewSession {
+                session_id: &fork_id,
+                token: &token,
+                principal,
+                channel: "http",
+                mode,
+                title: request.title.or(title),
+                forked_from: Some(ForkOrigin {
+                    session_id: session_id.to_string(),
+                    at_index: at,
+                }),
+                // An eval case's or a dry run's fork stays one.
+                options: SessionOptions {
+                    purpose: original.purpose,
+                    dry_run: original.dry_run,
+                    peer_depth: original.peer_depth,
+                    continuation_key: original.continuation_key,
                 },
-                &copied,
-            )
-            .await?;
+            },
+            &copied,
+        )?;
         let admit = Admit {
             message: Pending {
                 text: request.message,
@@ -89,8 +87,10 @@ impl SessionManager {
             token: None,
             key: None,
             digest: None,
+            sync_with: new_session_targets(self.state(), &fork_id),
         };
-        self.admit_first(&live, directories, admit).await?;
+        self.command(&live, |reply| Command::Send { admit, reply })
+            .await??;
         Ok(Accepted {
             session_id: fork_id,
             continuation_token: token,

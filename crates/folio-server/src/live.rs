@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::ops::RangeInclusive;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use folio_agent::HookDispatcher;
 use folio_agent::{EventSink, SinkError};
@@ -15,10 +16,13 @@ use tokio_util::sync::CancellationToken;
 use crate::command::Command;
 use crate::error::{ManagerError, io_error};
 use crate::event_log::{EventLog, LogError};
-use crate::state::{SessionMeta, StateRoot, reported_usage};
+use crate::state::{SessionMeta, Staged, StateRoot, commit, reported_usage};
 
-/// How many events a slow stream may fall behind before it re-reads from disk.
-const BROADCAST_CAPACITY: usize = 4096;
+/// How many events a slow stream may fall behind before it catches up from the stored events
+/// (`Lagged`: correct, only slower). Every session that opens allocates and initializes this
+/// many slots up front, so it stays small: at 4,096 the buffer (~1 MiB) cost more CPU per turn
+/// than the turn itself (page faults, zeroing and freeing on each open and close).
+const BROADCAST_CAPACITY: usize = 256;
 
 /// One session with an open log; shared by its actor, its turn and its streams.
 pub(crate) struct Live {
@@ -30,6 +34,8 @@ pub(crate) struct Live {
     events: Mutex<Vec<Event>>,
     pub(crate) tx: broadcast::Sender<Event>,
     pub(crate) meta: Mutex<SessionMeta>,
+    /// The turn count `session.json` holds (the log settles status and last index, not this).
+    saved_turns: AtomicU32,
     /// The actor's mailbox while it runs (`None` when the session is idle).
     pub(crate) mailbox: Mutex<Option<mpsc::UnboundedSender<Command>>>,
     pub(crate) approvals: Mutex<Approvals>,
@@ -85,6 +91,7 @@ impl Live {
             append: Mutex::new(()),
             events: Mutex::new(events),
             tx,
+            saved_turns: AtomicU32::new(meta.turns),
             meta: Mutex::new(meta),
             mailbox: Mutex::new(None),
             approvals: Mutex::new(Approvals::default()),
@@ -121,16 +128,49 @@ impl Live {
         (first <= last).then_some(first..=last)
     }
 
-    /// Changes the metadata and writes `session.json` durably ([`SessionMeta::save`]).
+    /// Changes the metadata and writes `session.json` durably: staged, synced, installed
+    /// ([`Live::stage_meta`], [`Live::install_meta`]).
     pub(crate) async fn update_meta(
         &self,
         state: &StateRoot,
         change: impl FnOnce(&mut SessionMeta),
     ) -> Result<(), ManagerError> {
-        let meta = self.change_meta(change);
-        meta.save(state)
+        let staged = self.stage_meta(state, change)?;
+        commit(vec![staged.1.target()])
+            .await
+            .map_err(|e| io_error("cannot sync session.json", e))?;
+        self.install_meta(staged).await
+    }
+
+    /// Stages `session.json` with `change` applied (and the update time) in its temporary file;
+    /// the metadata in memory changes only when [`Live::install_meta`] installs it, after the
+    /// caller synced [`Staged::target`] (with the log, in one round).
+    pub(crate) fn stage_meta(
+        &self,
+        state: &StateRoot,
+        change: impl FnOnce(&mut SessionMeta),
+    ) -> Result<(SessionMeta, Staged), ManagerError> {
+        let mut meta = lock(&self.meta).clone();
+        change(&mut meta);
+        meta.updated_at = chrono::Utc::now();
+        let staged = meta
+            .stage(state)
+            .map_err(|e| io_error("cannot write session.json", e))?;
+        Ok((meta, staged))
+    }
+
+    /// Renames a staged and synced `session.json` into place, syncs its directory, and takes
+    /// its metadata as the session's.
+    pub(crate) async fn install_meta(
+        &self,
+        (meta, staged): (SessionMeta, Staged),
+    ) -> Result<(), ManagerError> {
+        staged
+            .install()
             .await
             .map_err(|e| io_error("cannot save session.json", e))?;
+        self.saved_turns.store(meta.turns, Ordering::SeqCst);
+        *lock(&self.meta) = meta;
         Ok(())
     }
 
@@ -145,7 +185,13 @@ impl Live {
         let meta = self.change_meta(change);
         meta.save_repairable(state)
             .map_err(|e| io_error("cannot save session.json", e))?;
+        self.saved_turns.store(meta.turns, Ordering::SeqCst);
         Ok(())
+    }
+
+    /// The turn count `session.json` holds.
+    pub(crate) fn saved_turns(&self) -> u32 {
+        self.saved_turns.load(Ordering::SeqCst)
     }
 
     /// Applies `change` (and the update time) to the metadata in memory (what queries of a live

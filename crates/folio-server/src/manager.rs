@@ -33,7 +33,7 @@ use crate::logs::LogBuffer;
 use crate::shared::Inner;
 use crate::state::{
     SessionMeta, SessionOptions, StateRoot, SyncTarget, commit, lock_state_root, new_session_id,
-    reported_usage, valid_session_id, write_durably,
+    new_session_targets, reported_usage, valid_session_id, write_unsynced,
 };
 use crate::token;
 
@@ -279,33 +279,46 @@ impl SessionManager {
             None => token::new_token(),
         };
         if let (Some(record), Some(digest)) = (&record, &digest) {
-            write_durably(record, format!("{session_id}\n{digest}\n").as_bytes())
+            // Durable before the session exists, so a retry after a crash finds it; written in
+            // place (a torn record, never acknowledged, names no session and is rewritten).
+            let write = || {
+                write_unsynced(
+                    record,
+                    format!("{session_id}\n{digest}\n").as_bytes(),
+                    false,
+                )?;
+                Ok::<_, std::io::Error>(record.parent().map(std::path::Path::to_path_buf))
+            };
+            let dir = write().map_err(|e| io_error("cannot record the idempotency key", e))?;
+            let mut targets = vec![SyncTarget::Path(record.clone())];
+            targets.extend(dir.map(SyncTarget::Path));
+            commit(targets)
                 .await
                 .map_err(|e| io_error("cannot record the idempotency key", e))?;
         }
-        let (live, directories) = self
-            .open_new(
-                NewSession {
-                    session_id: &session_id,
-                    token: &token,
-                    principal,
-                    channel,
-                    mode,
-                    title: request.title,
-                    forked_from: None,
-                    options,
-                },
-                &[],
-            )
-            .await?;
+        let live = self.open_new(
+            NewSession {
+                session_id: &session_id,
+                token: &token,
+                principal,
+                channel,
+                mode,
+                title: request.title,
+                forked_from: None,
+                options,
+            },
+            &[],
+        )?;
         let admit = Admit {
             message,
             admission: None,
             token: None,
             key,
             digest,
+            sync_with: new_session_targets(&self.inner.state, &session_id),
         };
-        self.admit_first(&live, directories, admit).await?;
+        self.command(&live, |reply| Command::Send { admit, reply })
+            .await??;
         self.inner.fault(FaultPoint::BeforeReply);
         Ok(Accepted {
             session_id,
@@ -315,14 +328,15 @@ impl SessionManager {
     }
 
     /// Creates a session on disk (metadata, workspace, log with `session.started` and the
-    /// `copied` events of a fork after it) and makes it live; its first message is admitted by
-    /// the caller, which syncs the returned directories (their new entries) in the same group
-    /// commit before acknowledging it.
-    pub(crate) async fn open_new(
+    /// `copied` events of a fork after it) and makes it live. Nothing is synced yet: the caller
+    /// admits the first message with [`new_session_targets`] to sync, so the session's files,
+    /// its directories and its first message are durable in one group-commit round before
+    /// anything is acknowledged.
+    pub(crate) fn open_new(
         &self,
         new: NewSession<'_>,
         copied: &[Event],
-    ) -> Result<(Arc<Live>, Vec<SyncTarget>), ManagerError> {
+    ) -> Result<Arc<Live>, ManagerError> {
         let NewSession {
             session_id,
             token,
@@ -362,20 +376,10 @@ impl SessionManager {
         let state = &self.inner.state;
         let workspace = state.workspace_dir(session_id);
         std::fs::create_dir_all(&workspace).map_err(|e| io_error("cannot create workspace", e))?;
-        meta.save_but_directory(state)
-            .await
-            .map_err(|e| io_error("cannot save session.json", e))?;
+        meta.write_new(state)
+            .map_err(|e| io_error("cannot write session.json", e))?;
         let live = Arc::new(Live::open(state, meta)?);
         folio_telemetry::metrics::session(&self.agent().definition.name, channel);
-        // `session.json`, the new session directory and the log file are entries of their
-        // directories: synced (in the group commit, alongside the first message's round)
-        // before the first message is acknowledged.
-        let trace = state.trace_path(session_id);
-        let directories = [
-            state.session_dir(session_id),
-            state.sessions_dir(),
-            trace.parent().unwrap_or(&trace).to_path_buf(),
-        ];
         live.bind_hooks(&self.agent().hooks);
         live.append(
             None,
@@ -395,22 +399,7 @@ impl SessionManager {
             .logs
             .about(session_id)
             .info(format!("session {session_id} created by {principal}"));
-        Ok((live, directories.into_iter().map(SyncTarget::Dir).collect()))
-    }
-
-    /// Admits the first message of a session [`open_new`](Self::open_new) created, syncing its
-    /// new directory entries in the same group commit.
-    pub(crate) async fn admit_first(
-        &self,
-        live: &Arc<Live>,
-        directories: Vec<SyncTarget>,
-        admit: Admit,
-    ) -> Result<(), ManagerError> {
-        let admitted = self.command(live, |reply| Command::Send { admit, reply });
-        let (directories, admitted) = tokio::join!(commit(directories), admitted);
-        directories.map_err(|e| io_error("cannot sync the new session's directories", e))?;
-        admitted??;
-        Ok(())
+        Ok(live)
     }
 
     /// The answer to a create retried with `key`: the session the key's `record` names (its
@@ -451,6 +440,8 @@ impl SessionManager {
             token: None,
             key: Some(key.to_string()),
             digest: Some(digest.to_string()),
+            // The first attempt may have died before its create was synced.
+            sync_with: new_session_targets(&self.inner.state, &session_id),
         };
         let before = live.last_index();
         self.command(&live, |reply| Command::Send { admit, reply })
@@ -500,6 +491,7 @@ impl SessionManager {
             token: Some(request.continuation_token),
             key: request.client_message_id,
             digest,
+            sync_with: Vec::new(),
         };
         let before = live.last_index();
         let token = self
@@ -574,6 +566,7 @@ impl SessionManager {
             token: None,
             key: message.key,
             digest: None,
+            sync_with: Vec::new(),
         };
         self.command(&live, |reply| Command::Send { admit, reply })
             .await??;

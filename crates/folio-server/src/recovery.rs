@@ -38,8 +38,13 @@ impl SessionManager {
             if !valid_session_id(&id) {
                 continue;
             }
-            let Ok(Some(meta)) = SessionMeta::load(&self.inner.state, &id) else {
-                continue;
+            let meta = match SessionMeta::load(&self.inner.state, &id) {
+                Ok(Some(meta)) => meta,
+                Ok(None) if SessionMeta::never_written(&self.inner.state, &id) => {
+                    self.forget_unacknowledged(&id);
+                    continue;
+                }
+                _ => continue,
             };
             let last = match last_event(&self.inner.state.trace_path(&id)) {
                 Ok(last) => last,
@@ -69,6 +74,30 @@ impl SessionManager {
             }
         }
         Ok(())
+    }
+
+    /// Removes a session whose create a crash interrupted before it was acknowledged: its
+    /// `session.json` was never written out (it is synced with the first message, in the round
+    /// that precedes the `201`), so no client knows it and nothing in it was acknowledged.
+    fn forget_unacknowledged(&self, id: &str) {
+        let state = &self.inner.state;
+        let removed =
+            std::fs::remove_dir_all(state.session_dir(id)).and_then(
+                |()| match std::fs::remove_file(state.trace_path(id)) {
+                    Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
+                    _ => Ok(()),
+                },
+            );
+        let logs = self.inner.logs.about(id);
+        match removed {
+            Ok(()) => logs.warn(format!(
+                "session {id}: removed a create the server stopped before acknowledging (its session.json was never written)"
+            )),
+            Err(err) => logs.error(format!(
+                "session {id}: cannot remove a create the server stopped before acknowledging: {err}; remove {} by hand",
+                state.session_dir(id).display()
+            )),
+        }
     }
 
     fn recover_session(&self, meta: SessionMeta) -> Result<(), ManagerError> {

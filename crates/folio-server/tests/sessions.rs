@@ -265,8 +265,8 @@ async fn a_turn_end_stores_the_token_totals_in_session_json_and_lists_read_them_
     let state = tempfile::tempdir().unwrap();
     let agent = agent(&mock, dir.path()).await;
     let manager = manager(agent.clone(), state.path());
-    // An HTTP create (its token and turn count written up front), then in-process sends (no
-    // token: their turn count is written at the turn's end too).
+    // An HTTP create (its token and turn count written up front), then an in-process send
+    // (no token: its turn count is written before its turn starts).
     let http = manager
         .create("local", "http", create("hello"))
         .await
@@ -374,6 +374,92 @@ async fn a_turn_end_stores_the_token_totals_in_session_json_and_lists_read_them_
         !events
             .iter()
             .any(|e| matches!(&e.body, EventBody::TurnFailed(_))),
+        "{events:#?}"
+    );
+}
+
+/// A power loss can keep the end of a turn in the log without what was written after it, and
+/// recovery leaves a log that ends a turn alone: so a send without a token (in-process channels,
+/// schedules, evals) writes its turn count to `session.json`, durably, before it returns and
+/// before its turn can end.
+#[tokio::test]
+async fn an_in_process_send_counts_its_turn_in_session_json_before_it_returns() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("one"));
+    // The second turn asks to deploy and waits for an approval: nothing ends it.
+    mock.push(MockReply::tool_calls([(
+        "Deploy",
+        serde_json::json!({"target": "eu"}),
+    )]));
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let manager = manager(agent(&mock, dir.path()).await, state.path());
+    let id = manager
+        .create("local", "http", create("hello"))
+        .await
+        .unwrap()
+        .session_id;
+    wait_turns(&manager, &id, 1).await;
+    manager.send("local", &id, "deploy", None).await.unwrap();
+    let stored = folio_server::SessionMeta::load(&folio_server::StateRoot::new(state.path()), &id)
+        .unwrap()
+        .unwrap();
+    assert_eq!((stored.status, stored.turns), (SessionStatus::Running, 2));
+    manager.shutdown().await;
+}
+
+/// A create is acknowledged only after its `session.json` is synced with its first message,
+/// so one a crash left unwritten (empty, or zero-filled after a power loss) was never
+/// acknowledged: a restart removes that session and its log, and a retry with the same
+/// idempotency key creates the session anew.
+#[tokio::test]
+async fn a_create_a_crash_left_unwritten_is_removed_on_restart_and_its_retry_creates_anew() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("one"));
+    mock.push(MockReply::text("two"));
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let agent = agent(&mock, dir.path()).await;
+    let keyed = CreateSession {
+        client_message_id: Some("create-1".into()),
+        ..create("hello")
+    };
+    let manager = manager(agent.clone(), state.path());
+    let first = manager
+        .create("local", "http", keyed.clone())
+        .await
+        .unwrap()
+        .session_id;
+    wait_turns(&manager, &first, 1).await;
+    manager.shutdown().await;
+    drop(manager);
+    // What a power loss before the create's sync round can leave: the file, without its data.
+    let root = folio_server::StateRoot::new(state.path());
+    let meta = root.meta_path(&first);
+    let size = std::fs::metadata(&meta).unwrap().len() as usize;
+    std::fs::write(&meta, vec![0u8; size]).unwrap();
+
+    let manager = support::manager(agent, state.path());
+    assert!(!root.session_dir(&first).exists());
+    assert!(!root.trace_path(&first).exists());
+    assert!(
+        manager
+            .list("local", 50, None, None)
+            .unwrap()
+            .data
+            .is_empty()
+    );
+    let retried = manager
+        .create("local", "http", keyed)
+        .await
+        .unwrap()
+        .session_id;
+    assert_ne!(retried, first);
+    let events = wait_turns(&manager, &retried, 1).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(&e.body, EventBody::MessageReceived(m) if m.text == "hello")),
         "{events:#?}"
     );
 }

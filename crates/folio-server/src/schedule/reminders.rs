@@ -170,7 +170,7 @@ pub(crate) async fn record_requested(inner: &Inner, live: &Live) -> Result<(), M
 
 /// Makes a removal from a session's reminders durable.
 async fn sync_reminders(dir: std::path::PathBuf) -> Result<(), ManagerError> {
-    commit(vec![SyncTarget::Dir(dir)])
+    commit(vec![SyncTarget::Path(dir)])
         .await
         .map_err(|e| io_error("cannot sync the reminders", e))
 }
@@ -347,6 +347,7 @@ impl SessionManager {
                 token: None,
                 key: Some(format!("reminder:{id}")),
                 digest: None,
+                sync_with: Vec::new(),
             };
             let (reply, answer) = oneshot::channel();
             self.post(&live, Command::Send { admit, reply })?;
