@@ -168,20 +168,33 @@ fn requests_with(mock: &MockModelServer, marker: &str) -> usize {
         .count()
 }
 
-/// Waits until `session` ended a turn (completed, or closed by the restart's recovery).
-async fn turn_ended(state: &Path, session: &str) {
+/// Polls `check` every 50 ms until it gives a value; fails naming `what` after 30 s.
+async fn within_30s<T>(what: impl Fn() -> String, mut check: impl FnMut() -> Option<T>) -> T {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let events = session_events(state, session);
-        if !all::<TurnCompleted>(&events).is_empty() || !all::<TurnFailed>(&events).is_empty() {
-            return;
+        if let Some(found) = check() {
+            return found;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "session {session} ended no turn within 30 s"
+            "{} within 30 s",
+            what()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Waits until `session` ended a turn (completed, or closed by the restart's recovery).
+async fn turn_ended(state: &Path, session: &str) {
+    within_30s(
+        || format!("session {session} ended no turn"),
+        || {
+            let events = session_events(state, session);
+            (!all::<TurnCompleted>(&events).is_empty() || !all::<TurnFailed>(&events).is_empty())
+                .then_some(())
+        },
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -307,21 +320,28 @@ fn calls_mentioning(api: &FakeApi, text: &str) -> Vec<(String, String, Value)> {
         .collect()
 }
 
+/// The check runs completed as a failure because the server restarted.
+fn reported_failures(api: &FakeApi) -> Vec<(String, String, Value)> {
+    calls_mentioning(api, folio_protocol::SERVER_RESTARTED)
+        .into_iter()
+        .filter(|(method, path, body)| {
+            method == "PATCH" && path.contains("/check-runs/") && body["conclusion"] == "failure"
+        })
+        .collect()
+}
+
 /// Waits until some call to the fake provider API mentions `text`.
 async fn reported(api: &FakeApi, text: &str) -> Vec<(String, String, Value)> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let calls = calls_mentioning(api, text);
-        if !calls.is_empty() {
-            return calls;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no call to the provider mentioned {text:?} within 30 s: {:#?}",
-            api.calls()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    within_30s(
+        || {
+            format!(
+                "no call to the provider mentioned {text:?}: {:#?}",
+                api.calls()
+            )
+        },
+        || Some(calls_mentioning(api, text)).filter(|calls| !calls.is_empty()),
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -358,26 +378,11 @@ async fn a_turn_cut_short_by_kill_9_is_reported_to_the_provider_after_the_restar
         slack.iter().all(|(_, path, _)| path.starts_with("/chat.")),
         "{slack:#?}"
     );
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let check = loop {
-        let failed: Vec<_> = calls_mentioning(&api, folio_protocol::SERVER_RESTARTED)
-            .into_iter()
-            .filter(|(method, path, body)| {
-                method == "PATCH"
-                    && path.contains("/check-runs/")
-                    && body["conclusion"] == "failure"
-            })
-            .collect();
-        if !failed.is_empty() {
-            break failed;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no check run completed as a failure within 30 s: {:#?}",
-            api.calls()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let check = within_30s(
+        || format!("no check run completed as a failure: {:#?}", api.calls()),
+        || Some(reported_failures(&api)).filter(|failed| !failed.is_empty()),
+    )
+    .await;
     assert_eq!(check.len(), 1, "{check:#?}");
     assert_eq!(
         mock.requests().len(),
