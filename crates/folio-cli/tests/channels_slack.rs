@@ -26,29 +26,59 @@ fn calls_of(calls: &[ApiCall]) -> Vec<(String, Value)> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_thread_is_one_session_with_a_status_line_retries_run_once_and_stop_stops() {
+/// A `folio serve` with one Slack channel `channel` (manifest `settings` plus the fake Slack
+/// API's base URL), its signing secret and bot token (`xoxb-test`) under `env_prefix`.
+struct SlackServe {
+    mock: MockModelServer,
+    slack: FakeApi,
+    server: Served,
+    /// `POST` target of the channel's Events API.
+    events: String,
+    state: tempfile::TempDir,
+    _project: Project,
+}
+
+async fn serve_slack(channel: &str, settings: &str, env_prefix: &str) -> SlackServe {
     let mock = MockModelServer::start().await;
     let slack = FakeApi::start().await;
     let project = project(AGENT);
     let manifest = format!(
-        "kind = \"slack\"\nenvPrefix = \"TRIAGE\"\napi_base_url = \"{}\"\n",
+        "kind = \"slack\"\n{settings}api_base_url = \"{}\"\n",
         slack.url()
     );
-    write_files(project.path(), &[("agent/channels/triage.toml", &manifest)]);
+    let file = format!("agent/channels/{channel}.toml");
+    write_files(project.path(), &[(file.as_str(), manifest.as_str())]);
     let state = tempfile::tempdir().unwrap();
+    let secret = format!("{env_prefix}SLACK_SIGNING_SECRET");
+    let token = format!("{env_prefix}SLACK_BOT_TOKEN");
     let server = serve_with_env(
         &mock.openai_base_url(),
         project.path(),
         state.path(),
         &[],
-        &[
-            ("TRIAGE_SLACK_SIGNING_SECRET", SECRET),
-            ("TRIAGE_SLACK_BOT_TOKEN", "xoxb-test"),
-        ],
+        &[(secret.as_str(), SECRET), (token.as_str(), "xoxb-test")],
     )
     .await;
-    let events = format!("{}/v1/channels/triage/events", server.url);
+    let events = format!("{}/v1/channels/{channel}/events", server.url);
+    SlackServe {
+        mock,
+        slack,
+        server,
+        events,
+        state,
+        _project: project,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_thread_is_one_session_with_a_status_line_retries_run_once_and_stop_stops() {
+    let SlackServe {
+        mock,
+        slack,
+        server,
+        events,
+        ..
+    } = serve_slack("triage", "envPrefix = \"TRIAGE\"\n", "TRIAGE_").await;
 
     let challenge = json!({"token": "unused", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", "type": "url_verification"});
     let (status, answer) = slack_event(&events, &challenge, None).await;
@@ -209,27 +239,19 @@ async fn a_thread_is_one_session_with_a_status_line_retries_run_once_and_stop_st
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stream_mode_updates_at_most_once_a_second_and_dms_and_watched_channels_wake() {
-    let mock = MockModelServer::start().await;
-    let slack = FakeApi::start().await;
-    let project = project(AGENT);
-    let manifest = format!(
-        "kind = \"slack\"\nreply = \"stream\"\nwatch_channels = [\"C0WATCHED\"]\napi_base_url = \"{}\"\n",
-        slack.url()
-    );
-    write_files(project.path(), &[("agent/channels/ops.toml", &manifest)]);
-    let state = tempfile::tempdir().unwrap();
-    let server = serve_with_env(
-        &mock.openai_base_url(),
-        project.path(),
-        state.path(),
-        &[],
-        &[
-            ("SLACK_SIGNING_SECRET", SECRET),
-            ("SLACK_BOT_TOKEN", "xoxb-ops"),
-        ],
+    let SlackServe {
+        mock,
+        slack,
+        server,
+        events,
+        state,
+        ..
+    } = serve_slack(
+        "ops",
+        "reply = \"stream\"\nwatch_channels = [\"C0WATCHED\"]\n",
+        "",
     )
     .await;
-    let events = format!("{}/v1/channels/ops/events", server.url);
     let message = |id: &str, channel: &str, channel_type: &str, text: &str| {
         json!({
             "team_id": "T0TEAM",
@@ -331,27 +353,14 @@ fn gap(earlier: &ApiCall, later: &ApiCall) -> Duration {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stream_mode_waits_out_slacks_429_and_stop_drops_the_queued_update() {
-    let mock = MockModelServer::start().await;
-    let slack = FakeApi::start().await;
-    let project = project(AGENT);
-    let manifest = format!(
-        "kind = \"slack\"\nreply = \"stream\"\napi_base_url = \"{}\"\n",
-        slack.url()
-    );
-    write_files(project.path(), &[("agent/channels/ops.toml", &manifest)]);
-    let state = tempfile::tempdir().unwrap();
-    let server = serve_with_env(
-        &mock.openai_base_url(),
-        project.path(),
-        state.path(),
-        &[],
-        &[
-            ("SLACK_SIGNING_SECRET", SECRET),
-            ("SLACK_BOT_TOKEN", "xoxb-ops"),
-        ],
-    )
-    .await;
-    let events = format!("{}/v1/channels/ops/events", server.url);
+    let SlackServe {
+        mock,
+        slack,
+        server,
+        events,
+        state,
+        ..
+    } = serve_slack("ops", "reply = \"stream\"\n", "").await;
 
     // Slack refuses the first streamed update (429, Retry-After: 1 s). It goes out again once
     // the second has passed, carrying what arrived meanwhile; nothing is lost or sent twice.

@@ -601,13 +601,13 @@ async fn eval_into(mock: &MockModelServer, dir: &Path, state: &Path, extra: &[&s
     run_of(&output).ok
 }
 
-#[tokio::test]
-async fn the_evals_tab_shows_runs_cases_and_failed_assertions() {
+/// An agent with `evals/smoke.eval.toml` and two stored `folio eval` runs: an older one of the
+/// case that passes, then one of both where `echoes` fails.
+async fn two_eval_runs() -> (MockModelServer, Project, tempfile::TempDir) {
     let mock = MockModelServer::start().await;
     let dir = agent();
     write_files(dir.path(), &[("evals/smoke.eval.toml", SMOKE_EVAL)]);
     let state = tempfile::tempdir().unwrap();
-    // An older run of one case that passes, then a run of both where `echoes` fails.
     mock.push(MockReply::text("Hello there."));
     assert!(
         eval_into(
@@ -621,6 +621,12 @@ async fn the_evals_tab_shows_runs_cases_and_failed_assertions() {
     mock.push(MockReply::text("I would rather not."));
     mock.push(MockReply::text("Hello again."));
     assert!(!eval_into(&mock, dir.path(), state.path(), &[]).await);
+    (mock, dir, state)
+}
+
+#[tokio::test]
+async fn the_evals_tab_shows_runs_cases_and_failed_assertions() {
+    let (mock, dir, state) = two_eval_runs().await;
     let served = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
     scenario(&served, "evals_tab.mjs", &["smoke/echoes", "smoke/greets"]).await;
 }
@@ -631,23 +637,7 @@ async fn the_evals_tab_shows_runs_cases_and_failed_assertions() {
 #[tokio::test]
 #[ignore = "rewrites the committed screenshots under docs/playground"]
 async fn screenshots() {
-    let mock = MockModelServer::start().await;
-    let dir = agent();
-    write_files(dir.path(), &[("evals/smoke.eval.toml", SMOKE_EVAL)]);
-    let state = tempfile::tempdir().unwrap();
-    mock.push(MockReply::text("Hello there."));
-    assert!(
-        eval_into(
-            &mock,
-            dir.path(),
-            state.path(),
-            &["--filter", "smoke/greets"]
-        )
-        .await
-    );
-    mock.push(MockReply::text("I would rather not."));
-    mock.push(MockReply::text("Hello again."));
-    assert!(!eval_into(&mock, dir.path(), state.path(), &[]).await);
+    let (mock, dir, state) = two_eval_runs().await;
     let tokens = |input: u64, output: u64| Usage {
         input_tokens: input,
         output_tokens: output,
