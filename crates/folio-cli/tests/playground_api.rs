@@ -5,7 +5,7 @@
 mod serve_support;
 
 use folio_protocol::{
-    CreateSession, Empty, ErrorBody, ErrorCode, EvalCaseSaved, Event, EventBody, FollowUp,
+    CreateSession, Empty, ErrorBody, ErrorCode, EvalCaseSaved, EventBody, FollowUp,
     FollowUpAccepted, ForkOrigin, ForkSession, MessageReceived, OkTrue, SaveEvalCase,
     SessionCreated, SessionMode, SessionStarted, Usage,
 };
@@ -44,22 +44,6 @@ async fn started(url: &str, message: &str, token: Option<&str>) -> SessionCreate
     let mut stream = Stream::open(url, &created.session_id, 0, token).await;
     stream.until("session.waiting").await;
     created
-}
-
-/// The stored events of a session as `token`'s principal.
-async fn events_as(url: &str, id: &str, token: &str) -> Vec<Event> {
-    let (status, dump) = call(
-        Method::GET,
-        &format!("{url}/v1/session/{id}/events"),
-        None,
-        Some(token),
-    )
-    .await;
-    assert_eq!(status, 200, "{dump}");
-    let Value::String(text) = dump else {
-        panic!("the events dump is NDJSON, not {dump}")
-    };
-    read_ndjson(&text)
 }
 
 /// Usage of `input` uncached prompt tokens and `output` output tokens.

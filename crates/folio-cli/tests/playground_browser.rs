@@ -9,14 +9,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use folio_protocol::{
-    ActionApprovalResolved, ApprovalDecision, CreateSession, ErrorCode, Event, FollowUp,
-    ForkOrigin, MessageQueued, MessageReceived, Page, SessionCreated, SessionStarted,
-    SessionSummary, StepCompleted, TurnCompleted, TurnFailed, Usage,
+    ActionApprovalResolved, ApprovalDecision, CreateSession, ErrorCode, FollowUp, ForkOrigin,
+    MessageQueued, MessageReceived, Page, SessionCreated, SessionStarted, SessionSummary,
+    StepCompleted, TurnCompleted, TurnFailed, Usage,
 };
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 use serve_support::*;
 
 /// Where the browser and the driver are, or why the scenarios cannot run here.
@@ -136,22 +136,6 @@ async fn setup_with(
         dir,
         state,
     }
-}
-
-/// The stored events of a session as `token`'s principal.
-async fn events_as(url: &str, id: &str, token: &str) -> Vec<Event> {
-    let (status, dump) = call(
-        Method::GET,
-        &format!("{url}/v1/session/{id}/events"),
-        None,
-        Some(token),
-    )
-    .await;
-    assert_eq!(status, 200, "{dump}");
-    let Value::String(text) = dump else {
-        panic!("the events dump is NDJSON, not {dump}")
-    };
-    read_ndjson(&text)
 }
 
 /// The (single) session of the server's only principal.

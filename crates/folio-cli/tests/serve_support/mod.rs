@@ -174,3 +174,19 @@ impl Stream {
         self.events.iter().map(Event::event_type).collect()
     }
 }
+
+/// The stored events of a session as `token`'s principal.
+pub async fn events_as(url: &str, id: &str, token: &str) -> Vec<Event> {
+    let (status, dump) = call(
+        reqwest::Method::GET,
+        &format!("{url}/v1/session/{id}/events"),
+        None,
+        Some(token),
+    )
+    .await;
+    assert_eq!(status, 200, "{dump}");
+    let Value::String(text) = dump else {
+        panic!("the events dump is NDJSON, not {dump}")
+    };
+    read_ndjson(&text)
+}
