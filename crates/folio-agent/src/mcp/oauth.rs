@@ -242,7 +242,8 @@ pub(crate) async fn authorize(
     if let Some(browser) = &login.browser {
         open(browser, &auth_url);
     }
-    let callback = tokio::time::timeout(LOGIN_TIMEOUT, receive(&listener, port))
+    let state = query_param(&auth_url, "state");
+    let callback = tokio::time::timeout(LOGIN_TIMEOUT, receive(&listener, port, state.as_deref()))
         .await
         .map_err(|_| {
             format!(
@@ -278,8 +279,23 @@ fn open(browser: &str, url: &str) {
     }
 }
 
-/// Waits for the authorization server's redirect to `/callback` and returns its full URL.
-async fn receive(listener: &tokio::net::TcpListener, port: u16) -> Result<String, String> {
+/// The value of query parameter `name` in `url`, if any.
+fn query_param(url: &str, name: &str) -> Option<String> {
+    let url = reqwest::Url::parse(url).ok()?;
+    url.query_pairs()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
+}
+
+/// Waits for the authorization server's redirect to `/callback` carrying the authorization
+/// request's `state` (when it had one) and returns its full URL. Any other request (a web page
+/// on this machine guessing the port, a stale tab) is answered 404 and the wait goes on, so it
+/// can neither end the login nor slip in a code of its own.
+async fn receive(
+    listener: &tokio::net::TcpListener,
+    port: u16,
+    state: Option<&str>,
+) -> Result<String, String> {
     loop {
         let (mut socket, _) = listener
             .accept()
@@ -299,10 +315,19 @@ async fn receive(listener: &tokio::net::TcpListener, port: u16) -> Result<String
             .next()
             .and_then(|line| line.strip_prefix("GET "))
             .and_then(|rest| rest.split(' ').next())
-            .filter(|target| target.starts_with("/callback?"));
+            .filter(|target| target.starts_with("/callback?"))
+            .filter(|target| {
+                state.is_none_or(|state| {
+                    query_param(&format!("http://127.0.0.1{target}"), "state").as_deref()
+                        == Some(state)
+                })
+            });
         let (status, body) = match target {
             Some(_) => ("200 OK", "Folio is authorized; you can close this tab.\n"),
-            None => ("404 Not Found", "Not the OAuth callback.\n"),
+            None => (
+                "404 Not Found",
+                "Not the OAuth callback of this login (wrong path or state).\n",
+            ),
         };
         let reply = format!(
             "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
@@ -312,5 +337,51 @@ async fn receive(listener: &tokio::net::TcpListener, port: u16) -> Result<String
         if let Some(target) = target {
             return Ok(format!("http://127.0.0.1:{port}{target}"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn get(port: u16, target: &str) -> String {
+        let mut socket = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        socket
+            .write_all(format!("GET {target} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        socket.read_to_string(&mut answer).await.unwrap();
+        answer
+    }
+
+    #[tokio::test]
+    async fn only_the_callback_with_the_logins_state_ends_the_wait() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let waiting = tokio::spawn(async move { receive(&listener, port, Some("s3cret")).await });
+        for forged in [
+            "/callback?code=evil&state=guess",
+            "/callback?code=evil",
+            "/other?code=x&state=s3cret",
+        ] {
+            assert!(
+                get(port, forged).await.starts_with("HTTP/1.1 404"),
+                "{forged}"
+            );
+        }
+        assert!(!waiting.is_finished());
+        assert!(
+            get(port, "/callback?code=good&state=s3cret")
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
+        assert_eq!(
+            waiting.await.unwrap().unwrap(),
+            format!("http://127.0.0.1:{port}/callback?code=good&state=s3cret")
+        );
     }
 }
