@@ -1,14 +1,15 @@
 //! `folio info`: what discovery found — agent, model, tools (with schemas), skills, channels,
-//! schedules — for a person, or as JSON with `--json`. With `--connect` it also opens each MCP
-//! connection and shows the protocol version the server agreed to (opening one starts a stdio
-//! server, so it is not the default).
+//! schedules, and each MCP connection's OAuth state (from the stored credentials of principal
+//! `local`; never a token) — for a person, or as JSON with `--json`. With `--connect` it also
+//! opens each MCP connection and shows the protocol version the server agreed to (opening one
+//! starts a stdio server, so it is not the default).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::bail;
 use folio_project::{AgentDefinition, McpTransport, NativeTool, discover};
-use folio_protocol::{AgentInfo, ConnectionCheck};
+use folio_protocol::{AgentInfo, ConnectionAuth, ConnectionAuthState, ConnectionCheck};
 
 /// Arguments of `folio info`.
 #[derive(Debug, clap::Args)]
@@ -23,6 +24,9 @@ pub(crate) struct InfoArgs {
     /// servers).
     #[arg(long)]
     connect: bool,
+    /// Where the MCP tokens are stored (default `<dir>/.folio/state`).
+    #[arg(long)]
+    state_root: Option<PathBuf>,
 }
 
 /// A one-line summary of a transport.
@@ -137,6 +141,14 @@ fn info_text(definition: &AgentDefinition, info: &AgentInfo) -> String {
     }
     section(
         &mut out,
+        "MCP auth",
+        info.connection_auth
+            .iter()
+            .map(|state| format!("{}: {}", state.name, auth_line(&state.auth)))
+            .collect(),
+    );
+    section(
+        &mut out,
         "connection checks",
         info.connection_checks
             .iter()
@@ -212,6 +224,40 @@ fn info_text(definition: &AgentDefinition, info: &AgentInfo) -> String {
     out
 }
 
+/// A one-line summary of an OAuth state.
+fn auth_line(auth: &ConnectionAuth) -> String {
+    match auth {
+        ConnectionAuth::None => "none".into(),
+        ConnectionAuth::TokenStored {
+            expires_at,
+            expired,
+            scopes,
+            refreshable,
+        } => {
+            let expiry = match (expires_at, expired) {
+                (Some(at), true) => format!("expired {}", at.to_rfc3339()),
+                (Some(at), false) => format!("expires {}", at.to_rfc3339()),
+                (None, _) => "no expiry given".into(),
+            };
+            let scopes = if scopes.is_empty() {
+                "no scopes recorded".to_string()
+            } else {
+                format!("scopes {}", scopes.join(" "))
+            };
+            let renewal = if *refreshable {
+                "refreshable"
+            } else {
+                "not refreshable"
+            };
+            format!("token stored ({expiry}; {scopes}; {renewal})")
+        }
+        ConnectionAuth::NeedsLogin { reason } => format!("needs login ({reason})"),
+        ConnectionAuth::ClientCredentials => {
+            "client credentials (no token yet; obtained when the server asks)".into()
+        }
+    }
+}
+
 /// Prints what discovery found in `args.dir`.
 pub(crate) fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
     let discovery = discover(&args.dir);
@@ -225,9 +271,19 @@ pub(crate) fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
         );
     };
     let mut info = folio_project::describe(definition);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| anyhow::anyhow!("cannot start the async runtime: {err}"))?;
+    let state = match &args.state_root {
+        Some(path) => folio_agent::StateLayout::new(path),
+        None => folio_agent::StateLayout::for_project(&definition.project_dir),
+    };
+    let auth_dir = state.mcp_auth_dir(folio_agent::mcp::LOCAL_PRINCIPAL);
     if args.connect {
-        info.connection_checks = connection_checks(definition)?;
+        info.connection_checks = runtime.block_on(connection_checks(definition, &auth_dir));
     }
+    info.connection_auth = runtime.block_on(connection_auth(definition, &auth_dir));
     if args.json {
         info.diagnostics = discovery
             .diagnostics
@@ -241,43 +297,55 @@ pub(crate) fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Opens every MCP connection of `definition` (as a turn would) and reports what each found.
-fn connection_checks(definition: &AgentDefinition) -> anyhow::Result<Vec<ConnectionCheck>> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|err| anyhow::anyhow!("cannot start the async runtime: {err}"))?;
-    runtime.block_on(async {
-        let connections = folio_agent::mcp::Connections::new(
-            &definition.mcp_connections,
-            &definition.host_connections,
-            &definition.agent_dir,
-            &folio_agent::mcp::process_env(),
-            Some(&folio_agent::mcp::McpAuth {
-                dir: folio_agent::StateLayout::for_project(&definition.project_dir)
-                    .mcp_auth_dir(folio_agent::mcp::LOCAL_PRINCIPAL),
-                login: None,
-            }),
-        );
-        let mut checks = Vec::new();
-        for (name, connection) in connections.model.iter().chain(connections.host.iter()) {
-            let check = match connection.list_tools().await {
-                Ok(tools) => ConnectionCheck {
-                    name: name.clone(),
-                    protocol_version: connection.protocol_version().await,
-                    tools: Some(tools.len()),
-                    error: None,
-                },
-                Err(err) => ConnectionCheck {
-                    name: name.clone(),
-                    protocol_version: None,
-                    tools: None,
-                    error: Some(err.to_string()),
-                },
-            };
-            checks.push(check);
+/// Each HTTP MCP connection's OAuth state for principal `local` (after `--connect`, which may
+/// have obtained or refreshed tokens).
+async fn connection_auth(definition: &AgentDefinition, dir: &Path) -> Vec<ConnectionAuthState> {
+    let mut states = Vec::new();
+    for config in definition
+        .mcp_connections
+        .iter()
+        .chain(&definition.host_connections)
+    {
+        if let Some(auth) = folio_agent::mcp::auth_state(config, dir).await {
+            states.push(ConnectionAuthState {
+                name: config.name.clone(),
+                auth,
+            });
         }
-        connections.shutdown().await;
-        Ok(checks)
-    })
+    }
+    states
+}
+
+/// Opens every MCP connection of `definition` (as a turn would) and reports what each found.
+async fn connection_checks(definition: &AgentDefinition, dir: &Path) -> Vec<ConnectionCheck> {
+    let connections = folio_agent::mcp::Connections::new(
+        &definition.mcp_connections,
+        &definition.host_connections,
+        &definition.agent_dir,
+        &folio_agent::mcp::process_env(),
+        Some(&folio_agent::mcp::McpAuth {
+            dir: dir.to_path_buf(),
+            login: None,
+        }),
+    );
+    let mut checks = Vec::new();
+    for (name, connection) in connections.model.iter().chain(connections.host.iter()) {
+        let check = match connection.list_tools().await {
+            Ok(tools) => ConnectionCheck {
+                name: name.clone(),
+                protocol_version: connection.protocol_version().await,
+                tools: Some(tools.len()),
+                error: None,
+            },
+            Err(err) => ConnectionCheck {
+                name: name.clone(),
+                protocol_version: None,
+                tools: None,
+                error: Some(err.to_string()),
+            },
+        };
+        checks.push(check);
+    }
+    connections.shutdown().await;
+    checks
 }

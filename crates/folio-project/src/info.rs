@@ -144,6 +144,7 @@ pub fn describe(definition: &AgentDefinition) -> AgentInfo {
             .map(|dir| dir.display().to_string()),
         diagnostics: Vec::new(),
         connection_checks: Vec::new(),
+        connection_auth: Vec::new(),
     }
 }
 

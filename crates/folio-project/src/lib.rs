@@ -84,7 +84,9 @@ pub use evals::{
 };
 pub use hooks::{HookCommand, HookDefinition, HookManifest};
 pub use info::{describe, diagnostic_info};
-pub use mcp::{McpConnectionManifest, McpOAuth, McpServerConfig, McpTransport};
+pub use mcp::{
+    McpConnectionManifest, McpJwtAlgorithm, McpOAuth, McpOAuthGrant, McpServerConfig, McpTransport,
+};
 pub use report::{UnsetVariable, expand_template};
 pub use schedule::{
     CATCH_UP_VALUES, Cadence, CadenceError, CatchUp, DEFAULT_CATCH_UP_LIMIT, DelayError,

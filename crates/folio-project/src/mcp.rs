@@ -57,20 +57,121 @@ pub struct McpConnectionManifest {
     pub oauth: Option<McpOAuth>,
 }
 
-/// The OAuth client identity of a streamable-HTTP connection (`[oauth]`; values templated).
+/// The OAuth client identity of a streamable-HTTP connection (`[oauth]`). `client_id`,
+/// `client_secret` and `private_key` are `${NAME}` templates; a secret or key is never written
+/// in the manifest itself: it comes from the environment or from a file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpOAuth {
+    /// How Folio obtains tokens (default `authorization_code`: a person authorizes once).
+    #[serde(default)]
+    pub grant: McpOAuthGrant,
     /// A client id registered with the authorization server out of band (used first).
     pub client_id: Option<String>,
-    /// The secret of that client (`client_secret_basic` / `client_secret_post`).
+    /// The secret of that client (`client_secret_basic` / `client_secret_post`, as the server
+    /// says), as a `${NAME}` template.
     pub client_secret: Option<String>,
+    /// A file holding that secret (relative to the manifest's folder), instead of
+    /// `client_secret`.
+    pub client_secret_file: Option<String>,
+    /// The PEM private key (RSA or EC) that signs `private_key_jwt` client assertions (RFC 7523),
+    /// as a `${NAME}` template; only with `grant = "client_credentials"`.
+    pub private_key: Option<String>,
+    /// A file holding that PEM key (relative to the manifest's folder), instead of
+    /// `private_key`.
+    pub private_key_file: Option<String>,
+    /// The algorithm signing the client assertion (default `RS256`).
+    pub signing_algorithm: Option<McpJwtAlgorithm>,
     /// The HTTPS URL of Folio's Client ID Metadata Document, used as the client id when the
     /// authorization server supports those documents.
     pub client_metadata_url: Option<String>,
     /// Scopes to request (default: the server's challenge, else its `scopes_supported`).
     #[serde(default)]
     pub scopes: Vec<String>,
+}
+
+/// How an MCP connection obtains OAuth tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum McpOAuthGrant {
+    /// A person authorizes in a browser (`folio mcp login`); tokens are refreshed after that.
+    #[default]
+    AuthorizationCode,
+    /// Machine to machine: Folio authenticates as the client itself (its secret or a signed
+    /// JWT) whenever the server asks for a token; no person is involved.
+    ClientCredentials,
+}
+
+/// A JWS algorithm for `private_key_jwt` client assertions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+pub enum McpJwtAlgorithm {
+    /// RSASSA-PKCS1-v1_5 with SHA-256 (an RSA key).
+    RS256,
+    /// RSASSA-PKCS1-v1_5 with SHA-384 (an RSA key).
+    RS384,
+    /// RSASSA-PKCS1-v1_5 with SHA-512 (an RSA key).
+    RS512,
+    /// ECDSA on P-256 with SHA-256 (an EC key).
+    ES256,
+    /// ECDSA on P-384 with SHA-384 (an EC key).
+    ES384,
+}
+
+impl McpOAuth {
+    /// Why this `[oauth]` table cannot work, if it cannot (a field name and what to do).
+    fn problem(&self) -> Option<String> {
+        let client_credentials = self.grant == McpOAuthGrant::ClientCredentials;
+        let secret = self.client_secret.is_some() || self.client_secret_file.is_some();
+        let key = self.private_key.is_some() || self.private_key_file.is_some();
+        for (field, value) in [
+            ("client_secret", &self.client_secret),
+            ("private_key", &self.private_key),
+        ] {
+            if value
+                .as_deref()
+                .is_some_and(|v| template_vars(v).is_empty())
+            {
+                return Some(format!(
+                    "oauth.{field}: a secret must not be written in the manifest; write \"${{NAME}}\" and set NAME in the environment, or use oauth.{field}_file"
+                ));
+            }
+        }
+        if self.client_secret.is_some() && self.client_secret_file.is_some() {
+            return Some(
+                "oauth.client_secret_file: set client_secret or client_secret_file, not both"
+                    .into(),
+            );
+        }
+        if self.private_key.is_some() && self.private_key_file.is_some() {
+            return Some(
+                "oauth.private_key_file: set private_key or private_key_file, not both".into(),
+            );
+        }
+        if secret && self.client_id.is_none() {
+            return Some("oauth.client_secret: set oauth.client_id too (a secret belongs to a pre-registered client)".into());
+        }
+        if key && !client_credentials {
+            return Some(
+                "oauth.private_key: a signing key is used by grant = \"client_credentials\" only"
+                    .into(),
+            );
+        }
+        if self.signing_algorithm.is_some() && !key {
+            return Some("oauth.signing_algorithm: set private_key or private_key_file too".into());
+        }
+        if client_credentials {
+            if self.client_id.is_none() {
+                return Some("oauth.client_id: grant = \"client_credentials\" needs the client id registered with the authorization server".into());
+            }
+            if secret == key {
+                return Some("oauth: grant = \"client_credentials\" needs exactly one credential: client_secret / client_secret_file, or private_key / private_key_file".into());
+            }
+            if self.client_metadata_url.is_some() {
+                return Some("oauth.client_metadata_url: only grant = \"authorization_code\" uses a Client ID Metadata Document".into());
+            }
+        }
+        None
+    }
 }
 
 /// How Folio reaches an MCP server. Values keep their `${NAME}` templates as written.
@@ -132,11 +233,13 @@ impl McpServerConfig {
                 .collect(),
             McpTransport::Http { url, headers } => std::iter::once(url)
                 .chain(headers.values())
-                .chain(
-                    self.oauth
+                .chain(self.oauth.iter().flat_map(|oauth| {
+                    oauth
+                        .client_id
                         .iter()
-                        .flat_map(|oauth| oauth.client_id.iter().chain(&oauth.client_secret)),
-                )
+                        .chain(&oauth.client_secret)
+                        .chain(&oauth.private_key)
+                }))
                 .flat_map(|v| template_vars(v))
                 .collect(),
             McpTransport::Peer { url, headers, .. } => url
@@ -207,14 +310,8 @@ pub(crate) fn discover_connections(
             );
             continue;
         }
-        if let Some(oauth) = &manifest.oauth
-            && oauth.client_secret.is_some()
-            && oauth.client_id.is_none()
-        {
-            report.error(
-                &file,
-                "oauth.client_secret: set oauth.client_id too (a secret belongs to a pre-registered client)".into(),
-            );
+        if let Some(problem) = manifest.oauth.as_ref().and_then(McpOAuth::problem) {
+            report.error(&file, problem);
             continue;
         }
         if manifest.timeout_secs == Some(0) {

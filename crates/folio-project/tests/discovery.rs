@@ -281,3 +281,134 @@ fn tool_backends_are_checked_and_unconfigured_ones_warned_about() {
         assert_eq!(lines(dir.path()), expected, "{toml}");
     }
 }
+
+/// One generated `[oauth]` table: each field present or not, secrets inline or templated.
+fn oauth_table(fields: (u8, bool, u8, u8, bool, bool)) -> (String, bool, bool, usize, bool) {
+    let (grant, client_id, secret, key, algorithm, metadata_url) = fields;
+    let mut table = String::from("[oauth]\n");
+    let machine = grant == 2;
+    match grant {
+        1 => table.push_str("grant = \"authorization_code\"\n"),
+        2 => table.push_str("grant = \"client_credentials\"\n"),
+        _ => {}
+    }
+    if client_id {
+        table.push_str("client_id = \"svc\"\n");
+    }
+    let mut inline = false;
+    let mut credentials = 0;
+    match secret {
+        1 => table.push_str("client_secret = \"${SVC_SECRET}\"\n"),
+        2 => table.push_str("client_secret_file = \"secret.txt\"\n"),
+        3 => {
+            table.push_str("client_secret = \"hunter2\"\n");
+            inline = true;
+        }
+        _ => {}
+    }
+    credentials += usize::from(secret != 0);
+    match key {
+        1 => table.push_str("private_key = \"${SVC_KEY}\"\n"),
+        2 => table.push_str("private_key_file = \"key.pem\"\n"),
+        3 => {
+            table.push_str("private_key = \"-----BEGIN PRIVATE KEY-----\"\n");
+            inline = true;
+        }
+        _ => {}
+    }
+    credentials += usize::from(key != 0);
+    if algorithm {
+        table.push_str("signing_algorithm = \"ES256\"\n");
+    }
+    if metadata_url {
+        table.push_str("client_metadata_url = \"https://folio.example/client.json\"\n");
+    }
+    (
+        table,
+        machine,
+        client_id,
+        credentials,
+        inline || (key != 0 && !machine),
+    )
+}
+
+proptest::proptest! {
+    /// Whatever `[oauth]` table a manifest holds, discovery never accepts one with a secret or
+    /// key written inline, a key outside a client-credentials grant, or a client-credentials
+    /// grant without its client id and exactly one credential; a refused table gets one error
+    /// naming the `oauth` field.
+    #[test]
+    fn an_oauth_table_is_accepted_only_when_it_can_work(
+        fields in (0u8..3, proptest::bool::ANY, 0u8..4, 0u8..4, proptest::bool::ANY, proptest::bool::ANY),
+    ) {
+        let (table, machine, client_id, credentials, never) = oauth_table(fields);
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            &[
+                ("agent/instructions.md", "Hi.\n"),
+                (
+                    "agent/mcp-connections/x.toml",
+                    &format!("url = \"https://mcp.example.com/mcp\"\n{table}"),
+                ),
+            ],
+        );
+        let discovery = discover(dir.path());
+        let errors: Vec<String> = discovery
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(ToString::to_string)
+            .collect();
+        let accepted = errors.is_empty();
+        if never {
+            proptest::prop_assert!(!accepted, "{table}");
+        }
+        if machine && accepted {
+            proptest::prop_assert!(client_id && credentials == 1, "{table}");
+        }
+        if credentials > 0 && accepted {
+            proptest::prop_assert!(client_id, "{table}");
+        }
+        if !accepted {
+            proptest::prop_assert_eq!(errors.len(), 1, "{:?}", errors);
+            proptest::prop_assert!(errors[0].contains("agent/mcp-connections/x.toml: oauth"), "{:?}", errors);
+        }
+        let wants_algorithm_alone = fields.4 && fields.3 == 0;
+        if wants_algorithm_alone {
+            proptest::prop_assert!(!accepted, "{table}");
+        }
+    }
+}
+
+#[test]
+fn well_formed_oauth_tables_are_accepted() {
+    for table in [
+        "grant = \"client_credentials\"\nclient_id = \"svc\"\nclient_secret = \"${SVC_SECRET}\"\n",
+        "grant = \"client_credentials\"\nclient_id = \"svc\"\nprivate_key_file = \"key.pem\"\nsigning_algorithm = \"ES256\"\n",
+        "client_id = \"app\"\nclient_secret_file = \"secret.txt\"\nscopes = [\"read\"]\n",
+        "client_metadata_url = \"https://folio.example/client.json\"\n",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            &[
+                ("agent/instructions.md", "Hi.\n"),
+                (
+                    "agent/mcp-connections/x.toml",
+                    &format!("url = \"https://mcp.example.com/mcp\"\n[oauth]\n{table}"),
+                ),
+            ],
+        );
+        let discovery = discover(dir.path());
+        assert!(
+            discovery
+                .diagnostics
+                .iter()
+                .all(|d| d.severity != Severity::Error),
+            "{table}: {:?}",
+            lines(dir.path())
+        );
+        assert!(discovery.definition.is_some(), "{table}");
+    }
+}

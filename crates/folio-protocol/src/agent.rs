@@ -277,6 +277,50 @@ pub struct AgentInfo {
     /// What opening each MCP connection found (`folio info --connect`; empty otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub connection_checks: Vec<ConnectionCheck>,
+    /// Where each streamable-HTTP MCP connection stands with OAuth for the local principal
+    /// (`folio info`; empty when not looked up).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connection_auth: Vec<ConnectionAuthState>,
+}
+
+/// One MCP connection's OAuth state (`folio info`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ConnectionAuthState {
+    /// The connection name.
+    pub name: String,
+    /// Its state.
+    pub auth: ConnectionAuth,
+}
+
+/// Where an MCP connection stands with OAuth. It never carries a token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ConnectionAuth {
+    /// No OAuth: Folio holds no token for it and its manifest has no `[oauth]` (a server that
+    /// has not asked for authorization).
+    None,
+    /// A token is stored.
+    #[serde(rename_all = "camelCase")]
+    TokenStored {
+        /// When the access token expires, when the server said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expires_at: Option<chrono::DateTime<chrono::Utc>>,
+        /// Whether it has expired.
+        expired: bool,
+        /// The scopes granted.
+        scopes: Vec<String>,
+        /// Whether Folio renews it without a person (a refresh token, or a client-credentials
+        /// grant).
+        refreshable: bool,
+    },
+    /// A person must authorize first (`folio mcp login <name>`).
+    NeedsLogin {
+        /// Why.
+        reason: String,
+    },
+    /// Machine to machine (`grant = "client_credentials"`): no token yet; Folio obtains one
+    /// itself when the server asks.
+    ClientCredentials,
 }
 
 /// What opening one MCP connection found (`folio info --connect`).

@@ -50,9 +50,10 @@ mod usage;
 
 pub use agent::{
     AgentDescription, AgentHeader, AgentInfo, ArtifactKindInfo, ArtifactsInfo, AuthoredToolInfo,
-    ChannelInfo, ConnectionCheck, ConnectionDescription, ConnectionInfo, DiagnosticInfo, HookInfo,
-    ScheduleInfo, Severity, SkillForm, SkillFrontmatterInfo, SkillInfo, SubagentInfo,
-    ToolDescription, ToolEffect, ToolExecution, TransportInfo, Visibility,
+    ChannelInfo, ConnectionAuth, ConnectionAuthState, ConnectionCheck, ConnectionDescription,
+    ConnectionInfo, DiagnosticInfo, HookInfo, ScheduleInfo, Severity, SkillForm,
+    SkillFrontmatterInfo, SkillInfo, SubagentInfo, ToolDescription, ToolEffect, ToolExecution,
+    TransportInfo, Visibility,
 };
 pub use channel::{
     ChannelDelivery, ChannelDeliveryOutcome, DeliveriesResponse, DeliveryAccepted, DeliveryInfo,

@@ -79,6 +79,21 @@ pub struct McpConnection {
     auth: Option<McpAuth>,
 }
 
+/// How one attempt of a tool call ended.
+enum Call {
+    /// With a result or an error to return.
+    Done(Result<CallToolResult, McpError>),
+    /// The server refused it with an OAuth challenge.
+    Challenged {
+        /// The `WWW-Authenticate` value.
+        challenge: String,
+        /// The server's URL.
+        url: String,
+        /// The start that was refused.
+        generation: u64,
+    },
+}
+
 enum State {
     Idle,
     Running(Box<Running>),
@@ -94,6 +109,8 @@ struct Running {
     failures: u32,
     /// Which start this is, so a late error from an earlier one never marks this one down.
     generation: u64,
+    /// The URL of a streamable-HTTP server (templates resolved).
+    http_url: Option<String>,
 }
 
 /// Numbers every server start in the process.
@@ -173,24 +190,92 @@ impl McpConnection {
         }
     }
 
-    /// Calls `tool` with `arguments`, starting or restarting the server if needed.
+    /// Calls `tool` with `arguments`, starting or restarting the server if needed. With OAuth,
+    /// a call the server refuses with a challenge (a `403 insufficient_scope` asking for more
+    /// scopes, or a `401` for a revoked token) is authorized again — with the union of the
+    /// granted and the required scopes — and retried on a fresh connection, at most
+    /// `MAX_AUTHORIZATIONS` times.
     pub async fn call_tool(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
     ) -> Result<CallToolResult, McpError> {
-        let (peer, generation) = {
+        let mut authorizer: Option<oauth::Authorizer> = None;
+        loop {
+            let (challenge, url, generation, auth) =
+                match (self.call_once(tool, arguments.clone()).await, &self.auth) {
+                    (
+                        Call::Challenged {
+                            challenge,
+                            url,
+                            generation,
+                        },
+                        Some(auth),
+                    ) => (challenge, url, generation, auth),
+                    (Call::Done(result), _) => return result,
+                    (Call::Challenged { challenge, .. }, None) => {
+                        return Err(McpError::Call {
+                            server: self.config.name.clone(),
+                            message: format!("the server asks for authorization ({challenge})"),
+                        });
+                    }
+                };
+            let failed = |message: String| McpError::Call {
+                server: self.config.name.clone(),
+                message,
+            };
+            let authorizer = match &mut authorizer {
+                Some(authorizer) => authorizer,
+                None => {
+                    let identity = oauth::ClientIdentity::resolve(
+                        self.config.oauth.as_ref(),
+                        &*self.env,
+                        self.manifest_dir(),
+                    )
+                    .map_err(failed)?;
+                    authorizer.insert(oauth::Authorizer::new(
+                        &self.config.name,
+                        &url,
+                        auth,
+                        identity,
+                    ))
+                }
+            };
+            let answered = authorizer.answer(&challenge).await;
+            // The refused connection is replaced: the next call opens a fresh one with the
+            // stored token.
+            {
+                let mut state = self.state.lock().await;
+                if matches!(&*state, State::Running(running) if running.generation == generation)
+                    && let State::Running(running) = std::mem::replace(&mut *state, State::Idle)
+                {
+                    tokio::spawn(stop(*running));
+                }
+            }
+            answered.map_err(failed)?;
+        }
+    }
+
+    /// One attempt of [`McpConnection::call_tool`].
+    async fn call_once(&self, tool: &str, arguments: Map<String, Value>) -> Call {
+        let (peer, generation, http_url) = {
             let mut state = self.state.lock().await;
-            self.ensure_running(&mut state).await?;
+            if let Err(err) = self.ensure_running(&mut state).await {
+                return Call::Done(Err(err));
+            }
             let State::Running(running) = &*state else {
-                return Err(self.not_running("it is not started".into()));
+                return Call::Done(Err(self.not_running("it is not started".into())));
             };
             if running.service.is_closed() {
                 let reason = self.exit_reason(running);
                 self.mark_down(&mut state);
-                return Err(self.not_running(reason));
+                return Call::Done(Err(self.not_running(reason)));
             }
-            (running.service.peer().clone(), running.generation)
+            (
+                running.service.peer().clone(),
+                running.generation,
+                running.http_url.clone(),
+            )
         };
         // A CLIENT span per the MCP semantic conventions; its trace context goes in `_meta`.
         // It carries no event-index range: the request appends nothing to the session's log
@@ -229,7 +314,16 @@ impl McpConnection {
             span.record("otel.status_code", "ERROR");
             span.record("error.type", kind);
         }
-        match result {
+        if let (Ok(Err(error)), Some(url)) = (&result, &http_url)
+            && let Some(challenge) = error.auth_challenge()
+        {
+            return Call::Challenged {
+                challenge: challenge.to_string(),
+                url: url.clone(),
+                generation,
+            };
+        }
+        Call::Done(match result {
             Ok(Ok(result)) => {
                 if let State::Running(running) = &mut *self.state.lock().await {
                     running.failures = 0;
@@ -263,7 +357,7 @@ impl McpConnection {
                     self.config.call_timeout.as_secs()
                 ),
             }),
-        }
+        })
     }
 
     /// Stops the server: closes the client and kills the child process group.
@@ -374,20 +468,14 @@ impl McpConnection {
             server: self.config.name.clone(),
             callers: self.callers.clone(),
         };
-        let (service, pid, listed) = match &self.config.transport {
+        let (service, pid, listed, http_url) = match &self.config.transport {
             McpTransport::Stdio {
                 command,
                 args,
                 env: vars,
             } => {
                 let program = if command.contains('/') && !Path::new(command).is_absolute() {
-                    self.config
-                        .file
-                        .parent()
-                        .unwrap_or(&self.base_dir)
-                        .join(command)
-                        .display()
-                        .to_string()
+                    self.manifest_dir().join(command).display().to_string()
                 } else {
                     command.clone()
                 };
@@ -436,7 +524,7 @@ impl McpConnection {
                         format!("MCP handshake failed: {err} (stderr: {tail})")
                     }
                 })?;
-                (service, pid, None)
+                (service, pid, None, None)
             }
             // A peer on another server is its `/v1/mcp`: a streamable HTTP server like any other.
             McpTransport::Http { url, headers }
@@ -459,7 +547,7 @@ impl McpConnection {
                 let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
                     .custom_headers(custom);
                 let (service, tools) = self.open_http(client, &url, config).await?;
-                (service, None, Some(tools))
+                (service, None, Some(tools), Some(url))
             }
             McpTransport::Peer {
                 agent, url: None, ..
@@ -483,6 +571,7 @@ impl McpConnection {
                     stderr,
                     failures: 0,
                     generation: 0,
+                    http_url: None,
                 })
                 .await;
                 return Err(format!("tools/list failed: {err}"));
@@ -495,6 +584,7 @@ impl McpConnection {
             stderr,
             failures: 0,
             generation: STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
+            http_url,
         })
     }
 }
@@ -526,13 +616,17 @@ impl McpConnection {
             return list_tools(service).await;
         };
         let store = auth.store(&self.config.name);
-        let identity = oauth::ClientIdentity::resolve(self.config.oauth.as_ref(), &*self.env)?;
-        let mut authorized = false;
+        let identity = oauth::ClientIdentity::resolve(
+            self.config.oauth.as_ref(),
+            &*self.env,
+            self.manifest_dir(),
+        )?;
+        let mut authorizer = oauth::Authorizer::new(&self.config.name, url, auth, identity);
         loop {
             let manager = oauth::manager(url, &store).await?;
             let http = rmcp::transport::AuthClient::new(TracedHttpClient::new()?, manager);
             let transport = StreamableHttpClientTransport::with_client(http, config.clone());
-            let (challenge, err) = match client.clone().serve(transport).await {
+            let challenge = match client.clone().serve(transport).await {
                 Ok(service) => match service.peer().list_all_tools().await {
                     Ok(tools) => return Ok((service, tools)),
                     Err(err) => {
@@ -540,34 +634,23 @@ impl McpConnection {
                         let _ =
                             tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
                         match challenge {
-                            Some(challenge) => (challenge, err.to_string()),
+                            Some(challenge) => challenge,
                             None => return Err(format!("tools/list failed: {err}")),
                         }
                     }
                 },
                 Err(err) => match err.auth_challenge() {
-                    Some(challenge) => (challenge.to_string(), err.to_string()),
+                    Some(challenge) => challenge.to_string(),
                     None => return Err(cannot_open(&err)),
                 },
             };
-            let name = &self.config.name;
-            match &auth.login {
-                Some(login) if !authorized => {
-                    oauth::authorize(name, url, &challenge, &store, login, &identity).await?;
-                    authorized = true;
-                }
-                Some(_) => {
-                    return Err(format!(
-                        "{url} refused the token it just issued: {err}; check the server's OAuth setup"
-                    ));
-                }
-                None => {
-                    return Err(format!(
-                        "{url} needs OAuth authorization: run `folio mcp login {name} --dir <project>` and try again"
-                    ));
-                }
-            }
+            authorizer.answer(&challenge).await?;
         }
+    }
+
+    /// The folder of the manifest: where relative paths in it point.
+    fn manifest_dir(&self) -> &Path {
+        self.config.file.parent().unwrap_or(&self.base_dir)
     }
 }
 

@@ -1,27 +1,37 @@
 //! OAuth 2.1 for streamable-HTTP MCP connections, on rmcp's auth support.
 //!
 //! rmcp does the protocol: protected-resource and authorization-server metadata discovery (from
-//! the 401's `WWW-Authenticate`, path-based and root, and the 2025-03-26 fallbacks), dynamic
-//! client registration, PKCE, the RFC 8707 `resource` parameter, scope selection from the
-//! challenge or `scopes_supported`, and refreshing tokens (before expiry, and once after a 401).
-//! Folio adds where tokens live and the human step:
+//! the 401's `WWW-Authenticate`, path-based and root), dynamic client registration, Client ID
+//! Metadata Documents, PKCE, the RFC 8707 `resource` parameter, scope selection from the
+//! challenge or `scopes_supported`, refreshing tokens (before expiry, and once after a 401), and
+//! the client-credentials grant (`client_secret_basic` / `_post`, `private_key_jwt`). Folio adds:
 //!
 //! - [`FileCredentialStore`]: one JSON file per principal and connection under the state root
 //!   (`mcp-auth/<principal>/<connection>.json`), mode 0600, written atomically. Tokens never go
 //!   into events or logs (rmcp's `Debug` of credentials redacts them; Folio logs none).
 //! - [`McpLogin`]: how a person is asked — the authorization URL is printed on stderr (and
-//!   opened with `$BROWSER` when set), and the code comes back to a loopback redirect
-//!   (`http://127.0.0.1:<port>/callback`). `folio run` and `folio mcp login` ask; `folio serve`
-//!   uses the tokens `folio mcp login` stored and otherwise tells the operator to log in.
+//!   opened with `$BROWSER` when set), and the code comes back to a one-route loopback server
+//!   (`http://127.0.0.1:<port>/callback`) that takes only the redirect carrying the login's
+//!   `state`. `folio run` and `folio mcp login` ask; `folio serve` uses the tokens `folio mcp
+//!   login` stored and otherwise tells the operator to log in.
+//! - `Authorizer`: what to do about a server's 401 or 403 challenge — authorize (or run the
+//!   client-credentials grant), step up to more scopes on `insufficient_scope`, or give up with
+//!   what to do, at most three times per operation.
+//! - The 2025-03-26 back-compat rule for authorization-server metadata (see `resolve_metadata`).
+//! - [`auth_state`]: a connection's OAuth state for `folio info`, without the token.
 
+use std::future::IntoFuture as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
+use folio_project::{McpJwtAlgorithm, McpOAuthGrant, McpServerConfig, McpTransport};
+use folio_protocol::ConnectionAuth;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession, CredentialStore,
-    StoredCredentials,
+    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
+    AuthorizationSession, ClientCredentialsConfig, CredentialStore, JwtSigningAlgorithm,
+    StoredCredentials, WWWAuthenticateParams,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// How long a person has to complete an authorization in the browser.
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -140,20 +150,40 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// The manifest's `[oauth]` client identity with its `${NAME}` templates resolved.
-#[derive(Debug, Clone, Default)]
+/// The largest secret or key file Folio reads (a PEM key is a few KiB).
+const MAX_SECRET_FILE: u64 = 64 * 1024;
+
+/// How the client proves itself in a client-credentials grant.
+#[derive(Clone)]
+enum MachineCredential {
+    /// `client_secret_basic` / `client_secret_post`, as the authorization server says.
+    Secret(String),
+    /// `private_key_jwt`: a PEM key signing an RFC 7523 client assertion.
+    Key {
+        pem: Vec<u8>,
+        algorithm: JwtSigningAlgorithm,
+    },
+}
+
+/// The manifest's `[oauth]` client identity with its templates and files resolved. It holds
+/// secrets, so it has no `Debug`.
+#[derive(Clone, Default)]
 pub(crate) struct ClientIdentity {
     client_id: Option<String>,
     client_secret: Option<String>,
     client_metadata_url: Option<String>,
     scopes: Vec<String>,
+    /// Set for `grant = "client_credentials"`: Folio authenticates as the client itself.
+    machine: Option<MachineCredential>,
 }
 
 impl ClientIdentity {
-    /// Resolves `oauth` (none: dynamic registration) against `env`.
+    /// Resolves `oauth` (none: dynamic registration) against `env`, reading secret and key
+    /// files relative to `manifest_dir`.
     pub(crate) fn resolve(
         oauth: Option<&folio_project::McpOAuth>,
         env: &dyn Fn(&str) -> Option<String>,
+        manifest_dir: &Path,
     ) -> Result<ClientIdentity, String> {
         let Some(oauth) = oauth else {
             return Ok(ClientIdentity::default());
@@ -167,13 +197,166 @@ impl ClientIdentity {
                 })
                 .transpose()
         };
+        let file = |field: &str, value: &Option<String>| {
+            value
+                .as_deref()
+                .map(|path| read_secret_file(&manifest_dir.join(path), field))
+                .transpose()
+        };
+        let secret = match expand("client_secret", &oauth.client_secret)? {
+            Some(secret) => Some(secret),
+            None => file("client_secret_file", &oauth.client_secret_file)?
+                .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string()),
+        };
+        let key = match expand("private_key", &oauth.private_key)? {
+            Some(pem) => Some(pem.into_bytes()),
+            None => file("private_key_file", &oauth.private_key_file)?,
+        };
+        let machine = match oauth.grant {
+            McpOAuthGrant::AuthorizationCode => None,
+            McpOAuthGrant::ClientCredentials => match (key, &secret) {
+                (Some(pem), _) => Some(MachineCredential::Key {
+                    pem,
+                    algorithm: jwt_algorithm(oauth.signing_algorithm),
+                }),
+                (None, Some(secret)) => Some(MachineCredential::Secret(secret.clone())),
+                (None, None) => {
+                    return Err(
+                        "oauth: grant = \"client_credentials\" needs a client secret or a private key"
+                            .into(),
+                    );
+                }
+            },
+        };
         Ok(ClientIdentity {
             client_id: expand("client_id", &oauth.client_id)?,
-            client_secret: expand("client_secret", &oauth.client_secret)?,
+            client_secret: secret,
             client_metadata_url: oauth.client_metadata_url.clone(),
             scopes: oauth.scopes.clone(),
+            machine,
         })
     }
+}
+
+/// rmcp's name for a manifest's `signing_algorithm` (default RS256).
+fn jwt_algorithm(algorithm: Option<McpJwtAlgorithm>) -> JwtSigningAlgorithm {
+    match algorithm.unwrap_or(McpJwtAlgorithm::RS256) {
+        McpJwtAlgorithm::RS256 => JwtSigningAlgorithm::RS256,
+        McpJwtAlgorithm::RS384 => JwtSigningAlgorithm::RS384,
+        McpJwtAlgorithm::RS512 => JwtSigningAlgorithm::RS512,
+        McpJwtAlgorithm::ES256 => JwtSigningAlgorithm::ES256,
+        McpJwtAlgorithm::ES384 => JwtSigningAlgorithm::ES384,
+    }
+}
+
+/// The bytes of a secret or key file: a regular file (a symlink to one is fine) of at most
+/// [`MAX_SECRET_FILE`] bytes. Errors name the file, never its content.
+fn read_secret_file(path: &Path, field: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let cannot = |err: &dyn std::fmt::Display| {
+        format!("oauth.{field}: cannot read {}: {err}", path.display())
+    };
+    let file = std::fs::File::open(path).map_err(|err| cannot(&err))?;
+    let metadata = file.metadata().map_err(|err| cannot(&err))?;
+    if !metadata.is_file() {
+        return Err(cannot(&"not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_SECRET_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| cannot(&err))?;
+    if bytes.len() as u64 > MAX_SECRET_FILE {
+        return Err(cannot(&format_args!("larger than {MAX_SECRET_FILE} bytes")));
+    }
+    Ok(bytes)
+}
+
+/// The authorization server's metadata for the MCP server at `url`, after its `challenge` when
+/// there was one: rmcp's discovery (protected-resource metadata, then the authorization-server
+/// metadata of the server's URL), with the 2025-03-26 back-compat rule done here.
+///
+/// Under the 2025-03-26 specification a server publishes no protected-resource metadata, and
+/// its authorization server's metadata sits at `/.well-known/oauth-authorization-server` of
+/// the MCP server's origin (the "authorization base URL": the server URL without its path).
+/// The client has no issuer identifier to check that document against, and such servers name
+/// an issuer with a path (e.g. `https://mcp.example.com/oauth`), which RFC 8414's check
+/// against the discovery URL refuses. So when rmcp refuses the issuer found there, and the
+/// server publishes no protected-resource metadata (the challenge names none and neither
+/// well-known location answers), Folio reads that document itself and accepts its issuer
+/// when it is on the MCP server's own origin — the only server 2025-03-26 lets a client
+/// trust. Any other refusal (a protected resource naming a mismatched authorization server,
+/// an issuer on another origin) stands.
+async fn resolve_metadata(
+    manager: &AuthorizationManager,
+    url: &str,
+    challenge: Option<&str>,
+) -> Result<AuthorizationMetadata, AuthError> {
+    match manager.resolve_metadata_from_challenge(challenge).await {
+        Ok(resolution) => Ok(resolution.metadata),
+        Err(refusal @ AuthError::AuthorizationServerMismatch { .. }) => {
+            match legacy_metadata(url, challenge).await {
+                Some(metadata) => Ok(metadata),
+                None => Err(refusal),
+            }
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// The 2025-03-26 authorization-server metadata of the MCP server at `url` (see
+/// [`resolve_metadata`]), when the server is a 2025-03-26 one and the document names an issuer
+/// on its origin (or none).
+async fn legacy_metadata(url: &str, challenge: Option<&str>) -> Option<AuthorizationMetadata> {
+    let server = reqwest::Url::parse(url).ok()?;
+    if challenge.is_some_and(|challenge| {
+        WWWAuthenticateParams::parse(challenge, &server)
+            .resource_metadata_url
+            .is_some()
+    }) {
+        return None;
+    }
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .ok()?;
+    let at = |path: &str| {
+        let mut candidate = server.clone();
+        candidate.set_query(None);
+        candidate.set_fragment(None);
+        candidate.set_path(path);
+        candidate
+    };
+    let resource_path = server.path().trim_end_matches('/');
+    for candidate in [
+        at(&format!(
+            "/.well-known/oauth-protected-resource{resource_path}"
+        )),
+        at("/.well-known/oauth-protected-resource"),
+    ] {
+        match http.get(candidate).send().await {
+            Ok(response) if response.status().is_success() => return None,
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    let response = http
+        .get(at("/.well-known/oauth-authorization-server"))
+        .send()
+        .await
+        .ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let metadata: AuthorizationMetadata = response.json().await.ok()?;
+    let same_origin = |endpoint: &str| {
+        reqwest::Url::parse(endpoint).is_ok_and(|endpoint| endpoint.origin() == server.origin())
+    };
+    metadata
+        .issuer
+        .as_deref()
+        .is_none_or(same_origin)
+        .then_some(metadata)
 }
 
 /// An authorization manager for `url` holding the stored credentials, if any.
@@ -186,6 +369,10 @@ pub(crate) async fn manager(
         .map_err(|err| format!("cannot set up OAuth for {url}: {err}"))?;
     manager.set_credential_store(store.clone());
     if tokio::fs::try_exists(store.path()).await.unwrap_or(false) {
+        let metadata = resolve_metadata(&manager, url, None)
+            .await
+            .map_err(|err| format!("cannot discover the OAuth metadata of {url}: {err}"))?;
+        manager.set_metadata(metadata);
         manager
             .initialize_from_store()
             .await
@@ -194,16 +381,145 @@ pub(crate) async fn manager(
     Ok(manager)
 }
 
+/// Answers a server's OAuth challenges during one operation (opening a connection, or one
+/// tool call): runs the authorization (or the client-credentials grant) a `401` asks for, and
+/// re-authorizes with the union of the granted and the required scopes when a `403
+/// insufficient_scope` asks for scopes the token lacks ("step-up"). It gives up — with what
+/// to do — when a person would be needed and none can be asked, when the server refuses a
+/// token just issued, when it asks for scopes already granted, or after
+/// [`MAX_AUTHORIZATIONS`].
+pub(crate) struct Authorizer {
+    server: String,
+    url: String,
+    store: FileCredentialStore,
+    login: Option<McpLogin>,
+    identity: ClientIdentity,
+    authorizations: u32,
+}
+
+/// The most authorizations one operation runs: the first, and step-ups.
+pub(crate) const MAX_AUTHORIZATIONS: u32 = 3;
+
+impl Authorizer {
+    /// An authorizer for connection `server` at `url`, storing tokens in `auth`'s store.
+    pub(crate) fn new(server: &str, url: &str, auth: &McpAuth, identity: ClientIdentity) -> Self {
+        Authorizer {
+            server: server.to_string(),
+            url: url.to_string(),
+            store: auth.store(server),
+            login: auth.login.clone(),
+            identity,
+            authorizations: 0,
+        }
+    }
+
+    /// Obtains a token answering `challenge` (the `WWW-Authenticate` of a 401 or 403); `Err`
+    /// says why not and what to do.
+    pub(crate) async fn answer(&mut self, challenge: &str) -> Result<(), String> {
+        let url = &self.url;
+        let base = reqwest::Url::parse(url).map_err(|err| format!("{url}: {err}"))?;
+        let params = WWWAuthenticateParams::parse(challenge, &base);
+        let refusal = match (&params.error, &params.error_description) {
+            (Some(error), Some(description)) => format!("{error}: {description}"),
+            (Some(error), None) => error.clone(),
+            (None, _) => format!("WWW-Authenticate: {challenge}"),
+        };
+        if self.authorizations >= MAX_AUTHORIZATIONS {
+            return Err(format!(
+                "{url} still refuses after {MAX_AUTHORIZATIONS} authorizations ({refusal}); check the server's OAuth setup"
+            ));
+        }
+        let scopes = if params.is_insufficient_scope() {
+            let granted = self
+                .store
+                .load()
+                .await
+                .ok()
+                .flatten()
+                .map(|stored| stored.granted_scopes)
+                .unwrap_or_default();
+            let required = params.scope.as_deref().unwrap_or_default();
+            let missing: Vec<&str> = required
+                .split_whitespace()
+                .filter(|scope| !granted.iter().any(|granted| granted == scope))
+                .collect();
+            if missing.is_empty() {
+                return Err(format!(
+                    "{url} refuses the token for lack of scope \"{required}\", which it was granted ({refusal}); check the server's OAuth setup"
+                ));
+            }
+            if self.identity.machine.is_none() && self.login.is_none() {
+                return Err(format!(
+                    "{url} needs the scopes \"{}\" too: add them to `scopes` in the connection's [oauth] and run `folio mcp login {} --dir <project>` again",
+                    missing.join(" "),
+                    self.server
+                ));
+            }
+            union(&granted, required, &self.identity.scopes)
+        } else {
+            if self.authorizations > 0 {
+                return Err(format!(
+                    "{url} refused the token it just issued: {refusal}; check the server's OAuth setup"
+                ));
+            }
+            self.identity.scopes.clone()
+        };
+        self.grant_or_authorize(challenge, scopes).await
+    }
+
+    /// Runs the client-credentials grant (a machine identity) or asks a person.
+    async fn grant_or_authorize(
+        &mut self,
+        challenge: &str,
+        scopes: Vec<String>,
+    ) -> Result<(), String> {
+        let (server, url, store) = (&self.server, &self.url, &self.store);
+        match (&self.identity.machine, &self.login) {
+            (Some(machine), _) => {
+                client_credentials(url, challenge, store, &self.identity, machine, scopes).await?;
+            }
+            (None, Some(login)) => {
+                authorize(server, url, challenge, store, login, &self.identity, scopes).await?;
+            }
+            (None, None) => {
+                return Err(format!(
+                    "{url} needs OAuth authorization: run `folio mcp login {server} --dir <project>` and try again"
+                ));
+            }
+        }
+        self.authorizations += 1;
+        Ok(())
+    }
+}
+
+/// `granted`, then the scopes of `required` (space-separated), then `configured`, each once.
+fn union(granted: &[String], required: &str, configured: &[String]) -> Vec<String> {
+    let mut scopes: Vec<String> = Vec::new();
+    for scope in granted
+        .iter()
+        .map(String::as_str)
+        .chain(required.split_whitespace())
+        .chain(configured.iter().map(String::as_str))
+    {
+        if !scopes.iter().any(|known| known == scope) {
+            scopes.push(scope.to_string());
+        }
+    }
+    scopes
+}
+
 /// Runs the authorization-code flow for `url` after its `challenge`: registers Folio (or uses
-/// the stored client), shows the authorization URL to a person, receives the code on a loopback
-/// redirect and stores the tokens.
-pub(crate) async fn authorize(
+/// the configured client), shows the authorization URL to a person, receives the code on a
+/// loopback redirect and stores the tokens. `scopes` empty: rmcp chooses (the challenge's,
+/// else `scopes_supported`).
+async fn authorize(
     server: &str,
     url: &str,
     challenge: &str,
     store: &FileCredentialStore,
     login: &McpLogin,
     client: &ClientIdentity,
+    scopes: Vec<String>,
 ) -> Result<(), String> {
     let failed = |err: AuthError| format!("authorization failed: {err}");
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
@@ -216,15 +532,14 @@ pub(crate) async fn authorize(
     let redirect_uri = format!("http://127.0.0.1:{port}/callback");
     let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
     manager.set_credential_store(store.clone());
-    let resolution = manager
-        .resolve_metadata_from_challenge(Some(challenge))
+    let metadata = resolve_metadata(&manager, url, Some(challenge))
         .await
         .map_err(failed)?;
-    manager.set_metadata(resolution.metadata);
+    manager.set_metadata(metadata);
     let mut request = AuthorizationRequest::new(&redirect_uri)
         .with_client_name(CLIENT_NAME)
         .with_challenge(challenge)
-        .with_scopes(client.scopes.clone());
+        .with_scopes(scopes);
     if let Some(id) = &client.client_id {
         request = request.with_preregistered_client(id);
     }
@@ -243,7 +558,7 @@ pub(crate) async fn authorize(
         open(browser, &auth_url);
     }
     let state = query_param(&auth_url, "state");
-    let callback = tokio::time::timeout(LOGIN_TIMEOUT, receive(&listener, port, state.as_deref()))
+    let callback = tokio::time::timeout(LOGIN_TIMEOUT, receive(listener, port, state))
         .await
         .map_err(|_| {
             format!(
@@ -256,6 +571,71 @@ pub(crate) async fn authorize(
         .await
         .map_err(failed)?;
     Ok(())
+}
+
+/// Runs the client-credentials grant (RFC 6749 §4.4; SEP-1046) for `url` after its
+/// `challenge`: Folio authenticates as the configured client — with its secret
+/// (`client_secret_basic`, or `client_secret_post` when the server allows it) or an RFC 7523
+/// JWT assertion signed with its key (`private_key_jwt`) — and stores the token. The RFC 8707
+/// `resource` is the server's URL; `scopes` empty: the challenge's, else the resource's or the
+/// authorization server's `scopes_supported`.
+async fn client_credentials(
+    url: &str,
+    challenge: &str,
+    store: &FileCredentialStore,
+    client: &ClientIdentity,
+    machine: &MachineCredential,
+    scopes: Vec<String>,
+) -> Result<(), String> {
+    let failed = |err: AuthError| format!("the client-credentials grant failed: {err}");
+    let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
+    manager.set_credential_store(store.clone());
+    let metadata = resolve_metadata(&manager, url, Some(challenge))
+        .await
+        .map_err(failed)?;
+    manager.set_metadata(metadata);
+    let scopes = if scopes.is_empty() {
+        manager.select_scopes(None, &[])
+    } else {
+        scopes
+    };
+    let client_id = client
+        .client_id
+        .clone()
+        .ok_or("oauth.client_id: grant = \"client_credentials\" needs the client id")?;
+    let resource = Some(url.to_string());
+    let config = match machine {
+        MachineCredential::Secret(secret) => ClientCredentialsConfig::ClientSecret {
+            client_id,
+            client_secret: secret.clone(),
+            scopes,
+            resource,
+        },
+        MachineCredential::Key { pem, algorithm } => ClientCredentialsConfig::PrivateKeyJwt {
+            client_id,
+            signing_key: pem.clone(),
+            signing_algorithm: *algorithm,
+            token_endpoint_audience: None,
+            scopes,
+            resource,
+        },
+    };
+    manager
+        .validate_client_credentials_metadata(&config)
+        .map_err(failed)?;
+    manager
+        .configure_client_credentials(&config)
+        .map_err(failed)?;
+    // rmcp's exchange future is not `Send` (it holds a form serializer across an await), so
+    // it runs on a blocking thread, driven there by this runtime's handle.
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        runtime
+            .block_on(async move { manager.exchange_client_credentials(&config).await.map(drop) })
+    })
+    .await
+    .map_err(|err| format!("the client-credentials grant failed: {err}"))?
+    .map_err(failed)
 }
 
 /// Opens `url` with the `browser` command (its words, then the URL) without waiting for it
@@ -287,101 +667,437 @@ fn query_param(url: &str, name: &str) -> Option<String> {
         .map(|(_, value)| value.into_owned())
 }
 
-/// Waits for the authorization server's redirect to `/callback` carrying the authorization
-/// request's `state` (when it had one) and returns its full URL. Any other request (a web page
-/// on this machine guessing the port, a stale tab) is answered 404 and the wait goes on, so it
-/// can neither end the login nor slip in a code of its own.
-async fn receive(
-    listener: &tokio::net::TcpListener,
+/// Whether a request to `/callback` with query `query` is this login's redirect: it carries
+/// the authorization request's `state` (when it had one), exactly once.
+fn is_the_callback(query: Option<&str>, state: Option<&str>) -> bool {
+    let Some(state) = state else { return true };
+    let Ok(mut url) = reqwest::Url::parse("http://127.0.0.1/callback") else {
+        return false;
+    };
+    url.set_query(query);
+    let mut states = url.query_pairs().filter(|(key, _)| key == "state");
+    matches!((states.next(), states.next()), (Some((_, value)), None) if value == state)
+}
+
+/// The loopback redirect server's state: the login's `state`, and where the callback goes.
+#[derive(Clone)]
+struct Callback {
     port: u16,
-    state: Option<&str>,
+    state: Option<Arc<str>>,
+    arrived: Arc<std::sync::Mutex<Option<tokio::sync::oneshot::Sender<String>>>>,
+}
+
+/// `GET /callback`: the authorization server's redirect. Only the one carrying this login's
+/// `state` is taken (200); anything else — a web page on this machine guessing the port, a
+/// stale tab, a second delivery — gets 404 and the wait goes on.
+async fn callback(
+    axum::extract::State(callback): axum::extract::State<Callback>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> (axum::http::StatusCode, &'static str) {
+    let not_it = (
+        axum::http::StatusCode::NOT_FOUND,
+        "Not the OAuth callback of this login (wrong path or state).\n",
+    );
+    if !is_the_callback(query.as_deref(), callback.state.as_deref()) {
+        return not_it;
+    }
+    let waiting = callback
+        .arrived
+        .lock()
+        .ok()
+        .and_then(|mut arrived| arrived.take());
+    let Some(waiting) = waiting else {
+        return not_it;
+    };
+    let _ = waiting.send(format!(
+        "http://127.0.0.1:{}/callback?{}",
+        callback.port,
+        query.unwrap_or_default()
+    ));
+    (
+        axum::http::StatusCode::OK,
+        "Folio is authorized; you can close this tab.\n",
+    )
+}
+
+/// Serves the loopback redirect (one route, `GET /callback`) on `listener` until the callback
+/// carrying the authorization request's `state` arrives, and returns its full URL.
+async fn receive(
+    listener: tokio::net::TcpListener,
+    port: u16,
+    state: Option<String>,
 ) -> Result<String, String> {
-    loop {
-        let (mut socket, _) = listener
-            .accept()
-            .await
-            .map_err(|err| format!("the OAuth redirect listener failed: {err}"))?;
-        let mut buffer = vec![0u8; 8192];
-        let mut read = 0;
-        while read < buffer.len() && !buffer[..read].windows(4).any(|w| w == b"\r\n\r\n") {
-            match socket.read(&mut buffer[read..]).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => read += n,
+    let (arrived, wait) = tokio::sync::oneshot::channel();
+    let app = axum::Router::new()
+        .route("/callback", axum::routing::get(callback))
+        .with_state(Callback {
+            port,
+            state: state.map(Arc::from),
+            arrived: Arc::new(std::sync::Mutex::new(Some(arrived))),
+        });
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    // Aborted if the login gives up first (its timeout drops this future).
+    let mut server = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            })
+            .into_future(),
+    ));
+    let outcome = tokio::select! {
+        url = wait => url.map_err(|_| "the OAuth redirect listener stopped".to_string()),
+        served = &mut server => Err(match served {
+            Ok(Err(err)) => format!("the OAuth redirect listener failed: {err}"),
+            _ => "the OAuth redirect listener stopped".to_string(),
+        }),
+    };
+    // Let it finish answering the browser, then stop.
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(2), &mut server).await;
+    outcome
+}
+
+/// Where connection `config` stands with OAuth for the principal whose tokens are under
+/// `auth_dir` (`folio info`), from its manifest and stored credentials; `None` for a
+/// connection that is not over HTTP. It reads the stored token's expiry, scopes and whether it
+/// can be refreshed, never the token itself.
+pub async fn auth_state(config: &McpServerConfig, auth_dir: &Path) -> Option<ConnectionAuth> {
+    let http = matches!(
+        config.transport,
+        McpTransport::Http { .. } | McpTransport::Peer { url: Some(_), .. }
+    );
+    if !http {
+        return None;
+    }
+    Some(stored_auth_state(config, auth_dir).await)
+}
+
+/// [`auth_state`] of an HTTP connection.
+async fn stored_auth_state(config: &McpServerConfig, auth_dir: &Path) -> ConnectionAuth {
+    let machine = config
+        .oauth
+        .as_ref()
+        .is_some_and(|oauth| oauth.grant == McpOAuthGrant::ClientCredentials);
+    let store = FileCredentialStore {
+        path: auth_dir.join(format!("{}.json", config.name)),
+    };
+    let stored = match store.load().await {
+        Ok(stored) => stored,
+        Err(err) => {
+            return ConnectionAuth::NeedsLogin {
+                reason: err.to_string(),
+            };
+        }
+    };
+    let token = stored.as_ref().and_then(|stored| {
+        stored
+            .token_response
+            .as_ref()
+            .and_then(|token| serde_json::to_value(token).ok())
+    });
+    let (Some(stored), Some(token)) = (stored, token) else {
+        return if machine {
+            ConnectionAuth::ClientCredentials
+        } else if config.oauth.is_some() {
+            ConnectionAuth::NeedsLogin {
+                reason: format!(
+                    "no token stored: run `folio mcp login {} --dir <project>`",
+                    config.name
+                ),
             }
-        }
-        let head = String::from_utf8_lossy(&buffer[..read]);
-        let target = head
-            .lines()
-            .next()
-            .and_then(|line| line.strip_prefix("GET "))
-            .and_then(|rest| rest.split(' ').next())
-            .filter(|target| target.starts_with("/callback?"))
-            .filter(|target| {
-                state.is_none_or(|state| {
-                    query_param(&format!("http://127.0.0.1{target}"), "state").as_deref()
-                        == Some(state)
-                })
-            });
-        let (status, body) = match target {
-            Some(_) => ("200 OK", "Folio is authorized; you can close this tab.\n"),
-            None => (
-                "404 Not Found",
-                "Not the OAuth callback of this login (wrong path or state).\n",
-            ),
+        } else {
+            ConnectionAuth::None
         };
-        let reply = format!(
-            "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        let _ = socket.write_all(reply.as_bytes()).await;
-        if let Some(target) = target {
-            return Ok(format!("http://127.0.0.1:{port}{target}"));
-        }
+    };
+    let expires_at = stored
+        .token_received_at
+        .zip(token.get("expires_in").and_then(serde_json::Value::as_u64))
+        .and_then(|(received, lifetime)| {
+            let at = i64::try_from(received.checked_add(lifetime)?).ok()?;
+            chrono::DateTime::from_timestamp(at, 0)
+        });
+    let expired = expires_at.is_some_and(|at| at <= chrono::Utc::now());
+    let refreshable = machine || token.get("refresh_token").is_some_and(|t| !t.is_null());
+    match expires_at {
+        Some(at) if expired && !refreshable => ConnectionAuth::NeedsLogin {
+            reason: format!(
+                "the stored token expired at {} and cannot be refreshed: run `folio mcp login {} --dir <project>`",
+                at.to_rfc3339(),
+                config.name
+            ),
+        },
+        _ => ConnectionAuth::TokenStored {
+            expires_at,
+            expired,
+            scopes: stored.granted_scopes,
+            refreshable,
+        },
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use proptest::prelude::*;
 
-    async fn get(port: u16, target: &str) -> String {
-        let mut socket = tokio::net::TcpStream::connect(("127.0.0.1", port))
+    async fn get(port: u16, target: &str) -> reqwest::StatusCode {
+        reqwest::get(format!("http://127.0.0.1:{port}{target}"))
             .await
-            .unwrap();
-        socket
-            .write_all(format!("GET {target} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
-            .await
-            .unwrap();
-        let mut answer = String::new();
-        socket.read_to_string(&mut answer).await.unwrap();
-        answer
+            .unwrap()
+            .status()
     }
 
     #[tokio::test]
     async fn only_the_callback_with_the_logins_state_ends_the_wait() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let waiting = tokio::spawn(async move { receive(&listener, port, Some("s3cret")).await });
+        let waiting =
+            tokio::spawn(async move { receive(listener, port, Some("s3cret".into())).await });
         for forged in [
             "/callback?code=evil&state=guess",
             "/callback?code=evil",
+            "/callback?code=evil&state=s3cret&state=guess",
             "/other?code=x&state=s3cret",
+            "/callback/?code=x&state=s3cret",
         ] {
-            assert!(
-                get(port, forged).await.starts_with("HTTP/1.1 404"),
-                "{forged}"
-            );
+            assert_eq!(get(port, forged).await, 404, "{forged}");
         }
         assert!(!waiting.is_finished());
-        assert!(
-            get(port, "/callback?code=good&state=s3cret")
-                .await
-                .starts_with("HTTP/1.1 200")
-        );
+        assert_eq!(get(port, "/callback?code=good&state=s3cret").await, 200);
         assert_eq!(
             waiting.await.unwrap().unwrap(),
             format!("http://127.0.0.1:{port}/callback?code=good&state=s3cret")
         );
+    }
+
+    proptest! {
+        /// Whatever a forger puts in the query, only the login's own `state`, once, is taken.
+        #[test]
+        fn a_callback_without_the_logins_state_is_refused(
+            pairs in proptest::collection::vec(("[a-z_]{1,8}", "[A-Za-z0-9%&=+ ]{0,12}"), 0..5),
+            state in "[A-Za-z0-9_-]{8,24}",
+        ) {
+            let query = pairs
+                .iter()
+                .map(|(key, value)| format!("{key}={value}"))
+                .collect::<Vec<_>>()
+                .join("&");
+            let mut url = reqwest::Url::parse("http://127.0.0.1/callback").unwrap();
+            url.set_query(Some(&query));
+            let carried: Vec<String> = url
+                .query_pairs()
+                .filter(|(key, _)| key == "state")
+                .map(|(_, value)| value.into_owned())
+                .collect();
+            prop_assert_eq!(
+                is_the_callback(Some(&query), Some(&state)),
+                carried == [state.clone()]
+            );
+            let genuine = format!("{query}&state={state}");
+            prop_assert_eq!(
+                is_the_callback(Some(&genuine), Some(&state)),
+                carried.is_empty()
+            );
+        }
+    }
+
+    fn http_connection(oauth: Option<&str>) -> McpServerConfig {
+        McpServerConfig {
+            name: "x".into(),
+            description: None,
+            transport: McpTransport::Http {
+                url: "https://mcp.example.com/mcp".into(),
+                headers: Default::default(),
+            },
+            file: PathBuf::from("/agent/mcp-connections/x.toml"),
+            call_timeout: Duration::from_secs(5),
+            oauth: oauth.map(|oauth| toml::from_str(oauth).unwrap()),
+        }
+    }
+
+    /// Writes stored credentials for connection `x` received `age` seconds ago.
+    fn store(dir: &Path, token: serde_json::Value, scopes: &[&str], age: u64) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let stored = serde_json::json!({
+            "client_id": "c",
+            "token_response": token,
+            "granted_scopes": scopes,
+            "token_received_at": now - age,
+        });
+        std::fs::write(dir.join("x.json"), stored.to_string()).unwrap();
+    }
+
+    #[tokio::test]
+    async fn auth_state_tells_every_state_apart_without_the_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let code = "client_metadata_url = \"https://folio.example/client.json\"";
+        let machine =
+            "grant = \"client_credentials\"\nclient_id = \"svc\"\nclient_secret = \"${S}\"";
+        let stdio = McpServerConfig {
+            transport: McpTransport::Stdio {
+                command: "server".into(),
+                args: Vec::new(),
+                env: Default::default(),
+            },
+            ..http_connection(None)
+        };
+        assert_eq!(auth_state(&stdio, dir.path()).await, None);
+        let state = |oauth| {
+            let config = http_connection(oauth);
+            let dir = dir.path().to_path_buf();
+            async move { auth_state(&config, &dir).await.unwrap() }
+        };
+        assert_eq!(state(None).await, ConnectionAuth::None);
+        assert!(
+            matches!(state(Some(code)).await, ConnectionAuth::NeedsLogin { reason } if reason.contains("folio mcp login x"))
+        );
+        assert_eq!(
+            state(Some(machine)).await,
+            ConnectionAuth::ClientCredentials
+        );
+
+        let fresh = serde_json::json!({"access_token": "tok-SECRET", "token_type": "bearer", "expires_in": 3600, "refresh_token": "ref-SECRET"});
+        store(dir.path(), fresh, &["a", "b"], 60);
+        let ConnectionAuth::TokenStored {
+            expires_at: Some(at),
+            expired: false,
+            scopes,
+            refreshable: true,
+        } = state(None).await
+        else {
+            panic!("{:?}", state(None).await);
+        };
+        assert_eq!(scopes, ["a", "b"]);
+        let left = at - chrono::Utc::now();
+        assert!(
+            left > chrono::Duration::minutes(58) && left <= chrono::Duration::minutes(59),
+            "{at}"
+        );
+
+        let stale = serde_json::json!({"access_token": "tok-SECRET", "token_type": "bearer", "expires_in": 60});
+        store(dir.path(), stale, &[], 3600);
+        let ConnectionAuth::NeedsLogin { reason } = state(Some(code)).await else {
+            panic!("{:?}", state(Some(code)).await);
+        };
+        assert!(
+            reason.contains("expired") && reason.contains("cannot be refreshed"),
+            "{reason}"
+        );
+        // A client-credentials grant renews an expired token by itself.
+        assert!(matches!(
+            state(Some(machine)).await,
+            ConnectionAuth::TokenStored {
+                expired: true,
+                refreshable: true,
+                ..
+            }
+        ));
+        for described in [
+            state(None).await,
+            state(Some(code)).await,
+            state(Some(machine)).await,
+        ] {
+            assert!(
+                !format!("{described:?}").contains("SECRET"),
+                "{described:?}"
+            );
+            assert!(
+                !serde_json::to_string(&described)
+                    .unwrap()
+                    .contains("SECRET")
+            );
+        }
+
+        std::fs::write(dir.path().join("x.json"), "{not json").unwrap();
+        let ConnectionAuth::NeedsLogin { reason } = state(None).await else {
+            panic!("{:?}", state(None).await);
+        };
+        assert!(
+            reason.contains("delete the file and log in again"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn a_machine_identity_reads_its_secret_from_the_environment_or_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "from-file\n").unwrap();
+        std::fs::write(dir.path().join("key.pem"), "-----BEGIN PRIVATE KEY-----\n").unwrap();
+        let env = |name: &str| (name == "S").then(|| "from-env".to_string());
+        let resolve = |oauth: &str| {
+            let oauth: folio_project::McpOAuth = toml::from_str(oauth).unwrap();
+            ClientIdentity::resolve(Some(&oauth), &env, dir.path())
+        };
+        let secret = |identity: ClientIdentity| match identity.machine {
+            Some(MachineCredential::Secret(secret)) => secret,
+            _ => panic!("no client secret"),
+        };
+        let from_env = resolve(
+            "grant = \"client_credentials\"\nclient_id = \"svc\"\nclient_secret = \"${S}\"",
+        )
+        .unwrap();
+        assert_eq!(secret(from_env), "from-env");
+        let from_file = resolve("grant = \"client_credentials\"\nclient_id = \"svc\"\nclient_secret_file = \"secret.txt\"").unwrap();
+        assert_eq!(secret(from_file), "from-file");
+        let key = resolve("grant = \"client_credentials\"\nclient_id = \"svc\"\nprivate_key_file = \"key.pem\"\nsigning_algorithm = \"ES256\"").unwrap();
+        assert!(matches!(
+            key.machine,
+            Some(MachineCredential::Key { ref pem, algorithm: JwtSigningAlgorithm::ES256 }) if pem.starts_with(b"-----BEGIN")
+        ));
+        // A person's grant keeps the secret for the authorization-code exchange.
+        let code = resolve("client_id = \"app\"\nclient_secret_file = \"secret.txt\"").unwrap();
+        assert!(code.machine.is_none());
+        assert_eq!(code.client_secret.as_deref(), Some("from-file"));
+        let Err(unset) = resolve(
+            "grant = \"client_credentials\"\nclient_id = \"svc\"\nclient_secret = \"${UNSET}\"",
+        ) else {
+            panic!("an unset variable resolved");
+        };
+        assert!(
+            unset.contains("oauth.client_secret") && unset.contains("UNSET"),
+            "{unset}"
+        );
+        let Err(missing) = resolve(
+            "grant = \"client_credentials\"\nclient_id = \"svc\"\nprivate_key_file = \"nope.pem\"",
+        ) else {
+            panic!("a missing key file resolved");
+        };
+        assert!(
+            missing.contains("oauth.private_key_file") && missing.contains("nope.pem"),
+            "{missing}"
+        );
+    }
+
+    #[test]
+    fn step_up_asks_for_the_granted_and_the_required_scopes_once_each() {
+        assert_eq!(
+            union(
+                &["mcp:basic".to_string()],
+                "mcp:basic  mcp:write",
+                &["mcp:write".to_string(), "extra".to_string()]
+            ),
+            ["mcp:basic", "mcp:write", "extra"]
+        );
+    }
+
+    #[test]
+    fn a_secret_file_must_be_a_small_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "s3cret\n").unwrap();
+        assert_eq!(
+            read_secret_file(&secret, "client_secret_file").unwrap(),
+            b"s3cret\n"
+        );
+        let err = read_secret_file(Path::new("/dev/zero"), "client_secret_file").unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'x'; MAX_SECRET_FILE as usize + 1]).unwrap();
+        let err = read_secret_file(&big, "private_key_file").unwrap_err();
+        assert!(err.contains("larger than"), "{err}");
+        assert!(!err.contains("xxx"), "{err}");
     }
 }
