@@ -16,6 +16,11 @@
 //! - Every session knows how many peer asks deep it is ([`ToolContext::peer_depth`]); an ask
 //!   that would go past [`MAX_PEER_DEPTH`] is refused with a tool error, which cuts cycles
 //!   (A asks B asks A …) on one server and, through `peerDepth` in the ask, across servers.
+//! - Stopping the asking turn (stop, preempt, shutdown) stops the peer's turn: in-process the
+//!   peer's session is stopped directly; across servers the dropped MCP call sends
+//!   `notifications/cancelled`, and the peer's `/v1/mcp` stops the turn the ask started. The
+//!   peer records `turn.failed` (`turn interrupted`), like any stopped turn. A first ask that
+//!   is stopped leaves no pairing, so the next ask opens a new peer session.
 //!
 //! `folio run` has no server to mount a peer in: loading an agent with a same-server peer
 //! outside `folio serve` fails with [`LoadError::PeerNeedsServer`](crate::LoadError), which
@@ -26,6 +31,7 @@ use std::sync::{Arc, RwLock};
 
 use folio_protocol::{AskArguments, AskResult, AskStatus};
 use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
 
 use crate::layout::StateLayout;
 use crate::mcp::{McpConnection, mcp_tool_name};
@@ -53,8 +59,13 @@ pub enum PeerError {
 #[async_trait::async_trait]
 pub trait PeerAgent: Send + Sync {
     /// Runs `ask` as `principal`: a new chat session at depth `peerDepth`, or a follow-up of
-    /// `sessionId`, waiting for the turn's reply.
-    async fn ask(&self, principal: &str, ask: AskArguments) -> Result<AskResult, PeerError>;
+    /// `sessionId`, waiting for the turn's reply; when `cancel` fires first, stops that turn.
+    async fn ask(
+        &self,
+        principal: &str,
+        ask: AskArguments,
+        cancel: &CancellationToken,
+    ) -> Result<AskResult, PeerError>;
 }
 
 /// The agents mounted in one server, by slug: where a same-server peer tool finds its peer.
@@ -158,8 +169,15 @@ impl PeerTool {
         }
     }
 
-    /// Sends one ask to the peer.
-    async fn send(&self, principal: &str, ask: AskArguments) -> Result<AskResult, PeerError> {
+    /// Sends one ask to the peer. When `cancel` fires, a peer in the same server stops the
+    /// turn it started; a remote call is dropped, which sends the peer's server MCP
+    /// `notifications/cancelled`, and its `/v1/mcp` stops the turn the same way.
+    async fn send(
+        &self,
+        principal: &str,
+        ask: AskArguments,
+        cancel: &CancellationToken,
+    ) -> Result<AskResult, PeerError> {
         match &self.reach {
             Reach::Local(peers) => {
                 let Some(peer) = peers.get(&self.agent) else {
@@ -169,17 +187,18 @@ impl PeerTool {
                         peers.slugs().join(", ")
                     )));
                 };
-                peer.ask(principal, ask).await
+                peer.ask(principal, ask, cancel).await
             }
             Reach::Remote(connection) => {
                 let arguments = match serde_json::to_value(&ask) {
                     Ok(Value::Object(map)) => map,
                     _ => Map::new(),
                 };
-                let result = connection
-                    .call_tool(ASK, arguments)
-                    .await
-                    .map_err(|err| PeerError::Failed(err.to_string()))?;
+                let result = tokio::select! {
+                    result = connection.call_tool(ASK, arguments) => result,
+                    () = cancel.cancelled() => return Err(PeerError::Failed("the ask was cancelled".into())),
+                };
+                let result = result.map_err(|err| PeerError::Failed(err.to_string()))?;
                 match result
                     .structured_content
                     .clone()
@@ -299,16 +318,19 @@ impl Tool for PeerTool {
             session_id,
             peer_depth: Some(depth),
         };
-        let asked = tokio::select! {
-            asked = async {
-                match self.send(&ctx.principal, ask(paired.clone())).await {
-                    // The peer session was deleted: open a new one.
-                    Err(PeerError::SessionGone(_)) => self.send(&ctx.principal, ask(None)).await,
-                    other => other,
-                }
-            } => asked,
-            () = ctx.cancel.cancelled() => return Err(ToolError("tool call cancelled".into())),
+        let asked = match self
+            .send(&ctx.principal, ask(paired.clone()), &ctx.cancel)
+            .await
+        {
+            // The peer session was deleted: open a new one.
+            Err(PeerError::SessionGone(_)) => {
+                self.send(&ctx.principal, ask(None), &ctx.cancel).await
+            }
+            other => other,
         };
+        if ctx.cancel.is_cancelled() {
+            return Err(ToolError("tool call cancelled".into()));
+        }
         let asked = asked.map_err(|err| {
             ToolError(format!(
                 "peer agent \"{}\" could not answer: {err}",

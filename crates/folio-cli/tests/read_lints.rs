@@ -1,7 +1,8 @@
 //! `ReadLints` end to end: `folio run` with the mock model calling ReadLints over a session
 //! workspace seeded with planted errors, linted by real linters (ruff from PyPI, in its JSON and
-//! SARIF formats; shellcheck from Debian, gcc text; rustc's JSON), and the failures a user can
-//! meet (a linter that is not installed, one that hangs, paths outside the workspace).
+//! SARIF formats; shellcheck from Debian, gcc text; rustc's JSON; ESLint from npm, its JSON;
+//! clippy through cargo's JSON messages), and the failures a user can meet (a linter that is
+//! not installed, one that hangs, paths outside the workspace).
 
 mod common;
 
@@ -12,16 +13,22 @@ use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-/// The ruff that `scripts/install-test-deps` installs.
-fn ruff() -> String {
-    let bin =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-deps/tools/bin/ruff");
+/// The program `scripts/install-test-deps` installed at `path` under `target/test-deps`.
+fn test_dep(path: &str) -> String {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/test-deps")
+        .join(path);
     assert!(
         bin.is_file(),
         "{} is missing: run scripts/install-test-deps first",
         bin.display()
     );
     bin.canonicalize().unwrap().display().to_string()
+}
+
+/// The ruff that `scripts/install-test-deps` installs.
+fn ruff() -> String {
+    test_dep("tools/bin/ruff")
 }
 
 const BAD_PY: &str = "import os\n\n\ndef f(x):\n    return x\n";
@@ -109,6 +116,63 @@ commands = [
             ),
             ("ReadLints".into(), true, json!("not found: missing.py")),
         ]
+    );
+}
+
+const BAD_JS: &str = "let count = 1;\nif (count == 2) {\n  missing();\n}\nconst unused = 0;\n";
+const BROKEN_JS: &str = "let = ;\n";
+const PLANTED_CRATE: &str =
+    "[package]\nname = \"planted\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+const CLIPPY_RS: &str = "pub fn total(values: &Vec<u32>) -> u32 {\n    values.iter().sum()\n}\n\npub fn area(r: f64) -> f64 {\n    3.14 * r * r\n}\n";
+
+#[tokio::test]
+async fn eslint_and_clippy_report_planted_errors_as_uniform_diagnostics() {
+    let eslint = test_dep("eslint/node_modules/eslint/bin/eslint.js");
+    // ESLint without a config file, its rules on the command line; clippy over the planted
+    // crate at the workspace root, through cargo's JSON messages.
+    let dir = project(&format!(
+        r#"model = "openai:gpt-test"
+
+[tools.read_lints]
+commands = [
+  {{ name = "eslint", command = ["node", "{eslint}", "--no-config-lookup", "--format", "json", "--rule", '{{"no-unused-vars": "error", "no-undef": "error", "eqeqeq": "warn"}}'], format = "eslint", files = "**/*.js" }},
+  {{ name = "clippy", command = ["cargo", "clippy", "--quiet", "--offline", "--message-format=json"], format = "rustc" }},
+]
+"#
+    ));
+    write_files(
+        dir.path(),
+        &[
+            ("agent/sandbox/workspace/web/bad.js", BAD_JS),
+            ("agent/sandbox/workspace/web/broken.js", BROKEN_JS),
+            ("agent/sandbox/workspace/Cargo.toml", PLANTED_CRATE),
+            ("agent/sandbox/workspace/src/lib.rs", CLIPPY_RS),
+        ],
+    );
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([("ReadLints", json!({}))]));
+    mock.push(MockReply::text("Linted."));
+    let output = run_json(&mock.openai_base_url(), dir.path(), "lint").await;
+    assert!(
+        output.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        tool_outputs(&result_of(&output)),
+        vec![(
+            "ReadLints".into(),
+            false,
+            json!(
+                "src/lib.rs:1:22: warning: writing `&Vec` instead of `&[_]` involves a new object where a slice will do [clippy clippy::ptr_arg]\n\
+                 src/lib.rs:6:5: error: approximate value of `f{32, 64}::consts::PI` found [clippy clippy::approx_constant]\n\
+                 web/bad.js:2:11: warning: Expected '===' and instead saw '=='. [eslint eqeqeq]\n\
+                 web/bad.js:3:3: error: 'missing' is not defined. [eslint no-undef]\n\
+                 web/bad.js:5:7: error: 'unused' is assigned a value but never used. [eslint no-unused-vars]\n\
+                 web/broken.js:1:1: error: Parsing error: The keyword 'let' is reserved [eslint]\n\
+                 6 diagnostics (4 errors, 2 warnings, 0 info) from eslint, clippy"
+            )
+        )]
     );
 }
 

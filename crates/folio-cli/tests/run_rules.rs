@@ -178,6 +178,7 @@ async fn settings_folio_would_ignore_are_errors_naming_the_field_and_the_fix() {
         assert_eq!(lines, [line.to_string()], "{toml}");
     }
     for (field, value) in [
+        ("effect", "\"read\""),
         ("needs_approval", "true"),
         ("timeout_secs", "5"),
         ("dry_run_result", "\"skipped\""),

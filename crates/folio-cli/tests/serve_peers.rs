@@ -1,19 +1,23 @@
 //! Peer agents end to end (`agent = "<slug>"` in a connection manifest): a parent asks a peer
 //! in the same `folio serve` twice and the follow-up continues the same peer session, also
 //! after a restart; a peer on a second `folio serve` behind a bearer token; a cycle (A asks B
-//! asks A …) cut at the depth limit; `serve` and `run` refusing a peer they cannot mount.
+//! asks A …) cut at the depth limit, on one server and across two; stopping a parent's turn
+//! stops the peer's turn, on one server and across two; `serve` and `run` refusing a peer
+//! they cannot mount.
 
 mod serve_support;
 
 use std::path::Path;
+use std::time::Duration;
 
 use folio_agent::peers::MAX_PEER_DEPTH;
 use folio_protocol::{
-    ActionResult, AskResult, AskStatus, CreateSession, Event, FollowUp, MessageReceived,
-    SessionStarted,
+    Acknowledged, ActionResult, AskResult, AskStatus, CreateSession, Event, FollowUp,
+    MessageReceived, OkTrue, Page, SessionStarted, SessionStatus, SessionSummary, TurnFailed,
 };
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
+use reqwest::Method;
 use serde_json::json;
 use serve_support::*;
 
@@ -221,22 +225,9 @@ async fn a_peer_on_a_second_server_is_asked_with_its_token_and_continued() {
     );
 }
 
-#[tokio::test]
-async fn agents_asking_each_other_in_a_cycle_are_cut_at_the_depth_limit() {
-    let mock = MockModelServer::start().await;
-    let projects = tempfile::tempdir().unwrap();
-    agent(
-        projects.path(),
-        "ping",
-        &[("agent/mcp-connections/pong.toml", &peer("pong"))],
-    );
-    agent(
-        projects.path(),
-        "pong",
-        &[("agent/mcp-connections/ping.toml", &peer("ping"))],
-    );
-    let state = tempfile::tempdir().unwrap();
-    // ping asks pong asks ping …: the session at depth MAX asks once more and is refused.
+/// Queues the model replies of a ping–pong cycle: every session down to depth
+/// [`MAX_PEER_DEPTH`] asks the other agent (the one at the limit is refused), then each answers.
+fn queue_cycle(mock: &MockModelServer) {
     let hops = MAX_PEER_DEPTH + 1;
     for depth in 0..hops {
         let tool = if depth % 2 == 0 {
@@ -252,22 +243,20 @@ async fn agents_asking_each_other_in_a_cycle_are_cut_at_the_depth_limit() {
     for depth in (0..hops).rev() {
         mock.push(MockReply::text(format!("answer at depth {depth}")));
     }
-    let server = serve(&mock.openai_base_url(), projects.path(), state.path(), &[]).await;
-    let created = create_session(
-        &format!("{}/ping", server.host),
-        &CreateSession::message("Start the cycle."),
-    )
-    .await;
-    // Walk the chain through the peer session ids each parent's log recorded.
-    let mut session_id = created.session_id.clone();
-    for depth in 0..hops {
+}
+
+/// Walks a ping–pong cycle from ping's session `id` through the peer session ids each parent's
+/// log recorded (`url_of(slug)`: where that agent is served): each ask below the limit is
+/// answered from one level deeper, and the ask at the limit is a tool error naming the cut.
+async fn walk_cycle(url_of: impl Fn(&str) -> String, id: String) {
+    let mut session_id = id;
+    for depth in 0..=MAX_PEER_DEPTH {
         let (slug, tool) = if depth % 2 == 0 {
             ("ping", "mcp__pong__ask")
         } else {
             ("pong", "mcp__ping__ask")
         };
-        let url = format!("{}/{slug}", server.host);
-        let log = settle(&url, &session_id, 1).await;
+        let log = settle(&url_of(slug), &session_id, 1).await;
         let result = results(&log, tool)[0];
         if depth < MAX_PEER_DEPTH {
             let answer = asked(result);
@@ -287,7 +276,206 @@ async fn agents_asking_each_other_in_a_cycle_are_cut_at_the_depth_limit() {
             );
         }
     }
+}
+
+#[tokio::test]
+async fn agents_asking_each_other_in_a_cycle_are_cut_at_the_depth_limit() {
+    let mock = MockModelServer::start().await;
+    let projects = tempfile::tempdir().unwrap();
+    agent(
+        projects.path(),
+        "ping",
+        &[("agent/mcp-connections/pong.toml", &peer("pong"))],
+    );
+    agent(
+        projects.path(),
+        "pong",
+        &[("agent/mcp-connections/ping.toml", &peer("ping"))],
+    );
+    let state = tempfile::tempdir().unwrap();
+    // ping asks pong asks ping …: the session at depth MAX asks once more and is refused.
+    queue_cycle(&mock);
+    let server = serve(&mock.openai_base_url(), projects.path(), state.path(), &[]).await;
+    let created = create_session(
+        &format!("{}/ping", server.host),
+        &CreateSession::message("Start the cycle."),
+    )
+    .await;
+    walk_cycle(|slug| format!("{}/{slug}", server.host), created.session_id).await;
     assert_eq!(mock.remaining(), 0);
+}
+
+/// A manifest asking the peer `slug` on another server, at the URL in the variable `var`.
+fn remote_peer(slug: &str, var: &str) -> String {
+    format!("agent = \"{slug}\"\nurl = \"${{{var}}}\"\n")
+}
+
+/// A loopback port nothing listens on now (for a server whose URL another must know first).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[tokio::test]
+async fn agents_on_two_servers_asking_each_other_in_a_cycle_are_cut_at_the_depth_limit() {
+    let mock = MockModelServer::start().await;
+    let projects = tempfile::tempdir().unwrap();
+    agent(
+        projects.path(),
+        "ping",
+        &[(
+            "agent/mcp-connections/pong.toml",
+            &remote_peer("pong", "PONG_URL"),
+        )],
+    );
+    agent(
+        projects.path(),
+        "pong",
+        &[(
+            "agent/mcp-connections/ping.toml",
+            &remote_peer("ping", "PING_URL"),
+        )],
+    );
+    // Each server needs the other's URL: ping's port is chosen before either starts (a peer
+    // connection opens at its first ask, so pong may start before ping listens).
+    let ping_port = free_port().to_string();
+    let (ping_state, pong_state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let pong = serve_with_env(
+        &mock.openai_base_url(),
+        &projects.path().join("pong"),
+        pong_state.path(),
+        &[],
+        &[(
+            "PING_URL",
+            &format!("http://127.0.0.1:{ping_port}/ping/v1/mcp"),
+        )],
+    )
+    .await;
+    let ping = serve_with_env(
+        &mock.openai_base_url(),
+        &projects.path().join("ping"),
+        ping_state.path(),
+        &["--port", &ping_port],
+        &[("PONG_URL", &format!("{}/v1/mcp", pong.url))],
+    )
+    .await;
+    assert_eq!(ping.url, format!("http://127.0.0.1:{ping_port}/ping"));
+    // The depth travels in each ask (`peerDepth`), so the cut happens on whichever server
+    // reaches the limit: here ping, at depth MAX, refuses to ask pong again.
+    queue_cycle(&mock);
+    let created = create_session(&ping.url, &CreateSession::message("Start the cycle.")).await;
+    walk_cycle(
+        |slug| {
+            if slug == "ping" {
+                ping.url.clone()
+            } else {
+                pong.url.clone()
+            }
+        },
+        created.session_id,
+    )
+    .await;
+    assert_eq!(mock.remaining(), 0);
+}
+
+/// The one session of the agent at `url` (the peer session an ask opened), once it exists.
+async fn only_session(url: &str) -> String {
+    for _ in 0..600 {
+        let page: Page<SessionSummary> =
+            expect(Method::GET, &format!("{url}/v1/sessions"), NO_BODY, 200).await;
+        if let Some(session) = page.data.first() {
+            assert_eq!(page.data.len(), 1, "{:?}", page.data);
+            return session.session_id.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no session appeared at {url} within 30 s");
+}
+
+/// Starts a parent turn at `parent` that asks the peer served at `peer` (whose model never
+/// answers in time), stops the parent's turn, and checks that both turns end interrupted.
+async fn stopping_the_parent_stops_the_peer(mock: &MockModelServer, parent: &str, peer: &str) {
+    mock.push(MockReply::tool_calls([(
+        "mcp__helper__ask",
+        json!({"message": "Take your time."}),
+    )]))
+    // Far longer than any wait below: the peer's turn can only end by being stopped.
+    .push(MockReply::text("too late").first_byte_delay(Duration::from_secs(300)));
+    let created = create_session(parent, &CreateSession::message("Ask the helper.")).await;
+    let peer_id = only_session(peer).await;
+    let mut peer_stream = Stream::open(peer, &peer_id, 0, None).await;
+    peer_stream.until("step.started").await;
+    let mut parent_stream = Stream::open(parent, &created.session_id, 0, None).await;
+    parent_stream.until("actions.requested").await;
+
+    let stopped: Acknowledged = expect(
+        Method::POST,
+        &format!("{parent}/v1/session/{}/stop", created.session_id),
+        Some(&json!({})),
+        200,
+    )
+    .await;
+    assert_eq!(stopped, Acknowledged { ok: OkTrue });
+    for stream in [&mut parent_stream, &mut peer_stream] {
+        let failed = stream.until("turn.failed").await;
+        assert_eq!(data::<TurnFailed>(&failed).message, "turn interrupted");
+    }
+    // The peer waits for its next message like any stopped chat session.
+    peer_stream.until("session.waiting").await;
+    assert_eq!(session(peer, &peer_id).await.status, SessionStatus::Waiting);
+    assert_eq!(mock.remaining(), 0);
+}
+
+#[tokio::test]
+async fn stopping_a_parents_turn_stops_its_peers_turn_in_the_same_server() {
+    let mock = MockModelServer::start().await;
+    let projects = tempfile::tempdir().unwrap();
+    agent(
+        projects.path(),
+        "asker",
+        &[("agent/mcp-connections/helper.toml", &peer("helper"))],
+    );
+    agent(projects.path(), "helper", &[]);
+    let state = tempfile::tempdir().unwrap();
+    let server = serve(&mock.openai_base_url(), projects.path(), state.path(), &[]).await;
+    stopping_the_parent_stops_the_peer(
+        &mock,
+        &format!("{}/asker", server.host),
+        &format!("{}/helper", server.host),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn stopping_a_parents_turn_stops_its_peers_turn_on_another_server() {
+    let mock = MockModelServer::start().await;
+    let projects = tempfile::tempdir().unwrap();
+    agent(projects.path(), "helper", &[]);
+    agent(
+        projects.path(),
+        "asker",
+        &[(
+            "agent/mcp-connections/helper.toml",
+            &remote_peer("helper", "HELPER_URL"),
+        )],
+    );
+    let (remote_state, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let remote = serve(
+        &mock.openai_base_url(),
+        &projects.path().join("helper"),
+        remote_state.path(),
+        &[],
+    )
+    .await;
+    let local = serve_with_env(
+        &mock.openai_base_url(),
+        &projects.path().join("asker"),
+        state.path(),
+        &[],
+        &[("HELPER_URL", &format!("{}/v1/mcp", remote.url))],
+    )
+    .await;
+    stopping_the_parent_stops_the_peer(&mock, &local.url, &remote.url).await;
 }
 
 #[tokio::test]

@@ -226,9 +226,8 @@ pub struct ToolManifest {
     /// The program and its arguments, resolved relative to `agent/tools/` (required).
     #[schemars(required, length(min = 1))]
     pub command: Option<Vec<String>>,
-    /// `read` or `write` (default `write`).
-    #[serde(default)]
-    pub effect: Effect,
+    /// `read` or `write` (default `write`); only for `execution = "server"` tools.
+    pub effect: Option<Effect>,
     /// Park model-initiated calls for a human decision.
     #[serde(default)]
     pub needs_approval: bool,

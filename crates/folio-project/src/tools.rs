@@ -158,8 +158,10 @@ fn build_tool(
         ok = false;
     }
     if manifest.execution == Execution::Agent {
-        // The model runs an agent tool itself through Shell: Folio never sees the call.
+        // The model runs an agent tool itself through Shell: Folio never sees the call, so it
+        // can neither park it, time it out, nor hold a write back in a dry-run session.
         let host_only = [
+            ("effect", manifest.effect.is_some()),
             ("needs_approval", manifest.needs_approval),
             ("timeout_secs", manifest.timeout_secs.is_some()),
             ("dry_run_result", manifest.dry_run_result.is_some()),
@@ -174,7 +176,8 @@ fn build_tool(
             }
         }
     }
-    if manifest.dry_run_result.is_some() && manifest.effect == Effect::Read {
+    let effect = manifest.effect.unwrap_or_default();
+    if manifest.dry_run_result.is_some() && effect == Effect::Read {
         findings.warning(
             path,
             "dry_run_result: ignored for effect = \"read\" (read tools run in dry-run sessions)"
@@ -229,7 +232,7 @@ fn build_tool(
         description: description.unwrap_or_default(),
         command: command.unwrap_or_default(),
         tools_dir: tools_dir.to_path_buf(),
-        effect: manifest.effect,
+        effect,
         needs_approval: manifest.needs_approval,
         execution: manifest.execution,
         timeout_secs: manifest.timeout_secs.unwrap_or(DEFAULT_TOOL_TIMEOUT_SECS),

@@ -37,7 +37,7 @@ fn a_full_folder_is_discovered() {
             ),
             (
                 "agent/tools/probe.toml",
-                "description = \"Probe the service and report its health.\"\ncommand = [\"python3\", \"probe.py\"]\neffect = \"read\"\nexecution = \"agent\"\n",
+                "description = \"Probe the service and report its health.\"\ncommand = [\"python3\", \"probe.py\"]\nexecution = \"agent\"\n",
             ),
             ("agent/tools/probe.py", "print('ok')\n"),
             (
@@ -79,7 +79,7 @@ fn a_full_folder_is_discovered() {
         tools,
         [
             ("post".to_string(), Effect::Write, Execution::Server, true),
-            ("probe".to_string(), Effect::Read, Execution::Agent, false),
+            ("probe".to_string(), Effect::Write, Execution::Agent, false),
         ]
     );
     assert_eq!(definition.tools[1].script_files(), ["probe.py"]);

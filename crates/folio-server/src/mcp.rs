@@ -121,7 +121,10 @@ impl ServerHandler for AgentMcp {
         match request.name.as_ref() {
             "ask" => {
                 let ask: AskArguments = arguments("ask", args)?;
-                Ok(match self.manager.ask(&principal, "mcp", ask).await {
+                // The client's `notifications/cancelled` (a peer whose own turn was stopped)
+                // fires `context.ct`: the turn this ask started is stopped with it.
+                let asked = self.manager.ask(&principal, "mcp", ask, &context.ct).await;
+                Ok(match asked {
                     Ok(asked) => {
                         let failed = asked.status == AskStatus::Failed;
                         structured(text_result(asked.reply.clone(), failed), &asked).into()

@@ -4,6 +4,8 @@
 use folio_agent::peers::{PeerAgent, PeerError};
 use folio_protocol::{Admission, AskArguments, AskResult, AskStatus, CreateSession, EventBody};
 
+use tokio_util::sync::CancellationToken;
+
 use crate::error::ManagerError;
 use crate::manager::SessionManager;
 use crate::state::SessionOptions;
@@ -14,12 +16,15 @@ const PEER_CHANNEL: &str = "peer";
 impl SessionManager {
     /// Sends `ask.message` as `principal` through `channel`: a new chat session (at depth
     /// `ask.peerDepth`), or a follow-up of `ask.sessionId` with preempt admission; waits for
-    /// the turn to end and answers its reply.
+    /// the turn to end and answers its reply. When `cancel` fires first (the asker's own turn
+    /// was stopped or preempted, or an MCP client cancelled its `tools/call`), the turn it
+    /// started is stopped too (`turn interrupted`), so no peer keeps working for nobody.
     pub async fn ask(
         &self,
         principal: &str,
         channel: &str,
         ask: AskArguments,
+        cancel: &CancellationToken,
     ) -> Result<AskResult, ManagerError> {
         let AskArguments {
             message,
@@ -45,7 +50,17 @@ impl SessionManager {
             }
         };
         let mut stream = self.stream(principal, &id, start)?;
-        while let Some(event) = stream.rx.recv().await {
+        loop {
+            let event = tokio::select! {
+                event = stream.rx.recv() => event,
+                () = cancel.cancelled() => {
+                    self.stop(principal, &id).await?;
+                    return Err(ManagerError::Internal(format!(
+                        "the ask was cancelled, and the turn it started in session {id} was stopped"
+                    )));
+                }
+            };
+            let Some(event) = event else { break };
             let (status, reply) = match event.map(|e| e.body) {
                 Some(EventBody::TurnCompleted(done)) => (AskStatus::Completed, done.reply),
                 Some(EventBody::TurnFailed(failed)) => (AskStatus::Failed, failed.message),
@@ -65,9 +80,14 @@ impl SessionManager {
 
 #[async_trait::async_trait]
 impl PeerAgent for SessionManager {
-    async fn ask(&self, principal: &str, ask: AskArguments) -> Result<AskResult, PeerError> {
+    async fn ask(
+        &self,
+        principal: &str,
+        ask: AskArguments,
+        cancel: &CancellationToken,
+    ) -> Result<AskResult, PeerError> {
         let continued = ask.session_id.clone();
-        SessionManager::ask(self, principal, PEER_CHANNEL, ask)
+        SessionManager::ask(self, principal, PEER_CHANNEL, ask, cancel)
             .await
             .map_err(|err| match (err, continued) {
                 (ManagerError::NotFound(_), Some(id)) => PeerError::SessionGone(id),

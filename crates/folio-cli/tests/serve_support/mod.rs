@@ -36,7 +36,8 @@ pub async fn serve(model_url: &str, dir: &Path, state: &Path, extra: &[&str]) ->
     serve_with_env(model_url, dir, state, extra, &[]).await
 }
 
-/// [`serve`] with extra environment variables for the server process (e.g. `FOLIO_FAULT`).
+/// [`serve`] with extra environment variables for the server process (e.g. `FOLIO_FAULT`);
+/// `--port P` among `extra` replaces the default `--port 0`.
 pub async fn serve_with_env(
     model_url: &str,
     dir: &Path,
@@ -51,7 +52,13 @@ pub async fn serve_with_env(
         .env_remove("FOLIO_TOKEN")
         .env("OPENAI_API_KEY", "test-key")
         .env("OPENAI_BASE_URL", model_url)
-        .args(["serve", "--port", "0", "--dir"])
+        .arg("serve")
+        .args(if extra.contains(&"--port") {
+            &[][..]
+        } else {
+            &["--port", "0"][..]
+        })
+        .arg("--dir")
         .arg(dir)
         .arg("--state-root")
         .arg(state)
