@@ -1,0 +1,56 @@
+//! Retention (`[store] keep_sessions_days`): sessions untouched for longer go, in small batches.
+
+use std::time::Duration;
+
+use crate::{PgError, PgStore};
+
+/// Sessions picked per round of [`PgStore::delete_expired_sessions`].
+const SESSIONS_PER_ROUND: i64 = 50;
+
+/// What one retention pass deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetentionReport {
+    /// Sessions deleted.
+    pub sessions: u64,
+    /// Their events deleted.
+    pub events: u64,
+}
+
+impl PgStore {
+    /// Deletes every session not updated for `keep` and not running a turn (no lease row),
+    /// with its events: [`SESSIONS_PER_ROUND`] sessions at a time, each session's events in
+    /// batches, so no statement locks or rewrites much at once and autovacuum keeps up.
+    pub async fn delete_expired_sessions(
+        &self,
+        keep: Duration,
+    ) -> Result<RetentionReport, PgError> {
+        let keep_ms = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
+        let mut report = RetentionReport::default();
+        loop {
+            let ids: Vec<String> = self
+                .retry("pick expired sessions", |_| async move {
+                    Ok(sqlx::query_scalar(
+                        "SELECT id FROM folio_sessions s
+                         WHERE updated_at < now() - $1 * interval '1 millisecond'
+                           AND NOT EXISTS (SELECT 1 FROM folio_leases l WHERE l.session_id = s.id)
+                         ORDER BY updated_at LIMIT $2",
+                    )
+                    .bind(keep_ms)
+                    .bind(SESSIONS_PER_ROUND)
+                    .fetch_all(self.pool())
+                    .await?)
+                })
+                .await?;
+            for id in &ids {
+                report.events += self.delete_events(id).await?;
+                if self.delete_session(id).await? {
+                    report.sessions += 1;
+                }
+            }
+            if (ids.len() as i64) < SESSIONS_PER_ROUND {
+                return Ok(report);
+            }
+        }
+    }
+}

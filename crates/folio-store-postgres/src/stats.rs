@@ -1,0 +1,81 @@
+//! `folio store stats`: row counts and sizes of the store's tables.
+
+use sqlx::Row;
+
+use crate::{PgError, PgStore};
+
+/// Counts and sizes of the store's tables.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreStats {
+    /// Sessions stored.
+    pub sessions: i64,
+    /// Events stored, over every session.
+    pub events: i64,
+    /// Leases whose holders still renew them (turns running now).
+    pub live_leases: i64,
+    /// Leases whose holders stopped renewing them (to be taken over).
+    pub expired_leases: i64,
+    /// Schedule slots claimed.
+    pub slot_claims: i64,
+    /// Each table's size on disk, indexes and TOAST included.
+    pub tables: Vec<TableStats>,
+    /// The whole database's size in bytes.
+    pub database_bytes: i64,
+}
+
+/// One table's size.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TableStats {
+    /// The table.
+    pub name: String,
+    /// Bytes on disk, indexes and TOAST included.
+    pub bytes: i64,
+}
+
+const TABLES: [&str; 4] = [
+    "folio_sessions",
+    "folio_events",
+    "folio_leases",
+    "folio_slot_claims",
+];
+
+impl PgStore {
+    /// Counts rows and measures the tables (exact counts: this scans the tables).
+    pub async fn stats(&self) -> Result<StoreStats, PgError> {
+        let row = self
+            .retry("read store statistics", |_| async move {
+                Ok(sqlx::query(
+                    "SELECT (SELECT count(*) FROM folio_sessions) AS sessions,
+                            (SELECT count(*) FROM folio_events) AS events,
+                            (SELECT count(*) FROM folio_leases WHERE expires_at > now()) AS live,
+                            (SELECT count(*) FROM folio_leases WHERE expires_at <= now()) AS expired,
+                            (SELECT count(*) FROM folio_slot_claims) AS slots,
+                            pg_database_size(current_database()) AS database_bytes,
+                            ARRAY(SELECT pg_total_relation_size(t::regclass) FROM unnest($1::text[]) t) AS sizes",
+                )
+                .bind(&TABLES[..])
+                .fetch_one(self.pool())
+                .await?)
+            })
+            .await?;
+        let sizes: Vec<i64> = row.get("sizes");
+        Ok(StoreStats {
+            sessions: row.get("sessions"),
+            events: row.get("events"),
+            live_leases: row.get("live"),
+            expired_leases: row.get("expired"),
+            slot_claims: row.get("slots"),
+            tables: TABLES
+                .iter()
+                .zip(sizes)
+                .map(|(name, bytes)| TableStats {
+                    name: (*name).to_string(),
+                    bytes,
+                })
+                .collect(),
+            database_bytes: row.get("database_bytes"),
+        })
+    }
+}
