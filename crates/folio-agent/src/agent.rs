@@ -67,7 +67,9 @@ pub struct Agent {
 #[derive(Clone)]
 pub enum AgentRoot {
     /// `[root]` of `agent.toml` (with the skills mount): one tree every session shares, so
-    /// writes are shared.
+    /// writes are shared. A root with per-session state (an object-store mount, which
+    /// remembers the versions a session read) is given to each session as its own
+    /// [`FileSystem::session_view`] instead ([`AgentRoot::Live`]).
     Static(Arc<dyn FileSystem>),
     /// Built per session (or per turn) by the host's factory ([`LoadOptions::live_root`]).
     Live {
@@ -239,10 +241,20 @@ impl Agent {
         let root = match (&definition.config.root, &options.live_root) {
             (Some(mounts), _) => {
                 let root = build_root(mounts, &definition.agent_dir).await?;
-                Some(AgentRoot::Static(match &skills_tree {
+                let root = match &skills_tree {
                     None => root,
                     Some(skills) => with_skills_mount(root, skills.clone()),
-                }))
+                };
+                Some(match root.session_view() {
+                    None => AgentRoot::Static(root),
+                    // Every session gets its own view, built at its first turn and kept.
+                    Some(_) => AgentRoot::Live {
+                        root: LiveRoot::per_session(move |_: &RootContext| {
+                            root.session_view().unwrap_or_else(|| root.clone())
+                        }),
+                        skills: None,
+                    },
+                })
             }
             (None, Some(live)) => Some(AgentRoot::Live {
                 root: live.clone(),

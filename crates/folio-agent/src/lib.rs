@@ -156,7 +156,7 @@ pub use conversation::{SUMMARY_HEADING, content_of, conversation};
 pub use folio_project::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
 pub use hooks::{HookDispatcher, HookOutcome, HookRun};
 pub use layout::StateLayout;
-pub use root::{LiveRoot, RootContext, RootError, RootFactory, RootHost};
+pub use root::{LiveRoot, RootContext, RootError, RootFactory, RootHost, check_root};
 pub use sink::{EventSink, SinkError};
 pub use subagents::{Subagent, TASK_TOOL, TaskTool};
 pub use turn::{

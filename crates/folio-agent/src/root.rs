@@ -71,13 +71,12 @@ async fn build_mount(spec: &MountSpec, agent_dir: &Path) -> Result<Arc<dyn FileS
             options,
             index,
         } => {
-            // Decision: a local store has no conditional put, so a writable one could not keep
-            // the compare-and-swap promise; `host` mounts are the writable local directories.
-            if !*read_only && object_store.starts_with("file:") {
-                return Err(format!(
-                    "{object_store}: a local object store cannot write with compare-and-swap; mount it with read_only = true, or use {{ host = \"dir\" }} for a writable directory"
-                ));
-            }
+            folio_object_store::check_mount(
+                object_store,
+                options.keys().map(String::as_str),
+                *read_only,
+            )
+            .map_err(|e| e.to_string())?;
             let mut settings = Vec::new();
             for (key, value) in options {
                 let value =
@@ -105,6 +104,41 @@ async fn build_mount(spec: &MountSpec, agent_dir: &Path) -> Result<Arc<dyn FileS
         return indexed(tree).await.map_err(|e| e.to_string());
     }
     Ok(tree)
+}
+
+/// The object-store mounts of `mounts` (overlay layers included) whose URL or option names
+/// are wrong, as [`folio_object_store::check_mount`] finds them without opening anything:
+/// what `folio validate` reports.
+pub fn check_root(mounts: &BTreeMap<String, MountSpec>) -> Vec<RootError> {
+    fn check(mount: &str, spec: &MountSpec, found: &mut Vec<RootError>) {
+        match spec {
+            MountSpec::ObjectStore {
+                object_store,
+                read_only,
+                options,
+                ..
+            } => {
+                let keys = options.keys().map(String::as_str);
+                if let Err(err) = folio_object_store::check_mount(object_store, keys, *read_only) {
+                    found.push(RootError {
+                        mount: mount.to_string(),
+                        reason: err.to_string(),
+                    });
+                }
+            }
+            MountSpec::Overlay { overlay, .. } => {
+                for layer in overlay {
+                    check(mount, layer, found);
+                }
+            }
+            MountSpec::Host { .. } | MountSpec::Temp { .. } => {}
+        }
+    }
+    let mut found = Vec::new();
+    for (mount, spec) in mounts {
+        check(mount, spec, &mut found);
+    }
+    found
 }
 
 /// The tree a turn binds under an authored root: the root plus a fresh, empty `/tmp`.

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use folio_project::{Diagnostic, Severity, discover, discover_evals};
+use folio_project::{AgentDefinition, Diagnostic, Severity, discover, discover_evals};
 
 /// Arguments of `folio validate`.
 #[derive(Debug, clap::Args)]
@@ -20,9 +20,15 @@ pub(crate) fn report(dir: &std::path::Path) -> (String, bool) {
     // Evals are checked too, but never stop the agent from running: only `validate` and
     // `eval` report them.
     let evals = discover_evals(dir);
+    let mounts = discovery
+        .definition
+        .as_ref()
+        .map(mount_diagnostics)
+        .unwrap_or_default();
     let diagnostics: Vec<&Diagnostic> = discovery
         .diagnostics
         .iter()
+        .chain(&mounts)
         .chain(&evals.diagnostics)
         .collect();
     let mut out = String::new();
@@ -60,6 +66,29 @@ pub(crate) fn report(dir: &std::path::Path) -> (String, bool) {
         )),
     }
     (out, errors > 0)
+}
+
+/// Errors of the `[root]` mounts the manifest parser cannot judge: object-store URLs and option
+/// names, checked by the object-store crate (the same check that runs when the agent loads).
+fn mount_diagnostics(definition: &AgentDefinition) -> Vec<Diagnostic> {
+    let Some(mounts) = &definition.config.root else {
+        return Vec::new();
+    };
+    let manifest = definition.agent_dir.join("agent.toml");
+    let file = manifest
+        .strip_prefix(&definition.project_dir)
+        .unwrap_or(&manifest)
+        .to_string_lossy()
+        .into_owned();
+    folio_agent::check_root(mounts)
+        .into_iter()
+        .map(|err| Diagnostic {
+            severity: Severity::Error,
+            file: file.clone(),
+            line: None,
+            message: format!("root: mount \"{}\": {}", err.mount, err.reason),
+        })
+        .collect()
 }
 
 /// Prints the diagnostics of `args.dir`; exit 1 when any is an error.

@@ -4,14 +4,14 @@
 
 mod common;
 
-#[path = "../../folio-object-store/tests/support/moto.rs"]
-mod moto;
+#[path = "../../folio-object-store/tests/support/stores.rs"]
+mod stores;
 
 use common::*;
 use folio_test_support::{MockModelServer, MockReply};
-use moto::{BUCKET, Moto, fresh_prefix};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use stores::{BUCKET, Moto, fresh_prefix};
 
 fn mount(prefix: &str, read_only: bool) -> String {
     let options: Vec<String> = Moto::shared()

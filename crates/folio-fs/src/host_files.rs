@@ -3,8 +3,14 @@
 //!
 //! Remote keys are relative posix paths (`notes/a.md`); `scope` is the key prefix the tree
 //! exposes, so with scope `notes` the tree path `/a.md` is the key `notes/a.md`. Directories are
-//! implied by the keys. A write without a cached etag is unconditional; after a successful read or
-//! write of a path, the next write to it is compare-and-swap on the etag seen then.
+//! implied by the keys. After a successful read or write of a path, the next write to it is
+//! compare-and-swap on the etag seen then. A write without a cached etag (a blind write) is
+//! unconditional, as in the seed's `hostFs`, or with [`BlindWrites::CreateOnly`] creates the
+//! file only when it does not exist, so nothing the tree never read is overwritten.
+//!
+//! The etag cache is what a handle has seen: [`FileSystem::session_view`] gives each session a
+//! handle with its own cache over the same files, so one session's read never vouches for
+//! another's write.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -63,6 +69,9 @@ pub trait HostFilesApi: Send + Sync + 'static {
         bytes: Vec<u8>,
         if_match: Option<&str>,
     ) -> Result<PutOutcome, HostFilesError>;
+    /// Stores `bytes` at `key` only when there is no file there, atomically
+    /// (`PreconditionFailed` when there is one).
+    async fn create(&self, key: &str, bytes: Vec<u8>) -> Result<PutOutcome, HostFilesError>;
     /// Removes `key`; `false` when there was no such file.
     async fn delete(&self, key: &str) -> Result<bool, HostFilesError>;
 }
@@ -138,6 +147,16 @@ impl HostFilesApi for MemoryHostFiles {
         Ok(PutOutcome::Stored { etag })
     }
 
+    async fn create(&self, key: &str, bytes: Vec<u8>) -> Result<PutOutcome, HostFilesError> {
+        let etag = self.next_etag();
+        let mut files = self.lock();
+        if files.contains_key(key) {
+            return Ok(PutOutcome::PreconditionFailed);
+        }
+        files.insert(key.to_string(), (bytes, etag.clone()));
+        Ok(PutOutcome::Stored { etag })
+    }
+
     async fn delete(&self, key: &str) -> Result<bool, HostFilesError> {
         Ok(self.lock().remove(key).is_some())
     }
@@ -156,12 +175,33 @@ pub fn host_fs(files: Arc<dyn HostFilesApi>, scope: &str) -> Arc<dyn FileSystem>
     Arc::new(HostFs::new(files, scope))
 }
 
+/// What a [`HostFs`] does with a write to a path it holds no etag for (never read or written
+/// through this handle, or deleted since).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BlindWrites {
+    /// Store it unconditionally, replacing whatever is there (the seed's `hostFs`).
+    #[default]
+    Overwrite,
+    /// Create the file only when none is there; an existing file must be read first, so a
+    /// version the writer never saw is never overwritten.
+    CreateOnly,
+}
+
 /// The tree built by [`host_fs`].
 pub struct HostFs {
     files: Arc<dyn HostFilesApi>,
     scope: String,
     etags: Arc<Mutex<HashMap<String, String>>>,
+    blind_writes: BlindWrites,
 }
+
+/// Why a compare-and-swap write was refused: another writer stored a newer version.
+const CHANGED_REMOTELY: &str =
+    "the file changed remotely since it was last read; read it again before writing";
+
+/// Why a blind write was refused under [`BlindWrites::CreateOnly`].
+const NOT_READ: &str =
+    "the file exists and was not read in this session; read it before writing it";
 
 impl HostFs {
     /// A tree over the keys of `files` under `scope` (see [`host_fs`]).
@@ -170,7 +210,14 @@ impl HostFs {
             files,
             scope: normalize_fs_path(scope).trim_start_matches('/').to_string(),
             etags: Arc::default(),
+            blind_writes: BlindWrites::default(),
         }
+    }
+
+    /// The same tree with `policy` for writes to paths it has not read.
+    pub fn with_blind_writes(mut self, policy: BlindWrites) -> Self {
+        self.blind_writes = policy;
+        self
     }
 
     /// The remote key of normalized tree path `path` (`/` is the scope itself).
@@ -330,7 +377,11 @@ impl FileSystem for HostFs {
                 self.etags().insert(path, etag);
                 Ok(Content::from_bytes(bytes))
             }
-            Ok(None) => Err(PathError::FileNotFound { path }),
+            Ok(None) => {
+                // Seen missing: a later write creates it, instead of matching a gone version.
+                self.etags().remove(&path);
+                Err(PathError::FileNotFound { path })
+            }
             Err(err) => Err(remote_error(&path, err)),
         }
     }
@@ -422,23 +473,28 @@ impl FileSystem for HostFs {
             });
         }
         let cached = self.etags().get(&path).cloned();
-        match self
-            .files
-            .put(&key, contents.as_bytes().to_vec(), cached.as_deref())
-            .await
-        {
+        let bytes = contents.as_bytes().to_vec();
+        let put = match (&cached, self.blind_writes) {
+            (Some(etag), _) => self.files.put(&key, bytes, Some(etag)).await,
+            (None, BlindWrites::Overwrite) => self.files.put(&key, bytes, None).await,
+            (None, BlindWrites::CreateOnly) => self.files.create(&key, bytes).await,
+        };
+        match put {
             Ok(PutOutcome::Stored { etag }) => {
                 self.etags().insert(path, etag);
                 Ok(())
             }
             Ok(PutOutcome::PreconditionFailed) => {
-                // The cached etag stays: writes keep failing until a read sees the new version.
+                // The cache is left as it is: writes keep failing until a read sees the
+                // current version.
+                let why = if cached.is_some() {
+                    CHANGED_REMOTELY
+                } else {
+                    NOT_READ
+                };
                 Err(PathError::WriteFailed {
                     path,
-                    message: Some(
-                        "the file changed remotely since it was last read; read it again before writing"
-                            .to_string(),
-                    ),
+                    message: Some(why.to_string()),
                 })
             }
             Err(err) => Err(PathError::WriteFailed {
@@ -464,6 +520,15 @@ impl FileSystem for HostFs {
     fn search(&self, _query: SearchQuery) -> FsStream<SearchResult> {
         futures::stream::empty().boxed()
     }
+
+    fn session_view(&self) -> Option<Arc<dyn FileSystem>> {
+        Some(Arc::new(HostFs {
+            files: Arc::clone(&self.files),
+            scope: self.scope.clone(),
+            etags: Arc::default(),
+            blind_writes: self.blind_writes,
+        }))
+    }
 }
 
 impl HostFs {
@@ -473,6 +538,7 @@ impl HostFs {
             files: Arc::clone(&self.files),
             scope: self.scope.clone(),
             etags: Arc::clone(&self.etags),
+            blind_writes: self.blind_writes,
         }
     }
 }

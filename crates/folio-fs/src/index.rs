@@ -56,8 +56,9 @@ struct Engine {
 pub struct IndexedFs {
     inner: Arc<dyn FileSystem>,
     engine: Arc<Engine>,
-    /// Serializes write/delete so the index applies changes in the order the tree did.
-    updates: tokio::sync::Mutex<()>,
+    /// Serializes write/delete so the index applies changes in the order the tree did (shared
+    /// by every session view).
+    updates: Arc<tokio::sync::Mutex<()>>,
 }
 
 fn index_error(path: &str, err: impl std::fmt::Display) -> PathError {
@@ -246,7 +247,7 @@ impl IndexedFs {
         let fs = IndexedFs {
             inner,
             engine,
-            updates: tokio::sync::Mutex::new(()),
+            updates: Arc::default(),
         };
         fs.fill().await?;
         Ok(fs)
@@ -386,5 +387,15 @@ impl FileSystem for IndexedFs {
         })
         .flatten()
         .boxed()
+    }
+
+    fn session_view(&self) -> Option<Arc<dyn FileSystem>> {
+        // One index for every session: each session's writes keep it current.
+        let inner = self.inner.session_view()?;
+        Some(Arc::new(IndexedFs {
+            inner,
+            engine: Arc::clone(&self.engine),
+            updates: Arc::clone(&self.updates),
+        }))
     }
 }

@@ -21,6 +21,9 @@
 //!   (earlier wins; a failing layer costs only its own files). Both fan walk verbs out and combine
 //!   the children's sorted streams with the lazy k-way merge in [`merge`], pushing `max_results`
 //!   down. `glob` yields files only; `list` yields files and directories.
+//! - **Sessions.** A tree that remembers what it has read (a [`host_fs`] over a remote API,
+//!   which writes with compare-and-swap on the versions it read) gives each session its own
+//!   [`FileSystem::session_view`]; the files are shared, what each session has seen is not.
 //!
 //! ```
 //! # futures::executor::block_on(async {
@@ -55,7 +58,8 @@ pub use beneath::{BeneathError, write_beneath};
 pub use error::{EditError, PathError};
 pub use host::{HostTree, READ_BYTE_CAP, host_dir, local_fs, workspace_fs};
 pub use host_files::{
-    HostFileMeta, HostFilesApi, HostFilesError, HostFs, MemoryHostFiles, PutOutcome, host_fs,
+    BlindWrites, HostFileMeta, HostFilesApi, HostFilesError, HostFs, MemoryHostFiles, PutOutcome,
+    host_fs,
 };
 pub use index::{IndexedFs, indexed};
 pub use matcher::{LineMatcher, PathFilter};
@@ -271,4 +275,10 @@ pub trait FileSystem: Send + Sync + 'static {
     async fn delete(&self, path: &str) -> Result<(), PathError>;
     /// Ranked full-text hits; a tree without an index yields nothing.
     fn search(&self, query: SearchQuery) -> FsStream<SearchResult>;
+    /// A handle on the same files that keeps its own per-session state (which versions it has
+    /// read, for compare-and-swap writes), or `None` when the tree keeps no such state and one
+    /// handle can serve every session. Composers return a view over their children's views.
+    fn session_view(&self) -> Option<std::sync::Arc<dyn FileSystem>> {
+        None
+    }
 }

@@ -528,4 +528,18 @@ impl FileSystem for WritableOverlayFs {
     fn search(&self, query: SearchQuery) -> FsStream<SearchResult> {
         self.inner.search(query)
     }
+
+    fn session_view(&self) -> Option<Arc<dyn FileSystem>> {
+        // Writes go to the upper layer only: its view, over the same lowers and whiteouts.
+        let upper = self.upper().session_view()?;
+        let mut layers: Vec<Arc<dyn FileSystem>> = self.inner.layers.to_vec();
+        layers[0] = upper;
+        Some(Arc::new(WritableOverlayFs {
+            inner: Layers {
+                layers: layers.into(),
+                whiteouts: self.inner.whiteouts.clone(),
+            },
+            lowers: self.lowers.clone(),
+        }))
+    }
 }

@@ -489,6 +489,26 @@ impl FileSystem for UnionFs {
             MergeOptions::new().max_results(query.max_results),
         )
     }
+
+    fn session_view(&self) -> Option<Arc<dyn FileSystem>> {
+        let views: Vec<Option<Arc<dyn FileSystem>>> =
+            self.mounts.iter().map(|m| m.fs.session_view()).collect();
+        if views.iter().all(Option::is_none) {
+            return None;
+        }
+        // The same mounts in the same order; a child with session state is replaced by its view.
+        let mounts = self
+            .mounts
+            .iter()
+            .zip(views)
+            .map(|(mount, view)| Mount {
+                prefix: mount.prefix.clone(),
+                fs: view.unwrap_or_else(|| mount.fs.clone()),
+                shadowed: mount.shadowed.clone(),
+            })
+            .collect();
+        Some(Arc::new(UnionFs { mounts }))
+    }
 }
 
 #[cfg(test)]

@@ -11,8 +11,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use folio_fs::{
-    Content, DirEntry, FileKind, FileSystem, FsStream, GrepQuery, HostFilesApi, MemoryHostFiles,
-    PathError, SearchQuery, SearchResult, host_dir, host_fs, indexed, local_fs,
+    BlindWrites, Content, DirEntry, FileKind, FileSystem, FsStream, GrepQuery, HostFilesApi,
+    HostFs, MemoryHostFiles, PathError, SearchQuery, SearchResult, host_dir, host_fs, indexed,
+    local_fs,
 };
 use futures::TryStreamExt;
 use suite::{Files, Subject};
@@ -51,15 +52,26 @@ fn local_fs_subject(files: Files) -> Subject {
 const SCOPE: &str = "team/notes";
 
 fn host_fs_subject(files: Files) -> Subject {
+    Subject::rooted(host_fs(remote_with(&files), SCOPE))
+}
+
+/// The remote files of a `host_fs` subject: the fixture under [`SCOPE`], and decoys beside it.
+fn remote_with(files: &Files) -> Arc<MemoryHostFiles> {
     let remote = Arc::new(MemoryHostFiles::new());
-    for (path, bytes) in &files {
+    for (path, bytes) in files {
         remote.insert(&format!("{SCOPE}{path}"), bytes.clone());
     }
     // Keys outside the scope, one of them a segment-prefix trap, must stay invisible.
     remote.insert("team/notes-other/needle.txt", "needle outside\n");
     remote.insert("team/other.txt", "needle outside\n");
     remote.insert("notes/a.txt", "needle outside\n");
-    Subject::rooted(host_fs(remote, SCOPE))
+    remote
+}
+
+/// `host_fs` that overwrites only what it read (what object-store mounts use).
+fn create_only_host_fs_subject(files: Files) -> Subject {
+    let tree = HostFs::new(remote_with(&files), SCOPE).with_blind_writes(BlindWrites::CreateOnly);
+    Subject::rooted(Arc::new(tree)).reads_before_overwrite()
 }
 
 /// `indexed` is async; build it on a runtime of its own so the (sync) factory can wait for it.
@@ -89,6 +101,7 @@ contract_suite!(host_dir_rw, host_dir_subject);
 contract_suite!(host_dir_ro, read_only_host_dir_subject);
 contract_suite!(local, local_fs_subject);
 contract_suite!(host_files, host_fs_subject);
+contract_suite!(host_files_create_only, create_only_host_fs_subject);
 contract_suite!(indexed_host_dir, indexed_host_dir_subject);
 
 // ---------------------------------------------------------------------------------------------
@@ -396,6 +409,83 @@ async fn host_fs_writes_are_compare_and_swap_after_a_read() {
     assert_eq!(text(tree.read("/other.md").await.unwrap()), "o2");
     remote.delete("ws/other.md").await.unwrap();
     assert!(tree.write("/other.md", "mine").await.is_err());
+}
+
+#[tokio::test]
+async fn each_session_view_of_host_fs_has_its_own_etags() {
+    let remote = Arc::new(MemoryHostFiles::new());
+    remote.insert("ws/doc.md", "v1");
+    let shared = host_fs(remote.clone(), "ws");
+    let (a, b) = (
+        shared.session_view().expect("host_fs has session state"),
+        shared.session_view().expect("host_fs has session state"),
+    );
+    assert_eq!(text(a.read("/doc.md").await.unwrap()), "v1");
+    a.write("/doc.md", "from a").await.unwrap();
+    // b never read the file: under the seed's policy its write is blind (unconditional), and
+    // a's read and write did not make it a compare-and-swap on a's version.
+    assert_eq!(text(b.read("/doc.md").await.unwrap()), "from a");
+    remote.insert("ws/doc.md", "theirs");
+    assert_eq!(
+        b.write("/doc.md", "from b").await.unwrap_err().to_string(),
+        CHANGED
+    );
+    // The views share the files: a union over a host_fs gives views of the union.
+    let root = folio_fs::union_fs([
+        ("/ws", shared.clone()),
+        ("/tmp", folio_fs::temp_fs(Files::new())),
+    ]);
+    let view = root.session_view().expect("the union holds a host_fs");
+    assert_eq!(text(view.read("/ws/doc.md").await.unwrap()), "theirs");
+    assert!(folio_fs::temp_fs(Files::new()).session_view().is_none());
+}
+
+#[tokio::test]
+async fn create_only_host_fs_never_overwrites_what_it_did_not_read() {
+    let remote = Arc::new(MemoryHostFiles::new());
+    remote.insert("ws/doc.md", "v1");
+    let tree = HostFs::new(remote.clone(), "ws").with_blind_writes(BlindWrites::CreateOnly);
+    let not_read = "write failed: /doc.md: the file exists and was not read in this session; read it before writing it";
+    assert_eq!(
+        tree.write("/doc.md", "blind")
+            .await
+            .unwrap_err()
+            .to_string(),
+        not_read
+    );
+    // A new file is created; a second writer creating it too is refused the same way.
+    tree.write("/new.md", "created").await.unwrap();
+    let other = tree.session_view().unwrap();
+    assert_eq!(
+        other
+            .write("/new.md", "mine")
+            .await
+            .unwrap_err()
+            .to_string(),
+        not_read.replace("/doc.md", "/new.md")
+    );
+    // After a read, the write is a compare-and-swap on the version read.
+    assert_eq!(text(tree.read("/doc.md").await.unwrap()), "v1");
+    tree.write("/doc.md", "v2").await.unwrap();
+    // A file deleted since the read is not resurrected; once the deletion is seen (the
+    // read fails), the write creates it anew.
+    remote.delete("ws/doc.md").await.unwrap();
+    assert_eq!(
+        tree.write("/doc.md", "v3").await.unwrap_err().to_string(),
+        CHANGED
+    );
+    assert!(matches!(
+        tree.read("/doc.md").await.unwrap_err(),
+        PathError::FileNotFound { .. }
+    ));
+    tree.write("/doc.md", "v3").await.unwrap();
+    let (bytes, _) = remote.get("ws/doc.md").await.unwrap().unwrap();
+    assert_eq!(bytes, b"v3");
+    // Deleting through the tree forgets the version too.
+    tree.delete("/new.md").await.unwrap();
+    tree.write("/new.md", "again").await.unwrap();
+    let (bytes, _) = remote.get("ws/new.md").await.unwrap().unwrap();
+    assert_eq!(bytes, b"again");
 }
 
 #[tokio::test]

@@ -1,13 +1,35 @@
 //! Object stores as Folio trees: an `s3://`, `gs://`, `az://` (or `file://`) URL becomes a
 //! [`FileSystem`] rooted at `/`, through the `object_store` crate.
 //!
-//! The tree is `folio_fs::host_fs` over [`ObjectStoreFiles`], so it keeps host_fs's contract:
-//! directories are implied by the keys under the URL's prefix; `list`/`glob` list by prefix;
-//! `grep` fetches and searches one object at a time (streaming, stopping at `max_results`);
-//! `search` is empty. Writes are conditional puts: after a read or write of a file, the next
-//! write is a compare-and-swap on the etag seen then (`If-Match` on S3), so a writer that did
-//! not see the latest version fails with `the file changed remotely since it was last read`
-//! instead of overwriting it; a blind write (a file never read) is unconditional, as in the seed.
+//! The tree is a [`folio_fs::HostFs`] over [`ObjectStoreFiles`], so it keeps host_fs's
+//! contract: directories are implied by the keys under the URL's prefix; `list`/`glob` list by
+//! prefix; `grep` fetches and searches one object at a time (streaming, stopping at
+//! `max_results`); `search` is empty.
+//!
+//! **Writes never silently replace a version the writer did not see.** Every write is a
+//! conditional put:
+//! - after a read or write of a file, the next write is a compare-and-swap on the version seen
+//!   then (`If-Match` on S3 and Azure, `x-goog-if-generation-match` on GCS). A writer that did
+//!   not see the latest version gets `write failed: <path>: the file changed remotely since it
+//!   was last read; read it again before writing`;
+//! - a blind write (a file this session never read) creates the file only if none is there
+//!   (`If-None-Match: *`; generation 0 on GCS). If one is, the write fails with `write failed:
+//!   <path>: the file exists and was not read in this session; read it before writing it`.
+//!
+//! Decision: the seed's `hostFs` overwrites blindly, and its `Write` tool "creates or
+//! overwrites". A bucket is shared by every session and every other program that writes to it,
+//! so an object-store mount uses [`BlindWrites::CreateOnly`]: the model reads a file before
+//! replacing it, as coding agents' Write tools require, and nothing it never saw is lost. The
+//! folio-fs contract suite runs over these trees with that one documented exception (its
+//! `write_overwrites` check reads first and checks the refusal of the blind overwrite).
+//!
+//! What a session has seen is its own: the tree given to a session is a
+//! [`FileSystem::session_view`] with its own etag cache, so on one server session A's read
+//! never vouches for session B's write. A session whose view was dropped (a server restart,
+//! or past the agent's cache of session roots) reads again before it overwrites.
+//!
+//! `delete` is not conditional (the stores offer no conditional delete through `object_store`):
+//! a delete removes whatever version is there.
 //!
 //! Settings come from the environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
 //! `AWS_ENDPOINT`, `AWS_REGION`, `GOOGLE_SERVICE_ACCOUNT`, `AZURE_STORAGE_ACCOUNT_NAME`, …)
@@ -25,7 +47,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use folio_fs::{
-    FileSystem, HostFileMeta, HostFilesApi, HostFilesError, PutOutcome, READ_BYTE_CAP, host_fs,
+    BlindWrites, FileSystem, HostFileMeta, HostFilesApi, HostFilesError, HostFs, PutOutcome,
+    READ_BYTE_CAP,
 };
 use futures::StreamExt;
 use object_store::path::Path as ObjectPath;
@@ -61,6 +84,14 @@ pub enum MountError {
         /// Settings it does have.
         example: &'static str,
     },
+    /// A writable local store: it cannot compare-and-swap.
+    #[error(
+        "{url}: a local object store cannot write with compare-and-swap; mount it with read_only = true, or use {{ host = \"dir\" }} for a writable directory"
+    )]
+    LocalWritable {
+        /// The location as written.
+        url: String,
+    },
     /// The store rejected its configuration (a missing bucket name, bad credentials format…).
     #[error("cannot open \"{url}\": {source}")]
     Open {
@@ -79,18 +110,7 @@ where
     K: AsRef<str>,
     V: Into<String>,
 {
-    let parsed = url::Url::parse(url).map_err(|source| MountError::Url {
-        url: url.to_string(),
-        source,
-    })?;
-    let (scheme, _) = ObjectStoreScheme::parse(&parsed).map_err(|_| MountError::Scheme {
-        url: url.to_string(),
-    })?;
-    if scheme == ObjectStoreScheme::Http {
-        return Err(MountError::Scheme {
-            url: url.to_string(),
-        });
-    }
+    let (parsed, scheme) = parse_location(url)?;
     // The environment first (`AWS_REGION` → `aws_region`, …, as the stores' `from_env` read
     // it), then the mount's options, which win.
     let env_prefix = match scheme {
@@ -121,10 +141,52 @@ where
             url: url.to_string(),
             source,
         })?;
-    let files = ObjectStoreFiles {
-        store: Arc::from(store),
-    };
-    Ok(host_fs(Arc::new(files), prefix.as_ref()))
+    Ok(object_store_tree(Arc::from(store), prefix.as_ref()))
+}
+
+/// The tree over the keys under `prefix` of an opened `store` (what [`object_store_fs`]
+/// returns): writes are conditional puts, and a file must be read before it is overwritten.
+pub fn object_store_tree(store: Arc<dyn ObjectStore>, prefix: &str) -> Arc<dyn FileSystem> {
+    let files = Arc::new(ObjectStoreFiles::new(store));
+    Arc::new(HostFs::new(files, prefix).with_blind_writes(BlindWrites::CreateOnly))
+}
+
+/// Checks a mount without opening it: its URL names a supported store, each option key is a
+/// setting of that store, and a local (`file:`) store is read-only. `folio validate` reports
+/// these; loading the mount checks them again.
+pub fn check_mount<'a>(
+    url: &str,
+    option_keys: impl IntoIterator<Item = &'a str>,
+    read_only: bool,
+) -> Result<(), MountError> {
+    let (_, scheme) = parse_location(url)?;
+    for key in option_keys {
+        check_option(&scheme, key)?;
+    }
+    // Decision: a local store has no conditional put, so a writable one could not keep the
+    // compare-and-swap promise; `host` mounts are the writable local directories.
+    if scheme == ObjectStoreScheme::Local && !read_only {
+        return Err(MountError::LocalWritable {
+            url: url.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// The URL `url` and the store it names (`s3:`, `gs:`, `az:` and their spellings, `file:`).
+fn parse_location(url: &str) -> Result<(url::Url, ObjectStoreScheme), MountError> {
+    let parsed = url::Url::parse(url).map_err(|source| MountError::Url {
+        url: url.to_string(),
+        source,
+    })?;
+    match ObjectStoreScheme::parse(&parsed) {
+        Ok((ObjectStoreScheme::Http | ObjectStoreScheme::Memory, _)) | Err(_) => {
+            Err(MountError::Scheme {
+                url: url.to_string(),
+            })
+        }
+        Ok((scheme, _)) => Ok((parsed, scheme)),
+    }
 }
 
 /// Refuses an option the store of `scheme` does not have (the crate would ignore it).
@@ -164,11 +226,69 @@ impl ObjectStoreFiles {
     pub fn new(store: Arc<dyn ObjectStore>) -> Self {
         ObjectStoreFiles { store }
     }
+
+    /// One put of `bytes` at `key` under `mode`; a failed condition is
+    /// [`PutOutcome::PreconditionFailed`].
+    async fn put_mode(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        mode: PutMode,
+    ) -> Result<PutOutcome, HostFilesError> {
+        let conditional = mode != PutMode::Overwrite;
+        let put = self
+            .store
+            .put_opts(
+                &ObjectPath::from(key),
+                PutPayload::from(bytes),
+                PutOptions::from(mode),
+            )
+            .await;
+        match put {
+            Ok(result) => Ok(PutOutcome::Stored {
+                etag: version_token(result.e_tag.as_deref(), result.version.as_deref()),
+            }),
+            // The version changed, the object is gone since it was seen, or (create) one is
+            // there already.
+            Err(
+                object_store::Error::Precondition { .. }
+                | object_store::Error::NotFound { .. }
+                | object_store::Error::AlreadyExists { .. },
+            ) if conditional => Ok(PutOutcome::PreconditionFailed),
+            Err(object_store::Error::NotImplemented { .. }) => Err(HostFilesError {
+                message: format!(
+                    "object store: this store cannot write {key} conditionally (compare-and-swap on the version); use a store with conditional puts (S3, GCS, Azure)"
+                ),
+            }),
+            Err(err) => Err(failure("write", key, err)),
+        }
+    }
 }
 
 fn failure(verb: &str, key: &str, err: object_store::Error) -> HostFilesError {
     HostFilesError {
         message: format!("object store: {verb} {key} failed: {err}"),
+    }
+}
+
+/// The version token `host_fs` keeps for an object: its etag and, where the store has them,
+/// its version (GCS compares generations, not etags), joined by a tab (neither holds one).
+fn version_token(e_tag: Option<&str>, version: Option<&str>) -> String {
+    match version {
+        Some(version) => format!("{}\t{version}", e_tag.unwrap_or_default()),
+        None => e_tag.unwrap_or_default().to_string(),
+    }
+}
+
+/// The etag and version a [`version_token`] names.
+fn update_version(token: &str) -> UpdateVersion {
+    let (e_tag, version) = match token.split_once('\t') {
+        Some((e_tag, version)) => (e_tag, Some(version.to_string())),
+        None => (token, None),
+    };
+    UpdateVersion {
+        e_tag: (!e_tag.is_empty()).then(|| e_tag.to_string()),
+        version,
     }
 }
 
@@ -216,7 +336,7 @@ impl HostFilesApi for ObjectStoreFiles {
                 ),
             });
         }
-        let etag = result.meta.e_tag.clone().unwrap_or_default();
+        let etag = version_token(result.meta.e_tag.as_deref(), result.meta.version.as_deref());
         let bytes = result
             .bytes()
             .await
@@ -231,35 +351,14 @@ impl HostFilesApi for ObjectStoreFiles {
         if_match: Option<&str>,
     ) -> Result<PutOutcome, HostFilesError> {
         let mode = match if_match {
-            Some(etag) => PutMode::Update(UpdateVersion {
-                e_tag: Some(etag.to_string()),
-                version: None,
-            }),
+            Some(token) => PutMode::Update(update_version(token)),
             None => PutMode::Overwrite,
         };
-        let put = self
-            .store
-            .put_opts(
-                &ObjectPath::from(key),
-                PutPayload::from(bytes),
-                PutOptions::from(mode),
-            )
-            .await;
-        match put {
-            Ok(result) => Ok(PutOutcome::Stored {
-                etag: result.e_tag.unwrap_or_default(),
-            }),
-            // The version changed, or the object is gone since it was seen.
-            Err(
-                object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. },
-            ) if if_match.is_some() => Ok(PutOutcome::PreconditionFailed),
-            Err(object_store::Error::NotImplemented { .. }) => Err(HostFilesError {
-                message: format!(
-                    "object store: this store cannot write {key} conditionally (compare-and-swap on the etag); use a store with conditional puts (S3, GCS, Azure)"
-                ),
-            }),
-            Err(err) => Err(failure("write", key, err)),
-        }
+        self.put_mode(key, bytes, mode).await
+    }
+
+    async fn create(&self, key: &str, bytes: Vec<u8>) -> Result<PutOutcome, HostFilesError> {
+        self.put_mode(key, bytes, PutMode::Create).await
     }
 
     async fn delete(&self, key: &str) -> Result<bool, HostFilesError> {
@@ -269,10 +368,11 @@ impl HostFilesApi for ObjectStoreFiles {
             Err(object_store::Error::NotFound { .. }) => return Ok(false),
             Err(err) => return Err(failure("delete", key, err)),
         }
-        self.store
-            .delete(&location)
-            .await
-            .map_err(|err| failure("delete", key, err))?;
-        Ok(true)
+        match self.store.delete(&location).await {
+            Ok(()) => Ok(true),
+            // Gone between the lookup and the delete (Azure answers 404; S3 does not say).
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(err) => Err(failure("delete", key, err)),
+        }
     }
 }

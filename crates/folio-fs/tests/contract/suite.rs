@@ -25,6 +25,11 @@
 //!
 //! Contract decisions pinned here (beyond the spec's wording): `glob` yields files only; `stat`
 //! reports the normalized path asked about; `grep` with `max_results = Some(0)` yields nothing.
+//!
+//! One documented exception: a tree that overwrites only files it has read
+//! ([`Subject::reads_before_overwrite`]: `host_fs` with `BlindWrites::CreateOnly`, the
+//! object-store mounts) must refuse `write_overwrites`'s blind overwrite, then overwrite after a
+//! read.
 
 #![allow(dead_code)]
 
@@ -53,6 +58,8 @@ pub struct Subject {
     pub host_backed: bool,
     /// Whether the tree answers `search` from an index (the empty-search check is skipped).
     pub indexed: bool,
+    /// Whether the tree overwrites only files it has read (a blind overwrite is refused).
+    pub reads_before_overwrite: bool,
     /// Whatever must outlive the tree (a temporary directory, a server).
     pub guard: Option<Box<dyn Any + Send + Sync>>,
 }
@@ -66,6 +73,7 @@ impl Subject {
             writable: true,
             host_backed: false,
             indexed: false,
+            reads_before_overwrite: false,
             guard: None,
         }
     }
@@ -91,6 +99,12 @@ impl Subject {
     /// Marks a tree whose `search` answers from an index.
     pub fn indexed(mut self) -> Self {
         self.indexed = true;
+        self
+    }
+
+    /// Expects a blind overwrite (of a file never read through the tree) to be refused.
+    pub fn reads_before_overwrite(mut self) -> Self {
+        self.reads_before_overwrite = true;
         self
     }
 
@@ -770,6 +784,23 @@ pub async fn write_then_read(s: &Subject) {
 pub async fn write_overwrites(s: &Subject) {
     if !s.writable {
         return expect_read_only_write(s, "/a.txt").await;
+    }
+    if s.reads_before_overwrite {
+        let err =
+            s.fs.write(&s.p("/a.txt"), "blind")
+                .await
+                .expect_err("a file never read is not overwritten");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "write failed: {}: the file exists and was not read in this session; read it before writing it",
+                s.p("/a.txt")
+            )
+        );
+        assert_eq!(
+            read_text_at(s, "/a.txt").await,
+            "Needle Three\nneedle four\n"
+        );
     }
     s.fs.write(&s.p("/a.txt"), "replaced").await.expect("write");
     assert_eq!(read_text_at(s, "/a.txt").await, "replaced");
