@@ -11,8 +11,12 @@
 //!   into events or logs (rmcp's `Debug` of credentials redacts them; Folio logs none).
 //! - [`McpLogin`]: how a person is asked — the authorization URL is printed on stderr (and
 //!   opened with `$BROWSER` when set), and the code comes back to a loopback redirect
-//!   (`http://127.0.0.1:<port>/callback`). `folio run` and `folio mcp login` ask; `folio serve`
-//!   uses the tokens `folio mcp login` stored and otherwise tells the operator to log in.
+//!   (`http://127.0.0.1:<port>/callback`). `folio run` and `folio mcp login` ask this way.
+//! - Under `folio serve` each session's principal has its own client of an HTTP server, with
+//!   its own tokens (`mcp-auth/<principal>/`); when it needs authorization, the tool call parks
+//!   on `action.authorization_requested` with the URL, and the redirect comes back to the
+//!   server's `GET /v1/mcp-auth/callback` (see `McpTool`). The agent's own client, which lists
+//!   the tools when the agent loads, uses the tokens `folio mcp login` stored for `local`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -214,29 +218,7 @@ pub(crate) async fn authorize(
         .map_err(|err| format!("cannot listen for the OAuth redirect: {err}"))?
         .port();
     let redirect_uri = format!("http://127.0.0.1:{port}/callback");
-    let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
-    manager.set_credential_store(store.clone());
-    let resolution = manager
-        .resolve_metadata_from_challenge(Some(challenge))
-        .await
-        .map_err(failed)?;
-    manager.set_metadata(resolution.metadata);
-    let mut request = AuthorizationRequest::new(&redirect_uri)
-        .with_client_name(CLIENT_NAME)
-        .with_challenge(challenge)
-        .with_scopes(client.scopes.clone());
-    if let Some(id) = &client.client_id {
-        request = request.with_preregistered_client(id);
-    }
-    if let Some(secret) = &client.client_secret {
-        request = request.with_client_secret(secret);
-    }
-    if let Some(metadata_url) = &client.client_metadata_url {
-        request = request.with_client_metadata_url(metadata_url);
-    }
-    let session = AuthorizationSession::new(manager, request)
-        .await
-        .map_err(|(_, err)| failed(err))?;
+    let session = begin(url, challenge, store, client, &redirect_uri).await?;
     let auth_url = session.get_authorization_url().to_string();
     eprintln!("MCP server \"{server}\" needs authorization: open {auth_url}");
     if let Some(browser) = &login.browser {
@@ -256,6 +238,44 @@ pub(crate) async fn authorize(
         .await
         .map_err(failed)?;
     Ok(())
+}
+
+/// Starts an authorization-code flow for `url` after its `challenge`, redirecting to
+/// `redirect_uri`: discovers the authorization server, registers Folio (or uses the configured
+/// client) and builds the authorization URL; the session's callback stores the tokens in `store`.
+/// `authorize` (a loopback redirect) and a turn parked under `folio serve` (the server's
+/// callback route) both start here.
+pub(crate) async fn begin(
+    url: &str,
+    challenge: &str,
+    store: &FileCredentialStore,
+    client: &ClientIdentity,
+    redirect_uri: &str,
+) -> Result<AuthorizationSession, String> {
+    let failed = |err: AuthError| format!("authorization failed: {err}");
+    let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
+    manager.set_credential_store(store.clone());
+    let resolution = manager
+        .resolve_metadata_from_challenge(Some(challenge))
+        .await
+        .map_err(failed)?;
+    manager.set_metadata(resolution.metadata);
+    let mut request = AuthorizationRequest::new(redirect_uri)
+        .with_client_name(CLIENT_NAME)
+        .with_challenge(challenge)
+        .with_scopes(client.scopes.clone());
+    if let Some(id) = &client.client_id {
+        request = request.with_preregistered_client(id);
+    }
+    if let Some(secret) = &client.client_secret {
+        request = request.with_client_secret(secret);
+    }
+    if let Some(metadata_url) = &client.client_metadata_url {
+        request = request.with_client_metadata_url(metadata_url);
+    }
+    AuthorizationSession::new(manager, request)
+        .await
+        .map_err(|(_, err)| failed(err))
 }
 
 /// Opens `url` with the `browser` command (its words, then the URL) without waiting for it
@@ -280,7 +300,7 @@ fn open(browser: &str, url: &str) {
 }
 
 /// The value of query parameter `name` in `url`, if any.
-fn query_param(url: &str, name: &str) -> Option<String> {
+pub(crate) fn query_param(url: &str, name: &str) -> Option<String> {
     let url = reqwest::Url::parse(url).ok()?;
     url.query_pairs()
         .find(|(key, _)| key == name)
