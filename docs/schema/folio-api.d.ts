@@ -45,6 +45,36 @@ export type ActionApprovalResolved = {
   reason?: string | null;
 };
 
+/**
+ * `action.authorization_requested` data: the session's principal must authorize Folio at an
+ * MCP server's OAuth authorization server before the call can run. Opening `url` in a browser
+ * and completing the login redirects back to the server's `GET /v1/mcp-auth/callback`, which
+ * resumes the call; the tokens are stored for that principal only and never appear in events.
+ */
+export type ActionAuthorizationRequested = {
+  /** Names this authorization (`auth_…`); its `action.authorization_resolved` carries it. */
+  callId: string;
+  /** The MCP connection that needs authorization. */
+  server: string;
+  /** The tool whose call waits. */
+  tool: string;
+  /** The authorization server's URL to open (carries PKCE and a single-use `state`). */
+  url: string;
+};
+
+/** `action.authorization_resolved` data. */
+export type ActionAuthorizationResolved = {
+  /** Whether tokens were obtained (the call then runs with them). */
+  authorized: boolean;
+  /** The authorization that ended. */
+  callId: string;
+  /**
+   * Why it was not authorized (refused at the authorization server, a failed code exchange,
+   * or abandoned by a restart).
+   */
+  reason?: string | null;
+};
+
 /** `action.result` data. */
 export type ActionResult = {
   /** The call this result answers. */
@@ -770,6 +800,12 @@ export type Event = {
   data: ActionApprovalResolved;
   type: "action.approval_resolved";
 } | {
+  data: ActionAuthorizationRequested;
+  type: "action.authorization_requested";
+} | {
+  data: ActionAuthorizationResolved;
+  type: "action.authorization_resolved";
+} | {
   data: SubagentCalled;
   type: "subagent.called";
 } | {
@@ -951,6 +987,12 @@ export type HookPayload = {
 } | {
   data: ActionApprovalResolved;
   type: "action.approval_resolved";
+} | {
+  data: ActionAuthorizationRequested;
+  type: "action.authorization_requested";
+} | {
+  data: ActionAuthorizationResolved;
+  type: "action.authorization_resolved";
 } | {
   data: SubagentCalled;
   type: "subagent.called";

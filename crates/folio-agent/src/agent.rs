@@ -197,6 +197,12 @@ pub struct LoadOptions {
     /// How a person is asked when an HTTP MCP server needs OAuth authorization (`folio run`);
     /// none: such a connection fails, telling to run `folio mcp login` (`folio serve`).
     pub mcp_login: Option<McpLogin>,
+    /// `folio serve`'s OAuth callback route (`<agent URL>/v1/mcp-auth/callback`): with it, each
+    /// session's principal calls a streamable-HTTP MCP server with its own client and tokens,
+    /// and a call that needs authorization parks its turn on `action.authorization_requested`
+    /// until the redirect comes back there. The agent's own client (which lists the tools)
+    /// keeps the tokens `folio mcp login` stored for `local`.
+    pub mcp_redirect_uri: Option<String>,
     /// The agents of the same server, where a same-server peer connection (`agent = "<slug>"`
     /// without `url`) finds its peer (`folio serve` fills it once every agent is loaded).
     /// Without it such a connection fails the load with [`LoadError::PeerNeedsServer`].
@@ -329,6 +335,11 @@ impl Agent {
             &env,
             Some(&auth),
         );
+        if let Some(redirect_uri) = &options.mcp_redirect_uri {
+            for connection in connections.model.values() {
+                connection.serve_principals(state.clone(), redirect_uri.clone());
+            }
+        }
         let mut failed_connections = BTreeMap::new();
         for connection in connections.model.values() {
             let config = connection.config();

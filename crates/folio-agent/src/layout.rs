@@ -45,9 +45,12 @@ impl StateLayout {
         &self.path
     }
 
-    /// `mcp-auth/<principal>/`: the principal's OAuth credentials, one file per MCP connection.
+    /// `mcp-auth/<principal>/`: the principal's OAuth credentials, one file per MCP connection
+    /// (the name made one safe path segment by [`principal_segment`]).
     pub fn mcp_auth_dir(&self, principal: &str) -> PathBuf {
-        self.path.join("mcp-auth").join(principal)
+        self.path
+            .join("mcp-auth")
+            .join(principal_segment(principal))
     }
 
     /// `sessions/`: one folder per session.
@@ -104,9 +107,62 @@ impl StateLayout {
     }
 }
 
+/// A principal's name as one path segment: each byte outside `[A-Za-z0-9._@+-]` becomes `%XX`,
+/// a name of dots only has its dots written `%2E`, and the empty name is `%`; so no name leaves
+/// its parent folder (`/`, `..`) and two names never share a folder.
+fn principal_segment(principal: &str) -> String {
+    if principal.is_empty() {
+        return "%".to_string();
+    }
+    let dots_only = principal.bytes().all(|b| b == b'.');
+    principal
+        .bytes()
+        .map(|b| match b {
+            b'.' if dots_only => "%2E".to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b'@' | b'+' | b'-' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever a tokens file names a principal, its credentials folder is one plain segment
+        /// right under `mcp-auth/`, and distinct names get distinct folders.
+        #[test]
+        fn every_principal_gets_its_own_folder_under_mcp_auth(a in ".{0,12}", b in ".{0,12}") {
+            let state = StateLayout::for_project(Path::new("proj"));
+            let root = state.path().join("mcp-auth");
+            let (dir_a, dir_b) = (state.mcp_auth_dir(&a), state.mcp_auth_dir(&b));
+            let components: Vec<_> = dir_a.strip_prefix(&root).unwrap().components().collect();
+            prop_assert_eq!(components.len(), 1);
+            prop_assert!(matches!(components[0], std::path::Component::Normal(_)));
+            prop_assert_eq!(a == b, dir_a == dir_b);
+        }
+    }
+
+    #[test]
+    fn plain_principal_names_are_kept() {
+        let state = StateLayout::for_project(Path::new("p"));
+        assert_eq!(
+            state.mcp_auth_dir("local"),
+            Path::new("p/.folio/state/mcp-auth/local")
+        );
+        assert_eq!(
+            state.mcp_auth_dir(".."),
+            Path::new("p/.folio/state/mcp-auth/%2E%2E")
+        );
+        assert_eq!(
+            state.mcp_auth_dir("a/b"),
+            Path::new("p/.folio/state/mcp-auth/a%2Fb")
+        );
+    }
 
     #[test]
     fn every_path_lies_under_the_root() {

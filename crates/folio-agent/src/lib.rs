@@ -157,11 +157,11 @@ pub use folio_project::{AgentDefinition, Diagnostic, Discovery, Severity, discov
 pub use hooks::{HookDispatcher, HookOutcome, HookRun};
 pub use layout::StateLayout;
 pub use root::{LiveRoot, RootContext, RootError, RootFactory, RootHost, check_root};
-pub use sink::{EventSink, SinkError};
+pub use sink::{AuthorizationRedirect, EventSink, SinkError};
 pub use subagents::{Subagent, TASK_TOOL, TaskTool};
 pub use turn::{
     Harness, TURN_INTERRUPTED, Turn, TurnOutcome, TurnTrace, denied_message, pending_approvals,
-    trace_direct_call,
+    restart_answers, trace_direct_call,
 };
 pub use workspace::{
     AGENT_TOOLS_DIR, LazyWorkspace, MEMORY_DIR, PREPARED_MARKER, PrepareError, WorkspaceFileError,

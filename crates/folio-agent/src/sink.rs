@@ -41,4 +41,25 @@ pub trait EventSink: Send + Sync {
             content: None,
         }
     }
+
+    /// Waits for the OAuth redirect of a parked MCP authorization (its
+    /// `action.authorization_requested` is recorded) whose authorization request carried
+    /// `state`; the redirect's query comes back, with where the outcome of the code exchange
+    /// goes. Without a server to receive redirects (outside `folio serve`): `None`.
+    async fn await_authorization(
+        &self,
+        _call_id: &str,
+        _state: &str,
+    ) -> Option<AuthorizationRedirect> {
+        None
+    }
+}
+
+/// The OAuth redirect a parked MCP authorization receives from the server's callback route.
+#[derive(Debug)]
+pub struct AuthorizationRedirect {
+    /// The redirect's query string (`code=…&state=…`, or `error=…&state=…`).
+    pub query: String,
+    /// Takes the outcome of the code exchange (`Err`: why not authorized) for the browser.
+    pub done: tokio::sync::oneshot::Sender<Result<(), String>>,
 }

@@ -39,7 +39,7 @@ mod record;
 mod trace;
 
 use open::open_calls;
-pub use open::pending_approvals;
+pub use open::{pending_approvals, restart_answers};
 use record::{Recorder, Scope};
 use trace::{Covering, LogRange};
 pub use trace::{TurnTrace, trace_direct_call};

@@ -57,6 +57,7 @@ pub(crate) fn dev(args: ServeArgs, model: Option<String>) -> anyhow::Result<Exit
                     p.manager.clone(),
                     p.state.clone(),
                     p.scheduler.clone(),
+                    p.mcp_redirect_uri.clone(),
                 )
             })
             .collect();
@@ -65,13 +66,19 @@ pub(crate) fn dev(args: ServeArgs, model: Option<String>) -> anyhow::Result<Exit
             while let Some(dir) = rx.recv().await {
                 tokio::time::sleep(DEBOUNCE).await;
                 while rx.try_recv().is_ok() {}
-                for (project, slug, manager, state, scheduler) in &managers {
+                for (project, slug, manager, state, scheduler, redirect) in &managers {
                     if *project != dir {
                         continue;
                     }
-                    match load_agent(project, model.as_deref(), state, unconfined, Some(&peers))
-                        .await
-                    {
+                    let loaded = load_agent(
+                        project,
+                        model.as_deref(),
+                        state,
+                        unconfined,
+                        Some(&peers),
+                        Some(redirect),
+                    );
+                    match loaded.await {
                         Ok((agent, _)) => {
                             let schedules = agent.definition.schedules.clone();
                             manager.set_agent(Arc::new(agent));

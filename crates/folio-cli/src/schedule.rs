@@ -149,8 +149,15 @@ fn describe(status: &ScheduleStatus) -> String {
 
 async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let state = args.place.state();
-    let (agent, _) =
-        load_agent(&args.place.dir, args.model.as_deref(), &state, false, None).await?;
+    let (agent, _) = load_agent(
+        &args.place.dir,
+        args.model.as_deref(),
+        &state,
+        false,
+        None,
+        None,
+    )
+    .await?;
     let agent = Arc::new(agent);
     let manager = SessionManager::open(state.clone(), agent.clone(), LogBuffer::new())
         .map_err(anyhow::Error::msg)?;

@@ -11,7 +11,7 @@ use folio_agent::mcp::McpTransport;
 use folio_agent::peers::PeerDirectory;
 use folio_agent::{Agent, discover};
 use folio_channels::{ChannelOptions, Channels};
-use folio_server::http::{HttpConfig, Layout, Mount, router_with};
+use folio_server::http::{HttpConfig, Layout, MCP_AUTH_CALLBACK, Mount, router_with};
 use folio_server::schedule::{Clock, Scheduler, SystemClock};
 use folio_server::{Auth, Browsers, FaultPoint, LogBuffer, SessionManager, StateRoot};
 
@@ -83,6 +83,9 @@ pub(crate) struct Project {
     pub(crate) state: StateRoot,
     /// Fires the agent's schedules while the server runs.
     pub(crate) scheduler: Scheduler,
+    /// Where MCP authorization servers send a principal's browser back (`<agent URL>` +
+    /// `/v1/mcp-auth/callback`).
+    pub(crate) mcp_redirect_uri: String,
 }
 
 /// The state root of one agent: `--state-root` (or `<project>/.folio/state`), plus `/<slug>`
@@ -148,13 +151,16 @@ pub(crate) fn slug_for(dir: &Path, layout: Layout) -> anyhow::Result<String> {
 }
 
 /// Discovers and loads the agent of `dir`, printing its diagnostics; `peers` are the agents of
-/// the same server (`None` outside `folio serve`: a same-server peer connection is an error).
+/// the same server (`None` outside `folio serve`: a same-server peer connection is an error);
+/// with `mcp_redirect_uri` (the server's MCP OAuth callback), each principal calls HTTP MCP
+/// servers with its own tokens and a call that needs authorization parks its turn.
 pub(crate) async fn load_agent(
     dir: &Path,
     model: Option<&str>,
     state: &StateRoot,
     unconfined_files: bool,
     peers: Option<&PeerDirectory>,
+    mcp_redirect_uri: Option<&str>,
 ) -> anyhow::Result<(Agent, Vec<folio_protocol::DiagnosticInfo>)> {
     let discovery = discover(dir);
     for diagnostic in &discovery.diagnostics {
@@ -178,6 +184,7 @@ pub(crate) async fn load_agent(
         // A connection that cannot start is shown as failed and retried, not fatal.
         keep_failed_connections: true,
         peers: peers.cloned(),
+        mcp_redirect_uri: mcp_redirect_uri.map(str::to_string),
         ..LoadOptions::default()
     };
     let agent = Agent::load_with(definition, provider, model, options)
@@ -271,12 +278,18 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
     for dir in dirs {
         let slug = slug_for(&dir, layout)?;
         let state = state_root(args, layout, &dir, &slug);
+        let base_url = match layout {
+            Layout::Multi => format!("{}/{slug}", public.trim_end_matches('/')),
+            Layout::Single => public.clone(),
+        };
+        let mcp_redirect_uri = format!("{}{MCP_AUTH_CALLBACK}", base_url.trim_end_matches('/'));
         let (agent, diagnostics) = load_agent(
             &dir,
             args.model.as_deref(),
             &state,
             args.unconfined_files,
             Some(&peers),
+            Some(&mcp_redirect_uri),
         )
         .await?;
         let manager = SessionManager::open(state.clone(), Arc::new(agent), LogBuffer::new())
@@ -288,10 +301,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             ChannelOptions {
                 env: std::sync::Arc::new(|name: &str| std::env::var(name).ok()),
                 caller_auth: auth.clone(),
-                base_url: match layout {
-                    Layout::Multi => format!("{}/{slug}", public.trim_end_matches('/')),
-                    Layout::Single => public.clone(),
-                },
+                base_url,
             },
         )?;
         channels.resume();
@@ -316,6 +326,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             manager,
             state,
             scheduler,
+            mcp_redirect_uri,
         });
     }
     check_peers(&projects, &peers)?;

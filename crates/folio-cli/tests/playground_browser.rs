@@ -207,6 +207,58 @@ async fn the_agent_tab_shows_a_live_mcp_connection_and_a_schedules_next_fire_tim
 }
 
 #[tokio::test]
+async fn an_mcp_servers_question_is_answered_from_the_chat() {
+    let server = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/test-deps/npm/node_modules/.bin/mcp-server-everything");
+    if !server.exists() {
+        eprintln!(
+            "skipping: {} is missing (run scripts/install-test-deps)",
+            server.display()
+        );
+        return;
+    }
+    let connection = format!("command = \"{}\"\nargs = [\"stdio\"]\n", server.display());
+    let s = setup_with(
+        vec![
+            MockReply::tool_calls([("mcp__everything__trigger-elicitation-request", json!({}))]),
+            MockReply::text("Thanks, Ada."),
+        ],
+        &[],
+        &[("agent/mcp-connections/everything.toml", &connection)],
+        &[],
+    )
+    .await;
+    if scenario(&s.served, "question.mjs", &[]).await.is_none() {
+        return;
+    }
+    let url = &s.served.url;
+    let id = only_session(url).await;
+    let log = events(url, &id).await;
+    let resolved = all::<ActionApprovalResolved>(&log);
+    assert_eq!(resolved.len(), 1, "{resolved:?}");
+    let content = resolved[0].content.clone().unwrap_or_default();
+    assert_eq!(
+        (
+            resolved[0].decision,
+            content.get("name"),
+            content.get("integer")
+        ),
+        (
+            ApprovalDecision::Accept,
+            Some(&json!("Ada")),
+            Some(&json!(42))
+        )
+    );
+    assert_eq!(
+        all::<TurnCompleted>(&log)
+            .into_iter()
+            .map(|done| done.reply.as_str())
+            .collect::<Vec<_>>(),
+        ["Thanks, Ada."]
+    );
+}
+
+#[tokio::test]
 async fn approve_one_call_and_deny_another() {
     let s = setup(
         vec![

@@ -1,7 +1,8 @@
 //! Elicitation end to end under `folio serve`: the real `server-everything` MCP server asks the
 //! user for input during a tool call; the turn parks with `action.approval_requested` carrying
 //! the message and schema; answers go through the approval route (`accept` with content checked
-//! against the schema and completed with its defaults, `decline`), and the call finishes.
+//! against the schema and completed with its defaults, `decline`), and the call finishes. A
+//! question a restart interrupts is answered `cancel` with its call failed, and the turn goes on.
 
 mod serve_support;
 
@@ -9,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use folio_protocol::{
     Acknowledged, ActionApprovalRequested, ActionApprovalResolved, ActionResult, ApprovalDecision,
-    ApprovalRequest, CreateSession, ErrorCode, FollowUp,
+    ApprovalRequest, CreateSession, ErrorCode, FollowUp, TurnCompleted,
 };
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
@@ -38,11 +39,8 @@ fn answer(decision: ApprovalDecision, content: Option<serde_json::Value>) -> App
     }
 }
 
-#[tokio::test]
-async fn an_elicitation_parks_the_turn_and_is_answered_through_the_approval_route() {
-    let mock = MockModelServer::start().await;
-    mock.push(MockReply::tool_calls([(TOOL, json!({}))]));
-    mock.push(MockReply::text("Thanks, Ada."));
+/// An agent connected to `server-everything` over stdio.
+fn asker() -> Project {
     let dir = project("name = \"asker\"\nmodel = \"openai:gpt-test\"\n");
     let connections = dir.path().join("agent/mcp-connections");
     std::fs::create_dir_all(&connections).unwrap();
@@ -54,6 +52,81 @@ async fn an_elicitation_parks_the_turn_and_is_answered_through_the_approval_rout
         ),
     )
     .unwrap();
+    dir
+}
+
+/// The MCP call that asked died with the server: after the restart the question is answered
+/// `cancel` by Folio, its call fails saying to call again, and the turn goes on to its reply;
+/// the old question cannot be answered any more.
+#[tokio::test]
+async fn a_question_a_restart_interrupts_is_cancelled_and_the_turn_goes_on() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([(TOOL, json!({}))]));
+    mock.push(MockReply::text("The question was lost; ask me again."));
+    let dir = asker();
+    let state = tempfile::tempdir().unwrap();
+    let mut server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
+    let created = create_session(&server.url, &CreateSession::message("ask me")).await;
+    let id = created.session_id;
+    let mut stream = Stream::open(&server.url, &id, 0, None).await;
+    let requested = stream.until("action.approval_requested").await;
+    let question = data::<ActionApprovalRequested>(&requested).call_id.clone();
+
+    server.child.kill().await.unwrap();
+    let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
+    let url = server.url.clone();
+    let mut stream = Stream::open(&url, &id, 0, None).await;
+    let resolved = stream.until("action.approval_resolved").await;
+    let resolved = data::<ActionApprovalResolved>(&resolved).clone();
+    assert_eq!(
+        (
+            resolved.call_id.as_str(),
+            resolved.decision,
+            resolved.by.as_str()
+        ),
+        (question.as_str(), ApprovalDecision::Cancel, "folio")
+    );
+    assert!(
+        resolved
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("server restarted"),
+        "{resolved:?}"
+    );
+    let result = stream.until("action.result").await;
+    let result = data::<ActionResult>(&result).clone();
+    assert!(
+        result.is_error
+            && result.tool == TOOL
+            && result
+                .error
+                .as_deref()
+                .unwrap_or_default()
+                .contains("call the tool again"),
+        "{result:?}"
+    );
+    let done = stream.until("turn.completed").await;
+    assert_eq!(
+        data::<TurnCompleted>(&done).reply,
+        "The question was lost; ask me again."
+    );
+    stream.until("session.waiting").await;
+    expect_error(
+        Method::POST,
+        &format!("{url}/v1/session/{id}/approvals/{question}"),
+        Some(&answer(ApprovalDecision::Cancel, None)),
+        ErrorCode::ApprovalResolved,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_elicitation_parks_the_turn_and_is_answered_through_the_approval_route() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([(TOOL, json!({}))]));
+    mock.push(MockReply::text("Thanks, Ada."));
+    let dir = asker();
     let state = tempfile::tempdir().unwrap();
     let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
     let url = server.url.clone();

@@ -194,6 +194,10 @@ event_body! {
     "action.approval_requested" => ActionApprovalRequested(ActionApprovalRequested),
     /// A pending approval was decided.
     "action.approval_resolved" => ActionApprovalResolved(ActionApprovalResolved),
+    /// A tool call waits for its session's principal to authorize an MCP server (OAuth).
+    "action.authorization_requested" => ActionAuthorizationRequested(ActionAuthorizationRequested),
+    /// A pending MCP authorization ended (authorized, refused or abandoned).
+    "action.authorization_resolved" => ActionAuthorizationResolved(ActionAuthorizationResolved),
     /// A subagent was called.
     "subagent.called" => SubagentCalled(SubagentCalled),
     /// A subagent finished.
@@ -618,6 +622,37 @@ pub struct ActionApprovalResolved {
     /// An accepted elicitation's answer, defaults applied and checked against its schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Value>,
+}
+
+/// `action.authorization_requested` data: the session's principal must authorize Folio at an
+/// MCP server's OAuth authorization server before the call can run. Opening `url` in a browser
+/// and completing the login redirects back to the server's `GET /v1/mcp-auth/callback`, which
+/// resumes the call; the tokens are stored for that principal only and never appear in events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionAuthorizationRequested {
+    /// Names this authorization (`auth_…`); its `action.authorization_resolved` carries it.
+    pub call_id: String,
+    /// The tool whose call waits.
+    pub tool: String,
+    /// The MCP connection that needs authorization.
+    pub server: String,
+    /// The authorization server's URL to open (carries PKCE and a single-use `state`).
+    pub url: String,
+}
+
+/// `action.authorization_resolved` data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionAuthorizationResolved {
+    /// The authorization that ended.
+    pub call_id: String,
+    /// Whether tokens were obtained (the call then runs with them).
+    pub authorized: bool,
+    /// Why it was not authorized (refused at the authorization server, a failed code exchange,
+    /// or abandoned by a restart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// `subagent.called` data.

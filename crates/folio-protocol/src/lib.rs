@@ -69,9 +69,10 @@ pub use eval::{
     JudgeVerdict, SaveEvalCase, StepObservation, StepResult, valid_run_id,
 };
 pub use event::{
-    AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionResult, ActionsRequested,
-    Admission, AgentBound, ApprovalDecision, ArtifactTagged, ContextCompacted, Elicitation, Event,
-    EventBody, FinishReason, MessageAppended, MessageCompleted, MessageQueued, MessageReceived,
+    AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionAuthorizationRequested,
+    ActionAuthorizationResolved, ActionResult, ActionsRequested, Admission, AgentBound,
+    ApprovalDecision, ArtifactTagged, ContextCompacted, Elicitation, Event, EventBody,
+    FinishReason, MessageAppended, MessageCompleted, MessageQueued, MessageReceived,
     ReasoningAppended, ReasoningCompleted, RequestedCall, SessionCompleted, SessionFailed,
     SessionMode, SessionStarted, SessionWaiting, StepCompleted, StepStarted, SubagentCalled,
     SubagentCompleted, TurnCompleted, TurnFailed, TurnQueued, TurnStarted, format_at,

@@ -395,6 +395,29 @@ fn action_events() {
             content: None,
         }),
     );
+    round_trip(
+        &line(
+            "action.authorization_requested",
+            r#"{"callId":"auth_1","tool":"mcp__docs__search","server":"docs","url":"https://as.example/authorize?state=s"}"#,
+        ),
+        EventBody::ActionAuthorizationRequested(ActionAuthorizationRequested {
+            call_id: "auth_1".into(),
+            tool: "mcp__docs__search".into(),
+            server: "docs".into(),
+            url: "https://as.example/authorize?state=s".into(),
+        }),
+    );
+    round_trip(
+        &line(
+            "action.authorization_resolved",
+            r#"{"callId":"auth_1","authorized":false,"reason":"access_denied"}"#,
+        ),
+        EventBody::ActionAuthorizationResolved(ActionAuthorizationResolved {
+            call_id: "auth_1".into(),
+            authorized: false,
+            reason: Some("access_denied".into()),
+        }),
+    );
 }
 
 #[test]

@@ -137,6 +137,14 @@ impl Actor {
                 }
                 false
             }
+            Command::Resume => {
+                if self.running.is_none()
+                    && let Some(turn_id) = self.live.with_events(open_turn)
+                {
+                    self.spawn_turn(turn_id, true, BTreeMap::new(), None);
+                }
+                false
+            }
             Command::Stop { reply } => {
                 self.queue.clear();
                 if self.running.is_some() {

@@ -90,6 +90,9 @@ pub(crate) enum Command {
     },
     /// Runs the messages a restart found queued (recovery).
     Drain,
+    /// Resumes the turn a restart left open once what its dead process waited for in memory
+    /// (an MCP question or authorization) is answered in the log (recovery).
+    Resume,
     Stop {
         reply: oneshot::Sender<()>,
     },

@@ -205,6 +205,10 @@ pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, R
     // The playground's files hold no data: they are served without authentication (the page
     // asks for a token when the API answers 401), behind the same browser guard.
     let mut pages = Router::new();
+    // The OAuth redirects of MCP authorizations come from a browser, which carries no caller
+    // credentials: served without authentication (the single-use `state` is the capability),
+    // behind the same browser guard.
+    let mut callbacks = Router::new();
     for mount in &mounts {
         let prefix = match config.layout {
             Layout::Multi => format!("/{}", mount.slug),
@@ -217,9 +221,20 @@ pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, R
             guard: guard.clone(),
         });
         let page = crate::playground::routes();
-        (app, pages) = match config.layout {
-            Layout::Multi => (app.nest(&prefix, routes), pages.nest(&prefix, page)),
-            Layout::Single => (app.merge(routes), pages.merge(page)),
+        let callback = Router::new()
+            .route(MCP_AUTH_CALLBACK, get(mcp_auth_callback))
+            .with_state(mount.manager.clone());
+        (app, pages, callbacks) = match config.layout {
+            Layout::Multi => (
+                app.nest(&prefix, routes),
+                pages.nest(&prefix, page),
+                callbacks.nest(&prefix, callback),
+            ),
+            Layout::Single => (
+                app.merge(routes),
+                pages.merge(page),
+                callbacks.merge(callback),
+            ),
         };
     }
     let index_agents = agents.clone();
@@ -244,6 +259,7 @@ pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, R
         let auth = auth.clone();
         authenticate(auth, req, next)
     }));
+    app = app.merge(callbacks.route_layer(axum::middleware::from_fn(crate::http_trace::traced)));
     if config.playground {
         app = app.merge(pages);
     }
@@ -319,6 +335,50 @@ fn agent_routes(state: AgentState) -> Router {
         .route("/v1/evals", get(list_evals))
         .route("/v1/evals/{run_id}", get(get_eval))
         .with_state(state)
+}
+
+/// The route an MCP server's authorization server redirects a principal's browser to, under
+/// the agent's prefix (`folio serve` passes `<agent URL>` + this as the redirect URI).
+pub const MCP_AUTH_CALLBACK: &str = "/v1/mcp-auth/callback";
+
+/// `GET /v1/mcp-auth/callback?state=…&code=…`: hands the redirect to the turn parked on that
+/// authorization and tells the person, in plain text, whether it worked. Never cached, and the
+/// page sends no referrer (its URL holds the code).
+async fn mcp_auth_callback(
+    State(manager): State<SessionManager>,
+    Query(params): Query<HashMap<String, String>>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Response {
+    let outcome = match params.get("state") {
+        Some(state) => {
+            manager
+                .mcp_authorization_redirect(state, query.as_deref().unwrap_or_default())
+                .await
+        }
+        None => Err(ManagerError::Invalid(
+            "this is not an OAuth redirect (no state): open the authorization URL the session's action.authorization_requested event shows".into(),
+        )),
+    };
+    let (status, text) = match outcome {
+        Ok(()) => (
+            StatusCode::OK,
+            "Folio is authorized; the session's turn goes on. You can close this tab.".to_string(),
+        ),
+        Err(err) => (
+            StatusCode::from_u16(err.code().status()).unwrap_or(StatusCode::BAD_REQUEST),
+            format!("Folio is not authorized: {err}"),
+        ),
+    };
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+            (header::REFERRER_POLICY, "no-referrer"),
+        ],
+        format!("{text}\n"),
+    )
+        .into_response()
 }
 
 async fn authenticate(auth: Arc<Auth>, mut req: Request, next: Next) -> Response {

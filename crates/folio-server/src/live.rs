@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use folio_agent::HookDispatcher;
-use folio_agent::{EventSink, SinkError};
+use folio_agent::{AuthorizationRedirect, EventSink, SinkError};
 use folio_protocol::{ActionApprovalResolved, Event, EventBody};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -54,12 +54,28 @@ pub(crate) struct Approvals {
     ready: HashMap<String, ActionApprovalResolved>,
     /// Every call decided in this process (decisions are single-use).
     pub(crate) decided: HashSet<String>,
+    /// Parked MCP authorizations, by the `state` of their authorization request: where the
+    /// OAuth redirect carrying it goes (single-use: taken by the first redirect).
+    authorizations: HashMap<String, oneshot::Sender<AuthorizationRedirect>>,
 }
 
 impl Approvals {
     /// Whether a turn waits for a decision.
     pub(crate) fn is_parked(&self) -> bool {
         self.waiting.values().any(|waiter| !waiter.is_closed())
+            || self
+                .authorizations
+                .values()
+                .any(|waiter| !waiter.is_closed())
+    }
+
+    /// Takes the parked authorization whose request carried `state`, if this session has it.
+    pub(crate) fn take_authorization(
+        &mut self,
+        state: &str,
+    ) -> Option<oneshot::Sender<AuthorizationRedirect>> {
+        self.authorizations.retain(|_, waiter| !waiter.is_closed());
+        self.authorizations.remove(state)
     }
 
     /// Hands a decision to the turn waiting for it, or keeps it for the turn to pick up.
@@ -261,6 +277,25 @@ impl EventSink for LiveSink {
         };
         match waiter.await {
             Ok(resolved) => resolved,
+            // The session went away while parked; the turn is cancelled right after.
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    async fn await_authorization(
+        &self,
+        _call_id: &str,
+        state: &str,
+    ) -> Option<AuthorizationRedirect> {
+        let waiter = {
+            let (tx, rx) = oneshot::channel();
+            lock(&self.0.approvals)
+                .authorizations
+                .insert(state.to_string(), tx);
+            rx
+        };
+        match waiter.await {
+            Ok(redirect) => Some(redirect),
             // The session went away while parked; the turn is cancelled right after.
             Err(_) => std::future::pending().await,
         }

@@ -616,6 +616,49 @@ impl SessionManager {
             .await?
     }
 
+    /// Hands an MCP OAuth redirect (`query`, of `GET /v1/mcp-auth/callback`) to the turn
+    /// parked on the authorization whose request carried `state`, and waits for the code
+    /// exchange. The `state` is the capability: unguessable, single-use, and shown only in the
+    /// owning session's events; whoever brings it back, the tokens go to that session's
+    /// principal (the turn's own client stores them). `NotFound`: no turn of this agent waits
+    /// for that `state` (already used, or the server restarted: the turn asks again);
+    /// `Invalid`: the authorization failed, saying why.
+    pub async fn mcp_authorization_redirect(
+        &self,
+        state: &str,
+        query: &str,
+    ) -> Result<(), ManagerError> {
+        let lives: Vec<Arc<Live>> = lock(&self.inner.live)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect();
+        let waiter = lives
+            .iter()
+            .find_map(|live| lock(&live.approvals).take_authorization(state))
+            .ok_or_else(|| {
+                ManagerError::NotFound(
+                    "no turn waits for this authorization: it was completed already, or the server restarted (the turn then asks again with a new URL)".into(),
+                )
+            })?;
+        let (done, outcome) = tokio::sync::oneshot::channel();
+        let redirect = folio_agent::AuthorizationRedirect {
+            query: query.to_string(),
+            done,
+        };
+        if waiter.send(redirect).is_err() {
+            return Err(ManagerError::NotFound(
+                "the turn that waited for this authorization ended".into(),
+            ));
+        }
+        match outcome.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(why)) => Err(ManagerError::Invalid(why)),
+            Err(_) => Err(ManagerError::NotFound(
+                "the turn that waited for this authorization ended before it completed".into(),
+            )),
+        }
+    }
+
     /// A direct call of `name`, bound to a session (sharing its execution lock) or unscoped.
     /// Skips the approval gate; still validates the input.
     pub async fn call_tool(

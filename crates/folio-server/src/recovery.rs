@@ -1,11 +1,14 @@
 //! Recovery on open: the sessions a dead process left between two durable steps get their
 //! turns recorded as `server restarted`, their queued messages run and their `session.json`
-//! repaired; parked approvals stay parked.
+//! repaired; parked approvals stay parked. A turn that waited for an MCP server's question or
+//! an MCP authorization (held in the dead process's memory: the MCP call that asked, the PKCE
+//! verifier) gets them answered as abandoned in its log and resumes: the question's call fails
+//! saying to call again, the authorization's call runs again and asks anew.
 
 use std::sync::Arc;
 
 use folio_agent::TurnOutcome;
-use folio_agent::pending_approvals;
+use folio_agent::{pending_approvals, restart_answers};
 use folio_protocol::{Event, EventBody, SERVER_RESTARTED, SessionMode, SessionStatus, TurnFailed};
 
 use crate::actor::{open_turn, record_end};
@@ -111,6 +114,19 @@ impl SessionManager {
                     live.id
                 ));
                 return Ok(());
+            }
+            let answers = live.with_events(|events| restart_answers(events, &turn_id));
+            if !answers.is_empty() {
+                for answer in answers {
+                    live.append(Some(&turn_id), answer)?;
+                }
+                live.log.sync()?;
+                self.inner.logs.about(&live.id).info(format!(
+                    "session {}: turn {turn_id} waited for an MCP question or authorization of the stopped process; answered as abandoned, the turn resumes",
+                    live.id
+                ));
+                remember(&mut lock(&self.inner.live), &live.id, &live);
+                return self.post(&live, Command::Resume);
             }
             live.append(
                 Some(&turn_id),

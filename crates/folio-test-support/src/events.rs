@@ -2,12 +2,13 @@
 //! `data` as its own type ([`EventData`]).
 
 use folio_protocol::{
-    AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionResult, ActionsRequested,
-    AgentBound, ArtifactTagged, ChannelDelivery, ContextCompacted, Event, EventBody,
-    MessageAppended, MessageCompleted, MessageQueued, MessageReceived, ReasoningAppended,
-    ReasoningCompleted, ReminderCancelled, ReminderFired, ReminderSet, SessionCompleted,
-    SessionFailed, SessionStarted, SessionWaiting, StepCompleted, StepStarted, SubagentCalled,
-    SubagentCompleted, TurnCompleted, TurnFailed, TurnQueued, TurnStarted,
+    AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionAuthorizationRequested,
+    ActionAuthorizationResolved, ActionResult, ActionsRequested, AgentBound, ArtifactTagged,
+    ChannelDelivery, ContextCompacted, Event, EventBody, MessageAppended, MessageCompleted,
+    MessageQueued, MessageReceived, ReasoningAppended, ReasoningCompleted, ReminderCancelled,
+    ReminderFired, ReminderSet, SessionCompleted, SessionFailed, SessionStarted, SessionWaiting,
+    StepCompleted, StepStarted, SubagentCalled, SubagentCompleted, TurnCompleted, TurnFailed,
+    TurnQueued, TurnStarted,
 };
 
 use crate::answers::read_wire;
@@ -56,6 +57,8 @@ event_data!(
     ActionResult,
     ActionApprovalRequested,
     ActionApprovalResolved,
+    ActionAuthorizationRequested,
+    ActionAuthorizationResolved,
     SubagentCalled,
     SubagentCompleted,
     ArtifactTagged,

@@ -29,6 +29,9 @@
 //! typed values; [`data`], [`all`],
 //! [`of_type`] and [`first`] read an event's `data` as its own type ([`EventData`]).
 //!
+//! [`OAuthMcpServer`] is an MCP server behind OAuth 2.1 with its own authorization server, for
+//! end-to-end tests of MCP authorization.
+//!
 //! Failure modes: [`MockReply::status`] / [`MockReply::rate_limited`] (with `Retry-After`),
 //! [`MockReply::drop_after_chunks`], [`MockReply::first_byte_delay`], [`MockReply::chunk_delay`].
 
@@ -38,6 +41,7 @@ mod answers;
 mod events;
 mod fake_api;
 mod http;
+mod oauth_mcp;
 mod reply;
 mod server;
 mod wire;
@@ -50,5 +54,6 @@ pub use http::{
     NO_BODY, answer, call, call_as, client, create_session, events, expect, expect_error,
     follow_up, refused, session,
 };
+pub use oauth_mcp::OAuthMcpServer;
 pub use reply::MockReply;
 pub use server::{ChatMessage, Disconnect, MockModelServer, RecordedRequest};

@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex as StdMutex};
+use std::sync::{Arc, Mutex as StdMutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use folio_project::{McpServerConfig, McpTransport, expand_template};
@@ -22,6 +22,7 @@ use tokio::io::AsyncBufReadExt;
 use super::elicitation::{Callers, FolioClient};
 use super::oauth::{self, McpAuth};
 use super::traced_http::TracedHttpClient;
+use crate::layout::StateLayout;
 use tokio::sync::Mutex;
 use tracing::Instrument;
 
@@ -59,6 +60,17 @@ pub enum McpError {
         /// What happened.
         reason: String,
     },
+    /// The server wants OAuth authorization this client cannot ask for by itself: a
+    /// principal's client under `folio serve`, whose tool call parks on it (see `McpTool`).
+    #[error(
+        "MCP server \"{server}\" needs OAuth authorization: a turn that calls one of its tools asks for it"
+    )]
+    NeedsAuthorization {
+        /// The server name.
+        server: String,
+        /// The server's `WWW-Authenticate` challenge.
+        challenge: String,
+    },
     /// The server answered the request with an error.
     #[error("MCP server \"{server}\": {message}")]
     Call {
@@ -77,6 +89,33 @@ pub struct McpConnection {
     state: Mutex<State>,
     callers: Callers,
     auth: Option<McpAuth>,
+    /// Under `folio serve`: each principal's own client of this (streamable-HTTP) server.
+    principals: OnceLock<Principals>,
+    /// A principal's client: where the server's OAuth callback route is; such a client answers
+    /// a needed authorization with [`McpError::NeedsAuthorization`] instead of asking.
+    redirect_uri: Option<String>,
+}
+
+/// The clients of one server that act for the principals of a serving process.
+struct Principals {
+    /// Where each principal's tokens live (`mcp-auth/<principal>/`).
+    state: StateLayout,
+    /// The server's OAuth callback route (`…/v1/mcp-auth/callback`).
+    redirect_uri: String,
+    /// The clients started so far, by principal.
+    clients: StdMutex<HashMap<String, Arc<McpConnection>>>,
+}
+
+/// Why a server did not start: what failed, or that it needs an authorization first.
+enum StartFailure {
+    Failed(String),
+    NeedsAuthorization(String),
+}
+
+impl From<String> for StartFailure {
+    fn from(reason: String) -> StartFailure {
+        StartFailure::Failed(reason)
+    }
 }
 
 /// How one attempt of a tool call ended.
@@ -135,7 +174,79 @@ impl McpConnection {
             state: Mutex::new(State::Idle),
             callers: Callers::default(),
             auth: None,
+            principals: OnceLock::new(),
+            redirect_uri: None,
         }
+    }
+
+    /// Makes this streamable-HTTP connection act for each principal with its own client and
+    /// tokens (`state`'s `mcp-auth/<principal>/`): a principal's client parks a tool call that
+    /// needs authorization, the redirect coming back to `redirect_uri`. Other transports (a
+    /// child process, a peer) keep one client for everyone. Set once, by `folio serve`.
+    pub fn serve_principals(&self, state: StateLayout, redirect_uri: String) {
+        if matches!(self.config.transport, McpTransport::Http { .. }) {
+            let _ = self.principals.set(Principals {
+                state,
+                redirect_uri,
+                clients: StdMutex::new(HashMap::new()),
+            });
+        }
+    }
+
+    /// The client acting for `principal` (started lazily, never with another principal's
+    /// tokens), or `None` when this connection has one client for everyone.
+    pub(crate) fn for_principal(&self, principal: &str) -> Option<Arc<McpConnection>> {
+        let principals = self.principals.get()?;
+        let mut clients = principals
+            .clients
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let client = clients.entry(principal.to_string()).or_insert_with(|| {
+            let mut client =
+                McpConnection::new(self.config.clone(), &self.base_dir, self.env.clone());
+            client.auth = Some(McpAuth {
+                dir: principals.state.mcp_auth_dir(principal),
+                login: None,
+            });
+            client.redirect_uri = Some(principals.redirect_uri.clone());
+            Arc::new(client)
+        });
+        Some(client.clone())
+    }
+
+    /// Starts the authorization a principal's client needs after the server's `challenge`:
+    /// the session that completes it with the redirect to the server's callback route (storing
+    /// the tokens for this principal only). Fails for a client that is not a principal's.
+    pub(crate) async fn begin_authorization(
+        &self,
+        challenge: &str,
+    ) -> Result<rmcp::transport::auth::AuthorizationSession, String> {
+        let (Some(auth), Some(redirect_uri)) = (&self.auth, &self.redirect_uri) else {
+            return Err(format!(
+                "MCP server \"{}\" cannot be authorized from a turn here",
+                self.config.name
+            ));
+        };
+        let McpTransport::Http { url, .. } = &self.config.transport else {
+            return Err(format!(
+                "MCP server \"{}\" is not a streamable-HTTP server",
+                self.config.name
+            ));
+        };
+        let env = &*self.env;
+        let url = expand_template(url, env).map_err(|e| format!("url: {e}"))?;
+        let identity =
+            oauth::ClientIdentity::resolve(self.config.oauth.as_ref(), env, self.manifest_dir())?;
+        let store = auth.store(&self.config.name);
+        oauth::begin(
+            &url,
+            challenge,
+            &store,
+            &identity,
+            identity.scopes.clone(),
+            redirect_uri,
+        )
+        .await
     }
 
     /// This connection with OAuth: tokens from (and to) `auth`'s store, and, when `auth` can
@@ -241,7 +352,13 @@ impl McpConnection {
                     ))
                 }
             };
-            let answered = authorizer.answer(&challenge).await;
+            // A principal's client under `folio serve` cannot ask anyone: the call parks on
+            // the authorization instead.
+            let answered = if self.redirect_uri.is_some() && authorizer.needs_person() {
+                Err(None)
+            } else {
+                authorizer.answer(&challenge).await.map_err(Some)
+            };
             // The refused connection is replaced: the next call opens a fresh one with the
             // stored token.
             {
@@ -252,7 +369,16 @@ impl McpConnection {
                     tokio::spawn(stop(*running));
                 }
             }
-            answered.map_err(failed)?;
+            match answered {
+                Ok(()) => {}
+                Err(Some(message)) => return Err(failed(message)),
+                Err(None) => {
+                    return Err(McpError::NeedsAuthorization {
+                        server: self.config.name.clone(),
+                        challenge,
+                    });
+                }
+            }
         }
     }
 
@@ -436,7 +562,15 @@ impl McpConnection {
                 *state = State::Running(Box::new(running));
                 Ok(())
             }
-            Ok(Err(reason)) => {
+            Ok(Err(StartFailure::NeedsAuthorization(challenge))) => {
+                // Not a failure of the server: it starts once the principal has authorized.
+                *state = State::Idle;
+                Err(McpError::NeedsAuthorization {
+                    server: self.config.name.clone(),
+                    challenge,
+                })
+            }
+            Ok(Err(StartFailure::Failed(reason))) => {
                 let failures = failures + 1;
                 *state = State::Down {
                     failures,
@@ -461,7 +595,7 @@ impl McpConnection {
         }
     }
 
-    async fn start(&self) -> Result<Running, String> {
+    async fn start(&self) -> Result<Running, StartFailure> {
         let env = &*self.env;
         let stderr = Arc::new(StdMutex::new(VecDeque::new()));
         let client = FolioClient {
@@ -552,9 +686,9 @@ impl McpConnection {
             McpTransport::Peer {
                 agent, url: None, ..
             } => {
-                return Err(format!(
+                return Err(StartFailure::Failed(format!(
                     "peer agent \"{agent}\" is reachable only inside `folio serve`, which mounts it"
-                ));
+                )));
             }
         };
         let listed = match listed {
@@ -574,7 +708,7 @@ impl McpConnection {
                     http_url: None,
                 })
                 .await;
-                return Err(format!("tools/list failed: {err}"));
+                return Err(StartFailure::Failed(format!("tools/list failed: {err}")));
             }
         };
         Ok(Running {
@@ -603,7 +737,7 @@ impl McpConnection {
             RunningService<RoleClient, FolioClient>,
             Vec<rmcp::model::Tool>,
         ),
-        String,
+        StartFailure,
     > {
         let cannot_open = |err: &dyn std::fmt::Display| format!("cannot open {url}: {err}");
         let Some(auth) = &self.auth else {
@@ -613,7 +747,7 @@ impl McpConnection {
                 .serve(transport)
                 .await
                 .map_err(|err| cannot_open(&err))?;
-            return list_tools(service).await;
+            return Ok(list_tools(service).await?);
         };
         let store = auth.store(&self.config.name);
         let identity = oauth::ClientIdentity::resolve(
@@ -635,15 +769,18 @@ impl McpConnection {
                             tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
                         match challenge {
                             Some(challenge) => challenge,
-                            None => return Err(format!("tools/list failed: {err}")),
+                            None => return Err(format!("tools/list failed: {err}").into()),
                         }
                     }
                 },
                 Err(err) => match err.auth_challenge() {
                     Some(challenge) => challenge.to_string(),
-                    None => return Err(cannot_open(&err)),
+                    None => return Err(cannot_open(&err).into()),
                 },
             };
+            if self.redirect_uri.is_some() && authorizer.needs_person() {
+                return Err(StartFailure::NeedsAuthorization(challenge));
+            }
             authorizer.answer(&challenge).await?;
         }
     }

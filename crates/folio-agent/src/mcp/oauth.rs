@@ -12,13 +12,17 @@
 //! - [`McpLogin`]: how a person is asked — the authorization URL is printed on stderr (and
 //!   opened with `$BROWSER` when set), and the code comes back to a one-route loopback server
 //!   (`http://127.0.0.1:<port>/callback`) that takes only the redirect carrying the login's
-//!   `state`. `folio run` and `folio mcp login` ask; `folio serve` uses the tokens `folio mcp
-//!   login` stored and otherwise tells the operator to log in.
+//!   `state`. `folio run` and `folio mcp login` ask this way.
 //! - `Authorizer`: what to do about a server's 401 or 403 challenge — authorize (or run the
 //!   client-credentials grant), step up to more scopes on `insufficient_scope`, or give up with
 //!   what to do, at most three times per operation.
 //! - The 2025-03-26 back-compat rule for authorization-server metadata (see `resolve_metadata`).
 //! - [`auth_state`]: a connection's OAuth state for `folio info`, without the token.
+//! - Under `folio serve` each session's principal has its own client of an HTTP server, with
+//!   its own tokens (`mcp-auth/<principal>/`); when it needs authorization, the tool call parks
+//!   on `action.authorization_requested` with the URL, and the redirect comes back to the
+//!   server's `GET /v1/mcp-auth/callback` (see `McpTool`). The agent's own client, which lists
+//!   the tools when the agent loads, uses the tokens `folio mcp login` stored for `local`.
 
 use std::future::IntoFuture as _;
 use std::path::{Path, PathBuf};
@@ -172,7 +176,7 @@ pub(crate) struct ClientIdentity {
     client_id: Option<String>,
     client_secret: Option<String>,
     client_metadata_url: Option<String>,
-    scopes: Vec<String>,
+    pub(crate) scopes: Vec<String>,
     /// Set for `grant = "client_credentials"`: Folio authenticates as the client itself.
     machine: Option<MachineCredential>,
 }
@@ -413,6 +417,12 @@ impl Authorizer {
         }
     }
 
+    /// Whether answering a challenge needs a person and none can be asked here (no login, no
+    /// machine identity): under `folio serve` the turn then parks on the authorization.
+    pub(crate) fn needs_person(&self) -> bool {
+        self.identity.machine.is_none() && self.login.is_none()
+    }
+
     /// Obtains a token answering `challenge` (the `WWW-Authenticate` of a 401 or 403); `Err`
     /// says why not and what to do.
     pub(crate) async fn answer(&mut self, challenge: &str) -> Result<(), String> {
@@ -530,28 +540,7 @@ async fn authorize(
         .map_err(|err| format!("cannot listen for the OAuth redirect: {err}"))?
         .port();
     let redirect_uri = format!("http://127.0.0.1:{port}/callback");
-    let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
-    manager.set_credential_store(store.clone());
-    let metadata = resolve_metadata(&manager, url, Some(challenge))
-        .await
-        .map_err(failed)?;
-    manager.set_metadata(metadata);
-    let mut request = AuthorizationRequest::new(&redirect_uri)
-        .with_client_name(CLIENT_NAME)
-        .with_challenge(challenge)
-        .with_scopes(scopes);
-    if let Some(id) = &client.client_id {
-        request = request.with_preregistered_client(id);
-    }
-    if let Some(secret) = &client.client_secret {
-        request = request.with_client_secret(secret);
-    }
-    if let Some(metadata_url) = &client.client_metadata_url {
-        request = request.with_client_metadata_url(metadata_url);
-    }
-    let session = AuthorizationSession::new(manager, request)
-        .await
-        .map_err(|(_, err)| failed(err))?;
+    let session = begin(url, challenge, store, client, scopes, &redirect_uri).await?;
     let auth_url = session.get_authorization_url().to_string();
     eprintln!("MCP server \"{server}\" needs authorization: open {auth_url}");
     if let Some(browser) = &login.browser {
@@ -638,6 +627,44 @@ async fn client_credentials(
     .map_err(failed)
 }
 
+/// Starts an authorization-code flow for `url` after its `challenge`, redirecting to
+/// `redirect_uri`: discovers the authorization server, registers Folio (or uses the configured
+/// client) and builds the authorization URL; the session's callback stores the tokens in `store`.
+/// `authorize` (a loopback redirect) and a turn parked under `folio serve` (the server's
+/// callback route) both start here.
+pub(crate) async fn begin(
+    url: &str,
+    challenge: &str,
+    store: &FileCredentialStore,
+    client: &ClientIdentity,
+    scopes: Vec<String>,
+    redirect_uri: &str,
+) -> Result<AuthorizationSession, String> {
+    let failed = |err: AuthError| format!("authorization failed: {err}");
+    let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
+    manager.set_credential_store(store.clone());
+    let metadata = resolve_metadata(&manager, url, Some(challenge))
+        .await
+        .map_err(failed)?;
+    manager.set_metadata(metadata);
+    let mut request = AuthorizationRequest::new(redirect_uri)
+        .with_client_name(CLIENT_NAME)
+        .with_challenge(challenge)
+        .with_scopes(scopes);
+    if let Some(id) = &client.client_id {
+        request = request.with_preregistered_client(id);
+    }
+    if let Some(secret) = &client.client_secret {
+        request = request.with_client_secret(secret);
+    }
+    if let Some(metadata_url) = &client.client_metadata_url {
+        request = request.with_client_metadata_url(metadata_url);
+    }
+    AuthorizationSession::new(manager, request)
+        .await
+        .map_err(|(_, err)| failed(err))
+}
+
 /// Opens `url` with the `browser` command (its words, then the URL) without waiting for it
 /// (the redirect it follows comes back to us); a failure is only reported, since the URL is
 /// printed too.
@@ -660,7 +687,7 @@ fn open(browser: &str, url: &str) {
 }
 
 /// The value of query parameter `name` in `url`, if any.
-fn query_param(url: &str, name: &str) -> Option<String> {
+pub(crate) fn query_param(url: &str, name: &str) -> Option<String> {
     let url = reqwest::Url::parse(url).ok()?;
     url.query_pairs()
         .find(|(key, _)| key == name)

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use folio_protocol::{
-    ActionApprovalRequested, ActionApprovalResolved, ApprovalDecision, Elicitation, EventBody,
+    ActionApprovalRequested, ActionApprovalResolved, ActionAuthorizationRequested,
+    ActionAuthorizationResolved, ApprovalDecision, Elicitation, EventBody,
 };
 use rmcp::model::{CallToolResult, ContentBlock, ElicitResult};
 use serde_json::{Map, Value, json};
@@ -104,10 +105,12 @@ impl Tool for McpTool {
         }
     }
 
-    /// A call outside a turn (a direct call): a server's elicitation is declined.
+    /// A call outside a turn (a direct call): a server's elicitation is declined, and a
+    /// principal who has not authorized the server gets an error saying how to.
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let connection = self.client_of(&ctx.principal);
         let result = tokio::select! {
-            result = self.connection.call_tool(&self.tool, arguments(input)) => result,
+            result = connection.call_tool(&self.tool, arguments(input)) => result,
             () = ctx.cancel.cancelled() => {
                 return Err(ToolError("tool call cancelled".into()));
             }
@@ -123,8 +126,10 @@ impl Tool for McpTool {
 
 #[async_trait::async_trait]
 impl TurnTool for McpTool {
-    /// Calls the tool; each elicitation the server sends meanwhile parks the turn until the
-    /// user answers through the approval route.
+    /// Calls the tool with the client of the session's principal; each elicitation the server
+    /// sends meanwhile parks the turn until the user answers through the approval route, and a
+    /// server that needs (new) authorization parks it on `action.authorization_requested`
+    /// until the principal's OAuth redirect comes back, then the call runs with the new tokens.
     async fn call_in_turn(
         &self,
         input: Value,
@@ -132,13 +137,51 @@ impl TurnTool for McpTool {
         sink: &dyn EventSink,
         turn_id: &str,
     ) -> Result<ToolOutput, ToolError> {
+        let connection = self.client_of(&ctx.principal);
+        let arguments = arguments(input);
+        let mut authorized = false;
+        loop {
+            let result = self
+                .answering(&connection, arguments.clone(), ctx, sink, turn_id)
+                .await?;
+            match result {
+                // Authorized once in this call and refused again: not a question for a person.
+                Err(McpError::NeedsAuthorization { challenge, .. }) if !authorized => {
+                    self.authorize(&connection, &challenge, ctx, sink, turn_id)
+                        .await?;
+                    authorized = true;
+                }
+                result => return tool_output(result.map_err(|err| ToolError(err.to_string()))?),
+            }
+        }
+    }
+}
+
+impl McpTool {
+    /// The client that acts for `principal` (its own tokens under `folio serve`).
+    fn client_of(&self, principal: &str) -> Arc<McpConnection> {
+        self.connection
+            .for_principal(principal)
+            .unwrap_or_else(|| self.connection.clone())
+    }
+
+    /// Runs the call on `connection`, parking the turn on each elicitation the server sends
+    /// meanwhile; the outer error is a cancelled call or an unrecordable question.
+    async fn answering(
+        &self,
+        connection: &McpConnection,
+        arguments: Map<String, Value>,
+        ctx: &ToolContext,
+        sink: &dyn EventSink,
+        turn_id: &str,
+    ) -> Result<Result<CallToolResult, McpError>, ToolError> {
         let (sender, mut asked) = mpsc::unbounded_channel();
-        let _caller = self.connection.callers().register(sender);
-        let call = self.connection.call_tool(&self.tool, arguments(input));
+        let _caller = connection.callers().register(sender);
+        let call = connection.call_tool(&self.tool, arguments);
         tokio::pin!(call);
-        let result = loop {
+        loop {
             tokio::select! {
-                result = &mut call => break result,
+                result = &mut call => return Ok(result),
                 Some(pending) = asked.recv() => {
                     let PendingElicitation { message, requested_schema, reply } = pending;
                     let answer = self.ask(message, requested_schema, ctx, sink, turn_id).await?;
@@ -148,13 +191,84 @@ impl TurnTool for McpTool {
                     return Err(ToolError("tool call cancelled".into()));
                 }
             }
-        };
-        let result = result.map_err(|err| ToolError(err.to_string()))?;
-        tool_output(result)
+        }
     }
-}
 
-impl McpTool {
+    /// Parks the turn until the session's principal authorizes `connection`'s server: records
+    /// `action.authorization_requested` with the authorization URL, waits for the OAuth
+    /// redirect the serving process receives for its `state`, exchanges the code (the tokens
+    /// go to this principal's store only, never into an event), and records
+    /// `action.authorization_resolved`.
+    async fn authorize(
+        &self,
+        connection: &McpConnection,
+        challenge: &str,
+        ctx: &ToolContext,
+        sink: &dyn EventSink,
+        turn_id: &str,
+    ) -> Result<(), ToolError> {
+        let server = connection.name().to_string();
+        let not_authorized =
+            |why: String| ToolError(format!("MCP server \"{server}\" was not authorized: {why}"));
+        let session = connection
+            .begin_authorization(challenge)
+            .await
+            .map_err(not_authorized)?;
+        let url = session.get_authorization_url().to_string();
+        let state = super::oauth::query_param(&url, "state").ok_or_else(|| {
+            not_authorized("the authorization URL carries no state to match its redirect".into())
+        })?;
+        let id = format!("auth_{}", ulid::Ulid::generate());
+        let record = |body| async move {
+            sink.emit(Some(turn_id), body)
+                .await
+                .map(|_| ())
+                .map_err(|err| ToolError(format!("cannot record the authorization: {err}")))
+        };
+        // In this order: the wait for the redirect is registered before the URL is recorded,
+        // so a redirect that follows the event at once finds it.
+        let redirect = tokio::select! {
+            biased;
+            redirect = sink.await_authorization(&id, &state) => redirect,
+            () = ctx.cancel.cancelled() => return Err(ToolError("tool call cancelled".into())),
+            never = async {
+                if let Err(err) = record(EventBody::ActionAuthorizationRequested(ActionAuthorizationRequested {
+                    call_id: id.clone(),
+                    tool: self.name.clone(),
+                    server: server.clone(),
+                    url,
+                })).await {
+                    return err;
+                }
+                std::future::pending().await
+            } => return Err(never),
+        };
+        let Some(redirect) = redirect else {
+            return Err(not_authorized(format!(
+                "no server receives the OAuth redirect here; run `folio mcp login {server}`"
+            )));
+        };
+        let callback = format!("{}?{}", session.redirect_uri, redirect.query);
+        let outcome = match super::oauth::query_param(&callback, "error") {
+            Some(error) => Err(format!("the authorization server answered {error}")),
+            None => session
+                .handle_callback_url(&callback)
+                .await
+                .map(|_| ())
+                .map_err(|err| format!("the code exchange failed: {err}")),
+        };
+        let _ = redirect.done.send(outcome.clone());
+        record(EventBody::ActionAuthorizationResolved(
+            ActionAuthorizationResolved {
+                call_id: id,
+                authorized: outcome.is_ok(),
+                reason: outcome.as_ref().err().cloned(),
+            },
+        ))
+        .await?;
+        outcome.map_err(not_authorized)
+    }
+
     /// Parks the turn on one elicitation: records `action.approval_requested` with it, waits
     /// for the decision, records `action.approval_resolved`, and answers the server.
     async fn ask(

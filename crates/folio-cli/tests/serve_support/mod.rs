@@ -45,6 +45,42 @@ pub async fn serve_with_env(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> Served {
+    serve_to(
+        model_url,
+        dir,
+        state,
+        extra,
+        env,
+        std::process::Stdio::inherit(),
+    )
+    .await
+}
+
+/// [`serve_with_env`] with the server's log (its stderr) appended to the file `log`.
+pub async fn serve_logging_to(
+    model_url: &str,
+    dir: &Path,
+    state: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+    log: &Path,
+) -> Served {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .unwrap();
+    serve_to(model_url, dir, state, extra, env, file.into()).await
+}
+
+async fn serve_to(
+    model_url: &str,
+    dir: &Path,
+    state: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+    stderr: std::process::Stdio,
+) -> Served {
     let mut command = tokio::process::Command::new(folio_bin());
     command
         .env_remove("FOLIO_FAULT")
@@ -64,7 +100,7 @@ pub async fn serve_with_env(
         .arg(state)
         .args(extra)
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit())
+        .stderr(stderr)
         .kill_on_drop(true)
         .envs(env.iter().copied());
     let mut child = command.spawn().expect("folio serve starts");

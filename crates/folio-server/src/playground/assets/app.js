@@ -146,8 +146,10 @@ function statusAfter(/** @type {FolioEvent} */ event) {
     case "turn.started":
       return "running";
     case "action.approval_requested":
+    case "action.authorization_requested":
       return "approval";
     case "action.approval_resolved":
+    case "action.authorization_resolved":
       return "running";
     case "session.waiting":
       return "waiting";

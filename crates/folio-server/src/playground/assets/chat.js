@@ -134,6 +134,18 @@ export class ChatView {
         this.cardLine(event.data.callId, `${word} by ${event.data.by}${reason}`, `decision ${event.data.decision}`);
         break;
       }
+      case "action.authorization_requested":
+        this.authorization(event.data);
+        break;
+      case "action.authorization_resolved": {
+        const card = this.calls.get(this.key(event.data.callId));
+        card?.querySelector(".approval")?.remove();
+        const status = card?.querySelector(".status");
+        if (status) status.textContent = event.data.authorized ? "authorized" : "not authorized";
+        const reason = event.data.reason ? `: ${event.data.reason}` : "";
+        this.cardLine(event.data.callId, `${event.data.authorized ? "authorized" : "not authorized"}${reason}`, "decision");
+        break;
+      }
       case "action.result":
         this.result(event.data);
         break;
@@ -292,6 +304,25 @@ export class ChatView {
     approve.onclick = () => this.actions.decide(callId, "approve", reason.value);
     deny.onclick = () => this.actions.decide(callId, "deny", reason.value);
     card.append(el("div", { cls: "approval" }, [approve, deny, reason]));
+  }
+
+  /** An MCP server that needs the user's authorization: a link to its login page, which
+   * redirects back to the server and resumes the call. */
+  authorization(/** @type {import("folio-api").ActionAuthorizationRequested} */ data) {
+    this.call({ callId: data.callId, tool: data.tool, input: { server: data.server } });
+    const card = /** @type {HTMLElement} */ (this.calls.get(this.key(data.callId)));
+    const status = card.querySelector(".status");
+    if (status) status.textContent = `needs authorization at ${data.server}`;
+    // The URL comes from the MCP server's metadata: only a web URL becomes a link.
+    const web = /^https?:\/\//i.test(data.url);
+    const link = web
+      ? el("a", {
+          cls: "authorize",
+          text: `Authorize ${data.server}`,
+          attrs: { href: data.url, target: "_blank", rel: "noopener noreferrer" },
+        })
+      : el("span", { text: `not a web URL, not opened: ${data.url}` });
+    card.append(el("div", { cls: "approval" }, [link]));
   }
 
   /** An MCP server's question: its message, a JSON answer prefilled with the schema's defaults,
