@@ -567,7 +567,11 @@ async fn run_turn(
     let workspace = inner.state.workspace_dir(&live.id);
     let session = {
         let meta = lock(&live.meta);
-        (meta.session_id.clone(), meta.continuation_key.clone())
+        (
+            meta.session_id.clone(),
+            meta.continuation_key.clone(),
+            meta.principal.clone(),
+        )
     };
     let bound = match agent
         .bind_turn_fs(
@@ -575,6 +579,7 @@ async fn run_turn(
             &TurnSession {
                 session_id: &session.0,
                 continuation_key: session.1.as_deref(),
+                principal: &session.2,
             },
         )
         .await
@@ -704,6 +709,7 @@ pub(crate) async fn direct_call(
             &TurnSession {
                 session_id,
                 continuation_key: context.continuation_key.as_deref(),
+                principal: &context.principal,
             },
         )
         .await
