@@ -24,6 +24,7 @@ mod schedule;
 mod schema;
 mod schema_ts;
 mod serve;
+mod store;
 mod telemetry;
 mod trajectory;
 mod validate;
@@ -81,6 +82,9 @@ enum Command {
     /// OAuth for MCP connections: `login` authorizes and stores tokens, `logout` deletes them.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// Look after a PostgreSQL session store: `migrate` its schema, `check` it, show `stats`.
+    #[command(subcommand)]
+    Store(store::StoreCommand),
 }
 
 /// Arguments of `folio trajectory`.
@@ -139,6 +143,7 @@ fn main() -> ExitCode {
         Command::Schedule(args) => schedule::schedule(args),
         Command::Github(command) => github::github(command),
         Command::Mcp(command) => mcp::mcp(command),
+        Command::Store(command) => store::store(command),
     };
     telemetry.shutdown();
     match result {

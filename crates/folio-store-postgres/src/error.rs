@@ -1,4 +1,7 @@
-//! What can go wrong talking to the PostgreSQL store, in terms a caller can act on.
+//! What can go wrong talking to the PostgreSQL store, in terms a caller can act on; each maps
+//! onto the [`StoreError`] a [`SessionStore`](folio_store::SessionStore) caller sees.
+
+use folio_store::StoreError;
 
 /// An error of the PostgreSQL store.
 #[derive(Debug, thiserror::Error)]
@@ -65,7 +68,7 @@ pub enum PgError {
         /// The session.
         session_id: String,
         /// The stale token.
-        token: i64,
+        token: u64,
     },
     /// A live lease held by someone else.
     #[error("session {session_id} is running on {owner} (lease valid until {expires_at})")]
@@ -77,9 +80,15 @@ pub enum PgError {
         /// When that lease expires unless renewed.
         expires_at: chrono::DateTime<chrono::Utc>,
     },
-    /// A row that should be there is not.
-    #[error("session {session_id} not found in the PostgreSQL store")]
+    /// The session does not exist.
+    #[error("session {session_id}")]
     NotFound {
+        /// The session.
+        session_id: String,
+    },
+    /// A session with this id exists already.
+    #[error("session {session_id}")]
+    AlreadyExists {
         /// The session.
         session_id: String,
     },
@@ -99,9 +108,44 @@ pub enum PgError {
     Database(#[source] sqlx::Error),
 }
 
-impl PgError {
-    /// Whether retrying the same call later may succeed (the database was unreachable).
-    pub fn is_unavailable(&self) -> bool {
-        matches!(self, PgError::Unreachable { .. })
+impl From<PgError> for StoreError {
+    fn from(err: PgError) -> Self {
+        match err {
+            PgError::NotFound { session_id } => {
+                StoreError::NotFound(format!("session {session_id}"))
+            }
+            PgError::AlreadyExists { session_id } => StoreError::AlreadyExists(session_id),
+            PgError::Conflict {
+                session_id,
+                expected,
+                actual,
+            } => StoreError::Conflict {
+                session_id,
+                expected,
+                actual,
+            },
+            PgError::Fenced { session_id, token } => StoreError::Fenced {
+                session_id,
+                fence: token,
+            },
+            PgError::LeaseHeld {
+                session_id,
+                owner,
+                expires_at,
+            } => StoreError::LeaseHeld {
+                session_id,
+                owner,
+                expires_at,
+            },
+            PgError::SchemaNewer { found, supported } => StoreError::Schema { found, supported },
+            unreachable @ PgError::Unreachable { .. } => {
+                StoreError::Unavailable(unreachable.to_string())
+            }
+            other @ (PgError::BadUrl { .. }
+            | PgError::Refused { .. }
+            | PgError::Corrupt { .. }
+            | PgError::Migrate(_)
+            | PgError::Database(_)) => StoreError::Backend(other.to_string()),
+        }
     }
 }

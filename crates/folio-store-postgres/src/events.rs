@@ -1,10 +1,9 @@
-//! The event log as rows: appends at a named index under an optional lease's fencing token,
-//! reads from an index, and a follower that streams new events on any server.
+//! The event log as rows: appends at an expected index under an optional lease's fencing
+//! token, reads from an index, and followers woken by notifications from any server.
 
-use std::collections::VecDeque;
-
+use chrono::{DateTime, SubsecRound, Utc};
 use folio_protocol::Event;
-use futures::Stream;
+use folio_store::{Appends, NewEvent};
 use sqlx::Row;
 use tokio::sync::broadcast;
 
@@ -12,51 +11,67 @@ use crate::notify::{CONTROL_CHANNEL, Notice};
 use crate::retry::Failure;
 use crate::{PgError, PgStore};
 
-/// How many events one read returns at most.
-const PAGE: i64 = 500;
-
 /// One append, as the statement binds it: columns of equal length.
 struct Batch {
     indexes: Vec<i64>,
     kinds: Vec<String>,
     turn_ids: Vec<Option<String>>,
-    ats: Vec<chrono::DateTime<chrono::Utc>>,
+    ats: Vec<DateTime<Utc>>,
     lines: Vec<String>,
 }
 
-/// Appends the events at their indexes when the log's next index is the first one's and (with a
-/// token) the lease still carries it. The lease row is read `FOR SHARE` in the same statement:
-/// a takeover (which updates that row) waits for this append to commit, and an append that
-/// starts after a takeover sees the new token and inserts nothing.
+/// Appends the events when the session exists, the log's next index is the first one's and
+/// (with a token) the lease still carries it. The lease row is read `FOR SHARE` in the same
+/// statement: a takeover (which updates that row) waits for this append to commit, and an
+/// append that starts after a takeover sees the new token and inserts nothing. The session row
+/// is read `FOR KEY SHARE`, which a metadata update never waits for but a delete does.
 const APPEND: &str = "
-WITH lease AS (
+WITH session AS (
+    SELECT 1 FROM folio_sessions WHERE id = $1 FOR KEY SHARE
+), lease AS (
     SELECT 1 FROM folio_leases WHERE session_id = $1 AND token = $7 FOR SHARE
 )
 INSERT INTO folio_events (session_id, idx, kind, turn_id, at, event)
 SELECT $1, e.idx, e.kind, e.turn_id, e.at, e.event
 FROM UNNEST($2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::text[])
     AS e(idx, kind, turn_id, at, event)
-WHERE ($7::bigint IS NULL OR EXISTS (SELECT 1 FROM lease))
+WHERE EXISTS (SELECT 1 FROM session)
+  AND ($7::bigint IS NULL OR EXISTS (SELECT 1 FROM lease))
   AND $2[1] = COALESCE((SELECT max(idx) + 1 FROM folio_events WHERE session_id = $1), 0)";
 
 impl PgStore {
-    /// Appends `events` (consecutive indexes, all of `session_id`) at the end of the log.
+    /// Appends `events` at `expected`, `expected + 1`, … and returns them as stored.
     ///
-    /// With `token`, the append happens only while that lease is the session's current one
-    /// ([`PgError::Fenced`] otherwise). When the log's next index is not the first event's, or a
-    /// concurrent append wins the index, nothing is written and [`PgError::Conflict`] says the
-    /// actual next index. A retry after a connection dropped mid-append recognizes the rows it
-    /// committed before the drop and succeeds.
-    pub async fn append(
+    /// Refused, writing nothing, with [`PgError::NotFound`] (no such session),
+    /// [`PgError::Fenced`] (`fence` is not the session's lease token) or
+    /// [`PgError::Conflict`] (the log is not at `expected`, or a concurrent append won it). A
+    /// retry after a connection dropped mid-append recognizes the rows it committed before the
+    /// drop and succeeds.
+    pub(crate) async fn append_events(
         &self,
         session_id: &str,
-        token: Option<i64>,
-        events: &[Event],
-    ) -> Result<(), PgError> {
-        let Some(first) = events.first() else {
-            return Ok(());
-        };
-        let batch = batch(session_id, events)?;
+        expected: u64,
+        fence: Option<u64>,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Event>, PgError> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let token = fence.map(token_of).transpose()?;
+        // Millisecond time: what the wire carries, so the events read back equal.
+        let at = Utc::now().trunc_subsecs(3);
+        let stored: Vec<Event> = events
+            .into_iter()
+            .zip(expected..)
+            .map(|(event, index)| Event {
+                index,
+                session_id: session_id.to_string(),
+                turn_id: event.turn_id,
+                at,
+                body: event.body,
+            })
+            .collect();
+        let batch = batch(&stored)?;
         self.retry("append events", |attempt| {
             let batch = &batch;
             async move {
@@ -70,8 +85,8 @@ impl PgStore {
                     .bind(token)
                     .execute(self.pool())
                     .await;
-                // Zero rows (the index or the token did not match) or a unique violation (a
-                // concurrent append took the index): refused, and nothing was written.
+                // Zero rows (a condition failed) or a unique violation (a concurrent append
+                // took the index): refused, nothing written. Find out which.
                 match inserted {
                     Ok(done) if done.rows_affected() == batch.indexes.len() as u64 => {
                         return Ok(());
@@ -80,26 +95,35 @@ impl PgStore {
                     Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {}
                     Err(err) => return Err(Failure::Db(err)),
                 }
-                // A retry whose first try committed before its reply was lost finds its own rows.
-                if attempt > 0 && self.stored_lines(session_id, first.index, batch).await? {
+                // A retry whose first try committed before its reply was lost finds its rows.
+                if attempt > 0 && self.stored_lines(session_id, expected, batch).await? {
                     return Ok(());
                 }
-                if let Some(token) = token
+                if !self.session_exists(session_id).await? {
+                    return Err(PgError::NotFound {
+                        session_id: session_id.to_string(),
+                    }
+                    .into());
+                }
+                if let (Some(fence), Some(token)) = (fence, token)
                     && !self.lease_token_is(session_id, token).await?
                 {
-                    return Err(Failure::Store(PgError::Fenced {
+                    return Err(PgError::Fenced {
                         session_id: session_id.to_string(),
-                        token,
-                    }));
+                        token: fence,
+                    }
+                    .into());
                 }
-                Err(Failure::Store(PgError::Conflict {
+                Err(PgError::Conflict {
                     session_id: session_id.to_string(),
-                    expected: first.index,
-                    actual: self.next_index_once(session_id).await?,
-                }))
+                    expected,
+                    actual: self.next_index(session_id).await?,
+                }
+                .into())
             }
         })
-        .await
+        .await?;
+        Ok(stored)
     }
 
     /// Whether the log holds exactly `batch`'s lines from `from`.
@@ -120,7 +144,8 @@ impl PgStore {
         Ok(stored == batch.lines)
     }
 
-    async fn next_index_once(&self, session_id: &str) -> Result<u64, sqlx::Error> {
+    /// The index the next appended event gets (0 for an empty log).
+    async fn next_index(&self, session_id: &str) -> Result<u64, sqlx::Error> {
         let next: i64 = sqlx::query_scalar(
             "SELECT COALESCE(max(idx) + 1, 0) FROM folio_events WHERE session_id = $1",
         )
@@ -130,89 +155,124 @@ impl PgStore {
         Ok(next as u64)
     }
 
-    /// The index the next appended event gets (0 for an empty log).
-    pub async fn next_index(&self, session_id: &str) -> Result<u64, PgError> {
-        self.retry("read the next index", |_| async {
-            Ok(self.next_index_once(session_id).await?)
+    pub(crate) async fn session_exists(&self, session_id: &str) -> Result<bool, sqlx::Error> {
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM folio_sessions WHERE id = $1)")
+            .bind(session_id)
+            .fetch_one(self.pool())
+            .await
+    }
+
+    /// The session's events from `start_index`, in order, at most `limit`;
+    /// [`PgError::NotFound`] when the session does not exist.
+    pub(crate) async fn read_events_from(
+        &self,
+        session_id: &str,
+        start_index: u64,
+        limit: Option<usize>,
+    ) -> Result<Vec<Event>, PgError> {
+        let limit = limit.map_or(i64::MAX, |limit| i64::try_from(limit).unwrap_or(i64::MAX));
+        let lines = self
+            .retry("read events", |_| async move {
+                let lines: Vec<(i64, String)> = sqlx::query_as(
+                    "SELECT idx, event FROM folio_events
+                     WHERE session_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3",
+                )
+                .bind(session_id)
+                .bind(i64::try_from(start_index).unwrap_or(i64::MAX))
+                .bind(limit)
+                .fetch_all(self.pool())
+                .await?;
+                if lines.is_empty() && !self.session_exists(session_id).await? {
+                    return Err(PgError::NotFound {
+                        session_id: session_id.to_string(),
+                    }
+                    .into());
+                }
+                Ok(lines)
+            })
+            .await?;
+        lines
+            .iter()
+            .map(|(index, line)| parse(session_id, *index, line))
+            .collect()
+    }
+
+    /// The session's last event; [`PgError::NotFound`] when the session does not exist.
+    pub(crate) async fn last_event_of(&self, session_id: &str) -> Result<Option<Event>, PgError> {
+        let last = self
+            .retry("read the last event", |_| async move {
+                let last: Option<(i64, String)> = sqlx::query_as(
+                    "SELECT idx, event FROM folio_events WHERE session_id = $1
+                     ORDER BY idx DESC LIMIT 1",
+                )
+                .bind(session_id)
+                .fetch_optional(self.pool())
+                .await?;
+                if last.is_none() && !self.session_exists(session_id).await? {
+                    return Err(PgError::NotFound {
+                        session_id: session_id.to_string(),
+                    }
+                    .into());
+                }
+                Ok(last)
+            })
+            .await?;
+        last.map(|(index, line)| parse(session_id, index, &line))
+            .transpose()
+    }
+
+    /// The log's last index and whether the session exists: what a follower polls.
+    async fn poll(&self, session_id: &str) -> Result<(Option<u64>, bool), PgError> {
+        self.retry("poll a session", |_| async move {
+            let row = sqlx::query(
+                "SELECT (SELECT max(idx) FROM folio_events WHERE session_id = $1) AS last,
+                        EXISTS (SELECT 1 FROM folio_sessions WHERE id = $1) AS exists",
+            )
+            .bind(session_id)
+            .fetch_one(self.pool())
+            .await?;
+            let last: Option<i64> = row.get("last");
+            Ok((last.map(|last| last as u64), row.get("exists")))
         })
         .await
     }
 
-    /// Up to `limit` events of the session from index `from`, in order.
-    pub async fn read(
-        &self,
-        session_id: &str,
-        from: u64,
-        limit: usize,
-    ) -> Result<Vec<Event>, PgError> {
-        let rows = self
-            .retry("read events", |_| async {
-                Ok(sqlx::query(
-                    "SELECT idx, event FROM folio_events WHERE session_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3",
-                )
-                .bind(session_id)
-                .bind(i64::try_from(from).unwrap_or(i64::MAX))
-                .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-                .fetch_all(self.pool())
-                .await?)
-            })
-            .await?;
-        rows.iter()
-            .map(|row| {
-                let index: i64 = row.get(0);
-                let line: &str = row.get(1);
-                serde_json::from_str(line).map_err(|err| PgError::Corrupt {
-                    what: format!("event {index} of session {session_id}"),
-                    message: err.to_string(),
-                })
-            })
-            .collect()
-    }
-
-    /// Every event of the session from index `from`.
-    pub async fn read_all(&self, session_id: &str, from: u64) -> Result<Vec<Event>, PgError> {
-        let mut events = Vec::new();
-        loop {
-            let next = events.last().map_or(from, |e: &Event| e.index + 1);
-            let page = self.read(session_id, next, PAGE as usize).await?;
-            let done = page.len() < PAGE as usize;
-            events.extend(page);
-            if done {
-                return Ok(events);
-            }
+    /// Follows the session's appends on every server: the index of the newest event after
+    /// each append from now on. Woken by notifications; re-reads the log's end when the
+    /// `LISTEN` connection was lost or lagged, and every
+    /// [`PgOptions::poll_interval`](crate::PgOptions::poll_interval) in case a notification
+    /// never came. Ends when the session is deleted (or the store fails for good).
+    pub(crate) async fn follow_appends(&self, session_id: &str) -> Result<Appends, PgError> {
+        let notices = self.inner.notices.subscribe();
+        let (last, exists) = self.poll(session_id).await?;
+        if !exists {
+            return Err(PgError::NotFound {
+                session_id: session_id.to_string(),
+            });
         }
-    }
-
-    /// The session's events from index `from`, then each new one as any server appends it;
-    /// never a gap or a duplicate. Woken by notifications, and by polling every
-    /// [`PgOptions::poll_interval`](crate::PgOptions::poll_interval) in case one was lost.
-    /// Ends after yielding an error.
-    pub fn follow(
-        &self,
-        session_id: &str,
-        from: u64,
-    ) -> impl Stream<Item = Result<Event, PgError>> + Send + 'static {
         let state = Follow {
             store: self.clone(),
             session_id: session_id.to_string(),
-            next: from,
-            buffered: VecDeque::new(),
-            notices: self.inner.notices.subscribe(),
-            failed: false,
+            last,
+            notices,
         };
-        futures::stream::unfold(state, |mut state| async move {
-            let item = state.next_event().await?;
-            Some((item, state))
-        })
+        Ok(Box::pin(futures::stream::unfold(
+            state,
+            |mut state| async move {
+                let index = state.next_index().await?;
+                Some((index, state))
+            },
+        )))
     }
 
-    /// Subscribes to this process's view of every notification (appends and control messages).
+    /// Subscribes to this process's view of every notification (appends, control messages,
+    /// deletions).
     pub fn notices(&self) -> broadcast::Receiver<Notice> {
         self.inner.notices.subscribe()
     }
 
-    /// Sends a control message (stop, preempt…) about a session to every server; the one
-    /// owning its turn acts on it. The message must not be empty.
+    /// Sends a control message (stop, preempt…) about a session to every server: the one
+    /// owning its turn (the lease holder) acts on it, as a [`Notice::Control`].
     pub async fn signal(&self, session_id: &str, message: &str) -> Result<(), PgError> {
         let payload = format!("{session_id}:{message}");
         self.retry("send a control message", |_| async {
@@ -227,70 +287,74 @@ impl PgStore {
     }
 }
 
-/// A follower's position.
+/// A follower's position: the last index it reported.
 struct Follow {
     store: PgStore,
     session_id: String,
-    next: u64,
-    buffered: VecDeque<Event>,
+    last: Option<u64>,
     notices: broadcast::Receiver<Notice>,
-    failed: bool,
 }
 
 impl Follow {
-    async fn next_event(&mut self) -> Option<Result<Event, PgError>> {
-        if self.failed {
-            return None;
-        }
-        loop {
-            if let Some(event) = self.buffered.pop_front() {
-                self.next = event.index + 1;
-                return Some(Ok(event));
-            }
-            match self
-                .store
-                .read(&self.session_id, self.next, PAGE as usize)
-                .await
-            {
-                Ok(page) if !page.is_empty() => {
-                    self.buffered.extend(page);
-                    continue;
-                }
-                Ok(_) => {}
-                Err(err) => {
-                    self.failed = true;
-                    return Some(Err(err));
-                }
-            }
-            self.wait().await;
-        }
-    }
-
-    /// Waits for a notification that may concern this session, or the poll interval.
-    async fn wait(&mut self) {
+    /// The next index to report, or `None` when the session is gone.
+    async fn next_index(&mut self) -> Option<u64> {
         let poll = tokio::time::sleep(self.store.inner.options.poll_interval);
         tokio::pin!(poll);
         loop {
-            tokio::select! {
-                _ = &mut poll => return,
+            let reread = tokio::select! {
+                _ = &mut poll => true,
                 notice = self.notices.recv() => match notice {
-                    Ok(Notice::Appended { session_id, index })
-                        if session_id == self.session_id && index >= self.next => return,
-                    Ok(Notice::Lost) | Err(broadcast::error::RecvError::Lagged(_)) => return,
-                    Ok(_) => {}
-                    // The store is gone: polling is all that is left.
-                    Err(broadcast::error::RecvError::Closed) => {
-                        (&mut poll).await;
-                        return;
+                    Ok(Notice::Appended { session_id, index }) if session_id == self.session_id => {
+                        if self.last.is_none_or(|last| index > last) {
+                            self.last = Some(index);
+                            return Some(index);
+                        }
+                        false
                     }
+                    Ok(Notice::Deleted { session_id }) if session_id == self.session_id => return None,
+                    Ok(Notice::Lost) | Err(broadcast::error::RecvError::Lagged(_)) => true,
+                    Ok(_) => false,
+                    Err(broadcast::error::RecvError::Closed) => return None,
                 },
+            };
+            if !reread {
+                continue;
+            }
+            poll.as_mut()
+                .reset(tokio::time::Instant::now() + self.store.inner.options.poll_interval);
+            match self.store.poll(&self.session_id).await {
+                Ok((_, false)) => return None,
+                Ok((Some(index), true)) if self.last.is_none_or(|last| index > last) => {
+                    self.last = Some(index);
+                    return Some(index);
+                }
+                Ok(_) => {}
+                Err(err) => {
+                    tracing::warn!(session_id = %self.session_id, error = %err, "following a session: the store stayed unreachable; the stream ends");
+                    return None;
+                }
             }
         }
     }
 }
 
-/// The columns of an append; every event must belong to the session, indexes consecutive.
-fn batch(session_id: &str, events: &[Event]) -> Result<Batch, PgError> {
+/// The fencing token as stored.
+pub(crate) fn token_of(fence: u64) -> Result<i64, PgError> {
+    i64::try_from(fence).map_err(|_| PgError::Corrupt {
+        what: "a fencing token".into(),
+        message: format!("{fence} is out of range"),
+    })
+}
+
+fn parse(session_id: &str, index: i64, line: &str) -> Result<Event, PgError> {
+    serde_json::from_str(line).map_err(|err| PgError::Corrupt {
+        what: format!("event {index} of session {session_id}"),
+        message: err.to_string(),
+    })
+}
+
+/// The columns of an append.
+fn batch(events: &[Event]) -> Result<Batch, PgError> {
     let mut batch = Batch {
         indexes: Vec::with_capacity(events.len()),
         kinds: Vec::with_capacity(events.len()),
@@ -298,29 +362,20 @@ fn batch(session_id: &str, events: &[Event]) -> Result<Batch, PgError> {
         ats: Vec::with_capacity(events.len()),
         lines: Vec::with_capacity(events.len()),
     };
-    for (offset, event) in events.iter().enumerate() {
-        let first = events[0].index;
-        if event.session_id != session_id || event.index != first + offset as u64 {
-            return Err(PgError::Corrupt {
-                what: format!("append to session {session_id}"),
-                message: format!(
-                    "event {} of session {} is not the next of a consecutive batch from {first}",
-                    event.index, event.session_id
-                ),
-            });
-        }
+    for event in events {
+        let what = || format!("event {} of session {}", event.index, event.session_id);
         batch
             .indexes
             .push(i64::try_from(event.index).map_err(|_| PgError::Corrupt {
-                what: format!("append to session {session_id}"),
-                message: format!("index {} is out of range", event.index),
+                what: what(),
+                message: "the index is out of range".into(),
             })?);
         batch.kinds.push(event.event_type().to_string());
         batch.turn_ids.push(event.turn_id.clone());
         batch.ats.push(event.at);
         batch.lines.push(
             serde_json::to_string(event).map_err(|err| PgError::Corrupt {
-                what: format!("event {} of session {session_id}", event.index),
+                what: what(),
                 message: err.to_string(),
             })?,
         );

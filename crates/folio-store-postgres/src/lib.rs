@@ -1,37 +1,36 @@
 //! Folio's PostgreSQL store: any number of `folio serve` processes share one set of sessions.
 //!
-//! The database holds what the embedded disk store keeps under a state root:
-//! - **sessions**: one row each, the metadata document as `jsonb`, an optional idempotency key
-//!   unique per principal;
+//! [`PgStore`] implements [`folio_store::SessionStore`] over these tables:
+//! - **sessions**: one row each, the metadata document as `jsonb`;
 //! - **events**: one row per event keyed `(session_id, idx)`. An append names its index; the
-//!   primary key makes a lost race fail with [`PgError::Conflict`] (the caller re-reads and
-//!   retries), so two writers can never interleave or gap one session's log;
-//! - **leases**: one row per running turn with a fencing token from a sequence. Every append made
-//!   under a lease checks the token in the same statement (holding the lease row `FOR SHARE`), so
-//!   once another server takes an expired lease over, the old holder's appends are refused with
-//!   [`PgError::Fenced`];
-//! - **slot claims**: `INSERT … ON CONFLICT DO NOTHING` on `(schedule, slot)`: each firing runs
-//!   once across every server.
+//!   primary key makes a lost race fail with a conflict (the caller re-reads and retries), so
+//!   two writers can never interleave or gap one session's log;
+//! - **leases**: one row per running turn with a fencing token from a sequence. An append made
+//!   under a lease checks the token in the same statement (holding the lease row `FOR SHARE`),
+//!   so once another server takes an expired lease over, the old holder's appends are fenced;
+//! - **create keys** and **slot claims**: `INSERT … ON CONFLICT DO NOTHING`, so one create per
+//!   idempotency key and one firing per `(schedule, slot)` across every server.
 //!
-//! Every append notifies `folio_events` (payload `<session id>:<index>`); [`PgStore::follow`]
-//! streams a session's events from an index on any server, woken by `LISTEN` and polling at
-//! [`PgOptions::poll_interval`] in case a notification is lost. [`PgStore::signal`] sends stop or
-//! preempt requests to whichever server owns a turn over `folio_control`.
+//! Every append notifies `folio_events` (payload `<session id>:<index>`); followers on every
+//! server are woken by one `LISTEN` connection per process, and re-read the log's end when that
+//! connection was lost and every [`PgOptions::poll_interval`] in case a notification never
+//! came. [`PgStore::signal`] sends stop or preempt requests to whichever server owns a turn.
 //!
 //! Connections come from a pool that tests each one before use and closes idle ones before a
 //! cloud load balancer would; a call whose connection drops mid-way is retried on another
-//! ([`RetryPolicy`]), and an append retried after a lost reply recognizes its own committed row.
+//! ([`RetryPolicy`]), and an append retried after a lost reply recognizes its own committed rows.
 //! Migrations are embedded and run by [`PgStore::open`]; a database migrated by a newer Folio
-//! is refused with [`PgError::SchemaNewer`].
+//! is refused with [`PgError::SchemaNewer`]. [`PgStore::delete_expired_sessions`] is retention.
 //!
 //! ```no_run
+//! use std::time::Duration;
+//! use folio_store::SessionStore;
 //! use folio_store_postgres::{PgOptions, PgStore};
 //!
-//! # async fn demo() -> Result<(), folio_store_postgres::PgError> {
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let store = PgStore::open("postgres://folio@db.internal/folio", PgOptions::default()).await?;
-//! let lease = store.acquire_lease("ses_01J…", "server-a", Some("turn_01J…"), std::time::Duration::from_secs(30)).await?;
-//! let next = store.next_index("ses_01J…").await?;
-//! # let _ = (lease, next);
+//! let lease = store.acquire_lease("ses_01JF…", "server-a", Duration::from_secs(30)).await?;
+//! println!("schema {:?}, fencing token {}", store.schema().await?, lease.fence);
 //! # Ok(())
 //! # }
 //! ```
@@ -47,6 +46,9 @@ mod retry;
 mod schema;
 mod sessions;
 mod stats;
+mod store;
+#[cfg(feature = "test-support")]
+pub mod testing;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -56,12 +58,10 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool};
 
 pub use error::PgError;
-pub use lease::{Lease, LeaseRow, LeaseTakeover};
 pub use notify::Notice;
 pub use retention::RetentionReport;
 pub use retry::RetryPolicy;
 pub use schema::SchemaStatus;
-pub use sessions::SessionRow;
 pub use stats::{StoreStats, TableStats};
 
 use retry::Endpoint;
@@ -148,6 +148,11 @@ impl PgStore {
         let endpoint = Endpoint {
             host: connect.get_host().to_string(),
             port: connect.get_port(),
+            // PostgreSQL defaults the database to the user name.
+            database: connect
+                .get_database()
+                .unwrap_or(connect.get_username())
+                .to_string(),
         };
         let first = tokio::time::timeout(options.connect_timeout, connect.connect()).await;
         match first {
@@ -184,6 +189,16 @@ impl PgStore {
         })
     }
 
+    /// Where the store is, without credentials: `host:port/database`.
+    pub fn location(&self) -> String {
+        let Endpoint {
+            host,
+            port,
+            database,
+        } = &self.inner.endpoint;
+        format!("{host}:{port}/{database}")
+    }
+
     /// The connection pool (for tests and tools that need a raw query).
     pub fn pool(&self) -> &PgPool {
         &self.inner.pool
@@ -197,6 +212,7 @@ impl PgStore {
             })
             .await?;
         Ok(SchemaStatus {
+            location: self.location(),
             database,
             binary: schema::binary_version(),
         })

@@ -11,6 +11,9 @@ use tokio::sync::broadcast;
 pub(crate) const EVENTS_CHANNEL: &str = "folio_events";
 /// The channel for stop/preempt requests to a turn's owner.
 pub(crate) const CONTROL_CHANNEL: &str = "folio_control";
+/// The channel a session's deletion is announced on (payload: the session id), so its
+/// followers end.
+pub(crate) const DELETED_CHANNEL: &str = "folio_deleted";
 
 /// A notification, as this process's subscribers receive it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,18 +32,24 @@ pub enum Notice {
         /// What the sender asked for.
         message: String,
     },
+    /// A session was deleted: its followers end.
+    Deleted {
+        /// The session.
+        session_id: String,
+    },
     /// The `LISTEN` connection dropped: notifications may have been lost, so every follower
     /// re-reads what it follows.
     Lost,
 }
 
-/// Parses a `<session id>:<rest>` payload.
-fn split(payload: &str) -> Option<(&str, &str)> {
-    payload.split_once(':')
-}
-
 fn notice(channel: &str, payload: &str) -> Option<Notice> {
-    let (session_id, rest) = split(payload)?;
+    if channel == DELETED_CHANNEL {
+        return Some(Notice::Deleted {
+            session_id: payload.to_string(),
+        });
+    }
+    // `<session id>:<index>` or `<session id>:<message>`.
+    let (session_id, rest) = payload.split_once(':')?;
     match channel {
         EVENTS_CHANNEL => Some(Notice::Appended {
             session_id: session_id.to_string(),
@@ -67,7 +76,10 @@ pub(crate) async fn listen(pool: PgPool, notices: broadcast::Sender<Notice>) {
                 continue;
             }
         };
-        if let Err(err) = listener.listen_all([EVENTS_CHANNEL, CONTROL_CHANNEL]).await {
+        if let Err(err) = listener
+            .listen_all([EVENTS_CHANNEL, CONTROL_CHANNEL, DELETED_CHANNEL])
+            .await
+        {
             tracing::warn!(error = %err, "PostgreSQL LISTEN failed; retrying");
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -120,5 +132,11 @@ mod tests {
         assert_eq!(notice(EVENTS_CHANNEL, "ses_1:x"), None);
         assert_eq!(notice(EVENTS_CHANNEL, "no colon"), None);
         assert_eq!(notice("other", "ses_1:1"), None);
+        assert_eq!(
+            notice(DELETED_CHANNEL, "ses_1"),
+            Some(Notice::Deleted {
+                session_id: "ses_1".into()
+            })
+        );
     }
 }

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::sessions::DELETE_BATCH;
 use crate::{PgError, PgStore};
 
 /// Sessions picked per round of [`PgStore::delete_expired_sessions`].
@@ -15,12 +16,15 @@ pub struct RetentionReport {
     pub sessions: u64,
     /// Their events deleted.
     pub events: u64,
+    /// Schedule slot claims older than the retention period deleted.
+    pub slot_claims: u64,
 }
 
 impl PgStore {
     /// Deletes every session not updated for `keep` and not running a turn (no lease row),
-    /// with its events: [`SESSIONS_PER_ROUND`] sessions at a time, each session's events in
-    /// batches, so no statement locks or rewrites much at once and autovacuum keeps up.
+    /// with its events, and slot claims older than `keep`: a few sessions per round, events
+    /// and claims in batches, so no statement locks or rewrites much at once and autovacuum
+    /// keeps up.
     pub async fn delete_expired_sessions(
         &self,
         keep: Duration,
@@ -44,11 +48,33 @@ impl PgStore {
                 .await?;
             for id in &ids {
                 report.events += self.delete_events(id).await?;
-                if self.delete_session(id).await? {
-                    report.sessions += 1;
+                match self.delete(id).await {
+                    Ok(()) => report.sessions += 1,
+                    // Deleted meanwhile by its owner or another server's retention pass.
+                    Err(PgError::NotFound { .. }) => {}
+                    Err(err) => return Err(err),
                 }
             }
             if (ids.len() as i64) < SESSIONS_PER_ROUND {
+                break;
+            }
+        }
+        loop {
+            let done = self
+                .retry("delete old slot claims", |_| async move {
+                    Ok(sqlx::query(
+                        "DELETE FROM folio_slot_claims WHERE ctid IN (
+                            SELECT ctid FROM folio_slot_claims
+                            WHERE claimed_at < now() - $1 * interval '1 millisecond' LIMIT $2)",
+                    )
+                    .bind(keep_ms)
+                    .bind(DELETE_BATCH)
+                    .execute(self.pool())
+                    .await?)
+                })
+                .await?;
+            report.slot_claims += done.rows_affected();
+            if done.rows_affected() < DELETE_BATCH as u64 {
                 return Ok(report);
             }
         }

@@ -34,6 +34,7 @@ impl Default for RetryPolicy {
 pub(crate) struct Endpoint {
     pub(crate) host: String,
     pub(crate) port: u16,
+    pub(crate) database: String,
 }
 
 impl Endpoint {

@@ -7,10 +7,12 @@ use sqlx::migrate::Migrator;
 /// The migrations under `migrations/`, compiled into the binary.
 pub(crate) static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
 
-/// Where a database's schema stands against this binary.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+/// Where a database's schema stands against this binary (`folio store check --json`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SchemaStatus {
+    /// Where the store is, without credentials: `host:port/database`.
+    pub location: String,
     /// The newest migration applied to the database (0: none, an empty database).
     pub database: i64,
     /// The newest migration this binary carries.

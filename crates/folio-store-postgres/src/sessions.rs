@@ -1,107 +1,82 @@
-//! Session rows: the metadata document of each session, its owner and its idempotency key.
+//! Session rows: each session's metadata document, its owner and its times.
 
-use chrono::{DateTime, Utc};
+use folio_store::{ListQuery, SessionMeta};
 use sqlx::Row;
 
+use crate::notify::DELETED_CHANNEL;
 use crate::{PgError, PgStore};
 
 /// Events deleted per statement when a session goes: small enough that no statement holds
-/// many row locks or bloats one transaction (vacuum reclaims the space as it goes).
+/// many row locks or bloats one transaction, so autovacuum keeps up.
 pub(crate) const DELETE_BATCH: i64 = 1000;
 
-/// One session as stored.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SessionRow {
-    /// `ses_…`.
-    pub id: String,
-    /// The principal that owns it.
-    pub principal: String,
-    /// When it was created.
-    pub created_at: DateTime<Utc>,
-    /// When it last changed (retention counts from here).
-    pub updated_at: DateTime<Utc>,
-    /// The creator's idempotency key, unique per principal.
-    pub idempotency_key: Option<String>,
-    /// The metadata document.
-    pub meta: serde_json::Value,
-}
-
-const COLUMNS: &str = "id, principal, created_at, updated_at, idempotency_key, meta::text AS meta";
-
 impl PgStore {
-    /// Stores a new session. With an idempotency key the principal already used, nothing is
-    /// written and the existing session is returned with `false`.
-    pub async fn create_session(&self, row: &SessionRow) -> Result<(SessionRow, bool), PgError> {
-        let meta = row.meta.to_string();
-        self.retry("create a session", |_| {
-            let meta = &meta;
+    /// Stores a new session; [`PgError::AlreadyExists`] when the id is taken (by another
+    /// session: a retry after a lost reply finds its own row and succeeds).
+    pub(crate) async fn create(&self, meta: &SessionMeta) -> Result<(), PgError> {
+        let document = document(meta)?;
+        self.retry("create a session", |attempt| {
+            let document = &document;
             async move {
                 let inserted = sqlx::query(
-                    "INSERT INTO folio_sessions (id, principal, created_at, updated_at, idempotency_key, meta)
-                     VALUES ($1, $2, $3, $4, $5, $6::jsonb) ON CONFLICT DO NOTHING",
+                    "INSERT INTO folio_sessions (id, principal, created_at, updated_at, meta)
+                     VALUES ($1, $2, $3, $4, $5::jsonb) ON CONFLICT (id) DO NOTHING",
                 )
-                .bind(&row.id)
-                .bind(&row.principal)
-                .bind(row.created_at)
-                .bind(row.updated_at)
-                .bind(&row.idempotency_key)
-                .bind(meta)
+                .bind(&meta.session_id)
+                .bind(&meta.principal)
+                .bind(meta.created_at)
+                .bind(meta.updated_at)
+                .bind(document)
                 .execute(self.pool())
                 .await?;
-                if inserted.rows_affected() == 1 {
-                    return Ok((row.clone(), true));
+                if inserted.rows_affected() == 1
+                    || (attempt > 0
+                        && self.load_once(&meta.session_id).await?.as_ref() == Some(meta))
+                {
+                    return Ok(());
                 }
-                // The id (a retry after a lost reply) or the key exists: return what is stored.
-                let existing = sqlx::query(&format!(
-                    "SELECT {COLUMNS} FROM folio_sessions
-                     WHERE id = $1 OR (principal = $2 AND idempotency_key = $3)"
-                ))
-                .bind(&row.id)
-                .bind(&row.principal)
-                .bind(&row.idempotency_key)
-                .fetch_one(self.pool())
-                .await?;
-                let existing = session_row(&existing)?;
-                let created = existing.id == row.id;
-                Ok((existing, created))
+                Err(PgError::AlreadyExists {
+                    session_id: meta.session_id.clone(),
+                }
+                .into())
             }
         })
         .await
     }
 
-    /// The session, when it exists.
-    pub async fn session(&self, id: &str) -> Result<Option<SessionRow>, PgError> {
-        let row = self
-            .retry("read a session", |_| async move {
-                Ok(sqlx::query(&format!(
-                    "SELECT {COLUMNS} FROM folio_sessions WHERE id = $1"
-                ))
-                .bind(id)
+    async fn load_once(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<SessionMeta>, crate::retry::Failure> {
+        let document: Option<String> =
+            sqlx::query_scalar("SELECT meta::text FROM folio_sessions WHERE id = $1")
+                .bind(session_id)
                 .fetch_optional(self.pool())
-                .await?)
-            })
-            .await?;
-        row.as_ref().map(session_row).transpose()
+                .await?;
+        Ok(document
+            .map(|document| parse(session_id, &document))
+            .transpose()?)
     }
 
-    /// Replaces a session's metadata document and `updated_at`.
-    pub async fn update_session(
-        &self,
-        id: &str,
-        updated_at: DateTime<Utc>,
-        meta: &serde_json::Value,
-    ) -> Result<(), PgError> {
-        let meta = meta.to_string();
+    /// The session's metadata, when it exists.
+    pub(crate) async fn load(&self, session_id: &str) -> Result<Option<SessionMeta>, PgError> {
+        self.retry("read a session", |_| self.load_once(session_id))
+            .await
+    }
+
+    /// Replaces the session's metadata; [`PgError::NotFound`] when it does not exist.
+    pub(crate) async fn save(&self, meta: &SessionMeta) -> Result<(), PgError> {
+        let document = document(meta)?;
         let done = self
             .retry("update a session", |_| {
-                let meta = &meta;
+                let document = &document;
                 async move {
                     Ok(sqlx::query(
                         "UPDATE folio_sessions SET meta = $2::jsonb, updated_at = $3 WHERE id = $1",
                     )
-                    .bind(id)
-                    .bind(meta)
-                    .bind(updated_at)
+                    .bind(&meta.session_id)
+                    .bind(document)
+                    .bind(meta.updated_at)
                     .execute(self.pool())
                     .await?)
                 }
@@ -109,67 +84,76 @@ impl PgStore {
             .await?;
         if done.rows_affected() == 0 {
             return Err(PgError::NotFound {
-                session_id: id.to_string(),
+                session_id: meta.session_id.clone(),
             });
         }
         Ok(())
     }
 
-    /// A principal's sessions, newest first (by creation, then id), up to `limit`, starting
-    /// after the session `after` when given (a page cursor).
-    pub async fn list_sessions(
-        &self,
-        principal: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<SessionRow>, PgError> {
+    /// Sessions matching `query`, newest first (descending id).
+    pub(crate) async fn list(&self, query: &ListQuery) -> Result<Vec<SessionMeta>, PgError> {
         let rows = self
             .retry("list sessions", |_| async move {
-                Ok(sqlx::query(&format!(
-                    "SELECT {COLUMNS} FROM folio_sessions s
-                     WHERE principal = $1
-                       AND ($2::text IS NULL OR (created_at, id) <
-                            (SELECT created_at, id FROM folio_sessions WHERE id = $2))
-                     ORDER BY created_at DESC, id DESC LIMIT $3"
-                ))
-                .bind(principal)
-                .bind(after)
-                .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+                Ok(sqlx::query(
+                    "SELECT id, meta::text AS meta FROM folio_sessions
+                     WHERE ($1::text IS NULL OR principal = $1) AND ($2::text IS NULL OR id < $2)
+                     ORDER BY id DESC LIMIT $3",
+                )
+                .bind(&query.principal)
+                .bind(&query.before)
+                .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
                 .fetch_all(self.pool())
                 .await?)
             })
             .await?;
-        rows.iter().map(session_row).collect()
+        rows.iter()
+            .map(|row| parse(row.get("id"), row.get("meta")))
+            .collect()
     }
 
-    /// Deletes a session, its events (in batches of [`DELETE_BATCH`]) and its lease. Returns
-    /// whether it existed.
-    pub async fn delete_session(&self, id: &str) -> Result<bool, PgError> {
-        self.delete_events(id).await?;
-        self.retry("delete a session", |_| async move {
-            let mut tx = self.pool().begin().await?;
-            sqlx::query("DELETE FROM folio_leases WHERE session_id = $1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            // Events appended while the batches ran go with the row, in the same transaction.
-            sqlx::query("DELETE FROM folio_events WHERE session_id = $1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            let done = sqlx::query("DELETE FROM folio_sessions WHERE id = $1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            Ok(done.rows_affected() == 1)
-        })
-        .await
+    /// Deletes a session: its events (in batches of [`DELETE_BATCH`]), lease, create keys and
+    /// row, then tells its followers on every server. [`PgError::NotFound`] when it does not
+    /// exist.
+    pub(crate) async fn delete(&self, session_id: &str) -> Result<(), PgError> {
+        self.delete_events(session_id).await?;
+        let deleted = self
+            .retry("delete a session", |_| async move {
+                let mut tx = self.pool().begin().await?;
+                // The row first: its lock makes a concurrent append wait, then find it gone.
+                let done = sqlx::query("DELETE FROM folio_sessions WHERE id = $1")
+                    .bind(session_id)
+                    .execute(&mut *tx)
+                    .await?;
+                for statement in [
+                    "DELETE FROM folio_events WHERE session_id = $1",
+                    "DELETE FROM folio_leases WHERE session_id = $1",
+                    "DELETE FROM folio_create_keys WHERE session_id = $1",
+                ] {
+                    sqlx::query(statement)
+                        .bind(session_id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(DELETED_CHANNEL)
+                    .bind(session_id)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(done.rows_affected() == 1)
+            })
+            .await?;
+        if !deleted {
+            return Err(PgError::NotFound {
+                session_id: session_id.to_string(),
+            });
+        }
+        Ok(())
     }
 
     /// Deletes a session's events, newest first, [`DELETE_BATCH`] rows per statement; returns
     /// how many went.
-    pub(crate) async fn delete_events(&self, id: &str) -> Result<u64, PgError> {
+    pub(crate) async fn delete_events(&self, session_id: &str) -> Result<u64, PgError> {
         let mut deleted = 0;
         loop {
             let done = self
@@ -179,7 +163,7 @@ impl PgStore {
                             SELECT idx FROM folio_events WHERE session_id = $1
                             ORDER BY idx DESC LIMIT $2)",
                     )
-                    .bind(id)
+                    .bind(session_id)
                     .bind(DELETE_BATCH)
                     .execute(self.pool())
                     .await?)
@@ -193,18 +177,16 @@ impl PgStore {
     }
 }
 
-fn session_row(row: &sqlx::postgres::PgRow) -> Result<SessionRow, PgError> {
-    let id: String = row.get("id");
-    let meta: &str = row.get("meta");
-    Ok(SessionRow {
-        meta: serde_json::from_str(meta).map_err(|err| PgError::Corrupt {
-            what: format!("session {id}"),
-            message: err.to_string(),
-        })?,
-        principal: row.get("principal"),
-        created_at: row.get("created_at"),
-        updated_at: row.get("updated_at"),
-        idempotency_key: row.get("idempotency_key"),
-        id,
+fn document(meta: &SessionMeta) -> Result<String, PgError> {
+    serde_json::to_string(meta).map_err(|err| PgError::Corrupt {
+        what: format!("session {}", meta.session_id),
+        message: err.to_string(),
+    })
+}
+
+fn parse(session_id: &str, document: &str) -> Result<SessionMeta, PgError> {
+    serde_json::from_str(document).map_err(|err| PgError::Corrupt {
+        what: format!("session {session_id}"),
+        message: err.to_string(),
     })
 }

@@ -4,10 +4,12 @@ use sqlx::Row;
 
 use crate::{PgError, PgStore};
 
-/// Counts and sizes of the store's tables.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+/// Counts and sizes of the store's tables (`folio store stats --json`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StoreStats {
+    /// Where the store is, without credentials: `host:port/database`.
+    pub location: String,
     /// Sessions stored.
     pub sessions: i64,
     /// Events stored, over every session.
@@ -18,6 +20,8 @@ pub struct StoreStats {
     pub expired_leases: i64,
     /// Schedule slots claimed.
     pub slot_claims: i64,
+    /// Creates recorded with an idempotency key.
+    pub create_keys: i64,
     /// Each table's size on disk, indexes and TOAST included.
     pub tables: Vec<TableStats>,
     /// The whole database's size in bytes.
@@ -25,7 +29,7 @@ pub struct StoreStats {
 }
 
 /// One table's size.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TableStats {
     /// The table.
@@ -34,10 +38,11 @@ pub struct TableStats {
     pub bytes: i64,
 }
 
-const TABLES: [&str; 4] = [
+const TABLES: [&str; 5] = [
     "folio_sessions",
     "folio_events",
     "folio_leases",
+    "folio_create_keys",
     "folio_slot_claims",
 ];
 
@@ -52,6 +57,7 @@ impl PgStore {
                             (SELECT count(*) FROM folio_leases WHERE expires_at > now()) AS live,
                             (SELECT count(*) FROM folio_leases WHERE expires_at <= now()) AS expired,
                             (SELECT count(*) FROM folio_slot_claims) AS slots,
+                            (SELECT count(*) FROM folio_create_keys) AS keys,
                             pg_database_size(current_database()) AS database_bytes,
                             ARRAY(SELECT pg_total_relation_size(t::regclass) FROM unnest($1::text[]) t) AS sizes",
                 )
@@ -62,11 +68,13 @@ impl PgStore {
             .await?;
         let sizes: Vec<i64> = row.get("sizes");
         Ok(StoreStats {
+            location: self.location(),
             sessions: row.get("sessions"),
             events: row.get("events"),
             live_leases: row.get("live"),
             expired_leases: row.get("expired"),
             slot_claims: row.get("slots"),
+            create_keys: row.get("keys"),
             tables: TABLES
                 .iter()
                 .zip(sizes)

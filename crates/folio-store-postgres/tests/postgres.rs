@@ -1,24 +1,27 @@
-//! The PostgreSQL store against a real PostgreSQL: migrations and the schema check, appends,
-//! index races, fencing, takeover, retries across killed connections, follow across servers,
-//! control messages, slot claims, sessions, retention and stats.
+//! What only PostgreSQL does, against a real PostgreSQL: migrations and the schema check,
+//! connection errors, several servers on one database (appends, follow, control messages, slot
+//! claims), retries across killed connections, polling when notifications are lost, retention,
+//! stats and corrupt rows. What every store does is in `suite.rs`.
 
 mod support;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use folio_store_postgres::{PgError, PgOptions, PgStore, SessionRow};
+use folio_store::{ListQuery, SessionStore, StoreError};
+use folio_store_postgres::{Notice, PgError, PgOptions, PgStore};
 use futures::StreamExt;
 use sqlx::{ConnectOptions, Connection, Executor};
-use support::{admin_options, event, fast_options, session_id, store, test_db, text};
+use support::{admin_options, event, fast_options, session, store, test_db, text};
 
 #[tokio::test]
 async fn migrations_run_once_and_a_newer_schema_is_refused() {
     let Some(db) = test_db("migrations_run_once_and_a_newer_schema_is_refused").await else {
         return;
     };
-    let fresh = PgStore::connect(&db.url, fast_options()).await.unwrap();
+    let fresh = PgStore::connect(&db, fast_options()).await.unwrap();
     let before = fresh.schema().await.unwrap();
     assert_eq!(before.database, 0);
     assert!(before.pending() && !before.newer());
@@ -26,8 +29,8 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
     assert_eq!(after.database, after.binary);
     // Two servers starting at once: the advisory lock serializes them, both succeed.
     let (a, b) = tokio::join!(
-        PgStore::open(&db.url, fast_options()),
-        PgStore::open(&db.url, fast_options())
+        PgStore::open(&db, fast_options()),
+        PgStore::open(&db, fast_options())
     );
     a.unwrap();
     b.unwrap();
@@ -40,12 +43,13 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
     .execute(fresh.pool())
     .await
     .unwrap();
-    let err = PgStore::open(&db.url, fast_options()).await.unwrap_err();
+    let err = PgStore::open(&db, fast_options()).await.unwrap_err();
     assert!(
         matches!(err, PgError::SchemaNewer { found, supported } if found == after.binary + 1 && supported == after.binary),
         "{err}"
     );
     assert!(err.to_string().contains("newer than the"), "{err}");
+    assert!(matches!(StoreError::from(err), StoreError::Schema { .. }));
 }
 
 #[tokio::test]
@@ -61,15 +65,15 @@ async fn an_unreachable_database_or_a_bad_url_is_a_clear_error() {
         message.contains("check that the server is running"),
         "{message}"
     );
+    assert!(matches!(StoreError::from(err), StoreError::Unavailable(_)));
 
-    let err = PgStore::connect("mysql://x@y/z", PgOptions::default())
-        .await
-        .unwrap_err();
-    assert!(matches!(err, PgError::BadUrl { .. }), "{err:?}");
-    let err = PgStore::connect("postgres://x@y:notaport/z", PgOptions::default())
-        .await
-        .unwrap_err();
-    assert!(matches!(err, PgError::BadUrl { .. }), "{err:?}");
+    for bad in ["mysql://x@y/z", "postgres://x@y:notaport/z"] {
+        let err = PgStore::connect(bad, PgOptions::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, PgError::BadUrl { .. }), "{bad}: {err:?}");
+        assert!(err.to_string().contains("expected postgres://"), "{err}");
+    }
 }
 
 #[tokio::test]
@@ -77,7 +81,7 @@ async fn an_unknown_database_is_refused_with_what_to_check() {
     let Some(db) = test_db("an_unknown_database_is_refused_with_what_to_check").await else {
         return;
     };
-    let root = db.url.rsplit_once('/').unwrap().0;
+    let root = db.rsplit_once('/').unwrap().0;
     let err = PgStore::connect(&format!("{root}/no_such_database"), fast_options())
         .await
         .unwrap_err();
@@ -86,82 +90,37 @@ async fn an_unknown_database_is_refused_with_what_to_check() {
 }
 
 #[tokio::test]
-async fn appends_keep_order_and_a_lost_index_race_or_a_gap_conflicts() {
-    let Some((store, _db)) = store("appends_keep_order").await else {
+async fn appenders_on_three_servers_never_interleave_or_gap() {
+    let Some((a, db)) = store("appenders_on_three_servers").await else {
         return;
     };
-    let id = session_id();
-    assert_eq!(store.next_index(&id).await.unwrap(), 0);
-    let batch: Vec<_> = (0..3).map(|i| event(&id, i, &format!("e{i}"))).collect();
-    store.append(&id, None, &batch).await.unwrap();
-    assert_eq!(store.next_index(&id).await.unwrap(), 3);
-
-    // Index 2 again: someone else has it.
-    let err = store
-        .append(&id, None, &[event(&id, 2, "late")])
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            PgError::Conflict {
-                expected: 2,
-                actual: 3,
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-    // Index 5 would leave a gap.
-    let err = store
-        .append(&id, None, &[event(&id, 5, "gap")])
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            PgError::Conflict {
-                expected: 5,
-                actual: 3,
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-    let read = store.read_all(&id, 0).await.unwrap();
-    assert_eq!(read, batch);
-    assert_eq!(store.read(&id, 1, 1).await.unwrap(), batch[1..2]);
-}
-
-#[tokio::test]
-async fn concurrent_appenders_from_two_servers_never_interleave_or_gap() {
-    let Some((a, db)) = store("concurrent_appenders").await else {
-        return;
-    };
-    let b = PgStore::open(&db.url, fast_options()).await.unwrap();
-    let id = session_id();
-    let writers = 8;
+    let servers = [
+        a.clone(),
+        PgStore::open(&db, fast_options()).await.unwrap(),
+        PgStore::open(&db, fast_options()).await.unwrap(),
+    ];
+    let id = session(&a, "alice").await;
     let per_writer = 15;
     let mut tasks = Vec::new();
-    for writer in 0..writers {
-        let store = if writer % 2 == 0 {
-            a.clone()
-        } else {
-            b.clone()
-        };
+    for writer in 0..9 {
+        let store = servers[writer % 3].clone();
         let id = id.clone();
         tasks.push(tokio::spawn(async move {
             let mut written = 0;
             while written < per_writer {
-                let next = store.next_index(&id).await.unwrap();
+                let next = store
+                    .last_event(&id)
+                    .await
+                    .unwrap()
+                    .map_or(0, |e| e.index + 1);
                 // Two events per append: a pair must never be split by another writer.
-                let pair = [
-                    event(&id, next, &format!("w{writer}-{written}-a")),
-                    event(&id, next + 1, &format!("w{writer}-{written}-b")),
+                let pair = vec![
+                    event(&format!("w{writer}-{written}-a")),
+                    event(&format!("w{writer}-{written}-b")),
                 ];
-                match store.append(&id, None, &pair).await {
-                    Ok(()) => written += 1,
-                    Err(PgError::Conflict { .. }) => {}
+                match store.append(&id, next, None, pair).await {
+                    Ok(_) => written += 1,
+                    Err(StoreError::Conflict { .. }) => {}
                     Err(err) => panic!("{err}"),
                 }
             }
@@ -170,8 +129,8 @@ async fn concurrent_appenders_from_two_servers_never_interleave_or_gap() {
     for task in tasks {
         task.await.unwrap();
     }
-    let log = a.read_all(&id, 0).await.unwrap();
-    assert_eq!(log.len(), writers * per_writer * 2);
+    let log = a.read_events(&id, 0, None).await.unwrap();
+    assert_eq!(log.len(), 9 * per_writer * 2);
     for (i, pair) in log.chunks(2).enumerate() {
         assert_eq!(pair[0].index, 2 * i as u64);
         let first = text(&pair[0]).strip_suffix("-a").unwrap();
@@ -179,128 +138,60 @@ async fn concurrent_appenders_from_two_servers_never_interleave_or_gap() {
     }
 }
 
-#[tokio::test]
-async fn a_taken_over_lease_fences_the_old_holder() {
-    let Some((store, _db)) = store("a_taken_over_lease_fences_the_old_holder").await else {
-        return;
-    };
-    let id = session_id();
-    let ttl = Duration::from_millis(300);
-    let first = store
-        .acquire_lease(&id, "server-a", Some("turn_1"), ttl)
-        .await
-        .unwrap();
-    assert_eq!(first.took_over, None);
-    store
-        .append(&id, Some(first.token), &[event(&id, 0, "a")])
-        .await
-        .unwrap();
-    // Live: not taken; the same owner and turn again (a retried acquire) gets the same lease.
-    let err = store
-        .acquire_lease(&id, "server-b", Some("turn_2"), ttl)
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, PgError::LeaseHeld { ref owner, .. } if owner == "server-a"),
-        "{err:?}"
-    );
-    let again = store
-        .acquire_lease(&id, "server-a", Some("turn_1"), ttl)
-        .await
-        .unwrap();
-    assert_eq!(again.token, first.token);
-
-    tokio::time::sleep(ttl + Duration::from_millis(100)).await;
-    assert_eq!(store.expired_leases(10).await.unwrap().len(), 1);
-    let second = store
-        .acquire_lease(&id, "server-b", Some("turn_2"), ttl)
-        .await
-        .unwrap();
-    assert!(second.token > first.token);
-    let took_over = second.took_over.clone().expect("a takeover");
-    assert_eq!(took_over.owner, "server-a");
-    assert_eq!(took_over.turn_id.as_deref(), Some("turn_1"));
-    assert_eq!(took_over.token, first.token);
-
-    let err = store
-        .append(&id, Some(first.token), &[event(&id, 1, "stale")])
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, PgError::Fenced { token, .. } if token == first.token),
-        "{err:?}"
-    );
-    let err = store.renew_lease(&id, first.token, ttl).await.unwrap_err();
-    assert!(matches!(err, PgError::Fenced { .. }), "{err:?}");
-    assert!(!store.release_lease(&id, first.token).await.unwrap());
-
-    store
-        .append(&id, Some(second.token), &[event(&id, 1, "b")])
-        .await
-        .unwrap();
-    store.renew_lease(&id, second.token, ttl).await.unwrap();
-    assert!(store.release_lease(&id, second.token).await.unwrap());
-    assert_eq!(store.lease(&id).await.unwrap(), None);
-    let texts: Vec<_> = store
-        .read_all(&id, 0)
-        .await
-        .unwrap()
-        .iter()
-        .map(|e| text(e).to_string())
-        .collect();
-    assert_eq!(texts, ["a", "b"]);
+/// Kills every connection of the store (application name `folio`) every 15 ms until stopped;
+/// returns how many it killed.
+fn kill_connections(url: &str, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<u64> {
+    let url = url.to_string();
+    tokio::spawn(async move {
+        let mut admin = admin_options(&url).connect().await.unwrap();
+        let mut killed = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let n: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE application_name = 'folio' AND datname = current_database()) k",
+            )
+            .fetch_one(&mut admin)
+            .await
+            .unwrap();
+            killed += n as u64;
+            tokio::time::sleep(Duration::from_millis(15)).await;
+        }
+        admin.close().await.ok();
+        killed
+    })
 }
 
 #[tokio::test]
-async fn killed_connections_mid_sequence_are_retried_and_nothing_is_lost_or_doubled() {
-    let Some((store, db)) = store("killed_connections_mid_sequence").await else {
+async fn killed_connections_mid_turn_are_retried_and_nothing_is_lost_or_doubled() {
+    let Some((store, db)) = store("killed_connections_mid_turn").await else {
         return;
     };
-    let id = session_id();
-    let lease = store
-        .acquire_lease(&id, "server-a", Some("turn_1"), Duration::from_secs(60))
-        .await
-        .unwrap();
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let killer = {
-        let stop = stop.clone();
-        let url = db.url.clone();
-        tokio::spawn(async move {
-            let mut admin = admin_options(&url).connect().await.unwrap();
-            let mut killed = 0u64;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let n: i64 = sqlx::query_scalar(
-                    "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                     WHERE application_name = 'folio' AND datname = current_database()) k",
-                )
-                .fetch_one(&mut admin)
-                .await
-                .unwrap();
-                killed += n as u64;
-                tokio::time::sleep(Duration::from_millis(15)).await;
-            }
-            admin.close().await.ok();
-            killed
-        })
-    };
+    let id = session(&store, "alice").await;
+    let ttl = Duration::from_secs(60);
+    let mut lease = store.acquire_lease(&id, "server-a", ttl).await.unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let killer = kill_connections(&db, stop.clone());
     let total = 150;
     for i in 0..total {
-        store
-            .append(&id, Some(lease.token), &[event(&id, i, &format!("e{i}"))])
+        let stored = store
+            .append(&id, i, Some(lease.fence), vec![event(&format!("e{i}"))])
             .await
             .unwrap_or_else(|err| panic!("append {i} failed: {err}"));
+        assert_eq!(stored[0].index, i);
         if i % 10 == 0 {
+            lease = store.renew_lease(&lease, ttl).await.unwrap();
+            assert_eq!(store.last_event(&id).await.unwrap().unwrap().index, i);
             store
-                .renew_lease(&id, lease.token, Duration::from_secs(60))
+                .claim_slot("s", chrono::Utc::now(), "server-a")
                 .await
                 .unwrap();
-            assert_eq!(store.next_index(&id).await.unwrap(), i + 1);
         }
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    stop.store(true, Ordering::Relaxed);
     let killed = killer.await.unwrap();
     assert!(killed > 5, "the test killed only {killed} connections");
-    let log = store.read_all(&id, 0).await.unwrap();
+    store.release_lease(&lease).await.unwrap();
+    let log = store.read_events(&id, 0, None).await.unwrap();
     let indexes: Vec<u64> = log.iter().map(|e| e.index).collect();
     assert_eq!(indexes, (0..total).collect::<Vec<_>>());
     for e in &log {
@@ -309,34 +200,51 @@ async fn killed_connections_mid_sequence_are_retried_and_nothing_is_lost_or_doub
 }
 
 #[tokio::test]
-async fn a_follower_on_another_server_sees_every_append_in_order() {
-    let Some((a, db)) = store("a_follower_on_another_server").await else {
+async fn a_stream_on_one_server_follows_a_turn_on_another() {
+    let Some((a, db)) = store("a_stream_on_one_server_follows").await else {
         return;
     };
-    let b = PgStore::open(&db.url, fast_options()).await.unwrap();
-    let id = session_id();
-    a.append(&id, None, &[event(&id, 0, "before")])
-        .await
-        .unwrap();
-    let mut follow = Box::pin(b.follow(&id, 0));
-    assert_eq!(text(&follow.next().await.unwrap().unwrap()), "before");
-    for i in 1..40 {
-        a.append(&id, None, &[event(&id, i, &format!("e{i}"))])
-            .await
-            .unwrap();
-    }
-    for i in 1..40 {
-        let e = tokio::time::timeout(Duration::from_secs(10), follow.next())
+    let b = PgStore::open(&db, fast_options()).await.unwrap();
+    let id = session(&a, "alice").await;
+    a.append(&id, 0, None, vec![event("before")]).await.unwrap();
+    let mut follow = b.follow(&id).await.unwrap();
+    let writer = {
+        let a = a.clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            for i in 1..40 {
+                a.append(&id, i, None, vec![event(&format!("e{i}"))])
+                    .await
+                    .unwrap();
+            }
+        })
+    };
+    // Read up to each index reported, as a stream does: every event once, in order.
+    let mut next = 1;
+    while next < 40 {
+        let last = tokio::time::timeout(Duration::from_secs(10), follow.next())
             .await
             .expect("the follower stalled")
-            .unwrap()
-            .unwrap();
-        assert_eq!(e.index, i);
+            .expect("the stream ended");
+        assert!(last >= next, "reported {last} after {next} was read");
+        let limit = (last + 1 - next) as usize;
+        for e in b.read_events(&id, next, Some(limit)).await.unwrap() {
+            assert_eq!((e.index, text(&e)), (next, format!("e{next}").as_str()));
+            next += 1;
+        }
+        assert_eq!(next, last + 1, "the reported index was not readable");
     }
-    // A reconnect from an index misses nothing.
-    let resumed: Vec<_> = Box::pin(b.follow(&id, 35)).take(5).collect().await;
-    let resumed: Vec<u64> = resumed.into_iter().map(|e| e.unwrap().index).collect();
-    assert_eq!(resumed, [35, 36, 37, 38, 39]);
+    writer.await.unwrap();
+    // Deleting the session on A ends the stream on B.
+    a.delete_session(&id).await.unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while follow.next().await.is_some() {}
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the follower of a deleted session did not end"
+    );
 }
 
 #[tokio::test]
@@ -349,20 +257,17 @@ async fn followers_fall_back_to_polling_when_notifications_are_lost() {
         .execute(a.pool())
         .await
         .unwrap();
-    let b = PgStore::open(&db.url, fast_options()).await.unwrap();
-    let id = session_id();
-    let mut follow = Box::pin(b.follow(&id, 0));
-    for i in 0..3 {
-        a.append(&id, None, &[event(&id, i, "x")]).await.unwrap();
-    }
-    for i in 0..3 {
-        let e = tokio::time::timeout(Duration::from_secs(5), follow.next())
-            .await
-            .expect("polling did not deliver")
-            .unwrap()
-            .unwrap();
-        assert_eq!(e.index, i);
-    }
+    let b = PgStore::open(&db, fast_options()).await.unwrap();
+    let id = session(&a, "alice").await;
+    let mut follow = b.follow(&id).await.unwrap();
+    a.append(&id, 0, None, vec![event("x"), event("y")])
+        .await
+        .unwrap();
+    let last = tokio::time::timeout(Duration::from_secs(5), follow.next())
+        .await
+        .expect("polling did not deliver")
+        .unwrap();
+    assert_eq!(last, 1);
 }
 
 #[tokio::test]
@@ -370,7 +275,7 @@ async fn control_messages_reach_every_server() {
     let Some((a, db)) = store("control_messages_reach_every_server").await else {
         return;
     };
-    let b = PgStore::open(&db.url, fast_options()).await.unwrap();
+    let b = PgStore::open(&db, fast_options()).await.unwrap();
     let mut notices = b.notices();
     // The LISTEN connection comes up in the background: signal until it is heard.
     let heard = tokio::time::timeout(Duration::from_secs(10), async {
@@ -382,7 +287,7 @@ async fn control_messages_reach_every_server() {
                 tokio::select! {
                     _ = &mut wait => break,
                     notice = notices.recv() => {
-                        if let Ok(folio_store_postgres::Notice::Control { session_id, message }) = notice {
+                        if let Ok(Notice::Control { session_id, message }) = notice {
                             return (session_id, message);
                         }
                     }
@@ -400,15 +305,16 @@ async fn a_slot_is_claimed_once_across_three_servers() {
     let Some((a, db)) = store("a_slot_is_claimed_once").await else {
         return;
     };
-    let b = PgStore::open(&db.url, fast_options()).await.unwrap();
-    let c = PgStore::open(&db.url, fast_options()).await.unwrap();
+    let b = PgStore::open(&db, fast_options()).await.unwrap();
+    let c = PgStore::open(&db, fast_options()).await.unwrap();
+    let slot: chrono::DateTime<chrono::Utc> = "2026-12-01T00:00:00Z".parse().unwrap();
     let mut tasks = Vec::new();
     for (n, server) in [a.clone(), b, c].into_iter().enumerate() {
         for worker in 0..6 {
             let server = server.clone();
             tasks.push(tokio::spawn(async move {
                 server
-                    .claim_slot("nightly", "2026-12-01T00:00:00Z", &format!("s{n}-{worker}"))
+                    .claim_slot("nightly", slot, &format!("s{n}-{worker}"))
                     .await
                     .unwrap()
             }));
@@ -419,91 +325,7 @@ async fn a_slot_is_claimed_once_across_three_servers() {
         winners += usize::from(task.await.unwrap());
     }
     assert_eq!(winners, 1);
-    assert!(
-        a.claim_slot("nightly", "2026-12-02T00:00:00Z", "s0")
-            .await
-            .unwrap()
-    );
-    assert_eq!(a.stats().await.unwrap().slot_claims, 2);
-}
-
-fn row(principal: &str, key: Option<&str>, days_ago: i64) -> SessionRow {
-    let at = chrono::Utc::now() - chrono::Duration::days(days_ago);
-    let id = session_id();
-    SessionRow {
-        meta: serde_json::json!({"sessionId": id, "title": "t"}),
-        id,
-        principal: principal.into(),
-        created_at: at,
-        updated_at: at,
-        idempotency_key: key.map(str::to_string),
-    }
-}
-
-#[tokio::test]
-async fn sessions_are_created_once_per_key_listed_newest_first_and_deleted() {
-    let Some((store, _db)) = store("sessions_are_created_once_per_key").await else {
-        return;
-    };
-    let first = row("alice", Some("k1"), 2);
-    let (stored, created) = store.create_session(&first).await.unwrap();
-    assert!(created);
-    assert_eq!(stored.id, first.id);
-    // The same key again: the first session, not a second one.
-    let (again, created) = store
-        .create_session(&row("alice", Some("k1"), 0))
-        .await
-        .unwrap();
-    assert!(!created);
-    assert_eq!(again.id, first.id);
-    // Another principal's key space is its own.
-    let (_, created) = store
-        .create_session(&row("bob", Some("k1"), 0))
-        .await
-        .unwrap();
-    assert!(created);
-    let second = row("alice", None, 1);
-    let third = row("alice", None, 0);
-    store.create_session(&second).await.unwrap();
-    store.create_session(&third).await.unwrap();
-
-    let ids: Vec<_> = store
-        .list_sessions("alice", None, 10)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|s| s.id)
-        .collect();
-    assert_eq!(ids, [third.id.clone(), second.id.clone(), first.id.clone()]);
-    let page: Vec<_> = store
-        .list_sessions("alice", Some(&third.id), 1)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|s| s.id)
-        .collect();
-    assert_eq!(page, std::slice::from_ref(&second.id));
-
-    let meta = serde_json::json!({"sessionId": second.id, "title": "renamed"});
-    store
-        .update_session(&second.id, chrono::Utc::now(), &meta)
-        .await
-        .unwrap();
-    assert_eq!(store.session(&second.id).await.unwrap().unwrap().meta, meta);
-    let err = store
-        .update_session("ses_missing", chrono::Utc::now(), &meta)
-        .await
-        .unwrap_err();
-    assert!(matches!(err, PgError::NotFound { .. }), "{err:?}");
-
-    store
-        .append(&second.id, None, &[event(&second.id, 0, "x")])
-        .await
-        .unwrap();
-    assert!(store.delete_session(&second.id).await.unwrap());
-    assert!(!store.delete_session(&second.id).await.unwrap());
-    assert_eq!(store.session(&second.id).await.unwrap(), None);
-    assert_eq!(store.next_index(&second.id).await.unwrap(), 0);
+    assert_eq!(a.stats().await.unwrap().slot_claims, 1);
 }
 
 #[tokio::test]
@@ -511,23 +333,31 @@ async fn retention_deletes_old_idle_sessions_in_batches_and_keeps_running_ones()
     let Some((store, _db)) = store("retention_deletes_old_idle_sessions").await else {
         return;
     };
-    let old = row("alice", None, 40);
-    let old_running = row("alice", None, 40);
-    let recent = row("alice", None, 1);
-    for session in [&old, &old_running, &recent] {
-        store.create_session(session).await.unwrap();
+    let aged = |days| {
+        let mut meta = folio_store::suite::meta("alice");
+        meta.updated_at = chrono::Utc::now() - chrono::Duration::days(days);
+        meta
+    };
+    let old = aged(40);
+    let old_running = aged(40);
+    let recent = aged(1);
+    for meta in [&old, &old_running, &recent] {
+        store.create_session(meta).await.unwrap();
     }
     // More events than one delete batch.
-    let events: Vec<_> = (0..2500).map(|i| event(&old.id, i, "x")).collect();
-    for chunk in events.chunks(500) {
-        store.append(&old.id, None, chunk).await.unwrap();
+    for chunk in 0..5 {
+        let events = (0..500).map(|i| event(&format!("{chunk}-{i}"))).collect();
+        store
+            .append(&old.session_id, chunk * 500, None, events)
+            .await
+            .unwrap();
     }
     store
-        .append(&recent.id, None, &[event(&recent.id, 0, "x")])
+        .append(&recent.session_id, 0, None, vec![event("x")])
         .await
         .unwrap();
     store
-        .acquire_lease(&old_running.id, "server-a", None, Duration::from_secs(60))
+        .acquire_lease(&old_running.session_id, "server-a", Duration::from_secs(60))
         .await
         .unwrap();
 
@@ -537,13 +367,20 @@ async fn retention_deletes_old_idle_sessions_in_batches_and_keeps_running_ones()
         .unwrap();
     assert_eq!((report.sessions, report.events), (1, 2500));
     let left: BTreeSet<_> = store
-        .list_sessions("alice", None, 10)
+        .list_sessions(&ListQuery {
+            principal: None,
+            before: None,
+            limit: 10,
+        })
         .await
         .unwrap()
         .into_iter()
-        .map(|s| s.id)
+        .map(|s| s.session_id)
         .collect();
-    assert_eq!(left, BTreeSet::from([old_running.id, recent.id]));
+    assert_eq!(
+        left,
+        BTreeSet::from([old_running.session_id, recent.session_id])
+    );
     let stats = store.stats().await.unwrap();
     assert_eq!((stats.sessions, stats.events, stats.live_leases), (2, 1, 1));
     assert!(stats.tables.iter().all(|t| t.bytes > 0), "{stats:?}");
@@ -555,12 +392,9 @@ async fn a_stored_event_that_does_not_parse_is_reported_as_corrupt() {
     let Some((store, db)) = store("a_stored_event_that_does_not_parse").await else {
         return;
     };
-    let id = session_id();
-    store
-        .append(&id, None, &[event(&id, 0, "x")])
-        .await
-        .unwrap();
-    let mut admin = admin_options(&db.url).connect().await.unwrap();
+    let id = session(&store, "alice").await;
+    store.append(&id, 0, None, vec![event("x")]).await.unwrap();
+    let mut admin = admin_options(&db).connect().await.unwrap();
     admin
         .execute(
             format!("UPDATE folio_events SET event = '{{not json' WHERE session_id = '{id}'")
@@ -568,7 +402,7 @@ async fn a_stored_event_that_does_not_parse_is_reported_as_corrupt() {
         )
         .await
         .unwrap();
-    let err = store.read_all(&id, 0).await.unwrap_err();
-    assert!(matches!(err, PgError::Corrupt { .. }), "{err:?}");
+    let err = store.read_events(&id, 0, None).await.unwrap_err();
+    assert!(matches!(err, StoreError::Backend(_)), "{err:?}");
     assert!(err.to_string().contains("event 0 of session"), "{err}");
 }

@@ -1,0 +1,117 @@
+//! [`SessionStore`] for PostgreSQL: each method is one of the store's operations, its error
+//! mapped onto [`StoreError`].
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use folio_protocol::Event;
+use folio_store::{
+    Appends, CreateKey, Lease, ListQuery, NewEvent, SessionMeta, SessionStore, StoreError,
+};
+
+use crate::PgStore;
+
+#[async_trait::async_trait]
+impl SessionStore for PgStore {
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn create_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
+        Ok(self.create(meta).await?)
+    }
+
+    async fn load_session(&self, session_id: &str) -> Result<Option<SessionMeta>, StoreError> {
+        Ok(self.load(session_id).await?)
+    }
+
+    async fn save_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
+        Ok(self.save(meta).await?)
+    }
+
+    async fn list_sessions(&self, query: &ListQuery) -> Result<Vec<SessionMeta>, StoreError> {
+        Ok(self.list(query).await?)
+    }
+
+    async fn delete_session(&self, session_id: &str) -> Result<(), StoreError> {
+        Ok(self.delete(session_id).await?)
+    }
+
+    async fn append(
+        &self,
+        session_id: &str,
+        expected: u64,
+        fence: Option<u64>,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Event>, StoreError> {
+        Ok(self
+            .append_events(session_id, expected, fence, events)
+            .await?)
+    }
+
+    /// Every append is durable when it returns (its own transaction), so a commit only
+    /// writes the metadata, when given.
+    async fn commit(
+        &self,
+        _session_id: &str,
+        meta: Option<&SessionMeta>,
+    ) -> Result<(), StoreError> {
+        if let Some(meta) = meta {
+            self.save(meta).await?;
+        }
+        Ok(())
+    }
+
+    async fn read_events(
+        &self,
+        session_id: &str,
+        start_index: u64,
+        limit: Option<usize>,
+    ) -> Result<Vec<Event>, StoreError> {
+        Ok(self
+            .read_events_from(session_id, start_index, limit)
+            .await?)
+    }
+
+    async fn last_event(&self, session_id: &str) -> Result<Option<Event>, StoreError> {
+        Ok(self.last_event_of(session_id).await?)
+    }
+
+    async fn follow(&self, session_id: &str) -> Result<Appends, StoreError> {
+        Ok(self.follow_appends(session_id).await?)
+    }
+
+    async fn acquire_lease(
+        &self,
+        session_id: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease, StoreError> {
+        Ok(self.acquire(session_id, owner, ttl).await?)
+    }
+
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
+        Ok(self.renew(lease, ttl).await?)
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {
+        Ok(self.release(lease).await?)
+    }
+
+    async fn expired_leases(&self) -> Result<Vec<Lease>, StoreError> {
+        Ok(self.expired().await?)
+    }
+
+    async fn record_create_key(&self, record: &CreateKey) -> Result<Option<CreateKey>, StoreError> {
+        Ok(self.record_key(record).await?)
+    }
+
+    async fn claim_slot(
+        &self,
+        schedule: &str,
+        slot: DateTime<Utc>,
+        owner: &str,
+    ) -> Result<bool, StoreError> {
+        Ok(self.claim(schedule, slot, owner).await?)
+    }
+}

@@ -1,0 +1,219 @@
+//! Where a server keeps its sessions: the [`SessionStore`] trait and the types it speaks.
+//!
+//! A store keeps, for every session, its metadata ([`SessionMeta`]) and its append-only event
+//! log, and, shared between every server using it: the lease that says which server runs a
+//! session's turn (with a fencing token checked on every append), the records of idempotent
+//! creates, and the claims of schedule slots. Two backends implement it: the embedded disk
+//! store (in `folio-server`, the default) and PostgreSQL (`folio-store-postgres`). Both run
+//! the same conformance suite, [`suite`].
+//!
+//! What lives in the event log needs no table of its own: queued messages
+//! (`message.queued`), approvals (`action.approval_requested`/`resolved`), a follow-up's
+//! idempotency key (`clientMessageId` on its message) and the hash of the current continuation
+//! token ([`SessionMeta::token_hash`]) are all read from the log or the metadata.
+//!
+//! The life of a turn on a shared store:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use folio_protocol::{EventBody, SessionWaiting};
+//! use folio_store::{NewEvent, SessionStore, StoreError};
+//!
+//! # async fn turn(store: &dyn SessionStore, session_id: &str) -> Result<(), StoreError> {
+//! // One server owns the turn; another one gets `LeaseHeld` and routes stop/preempt to it.
+//! let lease = store.acquire_lease(session_id, "server-a", Duration::from_secs(30)).await?;
+//! let next = store.last_event(session_id).await?.map_or(0, |e| e.index + 1);
+//! // Refused with `Fenced` once another server took the lease over.
+//! store
+//!     .append(session_id, next, Some(lease.fence), vec![NewEvent::new(None, EventBody::SessionWaiting(SessionWaiting {}))])
+//!     .await?;
+//! store.commit(session_id, None).await?; // durable before anything is acknowledged
+//! store.release_lease(&lease).await?;
+//! # Ok(())
+//! # }
+//! ```
+
+#![warn(missing_docs)]
+
+mod error;
+mod meta;
+pub mod suite;
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use folio_protocol::{Event, EventBody};
+
+pub use error::StoreError;
+pub use meta::{
+    AcceptedKey, SessionMeta, boundary_status, new_session_id, new_turn_id, valid_session_id,
+};
+
+/// An event to append: the store gives it its index, session and time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    /// The turn it belongs to, for turn-scoped events.
+    pub turn_id: Option<String>,
+    /// The event type and its data.
+    pub body: EventBody,
+}
+
+impl NewEvent {
+    /// An event of `turn_id` (or of the session) with `body`.
+    pub fn new(turn_id: Option<&str>, body: EventBody) -> Self {
+        NewEvent {
+            turn_id: turn_id.map(str::to_string),
+            body,
+        }
+    }
+}
+
+/// Which sessions [`SessionStore::list_sessions`] returns, newest first (session ids sort by
+/// creation time, so newest first is descending id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListQuery {
+    /// Only this principal's sessions (`None`: every principal's).
+    pub principal: Option<String>,
+    /// Only sessions older than this id (the previous page's last id: the cursor).
+    pub before: Option<String>,
+    /// At most this many.
+    pub limit: usize,
+}
+
+/// The right to run a session's turn until `expires_at`, renewed while the turn runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The session.
+    pub session_id: String,
+    /// Who holds it (a server's id).
+    pub owner: String,
+    /// The fencing token: greater than every token issued for the session before. An append
+    /// presenting it is refused once the lease is taken over or released.
+    pub fence: u64,
+    /// When it expires unless renewed.
+    pub expires_at: DateTime<Utc>,
+    /// The owner of the expired lease this one took over (whose turn the taker records as
+    /// `server restarted`); `None` when the session was free.
+    pub took_over: Option<String>,
+}
+
+/// The session a create with an idempotency key made: a retry of the create answers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateKey {
+    /// The principal that created it (keys are per principal).
+    pub principal: String,
+    /// The `clientMessageId` / `Idempotency-Key`.
+    pub key: String,
+    /// The session the first create made.
+    pub session_id: String,
+    /// The digest of the first create's request: a retry with another request is refused.
+    pub digest: String,
+}
+
+/// The indexes of a session's new events as they are appended ([`SessionStore::follow`]).
+pub type Appends = Pin<Box<dyn futures::Stream<Item = u64> + Send>>;
+
+/// Where sessions, event logs, leases, idempotent creates and schedule claims are kept.
+///
+/// Object-safe: servers hold an `Arc<dyn SessionStore>`. Every method may fail with
+/// [`StoreError::Unavailable`] (retryable) or a backend error besides those it lists.
+#[async_trait::async_trait]
+pub trait SessionStore: Send + Sync {
+    /// The backend's name for messages (`disk`, `postgres`).
+    fn backend(&self) -> &'static str;
+
+    /// Stores a new session's metadata and an empty log. Durable with the session's first
+    /// [`commit`](SessionStore::commit), which the create must await before acknowledging
+    /// anything; a session whose first commit never happened may be dropped by recovery.
+    /// Fails with [`StoreError::AlreadyExists`] when the id is taken.
+    async fn create_session(&self, meta: &SessionMeta) -> Result<(), StoreError>;
+
+    /// The session's metadata as last written; `None` when it does not exist.
+    async fn load_session(&self, session_id: &str) -> Result<Option<SessionMeta>, StoreError>;
+
+    /// Replaces the session's metadata without waiting for durability: only for what
+    /// recovery can rebuild from the log (status, last index, turn count, token totals).
+    /// Metadata a reply depends on goes through [`commit`](SessionStore::commit).
+    /// [`StoreError::NotFound`] when the session does not exist.
+    async fn save_session(&self, meta: &SessionMeta) -> Result<(), StoreError>;
+
+    /// Sessions matching `query`, newest first (descending session id).
+    async fn list_sessions(&self, query: &ListQuery) -> Result<Vec<SessionMeta>, StoreError>;
+
+    /// Removes the session: its metadata, log and lease. Its followers' streams end.
+    /// [`StoreError::NotFound`] when it does not exist.
+    async fn delete_session(&self, session_id: &str) -> Result<(), StoreError>;
+
+    /// Appends `events` as one contiguous run starting at index `expected` (the log's next
+    /// index as the caller knows it) and returns them as stored. With `fence`, the append is
+    /// refused ([`StoreError::Fenced`]) unless the session's lease still carries that token
+    /// (an expired lease nobody took over still does). Fails with [`StoreError::Conflict`]
+    /// when the log is not at `expected` (nothing is appended), [`StoreError::NotFound`]
+    /// when the session does not exist. Durable at the next [`commit`](SessionStore::commit).
+    async fn append(
+        &self,
+        session_id: &str,
+        expected: u64,
+        fence: Option<u64>,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Event>, StoreError>;
+
+    /// Makes the session's appends so far durable and, with `meta`, replaces its metadata in
+    /// the same round (on disk: one group-commit round; in a database: one transaction).
+    async fn commit(&self, session_id: &str, meta: Option<&SessionMeta>) -> Result<(), StoreError>;
+
+    /// The session's events with `index >= start_index`, in order, at most `limit` of them.
+    /// [`StoreError::NotFound`] when the session does not exist.
+    async fn read_events(
+        &self,
+        session_id: &str,
+        start_index: u64,
+        limit: Option<usize>,
+    ) -> Result<Vec<Event>, StoreError>;
+
+    /// The session's last event (`None`: an empty log). [`StoreError::NotFound`] when the
+    /// session does not exist.
+    async fn last_event(&self, session_id: &str) -> Result<Option<Event>, StoreError>;
+
+    /// Follows the session's appends, from any writer: the stream yields the index of the
+    /// newest event after each append that happens once this returns (several appends may be
+    /// reported by one index, never lost: the last index yielded is, eventually, the log's
+    /// last). A follower subscribes, reads from its start index, then reads up to each index
+    /// yielded. The stream ends when the session is deleted.
+    async fn follow(&self, session_id: &str) -> Result<Appends, StoreError>;
+
+    /// Takes the lease on the session's turn for `owner`, for `ttl`: free, expired (taken over:
+    /// [`Lease::took_over`] names the old owner, whose fencing token stops working) or already
+    /// `owner`'s (a new token). [`StoreError::LeaseHeld`] when another owner's lease is live.
+    async fn acquire_lease(
+        &self,
+        session_id: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease, StoreError>;
+
+    /// Extends `lease` to now + `ttl`. [`StoreError::Fenced`] when it was taken over or released.
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError>;
+
+    /// Gives `lease` up (nothing happens when it was taken over already).
+    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError>;
+
+    /// The leases that expired without being renewed or released: their owners are presumed
+    /// dead, and their turns are for another server to take over.
+    async fn expired_leases(&self) -> Result<Vec<Lease>, StoreError>;
+
+    /// Records `record` unless its principal already created a session with its key; returns
+    /// the record kept before (whose session a retry answers), `None` when this one was
+    /// recorded. Durable when it returns.
+    async fn record_create_key(&self, record: &CreateKey) -> Result<Option<CreateKey>, StoreError>;
+
+    /// Claims `slot` of `schedule` for `owner`: `true` for exactly one claimer of each
+    /// (schedule, slot), however many servers race; durable when it returns.
+    async fn claim_slot(
+        &self,
+        schedule: &str,
+        slot: DateTime<Utc>,
+        owner: &str,
+    ) -> Result<bool, StoreError>;
+}

@@ -1,0 +1,638 @@
+//! The conformance suite every [`SessionStore`] backend runs from its own tests: one suite, so
+//! the disk store and PostgreSQL promise the same things.
+//!
+//! Each case takes a fresh, empty store; [`run_all`] runs every case, each on a store its
+//! factory makes:
+//!
+//! ```no_run
+//! # async fn backend_passes(make: impl AsyncFn() -> std::sync::Arc<dyn folio_store::SessionStore>) {
+//! folio_store::suite::run_all(make).await;
+//! # }
+//! ```
+//!
+//! A case panics (with the backend's name and what broke) when the store breaks a promise.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use folio_protocol::{EventBody, MessageCompleted, SessionMode, SessionStatus, SessionWaiting};
+use futures::StreamExt;
+
+use crate::{CreateKey, ListQuery, NewEvent, SessionMeta, SessionStore, StoreError};
+
+/// How long a case waits for something a store must do promptly (a followed append).
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// Runs every case of the suite, each on a fresh store from `make`.
+pub async fn run_all(make: impl AsyncFn() -> Arc<dyn SessionStore>) {
+    sessions_round_trip(make().await).await;
+    lists_are_newest_first_per_principal(make().await).await;
+    deletes_remove_everything(make().await).await;
+    appends_are_ordered_and_read_back(make().await).await;
+    concurrent_appenders_never_interleave(make().await).await;
+    followers_see_every_append(make().await).await;
+    leases_exclude_and_expire(make().await).await;
+    a_taken_over_lease_is_fenced(make().await).await;
+    a_slot_is_claimed_once(make().await).await;
+    a_create_key_is_recorded_once(make().await).await;
+}
+
+/// A chat session of `principal` with a fresh id, status `running`.
+pub fn meta(principal: &str) -> SessionMeta {
+    let now = Utc::now();
+    SessionMeta {
+        session_id: crate::new_session_id(),
+        mode: SessionMode::Chat,
+        status: SessionStatus::Running,
+        channel: "http".into(),
+        principal: principal.into(),
+        title: None,
+        created_at: now,
+        updated_at: now,
+        token_hash: None,
+        turns: 1,
+        last_index: 0,
+        usage: Default::default(),
+        accepted_keys: Vec::new(),
+        purpose: None,
+        dry_run: false,
+        peer_depth: 0,
+        continuation_key: None,
+    }
+}
+
+fn text(turn: Option<&str>, text: &str) -> NewEvent {
+    NewEvent::new(
+        turn,
+        EventBody::MessageCompleted(MessageCompleted { text: text.into() }),
+    )
+}
+
+fn text_of(body: &EventBody) -> &str {
+    match body {
+        EventBody::MessageCompleted(m) => &m.text,
+        _ => "",
+    }
+}
+
+/// Metadata is created once, loaded back equal, replaced by `save` and by `commit`.
+pub async fn sessions_round_trip(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let mut meta = meta("alice");
+    meta.title = Some("a title".into());
+    assert_eq!(store.load_session(&meta.session_id).await.unwrap(), None);
+    store.create_session(&meta).await.unwrap();
+    store.commit(&meta.session_id, None).await.unwrap();
+    assert_eq!(
+        store.load_session(&meta.session_id).await.unwrap(),
+        Some(meta.clone()),
+        "{name}: a created session loads back"
+    );
+    assert!(
+        matches!(
+            store.create_session(&meta).await,
+            Err(StoreError::AlreadyExists(_))
+        ),
+        "{name}: a second create with the same id is refused"
+    );
+    meta.status = SessionStatus::Waiting;
+    meta.turns = 3;
+    store.save_session(&meta).await.unwrap();
+    assert_eq!(
+        store.load_session(&meta.session_id).await.unwrap(),
+        Some(meta.clone()),
+        "{name}: save replaces the metadata"
+    );
+    meta.token_hash = Some("ab".repeat(32));
+    store.commit(&meta.session_id, Some(&meta)).await.unwrap();
+    assert_eq!(
+        store.load_session(&meta.session_id).await.unwrap(),
+        Some(meta.clone()),
+        "{name}: commit with metadata replaces it"
+    );
+    let missing = self::meta("alice");
+    assert!(
+        matches!(
+            store.save_session(&missing).await,
+            Err(StoreError::NotFound(_))
+        ),
+        "{name}: saving a session that does not exist is refused"
+    );
+}
+
+/// Lists are newest first, per principal, paged by a `before` cursor.
+pub async fn lists_are_newest_first_per_principal(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let mut alices = Vec::new();
+    for n in 0..7 {
+        let meta = meta(if n % 3 == 2 { "bob" } else { "alice" });
+        store.create_session(&meta).await.unwrap();
+        store.commit(&meta.session_id, None).await.unwrap();
+        if meta.principal == "alice" {
+            alices.push(meta.session_id);
+        }
+    }
+    alices.sort_unstable_by(|a, b| b.cmp(a));
+    let page = |before: Option<String>, limit| ListQuery {
+        principal: Some("alice".into()),
+        before,
+        limit,
+    };
+    let ids = |metas: Vec<SessionMeta>| -> Vec<String> {
+        metas.into_iter().map(|meta| meta.session_id).collect()
+    };
+    let all = ids(store.list_sessions(&page(None, 100)).await.unwrap());
+    assert_eq!(all, alices, "{name}: alice's sessions, newest first");
+    let first = ids(store.list_sessions(&page(None, 2)).await.unwrap());
+    assert_eq!(first, alices[..2], "{name}: a page holds `limit` sessions");
+    let rest = ids(store
+        .list_sessions(&page(first.last().cloned(), 100))
+        .await
+        .unwrap());
+    assert_eq!(rest, alices[2..], "{name}: the cursor continues the list");
+    let every = store
+        .list_sessions(&ListQuery {
+            principal: None,
+            before: None,
+            limit: 100,
+        })
+        .await
+        .unwrap();
+    assert_eq!(every.len(), 7, "{name}: without a principal, every session");
+    assert!(
+        every.windows(2).all(|w| w[0].session_id > w[1].session_id),
+        "{name}: every principal's sessions, newest first"
+    );
+}
+
+/// A deleted session is gone: metadata, log, lease; it is not listed and cannot be appended to.
+pub async fn deletes_remove_everything(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let kept = meta("alice");
+    let gone = meta("alice");
+    for meta in [&kept, &gone] {
+        store.create_session(meta).await.unwrap();
+        store
+            .append(&meta.session_id, 0, None, vec![text(None, "hi")])
+            .await
+            .unwrap();
+        store.commit(&meta.session_id, None).await.unwrap();
+    }
+    let mut follower = store.follow(&gone.session_id).await.unwrap();
+    store
+        .acquire_lease(&gone.session_id, "a", Duration::from_secs(60))
+        .await
+        .unwrap();
+    store.delete_session(&gone.session_id).await.unwrap();
+    assert_eq!(store.load_session(&gone.session_id).await.unwrap(), None);
+    assert!(
+        matches!(
+            store.read_events(&gone.session_id, 0, None).await,
+            Err(StoreError::NotFound(_))
+        ),
+        "{name}: a deleted session's log is gone"
+    );
+    assert!(
+        matches!(
+            store
+                .append(&gone.session_id, 1, None, vec![text(None, "late")])
+                .await,
+            Err(StoreError::NotFound(_))
+        ),
+        "{name}: a deleted session cannot be appended to"
+    );
+    assert!(
+        matches!(
+            store.delete_session(&gone.session_id).await,
+            Err(StoreError::NotFound(_))
+        ),
+        "{name}: deleting twice says it is gone"
+    );
+    let listed = store
+        .list_sessions(&ListQuery {
+            principal: Some("alice".into()),
+            before: None,
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        listed,
+        vec![kept.clone()],
+        "{name}: only the kept one is listed"
+    );
+    assert_eq!(
+        store
+            .read_events(&kept.session_id, 0, None)
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "{name}: the other session keeps its log"
+    );
+    let ended =
+        tokio::time::timeout(PATIENCE, async { while follower.next().await.is_some() {} }).await;
+    assert!(ended.is_ok(), "{name}: a deleted session's followers end");
+    assert!(
+        store
+            .expired_leases()
+            .await
+            .unwrap()
+            .iter()
+            .all(|lease| lease.session_id != gone.session_id),
+        "{name}: a deleted session's lease is gone"
+    );
+}
+
+/// Appends get consecutive indexes from 0 and read back whole, from any start index; an append
+/// at the wrong index is a conflict that appends nothing.
+pub async fn appends_are_ordered_and_read_back(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let meta = meta("alice");
+    let id = &meta.session_id;
+    store.create_session(&meta).await.unwrap();
+    assert_eq!(store.last_event(id).await.unwrap(), None);
+    let first = store
+        .append(
+            id,
+            0,
+            None,
+            vec![text(Some("turn_1"), "a"), text(None, "b")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        first.iter().map(|e| e.index).collect::<Vec<_>>(),
+        [0, 1],
+        "{name}: indexes from 0"
+    );
+    assert!(first.iter().all(|e| &e.session_id == id));
+    assert_eq!(first[0].turn_id.as_deref(), Some("turn_1"));
+    match store.append(id, 5, None, vec![text(None, "x")]).await {
+        Err(StoreError::Conflict {
+            expected, actual, ..
+        }) => assert_eq!(
+            (expected, actual),
+            (5, 2),
+            "{name}: the conflict says where"
+        ),
+        other => panic!("{name}: an append at the wrong index must conflict, got {other:?}"),
+    }
+    store
+        .append(id, 2, None, vec![text(None, "c")])
+        .await
+        .unwrap();
+    store
+        .append(
+            id,
+            3,
+            None,
+            vec![NewEvent::new(
+                None,
+                EventBody::SessionWaiting(SessionWaiting {}),
+            )],
+        )
+        .await
+        .unwrap();
+    store.commit(id, None).await.unwrap();
+    let all = store.read_events(id, 0, None).await.unwrap();
+    assert_eq!(
+        all.iter().map(|e| text_of(&e.body)).collect::<Vec<_>>(),
+        ["a", "b", "c", ""],
+        "{name}: everything appended, in order, nothing from the refused append"
+    );
+    assert_eq!(all[..2], first[..], "{name}: events read back as appended");
+    let tail = store.read_events(id, 2, Some(1)).await.unwrap();
+    assert_eq!(tail, all[2..3], "{name}: a range from a start index");
+    assert!(store.read_events(id, 9, None).await.unwrap().is_empty());
+    assert_eq!(store.last_event(id).await.unwrap().as_ref(), all.last());
+    assert!(
+        matches!(
+            store
+                .append(
+                    "ses_00000000000000000000000000",
+                    0,
+                    None,
+                    vec![text(None, "x")]
+                )
+                .await,
+            Err(StoreError::NotFound(_))
+        ),
+        "{name}: appending to a session that does not exist is refused"
+    );
+}
+
+/// Many writers racing on one log: every append lands exactly once, a batch is never split
+/// or interleaved, indexes have no gaps, each writer's appends keep their order.
+pub async fn concurrent_appenders_never_interleave(store: Arc<dyn SessionStore>) {
+    const WRITERS: usize = 8;
+    const BATCHES: usize = 12;
+    let name = store.backend();
+    let meta = meta("alice");
+    store.create_session(&meta).await.unwrap();
+    let writers = (0..WRITERS).map(|writer| {
+        let store = store.clone();
+        let id = meta.session_id.clone();
+        tokio::spawn(async move {
+            for batch in 0..BATCHES {
+                let events = || {
+                    vec![
+                        text(None, &format!("{writer}:{batch}:0")),
+                        text(None, &format!("{writer}:{batch}:1")),
+                    ]
+                };
+                loop {
+                    let next = store
+                        .last_event(&id)
+                        .await
+                        .unwrap()
+                        .map_or(0, |e| e.index + 1);
+                    match store.append(&id, next, None, events()).await {
+                        Ok(_) => break,
+                        Err(StoreError::Conflict { .. }) => tokio::task::yield_now().await,
+                        Err(err) => panic!("append failed: {err}"),
+                    }
+                }
+            }
+        })
+    });
+    for writer in futures::future::join_all(writers).await {
+        writer.unwrap();
+    }
+    store.commit(&meta.session_id, None).await.unwrap();
+    let events = store.read_events(&meta.session_id, 0, None).await.unwrap();
+    assert_eq!(
+        events.len(),
+        WRITERS * BATCHES * 2,
+        "{name}: every append once"
+    );
+    assert!(
+        events.iter().enumerate().all(|(n, e)| e.index == n as u64),
+        "{name}: indexes 0.. without gaps"
+    );
+    let texts: Vec<&str> = events.iter().map(|e| text_of(&e.body)).collect();
+    for pair in texts.chunks(2) {
+        let first = pair[0].strip_suffix(":0");
+        assert_eq!(
+            first.map(|batch| format!("{batch}:1")).as_deref(),
+            Some(pair[1]),
+            "{name}: a batch is never split: {pair:?}"
+        );
+    }
+    for writer in 0..WRITERS {
+        let own: Vec<&str> = texts
+            .iter()
+            .copied()
+            .filter(|t| t.starts_with(&format!("{writer}:")) && t.ends_with(":0"))
+            .collect();
+        let expected: Vec<String> = (0..BATCHES).map(|b| format!("{writer}:{b}:0")).collect();
+        assert_eq!(
+            own, expected,
+            "{name}: writer {writer}'s appends in its order"
+        );
+    }
+}
+
+/// A follower sees every append made after it subscribed, by index, up to the last.
+pub async fn followers_see_every_append(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let meta = meta("alice");
+    let id = &meta.session_id;
+    store.create_session(&meta).await.unwrap();
+    store
+        .append(id, 0, None, vec![text(None, "before")])
+        .await
+        .unwrap();
+    let mut follower = store.follow(id).await.unwrap();
+    let writer = {
+        let store = store.clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            for n in 1..=20u64 {
+                store
+                    .append(&id, n, None, vec![text(None, &n.to_string())])
+                    .await
+                    .unwrap();
+                store.commit(&id, None).await.unwrap();
+            }
+        })
+    };
+    let mut seen = Vec::new();
+    let caught_up = tokio::time::timeout(PATIENCE, async {
+        while let Some(index) = follower.next().await {
+            seen.push(index);
+            if index == 20 {
+                return;
+            }
+        }
+    })
+    .await;
+    writer.await.unwrap();
+    assert!(
+        caught_up.is_ok(),
+        "{name}: the follower reached the last index; it saw {seen:?}"
+    );
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]) && seen.first().is_some_and(|&i| i >= 1),
+        "{name}: indexes increase and start after the subscription: {seen:?}"
+    );
+}
+
+/// One owner at a time: a live lease refuses others, can be renewed and released, and once
+/// expired is listed and can be taken over.
+pub async fn leases_exclude_and_expire(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let meta = meta("alice");
+    let id = &meta.session_id;
+    store.create_session(&meta).await.unwrap();
+    let long = Duration::from_secs(60);
+    let a = store.acquire_lease(id, "server-a", long).await.unwrap();
+    assert_eq!(
+        (a.owner.as_str(), a.took_over.as_deref()),
+        ("server-a", None)
+    );
+    match store.acquire_lease(id, "server-b", long).await {
+        Err(StoreError::LeaseHeld { owner, .. }) => {
+            assert_eq!(owner, "server-a", "{name}: the refusal names the owner")
+        }
+        other => panic!("{name}: a live lease must refuse another owner, got {other:?}"),
+    }
+    let renewed = store.renew_lease(&a, long).await.unwrap();
+    assert_eq!(renewed.fence, a.fence, "{name}: a renewal keeps the token");
+    assert!(renewed.expires_at >= a.expires_at);
+    assert!(store.expired_leases().await.unwrap().is_empty());
+    store.release_lease(&renewed).await.unwrap();
+    let b = store.acquire_lease(id, "server-b", long).await.unwrap();
+    assert!(b.fence > a.fence, "{name}: tokens only grow");
+    assert_eq!(
+        b.took_over, None,
+        "{name}: a released lease is not taken over"
+    );
+    store.release_lease(&b).await.unwrap();
+    let short = store
+        .acquire_lease(id, "server-c", Duration::from_millis(100))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let expired = store.expired_leases().await.unwrap();
+    assert_eq!(
+        expired
+            .iter()
+            .map(|l| (&*l.session_id, &*l.owner))
+            .collect::<Vec<_>>(),
+        [(id.as_str(), "server-c")],
+        "{name}: an expired lease is listed for takeover"
+    );
+    let d = store.acquire_lease(id, "server-d", long).await.unwrap();
+    assert_eq!(
+        d.took_over.as_deref(),
+        Some("server-c"),
+        "{name}: taken over"
+    );
+    assert!(d.fence > short.fence);
+    assert!(store.expired_leases().await.unwrap().is_empty());
+}
+
+/// After a takeover, the old owner's fencing token is refused on append and on renewal; the
+/// new owner's works.
+pub async fn a_taken_over_lease_is_fenced(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let meta = meta("alice");
+    let id = &meta.session_id;
+    store.create_session(&meta).await.unwrap();
+    let old = store
+        .acquire_lease(id, "server-a", Duration::from_millis(100))
+        .await
+        .unwrap();
+    store
+        .append(id, 0, Some(old.fence), vec![text(None, "a")])
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    store
+        .append(
+            id,
+            1,
+            Some(old.fence),
+            vec![text(None, "late but not taken over")],
+        )
+        .await
+        .expect("an expired lease nobody took over still fences its owner's appends");
+    let new = store
+        .acquire_lease(id, "server-b", Duration::from_secs(60))
+        .await
+        .unwrap();
+    match store
+        .append(id, 2, Some(old.fence), vec![text(None, "stale")])
+        .await
+    {
+        Err(StoreError::Fenced { fence, .. }) => assert_eq!(fence, old.fence),
+        other => panic!("{name}: a stale token's append must be fenced, got {other:?}"),
+    }
+    assert!(
+        matches!(
+            store.renew_lease(&old, Duration::from_secs(60)).await,
+            Err(StoreError::Fenced { .. })
+        ),
+        "{name}: a taken-over lease cannot be renewed"
+    );
+    store.release_lease(&old).await.unwrap();
+    store
+        .append(id, 2, Some(new.fence), vec![text(None, "new owner")])
+        .await
+        .expect("releasing a taken-over lease leaves the new one");
+    store.release_lease(&new).await.unwrap();
+    assert!(
+        matches!(
+            store
+                .append(id, 3, Some(new.fence), vec![text(None, "x")])
+                .await,
+            Err(StoreError::Fenced { .. })
+        ),
+        "{name}: a released lease's token is refused"
+    );
+    let texts: Vec<String> = store
+        .read_events(id, 0, None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| text_of(&e.body).to_string())
+        .collect();
+    assert_eq!(texts, ["a", "late but not taken over", "new owner"]);
+}
+
+/// However many servers race for one slot, exactly one claims it; other slots and other
+/// schedules are separate.
+pub async fn a_slot_is_claimed_once(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let slot: DateTime<Utc> = "2026-12-01T09:00:00Z".parse().unwrap();
+    let claims = (0..16).map(|n| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            store
+                .claim_slot("nightly", slot, &format!("server-{n}"))
+                .await
+                .unwrap()
+        })
+    });
+    let won: usize = futures::future::join_all(claims)
+        .await
+        .into_iter()
+        .map(|claimed| usize::from(claimed.unwrap()))
+        .sum();
+    assert_eq!(won, 1, "{name}: exactly one claimer wins the slot");
+    assert!(!store.claim_slot("nightly", slot, "late").await.unwrap());
+    let next = slot + chrono::Duration::hours(1);
+    assert!(store.claim_slot("nightly", next, "a").await.unwrap());
+    assert!(store.claim_slot("weekly", slot, "a").await.unwrap());
+}
+
+/// A create key is recorded once per principal; a retry gets the first record back.
+pub async fn a_create_key_is_recorded_once(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let record = |principal: &str, session: &str| CreateKey {
+        principal: principal.into(),
+        key: "msg-1".into(),
+        session_id: session.into(),
+        digest: format!("digest-of-{session}"),
+    };
+    let first = record("alice", "ses_1");
+    assert_eq!(store.record_create_key(&first).await.unwrap(), None);
+    assert_eq!(
+        store
+            .record_create_key(&record("alice", "ses_2"))
+            .await
+            .unwrap(),
+        Some(first),
+        "{name}: a retry finds the first create"
+    );
+    assert_eq!(
+        store
+            .record_create_key(&record("bob", "ses_3"))
+            .await
+            .unwrap(),
+        None,
+        "{name}: keys are per principal"
+    );
+    let racers = (0..8).map(|n| {
+        let store = store.clone();
+        let racer = record("carol", &format!("ses_c{n}"));
+        tokio::spawn(async move { store.record_create_key(&racer).await.unwrap() })
+    });
+    let recorded = futures::future::join_all(racers)
+        .await
+        .into_iter()
+        .filter(|answer| answer.as_ref().unwrap().is_none())
+        .count();
+    assert_eq!(recorded, 1, "{name}: exactly one racer records the key");
+    let kept = store
+        .record_create_key(&record("carol", "ses_again"))
+        .await
+        .unwrap()
+        .expect("recorded");
+    assert!(
+        kept.session_id.starts_with("ses_c"),
+        "{name}: a racer's record is kept"
+    );
+}
