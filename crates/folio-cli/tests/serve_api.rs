@@ -185,7 +185,6 @@ async fn routes_bodies_statuses_and_error_codes() {
                 .iter()
                 .filter_map(|completed| completed.usage)
                 .sum(),
-            continuation_key: None,
         }
     );
     let dump = client()

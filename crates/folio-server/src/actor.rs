@@ -575,11 +575,7 @@ async fn run_turn(
     let workspace = inner.state.workspace_dir(&live.id);
     let session = {
         let meta = lock(&live.meta);
-        (
-            meta.session_id.clone(),
-            meta.continuation_key.clone(),
-            meta.principal.clone(),
-        )
+        (meta.session_id.clone(), meta.continuation_key.clone())
     };
     let bound = match agent
         .bind_turn_fs(
@@ -587,7 +583,6 @@ async fn run_turn(
             &TurnSession {
                 session_id: &session.0,
                 continuation_key: session.1.as_deref(),
-                principal: &session.2,
             },
         )
         .await
@@ -717,7 +712,6 @@ pub(crate) async fn direct_call(
             &TurnSession {
                 session_id,
                 continuation_key: context.continuation_key.as_deref(),
-                principal: &context.principal,
             },
         )
         .await
