@@ -152,6 +152,11 @@ export type AgentInfo = {
   artifacts?: ArtifactsInfo | null;
   /** Channels. */
   channels: Array<ChannelInfo>;
+  /**
+   * Where each streamable-HTTP MCP connection stands with OAuth for the local principal
+   * (`folio info`; empty when not looked up).
+   */
+  connectionAuth?: Array<ConnectionAuthState>;
   /** What opening each MCP connection found (`folio info --connect`; empty otherwise). */
   connectionChecks?: Array<ConnectionCheck>;
   /** What the agent does, when it says. */
@@ -482,6 +487,38 @@ export type CompactionPoint = {
   turnId?: string | null;
   /** Events before this index were summarized. */
   upToIndex: number;
+};
+
+/** Where an MCP connection stands with OAuth. It never carries a token. */
+export type ConnectionAuth = ({
+  state: "none";
+} | {
+  /** Whether it has expired. */
+  expired: boolean;
+  /** When the access token expires, when the server said. */
+  expiresAt?: string | null;
+  /**
+   * Whether Folio renews it without a person (a refresh token, or a client-credentials
+   * grant).
+   */
+  refreshable: boolean;
+  /** The scopes granted. */
+  scopes: Array<string>;
+  state: "token_stored";
+} | {
+  /** Why. */
+  reason: string;
+  state: "needs_login";
+} | {
+  state: "client_credentials";
+});
+
+/** One MCP connection's OAuth state (`folio info`). */
+export type ConnectionAuthState = {
+  /** Its state. */
+  auth: ConnectionAuth;
+  /** The connection name. */
+  name: string;
 };
 
 /** What opening one MCP connection found (`folio info --connect`). */
