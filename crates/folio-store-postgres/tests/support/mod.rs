@@ -7,6 +7,7 @@ use folio_protocol::{Event, EventBody, TurnFailed};
 use folio_store::{NewEvent, SessionStore};
 use folio_store_postgres::{PgOptions, PgStore};
 
+#[allow(unused_imports)] // each test binary uses some of these
 pub use folio_store_postgres::testing::{admin_options, test_database as test_db};
 
 /// Options that poll and retry fast, for tests.
