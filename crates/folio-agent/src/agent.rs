@@ -22,7 +22,7 @@ use crate::mcp::{
 };
 use crate::peers::{PeerDirectory, PeerTool};
 use crate::root::{
-    LiveRoot, RootContext, RootError, bind_turn_root, build_root, with_skills_mount,
+    LiveRoot, RootContext, RootError, RootHost, bind_turn_root, build_root, with_skills_mount,
 };
 use crate::skills::{HOST_SKILLS_DIR, SkillContent, SkillError, catalog, skills_mount};
 use crate::subagents::{Subagent, TaskTool};
@@ -90,8 +90,10 @@ pub type ModelOpener =
 pub struct TurnSession<'a> {
     /// The session id.
     pub session_id: &'a str,
-    /// The channel's continuation key of the session, when it has one.
+    /// The session's continuation key, when it has one.
     pub continuation_key: Option<&'a str>,
+    /// The principal that owns the session.
+    pub principal: &'a str,
 }
 
 /// What [`Agent::bind_turn_fs`] binds for one turn.
@@ -493,11 +495,17 @@ impl Agent {
         let root = match &self.root {
             Some(AgentRoot::Static(root)) => Some(root.clone()),
             Some(AgentRoot::Live { root, skills }) => {
+                // The host is the LiveRoot's own, else the session's host workspace.
+                let host = match root.host() {
+                    Some(host) => host.clone(),
+                    None => RootHost::workspace(workspace)?,
+                };
                 let built = root.resolve(&RootContext {
                     session_id: session.session_id.to_string(),
                     agent_name: self.definition.name.clone(),
                     continuation_key: session.continuation_key.map(str::to_string),
-                    host: root.host().cloned(),
+                    principal: session.principal.to_string(),
+                    host: Some(host),
                 });
                 Some(match skills {
                     Some(skills) => with_skills_mount(built, skills.clone()),

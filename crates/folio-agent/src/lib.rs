@@ -96,7 +96,7 @@
 //! let first = sink.emit(Some(turn_id), received).await?;
 //! let workspace = project.path().join("workspace");
 //! std::fs::create_dir_all(&workspace)?;
-//! let session = TurnSession { session_id: "ses_doc", continuation_key: None };
+//! let session = TurnSession { session_id: "ses_doc", continuation_key: None, principal: "local" };
 //! let bound = agent.bind_turn_fs(&workspace, &session).await?;
 //! let turn = Turn {
 //!     session_id: "ses_doc".into(),

@@ -8,8 +8,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use folio_fs::{
-    FileSystem, HostFilesApi, TempFs, host_dir, indexed, overlay_fs, temp_fs, union_fs,
+    Content, FileSystem, HostFileMeta, HostFilesApi, HostFilesError, PutOutcome, TempFs, host_dir,
+    indexed, overlay_fs, temp_fs, union_fs,
 };
+use futures::StreamExt;
 
 use folio_project::{MountSpec, ROOT_SKILLS_MOUNT};
 
@@ -163,25 +165,158 @@ pub fn with_skills_mount(
 }
 
 /// What a live root factory is told about the session it builds a root for (the seed's
-/// `RootContext {sessionId, agentName, continuationKey, host}`).
+/// `RootContext {sessionId, agentName, continuationKey, host}`, plus the principal).
 #[derive(Clone)]
 pub struct RootContext {
     /// The session the root is for.
     pub session_id: String,
     /// The agent's name.
     pub agent_name: String,
-    /// The channel's continuation key of the session (a thread, an issue, a tenant's
-    /// conversation), when a channel opened it with one.
+    /// The session's continuation key (a thread, an issue, a tenant's conversation): the one
+    /// a channel opened it with, or the `continuationKey` its creator sent.
     pub continuation_key: Option<String>,
-    /// What the host offers the factory ([`LiveRoot::with_host`]), when it offers anything.
+    /// The principal that owns the session (Folio): who chose its continuation key. A caller
+    /// of `POST /v1/session` picks any key, so a factory that maps keys to tenants' data checks
+    /// that this principal may reach that tenant.
+    pub principal: String,
+    /// What the host offers the factory: the [`LiveRoot::with_host`] host when one was given,
+    /// else the session's own host workspace as [`RootHost::files`] (always filled when the
+    /// root is resolved for a turn).
     pub host: Option<RootHost>,
 }
 
-/// What the host offers a live root factory.
+/// What the host offers a live root factory (the seed's `host {files, reminders?}`; Folio
+/// offers the files).
 #[derive(Clone)]
 pub struct RootHost {
     /// A remote, etag-versioned file API (a tree over it: [`folio_fs::host_fs`]).
     pub files: Arc<dyn HostFilesApi>,
+}
+
+impl RootHost {
+    /// The session's host workspace directory `workspace` as the host's files: keys are
+    /// workspace-relative paths, confined to it like the host-default tree (no `..`, no links
+    /// out); etags are the SHA-256 of the contents, and a conditional put compares and writes
+    /// under one lock, so two writers in this process never overwrite a newer version. Only
+    /// text (UTF-8) contents can be put.
+    pub fn workspace(workspace: &Path) -> Result<RootHost, folio_fs::PathError> {
+        std::fs::create_dir_all(workspace).map_err(|err| folio_fs::PathError::WriteFailed {
+            path: workspace.display().to_string(),
+            message: Some(err.to_string()),
+        })?;
+        Ok(RootHost {
+            files: Arc::new(WorkspaceFiles {
+                tree: host_dir(workspace, false)?,
+                writing: tokio::sync::Mutex::new(()),
+            }),
+        })
+    }
+}
+
+/// A host workspace as a [`HostFilesApi`] (see [`RootHost::workspace`]), over the confined
+/// `host_dir` tree.
+struct WorkspaceFiles {
+    tree: Arc<dyn FileSystem>,
+    /// Held across a conditional put's compare and write.
+    writing: tokio::sync::Mutex<()>,
+}
+
+impl WorkspaceFiles {
+    /// The tree path of `key`.
+    fn path(key: &str) -> String {
+        format!("/{}", key.trim_start_matches('/'))
+    }
+
+    /// The bytes at `key` and their etag; `None` when there is no such file.
+    async fn current(&self, key: &str) -> Result<Option<(Vec<u8>, String)>, HostFilesError> {
+        let path = WorkspaceFiles::path(key);
+        if self.tree.stat(&path).await.map_err(failed)?.kind != folio_fs::FileKind::File {
+            return Ok(None);
+        }
+        let bytes = match self.tree.read(&path).await.map_err(failed)? {
+            Content::Text(text) => text.into_bytes(),
+            Content::Image { bytes, .. } => bytes,
+        };
+        let etag = format!("\"{}\"", hex_sha256(&bytes));
+        Ok(Some((bytes, etag)))
+    }
+}
+
+fn failed(err: folio_fs::PathError) -> HostFilesError {
+    HostFilesError {
+        message: err.to_string(),
+    }
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[async_trait::async_trait]
+impl HostFilesApi for WorkspaceFiles {
+    async fn list(&self, prefix: &str) -> Result<Vec<HostFileMeta>, HostFilesError> {
+        let prefix = WorkspaceFiles::path(prefix);
+        let mut entries = self.tree.glob("**", None);
+        let mut files = Vec::new();
+        while let Some(entry) = entries.next().await {
+            let entry = entry.map_err(failed)?;
+            if !folio_fs::is_within(&entry.path, &prefix) {
+                continue;
+            }
+            let info = self.tree.stat(&entry.path).await.map_err(failed)?;
+            files.push(HostFileMeta {
+                key: entry.path.trim_start_matches('/').to_string(),
+                size: info.size.unwrap_or(0),
+                modified: info.modified,
+            });
+        }
+        Ok(files)
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<(Vec<u8>, String)>, HostFilesError> {
+        self.current(key).await
+    }
+
+    async fn put(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        if_match: Option<&str>,
+    ) -> Result<PutOutcome, HostFilesError> {
+        let text = String::from_utf8(bytes).map_err(|_| HostFilesError {
+            message: format!(
+                "{key}: only text (UTF-8) can be written to the session workspace through RootContext.host.files"
+            ),
+        })?;
+        let _writing = self.writing.lock().await;
+        if let Some(expected) = if_match {
+            match self.current(key).await? {
+                Some((_, etag)) if etag == expected => {}
+                _ => return Ok(PutOutcome::PreconditionFailed),
+            }
+        }
+        self.tree
+            .write(&WorkspaceFiles::path(key), &text)
+            .await
+            .map_err(failed)?;
+        Ok(PutOutcome::Stored {
+            etag: format!("\"{}\"", hex_sha256(text.as_bytes())),
+        })
+    }
+
+    async fn delete(&self, key: &str) -> Result<bool, HostFilesError> {
+        let _writing = self.writing.lock().await;
+        let path = WorkspaceFiles::path(key);
+        if self.tree.stat(&path).await.map_err(failed)?.kind != folio_fs::FileKind::File {
+            return Ok(false);
+        }
+        self.tree.delete(&path).await.map_err(failed)?;
+        Ok(true)
+    }
 }
 
 /// Builds the root of one session from its [`RootContext`].
@@ -219,6 +354,7 @@ const CACHED_ROOTS: usize = 1024;
 ///     session_id: "ses_1".into(),
 ///     agent_name: "support".into(),
 ///     continuation_key: Some("acme:ticket-7".into()),
+///     principal: "local".into(),
 ///     host: None,
 /// };
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {

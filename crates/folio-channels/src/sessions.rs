@@ -208,6 +208,7 @@ async fn to_session(channel: &Channel, id: &str, work: &Work) -> Result<String, 
         workspace_files: work.workspace_files.clone(),
         mode: None,
         client_message_id: Some(id.to_string()),
+        continuation_key: None,
     };
     let kind = match (&channel.github, &channel.slack) {
         (Some(_), _) => "github",

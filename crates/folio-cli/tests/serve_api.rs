@@ -185,6 +185,7 @@ async fn routes_bodies_statuses_and_error_codes() {
                 .iter()
                 .filter_map(|completed| completed.usage)
                 .sum(),
+            continuation_key: None,
         }
     );
     let dump = client()

@@ -514,6 +514,7 @@ async fn read_file(
     let session = folio_agent::TurnSession {
         session_id,
         continuation_key: None,
+        principal: EVAL_PRINCIPAL,
     };
     let fs = agent.bind_turn_fs(&workspace, &session).await.ok()?.fs;
     match fs.read(path).await.ok()? {

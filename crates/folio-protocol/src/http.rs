@@ -82,6 +82,13 @@ pub struct CreateSession {
     /// idempotency_key_reused`). The `Idempotency-Key` header sets it too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_message_id: Option<String>,
+    /// What the conversation is about, in the caller's terms (a ticket, a thread, a tenant's
+    /// case: `acme:ticket-7`): 1 to 256 characters, no control characters. The session keeps
+    /// it; its authored tools see it as `continuationKey` and a live root factory as
+    /// `RootContext.continuation_key`, next to the principal that set it. It does not route
+    /// messages (follow-ups use the continuation token), and two sessions may share one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuation_key: Option<String>,
 }
 
 impl CreateSession {
@@ -93,6 +100,7 @@ impl CreateSession {
             workspace_files: BTreeMap::new(),
             mode: None,
             client_message_id: None,
+            continuation_key: None,
         }
     }
 }
@@ -210,6 +218,10 @@ pub struct SessionSummary {
     /// turn reported any).
     #[serde(default)]
     pub usage: Usage,
+    /// The session's continuation key (set by its channel, or by `continuationKey` at create),
+    /// when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuation_key: Option<String>,
 }
 
 /// `GET /v1/session/:id`.

@@ -131,6 +131,7 @@ fn http_bodies_written_by_the_types_are_valid() {
                 output_tokens: 3,
                 ..Usage::default()
             },
+            continuation_key: Some("acme:ticket-7".into()),
         }],
         Some("ses_1".into()),
     );

@@ -358,6 +358,7 @@ async fn run() {
                             workspace_files: Default::default(),
                             mode: None,
                             client_message_id: None,
+                            continuation_key: None,
                         },
                     )
                     .await

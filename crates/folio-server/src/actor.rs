@@ -575,7 +575,11 @@ async fn run_turn(
     let workspace = inner.state.workspace_dir(&live.id);
     let session = {
         let meta = lock(&live.meta);
-        (meta.session_id.clone(), meta.continuation_key.clone())
+        (
+            meta.session_id.clone(),
+            meta.continuation_key.clone(),
+            meta.principal.clone(),
+        )
     };
     let bound = match agent
         .bind_turn_fs(
@@ -583,6 +587,7 @@ async fn run_turn(
             &TurnSession {
                 session_id: &session.0,
                 continuation_key: session.1.as_deref(),
+                principal: &session.2,
             },
         )
         .await
@@ -712,6 +717,7 @@ pub(crate) async fn direct_call(
             &TurnSession {
                 session_id,
                 continuation_key: context.continuation_key.as_deref(),
+                principal: &context.principal,
             },
         )
         .await

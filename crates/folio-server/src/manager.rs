@@ -240,6 +240,11 @@ impl SessionManager {
         let mode = request.mode.unwrap_or(SessionMode::Chat);
         self.refuse_when_shutting_down()?;
         check_workspace_files(&request.workspace_files)?;
+        let mut options = options;
+        if let Some(key) = &request.continuation_key {
+            check_continuation_key(key)?;
+            options.continuation_key = Some(key.clone());
+        }
         let key = request.client_message_id.clone();
         let (record, digest) = match &key {
             Some(key) => {
@@ -867,6 +872,21 @@ pub(crate) fn remember(map: &mut HashMap<String, Weak<Live>>, session_id: &str, 
         map.retain(|_, weak| weak.strong_count() > 0);
     }
     map.insert(session_id.to_string(), Arc::downgrade(live));
+}
+
+/// The most characters a continuation key set through `POST /v1/session` may have.
+const MAX_CONTINUATION_KEY_CHARS: usize = 256;
+
+/// Checks a continuation key a caller sets: 1 to 256 characters, none of them a control
+/// character (it is shown in logs and read by live root factories and tools).
+fn check_continuation_key(key: &str) -> Result<(), ManagerError> {
+    let chars = key.chars().count();
+    if chars == 0 || chars > MAX_CONTINUATION_KEY_CHARS || key.chars().any(char::is_control) {
+        return Err(ManagerError::Invalid(format!(
+            "continuationKey: must be 1 to {MAX_CONTINUATION_KEY_CHARS} characters with no control characters (e.g. \"acme:ticket-7\")"
+        )));
+    }
+    Ok(())
 }
 
 /// Checks every per-send workspace path (nothing is written when one is refused).

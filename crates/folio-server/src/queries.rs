@@ -137,5 +137,6 @@ fn summary(meta: &SessionMeta) -> SessionSummary {
         turns: meta.turns,
         last_index: meta.last_index,
         usage: meta.usage,
+        continuation_key: meta.continuation_key.clone(),
     }
 }

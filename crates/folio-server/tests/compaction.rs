@@ -23,6 +23,7 @@ fn create(message: String) -> CreateSession {
         mode: None,
         client_message_id: None,
     }
+    continuation_key: None,
 }
 
 fn compactions(events: &[Event]) -> Vec<(u64, String)> {

@@ -20,6 +20,7 @@ fn create(message: &str) -> CreateSession {
         mode: None,
         client_message_id: None,
     }
+    continuation_key: None,
 }
 
 #[tokio::test]

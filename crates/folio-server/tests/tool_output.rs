@@ -68,6 +68,7 @@ async fn a_large_mcp_result_spills_and_read_pages_through_it() {
                 workspace_files: Default::default(),
                 mode: None,
                 client_message_id: None,
+                continuation_key: None,
             },
         )
         .await

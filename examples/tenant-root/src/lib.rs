@@ -2,6 +2,11 @@
 //! tenant (`acme` in the key `acme:ticket-7`) gets its own folder under a tenants directory as
 //! its root, so a session of one tenant never sees another tenant's files.
 //!
+//! The key comes from whoever opens the session: a channel, in-process code, or the
+//! `continuationKey` of `POST /v1/session` ([`app`] serves the agent over HTTP). An HTTP caller
+//! can send any key, so the root is the tenant's folder only when the session's principal may
+//! reach that tenant ([`Tenants::may_reach`]): its own tenant, or any for `local`.
+//!
 //! ```no_run
 //! # async fn run() -> anyhow::Result<()> {
 //! use folio_example_tenant_root::{ModelSpec, Tenants, open};
@@ -39,7 +44,8 @@ use folio_agent::{Agent, LiveRoot, LoadOptions, RootContext, discover};
 use folio_fs::{FileSystem, empty_fs, host_dir};
 use folio_model::{ProviderConfig, open_provider};
 use folio_protocol::EventBody;
-use folio_server::{LogBuffer, SessionManager, StateRoot};
+use folio_server::http::{HttpConfig, Layout, Mount, router};
+use folio_server::{Auth, LogBuffer, SessionManager, StateRoot};
 
 /// The folder holding one folder per tenant.
 #[derive(Debug, Clone)]
@@ -64,12 +70,23 @@ impl Tenants {
         plain.then_some(tenant)
     }
 
+    /// Whether a session of `principal` may work in `tenant`'s folder: a tenant's own
+    /// principal (a bearer token per tenant, `--tokens-file` style) reaches only that tenant;
+    /// `local` (the machine's own user, and in-process callers) reaches every tenant.
+    pub fn may_reach(principal: &str, tenant: &str) -> bool {
+        principal == LOCAL || principal == tenant
+    }
+
     /// The root of one session: its tenant's folder, or an empty read-only tree when the
-    /// session has no tenant (no key, a key that names none, or a folder that cannot be made).
+    /// session has no tenant (no key, a key that names none, a tenant its principal may not
+    /// reach, or a folder that cannot be made).
     pub fn root_for(&self, ctx: &RootContext) -> Arc<dyn FileSystem> {
         let Some(tenant) = ctx.continuation_key.as_deref().and_then(Tenants::tenant_of) else {
             return empty_fs();
         };
+        if !Tenants::may_reach(&ctx.principal, tenant) {
+            return empty_fs();
+        }
         let dir = self.dir.join(tenant);
         match std::fs::create_dir_all(&dir).map(|()| host_dir(&dir, false)) {
             Ok(Ok(root)) => root,
@@ -81,6 +98,26 @@ impl Tenants {
     pub fn live_root(self) -> LiveRoot {
         LiveRoot::per_session(move |ctx| self.root_for(ctx))
     }
+}
+
+/// The principal of the machine's own user (local-dev-strict callers, in-process code).
+pub const LOCAL: &str = "local";
+
+/// The agent's HTTP API (`POST /v1/session` with `continuationKey`, streams, …) at the root
+/// of the router, behind `auth`; serve it with `axum::serve`.
+pub fn app(manager: SessionManager, auth: Auth) -> axum::Router {
+    let mount = Mount {
+        slug: "tenant-support".into(),
+        manager,
+        diagnostics: Vec::new(),
+    };
+    let config = HttpConfig {
+        auth,
+        layout: Layout::Single,
+        playground: false,
+        ..HttpConfig::default()
+    };
+    router(vec![mount], config)
 }
 
 /// Where the agent's model is: `provider:model`, an optional base URL, and the lookup of its
@@ -131,9 +168,9 @@ pub async fn open(
     Ok((manager, agent))
 }
 
-/// Waits for the turn running in session `id` (of principal `local`) and answers its reply.
-pub async fn reply(manager: &SessionManager, id: &str) -> anyhow::Result<String> {
-    let mut stream = manager.stream("local", id, 0)?;
+/// Waits for the turn running in `principal`'s session `id` and answers its reply.
+pub async fn reply(manager: &SessionManager, principal: &str, id: &str) -> anyhow::Result<String> {
+    let mut stream = manager.stream(principal, id, 0)?;
     while let Some(event) = stream.rx.recv().await {
         match event.map(|e| e.body) {
             Some(EventBody::TurnCompleted(done)) => return Ok(done.reply),

@@ -2,7 +2,7 @@
 //! of the tenant-support agent on the tenant's own folder; prints the reply. The model is
 //! `FOLIO_MODEL` (default: the agent's), its key the provider's usual variable.
 
-use folio_example_tenant_root::{ModelSpec, Tenants, open, reply};
+use folio_example_tenant_root::{LOCAL, ModelSpec, Tenants, open, reply};
 use folio_protocol::CreateSession;
 use folio_server::SessionOptions;
 
@@ -27,13 +27,13 @@ async fn main() -> anyhow::Result<()> {
     };
     let accepted = manager
         .create_with(
-            "local",
+            LOCAL,
             "example",
             CreateSession::message(message.clone()),
             options,
         )
         .await?;
-    let reply = reply(&manager, &accepted.session_id).await;
+    let reply = reply(&manager, LOCAL, &accepted.session_id).await;
     manager.shutdown().await;
     println!("{}", reply?);
     Ok(())

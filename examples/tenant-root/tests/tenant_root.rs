@@ -1,13 +1,18 @@
 //! The per-tenant live root end to end: two sessions of one tenant share its folder (a write
 //! of the first is read by the second), a session of another tenant sees only its own, and a
-//! session whose key names no tenant sees an empty tree.
+//! session whose key names no tenant sees an empty tree; over HTTP, the `continuationKey` of
+//! `POST /v1/session` picks the tenant, only one its principal may reach, and a bad key is a
+//! 400 naming the field.
 
 use std::path::Path;
 
-use folio_example_tenant_root::{ModelSpec, Tenants, open, reply};
-use folio_protocol::{ActionResult, CreateSession};
-use folio_server::{SessionManager, SessionOptions};
-use folio_test_support::{MockModelServer, MockReply, all};
+use std::net::SocketAddr;
+
+use folio_example_tenant_root::{LOCAL, ModelSpec, Tenants, app, open, reply};
+use folio_protocol::{ActionResult, CreateSession, ErrorCode, SessionCreated};
+use folio_server::{Auth, SessionManager, SessionOptions};
+use folio_test_support::{MockModelServer, MockReply, all, call_as, refused};
+use reqwest::Method;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -19,19 +24,23 @@ async fn turn(manager: &SessionManager, key: &str, message: &str) -> (Vec<Value>
         ..SessionOptions::default()
     };
     let accepted = manager
-        .create_with("local", "example", CreateSession::message(message), options)
+        .create_with(LOCAL, "example", CreateSession::message(message), options)
         .await
         .unwrap();
-    let answer = reply(manager, &accepted.session_id).await.unwrap();
-    let events = manager.events("local", &accepted.session_id).unwrap();
-    let outputs = all::<ActionResult>(&events)
+    let answer = reply(manager, LOCAL, &accepted.session_id).await.unwrap();
+    (outputs(manager, LOCAL, &accepted.session_id), answer)
+}
+
+/// The outputs (or errors) of the tool calls of `principal`'s session `id`.
+fn outputs(manager: &SessionManager, principal: &str, id: &str) -> Vec<Value> {
+    let events = manager.events(principal, id).unwrap();
+    all::<ActionResult>(&events)
         .into_iter()
         .map(|result| match &result.error {
             Some(error) => Value::String(error.clone()),
             None => result.output.clone().unwrap_or_default(),
         })
-        .collect();
-    (outputs, answer)
+        .collect()
 }
 
 #[tokio::test]
@@ -112,4 +121,98 @@ fn a_tenant_is_a_plain_name_before_the_first_colon() {
     for bad in ["", ":x", "../acme:1", "a/b:1", "acme corp:1", ".:1"] {
         assert_eq!(Tenants::tenant_of(bad), None, "{bad:?}");
     }
+}
+
+#[tokio::test]
+async fn over_http_the_continuation_key_picks_a_tenant_its_principal_may_reach() {
+    let mock = MockModelServer::start().await;
+    let tenants = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let (manager, _agent) = open(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        Tenants::new(tenants.path()),
+        state.path(),
+        ModelSpec {
+            spec: "openai:gpt-test",
+            base_url: Some(&mock.openai_base_url()),
+            env: &|name: &str| (name == "OPENAI_API_KEY").then(|| "test-key".to_string()),
+        },
+    )
+    .await
+    .unwrap();
+    // One bearer token per tenant: the principal is the tenant.
+    let auth = Auth::Tokens(vec![
+        ("acme".into(), "acme-token".into()),
+        ("globex".into(), "globex-token".into()),
+    ]);
+    let listener = folio_server::no_delay(
+        tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+    );
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let service = app(manager.clone(), auth).into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, service).await });
+    let create = |key: &str, message: &str| CreateSession {
+        continuation_key: Some(key.to_string()),
+        ..CreateSession::message(message)
+    };
+
+    // acme's session writes into acme's folder.
+    mock.push(MockReply::tool_calls([(
+        "Write",
+        json!({"path": "/notes.md", "contents": "acme: prefers email\n"}),
+    )]))
+    .push(MockReply::text("Noted."));
+    let (status, created): (u16, SessionCreated) = call_as(
+        Method::POST,
+        &format!("{url}/v1/session"),
+        Some(&create("acme:ticket-1", "Remember: email.")),
+        Some("acme-token"),
+    )
+    .await;
+    assert_eq!(status, 201);
+    assert_eq!(
+        reply(&manager, "acme", &created.session_id).await.unwrap(),
+        "Noted."
+    );
+    assert_eq!(
+        std::fs::read_to_string(tenants.path().join("acme/notes.md")).unwrap(),
+        "acme: prefers email\n"
+    );
+    let session = manager.get("acme", &created.session_id).unwrap();
+    assert_eq!(session.continuation_key.as_deref(), Some("acme:ticket-1"));
+
+    // globex sends acme's key: its session gets an empty tree, not acme's folder.
+    mock.push(MockReply::tool_calls([(
+        "Read",
+        json!({"path": "/notes.md"}),
+    )]))
+    .push(MockReply::text("Nothing."));
+    let (status, created): (u16, SessionCreated) = call_as(
+        Method::POST,
+        &format!("{url}/v1/session"),
+        Some(&create("acme:ticket-2", "What do acme's notes say?")),
+        Some("globex-token"),
+    )
+    .await;
+    assert_eq!(status, 201);
+    reply(&manager, "globex", &created.session_id).await.unwrap();
+    assert_eq!(
+        outputs(&manager, "globex", &created.session_id),
+        [json!("not found: /notes.md")]
+    );
+
+    // A key that is empty, too long or holds a control character is refused, naming the field.
+    for bad in [String::new(), "k".repeat(257), "acme:ticket\n7".into()] {
+        let (status, error) = refused(
+            Method::POST,
+            &format!("{url}/v1/session"),
+            Some(&create(&bad, "hi")),
+            Some("acme-token"),
+        )
+        .await;
+        assert_eq!((status, error.error), (400, ErrorCode::InvalidRequest), "{bad:?}");
+        assert!(error.message.starts_with("continuationKey: "), "{error:?}");
+    }
+    assert_eq!(mock.remaining(), 0);
+    manager.shutdown().await;
 }

@@ -186,6 +186,7 @@ pub async fn run_turn_until(
     let session = folio_agent::TurnSession {
         session_id: "ses_test",
         continuation_key: None,
+        principal: "local",
     };
     let bound = agent.bind_turn_fs(workspace, &session).await.unwrap();
     assert_eq!(bound.scratch, ScratchMode::Host);
