@@ -589,6 +589,14 @@ export type CreateSession = {
    * idempotency_key_reused`). The `Idempotency-Key` header sets it too.
    */
   clientMessageId?: string | null;
+  /**
+   * What the conversation is about, in the caller's terms (a ticket, a thread, a tenant's
+   * case: `acme:ticket-7`): 1 to 256 characters, no control characters. The session keeps
+   * it; its authored tools see it as `continuationKey` and a live root factory as
+   * `RootContext.continuation_key`, next to the principal that set it. It does not route
+   * messages (follow-ups use the continuation token), and two sessions may share one.
+   */
+  continuationKey?: string | null;
   /** The first user message. */
   message: string;
   /** `chat` (the default) or `task`. */
@@ -1373,6 +1381,11 @@ export type SessionStatus = "running" | "waiting" | "completed" | "failed";
 
 /** A session as lists and `GET /v1/session/:id` show it. */
 export type SessionSummary = {
+  /**
+   * The session's continuation key (set by its channel, or by `continuationKey` at create),
+   * when it has one.
+   */
+  continuationKey?: string | null;
   /** Creation time (RFC 3339 UTC with milliseconds). */
   createdAt: string;
   /** Index of the last stored event. */

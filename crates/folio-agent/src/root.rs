@@ -242,6 +242,51 @@ impl WorkspaceFiles {
     }
 }
 
+/// What must hold of the current file for [`WorkspaceFiles::write_if`] to write.
+enum Precondition<'a> {
+    /// Nothing: write whatever is there.
+    None,
+    /// Its etag equals this one.
+    Matches(&'a str),
+    /// There is no file.
+    Absent,
+}
+
+impl WorkspaceFiles {
+    /// Writes `bytes` (text only) at `key` when `precondition` holds of the current file,
+    /// comparing and writing under one lock.
+    async fn write_if(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        precondition: Precondition<'_>,
+    ) -> Result<PutOutcome, HostFilesError> {
+        let text = String::from_utf8(bytes).map_err(|_| HostFilesError {
+            message: format!(
+                "{key}: only text (UTF-8) can be written to the session workspace through RootContext.host.files"
+            ),
+        })?;
+        let _writing = self.writing.lock().await;
+        let holds = match precondition {
+            Precondition::None => true,
+            Precondition::Matches(expected) => {
+                matches!(self.current(key).await?, Some((_, etag)) if etag == expected)
+            }
+            Precondition::Absent => self.current(key).await?.is_none(),
+        };
+        if !holds {
+            return Ok(PutOutcome::PreconditionFailed);
+        }
+        self.tree
+            .write(&WorkspaceFiles::path(key), &text)
+            .await
+            .map_err(failed)?;
+        Ok(PutOutcome::Stored {
+            etag: format!("\"{}\"", hex_sha256(text.as_bytes())),
+        })
+    }
+}
+
 fn failed(err: folio_fs::PathError) -> HostFilesError {
     HostFilesError {
         message: err.to_string(),
@@ -287,25 +332,15 @@ impl HostFilesApi for WorkspaceFiles {
         bytes: Vec<u8>,
         if_match: Option<&str>,
     ) -> Result<PutOutcome, HostFilesError> {
-        let text = String::from_utf8(bytes).map_err(|_| HostFilesError {
-            message: format!(
-                "{key}: only text (UTF-8) can be written to the session workspace through RootContext.host.files"
-            ),
-        })?;
-        let _writing = self.writing.lock().await;
-        if let Some(expected) = if_match {
-            match self.current(key).await? {
-                Some((_, etag)) if etag == expected => {}
-                _ => return Ok(PutOutcome::PreconditionFailed),
-            }
-        }
-        self.tree
-            .write(&WorkspaceFiles::path(key), &text)
-            .await
-            .map_err(failed)?;
-        Ok(PutOutcome::Stored {
-            etag: format!("\"{}\"", hex_sha256(text.as_bytes())),
-        })
+        let precondition = match if_match {
+            Some(etag) => Precondition::Matches(etag),
+            None => Precondition::None,
+        };
+        self.write_if(key, bytes, precondition).await
+    }
+
+    async fn create(&self, key: &str, bytes: Vec<u8>) -> Result<PutOutcome, HostFilesError> {
+        self.write_if(key, bytes, Precondition::Absent).await
     }
 
     async fn delete(&self, key: &str) -> Result<bool, HostFilesError> {
@@ -433,5 +468,64 @@ impl LiveRoot {
         cache.order.push_back(ctx.session_id.clone());
         cache.roots.insert(ctx.session_id.clone(), root.clone());
         root
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_session_workspace_as_host_files_compares_before_it_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = RootHost::workspace(dir.path()).unwrap().files;
+        let stored = |outcome: PutOutcome| match outcome {
+            PutOutcome::Stored { etag } => etag,
+            PutOutcome::PreconditionFailed => panic!("refused a write whose precondition held"),
+        };
+        let first = stored(files.create("notes/a.md", b"one\n".to_vec()).await.unwrap());
+        assert_eq!(
+            files.create("notes/a.md", b"two\n".to_vec()).await.unwrap(),
+            PutOutcome::PreconditionFailed,
+            "create never replaces a file"
+        );
+        let second = stored(
+            files
+                .put("notes/a.md", b"two\n".to_vec(), Some(&first))
+                .await
+                .unwrap(),
+        );
+        assert_ne!(first, second);
+        assert_eq!(
+            files
+                .put("notes/a.md", b"three\n".to_vec(), Some(&first))
+                .await
+                .unwrap(),
+            PutOutcome::PreconditionFailed,
+            "a stale etag is refused"
+        );
+        assert_eq!(
+            files.get("notes/a.md").await.unwrap(),
+            Some((b"two\n".to_vec(), second))
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("notes/a.md")).unwrap(),
+            "two\n"
+        );
+        stored(files.put("b.md", b"blind\n".to_vec(), None).await.unwrap());
+        let keys: Vec<String> = files
+            .list("")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|meta| meta.key)
+            .collect();
+        assert_eq!(keys, ["b.md", "notes/a.md"]);
+        assert!(files.delete("b.md").await.unwrap());
+        assert!(!files.delete("b.md").await.unwrap());
+        assert!(
+            files.put("c.bin", vec![0xff, 0xfe], None).await.is_err(),
+            "only text is written"
+        );
     }
 }

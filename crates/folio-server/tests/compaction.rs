@@ -22,8 +22,8 @@ fn create(message: String) -> CreateSession {
         workspace_files: Default::default(),
         mode: None,
         client_message_id: None,
+        continuation_key: None,
     }
-    continuation_key: None,
 }
 
 fn compactions(events: &[Event]) -> Vec<(u64, String)> {

@@ -67,8 +67,11 @@ fn counting(calls: Arc<AtomicUsize>) -> impl Fn(&RootContext) -> Arc<dyn FileSys
 /// Two turns of one session each reading `/built.md`; the outputs of both reads.
 async fn two_reads(mock: &MockModelServer, manager: &SessionManager) -> (String, Vec<Value>) {
     for _ in 0..2 {
-        mock.push(MockReply::tool_calls([("Read", json!({"path": "/built.md"}))]))
-            .push(MockReply::text("Read it."));
+        mock.push(MockReply::tool_calls([(
+            "Read",
+            json!({"path": "/built.md"}),
+        )]))
+        .push(MockReply::text("Read it."));
     }
     let options = SessionOptions {
         continuation_key: Some("acme:ticket-7".into()),
@@ -117,10 +120,7 @@ async fn a_per_turn_root_is_built_before_every_turn_and_a_per_session_root_once(
             [built(1), built(1)]
         };
         assert_eq!(reads, expected, "per_turn = {per_turn}");
-        assert_eq!(
-            calls.load(Ordering::SeqCst),
-            if per_turn { 2 } else { 1 }
-        );
+        assert_eq!(calls.load(Ordering::SeqCst), if per_turn { 2 } else { 1 });
         assert_eq!(mock.remaining(), 0);
         manager.shutdown().await;
     }
@@ -139,7 +139,10 @@ fn host_files_root(seen: Arc<Mutex<usize>>) -> LiveRoot {
 async fn read_and_write(mock: &MockModelServer, manager: &SessionManager) -> (String, Vec<Value>) {
     mock.push(MockReply::tool_calls([
         ("Read", json!({"path": "/notes.md"})),
-        ("Write", json!({"path": "/reply.md", "contents": "answered\n"})),
+        (
+            "Write",
+            json!({"path": "/reply.md", "contents": "answered\n"}),
+        ),
     ]))
     .push(MockReply::text("Done."));
     let created = manager

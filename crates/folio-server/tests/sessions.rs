@@ -19,8 +19,8 @@ fn create(message: &str) -> CreateSession {
         workspace_files: [("notes/a.txt".to_string(), "alpha".to_string())].into(),
         mode: None,
         client_message_id: None,
+        continuation_key: None,
     }
-    continuation_key: None,
 }
 
 #[tokio::test]

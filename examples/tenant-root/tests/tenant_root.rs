@@ -12,8 +12,8 @@ use folio_example_tenant_root::{LOCAL, ModelSpec, Tenants, app, open, reply};
 use folio_protocol::{ActionResult, CreateSession, ErrorCode, SessionCreated};
 use folio_server::{Auth, SessionManager, SessionOptions};
 use folio_test_support::{MockModelServer, MockReply, all, call_as, refused};
-use reqwest::Method;
 use pretty_assertions::assert_eq;
+use reqwest::Method;
 use serde_json::{Value, json};
 
 /// Opens a session for `key` with `message` and waits for its turn; returns the outputs (or
@@ -145,10 +145,9 @@ async fn over_http_the_continuation_key_picks_a_tenant_its_principal_may_reach()
         ("acme".into(), "acme-token".into()),
         ("globex".into(), "globex-token".into()),
     ]);
-    let listener = folio_server::no_delay(
-        tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
-    );
-    let url = format!("http://{}", listener.local_addr().unwrap());
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", tcp.local_addr().unwrap());
+    let listener = folio_server::no_delay(tcp);
     let service = app(manager.clone(), auth).into_make_service_with_connect_info::<SocketAddr>();
     tokio::spawn(async move { axum::serve(listener, service).await });
     let create = |key: &str, message: &str| CreateSession {
@@ -195,7 +194,9 @@ async fn over_http_the_continuation_key_picks_a_tenant_its_principal_may_reach()
     )
     .await;
     assert_eq!(status, 201);
-    reply(&manager, "globex", &created.session_id).await.unwrap();
+    reply(&manager, "globex", &created.session_id)
+        .await
+        .unwrap();
     assert_eq!(
         outputs(&manager, "globex", &created.session_id),
         [json!("not found: /notes.md")]
@@ -210,7 +211,11 @@ async fn over_http_the_continuation_key_picks_a_tenant_its_principal_may_reach()
             Some("acme-token"),
         )
         .await;
-        assert_eq!((status, error.error), (400, ErrorCode::InvalidRequest), "{bad:?}");
+        assert_eq!(
+            (status, error.error),
+            (400, ErrorCode::InvalidRequest),
+            "{bad:?}"
+        );
         assert!(error.message.starts_with("continuationKey: "), "{error:?}");
     }
     assert_eq!(mock.remaining(), 0);
