@@ -171,7 +171,7 @@ impl Actor {
                 let agent = self.inner.agent();
                 let workspace = self.inner.state.workspace_dir(&self.live.id);
                 let todos = self.live.with_events(TodoList::from_events);
-                let context = lock(&self.live.meta).context();
+                let context = crate::state::session_context(&lock(&self.live.meta));
                 let call = direct_call(
                     &agent,
                     &name,
@@ -608,7 +608,7 @@ async fn run_turn(
     let events = live.events();
     let todos = TodoList::from_events(&events);
     // Its own statement: the meta lock is released before the trace below takes it again.
-    let context = lock(&live.meta).context();
+    let context = crate::state::session_context(&lock(&live.meta));
     let turn = Turn {
         session_id: live.id.clone(),
         turn_id: turn_id.clone(),

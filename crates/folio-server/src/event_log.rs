@@ -99,6 +99,14 @@ impl EventLog {
         &self.path
     }
 
+    /// The index the next append gets.
+    pub fn next_index(&self) -> u64 {
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .next_index
+    }
+
     /// Appends one event with the next index; the line is written with a single `write`.
     pub fn append(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, LogError> {
         let started = std::time::Instant::now();

@@ -46,6 +46,7 @@ mod actor;
 mod auth;
 mod command;
 mod direct;
+mod disk_store;
 mod error;
 mod eval_case;
 mod evals;
@@ -72,6 +73,7 @@ mod stream;
 mod token;
 
 pub use auth::{Auth, AuthConfigError, AuthError};
+pub use disk_store::DiskStore;
 pub use error::{ManagerError, OpenError};
 pub use evals::{EvalRunError, list_eval_runs, read_eval_run, write_eval_run};
 pub use event_log::{EventLog, LogError, read_events};
@@ -81,6 +83,7 @@ pub use listener::{NoDelayListener, no_delay};
 pub use logs::LogBuffer;
 pub use manager::{Accepted, ChannelMessage, SessionManager};
 pub use state::{
-    SessionMeta, SessionOptions, StateRoot, new_session_id, new_turn_id, valid_session_id,
+    SessionMeta, SessionOptions, StateRoot, load_meta, new_session_id, new_turn_id,
+    valid_session_id,
 };
 pub use stream::EventStream;

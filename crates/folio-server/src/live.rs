@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::command::Command;
 use crate::error::{ManagerError, io_error};
 use crate::event_log::{EventLog, LogError};
-use crate::state::{SessionMeta, Staged, StateRoot, commit, reported_usage};
+use crate::state::{MetaFile, SessionMeta, Staged, StateRoot, commit, reported_usage};
 
 /// How many events a slow stream may fall behind before it catches up from the stored events
 /// (`Lagged`: correct, only slower). Every session that opens allocates and initializes this
@@ -192,7 +192,7 @@ impl Live {
 
     /// Changes fields recovery repairs from the log (status, turns, last index, token totals)
     /// and writes
-    /// `session.json` without a sync ([`SessionMeta::save_repairable`]).
+    /// `session.json` without a sync ([`MetaFile::save_repairable`]).
     pub(crate) fn repair_meta(
         &self,
         state: &StateRoot,

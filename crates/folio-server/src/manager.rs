@@ -32,8 +32,8 @@ use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
 use crate::shared::Inner;
 use crate::state::{
-    SessionMeta, SessionOptions, StateRoot, SyncTarget, commit, lock_state_root, new_session_id,
-    new_session_targets, reported_usage, valid_session_id, write_unsynced,
+    MetaFile, SessionMeta, SessionOptions, StateRoot, SyncTarget, commit, lock_state_root,
+    new_session_id, new_session_targets, reported_usage, valid_session_id, write_unsynced,
 };
 use crate::token;
 
@@ -760,7 +760,7 @@ impl SessionManager {
         if !valid_session_id(session_id) {
             return Err(not_found());
         }
-        let meta = SessionMeta::load(&self.inner.state, session_id)
+        let meta = crate::state::load_meta(&self.inner.state, session_id)
             .map_err(|e| io_error("cannot read session.json", e))?
             .ok_or_else(not_found)?;
         if meta.principal != principal {

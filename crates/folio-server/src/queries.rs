@@ -78,7 +78,7 @@ impl SessionManager {
             if cursor.is_some_and(|cursor| id.as_str() >= cursor) {
                 continue;
             }
-            let Ok(Some(meta)) = SessionMeta::load(&self.inner.state, &id) else {
+            let Ok(Some(meta)) = crate::state::load_meta(&self.inner.state, &id) else {
                 continue;
             };
             if principal.is_some_and(|principal| meta.principal != principal) {

@@ -41,9 +41,9 @@ impl SessionManager {
             if !valid_session_id(&id) {
                 continue;
             }
-            let meta = match SessionMeta::load(&self.inner.state, &id) {
+            let meta = match crate::state::load_meta(&self.inner.state, &id) {
                 Ok(Some(meta)) => meta,
-                Ok(None) if SessionMeta::never_written(&self.inner.state, &id) => {
+                Ok(None) if crate::state::meta_never_written(&self.inner.state, &id) => {
                     self.forget_unacknowledged(&id);
                     continue;
                 }

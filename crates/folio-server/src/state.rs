@@ -1,5 +1,6 @@
-//! Session metadata on disk (`session.json`) and the ids of sessions and turns; where each
-//! file lives is the state root's layout ([`StateRoot`], docs/http-api.md "Storage and crashes").
+//! Session metadata on disk (`session.json`, a [`folio_store::SessionMeta`]) and the group
+//! commit that makes files durable; where each file lives is the state root's layout
+//! ([`StateRoot`], docs/http-api.md "Storage and crashes").
 //!
 //! The end of a turn is not written to `session.json`: the log records it (synced) and readers
 //! settle the stored status from the log's last event ([`SessionMeta::settle`]).
@@ -8,101 +9,25 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::error::OpenError;
-use chrono::{DateTime, Utc};
 use folio_agent::tools::SessionContext;
-use folio_protocol::{Event, EventBody, SessionMode, SessionStatus, Usage};
-use serde::{Deserialize, Serialize};
+use folio_protocol::{Event, EventBody, Usage};
+pub use folio_store::{
+    AcceptedKey, SessionMeta, boundary_status, new_session_id, new_turn_id, valid_session_id,
+};
 use tokio::sync::oneshot;
-
-/// A new session id: `ses_` + a 26-character ULID.
-pub fn new_session_id() -> String {
-    format!("ses_{}", ulid::Ulid::generate())
-}
-
-/// Whether `id` has the form `ses_` + 26 ULID characters (and so is safe as a path component).
-pub fn valid_session_id(id: &str) -> bool {
-    id.strip_prefix("ses_")
-        .is_some_and(|rest| rest.len() == 26 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
-}
-
-/// A new turn id: `turn_` + a ULID.
-pub fn new_turn_id() -> String {
-    format!("turn_{}", ulid::Ulid::generate())
-}
 
 /// The directory everything of one agent is stored under; its layout (sessions, traces,
 /// artifacts, memory) is owned by [`folio_agent::StateLayout`].
 pub type StateRoot = folio_agent::StateLayout;
 
-/// `session.json`: a session's metadata.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionMeta {
-    /// `ses_…`.
-    pub session_id: String,
-    /// `chat` or `task`.
-    pub mode: SessionMode,
-    /// Where the session is in its life.
-    pub status: SessionStatus,
-    /// The channel that created it (`http`, `cli`, …).
-    pub channel: String,
-    /// The principal that owns it.
-    pub principal: String,
-    /// A title for lists.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// When it was created.
-    pub created_at: DateTime<Utc>,
-    /// When it last changed.
-    pub updated_at: DateTime<Utc>,
-    /// SHA-256 (hex) of the current continuation token, for channels that issue one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token_hash: Option<String>,
-    /// Turns started so far.
-    #[serde(default)]
-    pub turns: u32,
-    /// The index of the last event at the last turn boundary that `session.json` recorded; a
-    /// later boundary at the log's end is read from the log ([`SessionMeta::settle`]).
-    #[serde(default)]
-    pub last_index: u64,
-    /// The tokens its finished turns reported, summed ([`reported_usage`]): written at each
-    /// turn's end, so a list of sessions never reads their logs.
-    #[serde(default, skip_serializing_if = "Usage::is_zero")]
-    pub usage: Usage,
-    /// The last keyed follow-ups and the hash of the token each was answered with, so a retry
-    /// gets the same answer (see `Idempotency-Key`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub accepted_keys: Vec<AcceptedKey>,
-    /// Why the session exists (`eval` for eval cases); tools and hooks see it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub purpose: Option<String>,
-    /// A dry-run session: write tools return their `dry_run_result` instead of running.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub dry_run: bool,
-    /// How many peer asks deep the session was created (0: asked by a person or a channel);
-    /// its own peer asks go one deeper, and past `MAX_PEER_DEPTH` they are refused.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub peer_depth: u32,
-    /// The channel's continuation key the session was opened for (a thread, an issue); its
-    /// tools and a live root see it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub continuation_key: Option<String>,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-impl SessionMeta {
-    /// What the session tells its tools about itself on every call.
-    pub(crate) fn context(&self) -> SessionContext {
-        SessionContext {
-            dry_run: self.dry_run,
-            purpose: self.purpose.clone(),
-            continuation_key: self.continuation_key.clone(),
-            principal: self.principal.clone(),
-            peer_depth: self.peer_depth,
-        }
+/// What the session tells its tools about itself on every call.
+pub(crate) fn session_context(meta: &SessionMeta) -> SessionContext {
+    SessionContext {
+        dry_run: meta.dry_run,
+        purpose: meta.purpose.clone(),
+        continuation_key: meta.continuation_key.clone(),
+        principal: meta.principal.clone(),
+        peer_depth: meta.peer_depth,
     }
 }
 
@@ -132,91 +57,65 @@ pub(crate) fn reported_usage(events: &[Event]) -> Usage {
         .sum()
 }
 
-/// A follow-up accepted with an idempotency key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AcceptedKey {
-    /// The `Idempotency-Key` / `clientMessageId`.
-    pub key: String,
-    /// SHA-256 (hex) of the continuation token the follow-up was answered with.
-    pub token_hash: String,
-}
-
-/// The status the event ending a turn leaves its session in (`None`: `body` ends no turn).
-pub(crate) fn boundary_status(body: &EventBody) -> Option<SessionStatus> {
-    match body {
-        EventBody::SessionWaiting(_) => Some(SessionStatus::Waiting),
-        EventBody::SessionCompleted(_) => Some(SessionStatus::Completed),
-        EventBody::SessionFailed(_) => Some(SessionStatus::Failed),
-        _ => None,
+/// Reads `session.json` of `session_id`; `None` when the session does not exist, or when its
+/// `session.json` was never written out: a new session's file is written in place and synced
+/// with its first message before the create is acknowledged ([`MetaFile::write_new`]), so one
+/// a crash left empty (or zero-filled, after a power loss) belongs to a create that was never
+/// acknowledged.
+pub fn load_meta(state: &StateRoot, session_id: &str) -> std::io::Result<Option<SessionMeta>> {
+    match std::fs::read(state.meta_path(session_id)) {
+        Ok(bytes) if unwritten(&bytes) => Ok(None),
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(std::io::Error::other),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(err),
     }
 }
 
-impl SessionMeta {
-    /// Takes status, last index and update time from the log's `last` event when it ends a
-    /// turn after the last boundary `session.json` recorded (the log is synced first, then
-    /// `session.json` rewritten without a sync: a crash between the two leaves it behind until
-    /// recovery repairs it).
-    pub(crate) fn settle(&mut self, last: Option<&Event>) {
-        let Some(last) = last else { return };
-        if let Some(status) = boundary_status(&last.body)
-            && last.index > self.last_index
-        {
-            self.status = status;
-            self.last_index = last.index;
-            self.updated_at = self.updated_at.max(last.at);
-        }
-    }
+/// Whether `session.json` of `session_id` exists but was never written out (see
+/// [`load_meta`]): what a crash leaves of a create it interrupted.
+pub(crate) fn meta_never_written(state: &StateRoot, session_id: &str) -> bool {
+    std::fs::read(state.meta_path(session_id)).is_ok_and(|bytes| unwritten(&bytes))
+}
 
-    /// Reads `session.json` of `session_id`; `None` when the session does not exist, or when
-    /// its `session.json` was never written out: a new session's file is written in place and
-    /// synced with its first message before the create is acknowledged ([`SessionMeta::write_new`]),
-    /// so one a crash left empty (or zero-filled, after a power loss) belongs to a create that
-    /// was never acknowledged.
-    pub fn load(state: &StateRoot, session_id: &str) -> std::io::Result<Option<SessionMeta>> {
-        match std::fs::read(state.meta_path(session_id)) {
-            Ok(bytes) if unwritten(&bytes) => Ok(None),
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(std::io::Error::other),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(err) => Err(err),
-        }
-    }
-
-    /// Whether `session.json` of `session_id` exists but was never written out (see
-    /// [`SessionMeta::load`]): what a crash leaves of a create it interrupted.
-    pub(crate) fn never_written(state: &StateRoot, session_id: &str) -> bool {
-        std::fs::read(state.meta_path(session_id)).is_ok_and(|bytes| unwritten(&bytes))
-    }
-
+/// How a session's metadata is written to its `session.json`.
+pub(crate) trait MetaFile {
     /// Writes a new session's `session.json` in place, without a sync: the create syncs it
     /// with the session's directories and its first message, in one group-commit round
     /// ([`new_session_targets`]), before acknowledging anything.
-    pub(crate) fn write_new(&self, state: &StateRoot) -> std::io::Result<()> {
-        write_unsynced(&state.meta_path(&self.session_id), &self.bytes()?, true)
-    }
+    fn write_new(&self, state: &StateRoot) -> std::io::Result<()>;
 
     /// Stages a rewrite of `session.json` in its synced-to-be temporary file: sync
     /// [`Staged::target`] (with the log, in one round), then [`Staged::install`] it. For what a
     /// reply depends on: a new or rotated token, an accepted idempotency key, a turn count.
-    pub(crate) fn stage(&self, state: &StateRoot) -> std::io::Result<Staged> {
-        stage(&state.meta_path(&self.session_id), &self.bytes()?)
-    }
+    fn stage(&self, state: &StateRoot) -> std::io::Result<Staged>;
 
     /// Writes `session.json` atomically (temporary file renamed over it) without a sync: only
     /// for fields recovery repairs from the log, synced before (status, turn count, last
     /// index). The filesystem orders a rename over an existing file after the file's data
     /// (ext4 `auto_da_alloc`, xfs, btrfs), so a power loss leaves the old or the new file.
-    pub(crate) fn save_repairable(&self, state: &StateRoot) -> std::io::Result<()> {
-        let (tmp, file) = write_tmp(&state.meta_path(&self.session_id), &self.bytes()?)?;
+    fn save_repairable(&self, state: &StateRoot) -> std::io::Result<()>;
+}
+
+impl MetaFile for SessionMeta {
+    fn write_new(&self, state: &StateRoot) -> std::io::Result<()> {
+        write_unsynced(&state.meta_path(&self.session_id), &meta_bytes(self)?, true)
+    }
+
+    fn stage(&self, state: &StateRoot) -> std::io::Result<Staged> {
+        stage(&state.meta_path(&self.session_id), &meta_bytes(self)?)
+    }
+
+    fn save_repairable(&self, state: &StateRoot) -> std::io::Result<()> {
+        let (tmp, file) = write_tmp(&state.meta_path(&self.session_id), &meta_bytes(self)?)?;
         drop(file);
         std::fs::rename(&tmp, state.meta_path(&self.session_id))
     }
+}
 
-    fn bytes(&self) -> std::io::Result<Vec<u8>> {
-        serde_json::to_vec_pretty(self).map_err(std::io::Error::other)
-    }
+fn meta_bytes(meta: &SessionMeta) -> std::io::Result<Vec<u8>> {
+    serde_json::to_vec_pretty(meta).map_err(std::io::Error::other)
 }
 
 /// Whether a metadata file's `bytes` were never written out: empty, or zeros only (a power
@@ -283,7 +182,7 @@ pub(crate) async fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<
 
 /// Writes `path` in place (creating its directory when missing; `new`: refusing to replace an
 /// existing file) without a sync: for a file nobody relies on until the caller syncs it with
-/// its directory, and whose readers take an unwritten one (see [`SessionMeta::load`]) for
+/// its directory, and whose readers take an unwritten one (see [`load_meta`]) for
 /// absent.
 pub(crate) fn write_unsynced(path: &Path, bytes: &[u8], new: bool) -> std::io::Result<()> {
     use std::io::Write;
@@ -510,6 +409,7 @@ pub(crate) fn lock_state_root(state: &StateRoot) -> Result<std::fs::File, OpenEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use folio_protocol::SessionStatus;
 
     #[tokio::test]
     async fn a_group_commit_syncs_every_target_and_answers_each_waiter() {
@@ -550,7 +450,7 @@ mod tests {
             "updatedAt": "2026-11-30T00:00:00Z"
         }))
         .unwrap();
-        let load = || SessionMeta::load(&state, &meta.session_id).unwrap();
+        let load = || load_meta(&state, &meta.session_id).unwrap();
         meta.write_new(&state).unwrap();
         assert_eq!(load(), Some(meta.clone()));
         // The log's directory, which a new session's log creates.
@@ -589,12 +489,12 @@ mod tests {
         std::fs::create_dir_all(state.session_dir(id)).unwrap();
         for unwritten in [&[][..], &[0u8; 300][..]] {
             std::fs::write(state.meta_path(id), unwritten).unwrap();
-            assert_eq!(SessionMeta::load(&state, id).unwrap(), None);
-            assert!(SessionMeta::never_written(&state, id));
+            assert_eq!(load_meta(&state, id).unwrap(), None);
+            assert!(meta_never_written(&state, id));
         }
         // A file with content that does not parse is an error, not a missing session.
         std::fs::write(state.meta_path(id), b"{\"sessionId\":").unwrap();
-        assert!(SessionMeta::load(&state, id).is_err());
-        assert!(!SessionMeta::never_written(&state, id));
+        assert!(load_meta(&state, id).is_err());
+        assert!(!meta_never_written(&state, id));
     }
 }

@@ -288,7 +288,7 @@ async fn a_turn_end_stores_the_token_totals_in_session_json_and_lists_read_them_
     drop(manager);
     let root = folio_server::StateRoot::new(state.path());
     let stored = |id: &str| {
-        let meta = folio_server::SessionMeta::load(&root, id).unwrap().unwrap();
+        let meta = folio_server::load_meta(&root, id).unwrap().unwrap();
         (meta.status, meta.turns, meta.last_index, meta.usage)
     };
     let last = |id: &str| {
@@ -329,9 +329,7 @@ async fn a_turn_end_stores_the_token_totals_in_session_json_and_lists_read_them_
         .join("sessions")
         .join(&sent)
         .join("session.json");
-    let mut behind = folio_server::SessionMeta::load(&root, &sent)
-        .unwrap()
-        .unwrap();
+    let mut behind = folio_server::load_meta(&root, &sent).unwrap().unwrap();
     behind.status = SessionStatus::Running;
     behind.last_index -= 3;
     behind.usage = Usage::default();
@@ -402,7 +400,7 @@ async fn an_in_process_send_counts_its_turn_in_session_json_before_it_returns() 
         .session_id;
     wait_turns(&manager, &id, 1).await;
     manager.send("local", &id, "deploy", None).await.unwrap();
-    let stored = folio_server::SessionMeta::load(&folio_server::StateRoot::new(state.path()), &id)
+    let stored = folio_server::load_meta(&folio_server::StateRoot::new(state.path()), &id)
         .unwrap()
         .unwrap();
     assert_eq!((stored.status, stored.turns), (SessionStatus::Running, 2));

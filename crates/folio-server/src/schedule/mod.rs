@@ -13,7 +13,7 @@ mod clock;
 mod launcher;
 mod reminders;
 mod scheduler;
-mod slots;
+pub(crate) mod slots;
 
 pub use clock::{Clock, ManualClock, SystemClock, Wait};
 pub use launcher::{Launcher, SCHEDULE_CHANNEL, schedule_principal};

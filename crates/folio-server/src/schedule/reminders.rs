@@ -309,7 +309,7 @@ impl SessionManager {
     async fn deliver(&self, reminder: &Reminder, late: bool) -> Result<(), ManagerError> {
         let id = &reminder.reminder_id;
         let dir = session_dir(&self.inner.state, &reminder.session_id);
-        let meta = crate::state::SessionMeta::load(&self.inner.state, &reminder.session_id)
+        let meta = crate::state::load_meta(&self.inner.state, &reminder.session_id)
             .map_err(|e| io_error("cannot read session.json", e))?;
         if let Some(meta) = meta {
             let live = self.owned(&meta.principal, &reminder.session_id)?;

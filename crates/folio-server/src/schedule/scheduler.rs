@@ -15,7 +15,7 @@ use super::ScheduleError;
 use super::clock::Clock;
 use super::launcher::Launcher;
 use super::slots::{
-    MISSED_REASON, OVERLAP_REASON, SlotLog, SlotRecord, outcome, read_records, replay,
+    MISSED_REASON, OVERLAP_REASON, SlotLog, SlotRecord, outcome, read_records, replay, slots_dir,
 };
 use crate::state::StateRoot;
 
@@ -52,11 +52,6 @@ struct Track {
     /// Whether the slots missed before this process started were dealt with.
     caught_up: bool,
     last: Option<SlotOutcome>,
-}
-
-/// The directory of the slot logs.
-fn slots_dir(state: &StateRoot) -> PathBuf {
-    state.path().join("schedules")
 }
 
 impl Scheduler {

@@ -142,23 +142,63 @@ impl SlotLog {
         record: &SlotRecord,
         durable: bool,
     ) -> Result<(), ScheduleError> {
-        let mut line = serde_json::to_vec(record).map_err(|err| ScheduleError::Io {
-            path: self.path.clone(),
-            what: "cannot encode a record for".into(),
-            err: err.to_string(),
-        })?;
-        line.push(b'\n');
-        let io = |err: std::io::Error| ScheduleError::Io {
-            path: self.path.clone(),
-            what: "cannot append to".into(),
-            err: err.to_string(),
-        };
-        self.file.write_all(&line).map_err(io)?;
-        if durable {
-            self.file.sync_data().map_err(io)?;
-        }
-        Ok(())
+        write_record(&mut self.file, &self.path, record, durable)
     }
+}
+
+/// The directory of the slot logs: `<state-root>/schedules`.
+pub(crate) fn slots_dir(state: &crate::StateRoot) -> PathBuf {
+    state.path().join("schedules")
+}
+
+/// Appends `record` to the slot log at `path` (created, with its directory, when missing) and
+/// syncs it, and the directory's entry of a new log, before returning.
+pub(crate) fn append_record(path: &Path, record: &SlotRecord) -> Result<(), ScheduleError> {
+    let io = |what: &str, err: std::io::Error| ScheduleError::Io {
+        path: path.to_path_buf(),
+        what: what.to_string(),
+        err: err.to_string(),
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| io("cannot create the directory of", e))?;
+    let new = !path.exists();
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| io("cannot open", e))?;
+    write_record(&mut file, path, record, true)?;
+    if new {
+        std::fs::File::open(dir)
+            .and_then(|dir| dir.sync_all())
+            .map_err(|e| io("cannot sync the directory of", e))?;
+    }
+    Ok(())
+}
+
+/// Writes `record` as one line to `file` (the slot log at `path`); `durable` syncs it.
+fn write_record(
+    file: &mut std::fs::File,
+    path: &Path,
+    record: &SlotRecord,
+    durable: bool,
+) -> Result<(), ScheduleError> {
+    let mut line = serde_json::to_vec(record).map_err(|err| ScheduleError::Io {
+        path: path.to_path_buf(),
+        what: "cannot encode a record for".into(),
+        err: err.to_string(),
+    })?;
+    line.push(b'\n');
+    let io = |err: std::io::Error| ScheduleError::Io {
+        path: path.to_path_buf(),
+        what: "cannot append to".into(),
+        err: err.to_string(),
+    };
+    file.write_all(&line).map_err(io)?;
+    if durable {
+        file.sync_data().map_err(io)?;
+    }
+    Ok(())
 }
 
 /// Reads a slot log's records (a last line still being written is left out).

@@ -1,0 +1,607 @@
+//! The embedded disk store as a [`SessionStore`]: the state root's files behind the store
+//! interface that the PostgreSQL store implements too, so one conformance suite
+//! ([`folio_store::suite`]) holds both to the same promises.
+//!
+//! What each part of the trait is on disk (docs/http-api.md "Storage and crashes"):
+//! - metadata: `sessions/<id>/session.json`, written in place when new and synced with the
+//!   session's directories and log at its first [`commit`](SessionStore::commit), rewritten
+//!   whole (staged, synced, renamed) when a commit carries metadata;
+//! - the event log: `traces/<id>.ndjson` ([`EventLog`]), appends unsynced until the next commit
+//!   (one group-commit round);
+//! - create keys: `idempotency/<sha256(principal, key)>`, the session id and the request's
+//!   digest, synced before the call returns;
+//! - slot claims: a `claimed` record in the schedule's slot log (`schedules/<name>.ndjson`),
+//!   synced before the call returns.
+//!
+//! One process opens a state root at a time (it holds `<state-root>/.lock`), so leases and
+//! their fencing tokens live in this process's memory: a lease only orders this process's own
+//! writers, and after a restart no lease is held.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use folio_protocol::Event;
+use folio_store::{
+    Appends, CreateKey, Lease, ListQuery, NewEvent, SessionMeta, SessionStore, StoreError,
+};
+use tokio::sync::watch;
+
+use crate::error::OpenError;
+use crate::event_log::{EventLog, LogError, last_event, read_events};
+use crate::live::lock;
+use crate::schedule::slots::{SlotRecord, append_record, read_records, slots_dir};
+use crate::state::{
+    MetaFile, StateRoot, SyncTarget, commit, load_meta, lock_state_root, meta_never_written,
+    new_session_targets, valid_session_id, write_unsynced,
+};
+use crate::token::create_record_name;
+
+/// How many session logs stay open without followers; past it, the least recently used idle
+/// ones are closed (and reopened, reading the log once, on their next use).
+const OPEN_LOGS: usize = 256;
+
+/// The embedded disk store over one state root (see the module docs).
+pub struct DiskStore {
+    state: StateRoot,
+    /// The session logs in use, by session id.
+    logs: Mutex<HashMap<String, Arc<OpenLog>>>,
+    /// The leases, by session id (see the module docs).
+    leases: Mutex<Leases>,
+    /// Create keys and slot claims are checked and recorded one at a time.
+    recording: tokio::sync::Mutex<()>,
+    /// `<state-root>/.lock`, held while the store is open.
+    _lock: std::fs::File,
+}
+
+/// One session's open log and what its followers watch.
+struct OpenLog {
+    log: EventLog,
+    /// Appends run one at a time: the index check and the writes of a batch are one step.
+    appending: Mutex<()>,
+    /// The index of the newest event (`None`: an empty log), for followers.
+    newest: watch::Sender<Option<u64>>,
+    /// The session was created by this store and its first commit has not happened: that
+    /// commit also syncs its `session.json` and the directory entries that make it exist.
+    fresh: Mutex<bool>,
+    /// When it was last used, for closing idle logs.
+    used: Mutex<std::time::Instant>,
+}
+
+#[derive(Default)]
+struct Leases {
+    held: HashMap<String, Lease>,
+    /// The greatest fencing token issued, per session.
+    fences: HashMap<String, u64>,
+}
+
+impl DiskStore {
+    /// Opens the store over `state`, taking the state root's lock (refused with
+    /// [`OpenError::InUse`] when another process has it).
+    pub fn open(state: StateRoot) -> Result<DiskStore, OpenError> {
+        let lock = lock_state_root(&state)?;
+        Ok(DiskStore {
+            state,
+            logs: Mutex::new(HashMap::new()),
+            leases: Mutex::new(Leases::default()),
+            recording: tokio::sync::Mutex::new(()),
+            _lock: lock,
+        })
+    }
+
+    /// The session's open log; `NotFound` when the session does not exist.
+    fn open_log(&self, session_id: &str) -> Result<Arc<OpenLog>, StoreError> {
+        if let Some(open) = lock(&self.logs).get(session_id) {
+            *lock(&open.used) = std::time::Instant::now();
+            return Ok(open.clone());
+        }
+        if !self.exists(session_id)? {
+            return Err(StoreError::NotFound(format!("session {session_id}")));
+        }
+        self.insert_log(session_id, false)
+    }
+
+    /// Opens the log of `session_id` and keeps it, closing idle logs past [`OPEN_LOGS`].
+    fn insert_log(&self, session_id: &str, fresh: bool) -> Result<Arc<OpenLog>, StoreError> {
+        let (log, events) =
+            EventLog::open(&self.state.trace_path(session_id), session_id).map_err(log_error)?;
+        let open = Arc::new(OpenLog {
+            log,
+            appending: Mutex::new(()),
+            newest: watch::Sender::new(events.last().map(|event| event.index)),
+            fresh: Mutex::new(fresh),
+            used: Mutex::new(std::time::Instant::now()),
+        });
+        let mut logs = lock(&self.logs);
+        let open = logs.entry(session_id.to_string()).or_insert(open).clone();
+        if logs.len() > OPEN_LOGS {
+            let mut idle: Vec<(std::time::Instant, String)> = logs
+                .iter()
+                .filter(|(_, log)| log.newest.receiver_count() == 0 && !*lock(&log.fresh))
+                .map(|(id, log)| (*lock(&log.used), id.clone()))
+                .collect();
+            idle.sort_unstable();
+            let excess = logs.len() - OPEN_LOGS;
+            for (_, id) in idle.into_iter().take(excess) {
+                logs.remove(&id);
+            }
+        }
+        Ok(open)
+    }
+
+    /// Whether the session's `session.json` exists and was written.
+    fn exists(&self, session_id: &str) -> Result<bool, StoreError> {
+        if !valid_session_id(session_id) {
+            return Ok(false);
+        }
+        Ok(load_meta(&self.state, session_id)
+            .map_err(|source| io("cannot read session.json", source))?
+            .is_some())
+    }
+
+    /// The lease of `session_id` when it carries `fence`; `Fenced` otherwise.
+    fn check_fence(&self, session_id: &str, fence: u64) -> Result<(), StoreError> {
+        match lock(&self.leases).held.get(session_id) {
+            Some(lease) if lease.fence == fence => Ok(()),
+            _ => Err(StoreError::Fenced {
+                session_id: session_id.to_string(),
+                fence,
+            }),
+        }
+    }
+}
+
+fn io(context: &str, source: std::io::Error) -> StoreError {
+    StoreError::Io {
+        context: context.to_string(),
+        source,
+    }
+}
+
+fn log_error(err: LogError) -> StoreError {
+    match err {
+        LogError::Io { path, source } => io(&format!("event log {}", path.display()), source),
+        corrupt @ LogError::Corrupt { .. } => StoreError::Backend(corrupt.to_string()),
+    }
+}
+
+fn chrono_ttl(ttl: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::MAX)
+}
+
+#[async_trait::async_trait]
+impl SessionStore for DiskStore {
+    fn backend(&self) -> &'static str {
+        "disk"
+    }
+
+    async fn create_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
+        let id = &meta.session_id;
+        if !valid_session_id(id) {
+            return Err(StoreError::Backend(format!(
+                "{id} is not a session id (ses_ + 26 ULID characters)"
+            )));
+        }
+        // A `session.json` a crash left unwritten belongs to a create never acknowledged.
+        if meta_never_written(&self.state, id) {
+            std::fs::remove_file(self.state.meta_path(id))
+                .map_err(|source| io("cannot remove an unwritten session.json", source))?;
+        }
+        match meta.write_new(&self.state) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(StoreError::AlreadyExists(id.clone()));
+            }
+            Err(source) => return Err(io("cannot write session.json", source)),
+        }
+        self.insert_log(id, true)?;
+        Ok(())
+    }
+
+    async fn load_session(&self, session_id: &str) -> Result<Option<SessionMeta>, StoreError> {
+        if !valid_session_id(session_id) {
+            return Ok(None);
+        }
+        load_meta(&self.state, session_id).map_err(|source| io("cannot read session.json", source))
+    }
+
+    async fn save_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
+        if !self.exists(&meta.session_id)? {
+            return Err(StoreError::NotFound(format!("session {}", meta.session_id)));
+        }
+        meta.save_repairable(&self.state)
+            .map_err(|source| io("cannot save session.json", source))
+    }
+
+    async fn list_sessions(&self, query: &ListQuery) -> Result<Vec<SessionMeta>, StoreError> {
+        let mut ids: Vec<String> = match std::fs::read_dir(self.state.sessions_dir()) {
+            Ok(entries) => entries
+                .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+                .filter(|id| valid_session_id(id))
+                .filter(|id| query.before.as_ref().is_none_or(|before| id < before))
+                .collect(),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(source) => return Err(io("cannot list the sessions directory", source)),
+        };
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        let mut page = Vec::new();
+        for id in ids {
+            if page.len() == query.limit {
+                break;
+            }
+            let Some(meta) = load_meta(&self.state, &id)
+                .map_err(|source| io(&format!("cannot read session.json of {id}"), source))?
+            else {
+                continue;
+            };
+            if query
+                .principal
+                .as_ref()
+                .is_none_or(|principal| *principal == meta.principal)
+            {
+                page.push(meta);
+            }
+        }
+        Ok(page)
+    }
+
+    async fn delete_session(&self, session_id: &str) -> Result<(), StoreError> {
+        if !self.exists(session_id)? {
+            return Err(StoreError::NotFound(format!("session {session_id}")));
+        }
+        // Dropping the open log drops its watch: followers' streams end.
+        lock(&self.logs).remove(session_id);
+        lock(&self.leases).held.remove(session_id);
+        std::fs::remove_dir_all(self.state.session_dir(session_id))
+            .map_err(|source| io("cannot delete the session directory", source))?;
+        match std::fs::remove_file(self.state.trace_path(session_id)) {
+            Ok(()) => Ok(()),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(io("cannot delete the event log", source)),
+        }
+    }
+
+    async fn append(
+        &self,
+        session_id: &str,
+        expected: u64,
+        fence: Option<u64>,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Event>, StoreError> {
+        let open = self.open_log(session_id)?;
+        let _appending = lock(&open.appending);
+        if let Some(fence) = fence {
+            self.check_fence(session_id, fence)?;
+        }
+        let actual = open.log.next_index();
+        if actual != expected {
+            return Err(StoreError::Conflict {
+                session_id: session_id.to_string(),
+                expected,
+                actual,
+            });
+        }
+        let mut stored = Vec::with_capacity(events.len());
+        for event in events {
+            stored.push(
+                open.log
+                    .append(event.turn_id.as_deref(), event.body)
+                    .map_err(log_error)?,
+            );
+        }
+        if let Some(last) = stored.last() {
+            open.newest.send_replace(Some(last.index));
+        }
+        Ok(stored)
+    }
+
+    async fn commit(&self, session_id: &str, meta: Option<&SessionMeta>) -> Result<(), StoreError> {
+        let open = self.open_log(session_id)?;
+        let fresh = *lock(&open.fresh);
+        let mut targets = Vec::new();
+        if fresh {
+            targets.extend(new_session_targets(&self.state, session_id));
+        }
+        let staged = match meta {
+            Some(meta) => {
+                let staged = meta
+                    .stage(&self.state)
+                    .map_err(|source| io("cannot write session.json", source))?;
+                targets.push(staged.target());
+                Some(staged)
+            }
+            None => None,
+        };
+        open.log.commit_with(targets).await.map_err(log_error)?;
+        *lock(&open.fresh) = false;
+        if let Some(staged) = staged {
+            staged
+                .install()
+                .await
+                .map_err(|source| io("cannot save session.json", source))?;
+        }
+        Ok(())
+    }
+
+    async fn read_events(
+        &self,
+        session_id: &str,
+        start_index: u64,
+        limit: Option<usize>,
+    ) -> Result<Vec<Event>, StoreError> {
+        if !self.exists(session_id)? {
+            return Err(StoreError::NotFound(format!("session {session_id}")));
+        }
+        let path = self.state.trace_path(session_id);
+        let events = match read_events(&path) {
+            Ok(events) => events,
+            Err(LogError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Vec::new()
+            }
+            Err(err) => return Err(log_error(err)),
+        };
+        Ok(events
+            .into_iter()
+            .filter(|event| event.index >= start_index)
+            .take(limit.unwrap_or(usize::MAX))
+            .collect())
+    }
+
+    async fn last_event(&self, session_id: &str) -> Result<Option<Event>, StoreError> {
+        if !self.exists(session_id)? {
+            return Err(StoreError::NotFound(format!("session {session_id}")));
+        }
+        last_event(&self.state.trace_path(session_id)).map_err(log_error)
+    }
+
+    async fn follow(&self, session_id: &str) -> Result<Appends, StoreError> {
+        let mut newest = self.open_log(session_id)?.newest.subscribe();
+        newest.mark_unchanged();
+        Ok(Box::pin(futures::stream::unfold(
+            newest,
+            |mut newest| async move {
+                loop {
+                    newest.changed().await.ok()?;
+                    let seen = *newest.borrow_and_update();
+                    if let Some(index) = seen {
+                        return Some((index, newest));
+                    }
+                }
+            },
+        )))
+    }
+
+    async fn acquire_lease(
+        &self,
+        session_id: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease, StoreError> {
+        if !self.exists(session_id)? {
+            return Err(StoreError::NotFound(format!("session {session_id}")));
+        }
+        let now = Utc::now();
+        let mut leases = lock(&self.leases);
+        let took_over = match leases.held.get(session_id) {
+            Some(held) if held.owner != owner && held.expires_at > now => {
+                return Err(StoreError::LeaseHeld {
+                    session_id: session_id.to_string(),
+                    owner: held.owner.clone(),
+                    expires_at: held.expires_at,
+                });
+            }
+            Some(held) if held.owner != owner => Some(held.owner.clone()),
+            _ => None,
+        };
+        let fence = leases.fences.entry(session_id.to_string()).or_insert(0);
+        *fence += 1;
+        let lease = Lease {
+            session_id: session_id.to_string(),
+            owner: owner.to_string(),
+            fence: *fence,
+            expires_at: now + chrono_ttl(ttl),
+            took_over,
+        };
+        leases.held.insert(session_id.to_string(), lease.clone());
+        Ok(lease)
+    }
+
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
+        let mut leases = lock(&self.leases);
+        match leases.held.get_mut(&lease.session_id) {
+            Some(held) if held.fence == lease.fence => {
+                held.expires_at = Utc::now() + chrono_ttl(ttl);
+                Ok(held.clone())
+            }
+            _ => Err(StoreError::Fenced {
+                session_id: lease.session_id.clone(),
+                fence: lease.fence,
+            }),
+        }
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {
+        let mut leases = lock(&self.leases);
+        if leases
+            .held
+            .get(&lease.session_id)
+            .is_some_and(|held| held.fence == lease.fence)
+        {
+            leases.held.remove(&lease.session_id);
+        }
+        Ok(())
+    }
+
+    async fn expired_leases(&self) -> Result<Vec<Lease>, StoreError> {
+        let now = Utc::now();
+        Ok(lock(&self.leases)
+            .held
+            .values()
+            .filter(|lease| lease.expires_at <= now)
+            .cloned()
+            .collect())
+    }
+
+    async fn record_create_key(&self, record: &CreateKey) -> Result<Option<CreateKey>, StoreError> {
+        let _recording = self.recording.lock().await;
+        let path = self
+            .state
+            .path()
+            .join("idempotency")
+            .join(create_record_name(&record.principal, &record.key));
+        if let Some(kept) = read_create_key(&path, record)? {
+            return Ok(Some(kept));
+        }
+        // Written in place: a torn record names no session and is rewritten.
+        write_unsynced(
+            &path,
+            format!("{}\n{}\n", record.session_id, record.digest).as_bytes(),
+            false,
+        )
+        .map_err(|source| io("cannot record the idempotency key", source))?;
+        let mut targets = vec![SyncTarget::Path(path.clone())];
+        targets.extend(path.parent().map(|dir| SyncTarget::Path(dir.to_path_buf())));
+        commit(targets)
+            .await
+            .map_err(|source| io("cannot sync the idempotency key", source))?;
+        Ok(None)
+    }
+
+    async fn claim_slot(
+        &self,
+        schedule: &str,
+        slot: DateTime<Utc>,
+        _owner: &str,
+    ) -> Result<bool, StoreError> {
+        let _recording = self.recording.lock().await;
+        let dir = slots_dir(&self.state);
+        let path = dir.join(format!("{schedule}.ndjson"));
+        let records = read_records(&path).map_err(|err| StoreError::Backend(err.to_string()))?;
+        let claimed = records
+            .iter()
+            .any(|record| matches!(record, SlotRecord::Claimed { slot: claimed, .. } if *claimed == slot));
+        if claimed {
+            return Ok(false);
+        }
+        append_record(
+            &path,
+            &SlotRecord::Claimed {
+                slot,
+                manual: false,
+            },
+        )
+        .map_err(|err| StoreError::Backend(err.to_string()))?;
+        Ok(true)
+    }
+}
+
+/// The create key recorded at `path` for `record`'s principal and key: `None` when there is
+/// none, or only a torn one (a record whose first line is no session id).
+fn read_create_key(path: &Path, record: &CreateKey) -> Result<Option<CreateKey>, StoreError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(io("cannot read the idempotency record", source)),
+    };
+    let mut lines = text.lines().map(str::trim);
+    let (Some(session_id), Some(digest)) = (lines.next(), lines.next()) else {
+        return Ok(None);
+    };
+    Ok((!session_id.is_empty()).then(|| CreateKey {
+        principal: record.principal.clone(),
+        key: record.key.clone(),
+        session_id: session_id.to_string(),
+        digest: digest.to_string(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_disk_store_passes_the_store_suite() {
+        let roots = Mutex::new(Vec::new());
+        folio_store::suite::run_all(async || -> Arc<dyn SessionStore> {
+            let dir = tempfile::tempdir().unwrap();
+            let store = DiskStore::open(StateRoot::new(dir.path())).unwrap();
+            lock(&roots).push(dir);
+            let store: Arc<dyn SessionStore> = Arc::new(store);
+            store
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_second_store_on_one_state_root_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let _first = DiskStore::open(StateRoot::new(dir.path())).unwrap();
+        assert!(matches!(
+            DiskStore::open(StateRoot::new(dir.path())),
+            Err(OpenError::InUse(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn what_a_store_commits_is_there_when_the_state_root_is_opened_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = folio_store::suite::meta("alice");
+        let id = meta.session_id.clone();
+        {
+            let store = DiskStore::open(StateRoot::new(dir.path())).unwrap();
+            store.create_session(&meta).await.unwrap();
+            store
+                .append(
+                    &id,
+                    0,
+                    None,
+                    vec![NewEvent::new(
+                        None,
+                        folio_protocol::EventBody::SessionWaiting(
+                            folio_protocol::SessionWaiting {},
+                        ),
+                    )],
+                )
+                .await
+                .unwrap();
+            store.commit(&id, None).await.unwrap();
+            let key = CreateKey {
+                principal: "alice".into(),
+                key: "k".into(),
+                session_id: id.clone(),
+                digest: "d".into(),
+            };
+            assert_eq!(store.record_create_key(&key).await.unwrap(), None);
+            let slot = "2026-12-01T09:00:00Z".parse().unwrap();
+            assert!(store.claim_slot("nightly", slot, "a").await.unwrap());
+        }
+        let store = DiskStore::open(StateRoot::new(dir.path())).unwrap();
+        assert_eq!(store.load_session(&id).await.unwrap(), Some(meta));
+        assert_eq!(store.read_events(&id, 0, None).await.unwrap().len(), 1);
+        let again = CreateKey {
+            principal: "alice".into(),
+            key: "k".into(),
+            session_id: "ses_other".into(),
+            digest: "e".into(),
+        };
+        let kept = store.record_create_key(&again).await.unwrap().unwrap();
+        assert_eq!(
+            (kept.session_id, kept.digest),
+            (id.clone(), "d".to_string())
+        );
+        let slot = "2026-12-01T09:00:00Z".parse().unwrap();
+        assert!(!store.claim_slot("nightly", slot, "b").await.unwrap());
+        // The server's own parser reads the claim.
+        let records =
+            read_records(&slots_dir(&StateRoot::new(dir.path())).join("nightly.ndjson")).unwrap();
+        assert_eq!(
+            records,
+            [SlotRecord::Claimed {
+                slot,
+                manual: false
+            }]
+        );
+    }
+}
