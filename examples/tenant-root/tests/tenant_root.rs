@@ -43,6 +43,23 @@ fn outputs(manager: &SessionManager, principal: &str, id: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The example's session manager over `tenants`, its state under `state`, its model `mock`.
+async fn open_example(mock: &MockModelServer, tenants: &Path, state: &Path) -> SessionManager {
+    let (manager, _agent) = open(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        Tenants::new(tenants),
+        state,
+        ModelSpec {
+            spec: "openai:gpt-test",
+            base_url: Some(&mock.openai_base_url()),
+            env: &|name: &str| (name == "OPENAI_API_KEY").then(|| "test-key".to_string()),
+        },
+    )
+    .await
+    .unwrap();
+    manager
+}
+
 #[tokio::test]
 async fn each_tenant_works_in_its_own_folder_built_from_the_continuation_key() {
     let mock = MockModelServer::start().await;
@@ -54,19 +71,7 @@ async fn each_tenant_works_in_its_own_folder_built_from_the_continuation_key() {
     )
     .unwrap();
     let state = tempfile::tempdir().unwrap();
-    let project = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let (manager, _agent) = open(
-        project,
-        Tenants::new(tenants.path()),
-        state.path(),
-        ModelSpec {
-            spec: "openai:gpt-test",
-            base_url: Some(&mock.openai_base_url()),
-            env: &|name: &str| (name == "OPENAI_API_KEY").then(|| "test-key".to_string()),
-        },
-    )
-    .await
-    .unwrap();
+    let manager = open_example(&mock, tenants.path(), state.path()).await;
 
     // acme's first session writes a note into acme's folder.
     mock.push(MockReply::tool_calls([(
@@ -128,18 +133,7 @@ async fn over_http_the_continuation_key_picks_a_tenant_its_principal_may_reach()
     let mock = MockModelServer::start().await;
     let tenants = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
-    let (manager, _agent) = open(
-        Path::new(env!("CARGO_MANIFEST_DIR")),
-        Tenants::new(tenants.path()),
-        state.path(),
-        ModelSpec {
-            spec: "openai:gpt-test",
-            base_url: Some(&mock.openai_base_url()),
-            env: &|name: &str| (name == "OPENAI_API_KEY").then(|| "test-key".to_string()),
-        },
-    )
-    .await
-    .unwrap();
+    let manager = open_example(&mock, tenants.path(), state.path()).await;
     // One bearer token per tenant: the principal is the tenant.
     let auth = Auth::Tokens(vec![
         ("acme".into(), "acme-token".into()),
