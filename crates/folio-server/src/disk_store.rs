@@ -18,7 +18,6 @@
 //! writers, and after a restart no lease is held.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,10 +33,10 @@ use crate::event_log::{EventLog, LogError, last_event, read_events};
 use crate::live::lock;
 use crate::schedule::slots::{SlotRecord, append_record, read_records, slots_dir};
 use crate::state::{
-    MetaFile, StateRoot, SyncTarget, commit, load_meta, lock_state_root, meta_never_written,
-    new_session_targets, valid_session_id, write_unsynced,
+    MetaFile, StateRoot, load_meta, lock_state_root, meta_never_written, new_session_targets,
+    valid_session_id,
 };
-use crate::token::create_record_name;
+use crate::token::{create_record_name, read_create_record, write_create_record};
 
 /// How many session logs stay open without followers; past it, the least recently used idle
 /// ones are closed (and reopened, reading the log once, on their next use).
@@ -451,21 +450,21 @@ impl SessionStore for DiskStore {
             .path()
             .join("idempotency")
             .join(create_record_name(&record.principal, &record.key));
-        if let Some(kept) = read_create_key(&path, record)? {
-            return Ok(Some(kept));
+        let recorded = read_create_record(&path)
+            .map_err(|source| io("cannot read the idempotency record", source))?;
+        if let Some((session_id, Some(digest))) = recorded
+            && !session_id.is_empty()
+        {
+            return Ok(Some(CreateKey {
+                principal: record.principal.clone(),
+                key: record.key.clone(),
+                session_id,
+                digest,
+            }));
         }
-        // Written in place: a torn record names no session and is rewritten.
-        write_unsynced(
-            &path,
-            format!("{}\n{}\n", record.session_id, record.digest).as_bytes(),
-            false,
-        )
-        .map_err(|source| io("cannot record the idempotency key", source))?;
-        let mut targets = vec![SyncTarget::Path(path.clone())];
-        targets.extend(path.parent().map(|dir| SyncTarget::Path(dir.to_path_buf())));
-        commit(targets)
+        write_create_record(&path, &record.session_id, &record.digest)
             .await
-            .map_err(|source| io("cannot sync the idempotency key", source))?;
+            .map_err(|source| io("cannot record the idempotency key", source))?;
         Ok(None)
     }
 
@@ -495,26 +494,6 @@ impl SessionStore for DiskStore {
         .map_err(|err| StoreError::Backend(err.to_string()))?;
         Ok(true)
     }
-}
-
-/// The create key recorded at `path` for `record`'s principal and key: `None` when there is
-/// none, or only a torn one (a record whose first line is no session id).
-fn read_create_key(path: &Path, record: &CreateKey) -> Result<Option<CreateKey>, StoreError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(io("cannot read the idempotency record", source)),
-    };
-    let mut lines = text.lines().map(str::trim);
-    let (Some(session_id), Some(digest)) = (lines.next(), lines.next()) else {
-        return Ok(None);
-    };
-    Ok((!session_id.is_empty()).then(|| CreateKey {
-        principal: record.principal.clone(),
-        key: record.key.clone(),
-        session_id: session_id.to_string(),
-        digest: digest.to_string(),
-    }))
 }
 
 #[cfg(test)]

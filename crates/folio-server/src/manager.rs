@@ -32,8 +32,8 @@ use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
 use crate::shared::Inner;
 use crate::state::{
-    MetaFile, SessionMeta, SessionOptions, StateRoot, SyncTarget, commit, lock_state_root,
-    new_session_id, new_session_targets, reported_usage, valid_session_id, write_unsynced,
+    MetaFile, SessionMeta, SessionOptions, StateRoot, lock_state_root, new_session_id,
+    new_session_targets, reported_usage, valid_session_id,
 };
 use crate::token;
 
@@ -284,20 +284,8 @@ impl SessionManager {
             None => token::new_token(),
         };
         if let (Some(record), Some(digest)) = (&record, &digest) {
-            // Durable before the session exists, so a retry after a crash finds it; written in
-            // place (a torn record, never acknowledged, names no session and is rewritten).
-            let write = || {
-                write_unsynced(
-                    record,
-                    format!("{session_id}\n{digest}\n").as_bytes(),
-                    false,
-                )?;
-                Ok::<_, std::io::Error>(record.parent().map(std::path::Path::to_path_buf))
-            };
-            let dir = write().map_err(|e| io_error("cannot record the idempotency key", e))?;
-            let mut targets = vec![SyncTarget::Path(record.clone())];
-            targets.extend(dir.map(SyncTarget::Path));
-            commit(targets)
+            // Durable before the session exists, so a retry after a crash finds it.
+            token::write_create_record(record, &session_id, digest)
                 .await
                 .map_err(|e| io_error("cannot record the idempotency key", e))?;
         }
@@ -419,17 +407,13 @@ impl SessionManager {
         digest: &str,
         message: &Pending,
     ) -> Result<Option<Accepted>, ManagerError> {
-        let text = match std::fs::read_to_string(record) {
-            Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(io_error("cannot read the idempotency record", err)),
-        };
-        let mut lines = text.lines().map(str::trim);
-        let session_id = match lines.next() {
-            Some(id) if valid_session_id(id) => id.to_string(),
+        let (session_id, recorded) = match token::read_create_record(record)
+            .map_err(|e| io_error("cannot read the idempotency record", e))?
+        {
+            Some((id, recorded)) if valid_session_id(&id) => (id, recorded),
             _ => return Ok(None),
         };
-        token::check_same_request(key, lines.next(), Some(digest))?;
+        token::check_same_request(key, recorded.as_deref(), Some(digest))?;
         let live = match self.owned(principal, &session_id) {
             Ok(live) => live,
             Err(ManagerError::NotFound(_)) => return Ok(None),

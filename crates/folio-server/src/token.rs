@@ -10,7 +10,7 @@ use folio_protocol::{Event, EventBody};
 use sha2::Digest;
 
 use crate::error::ManagerError;
-use crate::state::{AcceptedKey, SessionMeta};
+use crate::state::{AcceptedKey, SessionMeta, SyncTarget, commit, write_unsynced};
 
 /// How many keyed follow-ups per session `session.json` remembers (older retries get `409`).
 pub(crate) const REMEMBERED_KEYS: usize = 32;
@@ -44,6 +44,35 @@ pub(crate) fn hash_token(token: &str) -> String {
 /// Where the session created by `principal` with `key` is recorded (`<state>/idempotency/…`).
 pub(crate) fn create_record_name(principal: &str, key: &str) -> String {
     sha256_hex(&format!("folio-create\0{principal}\0{key}"))
+}
+
+/// The record of a keyed create at `path`: the session id it names (first line) and the
+/// request's digest (second line, when there is one); `None` when there is no record.
+pub(crate) fn read_create_record(
+    path: &std::path::Path,
+) -> std::io::Result<Option<(String, Option<String>)>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    let mut lines = text.lines().map(str::trim);
+    let session_id = lines.next().unwrap_or_default().to_string();
+    Ok(Some((session_id, lines.next().map(str::to_string))))
+}
+
+/// Records at `path` that a keyed create made `session_id` from the request with `digest`,
+/// durably: written in place (a torn record, never acknowledged, names no session and is
+/// rewritten), then synced with its directory's entry.
+pub(crate) async fn write_create_record(
+    path: &std::path::Path,
+    session_id: &str,
+    digest: &str,
+) -> std::io::Result<()> {
+    write_unsynced(path, format!("{session_id}\n{digest}\n").as_bytes(), false)?;
+    let mut targets = vec![SyncTarget::Path(path.to_path_buf())];
+    targets.extend(path.parent().map(|dir| SyncTarget::Path(dir.to_path_buf())));
+    commit(targets).await
 }
 
 /// Checks an idempotency key: 1 to 255 visible ASCII characters.
