@@ -314,6 +314,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         )?;
         tokio::spawn(scheduler.clone().run(manager.shutdown_token()));
         tokio::spawn(manager.clone().run_reminders());
+        tokio::spawn(manager.clone().run_retention());
         mounts.push(Mount {
             slug: slug.clone(),
             manager: manager.clone(),

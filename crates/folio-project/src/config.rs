@@ -75,6 +75,9 @@ pub struct AgentConfig {
     /// The context budget: window, when to compact, what to keep.
     #[serde(default)]
     pub context: ContextSection,
+    /// How long the server keeps sessions.
+    #[serde(default)]
+    pub store: StoreSection,
     /// An authored FileSystem instead of the host disk: mount path → mount.
     pub root: Option<BTreeMap<String, MountSpec>>,
 }
@@ -114,6 +117,16 @@ pub struct LocalSection {
 pub struct ConcurrencySection {
     /// Turns running at once across the agent; excess turns queue.
     pub max_running_turns: Option<u32>,
+}
+
+/// `[store]`: how long `folio serve` keeps sessions.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSection {
+    /// Delete sessions idle for longer than this many days (no turn running, queued or
+    /// waiting for an approval since), with their logs and workspaces; checked at start and
+    /// hourly. Default: keep every session.
+    pub keep_sessions_days: Option<std::num::NonZeroU32>,
 }
 
 /// `[context]`: how much conversation a model request may carry, and compaction.

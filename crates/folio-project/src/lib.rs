@@ -67,7 +67,7 @@ pub use channels::{
 pub use config::{
     AgentConfig, ConcurrencySection, ContextSection, Effect, Execution, GeneratedSkillManifest,
     LocalSection, MountSpec, ProjectConfig, ProviderSection, ScheduleFrontmatter, SkillFrontmatter,
-    TelemetrySection, ToolManifest,
+    StoreSection, TelemetrySection, ToolManifest,
 };
 pub use diagnostic::{Diagnostic, Severity};
 pub use discovery::{AgentDefinition, Discovery, ScheduleSummary, discover, slug_problem};

@@ -14,8 +14,9 @@
 //!   synced before the call returns.
 //!
 //! One process opens a state root at a time (it holds `<state-root>/.lock`), so leases and
-//! their fencing tokens live in this process's memory: a lease only orders this process's own
-//! writers, and after a restart no lease is held.
+//! their fencing tokens live in this process's memory (a lease only orders this process's own
+//! writers, and after a restart no lease is held) and signals go from this process to itself.
+//! Retention deletes a session's folder and log; slot claims stay in their slot log.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,9 +25,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use folio_protocol::Event;
 use folio_store::{
-    Appends, CreateKey, Lease, ListQuery, NewEvent, SessionMeta, SessionStore, StoreError,
+    Appends, CreateKey, Lease, ListQuery, NewEvent, RetentionReport, SessionMeta, SessionStore,
+    Signal, Signals, StoreError,
 };
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 
 use crate::error::OpenError;
 use crate::event_log::{EventLog, LogError, last_event, read_events};
@@ -42,9 +44,14 @@ use crate::token::{create_record_name, read_create_record, write_create_record};
 /// ones are closed (and reopened, reading the log once, on their next use).
 const OPEN_LOGS: usize = 256;
 
+/// How many signals a slow follower may fall behind.
+const SIGNALS: usize = 1024;
+
 /// The embedded disk store over one state root (see the module docs).
 pub struct DiskStore {
     state: StateRoot,
+    /// Signals, to this process's followers (the only process on the state root).
+    signals: broadcast::Sender<Signal>,
     /// The session logs in use, by session id.
     logs: Mutex<HashMap<String, Arc<OpenLog>>>,
     /// The leases, by session id (see the module docs).
@@ -83,6 +90,7 @@ impl DiskStore {
         let lock = lock_state_root(&state)?;
         Ok(DiskStore {
             state,
+            signals: broadcast::Sender::new(SIGNALS),
             logs: Mutex::new(HashMap::new()),
             leases: Mutex::new(Leases::default()),
             recording: tokio::sync::Mutex::new(()),
@@ -466,6 +474,68 @@ impl SessionStore for DiskStore {
             .await
             .map_err(|source| io("cannot record the idempotency key", source))?;
         Ok(None)
+    }
+
+    /// Slot claims stay: they are lines of the schedule's slot log, one per firing, which
+    /// the scheduler reads whole.
+    async fn signal(&self, session_id: &str, message: &str) -> Result<(), StoreError> {
+        // No follower is fine: no turn of this process waits for it.
+        let _ = self.signals.send(Signal {
+            session_id: session_id.to_string(),
+            message: message.to_string(),
+        });
+        Ok(())
+    }
+
+    /// A follower that falls behind by more than [`SIGNALS`] skips what it missed.
+    async fn signals(&self) -> Result<Signals, StoreError> {
+        Ok(Box::pin(futures::stream::unfold(
+            self.signals.subscribe(),
+            |mut signals| async move {
+                loop {
+                    match signals.recv().await {
+                        Ok(signal) => return Some((signal, signals)),
+                        Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(broadcast::error::RecvError::Closed) => return None,
+                    }
+                }
+            },
+        )))
+    }
+
+    async fn delete_expired_sessions(&self, keep: Duration) -> Result<RetentionReport, StoreError> {
+        let cutoff = Utc::now() - chrono_ttl(keep);
+        let mut report = RetentionReport::default();
+        let mut before = None;
+        loop {
+            let page = self
+                .list_sessions(&ListQuery {
+                    principal: None,
+                    before: before.clone(),
+                    limit: 100,
+                })
+                .await?;
+            before = page.last().map(|meta| meta.session_id.clone());
+            for meta in &page {
+                let id = &meta.session_id;
+                if meta.updated_at >= cutoff || lock(&self.leases).held.contains_key(id) {
+                    continue;
+                }
+                let events = self.last_event(id).await?.map_or(0, |last| last.index + 1);
+                match self.delete_session(id).await {
+                    Ok(()) => {
+                        report.sessions += 1;
+                        report.events += events;
+                    }
+                    // Deleted meanwhile by its owner.
+                    Err(StoreError::NotFound(_)) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+            if page.len() < 100 {
+                return Ok(report);
+            }
+        }
     }
 
     async fn claim_slot(

@@ -66,6 +66,7 @@ mod playground;
 mod principal;
 mod queries;
 mod recovery;
+mod retention;
 pub mod schedule;
 mod shared;
 mod state;

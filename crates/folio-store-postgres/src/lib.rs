@@ -58,8 +58,8 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool};
 
 pub use error::PgError;
+pub use folio_store::RetentionReport;
 pub use notify::Notice;
-pub use retention::RetentionReport;
 pub use retry::RetryPolicy;
 pub use schema::SchemaStatus;
 pub use stats::{StoreStats, TableStats};

@@ -2,23 +2,13 @@
 
 use std::time::Duration;
 
+use folio_store::RetentionReport;
+
 use crate::sessions::DELETE_BATCH;
 use crate::{PgError, PgStore};
 
 /// Sessions picked per round of [`PgStore::delete_expired_sessions`].
 const SESSIONS_PER_ROUND: i64 = 50;
-
-/// What one retention pass deleted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RetentionReport {
-    /// Sessions deleted.
-    pub sessions: u64,
-    /// Their events deleted.
-    pub events: u64,
-    /// Schedule slot claims older than the retention period deleted.
-    pub slot_claims: u64,
-}
 
 impl PgStore {
     /// Deletes every session not updated for `keep` and not running a turn (no lease row),

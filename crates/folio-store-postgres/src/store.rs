@@ -6,10 +6,13 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use folio_protocol::Event;
 use folio_store::{
-    Appends, CreateKey, Lease, ListQuery, NewEvent, SessionMeta, SessionStore, StoreError,
+    Appends, CreateKey, Lease, ListQuery, NewEvent, RetentionReport, SessionMeta, SessionStore,
+    Signal, Signals, StoreError,
 };
 
-use crate::PgStore;
+use tokio::sync::broadcast;
+
+use crate::{Notice, PgStore};
 
 #[async_trait::async_trait]
 impl SessionStore for PgStore {
@@ -113,5 +116,41 @@ impl SessionStore for PgStore {
         owner: &str,
     ) -> Result<bool, StoreError> {
         Ok(self.claim(schedule, slot, owner).await?)
+    }
+
+    async fn signal(&self, session_id: &str, message: &str) -> Result<(), StoreError> {
+        Ok(PgStore::signal(self, session_id, message).await?)
+    }
+
+    /// The control messages of [`PgStore::notices`] (a follower that falls behind skips what
+    /// it missed: signals are not durable).
+    async fn signals(&self) -> Result<Signals, StoreError> {
+        Ok(Box::pin(futures::stream::unfold(
+            self.notices(),
+            |mut notices| async move {
+                loop {
+                    match notices.recv().await {
+                        Ok(Notice::Control {
+                            session_id,
+                            message,
+                        }) => {
+                            return Some((
+                                Signal {
+                                    session_id,
+                                    message,
+                                },
+                                notices,
+                            ));
+                        }
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(broadcast::error::RecvError::Closed) => return None,
+                    }
+                }
+            },
+        )))
+    }
+
+    async fn delete_expired_sessions(&self, keep: Duration) -> Result<RetentionReport, StoreError> {
+        Ok(PgStore::delete_expired_sessions(self, keep).await?)
     }
 }

@@ -114,6 +114,30 @@ pub struct CreateKey {
 /// The indexes of a session's new events as they are appended ([`SessionStore::follow`]).
 pub type Appends = Pin<Box<dyn futures::Stream<Item = u64> + Send>>;
 
+/// A request for the server that owns a session's turn ([`SessionStore::signal`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signal {
+    /// The session.
+    pub session_id: String,
+    /// What is asked (`stop`, `preempt`…: the server defines the words).
+    pub message: String,
+}
+
+/// The signals sent, about any session, once [`SessionStore::signals`] returned.
+pub type Signals = Pin<Box<dyn futures::Stream<Item = Signal> + Send>>;
+
+/// What one retention pass deleted ([`SessionStore::delete_expired_sessions`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetentionReport {
+    /// Sessions deleted.
+    pub sessions: u64,
+    /// Their events deleted.
+    pub events: u64,
+    /// Schedule slot claims older than the retention period deleted.
+    pub slot_claims: u64,
+}
+
 /// Where sessions, event logs, leases, idempotent creates and schedule claims are kept.
 ///
 /// Object-safe: servers hold an `Arc<dyn SessionStore>`. Every method may fail with
@@ -216,4 +240,19 @@ pub trait SessionStore: Send + Sync {
         slot: DateTime<Utc>,
         owner: &str,
     ) -> Result<bool, StoreError>;
+
+    /// Sends `message` about the session to every server following signals: the one owning
+    /// its turn (the lease holder) acts on it. Not durable: a server whose connection to the
+    /// store is down when it is sent misses it, so a sender repeats a request until its effect
+    /// shows (a stop: until the turn ends).
+    async fn signal(&self, session_id: &str, message: &str) -> Result<(), StoreError>;
+
+    /// Follows the signals sent from now on, by any server, about any session.
+    async fn signals(&self) -> Result<Signals, StoreError>;
+
+    /// Retention (`[store] keep_sessions_days`): deletes every session whose metadata was last
+    /// updated more than `keep` ago and whose turn no server holds a lease on, with its events
+    /// (and, where the backend keeps them apart, slot claims older than `keep`), a few at a
+    /// time so that no single step holds much.
+    async fn delete_expired_sessions(&self, keep: Duration) -> Result<RetentionReport, StoreError>;
 }

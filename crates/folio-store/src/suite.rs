@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 use folio_protocol::{EventBody, MessageCompleted, SessionMode, SessionStatus, SessionWaiting};
 use futures::StreamExt;
 
-use crate::{CreateKey, ListQuery, NewEvent, SessionMeta, SessionStore, StoreError};
+use crate::{CreateKey, ListQuery, NewEvent, SessionMeta, SessionStore, Signal, StoreError};
 
 /// How long a case waits for something a store must do promptly (a followed append).
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -36,6 +36,8 @@ pub async fn run_all(make: impl AsyncFn() -> Arc<dyn SessionStore>) {
     a_taken_over_lease_is_fenced(make().await).await;
     a_slot_is_claimed_once(make().await).await;
     a_create_key_is_recorded_once(make().await).await;
+    retention_deletes_old_idle_sessions(make().await).await;
+    signals_reach_every_follower(make().await).await;
 }
 
 /// A chat session of `principal` with a fresh id, status `running`.
@@ -635,4 +637,106 @@ pub async fn a_create_key_is_recorded_once(store: Arc<dyn SessionStore>) {
         kept.session_id.starts_with("ses_c"),
         "{name}: a racer's record is kept"
     );
+}
+
+/// Retention deletes the sessions idle for longer than the period, with their events; a
+/// recent session stays, and so does an old one whose turn a server holds a lease on.
+pub async fn retention_deletes_old_idle_sessions(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let long_ago = Utc::now() - chrono::Duration::days(10);
+    let old = |principal: &str| {
+        let mut meta = meta(principal);
+        meta.created_at = long_ago;
+        meta.updated_at = long_ago;
+        meta
+    };
+    let expired = old("alice");
+    let leased = old("alice");
+    let recent = meta("alice");
+    for meta in [&expired, &leased, &recent] {
+        store.create_session(meta).await.unwrap();
+        store
+            .append(
+                &meta.session_id,
+                0,
+                None,
+                vec![text(None, "a"), text(None, "b")],
+            )
+            .await
+            .unwrap();
+        store.commit(&meta.session_id, None).await.unwrap();
+    }
+    let lease = store
+        .acquire_lease(&leased.session_id, "server-a", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let week = Duration::from_secs(7 * 24 * 3600);
+    let report = store.delete_expired_sessions(week).await.unwrap();
+    assert_eq!(
+        (report.sessions, report.events),
+        (1, 2),
+        "{name}: one session idle past the period, with its two events"
+    );
+    assert_eq!(
+        store.load_session(&expired.session_id).await.unwrap(),
+        None,
+        "{name}: the expired session is gone"
+    );
+    for kept in [&leased, &recent] {
+        assert!(
+            store
+                .load_session(&kept.session_id)
+                .await
+                .unwrap()
+                .is_some(),
+            "{name}: a leased or recent session stays"
+        );
+    }
+    store.release_lease(&lease).await.unwrap();
+    let again = store.delete_expired_sessions(week).await.unwrap();
+    assert_eq!(
+        again.sessions, 1,
+        "{name}: once its lease is released, the old session goes too"
+    );
+}
+
+/// A signal reaches every follower with its session and message. A backend may miss signals
+/// sent while its notification connection is still coming up, so the case repeats the signal
+/// until both followers have heard it, as a server repeats a stop until the turn ends.
+pub async fn signals_reach_every_follower(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let meta = meta("alice");
+    store.create_session(&meta).await.unwrap();
+    let expected = Signal {
+        session_id: meta.session_id.clone(),
+        message: "stop".into(),
+    };
+    let mut followers = [
+        store.signals().await.unwrap(),
+        store.signals().await.unwrap(),
+    ];
+    let heard = tokio::time::timeout(PATIENCE, async {
+        let mut heard = [false, false];
+        while heard != [true, true] {
+            store.signal(&meta.session_id, "stop").await.unwrap();
+            let round = tokio::time::sleep(Duration::from_millis(200));
+            tokio::pin!(round);
+            loop {
+                let [first, second] = &mut followers;
+                tokio::select! {
+                    _ = &mut round => break,
+                    Some(signal) = first.next() => {
+                        assert_eq!(signal, expected, "{name}: the first follower's signal");
+                        heard[0] = true;
+                    }
+                    Some(signal) = second.next() => {
+                        assert_eq!(signal, expected, "{name}: the second follower's signal");
+                        heard[1] = true;
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    assert!(heard.is_ok(), "{name}: every follower hears the signal");
 }

@@ -1,0 +1,101 @@
+//! Retention (`[store] keep_sessions_days` in `agent.toml`): sessions idle for longer than the
+//! period are deleted (metadata, event log, workspace), so a long-running server's state root
+//! does not grow without bound.
+//!
+//! A session is idle when its last turn ended (status `waiting`, `completed` or `failed`) and
+//! no actor of this process holds it; the period counts from its last change (`updatedAt`),
+//! read by the manager's clock. A session whose turn runs, queues or waits for an approval is
+//! never deleted, however old. A pass runs when the server starts and then every hour.
+
+use std::time::Duration;
+
+use folio_protocol::SessionStatus;
+use folio_store::RetentionReport;
+
+use crate::error::{ManagerError, io_error};
+use crate::event_log::last_event;
+use crate::live::lock;
+use crate::manager::SessionManager;
+use crate::state::{load_meta, valid_session_id};
+
+/// How often a server with a retention period looks for expired sessions.
+const RETENTION_INTERVAL: chrono::TimeDelta = chrono::TimeDelta::hours(1);
+
+impl SessionManager {
+    /// Deletes every idle session (see the module docs) of every principal whose last change
+    /// is older than `keep`; answers how many sessions and events went.
+    pub async fn delete_expired_sessions(
+        &self,
+        keep: Duration,
+    ) -> Result<RetentionReport, ManagerError> {
+        let keep = chrono::Duration::from_std(keep).unwrap_or(chrono::Duration::MAX);
+        let cutoff = self.clock().now() - keep;
+        let ids: Vec<String> = match std::fs::read_dir(self.inner.state.sessions_dir()) {
+            Ok(entries) => entries
+                .flatten()
+                .filter_map(|entry| entry.file_name().into_string().ok())
+                .filter(|id| valid_session_id(id))
+                .collect(),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(err) => return Err(io_error("cannot list sessions for retention", err)),
+        };
+        let mut report = RetentionReport::default();
+        for id in ids {
+            let Ok(Some(stored)) = load_meta(&self.inner.state, &id) else {
+                continue;
+            };
+            let busy = self
+                .inner
+                .live(&id)
+                .is_some_and(|live| lock(&live.mailbox).is_some());
+            let meta = self.current_meta(stored);
+            if busy || meta.status == SessionStatus::Running || meta.updated_at >= cutoff {
+                continue;
+            }
+            let events = last_event(&self.inner.state.trace_path(&id))
+                .ok()
+                .flatten()
+                .map_or(0, |last| last.index + 1);
+            match self.delete(&meta.principal, &id).await {
+                Ok(()) => {
+                    report.sessions += 1;
+                    report.events += events;
+                    self.inner.logs.about(&id).info(format!(
+                        "session {id} deleted by retention: idle since {}",
+                        folio_protocol::format_at(&meta.updated_at)
+                    ));
+                }
+                // Deleted meanwhile by its owner.
+                Err(ManagerError::NotFound(_)) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(report)
+    }
+
+    /// Runs a retention pass now and then every hour until shutdown, when the agent sets
+    /// `[store] keep_sessions_days`; returns at once when it keeps sessions forever.
+    pub async fn run_retention(self) {
+        let Some(days) = self.agent().definition.config.store.keep_sessions_days else {
+            return;
+        };
+        let keep = Duration::from_secs(u64::from(days.get()) * 24 * 3600);
+        let clock = self.clock();
+        let shutdown = self.inner.shutdown.clone();
+        loop {
+            match self.delete_expired_sessions(keep).await {
+                Ok(report) if report.sessions > 0 => tracing::info!(
+                    sessions = report.sessions,
+                    events = report.events,
+                    "retention deleted sessions idle for more than {days} days"
+                ),
+                Ok(_) => {}
+                Err(err) => tracing::error!("retention: {err}"),
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = clock.sleep_until(clock.now() + RETENTION_INTERVAL) => {}
+            }
+        }
+    }
+}
