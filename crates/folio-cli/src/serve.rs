@@ -13,7 +13,9 @@ use folio_agent::{Agent, discover};
 use folio_channels::{ChannelOptions, Channels};
 use folio_server::http::{HttpConfig, Layout, MCP_AUTH_CALLBACK, Mount, router_with};
 use folio_server::schedule::{Clock, Scheduler, SystemClock};
-use folio_server::{Auth, Browsers, FaultPoint, LogBuffer, SessionManager, StateRoot};
+use folio_server::{
+    Auth, Browsers, FaultPoint, LogBuffer, SessionManager, StateRoot, WorkspaceRoot,
+};
 
 use crate::model::open_model;
 
@@ -36,6 +38,11 @@ pub(crate) struct ServeArgs {
     /// `<state-root>/<slug>`).
     #[arg(long)]
     state_root: Option<PathBuf>,
+    /// Where new sessions' host workspaces go (`<dir>/<session id>`; a slugged agent uses
+    /// `<dir>/<slug>`) instead of the state root: a filesystem every server sharing the
+    /// sessions mounts. A turn of a session made under another workspace root is refused.
+    #[arg(long)]
+    workspace_root: Option<PathBuf>,
     /// Development mode (the playground lists every principal's runs on loopback).
     #[arg(long)]
     pub(crate) dev: bool,
@@ -296,6 +303,13 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             .map_err(anyhow::Error::msg)?;
         manager.set_fault(fault);
         manager.set_clock(clock.clone());
+        if let Some(dir) = &args.workspace_root {
+            let root = WorkspaceRoot::open(dir).map_err(anyhow::Error::msg)?;
+            manager.set_workspace_root(match layout {
+                Layout::Single => root,
+                Layout::Multi => root.for_agent(&slug).map_err(anyhow::Error::msg)?,
+            });
+        }
         let channels = Channels::open(
             &manager,
             ChannelOptions {

@@ -1,4 +1,5 @@
-//! `folio serve` as a host of several agents, graceful shutdown, `folio chat` and `folio dev`.
+//! `folio serve` as a host of several agents (each with its own state and workspace root),
+//! graceful shutdown, `folio chat` and `folio dev`.
 
 mod serve_support;
 
@@ -44,7 +45,14 @@ async fn a_folder_of_projects_mounts_each_agent_under_its_slug() {
     write_agent(&root.path().join("beta"), "Beta");
     std::fs::create_dir_all(root.path().join("not-a-project")).unwrap();
     let state = tempfile::tempdir().unwrap();
-    let server = serve(&mock.openai_base_url(), root.path(), state.path(), &[]).await;
+    let workspaces = tempfile::tempdir().unwrap();
+    let server = serve(
+        &mock.openai_base_url(),
+        root.path(),
+        state.path(),
+        &["--workspace-root", workspaces.path().to_str().unwrap()],
+    )
+    .await;
     let agents: Vec<AgentSummary> = expect(
         Method::GET,
         &format!("{}/v1/agents", server.host),
@@ -60,9 +68,16 @@ async fn a_folder_of_projects_mounts_each_agent_under_its_slug() {
     assert_eq!(agents, [summary("Alpha"), summary("Beta")]);
     let beta = format!("{}/beta", server.host);
     assert_eq!(describe(&beta).await.agent.name, "Beta");
-    let created = create_session(&beta, &CreateSession::message("hi")).await;
+    let created = create_session(
+        &beta,
+        &CreateSession {
+            workspace_files: [("notes.md".to_string(), "hi\n".to_string())].into(),
+            ..CreateSession::message("hi")
+        },
+    )
+    .await;
     let id = created.session_id.as_str();
-    // Each slug has its own state root and its own sessions.
+    // Each slug has its own state root and its own sessions, and its own workspace root.
     assert!(state.path().join("beta/sessions").join(id).exists());
     expect_error(
         Method::GET,
@@ -74,6 +89,11 @@ async fn a_folder_of_projects_mounts_each_agent_under_its_slug() {
     let mut stream = Stream::open(&beta, id, 0, None).await;
     let done = stream.until("turn.completed").await;
     assert_eq!(data::<TurnCompleted>(&done).reply, "from beta");
+    assert_eq!(
+        std::fs::read_to_string(workspaces.path().join("beta").join(id).join("notes.md")).unwrap(),
+        "hi\n",
+        "the session's workspace is under --workspace-root/<slug>"
+    );
     let (status, index) = get(&format!("{}/", server.host)).await;
     assert_eq!(status, 200);
     let index = index.as_str().unwrap();

@@ -510,7 +510,7 @@ async fn read_file(
     session_id: &str,
     path: &str,
 ) -> Option<String> {
-    let workspace = manager.state().workspace_dir(session_id);
+    let workspace = manager.workspace_dir(EVAL_PRINCIPAL, session_id).ok()?;
     let session = folio_agent::TurnSession {
         session_id,
         continuation_key: None,

@@ -9,7 +9,9 @@
 //! - **durable append**: one event appended under the session's lease (fencing token checked),
 //!   then committed: what a message's acknowledgement waits for;
 //! - **turn**: 24 events appended one by one (a turn's deltas, steps and boundary), then one
-//!   commit: what a turn costs the store.
+//!   commit: what a turn costs the store when each event is written as it happens;
+//! - **turn, one batch**: the same 24 events in one append, then one commit: what it costs when
+//!   the writer buffers a turn's events until the boundary.
 //!
 //! `W` writers each own a session and run their share of the operations back to back.
 
@@ -76,6 +78,7 @@ fn meta(principal: &str) -> SessionMeta {
         dry_run: false,
         peer_depth: 0,
         continuation_key: None,
+        workspace_root: None,
     }
 }
 
@@ -92,6 +95,7 @@ fn delta(n: usize) -> NewEvent {
 enum Operation {
     DurableAppend,
     Turn,
+    BatchedTurn,
 }
 
 /// Runs `ops` operations over `writers` sessions; returns each operation's latency and the
@@ -136,6 +140,14 @@ async fn run(
                             next += 1;
                         }
                     }
+                    Operation::BatchedTurn => {
+                        let events = (0..TURN_EVENTS).map(delta).collect();
+                        store
+                            .append(&id, next, Some(lease.fence), events)
+                            .await
+                            .unwrap();
+                        next += TURN_EVENTS as u64;
+                    }
                 }
                 store.commit(&id, None).await.unwrap();
                 latencies.push(op.elapsed());
@@ -163,6 +175,11 @@ async fn report(backend: &str, store: Arc<dyn SessionStore>, args: &Args) {
     for (operation, name, ops) in [
         (Operation::DurableAppend, "durable append", args.ops),
         (Operation::Turn, "turn (24 appends + commit)", args.ops / 4),
+        (
+            Operation::BatchedTurn,
+            "turn (one 24-event append + commit)",
+            args.ops / 4,
+        ),
     ] {
         for &writers in &args.writers {
             let (latencies, wall) = run(store.clone(), operation, ops.max(writers), writers).await;

@@ -169,7 +169,13 @@ impl Actor {
                     return false;
                 }
                 let agent = self.inner.agent();
-                let workspace = self.inner.state.workspace_dir(&self.live.id);
+                let workspace = match self.inner.workspace_of(&lock(&self.live.meta)) {
+                    Ok(workspace) => workspace,
+                    Err(err) => {
+                        let _ = reply.send(Err(err));
+                        return false;
+                    }
+                };
                 let todos = self.live.with_events(TodoList::from_events);
                 let context = crate::state::session_context(&lock(&self.live.meta));
                 let call = direct_call(
@@ -206,17 +212,44 @@ impl Actor {
                     running.task.abort();
                 }
                 if delete {
-                    self.live.closed.cancel();
-                    let state = &self.inner.state;
-                    let _ = std::fs::remove_dir_all(state.session_dir(&self.live.id));
-                    let _ = std::fs::remove_file(state.trace_path(&self.live.id));
+                    self.remove_from_disk();
                 }
                 let _ = self.live.log.commit().await;
                 *lock(&self.live.mailbox) = None;
                 let _ = reply.send(());
                 true
             }
+            Command::Expire { before, reply } => {
+                // A turn whose task has ended (its end is in the log) is over: settle it first.
+                if let Some(running) = self.running.take_if(|running| running.task.is_finished()) {
+                    self.after_turn(outcome_of(running.task.await)).await;
+                }
+                let idle = self.running.is_none()
+                    && self.queue.is_empty()
+                    && self.live.with_events(|events| open_turn(events).is_none())
+                    && {
+                        let meta = lock(&self.live.meta);
+                        meta.status != SessionStatus::Running && meta.updated_at < before
+                    };
+                if idle {
+                    self.remove_from_disk();
+                    *lock(&self.live.mailbox) = None;
+                }
+                let _ = reply.send(idle);
+                idle
+            }
         }
+    }
+
+    /// Ends the session's streams and removes its metadata, workspace and log from disk.
+    fn remove_from_disk(&self) {
+        self.live.closed.cancel();
+        let state = &self.inner.state;
+        if let Ok(workspace) = self.inner.workspace_of(&lock(&self.live.meta)) {
+            let _ = std::fs::remove_dir_all(workspace);
+        }
+        let _ = std::fs::remove_dir_all(state.session_dir(&self.live.id));
+        let _ = std::fs::remove_file(state.trace_path(&self.live.id));
     }
 
     fn resolve(&mut self, mut resolved: ActionApprovalResolved) -> Result<(), ManagerError> {
@@ -572,7 +605,13 @@ async fn run_turn(
     };
     let agent = inner.agent();
     let _running = folio_telemetry::metrics::turn_running(&agent.definition.name);
-    let workspace = inner.state.workspace_dir(&live.id);
+    // An agent with a root keeps its files there: only a host-default turn needs to see the
+    // session's own workspace.
+    let workspace = match inner.workspace_of(&lock(&live.meta)) {
+        Ok(workspace) => workspace,
+        Err(err) if agent.root.is_none() => return failed(&live, err.to_string()),
+        Err(_) => inner.state.workspace_dir(&live.id),
+    };
     let session = {
         let meta = lock(&live.meta);
         (

@@ -111,4 +111,10 @@ pub(crate) enum Command {
         delete: bool,
         reply: oneshot::Sender<()>,
     },
+    /// Retention: deletes the session when it is idle (no turn running, queued or parked, its
+    /// last turn ended) and last changed before `before`; answers whether it did.
+    Expire {
+        before: chrono::DateTime<chrono::Utc>,
+        reply: oneshot::Sender<bool>,
+    },
 }

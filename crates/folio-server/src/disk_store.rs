@@ -33,7 +33,7 @@ use tokio::sync::{broadcast, watch};
 use crate::error::OpenError;
 use crate::event_log::{EventLog, LogError, last_event, read_events};
 use crate::live::lock;
-use crate::schedule::slots::{SlotRecord, append_record, read_records, slots_dir};
+use crate::schedule::slots::{SlotRecord, append_record, log_path, read_records, slots_dir};
 use crate::state::{
     MetaFile, StateRoot, load_meta, lock_state_root, meta_never_written, new_session_targets,
     valid_session_id,
@@ -544,9 +544,13 @@ impl SessionStore for DiskStore {
         slot: DateTime<Utc>,
         _owner: &str,
     ) -> Result<bool, StoreError> {
+        if !valid_schedule_name(schedule) {
+            return Err(StoreError::Backend(format!(
+                "{schedule:?} is not a schedule name: `/`-separated segments of letters, digits, `_`, `-` and `.`, none of them `.` or `..`"
+            )));
+        }
         let _recording = self.recording.lock().await;
-        let dir = slots_dir(&self.state);
-        let path = dir.join(format!("{schedule}.ndjson"));
+        let path = log_path(&slots_dir(&self.state), schedule);
         let records = read_records(&path).map_err(|err| StoreError::Backend(err.to_string()))?;
         let claimed = records
             .iter()
@@ -566,6 +570,17 @@ impl SessionStore for DiskStore {
     }
 }
 
+/// Whether `name` can name a slot log under the state root: relative, `/`-separated segments
+/// of `[A-Za-z0-9_.-]`, none empty, `.` or `..`.
+fn valid_schedule_name(name: &str) -> bool {
+    name.split('/').all(|segment| {
+        !matches!(segment, "" | "." | "..")
+            && segment
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -581,6 +596,24 @@ mod tests {
             store
         })
         .await;
+    }
+
+    #[tokio::test]
+    async fn a_slot_of_a_schedule_name_that_leaves_the_slot_logs_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DiskStore::open(StateRoot::new(dir.path().join("state"))).unwrap();
+        let slot = "2026-12-01T09:00:00Z".parse().unwrap();
+        for name in ["../escape", "/abs", "a//b", "a/./b", "x\\y", "", "a b"] {
+            assert!(
+                matches!(
+                    store.claim_slot(name, slot, "a").await,
+                    Err(StoreError::Backend(_))
+                ),
+                "{name:?}"
+            );
+        }
+        assert!(!dir.path().join("escape.ndjson").exists());
+        assert!(store.claim_slot("reports/daily", slot, "a").await.unwrap());
     }
 
     #[tokio::test]

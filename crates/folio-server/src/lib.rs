@@ -72,6 +72,7 @@ mod shared;
 mod state;
 mod stream;
 mod token;
+mod workspace_root;
 
 pub use auth::{Auth, AuthConfigError, AuthError};
 pub use disk_store::DiskStore;
@@ -88,3 +89,4 @@ pub use state::{
     valid_session_id,
 };
 pub use stream::EventStream;
+pub use workspace_root::WorkspaceRoot;

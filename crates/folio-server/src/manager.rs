@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::RangeInclusive;
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
@@ -36,6 +37,7 @@ use crate::state::{
     new_session_targets, reported_usage, valid_session_id,
 };
 use crate::token;
+use crate::workspace_root::WorkspaceRoot;
 
 /// An accepted message: the session and its (new) continuation token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,6 +108,7 @@ impl SessionManager {
                 logs,
                 keepalive_ms: std::sync::atomic::AtomicU64::new(15_000),
                 state_lock: std::sync::Mutex::new(Some(state_lock)),
+                workspace_root: RwLock::new(None),
                 reconnecting: std::sync::atomic::AtomicBool::new(false),
                 creating: Default::default(),
             }),
@@ -211,6 +214,36 @@ impl SessionManager {
     /// The state root.
     pub fn state(&self) -> &StateRoot {
         &self.inner.state
+    }
+
+    /// Keeps new sessions' host workspaces under `root` (`folio serve --workspace-root`) instead
+    /// of the state root; sessions made under another root are refused their host-default
+    /// turns (see [`WorkspaceRoot`]).
+    pub fn set_workspace_root(&self, root: WorkspaceRoot) {
+        *self
+            .inner
+            .workspace_root
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner()) = Some(Arc::new(root));
+    }
+
+    /// The workspace root new sessions' workspaces go under, when the server has one.
+    pub fn workspace_root(&self) -> Option<Arc<WorkspaceRoot>> {
+        self.inner
+            .workspace_root
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clone()
+    }
+
+    /// The host workspace of `principal`'s session `session_id` on this server.
+    pub fn workspace_dir(
+        &self,
+        principal: &str,
+        session_id: &str,
+    ) -> Result<PathBuf, ManagerError> {
+        self.inner
+            .workspace_of(&self.owned_meta(principal, session_id)?)
     }
 
     /// Creates a session for `principal` through `channel` (`http`, `mcp`, `cli`, …) and starts
@@ -365,9 +398,10 @@ impl SessionManager {
             dry_run: options.dry_run,
             peer_depth: options.peer_depth,
             continuation_key: options.continuation_key,
+            workspace_root: self.workspace_root().map(|root| root.id().to_string()),
         };
         let state = &self.inner.state;
-        let workspace = state.workspace_dir(session_id);
+        let workspace = self.inner.workspace_of(&meta)?;
         std::fs::create_dir_all(&workspace).map_err(|e| io_error("cannot create workspace", e))?;
         meta.write_new(state)
             .map_err(|e| io_error("cannot write session.json", e))?;

@@ -3,15 +3,17 @@
 //! does not grow without bound.
 //!
 //! A session is idle when its last turn ended (status `waiting`, `completed` or `failed`) and
-//! no actor of this process holds it; the period counts from its last change (`updatedAt`),
-//! read by the manager's clock. A session whose turn runs, queues or waits for an approval is
-//! never deleted, however old. A pass runs when the server starts and then every hour.
+//! nothing is queued; the period counts from its last change (`updatedAt`), read by the
+//! manager's clock. The session's own actor makes the last check and the deletion as one of its
+//! commands, so a message admitted meanwhile keeps the session. A session whose turn runs,
+//! queues or waits for an approval is never deleted, however old. A pass runs when the server
+//! starts and then every hour.
 
 use std::time::Duration;
 
-use folio_protocol::SessionStatus;
 use folio_store::RetentionReport;
 
+use crate::command::Command;
 use crate::error::{ManagerError, io_error};
 use crate::event_log::last_event;
 use crate::live::lock;
@@ -44,30 +46,38 @@ impl SessionManager {
             let Ok(Some(stored)) = load_meta(&self.inner.state, &id) else {
                 continue;
             };
-            let busy = self
-                .inner
-                .live(&id)
-                .is_some_and(|live| lock(&live.mailbox).is_some());
+            // Whether a turn runs is for the actor to say (a turn's end is in the log before
+            // the status is): here only what changed recently is passed over.
             let meta = self.current_meta(stored);
-            if busy || meta.status == SessionStatus::Running || meta.updated_at >= cutoff {
+            if meta.updated_at >= cutoff {
                 continue;
             }
             let events = last_event(&self.inner.state.trace_path(&id))
                 .ok()
                 .flatten()
                 .map_or(0, |last| last.index + 1);
-            match self.delete(&meta.principal, &id).await {
-                Ok(()) => {
-                    report.sessions += 1;
-                    report.events += events;
-                    self.inner.logs.about(&id).info(format!(
-                        "session {id} deleted by retention: idle since {}",
-                        folio_protocol::format_at(&meta.updated_at)
-                    ));
-                }
+            // The session's actor decides, between its other commands: a message that
+            // arrived since this check keeps the session.
+            let live = match self.owned(&meta.principal, &id) {
+                Ok(live) => live,
                 // Deleted meanwhile by its owner.
-                Err(ManagerError::NotFound(_)) => {}
+                Err(ManagerError::NotFound(_)) => continue,
                 Err(err) => return Err(err),
+            };
+            let expired = self
+                .command(&live, |reply| Command::Expire {
+                    before: cutoff,
+                    reply,
+                })
+                .await?;
+            if expired {
+                lock(&self.inner.live).remove(&id);
+                report.sessions += 1;
+                report.events += events;
+                self.inner.logs.about(&id).info(format!(
+                    "session {id} deleted by retention: idle since {}",
+                    folio_protocol::format_at(&meta.updated_at)
+                ));
             }
         }
         Ok(report)

@@ -1,6 +1,7 @@
 //! What a [`SessionManager`](crate::SessionManager), its actors, turns and streams share.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
@@ -9,10 +10,11 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::error::ManagerError;
 use crate::fault::FaultPoint;
 use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
-use crate::state::StateRoot;
+use crate::state::{SessionMeta, StateRoot};
 
 /// The state of one agent's sessions, shared by the manager, its actors and its streams.
 pub(crate) struct Inner {
@@ -43,6 +45,8 @@ pub(crate) struct Inner {
     pub(crate) reconnecting: AtomicBool,
     /// Creates under way with an idempotency key, one at a time per key.
     pub(crate) creating: KeyLocks,
+    /// Where new sessions' host workspaces go (`None`: under the state root).
+    pub(crate) workspace_root: RwLock<Option<Arc<crate::workspace_root::WorkspaceRoot>>>,
 }
 
 /// One lock per key, held while a keyed create runs: a concurrent create with the same key
@@ -88,5 +92,17 @@ impl Inner {
     /// The live session of `session_id`, when one is open.
     pub(crate) fn live(&self, session_id: &str) -> Option<Arc<Live>> {
         lock(&self.live).get(session_id).and_then(Weak::upgrade)
+    }
+
+    /// The host workspace of the session `meta` describes, or `Refused` when it lives under a
+    /// workspace root this server does not see.
+    pub(crate) fn workspace_of(&self, meta: &SessionMeta) -> Result<PathBuf, ManagerError> {
+        let root = self
+            .workspace_root
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clone();
+        crate::workspace_root::session_workspace(&self.state, root.as_deref(), meta)
+            .map_err(ManagerError::Refused)
     }
 }

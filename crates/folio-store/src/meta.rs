@@ -71,6 +71,10 @@ pub struct SessionMeta {
     /// The channel's continuation key the session was opened for (a thread, an issue).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continuation_key: Option<String>,
+    /// The id of the workspace root (`--workspace-root`) its host workspace lives under; `None`:
+    /// under the state root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_root: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {

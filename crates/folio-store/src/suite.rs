@@ -61,6 +61,7 @@ pub fn meta(principal: &str) -> SessionMeta {
         dry_run: false,
         peer_depth: 0,
         continuation_key: None,
+        workspace_root: None,
     }
 }
 

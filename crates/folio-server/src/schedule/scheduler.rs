@@ -15,7 +15,8 @@ use super::ScheduleError;
 use super::clock::Clock;
 use super::launcher::Launcher;
 use super::slots::{
-    MISSED_REASON, OVERLAP_REASON, SlotLog, SlotRecord, outcome, read_records, replay, slots_dir,
+    MISSED_REASON, OVERLAP_REASON, SlotLog, SlotRecord, log_path, outcome, read_records, replay,
+    slots_dir,
 };
 use crate::state::StateRoot;
 
@@ -196,10 +197,6 @@ pub fn statuses_on_disk(
             Ok(status(schedule, replay(&records).last, now))
         })
         .collect()
-}
-
-fn log_path(dir: &Path, name: &str) -> PathBuf {
-    dir.join(format!("{name}.ndjson"))
 }
 
 /// A schedule's status at `now`.

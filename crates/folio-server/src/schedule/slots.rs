@@ -103,7 +103,7 @@ impl SlotLog {
     /// Opens (or creates) the log of `name` under `dir`; a line torn by a crash is cut off, and a
     /// claim without its session is recorded as abandoned.
     pub(crate) fn open(dir: &Path, name: &str) -> Result<(SlotLog, Replayed), ScheduleError> {
-        let path = dir.join(format!("{name}.ndjson"));
+        let path = log_path(dir, name);
         let io = |what: &str, err: std::io::Error| ScheduleError::Io {
             path: path.clone(),
             what: what.to_string(),
@@ -144,6 +144,11 @@ impl SlotLog {
     ) -> Result<(), ScheduleError> {
         write_record(&mut self.file, &self.path, record, durable)
     }
+}
+
+/// The slot log of schedule `name` under `dir`: `<dir>/<name>.ndjson`.
+pub(crate) fn log_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.ndjson"))
 }
 
 /// The directory of the slot logs: `<state-root>/schedules`.
