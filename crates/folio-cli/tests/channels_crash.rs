@@ -184,6 +184,29 @@ async fn within_30s<T>(what: impl Fn() -> String, mut check: impl FnMut() -> Opt
     }
 }
 
+/// Waits until the channels' delivery records (`<state>/<slug>/channels/<id>/deliveries.ndjson`)
+/// hold `count` recorded replies.
+async fn replies_recorded(state: &Path, count: usize) {
+    let entries = |dir: &Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
+            .unwrap_or_default()
+    };
+    let recorded = || {
+        entries(state)
+            .iter()
+            .flat_map(|agent| entries(&agent.join("channels")))
+            .filter_map(|channel| std::fs::read_to_string(channel.join("deliveries.ndjson")).ok())
+            .map(|text| text.matches("\"record\":\"reply\"").count())
+            .sum::<usize>()
+    };
+    within_30s(
+        || format!("{} of {count} replies recorded", recorded()),
+        || (recorded() >= count).then_some(()),
+    )
+    .await;
+}
+
 /// Waits until `session` ended a turn (completed, or closed by the restart's recovery).
 async fn turn_ended(state: &Path, session: &str) {
     within_30s(
@@ -389,6 +412,9 @@ async fn a_turn_cut_short_by_kill_9_is_reported_to_the_provider_after_the_restar
         kinds.len(),
         "a cut-short turn ran again"
     );
+    // A report is recorded once the provider answered it (replies are at least once): the
+    // kill waits for both records.
+    replies_recorded(state.path(), kinds.len()).await;
     kill(server).await;
 
     // Reported turns are recorded: a later restart reports nothing again. A new delivery's
