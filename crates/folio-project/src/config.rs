@@ -124,8 +124,8 @@ pub struct ConcurrencySection {
 #[serde(deny_unknown_fields)]
 pub struct StoreSection {
     /// Delete sessions idle for longer than this many days (no turn running, queued or
-    /// waiting for an approval since), with their logs and workspaces; checked at start and
-    /// hourly. Default: keep every session.
+    /// waiting for an approval, no reminder pending), with their logs and workspaces; checked
+    /// at start and hourly. Default: keep every session.
     pub keep_sessions_days: Option<std::num::NonZeroU32>,
 }
 

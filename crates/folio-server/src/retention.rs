@@ -6,7 +6,8 @@
 //! nothing is queued; the period counts from its last change (`updatedAt`), read by the
 //! manager's clock. The session's own actor makes the last check and the deletion as one of its
 //! commands, so a message admitted meanwhile keeps the session. A session whose turn runs,
-//! queues or waits for an approval is never deleted, however old. A pass runs when the server
+//! queues or waits for an approval, or that has a reminder still to deliver, is never deleted,
+//! however old. A pass runs when the server
 //! starts and then every hour.
 
 use std::time::Duration;
@@ -18,6 +19,7 @@ use crate::error::{ManagerError, io_error};
 use crate::event_log::last_event;
 use crate::live::lock;
 use crate::manager::SessionManager;
+use crate::schedule::has_reminders;
 use crate::state::{load_meta, valid_session_id};
 
 /// How often a server with a retention period looks for expired sessions.
@@ -49,7 +51,7 @@ impl SessionManager {
             // Whether a turn runs is for the actor to say (a turn's end is in the log before
             // the status is): here only what changed recently is passed over.
             let meta = self.current_meta(stored);
-            if meta.updated_at >= cutoff {
+            if meta.updated_at >= cutoff || has_reminders(&self.inner.state, &id) {
                 continue;
             }
             let events = last_event(&self.inner.state.trace_path(&id))

@@ -1,6 +1,6 @@
 //! Retention (`[store] keep_sessions_days`): on a clock moved past the period, an idle session
-//! goes with its log and workspace; a session whose turn waits for an approval stays, however
-//! old; nothing goes before the period is over.
+//! goes with its log and workspace; a session whose turn waits for an approval, or that has a
+//! reminder still to deliver, stays, however old; nothing goes before the period is over.
 
 mod support;
 
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use folio_protocol::{CreateSession, EventBody};
+use folio_protocol::{CreateSession, EventBody, SetReminder};
 use folio_server::ManagerError;
 use folio_server::schedule::ManualClock;
 use folio_store::RetentionReport;
@@ -21,7 +21,7 @@ const DAY: chrono::TimeDelta = chrono::TimeDelta::days(1);
 const KEEP: Duration = Duration::from_secs(30 * 24 * 3600);
 
 #[tokio::test]
-async fn idle_sessions_past_the_period_go_and_parked_or_recent_ones_stay() {
+async fn idle_sessions_past_the_period_go_and_parked_reminded_or_recent_ones_stay() {
     let mock = MockModelServer::start().await;
     let dir = project("[store]\nkeep_sessions_days = 30\n");
     let state = tempfile::tempdir().unwrap();
@@ -36,6 +36,25 @@ async fn idle_sessions_past_the_period_go_and_parked_or_recent_ones_stay() {
         .unwrap()
         .session_id;
     let idle_events = wait_turns(&manager, &idle, 1).await.len() as u64;
+    mock.push(MockReply::text("I will remind you"));
+    let reminded = manager
+        .create("local", "http", CreateSession::message("remind me"))
+        .await
+        .unwrap()
+        .session_id;
+    wait_turns(&manager, &reminded, 1).await;
+    manager
+        .set_reminder(
+            "local",
+            &reminded,
+            SetReminder {
+                at: None,
+                after: Some("90d".into()),
+                message: "the yearly review".into(),
+            },
+        )
+        .await
+        .unwrap();
     mock.push(MockReply::tool_calls([(
         "Deploy",
         json!({"target": "prod"}),
@@ -84,5 +103,9 @@ async fn idle_sessions_past_the_period_go_and_parked_or_recent_ones_stay() {
     assert!(
         manager.get("local", &parked).is_ok(),
         "a turn waiting for an approval keeps its session"
+    );
+    assert!(
+        manager.get("local", &reminded).is_ok(),
+        "a reminder still to deliver keeps its session"
     );
 }

@@ -17,7 +17,7 @@ pub(crate) mod slots;
 
 pub use clock::{Clock, ManualClock, SystemClock, Wait};
 pub use launcher::{Launcher, SCHEDULE_CHANNEL, schedule_principal};
-pub(crate) use reminders::record_requested;
+pub(crate) use reminders::{has_reminders, record_requested};
 pub use scheduler::{Scheduler, statuses_on_disk};
 pub use slots::SlotRecord;
 

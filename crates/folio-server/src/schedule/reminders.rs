@@ -55,6 +55,11 @@ fn stored(state: &StateRoot) -> Result<Vec<Reminder>, ManagerError> {
     Ok(reminders)
 }
 
+/// Whether the session has a reminder still to deliver (retention keeps such a session).
+pub(crate) fn has_reminders(state: &StateRoot, session_id: &str) -> bool {
+    stored_for(state, session_id).is_ok_and(|reminders| !reminders.is_empty())
+}
+
 /// The stored reminders of one session, earliest first.
 fn stored_for(state: &StateRoot, session_id: &str) -> Result<Vec<Reminder>, ManagerError> {
     let entries = match std::fs::read_dir(session_dir(state, session_id)) {
