@@ -42,28 +42,24 @@ async fn a_server_starting_past_the_retention_period_deletes_idle_sessions() {
         .await;
     drop(served);
 
-    let days_later = |days| (Utc::now() + Duration::days(days)).to_rfc3339();
-    let ten = days_later(10);
-    let served = serve_with_env(
-        &mock.openai_base_url(),
-        dir.path(),
-        state.path(),
-        &single,
-        &[("FOLIO_TEST_CLOCK_START", &ten)],
-    )
-    .await;
+    // `folio serve` again, on a clock `days` from now.
+    let days_later = async |days| {
+        let start = (Utc::now() + Duration::days(days)).to_rfc3339();
+        let env = [("FOLIO_TEST_CLOCK_START", start.as_str())];
+        serve_with_env(
+            &mock.openai_base_url(),
+            dir.path(),
+            state.path(),
+            &single,
+            &env,
+        )
+        .await
+    };
+    let served = days_later(10).await;
     assert_eq!(status_of(&served.url, &id).await, 200, "kept 10 days on");
     drop(served);
 
-    let forty = days_later(40);
-    let served = serve_with_env(
-        &mock.openai_base_url(),
-        dir.path(),
-        state.path(),
-        &single,
-        &[("FOLIO_TEST_CLOCK_START", &forty)],
-    )
-    .await;
+    let served = days_later(40).await;
     let mut status = status_of(&served.url, &id).await;
     for _ in 0..100 {
         if status == 404 {

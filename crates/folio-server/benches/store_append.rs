@@ -18,9 +18,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use folio_protocol::{EventBody, MessageAppended, SessionMode, SessionStatus};
-use folio_server::{DiskStore, StateRoot, new_session_id};
-use folio_store::{NewEvent, SessionMeta, SessionStore};
+use folio_protocol::{EventBody, MessageAppended};
+use folio_server::{DiskStore, StateRoot};
+use folio_store::{NewEvent, SessionStore};
 use folio_store_postgres::{PgOptions, PgStore};
 
 /// Events in one turn-shaped operation.
@@ -58,30 +58,6 @@ fn args() -> Args {
     args
 }
 
-fn meta(principal: &str) -> SessionMeta {
-    let now = chrono::Utc::now();
-    SessionMeta {
-        session_id: new_session_id(),
-        mode: SessionMode::Chat,
-        status: SessionStatus::Running,
-        channel: "http".into(),
-        principal: principal.into(),
-        title: None,
-        created_at: now,
-        updated_at: now,
-        token_hash: None,
-        turns: 1,
-        last_index: 0,
-        usage: Default::default(),
-        accepted_keys: Vec::new(),
-        purpose: None,
-        dry_run: false,
-        peer_depth: 0,
-        continuation_key: None,
-        workspace_root: None,
-    }
-}
-
 fn delta(n: usize) -> NewEvent {
     NewEvent::new(
         Some("turn_bench"),
@@ -111,7 +87,7 @@ async fn run(
         let store = store.clone();
         let share = ops / writers + usize::from(writer < ops % writers);
         tokio::spawn(async move {
-            let meta = meta("bench");
+            let meta = folio_store::suite::meta("bench");
             let id = meta.session_id.clone();
             store.create_session(&meta).await.unwrap();
             store.commit(&id, None).await.unwrap();

@@ -36,7 +36,7 @@ use crate::live::lock;
 use crate::schedule::slots::{SlotRecord, append_record, log_path, read_records, slots_dir};
 use crate::state::{
     MetaFile, StateRoot, load_meta, lock_state_root, meta_never_written, new_session_targets,
-    valid_session_id,
+    session_ids, valid_session_id,
 };
 use crate::token::{create_record_name, read_create_record, write_create_record};
 
@@ -223,18 +223,13 @@ impl SessionStore for DiskStore {
     }
 
     async fn list_sessions(&self, query: &ListQuery) -> Result<Vec<SessionMeta>, StoreError> {
-        let mut ids: Vec<String> = match std::fs::read_dir(self.state.sessions_dir()) {
-            Ok(entries) => entries
-                .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-                .filter(|id| valid_session_id(id))
-                .filter(|id| query.before.as_ref().is_none_or(|before| id < before))
-                .collect(),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(source) => return Err(io("cannot list the sessions directory", source)),
-        };
-        ids.sort_unstable_by(|a, b| b.cmp(a));
+        let ids = session_ids(&self.state)
+            .map_err(|source| io("cannot list the sessions directory", source))?;
         let mut page = Vec::new();
-        for id in ids {
+        for id in ids
+            .into_iter()
+            .filter(|id| query.before.as_ref().is_none_or(|before| id < before))
+        {
             if page.len() == query.limit {
                 break;
             }

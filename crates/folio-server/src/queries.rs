@@ -7,7 +7,7 @@ use crate::error::{ManagerError, io_error};
 use crate::event_log::{last_event, read_events};
 use crate::live::lock;
 use crate::manager::SessionManager;
-use crate::state::{SessionMeta, valid_session_id};
+use crate::state::{SessionMeta, session_ids};
 
 impl SessionManager {
     /// The session's summary.
@@ -58,18 +58,8 @@ impl SessionManager {
         cursor: Option<&str>,
         q: Option<&str>,
     ) -> Result<Page<SessionSummary>, ManagerError> {
-        let dir = self.inner.state.sessions_dir();
-        let mut ids: Vec<String> = match std::fs::read_dir(&dir) {
-            Ok(entries) => entries
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().to_string())
-                .filter(|id| valid_session_id(id))
-                .collect(),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(err) => return Err(io_error("cannot list sessions", err)),
-        };
-        // ULIDs sort by creation time.
-        ids.sort_unstable_by(|a, b| b.cmp(a));
+        let ids =
+            session_ids(&self.inner.state).map_err(|err| io_error("cannot list sessions", err))?;
         let q = q.map(str::to_lowercase).filter(|q| !q.is_empty());
         let limit = limit.clamp(1, 200);
         let mut data = Vec::new();

@@ -18,29 +18,20 @@ use crate::error::OpenError;
 use crate::event_log::last_event;
 use crate::live::{Live, lock};
 use crate::manager::{SessionManager, remember};
-use crate::state::{SessionMeta, boundary_status, valid_session_id};
+use crate::state::{SessionMeta, boundary_status, session_ids};
 
 impl SessionManager {
     /// Repairs every session a dead process left between two durable steps: a turn still open
     /// (recorded as `server restarted`), messages queued but not run (run now), a
     /// `session.json` that missed the last message or the end of the last turn.
     pub(crate) fn recover(&self) -> Result<(), OpenError> {
-        let dir = self.inner.state.sessions_dir();
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(err) => {
-                return Err(OpenError::Io(format!(
-                    "cannot read {}: {err}",
-                    dir.display()
-                )));
-            }
-        };
-        for entry in entries.flatten() {
-            let id = entry.file_name().to_string_lossy().to_string();
-            if !valid_session_id(&id) {
-                continue;
-            }
+        let ids = session_ids(&self.inner.state).map_err(|err| {
+            OpenError::Io(format!(
+                "cannot read {}: {err}",
+                self.inner.state.sessions_dir().display()
+            ))
+        })?;
+        for id in ids {
             let meta = match crate::state::load_meta(&self.inner.state, &id) {
                 Ok(Some(meta)) => meta,
                 Ok(None) if crate::state::meta_never_written(&self.inner.state, &id) => {

@@ -20,7 +20,7 @@ use crate::event_log::last_event;
 use crate::live::lock;
 use crate::manager::SessionManager;
 use crate::schedule::has_reminders;
-use crate::state::{load_meta, valid_session_id};
+use crate::state::{load_meta, session_ids};
 
 /// How often a server with a retention period looks for expired sessions.
 const RETENTION_INTERVAL: chrono::TimeDelta = chrono::TimeDelta::hours(1);
@@ -34,15 +34,8 @@ impl SessionManager {
     ) -> Result<RetentionReport, ManagerError> {
         let keep = chrono::Duration::from_std(keep).unwrap_or(chrono::Duration::MAX);
         let cutoff = self.clock().now() - keep;
-        let ids: Vec<String> = match std::fs::read_dir(self.inner.state.sessions_dir()) {
-            Ok(entries) => entries
-                .flatten()
-                .filter_map(|entry| entry.file_name().into_string().ok())
-                .filter(|id| valid_session_id(id))
-                .collect(),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(err) => return Err(io_error("cannot list sessions for retention", err)),
-        };
+        let ids = session_ids(&self.inner.state)
+            .map_err(|err| io_error("cannot list sessions for retention", err))?;
         let mut report = RetentionReport::default();
         for id in ids {
             let Ok(Some(stored)) = load_meta(&self.inner.state, &id) else {

@@ -57,6 +57,22 @@ pub(crate) fn reported_usage(events: &[Event]) -> Usage {
         .sum()
 }
 
+/// The ids of the sessions under `state` (`sessions/<id>` folders with a session id's form),
+/// newest first (session ids sort by creation time); none when there is no `sessions/` yet.
+pub(crate) fn session_ids(state: &StateRoot) -> std::io::Result<Vec<String>> {
+    let mut ids: Vec<String> = match std::fs::read_dir(state.sessions_dir()) {
+        Ok(entries) => entries
+            .flatten()
+            .filter_map(|entry| entry.file_name().into_string().ok())
+            .filter(|id| valid_session_id(id))
+            .collect(),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(err) => return Err(err),
+    };
+    ids.sort_unstable_by(|a, b| b.cmp(a));
+    Ok(ids)
+}
+
 /// Reads `session.json` of `session_id`; `None` when the session does not exist, or when its
 /// `session.json` was never written out: a new session's file is written in place and synced
 /// with its first message before the create is acknowledged ([`MetaFile::write_new`]), so one
