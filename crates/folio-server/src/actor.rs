@@ -169,7 +169,8 @@ impl Actor {
                     return false;
                 }
                 let agent = self.inner.agent();
-                let workspace = match self.inner.workspace_of(&lock(&self.live.meta)) {
+                let seen = self.inner.workspace_of(&lock(&self.live.meta));
+                let workspace = match seen {
                     Ok(workspace) => workspace,
                     Err(err) => {
                         let _ = reply.send(Err(err));
@@ -245,7 +246,8 @@ impl Actor {
     fn remove_from_disk(&self) {
         self.live.closed.cancel();
         let state = &self.inner.state;
-        if let Ok(workspace) = self.inner.workspace_of(&lock(&self.live.meta)) {
+        let seen = self.inner.workspace_of(&lock(&self.live.meta));
+        if let Ok(workspace) = seen {
             let _ = std::fs::remove_dir_all(workspace);
         }
         let _ = std::fs::remove_dir_all(state.session_dir(&self.live.id));
@@ -607,7 +609,8 @@ async fn run_turn(
     let _running = folio_telemetry::metrics::turn_running(&agent.definition.name);
     // An agent with a root keeps its files there: only a host-default turn needs to see the
     // session's own workspace.
-    let workspace = match inner.workspace_of(&lock(&live.meta)) {
+    let seen = inner.workspace_of(&lock(&live.meta));
+    let workspace = match seen {
         Ok(workspace) => workspace,
         Err(err) if agent.root.is_none() => return failed(&live, err.to_string()),
         Err(_) => inner.state.workspace_dir(&live.id),
