@@ -55,9 +55,11 @@ fn stored(state: &StateRoot) -> Result<Vec<Reminder>, ManagerError> {
     Ok(reminders)
 }
 
-/// Whether the session has a reminder still to deliver (retention keeps such a session).
+/// Whether the session has a reminder still to deliver (retention keeps such a session); a
+/// reminder folder that cannot be read counts as holding one, so nothing is lost to an I/O
+/// error.
 pub(crate) fn has_reminders(state: &StateRoot, session_id: &str) -> bool {
-    stored_for(state, session_id).is_ok_and(|reminders| !reminders.is_empty())
+    stored_for(state, session_id).map_or(true, |reminders| !reminders.is_empty())
 }
 
 /// The stored reminders of one session, earliest first.
