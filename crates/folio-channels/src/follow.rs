@@ -109,10 +109,11 @@ impl Followers {
 
 /// The index of the message delivery `id` added to `session` (0 when not found), and the
 /// index of the session's last event.
-fn start_index(channel: &Channel, session: &str, id: &str) -> (u64, u64) {
+async fn start_index(channel: &Channel, session: &str, id: &str) -> (u64, u64) {
     let events = channel
         .manager
         .events(&channel.principal(), session)
+        .await
         .unwrap_or_default();
     let last = events.last().map_or(0, |event| event.index);
     let start = events
@@ -136,9 +137,9 @@ fn start_index(channel: &Channel, session: &str, id: &str) -> (u64, u64) {
 /// session already had.
 async fn follow_session(channel: Arc<Channel>, session: String, id: String, resumed: bool) {
     let manager = &channel.manager;
-    let (start, last) = start_index(&channel, &session, &id);
+    let (start, last) = start_index(&channel, &session, &id).await;
     let replay_until = if resumed { last } else { 0 };
-    let mut stream = match manager.stream(&channel.principal(), &session, start) {
+    let mut stream = match manager.stream(&channel.principal(), &session, start).await {
         Ok(stream) => stream,
         Err(err) => {
             manager.logs().about(&session).error(format!(
@@ -353,12 +354,11 @@ async fn report(
             route: None,
             message: failed.clone(),
         };
-        if let Err(err) = channel.manager.record_channel_delivery(
-            &channel.principal(),
-            session,
-            Some(turn),
-            event,
-        ) {
+        if let Err(err) = channel
+            .manager
+            .record_channel_delivery(&channel.principal(), session, Some(turn), event)
+            .await
+        {
             logs.warn(format!(
                 "channel {}: channel.delivery of {turn} not recorded: {err}",
                 channel.id

@@ -52,14 +52,12 @@ pub(crate) async fn run(channel: Arc<Channel>, received: Received, resumed: bool
                 route: Some(route),
                 message: None,
             };
-            let recorded = resumed && reached(&channel, session, &id);
+            let recorded = resumed && reached(&channel, session, &id).await;
             if !recorded
-                && let Err(err) = channel.manager.record_channel_delivery(
-                    &channel.principal(),
-                    session,
-                    None,
-                    event,
-                )
+                && let Err(err) = channel
+                    .manager
+                    .record_channel_delivery(&channel.principal(), session, None, event)
+                    .await
             {
                 logs.about(session).warn(format!(
                     "channel {}: channel.delivery of {id} not recorded: {err}",
@@ -112,10 +110,11 @@ pub(crate) async fn run(channel: Arc<Channel>, received: Received, resumed: bool
 
 /// Whether `session` already records that delivery `id` reached it (a run before a crash got
 /// that far).
-fn reached(channel: &Channel, session: &str, id: &str) -> bool {
+async fn reached(channel: &Channel, session: &str, id: &str) -> bool {
     let events = channel
         .manager
         .events(&channel.principal(), session)
+        .await
         .unwrap_or_default();
     events.iter().any(|event| {
         matches!(&event.body, EventBody::ChannelDelivery(delivery)

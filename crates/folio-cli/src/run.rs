@@ -159,7 +159,7 @@ pub(crate) async fn follow_session(
     id: &str,
     accept_elicitation_defaults: bool,
 ) -> anyhow::Result<Vec<folio_protocol::Event>> {
-    let mut stream = manager.stream(principal, id, 0)?;
+    let mut stream = manager.stream(principal, id, 0).await?;
     let mut interrupt = std::pin::pin!(tokio::signal::ctrl_c());
     let mut turn_ended = false;
     let mut interrupted = false;
@@ -197,7 +197,7 @@ pub(crate) async fn follow_session(
             _ => {}
         }
     }
-    Ok(manager.events(principal, id)?)
+    Ok(manager.events(principal, id).await?)
 }
 
 /// `run`'s answer to a parked call or question: calls are denied; a question is declined, or

@@ -58,9 +58,15 @@ pub(crate) struct ServeArgs {
     /// Do not serve the playground.
     #[arg(long)]
     no_playground: bool,
-    /// A session store URL (only the embedded disk store is built in).
-    #[arg(long)]
+    /// A session store shared by every server serving these sessions:
+    /// postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE (migrated at start). Default: the
+    /// embedded disk store under the state root.
+    #[arg(long, env = "FOLIO_STORE")]
     store: Option<String>,
+    /// With --store: how long a server's lease on a running turn lives unless renewed, in
+    /// milliseconds; a dead server's turns are taken over after it.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(300..=600_000))]
+    lease_ttl_ms: u64,
     /// `provider:model`, overriding `agent.toml` and `FOLIO_MODEL`.
     #[arg(long)]
     pub(crate) model: Option<String>,
@@ -230,9 +236,6 @@ fn check_unconfined(args: &ServeArgs, auth: &Auth) -> anyhow::Result<()> {
 
 /// Loads every agent, opens its sessions (recovering from a crash) and binds the port.
 pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
-    if let Some(store) = &args.store {
-        bail!("--store {store}: only the embedded disk store is built in; omit --store");
-    }
     let auth = Auth::from_flags(
         args.bearer_token.as_deref(),
         args.tokens_file.as_deref(),
@@ -269,6 +272,10 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             dirs.len()
         );
     }
+    let store = match &args.store {
+        None => None,
+        Some(url) => Some(open_store(url, dirs.len()).await?),
+    };
     let fault = fault_point()?;
     let clock = schedule_clock()?;
     // Bound first: channels link to sessions under the address clients reach.
@@ -299,8 +306,17 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             Some(&mcp_redirect_uri),
         )
         .await?;
-        let manager = SessionManager::open(state.clone(), Arc::new(agent), LogBuffer::new())
-            .map_err(anyhow::Error::msg)?;
+        let manager = match &store {
+            None => SessionManager::open(state.clone(), Arc::new(agent), LogBuffer::new()),
+            Some(store) => SessionManager::open_on_store(
+                state.clone(),
+                Arc::new(agent),
+                LogBuffer::new(),
+                store.clone(),
+                std::time::Duration::from_millis(args.lease_ttl_ms),
+            ),
+        }
+        .map_err(anyhow::Error::msg)?;
         manager.set_fault(fault);
         manager.set_clock(clock.clone());
         if let Some(dir) = &args.workspace_root {
@@ -383,6 +399,27 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         listener,
         app,
     })
+}
+
+/// Opens (and migrates) the shared session store `url` for `agents` agents.
+async fn open_store(
+    url: &str,
+    agents: usize,
+) -> anyhow::Result<Arc<dyn folio_store::SessionStore>> {
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        bail!(
+            "--store {url}: the shared store is PostgreSQL (postgres://USER@HOST:PORT/DATABASE); omit --store for the embedded disk store"
+        );
+    }
+    if agents > 1 {
+        bail!(
+            "--store serves one agent per database, but --dir holds {agents}: serve each project with its own --dir and database"
+        );
+    }
+    let store = folio_store_postgres::PgStore::open(url, folio_store_postgres::PgOptions::default())
+        .await
+        .with_context(|| "cannot open the session store (check that PostgreSQL runs and the URL names a database you may use; `folio store check --store URL` says more)")?;
+    Ok(Arc::new(store))
 }
 
 /// Refuses to serve when a same-server peer connection names an agent this server does not

@@ -427,6 +427,7 @@ async fn run_steps(
             Some(id) => {
                 let events = manager
                     .events(EVAL_PRINCIPAL, id)
+                    .await
                     .map_err(|err| EvalError::Send(err.to_string()))?;
                 let from = events.last().map_or(0, |event| event.index + 1);
                 manager
@@ -439,6 +440,7 @@ async fn run_steps(
         settle(manager, &id, from).await?;
         let events = manager
             .events(EVAL_PRINCIPAL, &id)
+            .await
             .map_err(|err| EvalError::Send(err.to_string()))?;
         let turn_id = turn_started_after(&events, from).ok_or(EvalError::NoTurn { step: n + 1 })?;
         let mut observed = observe(&events, &turn_id, &step.send);
@@ -470,6 +472,7 @@ async fn run_steps(
 async fn settle(manager: &SessionManager, id: &str, from: u64) -> Result<(), EvalError> {
     let mut stream = manager
         .stream(EVAL_PRINCIPAL, id, from)
+        .await
         .map_err(|err| EvalError::Send(err.to_string()))?;
     let mut turn_ended = false;
     while let Some(item) = stream.rx.recv().await {
@@ -510,7 +513,10 @@ async fn read_file(
     session_id: &str,
     path: &str,
 ) -> Option<String> {
-    let workspace = manager.workspace_dir(EVAL_PRINCIPAL, session_id).ok()?;
+    let workspace = manager
+        .workspace_dir(EVAL_PRINCIPAL, session_id)
+        .await
+        .ok()?;
     let session = folio_agent::TurnSession {
         session_id,
         continuation_key: None,

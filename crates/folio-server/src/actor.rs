@@ -22,10 +22,13 @@ use tokio_util::sync::CancellationToken;
 use crate::command::{Admit, Command, Pending, queued_messages};
 use crate::error::ManagerError;
 use crate::fault::FaultPoint;
-use crate::live::{Live, LiveSink, lock};
+use crate::live::{Live, LiveSink, StagedMeta, lock};
+use crate::recovery::Restart;
 use crate::shared::Inner;
-use crate::state::{SessionMeta, SyncTarget, new_turn_id, reported_usage};
+use crate::state::{SessionMeta, SyncTarget, boundary_status, new_turn_id, reported_usage};
 use crate::token;
+use folio_protocol::SERVER_RESTARTED;
+use folio_store::Lease;
 
 /// How an admitted message starts its turn ([`Actor::start_turn`]).
 struct Admitted<'a> {
@@ -66,6 +69,12 @@ pub(crate) struct Actor {
     rx: mpsc::UnboundedReceiver<Command>,
     running: Option<Running>,
     queue: Vec<Pending>,
+    /// The session's lease on a shared store, renewed while the actor runs and released when
+    /// it ends (`None` on the disk store).
+    lease: Option<Lease>,
+    /// Whether a command was handled: an actor waits for its first one (posted right after
+    /// it is spawned) before it may leave idle.
+    started: bool,
 }
 
 impl Actor {
@@ -74,6 +83,7 @@ impl Actor {
         inner: Arc<Inner>,
         live: Arc<Live>,
         rx: mpsc::UnboundedReceiver<Command>,
+        lease: Option<Lease>,
     ) -> Self {
         // Messages acknowledged while a turn ran that no turn drained yet (a turn parked
         // across a restart, or a restart before the drain).
@@ -84,17 +94,61 @@ impl Actor {
             rx,
             running: None,
             queue,
+            lease,
+            started: false,
         }
     }
 
     pub(crate) async fn run(mut self) {
+        self.serve().await;
+        if let (Some(lease), Some(shared)) = (self.lease.take(), &self.inner.shared) {
+            if let Some(log) = self.live.log.store() {
+                log.clear_fence(lease.fence);
+            }
+            if let Err(err) = shared.store.release_lease(&lease).await {
+                self.inner.logs.about(&self.live.id).warn(format!(
+                    "session {}: cannot release its lease ({err}); it expires by itself",
+                    self.live.id
+                ));
+            }
+        }
+    }
+
+    async fn serve(&mut self) {
+        let mut renew = self.inner.shared.as_ref().map(|shared| {
+            let every = shared.ttl / 3;
+            tokio::time::interval_at(tokio::time::Instant::now() + every, every)
+        });
         loop {
+            let renewal = async {
+                match renew.as_mut() {
+                    Some(renew) => {
+                        renew.tick().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
             let command = match &mut self.running {
                 Some(running) => tokio::select! {
                     command = self.rx.recv() => command,
                     outcome = &mut running.task => {
                         self.running = None;
                         self.after_turn(outcome_of(outcome)).await;
+                        continue;
+                    }
+                    () = renewal => {
+                        if self.renew().await {
+                            return;
+                        }
+                        continue;
+                    }
+                },
+                None if !self.started => tokio::select! {
+                    command = self.rx.recv() => command,
+                    () = renewal => {
+                        if self.renew().await {
+                            return;
+                        }
                         continue;
                     }
                 },
@@ -111,10 +165,97 @@ impl Actor {
                 }
             };
             let Some(command) = command else { return };
+            self.started = true;
             if self.handle(command).await {
                 return;
             }
         }
+    }
+
+    /// Renews the session's lease; true when it was taken over (this server's lease expired
+    /// and another server owns the session now): the turn here ends, unrecorded (the new
+    /// owner records it), and the session's streams here end (clients reconnect).
+    async fn renew(&mut self) -> bool {
+        let (Some(lease), Some(shared)) = (&self.lease, &self.inner.shared) else {
+            return false;
+        };
+        match shared.store.renew_lease(lease, shared.ttl).await {
+            Ok(renewed) => {
+                self.lease = Some(renewed);
+                false
+            }
+            Err(folio_store::StoreError::Fenced { .. }) => {
+                self.inner.logs.about(&self.live.id).error(format!(
+                    "session {}: another server took its turn over (this server's lease expired); stopping the turn here",
+                    self.live.id
+                ));
+                if let Some(running) = self.running.take() {
+                    running.cancel.cancel();
+                    running.task.abort();
+                }
+                self.lease = None;
+                *lock(&self.live.mailbox) = None;
+                let mut live = lock(&self.inner.live);
+                if live
+                    .get(&self.live.id)
+                    .and_then(std::sync::Weak::upgrade)
+                    .is_some_and(|open| Arc::ptr_eq(&open, &self.live))
+                {
+                    live.remove(&self.live.id);
+                }
+                drop(live);
+                self.live.closed.cancel();
+                true
+            }
+            Err(err) => {
+                self.inner.logs.about(&self.live.id).warn(format!(
+                    "session {}: cannot renew its lease ({err}); retrying",
+                    self.live.id
+                ));
+                false
+            }
+        }
+    }
+
+    /// Takes over the turn of a server that died ([`Command::Recover`]).
+    async fn recover(&mut self) -> Result<(), ManagerError> {
+        if self.running.is_some() {
+            return Ok(());
+        }
+        match self.live.with_events(crate::recovery::restart_of) {
+            Restart::Parked => {}
+            Restart::Answer(turn_id, answers) => {
+                for answer in answers {
+                    self.live.append(Some(&turn_id), answer)?;
+                }
+                self.live.log.commit().await?;
+                self.spawn_turn(turn_id, true, BTreeMap::new(), None);
+            }
+            Restart::Failed(turn_id) => {
+                let message = SERVER_RESTARTED.to_string();
+                self.live.append(
+                    Some(&turn_id),
+                    EventBody::TurnFailed(TurnFailed {
+                        message: message.clone(),
+                    }),
+                )?;
+                self.after_turn(TurnOutcome::Failed { message }).await;
+            }
+            Restart::Closed(outcome) => {
+                let ended = self.live.with_events(|events| {
+                    events
+                        .last()
+                        .is_none_or(|last| boundary_status(&last.body).is_some())
+                });
+                if !self.queue.is_empty() || !ended {
+                    let outcome = outcome.unwrap_or(TurnOutcome::Failed {
+                        message: SERVER_RESTARTED.to_string(),
+                    });
+                    self.after_turn(outcome).await;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Handles one command; true when the actor must end.
@@ -135,6 +276,28 @@ impl Actor {
                             .error(format!("session {}: {err}", self.live.id));
                     }
                 }
+                false
+            }
+            Command::Recover => {
+                if let Err(err) = self.recover().await {
+                    self.inner
+                        .logs
+                        .about(&self.live.id)
+                        .error(format!("session {}: {err}", self.live.id));
+                }
+                false
+            }
+            Command::Record {
+                turn_id,
+                body,
+                reply,
+            } => {
+                let appended = self.live.append(turn_id.as_deref(), body);
+                let result = match appended {
+                    Ok(_) => self.live.log.commit().await.map_err(ManagerError::from),
+                    Err(err) => Err(err.into()),
+                };
+                let _ = reply.send(result);
                 false
             }
             Command::Resume => {
@@ -213,7 +376,7 @@ impl Actor {
                     running.task.abort();
                 }
                 if delete {
-                    self.remove_from_disk();
+                    self.remove_from_disk().await;
                 }
                 let _ = self.live.log.commit().await;
                 *lock(&self.live.mailbox) = None;
@@ -233,7 +396,7 @@ impl Actor {
                         meta.status != SessionStatus::Running && meta.updated_at < before
                     };
                 if idle {
-                    self.remove_from_disk();
+                    self.remove_from_disk().await;
                     *lock(&self.live.mailbox) = None;
                 }
                 let _ = reply.send(idle);
@@ -242,13 +405,23 @@ impl Actor {
         }
     }
 
-    /// Ends the session's streams and removes its metadata, workspace and log from disk.
-    fn remove_from_disk(&self) {
+    /// Ends the session's streams and removes its metadata, workspace and log (from disk, or
+    /// from the shared store).
+    async fn remove_from_disk(&self) {
         self.live.closed.cancel();
         let state = &self.inner.state;
         let seen = self.inner.workspace_of(&lock(&self.live.meta));
         if let Ok(workspace) = seen {
             let _ = std::fs::remove_dir_all(workspace);
+        }
+        if let Some(log) = self.live.log.store() {
+            if let Err(err) = log.store.delete_session(&self.live.id).await {
+                self.inner.logs.about(&self.live.id).error(format!(
+                    "session {}: cannot delete it from the store: {err}",
+                    self.live.id
+                ));
+            }
+            return;
         }
         let _ = std::fs::remove_dir_all(state.session_dir(&self.live.id));
         let _ = std::fs::remove_file(state.trace_path(&self.live.id));
@@ -462,7 +635,7 @@ impl Actor {
             None
         };
         let mut targets = sync_with;
-        targets.extend(staged.as_ref().map(|(_, staged)| staged.target()));
+        targets.extend(staged.as_ref().and_then(StagedMeta::target));
         self.live.log.commit_with(targets).await?;
         self.inner.fault(FaultPoint::MessageSynced);
         match staged {
@@ -708,6 +881,7 @@ pub(crate) async fn finish_session(
         meta.last_index = event.index;
         meta.usage = usage;
     })
+    .await
 }
 
 /// Appends the event that ends a turn for the session's mode and outcome (not synced yet);

@@ -90,6 +90,16 @@ pub(crate) enum Command {
     },
     /// Runs the messages a restart found queued (recovery).
     Drain,
+    /// Takes over a turn whose server died (its lease expired): records it as `server
+    /// restarted` unless parked on an approval, and runs what was queued (a shared store).
+    Recover,
+    /// Appends one event and commits it (a channel's delivery record on a shared store,
+    /// where only the owner writes the log).
+    Record {
+        turn_id: Option<String>,
+        body: EventBody,
+        reply: oneshot::Sender<Result<(), ManagerError>>,
+    },
     /// Resumes the turn a restart left open once what its dead process waited for in memory
     /// (an MCP question or authorization) is answered in the log (recovery).
     Resume,

@@ -171,6 +171,7 @@ fn log_error(err: LogError) -> StoreError {
     match err {
         LogError::Io { path, source } => io(&format!("event log {}", path.display()), source),
         corrupt @ LogError::Corrupt { .. } => StoreError::Backend(corrupt.to_string()),
+        LogError::Store(err) => err,
     }
 }
 
@@ -289,7 +290,11 @@ impl SessionStore for DiskStore {
         for event in events {
             stored.push(
                 open.log
-                    .append(event.turn_id.as_deref(), event.body)
+                    .append_at(
+                        event.turn_id.as_deref(),
+                        event.body,
+                        event.at.unwrap_or_else(crate::event_log::now_millis),
+                    )
                     .map_err(log_error)?,
             );
         }

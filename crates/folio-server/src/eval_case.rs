@@ -24,13 +24,13 @@ impl SessionManager {
         session_id: &str,
         name: &str,
     ) -> Result<EvalCaseSaved, ManagerError> {
-        let meta = self.current_meta(self.owned_meta(principal, session_id)?);
+        let meta = self.current_meta(self.owned_meta(principal, session_id).await?);
         if meta.status == SessionStatus::Running {
             return Err(ManagerError::Busy(session_id.to_string()));
         }
         let project = self.agent().definition.project_dir.clone();
         let path = session_case_path(&project, name).map_err(refused)?;
-        let text = eval_from_session(&self.events(principal, session_id)?, name);
+        let text = eval_from_session(&self.events(principal, session_id).await?, name);
         let written = path.clone();
         tokio::task::spawn_blocking(move || write_new_eval(&written, &text))
             .await

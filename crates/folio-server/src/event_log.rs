@@ -35,6 +35,9 @@ pub enum LogError {
         /// The parse error.
         message: String,
     },
+    /// The shared session store refused the append or could not be reached.
+    #[error("session store: {0}")]
+    Store(#[from] folio_store::StoreError),
 }
 
 /// One session's event log, appended by one writer.
@@ -109,6 +112,16 @@ impl EventLog {
 
     /// Appends one event with the next index; the line is written with a single `write`.
     pub fn append(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, LogError> {
+        self.append_at(turn_id, body, now_millis())
+    }
+
+    /// [`EventLog::append`] of an event that happened `at` (whole milliseconds).
+    pub(crate) fn append_at(
+        &self,
+        turn_id: Option<&str>,
+        body: EventBody,
+        at: DateTime<Utc>,
+    ) -> Result<Event, LogError> {
         let started = std::time::Instant::now();
         let mut state = self
             .state
@@ -118,7 +131,7 @@ impl EventLog {
             index: state.next_index,
             session_id: self.session_id.clone(),
             turn_id: turn_id.map(str::to_string),
-            at: now_millis(),
+            at,
             body,
         };
         let mut line = serde_json::to_vec(&event).map_err(|err| LogError::Io {
@@ -148,14 +161,9 @@ impl EventLog {
         Ok(())
     }
 
-    /// Flushes the log to stable storage through the group commit: off the async workers, in
-    /// one round with the other sessions' syncs.
-    pub(crate) async fn commit(&self) -> Result<(), LogError> {
-        self.commit_with(Vec::new()).await
-    }
-
-    /// [`EventLog::commit`] together with `others` (what must be durable with the log's last
-    /// appends), all requested at once so they are synced concurrently.
+    /// Flushes the log to stable storage through the group commit (off the async workers, in
+    /// one round with the other sessions' syncs), together with `others` (what must be durable
+    /// with the log's last appends), all requested at once so they are synced concurrently.
     pub(crate) async fn commit_with(&self, others: Vec<SyncTarget>) -> Result<(), LogError> {
         let started = std::time::Instant::now();
         let mut targets = vec![SyncTarget::Data(self.sync_handle.clone())];
@@ -171,7 +179,7 @@ impl EventLog {
 
 /// Now, in whole milliseconds: the precision the log stores, so an appended event equals the
 /// same event read back (a live session keeps the appended ones in memory).
-fn now_millis() -> DateTime<Utc> {
+pub(crate) fn now_millis() -> DateTime<Utc> {
     let now = Utc::now();
     DateTime::from_timestamp_millis(now.timestamp_millis()).unwrap_or(now)
 }

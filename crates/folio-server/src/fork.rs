@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 
 use folio_protocol::{EventBody, ForkOrigin, ForkSession, SessionMode};
 
+use crate::cluster::Remote;
 use crate::command::{Admit, Command, Pending};
 use crate::error::ManagerError;
 use crate::live::lock;
 use crate::manager::{Accepted, NewSession, SessionManager};
-use crate::state::{SessionOptions, new_session_id, new_session_targets};
+use crate::state::{SessionOptions, new_session_id};
 use crate::token;
 
 impl SessionManager {
@@ -25,8 +26,8 @@ impl SessionManager {
         session_id: &str,
         request: ForkSession,
     ) -> Result<Accepted, ManagerError> {
-        let original = self.owned_meta(principal, session_id)?;
-        let events = self.events(principal, session_id)?;
+        let original = self.owned_meta(principal, session_id).await?;
+        let events = self.events(principal, session_id).await?;
         let at = request.at_index;
         match events.get(at as usize).map(|e| &e.body) {
             Some(EventBody::MessageReceived(_)) => {}
@@ -55,28 +56,30 @@ impl SessionManager {
             .collect();
         let fork_id = new_session_id();
         let token = token::new_token();
-        let live = self.open_new(
-            NewSession {
-                session_id: &fork_id,
-                token: &token,
-                principal,
-                channel: "http",
-                mode,
-                title: request.title.or(title),
-                forked_from: Some(ForkOrigin {
-                    session_id: session_id.to_string(),
-                    at_index: at,
-                }),
-                // An eval case's or a dry run's fork stays one.
-                options: SessionOptions {
-                    purpose: original.purpose,
-                    dry_run: original.dry_run,
-                    peer_depth: original.peer_depth,
-                    continuation_key: original.continuation_key,
+        let live = self
+            .open_new(
+                NewSession {
+                    session_id: &fork_id,
+                    token: &token,
+                    principal,
+                    channel: "http",
+                    mode,
+                    title: request.title.or(title),
+                    forked_from: Some(ForkOrigin {
+                        session_id: session_id.to_string(),
+                        at_index: at,
+                    }),
+                    // An eval case's or a dry run's fork stays one.
+                    options: SessionOptions {
+                        purpose: original.purpose,
+                        dry_run: original.dry_run,
+                        peer_depth: original.peer_depth,
+                        continuation_key: original.continuation_key,
+                    },
                 },
-            },
-            &copied,
-        )?;
+                &copied,
+            )
+            .await?;
         let admit = Admit {
             message: Pending {
                 text: request.message,
@@ -87,9 +90,9 @@ impl SessionManager {
             token: None,
             key: None,
             digest: None,
-            sync_with: new_session_targets(self.state(), &fork_id),
+            sync_with: self.inner.new_session_targets(&fork_id),
         };
-        self.command(&live, |reply| Command::Send { admit, reply })
+        self.command(&live, &Remote::Busy, |reply| Command::Send { admit, reply })
             .await??;
         Ok(Accepted {
             session_id: fork_id,
@@ -106,7 +109,7 @@ impl SessionManager {
         principal: &str,
         session_id: &str,
     ) -> Result<Accepted, ManagerError> {
-        let live = self.owned(principal, session_id)?;
+        let live = self.owned(principal, session_id).await?;
         if lock(&live.meta).mode == SessionMode::Task {
             return Err(ManagerError::NotFollowable(session_id.to_string()));
         }

@@ -531,7 +531,7 @@ async fn get_session(
     Extension(Principal(principal)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult {
-    let session = state.mount.manager.get(&principal, &id)?;
+    let session = state.mount.manager.get(&principal, &id).await?;
     ok(
         StatusCode::OK,
         SessionResponse {
@@ -566,14 +566,14 @@ async fn list_sessions(
     let q = query.get("q").map(String::as_str);
     let manager = &state.mount.manager;
     let page = match query.get("scope").map(String::as_str) {
-        None | Some("mine") => manager.list(&principal, limit, cursor, q)?,
+        None | Some("mine") => manager.list(&principal, limit, cursor, q).await?,
         Some("all") => {
             if !(state.dev && peer.ip().is_loopback()) {
                 return Err(ApiError::forbidden(
                     "scope=all lists every principal's sessions only under `folio dev` (or `serve --dev`) for loopback callers",
                 ));
             }
-            manager.list_every_principal(limit, cursor, q)?
+            manager.list_every_principal(limit, cursor, q).await?
         }
         Some(other) => {
             return Err(ApiError::invalid(format!(
@@ -606,7 +606,7 @@ async fn stream_session(
             .map_err(|_| ApiError::invalid("startIndex must be a non-negative integer"))?,
         None => 0,
     };
-    let stream = state.mount.manager.stream(&principal, &id, start)?;
+    let stream = state.mount.manager.stream(&principal, &id, start).await?;
     let body = futures::stream::unfold(stream.rx, |mut rx| async move {
         let item = rx.recv().await?;
         let bytes = match item {
@@ -623,7 +623,7 @@ async fn session_events(
     Extension(Principal(principal)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult {
-    let events = state.mount.manager.events(&principal, &id)?;
+    let events = state.mount.manager.events(&principal, &id).await?;
     let mut out = Vec::new();
     for event in &events {
         out.extend_from_slice(&event_line(event));
@@ -684,7 +684,7 @@ async fn list_reminders(
     Extension(Principal(principal)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult {
-    let reminders = state.mount.manager.reminders(&principal, &id)?;
+    let reminders = state.mount.manager.reminders(&principal, &id).await?;
     ok(StatusCode::OK, Page::new(reminders, None))
 }
 
@@ -803,9 +803,13 @@ async fn logs(
     };
     // A principal sees only lines about its own sessions (and server-wide lines).
     let manager = &state.mount.manager;
-    let lines = manager
-        .logs()
-        .since_visible(since, |id| manager.get(&principal, id).is_ok());
+    let mut owned = std::collections::BTreeSet::new();
+    for id in manager.logs().sessions_since(since) {
+        if manager.get(&principal, &id).await.is_ok() {
+            owned.insert(id);
+        }
+    }
+    let lines = manager.logs().since_visible(since, |id| owned.contains(id));
     ok(StatusCode::OK, LogsResponse { ok: OkTrue, lines })
 }
 

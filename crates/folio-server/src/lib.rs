@@ -44,6 +44,7 @@
 
 mod actor;
 mod auth;
+mod cluster;
 mod command;
 mod direct;
 mod disk_store;
@@ -56,6 +57,7 @@ mod fork;
 mod guard;
 pub mod http;
 mod http_trace;
+mod journal;
 mod listener;
 mod live;
 mod logs;
@@ -75,6 +77,7 @@ mod token;
 mod workspace_root;
 
 pub use auth::{Auth, AuthConfigError, AuthError};
+pub use cluster::DEFAULT_LEASE_TTL;
 pub use disk_store::DiskStore;
 pub use error::{ManagerError, OpenError};
 pub use evals::{EvalRunError, list_eval_runs, read_eval_run, write_eval_run};

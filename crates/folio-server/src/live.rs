@@ -16,7 +16,8 @@ use tokio_util::sync::CancellationToken;
 use crate::command::Command;
 use crate::error::{ManagerError, io_error};
 use crate::event_log::{EventLog, LogError};
-use crate::state::{MetaFile, SessionMeta, Staged, StateRoot, commit, reported_usage};
+use crate::journal::{Journal, StoreLog};
+use crate::state::{MetaFile, SessionMeta, Staged, StateRoot, SyncTarget, commit, reported_usage};
 
 /// How many events a slow stream may fall behind before it catches up from the stored events
 /// (`Lagged`: correct, only slower). Every session that opens allocates and initializes this
@@ -27,7 +28,7 @@ const BROADCAST_CAPACITY: usize = 256;
 /// One session with an open log; shared by its actor, its turn and its streams.
 pub(crate) struct Live {
     pub(crate) id: String,
-    pub(crate) log: EventLog,
+    pub(crate) log: Journal,
     /// Serializes append + broadcast so the wire order is the log order.
     append: Mutex<()>,
     /// Every event of the log, in order: loaded once by [`Live::open`], then appended to.
@@ -95,13 +96,30 @@ impl Approvals {
 impl Live {
     /// Opens the session's log (recovering a torn last line) with its metadata, settled from
     /// the log's end ([`SessionMeta::settle`]); the stored events are read here, once.
-    pub(crate) fn open(state: &StateRoot, mut meta: SessionMeta) -> Result<Live, LogError> {
+    pub(crate) fn open(state: &StateRoot, meta: SessionMeta) -> Result<Live, LogError> {
         let id = meta.session_id.clone();
         let (log, events) = EventLog::open(&state.trace_path(&id), &id)?;
+        Ok(Live::with_log(Journal::Disk(log), meta, events))
+    }
+
+    /// A session of a shared store, whose stored `events` were read after its appends were
+    /// followed (so that none is missed: see [`Live::ingest`]).
+    pub(crate) fn from_store(
+        store: std::sync::Arc<dyn folio_store::SessionStore>,
+        meta: SessionMeta,
+        events: Vec<Event>,
+    ) -> Live {
+        let next = events.last().map_or(0, |event| event.index + 1);
+        let log = StoreLog::new(store, &meta.session_id, next);
+        Live::with_log(Journal::Store(log), meta, events)
+    }
+
+    fn with_log(log: Journal, mut meta: SessionMeta, events: Vec<Event>) -> Live {
+        let id = meta.session_id.clone();
         meta.settle(events.last());
         meta.usage = reported_usage(&events);
         let (tx, _) = broadcast::channel(BROADCAST_CAPACITY);
-        Ok(Live {
+        Live {
             id,
             log,
             append: Mutex::new(()),
@@ -113,7 +131,23 @@ impl Live {
             approvals: Mutex::new(Approvals::default()),
             closed: CancellationToken::new(),
             hooks: Mutex::new(None),
-        })
+        }
+    }
+
+    /// Takes events another server appended to the shared store (read back in order) into the
+    /// session and its streams on this server; those already here are skipped. Hooks do not
+    /// see them: they ran on the server that appended.
+    pub(crate) fn ingest(&self, events: Vec<Event>) {
+        let Some(log) = self.log.store() else { return };
+        let _order = lock(&self.append);
+        for event in events {
+            if !log.ingest(&event) {
+                continue;
+            }
+            lock(&self.meta).settle(Some(&event));
+            lock(&self.events).push(event.clone());
+            let _ = self.tx.send(event);
+        }
     }
 
     /// Appends one event and shows it to every live stream.
@@ -152,7 +186,7 @@ impl Live {
         change: impl FnOnce(&mut SessionMeta),
     ) -> Result<(), ManagerError> {
         let staged = self.stage_meta(state, change)?;
-        commit(vec![staged.1.target()])
+        commit(staged.target().into_iter().collect())
             .await
             .map_err(|e| io_error("cannot sync session.json", e))?;
         self.install_meta(staged).await
@@ -165,35 +199,63 @@ impl Live {
         &self,
         state: &StateRoot,
         change: impl FnOnce(&mut SessionMeta),
-    ) -> Result<(SessionMeta, Staged), ManagerError> {
+    ) -> Result<StagedMeta, ManagerError> {
         let mut meta = lock(&self.meta).clone();
         change(&mut meta);
         meta.updated_at = chrono::Utc::now();
-        let staged = meta
-            .stage(state)
-            .map_err(|e| io_error("cannot write session.json", e))?;
-        Ok((meta, staged))
+        let file = match self.log {
+            Journal::Disk(_) => Some(
+                meta.stage(state)
+                    .map_err(|e| io_error("cannot write session.json", e))?,
+            ),
+            Journal::Store(_) => None,
+        };
+        Ok(StagedMeta { meta, file })
     }
 
     /// Renames a staged and synced `session.json` into place, syncs its directory, and takes
-    /// its metadata as the session's.
-    pub(crate) async fn install_meta(
-        &self,
-        (meta, staged): (SessionMeta, Staged),
-    ) -> Result<(), ManagerError> {
-        staged
-            .install()
-            .await
-            .map_err(|e| io_error("cannot save session.json", e))?;
+    /// its metadata as the session's; a store session's metadata is committed to the store.
+    pub(crate) async fn install_meta(&self, staged: StagedMeta) -> Result<(), ManagerError> {
+        let StagedMeta { meta, file } = staged;
+        match (file, self.log.store()) {
+            (Some(file), _) => file
+                .install()
+                .await
+                .map_err(|e| io_error("cannot save session.json", e))?,
+            (None, Some(log)) => log
+                .store
+                .commit(&self.id, Some(&meta))
+                .await
+                .map_err(|e| ManagerError::Internal(format!("cannot save the session: {e}")))?,
+            (None, None) => {}
+        }
         self.saved_turns.store(meta.turns, Ordering::SeqCst);
         *lock(&self.meta) = meta;
         Ok(())
     }
 
     /// Changes fields recovery repairs from the log (status, turns, last index, token totals)
-    /// and writes
-    /// `session.json` without a sync ([`MetaFile::save_repairable`]).
-    pub(crate) fn repair_meta(
+    /// and writes them without waiting for durability: `session.json` unsynced, or the
+    /// store's [`save_session`](folio_store::SessionStore::save_session).
+    pub(crate) async fn repair_meta(
+        &self,
+        state: &StateRoot,
+        change: impl FnOnce(&mut SessionMeta),
+    ) -> Result<(), ManagerError> {
+        let Some(log) = self.log.store() else {
+            return self.repair_on_disk(state, change);
+        };
+        let meta = self.change_meta(change);
+        log.store
+            .save_session(&meta)
+            .await
+            .map_err(|e| ManagerError::Internal(format!("cannot save the session: {e}")))?;
+        self.saved_turns.store(meta.turns, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// [`Live::repair_meta`] on the disk store, on this thread (recovery of a state root).
+    pub(crate) fn repair_on_disk(
         &self,
         state: &StateRoot,
         change: impl FnOnce(&mut SessionMeta),
@@ -203,6 +265,18 @@ impl Live {
             .map_err(|e| io_error("cannot save session.json", e))?;
         self.saved_turns.store(meta.turns, Ordering::SeqCst);
         Ok(())
+    }
+
+    /// Takes the metadata the store holds (another server changed it: token, keys, counts),
+    /// settled from the events here.
+    pub(crate) fn reload_meta(&self, mut stored: SessionMeta) {
+        let usage = self.with_events(|events| {
+            stored.settle(events.last());
+            reported_usage(events)
+        });
+        stored.usage = usage;
+        self.saved_turns.store(stored.turns, Ordering::SeqCst);
+        *lock(&self.meta) = stored;
     }
 
     /// The turn count `session.json` holds.
@@ -241,6 +315,20 @@ impl Live {
     /// Answers `read` from the stored events without copying them.
     pub(crate) fn with_events<T>(&self, read: impl FnOnce(&[Event]) -> T) -> T {
         read(&lock(&self.events))
+    }
+}
+
+/// Metadata changed and staged, not yet the session's ([`Live::stage_meta`]).
+pub(crate) struct StagedMeta {
+    meta: SessionMeta,
+    /// `session.json`'s staged rewrite (`None` for a store session).
+    file: Option<Staged>,
+}
+
+impl StagedMeta {
+    /// The staged file's sync, to request with the log's (none for a store session).
+    pub(crate) fn target(&self) -> Option<SyncTarget> {
+        self.file.as_ref().map(Staged::target)
     }
 }
 

@@ -97,6 +97,18 @@ impl LogBuffer {
         self.since_visible(since, |_| true)
     }
 
+    /// The sessions the lines after `since` are about (to ask who owns them before
+    /// [`LogBuffer::since_visible`]).
+    pub fn sessions_since(&self, since: u64) -> std::collections::BTreeSet<String> {
+        let guard = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        guard
+            .1
+            .iter()
+            .filter(|k| k.line.seq > since)
+            .filter_map(|k| k.session_id.clone())
+            .collect()
+    }
+
     /// Lines with `seq > since` that name no session or a session `owns` accepts.
     pub fn since_visible(&self, since: u64, mut owns: impl FnMut(&str) -> bool) -> Vec<LogLine> {
         let kept: Vec<Kept> = {

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::actor::{Actor, direct_call};
+use crate::cluster::{Owner, Remote};
 use crate::command::{Admit, Command, Pending};
 use crate::error::{ManagerError, OpenError, io_error};
 use crate::fault::FaultPoint;
@@ -34,7 +35,7 @@ use crate::logs::LogBuffer;
 use crate::shared::Inner;
 use crate::state::{
     MetaFile, SessionMeta, SessionOptions, StateRoot, lock_state_root, new_session_id,
-    new_session_targets, reported_usage, valid_session_id,
+    reported_usage, valid_session_id,
 };
 use crate::token;
 use crate::workspace_root::WorkspaceRoot;
@@ -89,6 +90,48 @@ impl SessionManager {
     /// Opens the sessions under `state` for `agent`; turns that were running when the process
     /// died are recorded as failed (`server restarted`), parked approvals stay parked.
     pub fn open(state: StateRoot, agent: Arc<Agent>, logs: LogBuffer) -> Result<Self, OpenError> {
+        let manager = Self::with_store(state, agent, logs, None)?;
+        manager.recover()?;
+        manager.retry_failed_connections();
+        Ok(manager)
+    }
+
+    /// Opens `agent`'s sessions in a session `store` that other servers share (`folio serve
+    /// --store`): sessions, event logs, idempotency records and schedule claims live there;
+    /// `state` keeps what stays on this server (MCP tokens, reminders, eval runs). A turn runs
+    /// under a lease living `lease_ttl` unless renewed; a dead server's turns are taken over
+    /// after it (see the `cluster` module). Needs a tokio runtime: it starts the tasks that
+    /// follow other servers' signals and take over expired leases.
+    pub fn open_on_store(
+        state: StateRoot,
+        agent: Arc<Agent>,
+        logs: LogBuffer,
+        store: Arc<dyn folio_store::SessionStore>,
+        lease_ttl: Duration,
+    ) -> Result<Self, OpenError> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(OpenError::Io(
+                "a SessionManager on a shared store is opened inside a tokio runtime".into(),
+            ));
+        }
+        let shared = crate::cluster::SharedStore {
+            store,
+            server: crate::cluster::new_server_id(),
+            ttl: lease_ttl.max(Duration::from_millis(300)),
+        };
+        let manager = Self::with_store(state, agent, logs, Some(shared))?;
+        manager.inner.tasks.spawn(manager.clone().run_signals());
+        manager.inner.tasks.spawn(manager.clone().run_takeover());
+        manager.retry_failed_connections();
+        Ok(manager)
+    }
+
+    fn with_store(
+        state: StateRoot,
+        agent: Arc<Agent>,
+        logs: LogBuffer,
+        shared: Option<crate::cluster::SharedStore>,
+    ) -> Result<Self, OpenError> {
         let cap = agent.definition.config.concurrency.max_running_turns;
         let state_lock = lock_state_root(&state)?;
         let manager = SessionManager {
@@ -111,11 +154,20 @@ impl SessionManager {
                 workspace_root: RwLock::new(None),
                 reconnecting: std::sync::atomic::AtomicBool::new(false),
                 creating: Default::default(),
+                shared,
+                owning: Default::default(),
             }),
         };
-        manager.recover()?;
-        manager.retry_failed_connections();
         Ok(manager)
+    }
+
+    /// The shared session store's backend name (`postgres`), or `None` on the state root's
+    /// files.
+    pub fn store_backend(&self) -> Option<&'static str> {
+        self.inner
+            .shared
+            .as_ref()
+            .map(|shared| shared.store.backend())
     }
 
     /// The agent new turns run with.
@@ -237,13 +289,13 @@ impl SessionManager {
     }
 
     /// The host workspace of `principal`'s session `session_id` on this server.
-    pub fn workspace_dir(
+    pub async fn workspace_dir(
         &self,
         principal: &str,
         session_id: &str,
     ) -> Result<PathBuf, ManagerError> {
         self.inner
-            .workspace_of(&self.owned_meta(principal, session_id)?)
+            .workspace_of(&self.owned_meta(principal, session_id).await?)
     }
 
     /// Creates a session for `principal` through `channel` (`http`, `mcp`, `cli`, …) and starts
@@ -303,47 +355,87 @@ impl SessionManager {
             files: request.workspace_files,
             trace_parent: folio_telemetry::incoming_traceparent(),
         };
-        if let (Some(key), Some(record), Some(digest)) = (&key, &record, &digest)
-            && let Some(accepted) = self
-                .created_before(principal, record, key, digest, &message)
-                .await?
-        {
-            self.inner.fault(FaultPoint::BeforeReply);
-            return Ok(accepted);
+        let mut session_id = new_session_id();
+        if let (Some(key), Some(record), Some(digest)) = (&key, &record, &digest) {
+            // Durable before the session exists, so a retry after a crash finds it.
+            let before = match &self.inner.shared {
+                None => {
+                    let before = token::read_create_record(record)
+                        .map_err(|e| io_error("cannot read the idempotency record", e))?;
+                    if before.is_none() {
+                        token::write_create_record(record, &session_id, digest)
+                            .await
+                            .map_err(|e| io_error("cannot record the idempotency key", e))?;
+                    }
+                    before
+                }
+                Some(shared) => shared
+                    .store
+                    .record_create_key(&folio_store::CreateKey {
+                        principal: principal.to_string(),
+                        key: key.clone(),
+                        session_id: session_id.clone(),
+                        digest: digest.clone(),
+                    })
+                    .await
+                    .map_err(|e| {
+                        ManagerError::Internal(format!("cannot record the idempotency key: {e}"))
+                    })?
+                    .map(|kept| (kept.session_id, Some(kept.digest))),
+            };
+            if let Some((first, recorded)) = before {
+                if let Some(accepted) = self
+                    .created_before(
+                        principal,
+                        (&first, recorded.as_deref()),
+                        key,
+                        digest,
+                        &message,
+                    )
+                    .await?
+                {
+                    self.inner.fault(FaultPoint::BeforeReply);
+                    return Ok(accepted);
+                }
+                // Recorded, but the session was never made (a crash between the two) or was
+                // deleted since: the store keeps the first record, so its id is made now.
+                if self.inner.shared.is_some() && valid_session_id(&first) {
+                    session_id = first;
+                } else {
+                    token::write_create_record(record, &session_id, digest)
+                        .await
+                        .map_err(|e| io_error("cannot record the idempotency key", e))?;
+                }
+            }
         }
-        let session_id = new_session_id();
         let token = match &key {
             Some(key) => token::derived_token(&session_id, key),
             None => token::new_token(),
         };
-        if let (Some(record), Some(digest)) = (&record, &digest) {
-            // Durable before the session exists, so a retry after a crash finds it.
-            token::write_create_record(record, &session_id, digest)
-                .await
-                .map_err(|e| io_error("cannot record the idempotency key", e))?;
-        }
-        let live = self.open_new(
-            NewSession {
-                session_id: &session_id,
-                token: &token,
-                principal,
-                channel,
-                mode,
-                title: request.title,
-                forked_from: None,
-                options,
-            },
-            &[],
-        )?;
+        let live = self
+            .open_new(
+                NewSession {
+                    session_id: &session_id,
+                    token: &token,
+                    principal,
+                    channel,
+                    mode,
+                    title: request.title,
+                    forked_from: None,
+                    options,
+                },
+                &[],
+            )
+            .await?;
         let admit = Admit {
             message,
             admission: None,
             token: None,
             key,
             digest,
-            sync_with: new_session_targets(&self.inner.state, &session_id),
+            sync_with: self.inner.new_session_targets(&session_id),
         };
-        self.command(&live, |reply| Command::Send { admit, reply })
+        self.command(&live, &Remote::Busy, |reply| Command::Send { admit, reply })
             .await??;
         self.inner.fault(FaultPoint::BeforeReply);
         Ok(Accepted {
@@ -358,7 +450,7 @@ impl SessionManager {
     /// admits the first message with [`new_session_targets`] to sync, so the session's files,
     /// its directories and its first message are durable in one group-commit round before
     /// anything is acknowledged.
-    pub(crate) fn open_new(
+    pub(crate) async fn open_new(
         &self,
         new: NewSession<'_>,
         copied: &[Event],
@@ -403,9 +495,19 @@ impl SessionManager {
         let state = &self.inner.state;
         let workspace = self.inner.workspace_of(&meta)?;
         std::fs::create_dir_all(&workspace).map_err(|e| io_error("cannot create workspace", e))?;
-        meta.write_new(state)
-            .map_err(|e| io_error("cannot write session.json", e))?;
-        let live = Arc::new(Live::open(state, meta)?);
+        let live = match &self.inner.shared {
+            None => {
+                meta.write_new(state)
+                    .map_err(|e| io_error("cannot write session.json", e))?;
+                Arc::new(Live::open(state, meta)?)
+            }
+            Some(shared) => {
+                shared.store.create_session(&meta).await.map_err(|e| {
+                    ManagerError::Internal(format!("cannot create the session: {e}"))
+                })?;
+                self.open_live(meta).await?
+            }
+        };
         folio_telemetry::metrics::session(&self.agent().definition.name, channel);
         live.bind_hooks(&self.agent().hooks);
         live.append(
@@ -436,19 +538,17 @@ impl SessionManager {
     async fn created_before(
         &self,
         principal: &str,
-        record: &std::path::Path,
+        (session_id, recorded): (&str, Option<&str>),
         key: &str,
         digest: &str,
         message: &Pending,
     ) -> Result<Option<Accepted>, ManagerError> {
-        let (session_id, recorded) = match token::read_create_record(record)
-            .map_err(|e| io_error("cannot read the idempotency record", e))?
-        {
-            Some((id, recorded)) if valid_session_id(&id) => (id, recorded),
-            _ => return Ok(None),
-        };
-        token::check_same_request(key, recorded.as_deref(), Some(digest))?;
-        let live = match self.owned(principal, &session_id) {
+        if !valid_session_id(session_id) {
+            return Ok(None);
+        }
+        token::check_same_request(key, recorded, Some(digest))?;
+        let session_id = session_id.to_string();
+        let live = match self.owned(principal, &session_id).await {
             Ok(live) => live,
             Err(ManagerError::NotFound(_)) => return Ok(None),
             Err(err) => return Err(err),
@@ -464,10 +564,11 @@ impl SessionManager {
             key: Some(key.to_string()),
             digest: Some(digest.to_string()),
             // The first attempt may have died before its create was synced.
-            sync_with: new_session_targets(&self.inner.state, &session_id),
+            sync_with: self.inner.new_session_targets(&session_id),
         };
         let before = live.last_index();
-        self.command(&live, |reply| Command::Send { admit, reply })
+        // The first attempt's turn may run on another server: waited for, never preempted.
+        self.command(&live, &Remote::Wait, |reply| Command::Send { admit, reply })
             .await??;
         Ok(Some(Accepted {
             continuation_token: token::derived_token(&session_id, key),
@@ -499,11 +600,16 @@ impl SessionManager {
             }
             None => None,
         };
-        let live = self.owned(principal, session_id)?;
+        let live = self.owned(principal, session_id).await?;
         if lock(&live.meta).mode == SessionMode::Task {
             return Err(ManagerError::NotFollowable(session_id.to_string()));
         }
         check_workspace_files(&request.workspace_files)?;
+        let remote = remote_for(
+            &live,
+            request.admission,
+            request.client_message_id.as_deref(),
+        );
         let admit = Admit {
             message: Pending {
                 text: request.message,
@@ -518,7 +624,7 @@ impl SessionManager {
         };
         let before = live.last_index();
         let token = self
-            .command(&live, |reply| Command::Send { admit, reply })
+            .command(&live, &remote, |reply| Command::Send { admit, reply })
             .await??
             .ok_or_else(|| {
                 ManagerError::Internal("the session accepted the message without a token".into())
@@ -550,16 +656,27 @@ impl SessionManager {
 
     /// Records a `channel.delivery` event on `principal`'s session (`turn_id`: the turn whose
     /// answer it reports).
-    pub fn record_channel_delivery(
+    pub async fn record_channel_delivery(
         &self,
         principal: &str,
         session_id: &str,
         turn_id: Option<&str>,
         delivery: folio_protocol::ChannelDelivery,
     ) -> Result<(), ManagerError> {
-        let live = self.owned(principal, session_id)?;
-        live.append(turn_id, EventBody::ChannelDelivery(delivery))?;
-        Ok(())
+        let live = self.owned(principal, session_id).await?;
+        if self.inner.shared.is_none() {
+            live.append(turn_id, EventBody::ChannelDelivery(delivery))?;
+            return Ok(());
+        }
+        // On a shared store only the owner writes the log: its actor appends and commits.
+        let body = EventBody::ChannelDelivery(delivery);
+        let turn_id = turn_id.map(str::to_string);
+        self.command(&live, &Remote::Wait, |reply| Command::Record {
+            turn_id,
+            body,
+            reply,
+        })
+        .await?
     }
 
     /// Sends a message from an in-process channel (no token): its workspace files are written
@@ -575,10 +692,11 @@ impl SessionManager {
             token::check_key(key)?;
         }
         check_workspace_files(&message.workspace_files)?;
-        let live = self.owned(principal, session_id)?;
+        let live = self.owned(principal, session_id).await?;
         if lock(&live.meta).mode == SessionMode::Task {
             return Err(ManagerError::NotFollowable(session_id.to_string()));
         }
+        let remote = remote_for(&live, message.admission, message.key.as_deref());
         let admit = Admit {
             message: Pending {
                 text: message.text,
@@ -591,21 +709,22 @@ impl SessionManager {
             digest: None,
             sync_with: Vec::new(),
         };
-        self.command(&live, |reply| Command::Send { admit, reply })
+        self.command(&live, &remote, |reply| Command::Send { admit, reply })
             .await??;
         Ok(())
     }
 
     /// Cancels the running turn (`turn interrupted`) and clears queued messages; idle → no-op.
     pub async fn stop(&self, principal: &str, session_id: &str) -> Result<(), ManagerError> {
-        let live = self.owned(principal, session_id)?;
-        self.command(&live, |reply| Command::Stop { reply }).await
+        let live = self.owned(principal, session_id).await?;
+        self.command(&live, &Remote::stop(), |reply| Command::Stop { reply })
+            .await
     }
 
     /// Stops the session's turn and removes the session from disk.
     pub async fn delete(&self, principal: &str, session_id: &str) -> Result<(), ManagerError> {
-        let live = self.owned(principal, session_id)?;
-        self.command(&live, |reply| Command::Close {
+        let live = self.owned(principal, session_id).await?;
+        self.command(&live, &Remote::stop(), |reply| Command::Close {
             delete: true,
             reply,
         })
@@ -627,7 +746,7 @@ impl SessionManager {
         call_id: &str,
         request: ApprovalRequest,
     ) -> Result<(), ManagerError> {
-        let live = self.owned(principal, session_id)?;
+        let live = self.owned(principal, session_id).await?;
         let resolved = ActionApprovalResolved {
             call_id: call_id.to_string(),
             decision: request.decision,
@@ -635,8 +754,15 @@ impl SessionManager {
             by: principal.to_string(),
             content: request.content,
         };
-        self.command(&live, |reply| Command::Resolve { resolved, reply })
-            .await?
+        // A turn parked on another server gets the decision there.
+        if let Owner::Done = self.own(&live, &Remote::resolve(&resolved)?).await? {
+            return Ok(());
+        }
+        self.command(&live, &Remote::Busy, |reply| Command::Resolve {
+            resolved,
+            reply,
+        })
+        .await?
     }
 
     /// Hands an MCP OAuth redirect (`query`, of `GET /v1/mcp-auth/callback`) to the turn
@@ -693,11 +819,11 @@ impl SessionManager {
     ) -> Result<ToolCallResult, ManagerError> {
         match session_id {
             Some(session_id) => {
-                let live = self.owned(principal, session_id)?;
+                let live = self.owned(principal, session_id).await?;
                 let name = name.to_string();
                 // The actor runs the call in its own task: the request's trace context goes along.
                 let trace_parent = folio_telemetry::incoming_traceparent();
-                self.command(&live, |reply| Command::Tool {
+                self.command(&live, &Remote::Busy, |reply| Command::Tool {
                     name,
                     input,
                     trace_parent,
@@ -769,7 +895,7 @@ impl SessionManager {
         Ok(())
     }
 
-    pub(crate) fn owned_meta(
+    pub(crate) async fn owned_meta(
         &self,
         principal: &str,
         session_id: &str,
@@ -778,8 +904,10 @@ impl SessionManager {
         if !valid_session_id(session_id) {
             return Err(not_found());
         }
-        let meta = crate::state::load_meta(&self.inner.state, session_id)
-            .map_err(|e| io_error("cannot read session.json", e))?
+        let meta = self
+            .inner
+            .load_meta(session_id)
+            .await?
             .ok_or_else(not_found)?;
         if meta.principal != principal {
             return Err(ManagerError::Forbidden(session_id.to_string()));
@@ -788,28 +916,73 @@ impl SessionManager {
     }
 
     /// The live session of `session_id`, opening it when idle, after the ownership check.
-    pub(crate) fn owned(
+    pub(crate) async fn owned(
         &self,
         principal: &str,
         session_id: &str,
     ) -> Result<Arc<Live>, ManagerError> {
-        let meta = self.owned_meta(principal, session_id)?;
-        let mut map = lock(&self.inner.live);
-        if let Some(live) = map.get(session_id).and_then(Weak::upgrade) {
+        let meta = self.owned_meta(principal, session_id).await?;
+        self.open_live(meta).await
+    }
+
+    /// The live session `meta` describes: the one open, or opened now (a shared store's
+    /// session starts following the store's appends before its log is read).
+    pub(crate) async fn open_live(&self, meta: SessionMeta) -> Result<Arc<Live>, ManagerError> {
+        let id = meta.session_id.clone();
+        let Some(shared) = &self.inner.shared else {
+            let mut map = lock(&self.inner.live);
+            if let Some(live) = map.get(&id).and_then(Weak::upgrade) {
+                return Ok(live);
+            }
+            let live = Arc::new(Live::open(&self.inner.state, meta)?);
+            live.bind_hooks(&self.agent().hooks);
+            remember(&mut map, &id, &live);
+            return Ok(live);
+        };
+        if let Some(live) = self.inner.live(&id) {
             return Ok(live);
         }
-        let live = Arc::new(Live::open(&self.inner.state, meta)?);
+        let store_error = |err: folio_store::StoreError| match err {
+            folio_store::StoreError::NotFound(_) => {
+                ManagerError::NotFound(format!("no session {id}"))
+            }
+            err => ManagerError::Internal(format!("cannot read session {id}: {err}")),
+        };
+        let appends = shared.store.follow(&id).await.map_err(store_error)?;
+        let events = shared
+            .store
+            .read_events(&id, 0, None)
+            .await
+            .map_err(store_error)?;
+        let live = Arc::new(Live::from_store(shared.store.clone(), meta, events));
         live.bind_hooks(&self.agent().hooks);
-        remember(&mut map, session_id, &live);
+        let mut map = lock(&self.inner.live);
+        if let Some(open) = map.get(&id).and_then(Weak::upgrade) {
+            return Ok(open);
+        }
+        remember(&mut map, &id, &live);
+        self.inner.tasks.spawn(crate::cluster::follow(
+            self.inner.clone(),
+            Arc::downgrade(&live),
+            appends,
+        ));
         Ok(live)
     }
 
-    /// Sends a command to the session's actor, spawning the actor when the session is idle.
+    /// Sends a command to the session's actor and waits for its answer. The actor is spawned
+    /// when the session is idle; on a shared store, this server first takes the session's
+    /// lease, doing what `remote` says while another server owns its turn.
     pub(crate) async fn command<T>(
         &self,
         live: &Arc<Live>,
+        remote: &Remote,
         make: impl FnOnce(oneshot::Sender<T>) -> Command,
     ) -> Result<T, ManagerError> {
+        if let Owner::Done = self.own(live, remote).await? {
+            return Err(ManagerError::Internal(
+                "the server running the turn did it already".into(),
+            ));
+        }
         let (reply, answer) = oneshot::channel();
         self.post(live, make(reply))?;
         answer
@@ -817,27 +990,65 @@ impl SessionManager {
             .map_err(|_| ManagerError::Internal("the session's actor stopped".into()))
     }
 
-    /// Puts a command in the session's mailbox, spawning the actor when the session is idle.
+    /// Puts a command in the session's mailbox, spawning the actor when the session is idle
+    /// (on a shared store: only [`SessionManager::own`] spawns it, under the lease).
     pub(crate) fn post(&self, live: &Arc<Live>, command: Command) -> Result<(), ManagerError> {
         let mut mailbox = lock(&live.mailbox);
         let sender = match mailbox.as_ref() {
             Some(sender) if !sender.is_closed() => sender.clone(),
+            _ if self.inner.shared.is_some() => {
+                return Err(ManagerError::Internal(format!(
+                    "session {}: this server no longer owns the session's turn; try again",
+                    live.id
+                )));
+            }
             _ => {
                 if tokio::runtime::Handle::try_current().is_err() {
                     return Err(ManagerError::Internal(
                         "sessions run inside a tokio runtime: open the SessionManager from async code".into(),
                     ));
                 }
-                let (sender, rx) = mpsc::unbounded_channel();
-                *mailbox = Some(sender.clone());
-                let actor = Actor::new(self.inner.clone(), live.clone(), rx);
-                self.inner.tasks.spawn(actor.run());
-                sender
+                self.start_actor(&mut mailbox, live, None)
             }
         };
         sender
             .send(command)
             .map_err(|_| ManagerError::Internal("the session's actor stopped".into()))
+    }
+
+    /// Spawns the session's actor, holding `lease` on a shared store.
+    pub(crate) fn spawn_actor(&self, live: &Arc<Live>, lease: Option<folio_store::Lease>) {
+        let mut mailbox = lock(&live.mailbox);
+        self.start_actor(&mut mailbox, live, lease);
+    }
+
+    fn start_actor(
+        &self,
+        mailbox: &mut Option<mpsc::UnboundedSender<Command>>,
+        live: &Arc<Live>,
+        lease: Option<folio_store::Lease>,
+    ) -> mpsc::UnboundedSender<Command> {
+        let (sender, rx) = mpsc::unbounded_channel();
+        *mailbox = Some(sender.clone());
+        if let (Some(lease), Some(log)) = (&lease, live.log.store()) {
+            log.set_fence(Some(lease.fence));
+        }
+        let actor = Actor::new(self.inner.clone(), live.clone(), rx, lease);
+        self.inner.tasks.spawn(actor.run());
+        sender
+    }
+}
+
+/// What a message does when another server runs the session's turn, by its admission
+/// (preempt: stop it first; coalesce: wait for its end, since a server cannot add to another
+/// server's turn); a retry of a message whose key the log holds waits (it must not stop its own first turn).
+fn remote_for(live: &Live, admission: Option<Admission>, key: Option<&str>) -> Remote {
+    if key.is_some_and(|key| live.with_events(|events| token::recorded(events, key).is_some())) {
+        return Remote::Wait;
+    }
+    match admission.unwrap_or(Admission::Preempt) {
+        Admission::Coalesce => Remote::Wait,
+        Admission::Preempt => Remote::stop(),
     }
 }
 

@@ -134,9 +134,13 @@ impl ServerHandler for AgentMcp {
             }
             "check" => {
                 let CheckArguments { session_id: id } = arguments("check", args)?;
-                Ok(match self.manager.get(&principal, &id) {
+                Ok(match self.manager.get(&principal, &id).await {
                     Ok(session) => {
-                        let events = self.manager.events(&principal, &id).unwrap_or_default();
+                        let events = self
+                            .manager
+                            .events(&principal, &id)
+                            .await
+                            .unwrap_or_default();
                         let last_reply = events.iter().rev().find_map(|e| match &e.body {
                             EventBody::TurnCompleted(done) => Some(done.reply.clone()),
                             _ => None,

@@ -43,13 +43,13 @@ impl SessionManager {
                 (accepted.session_id, 0)
             }
             Some(id) => {
-                let start = self.events(principal, &id)?.len() as u64;
+                let start = self.events(principal, &id).await?.len() as u64;
                 self.send(principal, &id, &message, Some(Admission::Preempt))
                     .await?;
                 (id, start)
             }
         };
-        let mut stream = self.stream(principal, &id, start)?;
+        let mut stream = self.stream(principal, &id, start).await?;
         loop {
             let event = tokio::select! {
                 event = stream.rx.recv() => event,

@@ -98,16 +98,16 @@ impl SessionManager {
         let live = Arc::new(Live::open(&self.inner.state, meta)?);
         live.bind_hooks(&self.agent().hooks);
         let mut outcome = live.with_events(last_outcome);
-        if let Some(turn_id) = live.with_events(open_turn) {
-            if live.with_events(|events| !pending_approvals(events, &turn_id).is_empty()) {
+        match live.with_events(restart_of) {
+            Restart::Closed(_) => {}
+            Restart::Parked => {
                 self.inner.logs.about(&live.id).info(format!(
                     "session {} stays parked on an approval after the restart",
                     live.id
                 ));
                 return Ok(());
             }
-            let answers = live.with_events(|events| restart_answers(events, &turn_id));
-            if !answers.is_empty() {
+            Restart::Answer(turn_id, answers) => {
                 for answer in answers {
                     live.append(Some(&turn_id), answer)?;
                 }
@@ -119,19 +119,21 @@ impl SessionManager {
                 remember(&mut lock(&self.inner.live), &live.id, &live);
                 return self.post(&live, Command::Resume);
             }
-            live.append(
-                Some(&turn_id),
-                EventBody::TurnFailed(TurnFailed {
+            Restart::Failed(turn_id) => {
+                live.append(
+                    Some(&turn_id),
+                    EventBody::TurnFailed(TurnFailed {
+                        message: SERVER_RESTARTED.to_string(),
+                    }),
+                )?;
+                outcome = Some(TurnOutcome::Failed {
                     message: SERVER_RESTARTED.to_string(),
-                }),
-            )?;
-            outcome = Some(TurnOutcome::Failed {
-                message: SERVER_RESTARTED.to_string(),
-            });
-            self.inner.logs.about(&live.id).warn(format!(
+                });
+                self.inner.logs.about(&live.id).warn(format!(
                 "session {}: turn {turn_id} was running when the server stopped; recorded as failed",
                 live.id
             ));
+            }
         }
         let turns = live.with_events(|events| {
             events
@@ -164,10 +166,39 @@ impl SessionManager {
             }
         };
         // A repair: when a crash loses it, the next start repairs it again.
-        live.repair_meta(&self.inner.state, |meta| {
+        live.repair_on_disk(&self.inner.state, |meta| {
             meta.status = status;
             meta.last_index = index;
         })
+    }
+}
+
+/// What a restart (or a takeover of a dead server's turn) does with a session's log.
+pub(crate) enum Restart {
+    /// No turn is open; how the last one ended, when one did.
+    Closed(Option<TurnOutcome>),
+    /// The open turn waits for an approval: it stays parked.
+    Parked,
+    /// The open turn waited for what the dead process held in memory (an MCP question or
+    /// authorization): these answers (abandoned) are recorded and the turn resumes.
+    Answer(String, Vec<EventBody>),
+    /// The open turn was running: it is recorded as failed (`server restarted`).
+    Failed(String),
+}
+
+/// What a restart does with the session whose log is `events`.
+pub(crate) fn restart_of(events: &[Event]) -> Restart {
+    let Some(turn_id) = open_turn(events) else {
+        return Restart::Closed(last_outcome(events));
+    };
+    if !pending_approvals(events, &turn_id).is_empty() {
+        return Restart::Parked;
+    }
+    let answers = restart_answers(events, &turn_id);
+    if answers.is_empty() {
+        Restart::Failed(turn_id)
+    } else {
+        Restart::Answer(turn_id, answers)
     }
 }
 

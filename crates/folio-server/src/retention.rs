@@ -32,6 +32,16 @@ impl SessionManager {
         &self,
         keep: Duration,
     ) -> Result<RetentionReport, ManagerError> {
+        if let Some(shared) = &self.inner.shared {
+            // The store deletes, a few at a time, what no server holds a lease on.
+            return shared
+                .store
+                .delete_expired_sessions(keep)
+                .await
+                .map_err(|err| {
+                    ManagerError::Internal(format!("cannot delete expired sessions: {err}"))
+                });
+        }
         let keep = chrono::Duration::from_std(keep).unwrap_or(chrono::Duration::MAX);
         let cutoff = self.clock().now() - keep;
         let ids = session_ids(&self.inner.state)
@@ -53,16 +63,18 @@ impl SessionManager {
                 .map_or(0, |last| last.index + 1);
             // The session's actor decides, between its other commands: a message that
             // arrived since this check keeps the session.
-            let live = match self.owned(&meta.principal, &id) {
+            let live = match self.owned(&meta.principal, &id).await {
                 Ok(live) => live,
                 // Deleted meanwhile by its owner.
                 Err(ManagerError::NotFound(_)) => continue,
                 Err(err) => return Err(err),
             };
             let expired = self
-                .command(&live, |reply| Command::Expire {
-                    before: cutoff,
-                    reply,
+                .command(&live, &crate::cluster::Remote::Busy, |reply| {
+                    Command::Expire {
+                        before: cutoff,
+                        reply,
+                    }
                 })
                 .await?;
             if expired {

@@ -47,6 +47,10 @@ pub(crate) struct Inner {
     pub(crate) creating: KeyLocks,
     /// Where new sessions' host workspaces go (`None`: under the state root).
     pub(crate) workspace_root: RwLock<Option<Arc<crate::workspace_root::WorkspaceRoot>>>,
+    /// The session store shared with other servers (`None`: the state root's files).
+    pub(crate) shared: Option<crate::cluster::SharedStore>,
+    /// Lease acquisitions under way, one at a time per session.
+    pub(crate) owning: KeyLocks,
 }
 
 /// One lock per key, held while a keyed create runs: a concurrent create with the same key
@@ -92,6 +96,31 @@ impl Inner {
     /// The live session of `session_id`, when one is open.
     pub(crate) fn live(&self, session_id: &str) -> Option<Arc<Live>> {
         lock(&self.live).get(session_id).and_then(Weak::upgrade)
+    }
+
+    /// The session's metadata as stored (`None`: no such session): `session.json`, or the
+    /// shared store's.
+    pub(crate) async fn load_meta(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<SessionMeta>, ManagerError> {
+        match &self.shared {
+            None => crate::state::load_meta(&self.state, session_id)
+                .map_err(|e| crate::error::io_error("cannot read session.json", e)),
+            Some(shared) => shared.store.load_session(session_id).await.map_err(|err| {
+                ManagerError::Internal(format!("cannot read session {session_id}: {err}"))
+            }),
+        }
+    }
+
+    /// What makes a new session durable with its first message: its files and directories on
+    /// the disk store ([`crate::state::new_session_targets`]); nothing on a shared store, where
+    /// the session's row is written when it is created.
+    pub(crate) fn new_session_targets(&self, session_id: &str) -> Vec<crate::state::SyncTarget> {
+        match self.shared {
+            None => crate::state::new_session_targets(&self.state, session_id),
+            Some(_) => Vec::new(),
+        }
     }
 
     /// The host workspace of the session `meta` describes, or `Refused` when it lives under a

@@ -17,13 +17,13 @@ pub struct EventStream {
 impl SessionManager {
     /// Streams events with `index >= start_index`: subscribes to live appends first, then
     /// replays stored events, then forwards live ones skipping any index already sent.
-    pub fn stream(
+    pub async fn stream(
         &self,
         principal: &str,
         session_id: &str,
         start_index: u64,
     ) -> Result<EventStream, ManagerError> {
-        let live = self.owned(principal, session_id)?;
+        let live = self.owned(principal, session_id).await?;
         let mut rx = live.tx.subscribe();
         let stored = live.events();
         let (tx, out) = mpsc::channel(256);

@@ -67,7 +67,7 @@ impl PgStore {
                 index,
                 session_id: session_id.to_string(),
                 turn_id: event.turn_id,
-                at,
+                at: event.at.map_or(at, |given| given.trunc_subsecs(3)),
                 body: event.body,
             })
             .collect();

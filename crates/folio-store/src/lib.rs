@@ -74,14 +74,18 @@ pub struct NewEvent {
     pub turn_id: Option<String>,
     /// The event type and its data.
     pub body: EventBody,
+    /// When it happened, in whole milliseconds (`None`: when it is appended). A server that
+    /// streamed the event before appending it (a live session) passes the time it showed.
+    pub at: Option<DateTime<Utc>>,
 }
 
 impl NewEvent {
-    /// An event of `turn_id` (or of the session) with `body`.
+    /// An event of `turn_id` (or of the session) with `body`, timed when it is appended.
     pub fn new(turn_id: Option<&str>, body: EventBody) -> Self {
         NewEvent {
             turn_id: turn_id.map(str::to_string),
             body,
+            at: None,
         }
     }
 }

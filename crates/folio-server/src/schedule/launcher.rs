@@ -29,7 +29,13 @@ pub trait Launcher: Send + Sync + 'static {
     ) -> Result<String, ManagerError>;
 
     /// Whether the session `session_id` of schedule `name` is still running.
-    fn running(&self, name: &str, session_id: &str) -> bool;
+    async fn running(&self, name: &str, session_id: &str) -> bool;
+
+    /// Claims `slot` of schedule `name` among the servers sharing the sessions: `false` when
+    /// another server fired it (a server alone always wins).
+    async fn claim(&self, _name: &str, _slot: DateTime<Utc>) -> Result<bool, ManagerError> {
+        Ok(true)
+    }
 }
 
 #[async_trait]
@@ -58,8 +64,20 @@ impl Launcher for SessionManager {
         Ok(accepted.session_id)
     }
 
-    fn running(&self, name: &str, session_id: &str) -> bool {
+    async fn running(&self, name: &str, session_id: &str) -> bool {
         self.owned_meta(&schedule_principal(name), session_id)
+            .await
             .is_ok_and(|meta| self.current_meta(meta).status == SessionStatus::Running)
+    }
+
+    async fn claim(&self, name: &str, slot: DateTime<Utc>) -> Result<bool, ManagerError> {
+        let Some(shared) = &self.inner.shared else {
+            return Ok(true);
+        };
+        shared
+            .store
+            .claim_slot(name, slot, &shared.server)
+            .await
+            .map_err(|err| ManagerError::Internal(format!("cannot claim the slot: {err}")))
     }
 }

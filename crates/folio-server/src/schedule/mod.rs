@@ -6,7 +6,9 @@
 //! [`SessionManager`](crate::SessionManager) in `serve`). A slot is claimed durably in the
 //! schedule's slot log under the state root (`schedules/<name>.ndjson`) before its session
 //! starts, so a restart or a crash never fires it twice: a claim whose session was not recorded
-//! is recorded as abandoned, not run again. Overlap (`skip`, `buffer_one`, `allow`), catch-up
+//! is recorded as abandoned, not run again. Servers sharing a session store (`folio serve
+//! --store`) first claim each cron slot there ([`Launcher::claim`]): one of them fires it, the
+//! others record it as skipped (`claimed by another server`). Overlap (`skip`, `buffer_one`, `allow`), catch-up
 //! after downtime (`latest`, `none`, `all` with a bound) and jitter are applied per slot.
 
 mod clock;
@@ -49,4 +51,7 @@ pub enum ScheduleError {
     /// No schedule has that name.
     #[error("no schedule named \"{0}\" (see `folio schedule list`)")]
     Unknown(String),
+    /// The shared session store did not answer the slot's claim.
+    #[error("cannot claim the slot in the shared session store: {0}")]
+    Claim(String),
 }

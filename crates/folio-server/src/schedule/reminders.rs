@@ -97,6 +97,11 @@ async fn store(
     message: String,
     call_id: Option<String>,
 ) -> Result<Reminder, ManagerError> {
+    if inner.shared.is_some() {
+        return Err(ManagerError::Refused(
+            "reminders are kept on one server's state root and not yet in a shared session store: serve without --store to use them".into(),
+        ));
+    }
     let reminder = Reminder {
         reminder_id: format!("rem_{}", ulid::Ulid::generate()),
         session_id: live.id.clone(),
@@ -215,7 +220,7 @@ impl SessionManager {
                 "message: empty; say what the reminder delivers".into(),
             ));
         }
-        let live = self.owned(principal, session_id)?;
+        let live = self.owned(principal, session_id).await?;
         if lock(&live.meta).mode == SessionMode::Task {
             return Err(ManagerError::NotFollowable(session_id.to_string()));
         }
@@ -223,12 +228,12 @@ impl SessionManager {
     }
 
     /// The pending reminders of `principal`'s session, earliest first.
-    pub fn reminders(
+    pub async fn reminders(
         &self,
         principal: &str,
         session_id: &str,
     ) -> Result<Vec<Reminder>, ManagerError> {
-        self.owned_meta(principal, session_id)?;
+        self.owned_meta(principal, session_id).await?;
         stored_for(&self.inner.state, session_id)
     }
 
@@ -240,7 +245,7 @@ impl SessionManager {
         session_id: &str,
         reminder_id: &str,
     ) -> Result<(), ManagerError> {
-        let live = self.owned(principal, session_id)?;
+        let live = self.owned(principal, session_id).await?;
         let not_found = || ManagerError::NotFound(format!("no pending reminder {reminder_id}"));
         if !valid_reminder_id(reminder_id) {
             return Err(not_found());
@@ -316,10 +321,9 @@ impl SessionManager {
     async fn deliver(&self, reminder: &Reminder, late: bool) -> Result<(), ManagerError> {
         let id = &reminder.reminder_id;
         let dir = session_dir(&self.inner.state, &reminder.session_id);
-        let meta = crate::state::load_meta(&self.inner.state, &reminder.session_id)
-            .map_err(|e| io_error("cannot read session.json", e))?;
+        let meta = self.inner.load_meta(&reminder.session_id).await?;
         if let Some(meta) = meta {
-            let live = self.owned(&meta.principal, &reminder.session_id)?;
+            let live = self.owned(&meta.principal, &reminder.session_id).await?;
             let fired = live.with_events(|events| {
                 events
                     .iter()

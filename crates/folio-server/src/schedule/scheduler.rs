@@ -15,8 +15,8 @@ use super::ScheduleError;
 use super::clock::Clock;
 use super::launcher::Launcher;
 use super::slots::{
-    MISSED_REASON, OVERLAP_REASON, SlotLog, SlotRecord, log_path, outcome, read_records, replay,
-    slots_dir,
+    CLAIMED_ELSEWHERE, MISSED_REASON, OVERLAP_REASON, SlotLog, SlotRecord, log_path, outcome,
+    read_records, replay, slots_dir,
 };
 use crate::state::StateRoot;
 
@@ -300,7 +300,13 @@ impl Track {
         launcher: &dyn Launcher,
     ) -> Result<(), ScheduleError> {
         let name = self.schedule.name.clone();
-        self.running.retain(|id| launcher.running(&name, id));
+        let mut running = Vec::with_capacity(self.running.len());
+        for id in std::mem::take(&mut self.running) {
+            if launcher.running(&name, &id).await {
+                running.push(id);
+            }
+        }
+        self.running = running;
         if !self.schedule.enabled {
             return Ok(());
         }
@@ -403,6 +409,24 @@ impl Track {
         manual: bool,
         launcher: &dyn Launcher,
     ) -> Result<SlotOutcome, ScheduleError> {
+        // Servers sharing a session store race for each slot: one fires it.
+        if !manual
+            && !launcher
+                .claim(&self.schedule.name, slot)
+                .await
+                .map_err(|err| ScheduleError::Claim(err.to_string()))?
+        {
+            self.skip(SlotRecord::Skipped {
+                slot,
+                reason: CLAIMED_ELSEWHERE.into(),
+            })?;
+            return Ok(self.last.clone().unwrap_or(SlotOutcome {
+                slot,
+                outcome: SlotOutcomeKind::Skipped,
+                session_id: None,
+                reason: Some(CLAIMED_ELSEWHERE.into()),
+            }));
+        }
         self.log
             .append(&SlotRecord::Claimed { slot, manual }, true)?;
         if !manual {

@@ -14,6 +14,8 @@ use super::ScheduleError;
 /// Why a slot was skipped because the previous run was still going.
 pub(crate) const OVERLAP_REASON: &str = "overlap: the previous run was still going";
 /// Why a missed slot was skipped at start.
+pub(crate) const CLAIMED_ELSEWHERE: &str =
+    "claimed by another server sharing the session store, which fired it";
 pub(crate) const MISSED_REASON: &str = "missed: no server ran at the slot (catch_up policy)";
 /// Why a claimed slot was recorded as abandoned.
 pub(crate) const ABANDONED_REASON: &str =

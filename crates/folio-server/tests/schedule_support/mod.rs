@@ -71,7 +71,7 @@ impl Launcher for FakeLauncher {
         Ok(id)
     }
 
-    fn running(&self, _name: &str, session_id: &str) -> bool {
+    async fn running(&self, _name: &str, session_id: &str) -> bool {
         self.running.lock().unwrap().contains(session_id)
     }
 }

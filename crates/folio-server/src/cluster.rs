@@ -1,0 +1,372 @@
+//! Many servers, one set of sessions: `folio serve --store postgres://…`.
+//!
+//! Every server keeps live sessions as on the disk store (events in memory, streams fed by a
+//! broadcast), but reads and writes them through the shared [`SessionStore`]:
+//! - **Ownership.** A session's actor runs only on the server holding the session's lease; the
+//!   lease is taken when the actor starts (before anything is admitted), renewed at a third of
+//!   its time to live, and released when the actor goes idle. Every flush of the log presents
+//!   the lease's fencing token, so a server whose lease was taken over cannot write again: its
+//!   turn ends there ([`StoreError::Fenced`]).
+//! - **Followers.** A live session on any server follows the store ([`SessionStore::follow`])
+//!   and takes in what the owner appended, so a stream can be opened on any server and resumed
+//!   on another with `startIndex`. The server that takes the lease first reads the log's end
+//!   and the metadata (token, keys), so follow-ups may alternate between servers.
+//! - **Commands for another server's turn** ([`Remote`]): `stop` (and a preempting message)
+//!   signal the owner ([`SessionStore::signal`]) until its lease is free, then run here; an
+//!   approval decision is signalled until the log shows it; a coalesced message waits for the
+//!   owner's turn to end and then starts its own turn here (a server cannot add to another
+//!   server's turn); a rejected message and a direct tool call answer `session_busy`.
+//! - **Takeover.** Every server looks for expired leases (their owner died) every half time to
+//!   live; the one that takes a lease over records the open turn as `server restarted` (a turn
+//!   parked on an approval stays parked) and runs what was queued, as the disk store's restart
+//!   recovery does.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use folio_protocol::{Event, EventBody};
+use folio_store::{Lease, SessionStore, StoreError};
+use futures::StreamExt;
+
+use crate::command::Command;
+use crate::error::ManagerError;
+use crate::live::{Live, lock};
+use crate::manager::SessionManager;
+use crate::shared::Inner;
+
+/// How long a lease lives unless renewed: a dead server's turns are taken over after this.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
+
+/// How long a command for another server's turn waits for that server (the stop to land, the
+/// turn to end) before it fails, saying so.
+const REMOTE_PATIENCE: Duration = Duration::from_secs(120);
+
+/// How often a command for another server's turn checks the lease again.
+const REMOTE_POLL: Duration = Duration::from_millis(50);
+
+/// The signal asking the owner to stop the session's turn.
+pub(crate) const STOP_SIGNAL: &str = "stop";
+/// The prefix of the signal carrying an approval decision (JSON after the prefix).
+const RESOLVE_SIGNAL: &str = "resolve ";
+
+/// The session store a server shares with others, and its name there.
+pub(crate) struct SharedStore {
+    pub(crate) store: Arc<dyn SessionStore>,
+    /// This server's id as a lease owner: `srv_<ULID>`, new per process.
+    pub(crate) server: String,
+    /// The lease time to live.
+    pub(crate) ttl: Duration,
+}
+
+/// What a command does when another server owns the session's turn.
+pub(crate) enum Remote {
+    /// Answers `session_busy`.
+    Busy,
+    /// Waits for the owner's turn to end, then runs here.
+    Wait,
+    /// Signals `message` to the owner until its lease is free, then runs here.
+    Ask(String),
+    /// Signals `message` to the owner until `done` holds for the log: then the command is
+    /// done (on the owner).
+    AskUntil(String, Box<dyn Fn(&[Event]) -> bool + Send + Sync>),
+}
+
+impl Remote {
+    /// Stop the owner's turn first.
+    pub(crate) fn stop() -> Self {
+        Remote::Ask(STOP_SIGNAL.to_string())
+    }
+
+    /// Hand an approval decision to the owner's parked turn.
+    pub(crate) fn resolve(
+        resolved: &folio_protocol::ActionApprovalResolved,
+    ) -> Result<Self, ManagerError> {
+        let json = serde_json::to_string(resolved)
+            .map_err(|err| ManagerError::Internal(format!("cannot encode the decision: {err}")))?;
+        let call_id = resolved.call_id.clone();
+        Ok(Remote::AskUntil(
+            format!("{RESOLVE_SIGNAL}{json}"),
+            Box::new(move |events| {
+                events.iter().any(|event| {
+                    matches!(&event.body, EventBody::ActionApprovalResolved(r) if r.call_id == call_id)
+                })
+            }),
+        ))
+    }
+}
+
+/// Where a command runs.
+pub(crate) enum Owner {
+    /// This server owns the session: its actor runs here.
+    Here,
+    /// The owner did it ([`Remote::AskUntil`]).
+    Done,
+}
+
+fn store_error(what: &str, err: StoreError) -> ManagerError {
+    ManagerError::Internal(format!("{what}: {err}"))
+}
+
+impl SessionManager {
+    /// Makes this server the owner of `live`'s session (its actor running here under the
+    /// session's lease), or does what `remote` says while another server owns it.
+    pub(crate) async fn own(
+        &self,
+        live: &Arc<Live>,
+        remote: &Remote,
+    ) -> Result<Owner, ManagerError> {
+        let Some(shared) = self.inner.shared.as_ref() else {
+            return Ok(Owner::Here);
+        };
+        let deadline = tokio::time::Instant::now() + REMOTE_PATIENCE;
+        loop {
+            {
+                // One acquisition per session at a time on this server: a second one would
+                // issue a new fencing token and fence the first actor.
+                let _owning = self.inner.owning.lock(&live.id).await;
+                if live.has_actor() {
+                    return Ok(Owner::Here);
+                }
+                match shared
+                    .store
+                    .acquire_lease(&live.id, &shared.server, shared.ttl)
+                    .await
+                {
+                    Ok(lease) => {
+                        let took_over = lease.took_over.clone();
+                        if let Err(err) = self.catch_up(live).await {
+                            let _ = shared.store.release_lease(&lease).await;
+                            return Err(err);
+                        }
+                        self.spawn_actor(live, Some(lease));
+                        if let Some(owner) = took_over {
+                            self.inner.logs.about(&live.id).warn(format!(
+                                "session {}: took over the turn of server {owner}, whose lease expired",
+                                live.id
+                            ));
+                            self.post(live, Command::Recover)?;
+                        }
+                        return Ok(Owner::Here);
+                    }
+                    Err(StoreError::LeaseHeld { .. }) => {}
+                    Err(err) => return Err(store_error("cannot take the session's lease", err)),
+                }
+            }
+            match remote {
+                Remote::Busy => return Err(ManagerError::Busy(live.id.clone())),
+                Remote::Wait => {}
+                Remote::Ask(message) => self.signal(shared, &live.id, message).await?,
+                Remote::AskUntil(message, done) => {
+                    if live.with_events(|events| done(events)) {
+                        return Ok(Owner::Done);
+                    }
+                    self.signal(shared, &live.id, message).await?;
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ManagerError::Internal(format!(
+                    "session {}: the server running its turn did not finish or answer within {} s; try again",
+                    live.id,
+                    REMOTE_PATIENCE.as_secs()
+                )));
+            }
+            tokio::select! {
+                () = tokio::time::sleep(REMOTE_POLL) => {}
+                () = self.inner.shutdown.cancelled() => {
+                    return Err(ManagerError::Internal("the server is shutting down".into()));
+                }
+            }
+        }
+    }
+
+    async fn signal(
+        &self,
+        shared: &SharedStore,
+        session_id: &str,
+        message: &str,
+    ) -> Result<(), ManagerError> {
+        shared
+            .store
+            .signal(session_id, message)
+            .await
+            .map_err(|err| store_error("cannot reach the server running the turn", err))
+    }
+
+    /// Reads what other servers appended and committed since `live` last looked (events, the
+    /// metadata: token, keys, counts): done before this server admits anything to it.
+    async fn catch_up(&self, live: &Live) -> Result<(), ManagerError> {
+        let Some(log) = live.log.store() else {
+            return Ok(());
+        };
+        let events = log
+            .store
+            .read_events(&live.id, log.next_index(), None)
+            .await
+            .map_err(|err| store_error("cannot read the session's log", err))?;
+        live.ingest(events);
+        let stored = log
+            .store
+            .load_session(&live.id)
+            .await
+            .map_err(|err| store_error("cannot read the session", err))?
+            .ok_or_else(|| ManagerError::NotFound(format!("no session {}", live.id)))?;
+        live.reload_meta(stored);
+        Ok(())
+    }
+
+    /// Follows the signals of every server and hands those about sessions whose actor runs
+    /// here to it; resubscribes after the store's connection drops, until shutdown.
+    pub(crate) async fn run_signals(self) {
+        let Some(shared) = self.inner.shared.as_ref() else {
+            return;
+        };
+        let shutdown = self.inner.shutdown.clone();
+        loop {
+            match shared.store.signals().await {
+                Ok(mut signals) => loop {
+                    let signal = tokio::select! {
+                        signal = signals.next() => signal,
+                        () = shutdown.cancelled() => return,
+                    };
+                    let Some(signal) = signal else { break };
+                    self.on_signal(&signal.session_id, &signal.message);
+                },
+                Err(err) => self.inner.logs.warn(format!(
+                    "cannot follow the store's signals: {err}; retrying"
+                )),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                () = shutdown.cancelled() => return,
+            }
+        }
+    }
+
+    fn on_signal(&self, session_id: &str, message: &str) {
+        let Some(live) = self.inner.live(session_id) else {
+            return;
+        };
+        if !live.has_actor() {
+            return;
+        }
+        let command = if message == STOP_SIGNAL {
+            let (reply, _) = tokio::sync::oneshot::channel();
+            Command::Stop { reply }
+        } else if let Some(json) = message.strip_prefix(RESOLVE_SIGNAL) {
+            let Ok(resolved) = serde_json::from_str(json) else {
+                return;
+            };
+            let (reply, _) = tokio::sync::oneshot::channel();
+            Command::Resolve { resolved, reply }
+        } else {
+            return;
+        };
+        let _ = self.post(&live, command);
+    }
+
+    /// Takes over the sessions whose owner's lease expired (the owner died), every half
+    /// lease time to live, until shutdown.
+    pub(crate) async fn run_takeover(self) {
+        let Some(shared) = self.inner.shared.as_ref() else {
+            return;
+        };
+        let shutdown = self.inner.shutdown.clone();
+        loop {
+            match shared.store.expired_leases().await {
+                Ok(leases) => {
+                    for lease in leases {
+                        self.take_over(&lease).await;
+                    }
+                }
+                Err(err) => self
+                    .inner
+                    .logs
+                    .warn(format!("cannot look for expired leases: {err}")),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(shared.ttl / 2) => {}
+                () = shutdown.cancelled() => return,
+            }
+        }
+    }
+
+    async fn take_over(&self, lease: &Lease) {
+        let meta = match self.inner.load_meta(&lease.session_id).await {
+            Ok(Some(meta)) => meta,
+            _ => return,
+        };
+        let live = match self.open_live(meta).await {
+            Ok(live) => live,
+            Err(err) => {
+                self.inner.logs.about(&lease.session_id).error(format!(
+                    "cannot take over session {}: {err}",
+                    lease.session_id
+                ));
+                return;
+            }
+        };
+        // Another server may take it first: then there is nothing to do here.
+        let _ = self.own(&live, &Remote::Busy).await;
+    }
+}
+
+impl Live {
+    /// Whether the session's actor runs on this server.
+    pub(crate) fn has_actor(&self) -> bool {
+        lock(&self.mailbox)
+            .as_ref()
+            .is_some_and(|sender| !sender.is_closed())
+    }
+}
+
+/// The id of a new server process as a lease owner.
+pub(crate) fn new_server_id() -> String {
+    format!("srv_{}", ulid::Ulid::generate())
+}
+
+/// Follows the store's appends to `live`'s session and takes them in, while the session is
+/// live on this server; ends its streams when the session is deleted.
+pub(crate) async fn follow(
+    inner: Arc<Inner>,
+    live: std::sync::Weak<Live>,
+    mut appends: folio_store::Appends,
+) {
+    let mut idle = tokio::time::interval(Duration::from_secs(5));
+    loop {
+        let newest = tokio::select! {
+            newest = appends.next() => newest,
+            _ = idle.tick() => {
+                if live.strong_count() == 0 {
+                    return;
+                }
+                continue;
+            }
+            () = inner.shutdown.cancelled() => return,
+        };
+        let Some(live) = live.upgrade() else { return };
+        let Some(log) = live.log.store() else { return };
+        let Some(newest) = newest else {
+            // The session was deleted.
+            live.closed.cancel();
+            return;
+        };
+        if newest < log.next_index() {
+            continue;
+        }
+        match log
+            .store
+            .read_events(&live.id, log.next_index(), None)
+            .await
+        {
+            Ok(events) => live.ingest(events),
+            Err(StoreError::NotFound(_)) => {
+                live.closed.cancel();
+                return;
+            }
+            Err(err) => inner.logs.about(&live.id).warn(format!(
+                "session {}: cannot read new events: {err}",
+                live.id
+            )),
+        }
+    }
+}
