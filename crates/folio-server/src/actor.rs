@@ -119,7 +119,22 @@ impl Actor {
             let every = shared.ttl / 3;
             tokio::time::interval_at(tokio::time::Instant::now() + every, every)
         });
+        // While a turn runs, its events reach the shared store (and so the streams on other
+        // servers) in batches this often, besides the durable points that wait for them.
+        let mut publish = self.inner.shared.as_ref().map(|_| {
+            let mut every = tokio::time::interval(crate::cluster::PUBLISH_EVERY);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            every
+        });
         loop {
+            let published = async {
+                match publish.as_mut() {
+                    Some(publish) => {
+                        publish.tick().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
             let renewal = async {
                 match renew.as_mut() {
                     Some(renew) => {
@@ -139,6 +154,15 @@ impl Actor {
                     () = renewal => {
                         if self.renew().await {
                             return;
+                        }
+                        continue;
+                    }
+                    () = published => {
+                        if let Err(err) = self.live.log.commit().await {
+                            self.inner.logs.about(&self.live.id).warn(format!(
+                                "session {}: cannot publish the turn's events yet: {err}",
+                                self.live.id
+                            ));
                         }
                         continue;
                     }

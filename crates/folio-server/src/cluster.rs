@@ -37,6 +37,10 @@ use crate::shared::Inner;
 /// How long a lease lives unless renewed: a dead server's turns are taken over after this.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
 
+/// How often the owner of a running turn writes its new events to the store, so that streams
+/// on other servers follow the turn live (the durable points write at once, and wait).
+pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(20);
+
 /// How long a command for another server's turn waits for that server (the stop to land, the
 /// turn to end) before it fails, saying so.
 const REMOTE_PATIENCE: Duration = Duration::from_secs(120);

@@ -1,0 +1,512 @@
+//! Many servers, one set of sessions: two and three real `folio serve --store postgres://…`
+//! processes on one throwaway database (`FOLIO_TEST_DATABASE_URL`, started by `scripts/test`),
+//! one mock model. A client streams from server A while B runs the turn; follow-ups alternate
+//! between servers; A is killed mid-turn and B takes over once A's lease expires; a stop sent to
+//! A reaches the turn on B; a schedule's slot fires once across three servers; and, generated,
+//! no session ever has two turns running at once however messages are spread over servers.
+
+mod serve_support;
+
+use std::time::Duration;
+
+use folio_protocol::{
+    Admission, CreateSession, Event, EventBody, FollowUp, SERVER_RESTARTED, SessionStatus,
+    TURN_INTERRUPTED, TurnFailed,
+};
+use folio_store_postgres::testing::test_database;
+use folio_test_support::{MockModelServer, MockReply};
+use pretty_assertions::assert_eq;
+use reqwest::Method;
+use serve_support::*;
+
+const AGENT: &str = "name = \"shared\"\nmodel = \"openai:gpt-test\"\n";
+
+/// The lease time to live of the servers under test: a killed server's turn is taken over
+/// about this long after it died.
+const LEASE_TTL_MS: &str = "1000";
+
+/// Servers of one agent on one database, each with its own state root and one shared
+/// workspace root.
+struct Cluster {
+    servers: Vec<Served>,
+    dir: Project,
+    database: String,
+    workspaces: tempfile::TempDir,
+    states: Vec<tempfile::TempDir>,
+}
+
+impl Cluster {
+    /// Starts `n` servers on a fresh database; `None` (the test skips) without a test server.
+    async fn start(test: &str, mock: &MockModelServer, n: usize) -> Option<Cluster> {
+        Self::start_with(test, mock, n, project(AGENT), &[]).await
+    }
+
+    async fn start_with(
+        test: &str,
+        mock: &MockModelServer,
+        n: usize,
+        dir: Project,
+        env: &[(&str, &str)],
+    ) -> Option<Cluster> {
+        let database = test_database(test).await?;
+        let mut cluster = Cluster {
+            servers: Vec::new(),
+            dir,
+            database,
+            workspaces: tempfile::tempdir().unwrap(),
+            states: Vec::new(),
+        };
+        for _ in 0..n {
+            cluster.add(mock, env).await;
+        }
+        Some(cluster)
+    }
+
+    /// Starts one more server.
+    async fn add(&mut self, mock: &MockModelServer, env: &[(&str, &str)]) {
+        let state = tempfile::tempdir().unwrap();
+        let server = serve_with_env(
+            &mock.openai_base_url(),
+            self.dir.path(),
+            state.path(),
+            &[
+                "--mode",
+                "single",
+                "--store",
+                &self.database,
+                "--workspace-root",
+                &self.workspaces.path().display().to_string(),
+                "--lease-ttl-ms",
+                LEASE_TTL_MS,
+            ],
+            env,
+        )
+        .await;
+        self.states.push(state);
+        self.servers.push(server);
+    }
+
+    fn url(&self, n: usize) -> &str {
+        &self.servers[n].url
+    }
+}
+
+/// A reply streamed slowly enough for a test to act while the turn runs.
+fn slow(text: &str) -> MockReply {
+    MockReply::text(text).chunk_delay(Duration::from_millis(150))
+}
+
+/// Every stored event of `id`, read through `url`.
+async fn stored(url: &str, id: &str) -> Vec<Event> {
+    events(url, id).await
+}
+
+/// Waits until the session read through `url` has `turns` turns and is waiting.
+async fn waiting_after(url: &str, id: &str, turns: u32) -> Vec<Event> {
+    for _ in 0..300 {
+        let summary = session(url, id).await;
+        if summary.status == SessionStatus::Waiting && summary.turns >= turns {
+            return stored(url, id).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("session {id} did not wait after {turns} turns within 30 s");
+}
+
+/// Checks that no two turns of the log overlap: each `message.received` comes after the end
+/// (`turn.completed`/`turn.failed`) of the turn before it.
+fn assert_one_turn_at_a_time(events: &[Event]) {
+    let mut open: Option<&str> = None;
+    for event in events {
+        match &event.body {
+            EventBody::MessageReceived(_) => {
+                assert!(
+                    open.is_none(),
+                    "turn {:?} started at index {} while turn {open:?} ran: {:#?}",
+                    event.turn_id,
+                    event.index,
+                    events.iter().map(Event::event_type).collect::<Vec<_>>()
+                );
+                open = event.turn_id.as_deref();
+            }
+            EventBody::TurnCompleted(_) | EventBody::TurnFailed(_)
+                if event.turn_id.as_deref() == open =>
+            {
+                open = None;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_stream_on_one_server_follows_the_turn_another_runs_and_follow_ups_alternate() {
+    let mock = MockModelServer::start().await;
+    let Some(cluster) = Cluster::start("stream_across", &mock, 2).await else {
+        return;
+    };
+    let (a, b) = (cluster.url(0), cluster.url(1));
+    mock.push(slow("one two three four five six"));
+    let created = create_session(b, &CreateSession::message("first")).await;
+    let id = created.session_id.clone();
+    // Streamed from A while B runs the turn: every event, in order, as B stored it.
+    let mut on_a = Stream::open(a, &id, 0, None).await;
+    on_a.until("session.waiting").await;
+    assert_contiguous(&on_a.events, 0);
+    assert_eq!(on_a.events, stored(b, &id).await);
+    assert!(
+        on_a.events
+            .iter()
+            .any(|e| matches!(&e.body, EventBody::MessageAppended(_))),
+        "the deltas streamed through A: {:?}",
+        on_a.types()
+    );
+
+    // Follow-ups alternate: A, then B, then A again, each with the token the last one gave.
+    let mut token = created.continuation_token;
+    let mut streams = vec![Stream::open(b, &id, on_a.events.len() as u64, None).await];
+    for (turn, url) in [(2, a), (3, b), (4, a)] {
+        mock.push(MockReply::text(&format!("answer {turn}")));
+        let accepted =
+            follow_up(url, &id, &FollowUp::new(&token, &format!("message {turn}"))).await;
+        token = accepted.continuation_token;
+        waiting_after(url, &id, turn).await;
+    }
+    let on_a_log = stored(a, &id).await;
+    let on_b_log = stored(b, &id).await;
+    assert_eq!(on_a_log, on_b_log, "one log, read through either server");
+    assert_contiguous(&on_a_log, 0);
+    assert_one_turn_at_a_time(&on_a_log);
+    let texts: Vec<String> = on_a_log
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::MessageReceived(m) => Some(m.text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["first", "message 2", "message 3", "message 4"]);
+    // A stream opened on B before those turns saw them all, in order, without a gap.
+    let stream = &mut streams[0];
+    stream.until_count("session.waiting", 3).await;
+    assert_contiguous(&stream.events, on_a.events.len() as u64);
+    // The token of the last answer is the current one on both servers; an older one is stale.
+    for url in [a, b] {
+        let (status, _) = refused(
+            Method::POST,
+            &format!("{url}/v1/session/{id}"),
+            Some(&FollowUp::new("http:not-the-token", "stale")),
+            None,
+        )
+        .await;
+        assert_eq!(status, 409);
+    }
+    let summary = session(a, &id).await;
+    assert_eq!((summary.turns, summary.status), (4, SessionStatus::Waiting));
+    assert_eq!(summary.last_index, on_a_log.last().unwrap().index);
+}
+
+#[tokio::test]
+async fn a_server_killed_mid_turn_is_taken_over_when_its_lease_expires() {
+    let mock = MockModelServer::start().await;
+    let Some(mut cluster) = Cluster::start("kill_takeover", &mock, 2).await else {
+        return;
+    };
+    mock.push(
+        MockReply::text("one two three four five six seven eight nine ten")
+            .chunk_delay(Duration::from_millis(500)),
+    );
+    let created = create_session(cluster.url(0), &CreateSession::message("long")).await;
+    let id = created.session_id.clone();
+    let b = cluster.url(1).to_string();
+    let mut on_b = Stream::open(&b, &id, 0, None).await;
+    on_b.until("message.appended").await;
+    // kill -9 of A, the turn's owner, mid-turn.
+    let mut a = cluster.servers.remove(0);
+    a.child.start_kill().unwrap();
+    a.child.wait().await.unwrap();
+    // B takes the expired lease over and records the turn as failed, `server restarted`.
+    let failed = on_b.until("turn.failed").await;
+    assert_eq!(
+        data::<TurnFailed>(&failed).message,
+        SERVER_RESTARTED,
+        "{:?}",
+        on_b.types()
+    );
+    on_b.until("session.waiting").await;
+    assert_contiguous(&on_b.events, 0);
+    // The conversation goes on through B.
+    mock.push(MockReply::text("after the takeover"));
+    let accepted = follow_up(
+        &b,
+        &id,
+        &FollowUp::new(&created.continuation_token, "are you there?"),
+    )
+    .await;
+    assert_eq!(accepted.session_id, id);
+    let log = waiting_after(&b, &id, 2).await;
+    assert_contiguous(&log, 0);
+    assert_one_turn_at_a_time(&log);
+    let failures: Vec<&str> = all::<TurnFailed>(&log)
+        .iter()
+        .map(|f| f.message.as_str())
+        .collect();
+    assert_eq!(failures, [SERVER_RESTARTED]);
+}
+
+#[tokio::test]
+async fn a_stop_sent_to_one_server_reaches_the_turn_running_on_another() {
+    let mock = MockModelServer::start().await;
+    let Some(cluster) = Cluster::start("stop_across", &mock, 2).await else {
+        return;
+    };
+    let (a, b) = (cluster.url(0), cluster.url(1));
+    mock.push(
+        MockReply::text("one two three four five six seven eight nine ten")
+            .chunk_delay(Duration::from_millis(500)),
+    );
+    let created = create_session(b, &CreateSession::message("long")).await;
+    let id = created.session_id;
+    let mut on_a = Stream::open(a, &id, 0, None).await;
+    on_a.until("message.appended").await;
+    let started = std::time::Instant::now();
+    let (status, body) = call(
+        Method::POST,
+        &format!("{a}/v1/session/{id}/stop"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let failed = on_a.until("turn.failed").await;
+    assert_eq!(data::<TurnFailed>(&failed).message, TURN_INTERRUPTED);
+    on_a.until("session.waiting").await;
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "the stop landed before the turn would have ended ({:?})",
+        started.elapsed()
+    );
+    let log = stored(b, &id).await;
+    assert_contiguous(&log, 0);
+    assert_one_turn_at_a_time(&log);
+}
+
+#[tokio::test]
+async fn a_preempting_message_on_one_server_stops_the_turn_on_another_and_runs_once() {
+    let mock = MockModelServer::start().await;
+    let Some(cluster) = Cluster::start("preempt_across", &mock, 2).await else {
+        return;
+    };
+    let (a, b) = (cluster.url(0), cluster.url(1));
+    mock.push(
+        MockReply::text("one two three four five six seven eight nine ten")
+            .chunk_delay(Duration::from_millis(500)),
+    );
+    let created = create_session(b, &CreateSession::message("long")).await;
+    let id = created.session_id;
+    let mut on_a = Stream::open(a, &id, 0, None).await;
+    on_a.until("message.appended").await;
+    mock.push(MockReply::text("the new answer"));
+    let accepted = follow_up(
+        a,
+        &id,
+        &FollowUp {
+            admission: Some(Admission::Preempt),
+            ..FollowUp::new(&created.continuation_token, "change of plan")
+        },
+    )
+    .await;
+    assert_eq!(accepted.session_id, id);
+    let log = waiting_after(b, &id, 2).await;
+    assert_contiguous(&log, 0);
+    assert_one_turn_at_a_time(&log);
+    assert_eq!(
+        all::<TurnFailed>(&log)
+            .iter()
+            .map(|f| f.message.as_str())
+            .collect::<Vec<_>>(),
+        [TURN_INTERRUPTED]
+    );
+}
+
+/// 2027-01-04 is a Monday: the schedule below fires at 09:00Z.
+const CLOCK_START: &str = "2027-01-04T08:59:58Z";
+
+#[tokio::test]
+async fn a_schedule_slot_fires_once_across_three_servers() {
+    let mock = MockModelServer::start().await;
+    for _ in 0..3 {
+        mock.push(MockReply::text("summary written"));
+    }
+    let dir = project(AGENT);
+    write_files(
+        dir.path(),
+        &[(
+            "agent/schedules/nightly.md",
+            "---\ncron: \"0 9 * * 1-5\"\n---\nSummarize the day.\n",
+        )],
+    );
+    let Some(cluster) = Cluster::start_with(
+        "schedule_once",
+        &mock,
+        3,
+        dir,
+        &[("FOLIO_TEST_CLOCK_START", CLOCK_START)],
+    )
+    .await
+    else {
+        return;
+    };
+    // Every server decided the slot: one fired it, two recorded it as claimed elsewhere.
+    let mut outcomes = Vec::new();
+    for n in 0..3 {
+        outcomes.push(decided(cluster.url(n)).await);
+    }
+    outcomes.sort();
+    assert_eq!(
+        outcomes,
+        [
+            "fired".to_string(),
+            "skipped: claimed by another server sharing the session store, which fired it".into(),
+            "skipped: claimed by another server sharing the session store, which fired it".into(),
+        ]
+    );
+    // One task session, run once.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(mock.requests().len(), 1, "the model ran once");
+}
+
+/// Polls the server's schedule until its last slot was decided; says how.
+async fn decided(url: &str) -> String {
+    for _ in 0..300 {
+        let (status, body) = call(Method::GET, &format!("{url}/v1/schedules"), None, None).await;
+        assert_eq!(status, 200);
+        if let Some(last) = body["schedules"][0]["last"].as_object() {
+            let outcome = last["outcome"].as_str().unwrap().to_string();
+            return match last.get("reason").and_then(|r| r.as_str()) {
+                Some(reason) if outcome == "skipped" => format!("{outcome}: {reason}"),
+                _ => outcome,
+            };
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no slot decided on {url} within 30 s");
+}
+
+/// One message of a generated run: which server gets it and how it is admitted.
+#[derive(Debug, Clone)]
+struct Send {
+    server: usize,
+    coalesce: bool,
+    pause_ms: u64,
+}
+
+fn sends() -> impl proptest::strategy::Strategy<Value = Vec<Send>> {
+    use proptest::prelude::*;
+    proptest::collection::vec(
+        (0..2usize, any::<bool>(), 0..300u64).prop_map(|(server, coalesce, pause_ms)| Send {
+            server,
+            coalesce,
+            pause_ms,
+        }),
+        2..6,
+    )
+}
+
+#[test]
+fn no_session_ever_runs_two_turns_at_once_across_servers() {
+    use proptest::test_runner::{Config, TestRunner};
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (mock, cluster) = runtime.block_on(async {
+        let mock = MockModelServer::start().await;
+        let cluster = Cluster::start("two_turns", &mock, 2).await;
+        (mock, cluster)
+    });
+    let Some(cluster) = cluster else { return };
+    let mut runner = TestRunner::new(Config {
+        cases: 6,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&sends(), |plan| {
+            runtime.block_on(run_plan(&mock, &cluster, &plan));
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// Sends the plan's messages concurrently (each after its pause) to their servers, with
+/// idempotency keys; then checks the log: every acknowledged message was recorded once, and
+/// no turn started before the one before it ended.
+async fn run_plan(mock: &MockModelServer, cluster: &Cluster, plan: &[Send]) {
+    for _ in 0..(plan.len() * 2 + 2) {
+        mock.push(MockReply::text("a b c d e f").chunk_delay(Duration::from_millis(40)));
+    }
+    let created = create_session(cluster.url(0), &CreateSession::message("start")).await;
+    let id = created.session_id.clone();
+    let token = created.continuation_token.clone();
+    // Follow-ups need the current token: messages go out one after another, each with the
+    // token the last answer gave, the next one sent while the previous turn may still run.
+    let mut token = token;
+    let mut keys = Vec::new();
+    for (n, send) in plan.iter().enumerate() {
+        tokio::time::sleep(Duration::from_millis(send.pause_ms)).await;
+        let key = format!("plan-{n}");
+        let accepted = follow_up(
+            cluster.url(send.server),
+            &id,
+            &FollowUp {
+                admission: Some(if send.coalesce {
+                    Admission::Coalesce
+                } else {
+                    Admission::Preempt
+                }),
+                client_message_id: Some(key.clone()),
+                ..FollowUp::new(&token, &format!("message {n}"))
+            },
+        )
+        .await;
+        token = accepted.continuation_token;
+        keys.push(key);
+    }
+    let log = settle(cluster.url(1), &id).await;
+    assert_contiguous(&log, 0);
+    assert_one_turn_at_a_time(&log);
+    for key in &keys {
+        let recorded = log
+            .iter()
+            .filter(|e| match &e.body {
+                EventBody::MessageReceived(m) => m.client_message_id.as_deref() == Some(key),
+                EventBody::MessageQueued(m) => m.client_message_id.as_deref() == Some(key),
+                _ => false,
+            })
+            .count();
+        assert_eq!(
+            recorded,
+            1,
+            "message {key} recorded once: {:?}",
+            log.iter().map(Event::event_type).collect::<Vec<_>>()
+        );
+    }
+}
+
+/// Waits until the session is waiting with nothing queued; its log.
+async fn settle(url: &str, id: &str) -> Vec<Event> {
+    for _ in 0..600 {
+        let summary = session(url, id).await;
+        if summary.status == SessionStatus::Waiting {
+            let log = stored(url, id).await;
+            if log
+                .last()
+                .is_some_and(|e| matches!(e.body, EventBody::SessionWaiting(_)))
+            {
+                return log;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("session {id} did not settle within 60 s");
+}
