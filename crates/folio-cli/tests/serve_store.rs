@@ -164,11 +164,10 @@ async fn a_stream_on_one_server_follows_the_turn_another_runs_and_follow_ups_alt
 
     // Follow-ups alternate: A, then B, then A again, each with the token the last one gave.
     let mut token = created.continuation_token;
-    let mut streams = vec![Stream::open(b, &id, on_a.events.len() as u64, None).await];
+    let mut on_b = Stream::open(b, &id, on_a.events.len() as u64, None).await;
     for (turn, url) in [(2, a), (3, b), (4, a)] {
-        mock.push(MockReply::text(&format!("answer {turn}")));
-        let accepted =
-            follow_up(url, &id, &FollowUp::new(&token, &format!("message {turn}"))).await;
+        mock.push(MockReply::text(format!("answer {turn}")));
+        let accepted = follow_up(url, &id, &FollowUp::new(&token, format!("message {turn}"))).await;
         token = accepted.continuation_token;
         waiting_after(url, &id, turn).await;
     }
@@ -186,9 +185,8 @@ async fn a_stream_on_one_server_follows_the_turn_another_runs_and_follow_ups_alt
         .collect();
     assert_eq!(texts, ["first", "message 2", "message 3", "message 4"]);
     // A stream opened on B before those turns saw them all, in order, without a gap.
-    let stream = &mut streams[0];
-    stream.until_count("session.waiting", 3).await;
-    assert_contiguous(&stream.events, on_a.events.len() as u64);
+    on_b.until_count("session.waiting", 3).await;
+    assert_contiguous(&on_b.events, on_a.events.len() as u64);
     // The token of the last answer is the current one on both servers; an older one is stale.
     for url in [a, b] {
         let (status, _) = refused(
@@ -465,7 +463,7 @@ async fn run_plan(mock: &MockModelServer, cluster: &Cluster, plan: &[Send]) {
                     Admission::Preempt
                 }),
                 client_message_id: Some(key.clone()),
-                ..FollowUp::new(&token, &format!("message {n}"))
+                ..FollowUp::new(&token, format!("message {n}"))
             },
         )
         .await;

@@ -288,7 +288,7 @@ async fn cold_start(state: &Path, project: &Path) {
     let url = serve(manager.clone()).await;
     let listening = started.elapsed();
     let page_started = Instant::now();
-    let page = manager.list("local", 50, None, None).unwrap();
+    let page = manager.list("local", 50, None, None).await.unwrap();
     let page_ms = page_started.elapsed().as_secs_f64() * 1000.0;
     let _ = url;
     let figures = ColdStart {
@@ -363,7 +363,10 @@ async fn run() {
                     )
                     .await
                     .unwrap();
-                let mut events = manager.stream("local", &accepted.session_id, 0).unwrap();
+                let mut events = manager
+                    .stream("local", &accepted.session_id, 0)
+                    .await
+                    .unwrap();
                 while let Some(event) = events.rx.recv().await {
                     if event.is_some_and(|e| e.event_type() == "session.waiting") {
                         break;

@@ -324,6 +324,14 @@ impl Actor {
                 let _ = reply.send(result);
                 false
             }
+            Command::IssueToken { hash, reply } => {
+                let result = self
+                    .live
+                    .update_meta(&self.inner.state, |meta| meta.token_hash = Some(hash))
+                    .await;
+                let _ = reply.send(result);
+                false
+            }
             Command::Resume => {
                 if self.running.is_none()
                     && let Some(turn_id) = self.live.with_events(open_turn)

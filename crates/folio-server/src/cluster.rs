@@ -72,8 +72,11 @@ pub(crate) enum Remote {
     Ask(String),
     /// Signals `message` to the owner until `done` holds for the log: then the command is
     /// done (on the owner).
-    AskUntil(String, Box<dyn Fn(&[Event]) -> bool + Send + Sync>),
+    AskUntil(String, Done),
 }
+
+/// What shows in a session's log once the owner did what it was asked.
+pub(crate) type Done = Box<dyn Fn(&[Event]) -> bool + Send + Sync>;
 
 impl Remote {
     /// Stop the owner's turn first.

@@ -100,6 +100,11 @@ pub(crate) enum Command {
         body: EventBody,
         reply: oneshot::Sender<Result<(), ManagerError>>,
     },
+    /// Replaces the continuation token (its hash) durably.
+    IssueToken {
+        hash: String,
+        reply: oneshot::Sender<Result<(), ManagerError>>,
+    },
     /// Resumes the turn a restart left open once what its dead process waited for in memory
     /// (an MCP question or authorization) is answered in the log (recovery).
     Resume,

@@ -115,8 +115,13 @@ impl SessionManager {
         }
         let token = token::new_token();
         let hash = token::hash_token(&token);
-        live.update_meta(self.state(), |meta| meta.token_hash = Some(hash))
-            .await?;
+        // The session's actor changes its metadata (on a shared store: the owner's, after any
+        // turn running elsewhere ended, so no later write of the owner undoes this one).
+        self.command(&live, &Remote::Wait, |reply| Command::IssueToken {
+            hash,
+            reply,
+        })
+        .await??;
         Ok(Accepted {
             session_id: session_id.to_string(),
             continuation_token: token,

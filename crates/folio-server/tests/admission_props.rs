@@ -110,14 +110,14 @@ async fn scenario(ops: Vec<Op>) {
     // Let everything settle: the session waits with no turn open.
     let mut events = Vec::new();
     for _ in 0..500 {
-        events = manager.events("local", &id).unwrap();
+        events = manager.events("local", &id).await.unwrap();
         let settled = matches!(
             events.last().map(|e| &e.body),
             Some(EventBody::SessionWaiting(_))
         );
         if settled {
             tokio::time::sleep(Duration::from_millis(60)).await;
-            let again = manager.events("local", &id).unwrap();
+            let again = manager.events("local", &id).await.unwrap();
             if again.len() == events.len() {
                 break;
             }

@@ -41,7 +41,7 @@ async fn wait_for(
     done: impl Fn(&[Event]) -> bool,
 ) -> Vec<Event> {
     for _ in 0..300 {
-        let events = manager.events("local", id).unwrap();
+        let events = manager.events("local", id).await.unwrap();
         if done(&events) {
             return events;
         }
@@ -49,7 +49,7 @@ async fn wait_for(
     }
     panic!(
         "timed out; events: {:#?}",
-        manager.events("local", id).unwrap()
+        manager.events("local", id).await.unwrap()
     );
 }
 
@@ -218,7 +218,7 @@ async fn approve_deny_single_use_and_survive_a_restart() {
         })
         .unwrap();
     manager.shutdown().await;
-    let before = manager.events("local", &id).unwrap();
+    let before = manager.events("local", &id).await.unwrap();
     assert_eq!(
         count(&before, "turn.failed"),
         0,
@@ -226,7 +226,7 @@ async fn approve_deny_single_use_and_survive_a_restart() {
     );
 
     let restarted = support::manager(agent(&mock, dir.path()).await, state.path());
-    let after = restarted.events("local", &id).unwrap();
+    let after = restarted.events("local", &id).await.unwrap();
     assert_eq!(
         after.len(),
         before.len(),

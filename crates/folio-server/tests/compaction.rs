@@ -66,7 +66,7 @@ async fn a_session_past_its_window_compacts_once_per_crossing_and_keeps_its_log(
             .unwrap();
         wait_turns(&manager, &id, turn).await;
     }
-    let events = manager.events("local", &id).unwrap();
+    let events = manager.events("local", &id).await.unwrap();
 
     // One compaction per crossing, each summarizing up to the turn it keeps.
     let received: Vec<u64> = events

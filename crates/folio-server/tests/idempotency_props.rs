@@ -101,9 +101,10 @@ fn check_race(sent: &[Body], answers: &[Result<Accepted, ManagerError>]) -> Body
 }
 
 /// The texts of the session's `message.received` events carrying `key`.
-fn keyed_texts(manager: &SessionManager, id: &str, key: &str) -> Vec<String> {
+async fn keyed_texts(manager: &SessionManager, id: &str, key: &str) -> Vec<String> {
     manager
         .events("local", id)
+        .await
         .unwrap()
         .into_iter()
         .filter_map(|event| match event.body {
@@ -145,12 +146,12 @@ async fn race(key: String, bodies: Vec<Body>, picks: Vec<usize>) {
         answers.push(task.await.unwrap());
     }
     let winner = check_race(&sent, &answers);
-    let page = manager.list("local", 200, None, None).unwrap();
+    let page = manager.list("local", 200, None, None).await.unwrap();
     assert_eq!(page.data.len(), 1, "one key, one session");
     let created = answers.into_iter().find_map(Result::ok).unwrap();
     let id = created.session_id.clone();
     assert_eq!(
-        keyed_texts(&manager, &id, &key),
+        keyed_texts(&manager, &id, &key).await,
         std::slice::from_ref(&winner.message)
     );
     // A later retry of the winner still gets the first answer.
@@ -200,7 +201,7 @@ async fn race(key: String, bodies: Vec<Body>, picks: Vec<usize>) {
     }
     let winner = check_race(&sent, &answers);
     assert_eq!(
-        keyed_texts(&manager, &id, &key),
+        keyed_texts(&manager, &id, &key).await,
         [winner.message],
         "one message carries the key"
     );

@@ -64,7 +64,7 @@ async fn idle_sessions_past_the_period_go_and_parked_reminded_or_recent_ones_sta
         .await
         .unwrap()
         .session_id;
-    let mut stream = manager.stream("local", &parked, 0).unwrap();
+    let mut stream = manager.stream("local", &parked, 0).await.unwrap();
     while let Some(event) = stream.rx.recv().await {
         if matches!(
             event.map(|e| e.body),
@@ -91,7 +91,7 @@ async fn idle_sessions_past_the_period_go_and_parked_reminded_or_recent_ones_sta
         "the idle session goes, with every event of its log"
     );
     assert!(matches!(
-        manager.get("local", &idle),
+        manager.get("local", &idle).await,
         Err(ManagerError::NotFound(_))
     ));
     let root = folio_server::StateRoot::new(state.path());
@@ -101,11 +101,11 @@ async fn idle_sessions_past_the_period_go_and_parked_reminded_or_recent_ones_sta
     );
     assert!(!root.trace_path(&idle).exists(), "its log");
     assert!(
-        manager.get("local", &parked).is_ok(),
+        manager.get("local", &parked).await.is_ok(),
         "a turn waiting for an approval keeps its session"
     );
     assert!(
-        manager.get("local", &reminded).is_ok(),
+        manager.get("local", &reminded).await.is_ok(),
         "a reminder still to deliver keeps its session"
     );
 }

@@ -170,7 +170,7 @@ async fn reminders_are_owned_and_bound_to_chat_sessions() {
         .await
         .unwrap();
     assert_eq!(
-        manager.reminders("mallory", &chat).unwrap_err(),
+        manager.reminders("mallory", &chat).await.unwrap_err(),
         folio_server::ManagerError::Forbidden(chat.clone())
     );
     assert_eq!(
@@ -180,7 +180,7 @@ async fn reminders_are_owned_and_bound_to_chat_sessions() {
             .unwrap_err(),
         folio_server::ManagerError::Forbidden(chat.clone())
     );
-    assert_eq!(manager.reminders("local", &chat).unwrap(), [owned]);
+    assert_eq!(manager.reminders("local", &chat).await.unwrap(), [owned]);
     let task = manager
         .create(
             "local",
@@ -261,8 +261,8 @@ async fn a_reminder_due_while_no_server_ran_is_delivered_once_marked_late() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(!file.exists(), "the restored reminder was never settled");
-    assert_eq!(story(&third.events("local", &id).unwrap()), expected);
-    assert_eq!(third.reminders("local", &id).unwrap(), Vec::new());
+    assert_eq!(story(&third.events("local", &id).await.unwrap()), expected);
+    assert_eq!(third.reminders("local", &id).await.unwrap(), Vec::new());
 }
 
 #[tokio::test]
@@ -323,7 +323,7 @@ async fn the_set_reminder_tool_is_opt_in_and_its_calls_become_reminders() {
             (false, "Reminder requested in 30m; it is set when this turn ends and wakes this conversation then.".to_string()),
         ]
     );
-    let pending = manager.reminders("local", &id).unwrap();
+    let pending = manager.reminders("local", &id).await.unwrap();
     assert_eq!(
         pending
             .iter()

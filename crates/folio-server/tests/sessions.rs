@@ -72,20 +72,28 @@ async fn deleting_a_session_directory_removes_the_session() {
         .await
         .unwrap()
         .session_id;
-    let mut stream = manager.stream("local", &id, 0).unwrap();
+    let mut stream = manager.stream("local", &id, 0).await.unwrap();
     while let Some(event) = stream.rx.recv().await {
         if matches!(event.map(|e| e.body), Some(EventBody::SessionWaiting(_))) {
             break;
         }
     }
-    assert_eq!(manager.list("local", 10, None, None).unwrap().data.len(), 1);
+    assert_eq!(
+        manager
+            .list("local", 10, None, None)
+            .await
+            .unwrap()
+            .data
+            .len(),
+        1
+    );
     std::fs::remove_dir_all(state.path().join("sessions").join(&id)).unwrap();
     assert!(matches!(
-        manager.get("local", &id),
+        manager.get("local", &id).await,
         Err(ManagerError::NotFound(_))
     ));
     assert!(matches!(
-        manager.stream("local", &id, 0),
+        manager.stream("local", &id, 0).await,
         Err(ManagerError::NotFound(_))
     ));
     assert!(matches!(
@@ -95,6 +103,7 @@ async fn deleting_a_session_directory_removes_the_session() {
     assert!(
         manager
             .list("local", 10, None, None)
+            .await
             .unwrap()
             .data
             .is_empty()
@@ -121,7 +130,7 @@ async fn streams_from_any_start_index_during_a_live_turn_have_no_gap_and_no_dupl
     for n in 0..12u64 {
         tokio::time::sleep(Duration::from_millis(12)).await;
         let start = n % 4;
-        let mut stream = manager.stream("local", &id, start).unwrap();
+        let mut stream = manager.stream("local", &id, start).await.unwrap();
         readers.push(tokio::spawn(async move {
             let mut indexes = Vec::new();
             while let Some(event) = stream.rx.recv().await {
@@ -134,14 +143,14 @@ async fn streams_from_any_start_index_during_a_live_turn_have_no_gap_and_no_dupl
             (start, indexes)
         }));
     }
-    let all = manager.events("local", &id).unwrap();
+    let all = manager.events("local", &id).await.unwrap();
     for reader in readers {
         let (start, indexes) = reader.await.unwrap();
         let expected: Vec<u64> = (start..start + indexes.len() as u64).collect();
         assert_eq!(indexes, expected);
         assert!(indexes.len() as u64 + start >= 10);
     }
-    let final_events = manager.events("local", &id).unwrap();
+    let final_events = manager.events("local", &id).await.unwrap();
     assert!(final_events.len() >= all.len());
 }
 
@@ -179,6 +188,7 @@ async fn todos_outlive_turns_and_restarts() {
     let expected = "[x] 1: write the plan\n[~] 2: ship it";
     let read = manager
         .events("local", &id)
+        .await
         .unwrap()
         .into_iter()
         .find_map(|event| match event.body {
@@ -211,7 +221,7 @@ async fn a_live_session_serves_the_events_of_its_log_from_memory() {
         .unwrap()
         .session_id;
     // The stream holds the live session open across both turns.
-    let mut stream = manager.stream("local", &id, 0).unwrap();
+    let mut stream = manager.stream("local", &id, 0).await.unwrap();
     let mut waiting = 0;
     while waiting < 2 {
         let Some(event) = stream.rx.recv().await else {
@@ -226,8 +236,8 @@ async fn a_live_session_serves_the_events_of_its_log_from_memory() {
     }
     let trace = state.path().join("traces").join(format!("{id}.ndjson"));
     let on_disk = folio_server::read_events(&trace).unwrap();
-    assert_eq!(manager.events("local", &id).unwrap(), on_disk);
-    let summary = manager.get("local", &id).unwrap();
+    assert_eq!(manager.events("local", &id).await.unwrap(), on_disk);
+    let summary = manager.get("local", &id).await.unwrap();
     assert_eq!(summary.last_index, on_disk.last().unwrap().index);
     assert_eq!(summary.turns, 2);
 }
@@ -336,7 +346,7 @@ async fn a_turn_end_stores_the_token_totals_in_session_json_and_lists_read_them_
     std::fs::write(&path, serde_json::to_vec(&behind).unwrap()).unwrap();
     let reopened = support::manager(agent, state.path());
     assert_eq!(stored(&sent), expected(&sent, 4));
-    let listed = reopened.list("local", 50, None, None).unwrap().data;
+    let listed = reopened.list("local", 50, None, None).await.unwrap().data;
     let mut summaries: Vec<_> = listed
         .iter()
         .map(|s| {
@@ -368,7 +378,7 @@ async fn a_turn_end_stores_the_token_totals_in_session_json_and_lists_read_them_
     ];
     wanted.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(summaries, wanted);
-    let events = reopened.events("local", &sent).unwrap();
+    let events = reopened.events("local", &sent).await.unwrap();
     assert!(
         !events
             .iter()
@@ -444,6 +454,7 @@ async fn a_create_a_crash_left_unwritten_is_removed_on_restart_and_its_retry_cre
     assert!(
         manager
             .list("local", 50, None, None)
+            .await
             .unwrap()
             .data
             .is_empty()

@@ -52,7 +52,10 @@ async fn a_turn_runs_only_where_the_sessions_workspace_root_is_seen() {
         std::fs::read_to_string(shared.join(&id).join("notes.md")).unwrap(),
         "from A\n"
     );
-    assert_eq!(a.workspace_dir("local", &id).unwrap(), shared.join(&id));
+    assert_eq!(
+        a.workspace_dir("local", &id).await.unwrap(),
+        shared.join(&id)
+    );
     a.shutdown().await;
 
     // Server B has a root of its own: the follow-up is accepted, its turn refused.
@@ -75,7 +78,7 @@ async fn a_turn_runs_only_where_the_sessions_workspace_root_is_seen() {
     );
     assert_eq!(mock.requests().len(), requests, "the model was not called");
     assert!(matches!(
-        b.workspace_dir("local", &id),
+        b.workspace_dir("local", &id).await,
         Err(ManagerError::Refused(_))
     ));
     b.shutdown().await;
@@ -102,7 +105,10 @@ async fn a_turn_runs_only_where_the_sessions_workspace_root_is_seen() {
         "{:?}",
         last_failure(&events)
     );
-    assert_eq!(c.workspace_dir("local", &id).unwrap(), mount.join(&id));
+    assert_eq!(
+        c.workspace_dir("local", &id).await.unwrap(),
+        mount.join(&id)
+    );
     c.delete("local", &id).await.unwrap();
     assert!(
         !shared.join(&id).exists(),

@@ -28,12 +28,12 @@ async fn turn(manager: &SessionManager, key: &str, message: &str) -> (Vec<Value>
         .await
         .unwrap();
     let answer = reply(manager, LOCAL, &accepted.session_id).await.unwrap();
-    (outputs(manager, LOCAL, &accepted.session_id), answer)
+    (outputs(manager, LOCAL, &accepted.session_id).await, answer)
 }
 
 /// The outputs (or errors) of the tool calls of `principal`'s session `id`.
-fn outputs(manager: &SessionManager, principal: &str, id: &str) -> Vec<Value> {
-    let events = manager.events(principal, id).unwrap();
+async fn outputs(manager: &SessionManager, principal: &str, id: &str) -> Vec<Value> {
+    let events = manager.events(principal, id).await.unwrap();
     all::<ActionResult>(&events)
         .into_iter()
         .map(|result| match &result.error {
@@ -171,7 +171,7 @@ async fn over_http_the_continuation_key_picks_a_tenant_its_principal_may_reach()
         std::fs::read_to_string(tenants.path().join("acme/notes.md")).unwrap(),
         "acme: prefers email\n"
     );
-    let session = manager.get("acme", &created.session_id).unwrap();
+    let session = manager.get("acme", &created.session_id).await.unwrap();
     assert_eq!(session.continuation_key.as_deref(), Some("acme:ticket-1"));
 
     // globex sends acme's key: its session gets an empty tree, not acme's folder.
@@ -192,7 +192,7 @@ async fn over_http_the_continuation_key_picks_a_tenant_its_principal_may_reach()
         .await
         .unwrap();
     assert_eq!(
-        outputs(&manager, "globex", &created.session_id),
+        outputs(&manager, "globex", &created.session_id).await,
         [json!("not found: /notes.md")]
     );
 

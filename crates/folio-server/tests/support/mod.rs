@@ -120,7 +120,7 @@ pub async fn wait_turns(
     count: usize,
 ) -> Vec<folio_protocol::Event> {
     use folio_protocol::EventBody;
-    let mut stream = manager.stream("local", id, 0).unwrap();
+    let mut stream = manager.stream("local", id, 0).await.unwrap();
     let mut seen = 0;
     while let Some(event) = stream.rx.recv().await {
         if matches!(
@@ -133,5 +133,5 @@ pub async fn wait_turns(
             }
         }
     }
-    manager.events("local", id).unwrap()
+    manager.events("local", id).await.unwrap()
 }
