@@ -35,18 +35,19 @@
 //! # }
 //! ```
 
-//! How `folio serve` is to run on a shared store (decided from `bench/RESULTS.md`, "Session
-//! stores"; not built yet — `folio serve` writes the disk files directly):
-//! - a live session keeps appending to memory and its streams at once, and writes the buffered
-//!   events with one [`SessionStore::append`] at each durable point (an acknowledged message, a
-//!   turn boundary, a parked approval): on PostgreSQL 24 single-event appends cost a turn
-//!   11.8 ms, one 24-event append 0.74 ms;
-//! - a turn runs under a lease renewed at a third of its time to live, every append carries the
-//!   fencing token, and [`StoreError::Fenced`] ends the turn on the old owner;
-//! - a server's recovery takes over [`SessionStore::expired_leases`] and records their turns as
+//! How `folio serve --store` runs on a shared store (decided from `bench/RESULTS.md`, "Session
+//! stores"; built in `folio-server`'s `cluster` and `journal` modules):
+//! - a live session appends to memory and its streams at once, and writes the buffered events
+//!   with one [`SessionStore::append`] at each durable point (an acknowledged message, a turn
+//!   boundary) and every 20 ms while a turn runs: on PostgreSQL 24 single-event appends cost a
+//!   turn 11.8 ms, one 24-event append 0.74 ms;
+//! - a session's actor runs under a lease renewed at a third of its time to live, every append
+//!   carries the fencing token, and [`StoreError::Fenced`] ends the turn on the old owner;
+//! - every server takes over [`SessionStore::expired_leases`] and records their turns as
 //!   `server restarted`;
-//! - streams on a server that does not own the turn read from the store and [`follow`] it;
-//! - stop and preempt go to the owner as [`SessionStore::signal`]s, repeated until the turn ends.
+//! - live sessions on every server [`follow`] the store, so a stream can be read anywhere;
+//! - stop and preempt go to the owner as [`SessionStore::signal`]s, repeated until the owner's
+//!   lease is free.
 //!
 //! [`follow`]: SessionStore::follow
 
