@@ -1,7 +1,9 @@
 //! A `200`/`201` means the message is safe: crash tests that make the real `folio serve` abort
 //! at each window between two durable steps (`FOLIO_FAULT`) or kill it with `kill -9`, restart
 //! it on the same state root, and check that every acknowledged message runs exactly once and
-//! that a retry with the same idempotency key gets the first answer.
+//! that a retry with the same idempotency key gets the first answer. Every test runs twice: on
+//! the embedded disk store and on PostgreSQL (`folio serve --store`, where the restarted server
+//! takes the dead one's sessions over once its lease expires).
 
 mod serve_support;
 
@@ -23,13 +25,77 @@ use serve_support::*;
 
 const AGENT: &str = "name = \"durable\"\nmodel = \"openai:gpt-test\"\n";
 
-/// Starts `folio serve` armed to abort at `fault`.
-async fn serve_faulty(mock: &MockModelServer, dir: &Path, state: &Path, fault: &str) -> Served {
+/// Where the servers under test keep their sessions.
+enum Store {
+    /// The state root's files.
+    Disk,
+    /// A PostgreSQL database (its URL), with a one-second lease.
+    Postgres(String),
+}
+
+impl Store {
+    fn args(&self) -> Vec<&str> {
+        match self {
+            Store::Disk => Vec::new(),
+            Store::Postgres(url) => vec!["--store", url, "--lease-ttl-ms", "1000"],
+        }
+    }
+}
+
+/// Runs each test on both stores: `on_disk::<test>` and `on_postgres::<test>` (skipped without
+/// `FOLIO_TEST_DATABASE_URL`).
+macro_rules! on_both_stores {
+    ($($test:ident),* $(,)?) => {
+        mod on_disk {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    super::$test(super::Store::Disk).await;
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    let Some(url) =
+                        folio_store_postgres::testing::test_database(stringify!($test)).await
+                    else {
+                        return;
+                    };
+                    super::$test(super::Store::Postgres(url)).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_stores!(
+    a_follow_up_recorded_before_a_crash_is_answered_by_its_retry_and_runs_once,
+    a_create_acknowledged_just_before_a_crash_is_retried_by_key_into_the_same_session,
+    coalesced_messages_acknowledged_before_a_kill_9_run_once_after_the_restart,
+    coalesced_messages_acknowledged_before_a_graceful_shutdown_run_once_after_the_restart,
+    a_crash_after_the_end_of_a_turn_is_synced_records_session_waiting_once,
+);
+
+/// Starts `folio serve` on `store`.
+async fn serve_on(store: &Store, mock: &MockModelServer, dir: &Path, state: &Path) -> Served {
+    serve(&mock.openai_base_url(), dir, state, &store.args()).await
+}
+
+/// Starts `folio serve` on `store`, armed to abort at `fault`.
+async fn serve_faulty(
+    store: &Store,
+    mock: &MockModelServer,
+    dir: &Path,
+    state: &Path,
+    fault: &str,
+) -> Served {
     serve_with_env(
         &mock.openai_base_url(),
         dir,
         state,
-        &[],
+        &store.args(),
         &[("FOLIO_FAULT", fault)],
     )
     .await
@@ -105,19 +171,18 @@ fn received(text: &str) -> MessageReceived {
     }
 }
 
-#[tokio::test]
-async fn a_follow_up_recorded_before_a_crash_is_answered_by_its_retry_and_runs_once() {
+async fn a_follow_up_recorded_before_a_crash_is_answered_by_its_retry_and_runs_once(store: Store) {
     let mock = MockModelServer::start().await;
     mock.push(MockReply::text("one"));
     let dir = project(AGENT);
     let state = tempfile::tempdir().unwrap();
-    let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
+    let server = serve_on(&store, &mock, dir.path(), state.path()).await;
     let (id, token) = created_and_waiting(&server.url).await;
     kill(server).await;
 
     // The message is synced to the log, then the process dies before session.json (status,
     // rotated token) and before the reply.
-    let server = serve_faulty(&mock, dir.path(), state.path(), "message-synced").await;
+    let server = serve_faulty(&store, &mock, dir.path(), state.path(), "message-synced").await;
     let follow = format!("{}/v1/session/{id}", server.url);
     let body = FollowUp::new(&token, "second");
     assert_eq!(
@@ -127,7 +192,7 @@ async fn a_follow_up_recorded_before_a_crash_is_answered_by_its_retry_and_runs_o
     gone(server).await;
 
     mock.push(MockReply::text("three"));
-    let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
+    let server = serve_on(&store, &mock, dir.path(), state.path()).await;
     let url = server.url.clone();
     let follow = format!("{url}/v1/session/{id}");
     // The retry gets an answer (not 409), twice the same one, and records nothing new.
@@ -206,14 +271,15 @@ async fn a_follow_up_recorded_before_a_crash_is_answered_by_its_retry_and_runs_o
     );
 }
 
-#[tokio::test]
-async fn a_create_acknowledged_just_before_a_crash_is_retried_by_key_into_the_same_session() {
+async fn a_create_acknowledged_just_before_a_crash_is_retried_by_key_into_the_same_session(
+    store: Store,
+) {
     let mock = MockModelServer::start().await;
     mock.push(MockReply::text("hello"));
     let dir = project(AGENT);
     let state = tempfile::tempdir().unwrap();
     // Everything is durable; the process dies before the 201 leaves.
-    let server = serve_faulty(&mock, dir.path(), state.path(), "before-reply").await;
+    let server = serve_faulty(&store, &mock, dir.path(), state.path(), "before-reply").await;
     let create = format!("{}/v1/session", server.url);
     let body = CreateSession {
         client_message_id: Some("create-1".into()),
@@ -227,7 +293,7 @@ async fn a_create_acknowledged_just_before_a_crash_is_retried_by_key_into_the_sa
 
     mock.push(MockReply::text("hello again"));
     mock.push(MockReply::text("and more"));
-    let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
+    let server = serve_on(&store, &mock, dir.path(), state.path()).await;
     let url = server.url.clone();
     let create = format!("{url}/v1/session");
     // The header and the body field name the same key.
@@ -289,14 +355,14 @@ async fn a_create_acknowledged_just_before_a_crash_is_retried_by_key_into_the_sa
     );
 }
 
-#[tokio::test]
-async fn coalesced_messages_acknowledged_before_a_kill_9_run_once_after_the_restart() {
-    coalesced_messages_survive(Ending::Kill9).await;
+async fn coalesced_messages_acknowledged_before_a_kill_9_run_once_after_the_restart(store: Store) {
+    coalesced_messages_survive(store, Ending::Kill9).await;
 }
 
-#[tokio::test]
-async fn coalesced_messages_acknowledged_before_a_graceful_shutdown_run_once_after_the_restart() {
-    coalesced_messages_survive(Ending::Sigterm).await;
+async fn coalesced_messages_acknowledged_before_a_graceful_shutdown_run_once_after_the_restart(
+    store: Store,
+) {
+    coalesced_messages_survive(store, Ending::Sigterm).await;
 }
 
 /// How the server ends while coalesced messages are queued.
@@ -305,7 +371,7 @@ enum Ending {
     Sigterm,
 }
 
-async fn coalesced_messages_survive(ending: Ending) {
+async fn coalesced_messages_survive(store: Store, ending: Ending) {
     let mock = MockModelServer::start().await;
     mock.push(
         MockReply::text("one two three four five six seven eight nine ten eleven twelve")
@@ -313,7 +379,7 @@ async fn coalesced_messages_survive(ending: Ending) {
     );
     let dir = project(AGENT);
     let state = tempfile::tempdir().unwrap();
-    let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
+    let server = serve_on(&store, &mock, dir.path(), state.path()).await;
     let url = server.url.clone();
     let created = create_session(&url, &CreateSession::message("first")).await;
     let id = created.session_id;
@@ -346,7 +412,7 @@ async fn coalesced_messages_survive(ending: Ending) {
     drop(stream);
 
     mock.push(MockReply::text("both answered"));
-    let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
+    let server = serve_on(&store, &mock, dir.path(), state.path()).await;
     let url = server.url.clone();
     let mut stream = Stream::open(&url, &id, 0, None).await;
     stream.until("session.waiting").await;
@@ -382,7 +448,7 @@ async fn coalesced_messages_survive(ending: Ending) {
 
     // A second restart runs nothing again.
     kill(server).await;
-    let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
+    let server = serve_on(&store, &mock, dir.path(), state.path()).await;
     let stored = events(&server.url, &id).await;
     assert_eq!(all::<MessageReceived>(&stored).len(), 3);
     assert_eq!(all::<SessionWaiting>(&stored).len(), 2);
@@ -392,19 +458,18 @@ async fn coalesced_messages_survive(ending: Ending) {
     );
 }
 
-#[tokio::test]
-async fn a_crash_after_the_end_of_a_turn_is_synced_records_session_waiting_once() {
+async fn a_crash_after_the_end_of_a_turn_is_synced_records_session_waiting_once(store: Store) {
     let mock = MockModelServer::start().await;
     mock.push(MockReply::text("hi"));
     let dir = project(AGENT);
     let state = tempfile::tempdir().unwrap();
     // session.waiting is synced; the process dies before session.json says waiting.
-    let server = serve_faulty(&mock, dir.path(), state.path(), "boundary-synced").await;
+    let server = serve_faulty(&store, &mock, dir.path(), state.path(), "boundary-synced").await;
     let created = create_session(&server.url, &CreateSession::message("first")).await;
     gone(server).await;
 
     mock.push(MockReply::text("again"));
-    let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
+    let server = serve_on(&store, &mock, dir.path(), state.path()).await;
     let url = server.url.clone();
     let id = created.session_id.as_str();
     let stored = events(&url, id).await;

@@ -216,12 +216,15 @@ async fn a_server_killed_mid_turn_is_taken_over_when_its_lease_expires() {
     let created = create_session(cluster.url(0), &CreateSession::message("long")).await;
     let id = created.session_id.clone();
     let b = cluster.url(1).to_string();
+    let mut on_a = Stream::open(cluster.url(0), &id, 0, None).await;
     let mut on_b = Stream::open(&b, &id, 0, None).await;
     on_b.until("message.appended").await;
+    on_a.until_count("message.appended", 2).await;
     // kill -9 of A, the turn's owner, mid-turn.
     let mut a = cluster.servers.remove(0);
     a.child.start_kill().unwrap();
     a.child.wait().await.unwrap();
+    while on_a.next().await.is_some() {}
     // B takes the expired lease over and records the turn as failed, `server restarted`.
     let failed = on_b.until("turn.failed").await;
     assert_eq!(
@@ -244,6 +247,9 @@ async fn a_server_killed_mid_turn_is_taken_over_when_its_lease_expires() {
     let log = waiting_after(&b, &id, 2).await;
     assert_contiguous(&log, 0);
     assert_one_turn_at_a_time(&log);
+    // What A's own stream showed before it died is in the log as shown: a server shows an event
+    // only once it is in the store, so the server taking over never reuses an index a client saw.
+    assert_eq!(on_a.events[..], log[..on_a.events.len()]);
     let failures: Vec<&str> = all::<TurnFailed>(&log)
         .iter()
         .map(|f| f.message.as_str())

@@ -101,6 +101,16 @@ impl Actor {
 
     pub(crate) async fn run(mut self) {
         self.serve().await;
+        if self.lease.is_some() && self.unsettled() {
+            // Work is left that this server will not do (it is shutting down with messages
+            // queued, or a turn it could not end): the lease expires, and the server that takes
+            // it over does it.
+            self.inner.logs.about(&self.live.id).info(format!(
+                "session {}: left to the next server to take it over",
+                self.live.id
+            ));
+            return;
+        }
         if let (Some(lease), Some(shared)) = (self.lease.take(), &self.inner.shared) {
             if let Some(log) = self.live.log.store() {
                 log.clear_fence(lease.fence);
@@ -158,7 +168,7 @@ impl Actor {
                         continue;
                     }
                     () = published => {
-                        if let Err(err) = self.live.log.commit().await {
+                        if let Err(err) = self.live.commit().await {
                             self.inner.logs.about(&self.live.id).warn(format!(
                                 "session {}: cannot publish the turn's events yet: {err}",
                                 self.live.id
@@ -241,6 +251,24 @@ impl Actor {
         }
     }
 
+    /// Whether the session has work no turn is doing: queued messages, an open turn that does
+    /// not wait for an approval, or a last turn whose end is not recorded.
+    fn unsettled(&self) -> bool {
+        if self.running.is_some() {
+            return false;
+        }
+        !self.queue.is_empty()
+            || self
+                .live
+                .with_events(|events| match crate::recovery::restart_of(events) {
+                    Restart::Parked => false,
+                    Restart::Failed(_) | Restart::Answer(..) => true,
+                    Restart::Closed(_) => events
+                        .last()
+                        .is_some_and(|last| boundary_status(&last.body).is_none()),
+                })
+    }
+
     /// Takes over the turn of a server that died ([`Command::Recover`]).
     async fn recover(&mut self) -> Result<(), ManagerError> {
         if self.running.is_some() {
@@ -252,7 +280,7 @@ impl Actor {
                 for answer in answers {
                     self.live.append(Some(&turn_id), answer)?;
                 }
-                self.live.log.commit().await?;
+                self.live.commit().await?;
                 self.spawn_turn(turn_id, true, BTreeMap::new(), None);
             }
             Restart::Failed(turn_id) => {
@@ -318,7 +346,7 @@ impl Actor {
             } => {
                 let appended = self.live.append(turn_id.as_deref(), body);
                 let result = match appended {
-                    Ok(_) => self.live.log.commit().await.map_err(ManagerError::from),
+                    Ok(_) => self.live.commit().await.map_err(ManagerError::from),
                     Err(err) => Err(err.into()),
                 };
                 let _ = reply.send(result);
@@ -410,7 +438,7 @@ impl Actor {
                 if delete {
                     self.remove_from_disk().await;
                 }
-                let _ = self.live.log.commit().await;
+                let _ = self.live.commit().await;
                 *lock(&self.live.mailbox) = None;
                 let _ = reply.send(());
                 true
@@ -668,7 +696,7 @@ impl Actor {
         };
         let mut targets = sync_with;
         targets.extend(staged.as_ref().and_then(StagedMeta::target));
-        self.live.log.commit_with(targets).await?;
+        self.live.commit_with(targets).await?;
         self.inner.fault(FaultPoint::MessageSynced);
         match staged {
             Some(staged) => self.live.install_meta(staged).await?,
@@ -905,7 +933,7 @@ pub(crate) async fn finish_session(
     inner: &Inner,
 ) -> Result<(), ManagerError> {
     let (event, status) = record_end(live, outcome)?;
-    live.log.commit().await?;
+    live.commit().await?;
     inner.fault(FaultPoint::BoundarySynced);
     let usage = live.with_events(reported_usage);
     live.repair_meta(&inner.state, |meta| {

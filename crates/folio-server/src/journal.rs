@@ -7,7 +7,13 @@
 //! through the group commit; the store log sends the events buffered since the last commit as
 //! one [`SessionStore::append`] under the session's lease (its fencing token), which the bench
 //! in `bench/RESULTS.md` ("Session stores") measured at 0.74 ms for a 24-event turn against
-//! 11.8 ms for 24 single appends.
+//! 11.8 ms for 24 single appends. While a turn runs, its actor also commits every
+//! `PUBLISH_EVERY` (20 ms), so streams on every server follow it.
+//!
+//! Streams show an event only once it is written where every reader finds it: on disk at once
+//! (a killed process leaves what it wrote in the page cache), in a store only after its append
+//! (a killed server loses what it buffered, and the server taking its turn over reuses those
+//! indexes: no client may have seen them).
 
 use std::sync::{Arc, Mutex};
 
@@ -35,17 +41,28 @@ impl Journal {
         }
     }
 
-    /// Makes the appends so far durable.
-    pub(crate) async fn commit(&self) -> Result<(), LogError> {
-        self.commit_with(Vec::new()).await
+    /// Makes the appends so far durable together with `others` (disk files synced in the same
+    /// group-commit round; a store session has none); returns the events a store session
+    /// wrote now (none on disk, where streams see each event as it is appended).
+    pub(crate) async fn commit_with(
+        &self,
+        others: Vec<SyncTarget>,
+    ) -> Result<Vec<Event>, LogError> {
+        match self {
+            Journal::Disk(log) => log.commit_with(others).await.map(|()| Vec::new()),
+            Journal::Store(log) => log.flush().await,
+        }
     }
 
-    /// Makes the appends so far durable together with `others` (disk files synced in the same
-    /// group-commit round; a store session has none).
-    pub(crate) async fn commit_with(&self, others: Vec<SyncTarget>) -> Result<(), LogError> {
+    /// The index up to which events are durable or about to be (on disk: every appended one;
+    /// in a store: those written to it), which streams may show.
+    pub(crate) fn visible_end(&self) -> u64 {
         match self {
-            Journal::Disk(log) => log.commit_with(others).await,
-            Journal::Store(log) => log.flush().await,
+            Journal::Disk(log) => log.next_index(),
+            Journal::Store(log) => {
+                let writer = lock(&log.writer);
+                writer.next_index - writer.pending.len() as u64
+            }
         }
     }
 
@@ -76,12 +93,12 @@ impl Journal {
 pub(crate) struct StoreLog {
     pub(crate) store: Arc<dyn SessionStore>,
     pub(crate) session_id: String,
-    writer: Mutex<Writer>,
+    pub(crate) writer: Mutex<Writer>,
     /// One flush at a time, so buffered runs reach the store in index order.
     flushing: tokio::sync::Mutex<()>,
 }
 
-struct Writer {
+pub(crate) struct Writer {
     /// The index the next event gets: the store log's length plus what is buffered.
     next_index: u64,
     /// Appended here, not yet in the store.
@@ -151,16 +168,16 @@ impl StoreLog {
     }
 
     /// Writes the buffered events as one append at their first index, under the lease's
-    /// fencing token; they stay buffered when the store refuses them (the error says why:
-    /// `Fenced` when another server took the session over).
-    pub(crate) async fn flush(&self) -> Result<(), LogError> {
+    /// fencing token, and returns them; they stay buffered when the store refuses them (the
+    /// error says why: `Fenced` when another server took the session over).
+    pub(crate) async fn flush(&self) -> Result<Vec<Event>, LogError> {
         let _one = self.flushing.lock().await;
         let (events, fence) = {
             let writer = lock(&self.writer);
             (writer.pending.clone(), writer.fence)
         };
         let Some(first) = events.first() else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         let Some(fence) = fence else {
             return Err(LogError::Store(folio_store::StoreError::Backend(format!(
@@ -184,6 +201,6 @@ impl StoreLog {
         self.store.commit(&self.session_id, None).await?;
         lock(&self.writer).pending.drain(..events.len());
         folio_telemetry::metrics::event_log("fsync", started.elapsed());
-        Ok(())
+        Ok(events)
     }
 }

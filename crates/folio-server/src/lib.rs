@@ -14,6 +14,12 @@
 //! docs/http-api.md onto the manager, behind [`Auth`]; every body it reads or writes is a
 //! [`folio_protocol`] type.
 //!
+//! [`SessionManager::open_on_store`] runs the same sessions on a [`folio_store::SessionStore`]
+//! that several servers share (`folio serve --store postgres://…`): a session's actor runs only
+//! on the server holding its lease, live sessions on every server follow the store, commands for
+//! another server's turn reach it as signals, and a dead server's turns are taken over when its
+//! leases expire (module `cluster`; the log side is module `journal`).
+//!
 //! ```no_run
 //! use std::net::SocketAddr;
 //! use std::sync::Arc;

@@ -150,19 +150,52 @@ impl Live {
         }
     }
 
-    /// Appends one event and shows it to every live stream.
+    /// Appends one event and shows it to every live stream (in a shared store: once it is
+    /// written there, by [`Live::commit_with`]).
     pub(crate) fn append(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, LogError> {
         let _order = lock(&self.append);
         let event = self.log.append(turn_id, body)?;
         // Stored before it is broadcast: a stream that subscribed, then copied the events,
         // misses nothing.
         lock(&self.events).push(event.clone());
-        // No stream listening is fine: the event is on disk.
-        let _ = self.tx.send(event.clone());
+        if self.log.store().is_none() {
+            // No stream listening is fine: the event is on disk.
+            let _ = self.tx.send(event.clone());
+        }
         if let Some(hooks) = &*lock(&self.hooks) {
             hooks.dispatch(&event);
         }
         Ok(event)
+    }
+
+    /// Makes the appends so far durable (see [`Journal::commit_with`]).
+    pub(crate) async fn commit(&self) -> Result<(), LogError> {
+        self.commit_with(Vec::new()).await
+    }
+
+    /// Makes the appends so far durable with `others`; a shared store's events written now
+    /// are shown to the streams.
+    pub(crate) async fn commit_with(&self, others: Vec<SyncTarget>) -> Result<(), LogError> {
+        let written = self.log.commit_with(others).await?;
+        if !written.is_empty() {
+            // In index order: one flush at a time, and the append lock keeps followers' ingests
+            // (none on the owner) apart.
+            let _order = lock(&self.append);
+            for event in written {
+                let _ = self.tx.send(event);
+            }
+        }
+        Ok(())
+    }
+
+    /// The stored events streams may show: every one on disk, those written to a shared store.
+    pub(crate) fn visible_events(&self) -> Vec<Event> {
+        let end = self.log.visible_end();
+        lock(&self.events)
+            .iter()
+            .take_while(|event| event.index < end)
+            .cloned()
+            .collect()
     }
 
     /// The index of the last event appended, if any.
@@ -272,6 +305,12 @@ impl Live {
     pub(crate) fn reload_meta(&self, mut stored: SessionMeta) {
         let usage = self.with_events(|events| {
             stored.settle(events.last());
+            // A message the log holds whose count a dead server did not write yet.
+            let received = events
+                .iter()
+                .filter(|e| matches!(e.body, EventBody::MessageReceived(_)))
+                .count() as u32;
+            stored.turns = stored.turns.max(received);
             reported_usage(events)
         });
         stored.usage = usage;

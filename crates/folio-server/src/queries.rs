@@ -186,7 +186,7 @@ impl SessionManager {
     ) -> Result<Vec<Event>, ManagerError> {
         self.owned_meta(principal, session_id).await?;
         if let Some(live) = self.inner.live(session_id) {
-            return Ok(live.events());
+            return Ok(live.visible_events());
         }
         match &self.inner.shared {
             None => Ok(read_events(&self.inner.state.trace_path(session_id))?),

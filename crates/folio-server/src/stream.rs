@@ -25,7 +25,7 @@ impl SessionManager {
     ) -> Result<EventStream, ManagerError> {
         let live = self.owned(principal, session_id).await?;
         let mut rx = live.tx.subscribe();
-        let stored = live.events();
+        let stored = live.visible_events();
         let (tx, out) = mpsc::channel(256);
         let shutdown = self.inner.shutdown.clone();
         let keepalive = std::time::Duration::from_millis(
@@ -78,7 +78,7 @@ impl SessionManager {
                         Ok(event) if event.index == next => vec![event],
                         // A gap or a lag: catch up from disk.
                         Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                            live.events()
+                            live.visible_events()
                         }
                         Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                     },
