@@ -10,7 +10,8 @@ mod serve_support;
 use std::time::Duration;
 
 use folio_protocol::{
-    Admission, CreateSession, Event, EventBody, FollowUp, SERVER_RESTARTED, SessionStatus,
+    Admission, CreateSession, Event, EventBody, FollowUp, MessageReceived, Page, Reminder,
+    ReminderFired, ReminderResponse, SERVER_RESTARTED, SessionStatus, SetReminder,
     TURN_INTERRUPTED, TurnFailed,
 };
 use folio_store_postgres::testing::test_database;
@@ -330,6 +331,70 @@ async fn a_preempting_message_on_one_server_stops_the_turn_on_another_and_runs_o
             .collect::<Vec<_>>(),
         [TURN_INTERRUPTED]
     );
+}
+
+#[tokio::test]
+async fn a_reminder_set_on_a_server_that_died_is_delivered_once_by_another() {
+    let mock = MockModelServer::start().await;
+    let Some(mut cluster) = Cluster::start("reminder_across", &mock, 2).await else {
+        return;
+    };
+    mock.push(MockReply::text("hello"));
+    let created = create_session(cluster.url(0), &CreateSession::message("hi")).await;
+    let id = created.session_id;
+    waiting_after(cluster.url(0), &id, 1).await;
+    let (status, set) = call_as::<ReminderResponse>(
+        Method::POST,
+        &format!("{}/v1/session/{id}/reminders", cluster.url(0)),
+        Some(&SetReminder {
+            at: None,
+            after: Some("3s".into()),
+            message: "check the build".into(),
+        }),
+        None,
+    )
+    .await;
+    assert_eq!(status, 201);
+    let b = cluster.url(1).to_string();
+    // B lists it: reminders live in the store, not in A's state root.
+    let (status, listed) = call_as::<Page<Reminder>>(
+        Method::GET,
+        &format!("{b}/v1/session/{id}/reminders"),
+        NO_BODY,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(listed.data, [set.reminder.clone()]);
+    // A dies before the reminder is due; B delivers it.
+    let mut a = cluster.servers.remove(0);
+    a.child.start_kill().unwrap();
+    a.child.wait().await.unwrap();
+    mock.push(MockReply::text("Checked."));
+    let log = waiting_after(&b, &id, 2).await;
+    let fired: Vec<&ReminderFired> = all::<ReminderFired>(&log);
+    assert_eq!(
+        fired.len(),
+        1,
+        "{:?}",
+        log.iter().map(Event::event_type).collect::<Vec<_>>()
+    );
+    assert_eq!(fired[0].reminder_id, set.reminder.reminder_id);
+    let received: Vec<&MessageReceived> = all::<MessageReceived>(&log);
+    assert_eq!(received.len(), 2);
+    assert_eq!(
+        received[1].client_message_id.as_deref(),
+        Some(format!("reminder:{}", set.reminder.reminder_id).as_str())
+    );
+    assert_eq!(received[1].text, "Reminder: check the build");
+    let (_, listed) = call_as::<Page<Reminder>>(
+        Method::GET,
+        &format!("{b}/v1/session/{id}/reminders"),
+        NO_BODY,
+        None,
+    )
+    .await;
+    assert!(listed.data.is_empty(), "delivered: {listed:?}");
 }
 
 /// 2027-01-04 is a Monday: the schedule below fires at 09:00Z.

@@ -342,8 +342,13 @@ impl Actor {
             Command::Record {
                 turn_id,
                 body,
+                unless,
                 reply,
             } => {
+                if unless.is_some_and(|unless| self.live.with_events(|events| unless(events))) {
+                    let _ = reply.send(Ok(()));
+                    return false;
+                }
                 let appended = self.live.append(turn_id.as_deref(), body);
                 let result = match appended {
                     Ok(_) => self.live.commit().await.map_err(ManagerError::from),

@@ -93,11 +93,13 @@ pub(crate) enum Command {
     /// Takes over a turn whose server died (its lease expired): records it as `server
     /// restarted` unless parked on an approval, and runs what was queued (a shared store).
     Recover,
-    /// Appends one event and commits it (a channel's delivery record on a shared store,
-    /// where only the owner writes the log).
+    /// Appends one event and commits it (a channel's delivery record, a reminder's events on
+    /// a shared store, where only the owner writes the log).
     Record {
         turn_id: Option<String>,
         body: EventBody,
+        /// Not appended when this holds for the log (an event recorded once).
+        unless: Option<crate::cluster::Done>,
         reply: oneshot::Sender<Result<(), ManagerError>>,
     },
     /// Replaces the continuation token (its hash) durably.

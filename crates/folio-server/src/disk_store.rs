@@ -175,6 +175,11 @@ fn log_error(err: LogError) -> StoreError {
     }
 }
 
+/// A reminder operation's error, as the store reports it.
+fn manager_error(err: crate::error::ManagerError) -> StoreError {
+    StoreError::Backend(err.to_string())
+}
+
 fn chrono_ttl(ttl: Duration) -> chrono::Duration {
     chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::MAX)
 }
@@ -259,6 +264,12 @@ impl SessionStore for DiskStore {
         lock(&self.leases).held.remove(session_id);
         std::fs::remove_dir_all(self.state.session_dir(session_id))
             .map_err(|source| io("cannot delete the session directory", source))?;
+        match std::fs::remove_dir_all(self.state.path().join("reminders").join(session_id)) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                return Err(io("cannot delete the session's reminders", err));
+            }
+            _ => {}
+        }
         match std::fs::remove_file(self.state.trace_path(session_id)) {
             Ok(()) => Ok(()),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -518,7 +529,10 @@ impl SessionStore for DiskStore {
             before = page.last().map(|meta| meta.session_id.clone());
             for meta in &page {
                 let id = &meta.session_id;
-                if meta.updated_at >= cutoff || lock(&self.leases).held.contains_key(id) {
+                if meta.updated_at >= cutoff
+                    || lock(&self.leases).held.contains_key(id)
+                    || crate::schedule::has_reminders(&self.state, id)
+                {
                     continue;
                 }
                 let events = self.last_event(id).await?.map_or(0, |last| last.index + 1);
@@ -567,6 +581,44 @@ impl SessionStore for DiskStore {
         )
         .map_err(|err| StoreError::Backend(err.to_string()))?;
         Ok(true)
+    }
+
+    async fn put_reminder(&self, reminder: &folio_protocol::Reminder) -> Result<(), StoreError> {
+        crate::schedule::write_reminder_file(&self.state, reminder)
+            .await
+            .map_err(manager_error)
+    }
+
+    async fn remove_reminder(
+        &self,
+        session_id: &str,
+        reminder_id: &str,
+    ) -> Result<bool, StoreError> {
+        crate::schedule::remove_reminder_file(&self.state, session_id, reminder_id)
+            .await
+            .map_err(manager_error)
+    }
+
+    async fn session_reminders(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<folio_protocol::Reminder>, StoreError> {
+        crate::schedule::stored_reminders_of(&self.state, session_id).map_err(manager_error)
+    }
+
+    async fn due_reminders(
+        &self,
+        until: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<folio_protocol::Reminder>, StoreError> {
+        let mut due: Vec<_> = crate::schedule::stored_reminders(&self.state)
+            .map_err(manager_error)?
+            .into_iter()
+            .filter(|reminder| until.is_none_or(|until| reminder.at <= until))
+            .collect();
+        due.sort_by(|a, b| (a.at, &a.reminder_id).cmp(&(b.at, &b.reminder_id)));
+        due.truncate(limit);
+        Ok(due)
     }
 }
 

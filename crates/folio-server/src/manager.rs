@@ -664,16 +664,32 @@ impl SessionManager {
         delivery: folio_protocol::ChannelDelivery,
     ) -> Result<(), ManagerError> {
         let live = self.owned(principal, session_id).await?;
+        let body = EventBody::ChannelDelivery(delivery);
+        self.record_event(&live, turn_id.map(str::to_string), body, None)
+            .await
+    }
+
+    /// Appends one event to the session outside a turn, unless `unless` holds for its log: at
+    /// once on the disk store; on a shared store through the owner's actor (only the owner
+    /// writes the log), which commits it.
+    pub(crate) async fn record_event(
+        &self,
+        live: &Arc<Live>,
+        turn_id: Option<String>,
+        body: EventBody,
+        unless: Option<crate::cluster::Done>,
+    ) -> Result<(), ManagerError> {
         if self.inner.shared.is_none() {
-            live.append(turn_id, EventBody::ChannelDelivery(delivery))?;
+            if unless.is_some_and(|unless| live.with_events(|events| unless(events))) {
+                return Ok(());
+            }
+            live.append(turn_id.as_deref(), body)?;
             return Ok(());
         }
-        // On a shared store only the owner writes the log: its actor appends and commits.
-        let body = EventBody::ChannelDelivery(delivery);
-        let turn_id = turn_id.map(str::to_string);
-        self.command(&live, &Remote::Wait, |reply| Command::Record {
+        self.command(live, &Remote::Wait, |reply| Command::Record {
             turn_id,
             body,
+            unless,
             reply,
         })
         .await?

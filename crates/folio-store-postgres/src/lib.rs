@@ -9,7 +9,8 @@
 //!   under a lease checks the token in the same statement (holding the lease row `FOR SHARE`),
 //!   so once another server takes an expired lease over, the old holder's appends are fenced;
 //! - **create keys** and **slot claims**: `INSERT … ON CONFLICT DO NOTHING`, so one create per
-//!   idempotency key and one firing per `(schedule, slot)` across every server.
+//!   idempotency key and one firing per `(schedule, slot)` across every server;
+//! - **reminders**: one row each until delivered or cancelled, read by due time.
 //!
 //! Every append notifies `folio_events` (payload `<session id>:<index>`); followers on every
 //! server are woken by one `LISTEN` connection per process, and re-read the log's end when that
@@ -41,6 +42,7 @@ mod error;
 mod events;
 mod lease;
 mod notify;
+mod reminders;
 mod retention;
 mod retry;
 mod schema;

@@ -11,7 +11,8 @@ use crate::{PgError, PgStore};
 const SESSIONS_PER_ROUND: i64 = 50;
 
 impl PgStore {
-    /// Deletes every session not updated for `keep` and not running a turn (no lease row),
+    /// Deletes every session not updated for `keep`, not running a turn (no lease row) and
+    /// with no reminder to deliver,
     /// with its events, and slot claims older than `keep`: a few sessions per round, events
     /// and claims in batches, so no statement locks or rewrites much at once and autovacuum
     /// keeps up.
@@ -28,6 +29,7 @@ impl PgStore {
                         "SELECT id FROM folio_sessions s
                          WHERE updated_at < now() - $1 * interval '1 millisecond'
                            AND NOT EXISTS (SELECT 1 FROM folio_leases l WHERE l.session_id = s.id)
+                           AND NOT EXISTS (SELECT 1 FROM folio_reminders r WHERE r.session_id = s.id)
                          ORDER BY updated_at LIMIT $2",
                     )
                     .bind(keep_ms)

@@ -128,6 +128,7 @@ impl PgStore {
                     "DELETE FROM folio_events WHERE session_id = $1",
                     "DELETE FROM folio_leases WHERE session_id = $1",
                     "DELETE FROM folio_create_keys WHERE session_id = $1",
+                    "DELETE FROM folio_reminders WHERE session_id = $1",
                 ] {
                     sqlx::query(statement)
                         .bind(session_id)

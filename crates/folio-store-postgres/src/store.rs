@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use folio_protocol::Event;
+use folio_protocol::{Event, Reminder};
 use folio_store::{
     Appends, CreateKey, Lease, ListQuery, NewEvent, RetentionReport, SessionMeta, SessionStore,
     Signal, Signals, StoreError,
@@ -152,5 +152,31 @@ impl SessionStore for PgStore {
 
     async fn delete_expired_sessions(&self, keep: Duration) -> Result<RetentionReport, StoreError> {
         Ok(PgStore::delete_expired_sessions(self, keep).await?)
+    }
+
+    async fn put_reminder(&self, reminder: &Reminder) -> Result<(), StoreError> {
+        Ok(self.put_reminder_row(reminder).await?)
+    }
+
+    async fn remove_reminder(
+        &self,
+        session_id: &str,
+        reminder_id: &str,
+    ) -> Result<bool, StoreError> {
+        Ok(self.remove_reminder_row(session_id, reminder_id).await?)
+    }
+
+    async fn session_reminders(&self, session_id: &str) -> Result<Vec<Reminder>, StoreError> {
+        Ok(self
+            .reminder_rows(Some(session_id), None, usize::MAX)
+            .await?)
+    }
+
+    async fn due_reminders(
+        &self,
+        until: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<Reminder>, StoreError> {
+        Ok(self.reminder_rows(None, until, limit).await?)
     }
 }

@@ -61,7 +61,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use folio_protocol::{Event, EventBody};
+use folio_protocol::{Event, EventBody, Reminder};
 
 pub use error::StoreError;
 pub use meta::{
@@ -160,7 +160,8 @@ pub struct RetentionReport {
     pub slot_claims: u64,
 }
 
-/// Where sessions, event logs, leases, idempotent creates and schedule claims are kept.
+/// Where sessions, event logs, leases, idempotent creates, schedule claims and reminders are
+/// kept.
 ///
 /// Object-safe: servers hold an `Arc<dyn SessionStore>`. Every method may fail with
 /// [`StoreError::Unavailable`] (retryable) or a backend error besides those it lists.
@@ -273,8 +274,31 @@ pub trait SessionStore: Send + Sync {
     async fn signals(&self) -> Result<Signals, StoreError>;
 
     /// Retention (`[store] keep_sessions_days`): deletes every session whose metadata was last
-    /// updated more than `keep` ago and whose turn no server holds a lease on, with its events
+    /// updated more than `keep` ago, whose turn no server holds a lease on and that has no
+    /// reminder to deliver, with its events
     /// (and, where the backend keeps them apart, slot claims older than `keep`), a few at a
     /// time so that no single step holds much.
     async fn delete_expired_sessions(&self, keep: Duration) -> Result<RetentionReport, StoreError>;
+
+    /// Stores `reminder` durably (replacing one with its id): a one-off wake of its session,
+    /// which any server may deliver once it is due.
+    async fn put_reminder(&self, reminder: &Reminder) -> Result<(), StoreError>;
+
+    /// Removes the session's reminder (delivered or cancelled); `false` when it was not there.
+    async fn remove_reminder(
+        &self,
+        session_id: &str,
+        reminder_id: &str,
+    ) -> Result<bool, StoreError>;
+
+    /// The session's reminders, earliest first.
+    async fn session_reminders(&self, session_id: &str) -> Result<Vec<Reminder>, StoreError>;
+
+    /// Every session's reminders due at or before `until` (`None`: all of them), earliest
+    /// first, at most `limit`.
+    async fn due_reminders(
+        &self,
+        until: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<Reminder>, StoreError>;
 }

@@ -38,6 +38,7 @@ pub async fn run_all(make: impl AsyncFn() -> Arc<dyn SessionStore>) {
     a_create_key_is_recorded_once(make().await).await;
     retention_deletes_old_idle_sessions(make().await).await;
     signals_reach_every_follower(make().await).await;
+    reminders_are_kept_until_removed(make().await).await;
 }
 
 /// A chat session of `principal` with a fresh id, status `running`.
@@ -740,4 +741,89 @@ pub async fn signals_reach_every_follower(store: Arc<dyn SessionStore>) {
     })
     .await;
     assert!(heard.is_ok(), "{name}: every follower hears the signal");
+}
+
+/// Reminders are kept until removed, listed per session and by due time (earliest first);
+/// a session with one is kept by retention; deleting the session removes its reminders.
+pub async fn reminders_are_kept_until_removed(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let long_ago = Utc::now() - chrono::Duration::days(10);
+    let mut first = meta("alice");
+    first.created_at = long_ago;
+    first.updated_at = long_ago;
+    let second = meta("bob");
+    for meta in [&first, &second] {
+        store.create_session(meta).await.unwrap();
+        store.commit(&meta.session_id, None).await.unwrap();
+    }
+    let at = |minutes: i64| {
+        DateTime::from_timestamp_millis(
+            (Utc::now() + chrono::Duration::minutes(minutes)).timestamp_millis(),
+        )
+        .unwrap()
+    };
+    let reminder = |meta: &SessionMeta, n: u32, minutes: i64| folio_protocol::Reminder {
+        reminder_id: format!("rem_{:026}", n),
+        session_id: meta.session_id.clone(),
+        at: at(minutes),
+        message: format!("reminder {n}"),
+        created_at: at(0),
+    };
+    let later = reminder(&first, 1, 60);
+    let sooner = reminder(&first, 2, 5);
+    let past = reminder(&second, 3, -5);
+    for reminder in [&later, &sooner, &past] {
+        store.put_reminder(reminder).await.unwrap();
+    }
+    assert_eq!(
+        store.session_reminders(&first.session_id).await.unwrap(),
+        [sooner.clone(), later.clone()],
+        "{name}: a session's reminders, earliest first"
+    );
+    assert_eq!(
+        store.due_reminders(Some(at(10)), 10).await.unwrap(),
+        [past.clone(), sooner.clone()],
+        "{name}: the reminders due by a time, earliest first"
+    );
+    assert_eq!(
+        store.due_reminders(None, 2).await.unwrap(),
+        [past.clone(), sooner.clone()],
+        "{name}: at most the limit"
+    );
+    let week = Duration::from_secs(7 * 24 * 3600);
+    assert_eq!(
+        store.delete_expired_sessions(week).await.unwrap().sessions,
+        0,
+        "{name}: retention keeps an old session with a reminder to deliver"
+    );
+    assert!(
+        store
+            .remove_reminder(&first.session_id, &sooner.reminder_id)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .remove_reminder(&first.session_id, &sooner.reminder_id)
+            .await
+            .unwrap(),
+        "{name}: a reminder is removed once"
+    );
+    store.delete_session(&second.session_id).await.unwrap();
+    assert_eq!(
+        store.due_reminders(None, 10).await.unwrap(),
+        [later.clone()],
+        "{name}: deleting a session removes its reminders"
+    );
+    assert!(
+        store
+            .remove_reminder(&first.session_id, &later.reminder_id)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.delete_expired_sessions(week).await.unwrap().sessions,
+        1,
+        "{name}: without reminders, the old session goes"
+    );
 }

@@ -19,7 +19,10 @@ pub(crate) mod slots;
 
 pub use clock::{Clock, ManualClock, SystemClock, Wait};
 pub use launcher::{Launcher, SCHEDULE_CHANNEL, schedule_principal};
-pub(crate) use reminders::{has_reminders, record_requested};
+pub(crate) use reminders::{
+    has_reminders, record_requested, remove_reminder_file, stored_reminders, stored_reminders_of,
+    write_reminder_file,
+};
 pub use scheduler::{Scheduler, statuses_on_disk};
 pub use slots::SlotRecord;
 

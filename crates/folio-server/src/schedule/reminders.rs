@@ -3,7 +3,10 @@
 //! coalesced follow-up. Delivery is exactly once across restarts: `reminder.fired` is recorded,
 //! the message is admitted with the idempotency key `reminder:<id>` (a retry after a crash is
 //! recognized), then the file is removed. A reminder that fell due while no server ran is
-//! delivered at start, marked late.
+//! delivered at start, marked late. On a shared store (`folio serve --store`) reminders are rows
+//! of the store: every server delivers the due ones, and the session's lease, the check for
+//! `reminder.fired` inside the owner's actor and the message's key make each delivery run
+//! once.
 
 use std::collections::BTreeMap;
 
@@ -14,14 +17,17 @@ use folio_protocol::{
     SetReminder,
 };
 use serde_json::Value;
-use tokio::sync::oneshot;
 
+use crate::cluster::Remote;
 use crate::command::{Admit, Command, Pending};
 use crate::error::{ManagerError, io_error};
 use crate::live::{Live, lock};
 use crate::manager::SessionManager;
 use crate::shared::Inner;
 use crate::state::{StateRoot, SyncTarget, commit, valid_session_id, write_durably};
+
+/// How often a server on a shared store looks for reminders other servers set.
+const SHARED_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A reminder delivered more than this long after its time is marked late.
 const LATE_AFTER: Duration = Duration::seconds(60);
@@ -38,7 +44,7 @@ fn valid_reminder_id(id: &str) -> bool {
 }
 
 /// Every stored reminder of the state root, by session.
-fn stored(state: &StateRoot) -> Result<Vec<Reminder>, ManagerError> {
+pub(crate) fn stored_reminders(state: &StateRoot) -> Result<Vec<Reminder>, ManagerError> {
     let root = state.path().join("reminders");
     let sessions = match std::fs::read_dir(&root) {
         Ok(entries) => entries,
@@ -49,7 +55,7 @@ fn stored(state: &StateRoot) -> Result<Vec<Reminder>, ManagerError> {
     for session in sessions.flatten() {
         let id = session.file_name().to_string_lossy().into_owned();
         if valid_session_id(&id) {
-            reminders.extend(stored_for(state, &id)?);
+            reminders.extend(stored_reminders_of(state, &id)?);
         }
     }
     Ok(reminders)
@@ -59,11 +65,14 @@ fn stored(state: &StateRoot) -> Result<Vec<Reminder>, ManagerError> {
 /// reminder folder that cannot be read counts as holding one, so nothing is lost to an I/O
 /// error.
 pub(crate) fn has_reminders(state: &StateRoot, session_id: &str) -> bool {
-    stored_for(state, session_id).map_or(true, |reminders| !reminders.is_empty())
+    stored_reminders_of(state, session_id).map_or(true, |reminders| !reminders.is_empty())
 }
 
 /// The stored reminders of one session, earliest first.
-fn stored_for(state: &StateRoot, session_id: &str) -> Result<Vec<Reminder>, ManagerError> {
+pub(crate) fn stored_reminders_of(
+    state: &StateRoot,
+    session_id: &str,
+) -> Result<Vec<Reminder>, ManagerError> {
     let entries = match std::fs::read_dir(session_dir(state, session_id)) {
         Ok(entries) => entries,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -88,20 +97,16 @@ fn stored_for(state: &StateRoot, session_id: &str) -> Result<Vec<Reminder>, Mana
     Ok(reminders)
 }
 
-/// Stores a new reminder of `live`'s session durably, records `reminder.set` (with the
-/// `set_reminder` call that asked for it, if any) and wakes the delivery loop.
-async fn store(
+/// Stores a new reminder of `live`'s session durably and wakes the delivery loop; returns it
+/// with the `reminder.set` to record (with the `set_reminder` call that asked for it, if any),
+/// which the caller appends: the session's actor itself, or through it.
+async fn set(
     inner: &Inner,
     live: &Live,
     at: DateTime<Utc>,
     message: String,
     call_id: Option<String>,
-) -> Result<Reminder, ManagerError> {
-    if inner.shared.is_some() {
-        return Err(ManagerError::Refused(
-            "reminders are kept on one server's state root and not yet in a shared session store: serve without --store to use them".into(),
-        ));
-    }
+) -> Result<(Reminder, EventBody), ManagerError> {
     let reminder = Reminder {
         reminder_id: format!("rem_{}", ulid::Ulid::generate()),
         session_id: live.id.clone(),
@@ -110,23 +115,101 @@ async fn store(
         created_at: inner.clock().now(),
     };
     let _order = inner.reminders.lock().await;
-    let dir = session_dir(&inner.state, &live.id);
-    let bytes = serde_json::to_vec_pretty(&reminder)
+    inner.put_reminder(&reminder).await?;
+    inner.reminders_changed.notify_one();
+    let set = EventBody::ReminderSet(ReminderSet {
+        reminder_id: reminder.reminder_id.clone(),
+        at,
+        message: reminder.message.clone(),
+        call_id,
+    });
+    Ok((reminder, set))
+}
+
+/// Writes a reminder's file durably (`reminders/<sessionId>/<reminderId>.json`).
+pub(crate) async fn write_reminder_file(
+    state: &StateRoot,
+    reminder: &Reminder,
+) -> Result<(), ManagerError> {
+    let dir = session_dir(state, &reminder.session_id);
+    let bytes = serde_json::to_vec_pretty(reminder)
         .map_err(|e| ManagerError::Internal(format!("cannot encode the reminder: {e}")))?;
     write_durably(&dir.join(format!("{}.json", reminder.reminder_id)), &bytes)
         .await
-        .map_err(|e| io_error("cannot store the reminder", e))?;
-    live.append(
-        None,
-        EventBody::ReminderSet(ReminderSet {
-            reminder_id: reminder.reminder_id.clone(),
-            at,
-            message: reminder.message.clone(),
-            call_id,
-        }),
-    )?;
-    inner.reminders_changed.notify_one();
-    Ok(reminder)
+        .map_err(|e| io_error("cannot store the reminder", e))
+}
+
+/// Removes a reminder's file durably; whether it was there.
+pub(crate) async fn remove_reminder_file(
+    state: &StateRoot,
+    session_id: &str,
+    reminder_id: &str,
+) -> Result<bool, ManagerError> {
+    if !valid_reminder_id(reminder_id) || !valid_session_id(session_id) {
+        return Ok(false);
+    }
+    let dir = session_dir(state, session_id);
+    match std::fs::remove_file(dir.join(format!("{reminder_id}.json"))) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(err) => return Err(io_error("cannot remove the reminder", err)),
+    }
+    sync_reminders(dir).await?;
+    Ok(true)
+}
+
+impl Inner {
+    /// Stores a reminder: its file, or the shared store's row.
+    async fn put_reminder(&self, reminder: &Reminder) -> Result<(), ManagerError> {
+        match &self.shared {
+            None => write_reminder_file(&self.state, reminder).await,
+            Some(shared) => shared
+                .store
+                .put_reminder(reminder)
+                .await
+                .map_err(|e| ManagerError::Internal(format!("cannot store the reminder: {e}"))),
+        }
+    }
+
+    /// Removes a reminder (delivered or cancelled); whether it was there.
+    async fn drop_reminder(
+        &self,
+        session_id: &str,
+        reminder_id: &str,
+    ) -> Result<bool, ManagerError> {
+        match &self.shared {
+            None => remove_reminder_file(&self.state, session_id, reminder_id).await,
+            Some(shared) => shared
+                .store
+                .remove_reminder(session_id, reminder_id)
+                .await
+                .map_err(|e| ManagerError::Internal(format!("cannot remove the reminder: {e}"))),
+        }
+    }
+
+    /// The session's pending reminders, earliest first.
+    async fn reminders_of(&self, session_id: &str) -> Result<Vec<Reminder>, ManagerError> {
+        match &self.shared {
+            None => stored_reminders_of(&self.state, session_id),
+            Some(shared) => shared
+                .store
+                .session_reminders(session_id)
+                .await
+                .map_err(|e| ManagerError::Internal(format!("cannot read the reminders: {e}"))),
+        }
+    }
+
+    /// Every pending reminder (of every session: on a shared store, every server's).
+    async fn pending_reminders(&self) -> Result<Vec<Reminder>, ManagerError> {
+        match &self.shared {
+            None => stored_reminders(&self.state),
+            Some(shared) => shared
+                .store
+                .due_reminders(None, usize::MAX)
+                .await
+                .map_err(|e| ManagerError::Internal(format!("cannot read the reminders: {e}"))),
+        }
+    }
 }
 
 /// Turns the `set_reminder` calls of `live`'s log that succeeded and have no reminder yet into
@@ -175,7 +258,8 @@ pub(crate) async fn record_requested(inner: &Inner, live: &Live) -> Result<(), M
         let (Some(at), Some(message)) = (at, text("message")) else {
             continue;
         };
-        store(inner, live, at, message.to_string(), Some(call_id)).await?;
+        let (_, set) = set(inner, live, at, message.to_string(), Some(call_id)).await?;
+        live.append(None, set)?;
     }
     Ok(())
 }
@@ -224,7 +308,9 @@ impl SessionManager {
         if lock(&live.meta).mode == SessionMode::Task {
             return Err(ManagerError::NotFollowable(session_id.to_string()));
         }
-        store(&self.inner, &live, at, request.message, None).await
+        let (reminder, set) = set(&self.inner, &live, at, request.message, None).await?;
+        self.record_event(&live, None, set, None).await?;
+        Ok(reminder)
     }
 
     /// The pending reminders of `principal`'s session, earliest first.
@@ -234,7 +320,7 @@ impl SessionManager {
         session_id: &str,
     ) -> Result<Vec<Reminder>, ManagerError> {
         self.owned_meta(principal, session_id).await?;
-        stored_for(&self.inner.state, session_id)
+        self.inner.reminders_of(session_id).await
     }
 
     /// Cancels a pending reminder (`reminder.cancelled`); one that fired or never existed is
@@ -250,20 +336,15 @@ impl SessionManager {
         if !valid_reminder_id(reminder_id) {
             return Err(not_found());
         }
-        let _order = self.inner.reminders.lock().await;
-        let dir = session_dir(&self.inner.state, session_id);
-        match std::fs::remove_file(dir.join(format!("{reminder_id}.json"))) {
-            Ok(()) => {}
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
-            Err(err) => return Err(io_error("cannot remove the reminder", err)),
+        let order = self.inner.reminders.lock().await;
+        if !self.inner.drop_reminder(session_id, reminder_id).await? {
+            return Err(not_found());
         }
-        sync_reminders(dir).await?;
-        live.append(
-            None,
-            EventBody::ReminderCancelled(ReminderCancelled {
-                reminder_id: reminder_id.to_string(),
-            }),
-        )?;
+        drop(order);
+        let cancelled = EventBody::ReminderCancelled(ReminderCancelled {
+            reminder_id: reminder_id.to_string(),
+        });
+        self.record_event(&live, None, cancelled, None).await?;
         self.inner.reminders_changed.notify_one();
         Ok(())
     }
@@ -283,10 +364,19 @@ impl SessionManager {
                 }
             };
             let wake = next.unwrap_or_else(|| clock.now() + Duration::hours(1));
+            // Other servers sharing the store set reminders this one is not told of: it looks
+            // again every few seconds.
+            let shared = async {
+                match &self.inner.shared {
+                    Some(_) => tokio::time::sleep(SHARED_POLL).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = self.inner.reminders_changed.notified() => {}
                 _ = clock.sleep_until(wake) => {}
+                () = shared => {}
             }
         }
     }
@@ -299,7 +389,7 @@ impl SessionManager {
         let _order = self.inner.reminders.lock().await;
         let now = self.clock().now();
         let mut pending: BTreeMap<DateTime<Utc>, Vec<Reminder>> = BTreeMap::new();
-        for reminder in stored(&self.inner.state)? {
+        for reminder in self.inner.pending_reminders().await? {
             pending.entry(reminder.at).or_default().push(reminder);
         }
         let later = pending.split_off(&(now + Duration::nanoseconds(1)));
@@ -319,26 +409,24 @@ impl SessionManager {
     /// Records `reminder.fired` (once), admits the message with the reminder's key, then
     /// removes the reminder. A session deleted since only loses its reminder.
     async fn deliver(&self, reminder: &Reminder, late: bool) -> Result<(), ManagerError> {
-        let id = &reminder.reminder_id;
-        let dir = session_dir(&self.inner.state, &reminder.session_id);
+        let id = reminder.reminder_id.clone();
         let meta = self.inner.load_meta(&reminder.session_id).await?;
         if let Some(meta) = meta {
             let live = self.owned(&meta.principal, &reminder.session_id).await?;
-            let fired = live.with_events(|events| {
-                events
-                    .iter()
-                    .any(|e| matches!(&e.body, EventBody::ReminderFired(f) if f.reminder_id == *id))
+            let fired = EventBody::ReminderFired(ReminderFired {
+                reminder_id: id.clone(),
+                at: reminder.at,
+                late,
             });
-            if !fired {
-                live.append(
-                    None,
-                    EventBody::ReminderFired(ReminderFired {
-                        reminder_id: id.clone(),
-                        at: reminder.at,
-                        late,
-                    }),
-                )?;
-            }
+            // Once, whichever server delivers it first.
+            let once = id.clone();
+            let recorded: crate::cluster::Done = Box::new(move |events| {
+                events.iter().any(
+                    |e| matches!(&e.body, EventBody::ReminderFired(f) if f.reminder_id == once),
+                )
+            });
+            self.record_event(&live, None, fired, Some(recorded))
+                .await?;
             let text = if late {
                 format!(
                     "Reminder (late: it was due at {}): {}",
@@ -360,17 +448,13 @@ impl SessionManager {
                 digest: None,
                 sync_with: Vec::new(),
             };
-            let (reply, answer) = oneshot::channel();
-            self.post(&live, Command::Send { admit, reply })?;
-            answer
-                .await
-                .map_err(|_| ManagerError::Internal("the session's actor stopped".into()))??;
+            // Coalesced into a turn running here; waited for when one runs on another server.
+            self.command(&live, &Remote::Wait, |reply| Command::Send { admit, reply })
+                .await??;
         }
-        match std::fs::remove_file(dir.join(format!("{id}.json"))) {
-            Ok(()) => {}
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-            Err(err) => return Err(io_error("cannot remove a delivered reminder", err)),
-        }
-        sync_reminders(dir).await
+        self.inner
+            .drop_reminder(&reminder.session_id, &id)
+            .await
+            .map(drop)
     }
 }
