@@ -365,7 +365,7 @@ async fn a_reminder_set_on_a_server_that_died_is_delivered_once_by_another() {
     )
     .await;
     assert_eq!(status, 200);
-    assert_eq!(listed.data, [set.reminder.clone()]);
+    assert_eq!(listed.data, std::slice::from_ref(&set.reminder));
     // A dies before the reminder is due; B delivers it.
     let mut a = cluster.servers.remove(0);
     a.child.start_kill().unwrap();

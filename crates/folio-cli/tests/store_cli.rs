@@ -68,7 +68,7 @@ async fn migrate_check_and_stats_on_a_fresh_database_then_a_newer_schema_is_refu
     assert_eq!(
         stdout,
         format!(
-            "{location}: reachable; schema version 0, this folio's is 1: `folio store migrate` (or starting `folio serve --store …`) applies the missing migrations\n"
+            "{location}: reachable; schema version 0, this folio's is 2: `folio store migrate` (or starting `folio serve --store …`) applies the missing migrations\n"
         )
     );
     let stderr = stderr_line(&folio_store(&["stats"], &url));
@@ -77,12 +77,12 @@ async fn migrate_check_and_stats_on_a_fresh_database_then_a_newer_schema_is_refu
     let stdout = ok(folio_store(&["migrate"], &url));
     assert_eq!(
         stdout,
-        format!("{location}: migrated from schema version 0 to 1\n")
+        format!("{location}: migrated from schema version 0 to 2\n")
     );
     let stdout = ok(folio_store(&["migrate"], &url));
     assert_eq!(
         stdout,
-        format!("{location}: already at schema version 1; nothing to do\n")
+        format!("{location}: already at schema version 2; nothing to do\n")
     );
     let check: SchemaStatus =
         serde_json::from_str(&ok(folio_store(&["check", "--json"], &url))).unwrap();
@@ -90,8 +90,8 @@ async fn migrate_check_and_stats_on_a_fresh_database_then_a_newer_schema_is_refu
         check,
         SchemaStatus {
             location: location.to_string(),
-            database: 1,
-            binary: 1
+            database: 2,
+            binary: 2
         }
     );
     let stats: StoreStats =
@@ -101,14 +101,15 @@ async fn migrate_check_and_stats_on_a_fresh_database_then_a_newer_schema_is_refu
             stats.sessions,
             stats.events,
             stats.live_leases,
-            stats.slot_claims
+            stats.slot_claims,
+            stats.reminders
         ),
-        (0, 0, 0, 0)
+        (0, 0, 0, 0, 0)
     );
-    assert_eq!(stats.tables.len(), 5);
+    assert_eq!(stats.tables.len(), 6);
     let text = ok(folio_store(&["stats"], &url));
     assert!(
-        text.starts_with(&format!("{location} (schema version 1)\n")),
+        text.starts_with(&format!("{location} (schema version 2)\n")),
         "{text}"
     );
     assert!(text.contains("  sessions                   0\n"), "{text}");
@@ -118,14 +119,14 @@ async fn migrate_check_and_stats_on_a_fresh_database_then_a_newer_schema_is_refu
     admin
         .execute(
             "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
-             VALUES (2, 'from a newer folio', true, '\\x00', 1)",
+             VALUES (3, 'from a newer folio', true, '\\x00', 1)",
         )
         .await
         .unwrap();
     for command in ["check", "migrate"] {
         let stderr = stderr_line(&folio_store(&[command], &url));
         assert!(
-            stderr.contains("schema is version 2, newer than the 1 this folio supports"),
+            stderr.contains("schema is version 3, newer than the 2 this folio supports"),
             "{command}: {stderr}"
         );
     }

@@ -22,6 +22,8 @@ pub struct StoreStats {
     pub slot_claims: i64,
     /// Creates recorded with an idempotency key.
     pub create_keys: i64,
+    /// Reminders still to deliver.
+    pub reminders: i64,
     /// Each table's size on disk, indexes and TOAST included.
     pub tables: Vec<TableStats>,
     /// The whole database's size in bytes.
@@ -38,12 +40,13 @@ pub struct TableStats {
     pub bytes: i64,
 }
 
-const TABLES: [&str; 5] = [
+const TABLES: [&str; 6] = [
     "folio_sessions",
     "folio_events",
     "folio_leases",
     "folio_create_keys",
     "folio_slot_claims",
+    "folio_reminders",
 ];
 
 impl PgStore {
@@ -58,6 +61,7 @@ impl PgStore {
                             (SELECT count(*) FROM folio_leases WHERE expires_at <= now()) AS expired,
                             (SELECT count(*) FROM folio_slot_claims) AS slots,
                             (SELECT count(*) FROM folio_create_keys) AS keys,
+                            (SELECT count(*) FROM folio_reminders) AS reminders,
                             pg_database_size(current_database()) AS database_bytes,
                             ARRAY(SELECT pg_total_relation_size(t::regclass) FROM unnest($1::text[]) t) AS sizes",
                 )
@@ -75,6 +79,7 @@ impl PgStore {
             expired_leases: row.get("expired"),
             slot_claims: row.get("slots"),
             create_keys: row.get("keys"),
+            reminders: row.get("reminders"),
             tables: TABLES
                 .iter()
                 .zip(sizes)
