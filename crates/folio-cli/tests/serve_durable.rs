@@ -29,7 +29,8 @@ const AGENT: &str = "name = \"durable\"\nmodel = \"openai:gpt-test\"\n";
 enum Store {
     /// The state root's files.
     Disk,
-    /// A PostgreSQL database (its URL), with a one-second lease.
+    /// A PostgreSQL database (its URL), with a three-second lease (long enough that a server
+    /// starved by a loaded CI machine keeps it).
     Postgres(String),
 }
 
@@ -37,7 +38,7 @@ impl Store {
     fn args(&self) -> Vec<&str> {
         match self {
             Store::Disk => Vec::new(),
-            Store::Postgres(url) => vec!["--store", url, "--lease-ttl-ms", "1000"],
+            Store::Postgres(url) => vec!["--store", url, "--lease-ttl-ms", "3000"],
         }
     }
 }

@@ -24,7 +24,7 @@ const AGENT: &str = "name = \"shared\"\nmodel = \"openai:gpt-test\"\n";
 
 /// The lease time to live of the servers under test: a killed server's turn is taken over
 /// about this long after it died.
-const LEASE_TTL_MS: &str = "1000";
+const LEASE_TTL_MS: &str = "3000";
 
 /// Servers of one agent on one database, each with its own state root and one shared
 /// workspace root.
@@ -92,14 +92,31 @@ impl Cluster {
     }
 }
 
+/// Two servers with a long turn running on B (the second); A's stream has shown its first
+/// delta. The cluster, the session and its token, and A's stream.
+async fn long_turn_on_b(
+    test: &str,
+    mock: &MockModelServer,
+) -> Option<(Cluster, String, String, Stream)> {
+    let cluster = Cluster::start(test, mock, 2).await?;
+    mock.push(
+        MockReply::text("one two three four five six seven eight nine ten")
+            .chunk_delay(Duration::from_millis(500)),
+    );
+    let created = create_session(cluster.url(1), &CreateSession::message("long")).await;
+    let mut on_a = Stream::open(cluster.url(0), &created.session_id, 0, None).await;
+    on_a.until("message.appended").await;
+    Some((
+        cluster,
+        created.session_id,
+        created.continuation_token,
+        on_a,
+    ))
+}
+
 /// A reply streamed slowly enough for a test to act while the turn runs.
 fn slow(text: &str) -> MockReply {
     MockReply::text(text).chunk_delay(Duration::from_millis(150))
-}
-
-/// Every stored event of `id`, read through `url`.
-async fn stored(url: &str, id: &str) -> Vec<Event> {
-    events(url, id).await
 }
 
 /// Waits until the session read through `url` has `turns` turns and is waiting.
@@ -107,7 +124,7 @@ async fn waiting_after(url: &str, id: &str, turns: u32) -> Vec<Event> {
     for _ in 0..300 {
         let summary = session(url, id).await;
         if summary.status == SessionStatus::Waiting && summary.turns >= turns {
-            return stored(url, id).await;
+            return events(url, id).await;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -154,7 +171,7 @@ async fn a_stream_on_one_server_follows_the_turn_another_runs_and_follow_ups_alt
     let mut on_a = Stream::open(a, &id, 0, None).await;
     on_a.until("session.waiting").await;
     assert_contiguous(&on_a.events, 0);
-    assert_eq!(on_a.events, stored(b, &id).await);
+    assert_eq!(on_a.events, events(b, &id).await);
     assert!(
         on_a.events
             .iter()
@@ -172,8 +189,8 @@ async fn a_stream_on_one_server_follows_the_turn_another_runs_and_follow_ups_alt
         token = accepted.continuation_token;
         waiting_after(url, &id, turn).await;
     }
-    let on_a_log = stored(a, &id).await;
-    let on_b_log = stored(b, &id).await;
+    let on_a_log = events(a, &id).await;
+    let on_b_log = events(b, &id).await;
     assert_eq!(on_a_log, on_b_log, "one log, read through either server");
     assert_contiguous(&on_a_log, 0);
     assert_one_turn_at_a_time(&on_a_log);
@@ -261,19 +278,10 @@ async fn a_server_killed_mid_turn_is_taken_over_when_its_lease_expires() {
 #[tokio::test]
 async fn a_stop_sent_to_one_server_reaches_the_turn_running_on_another() {
     let mock = MockModelServer::start().await;
-    let Some(cluster) = Cluster::start("stop_across", &mock, 2).await else {
+    let Some((cluster, id, _, mut on_a)) = long_turn_on_b("stop_across", &mock).await else {
         return;
     };
     let (a, b) = (cluster.url(0), cluster.url(1));
-    mock.push(
-        MockReply::text("one two three four five six seven eight nine ten")
-            .chunk_delay(Duration::from_millis(500)),
-    );
-    let created = create_session(b, &CreateSession::message("long")).await;
-    let id = created.session_id;
-    let mut on_a = Stream::open(a, &id, 0, None).await;
-    on_a.until("message.appended").await;
-    let started = std::time::Instant::now();
     let (status, body) = call(
         Method::POST,
         &format!("{a}/v1/session/{id}/stop"),
@@ -282,15 +290,11 @@ async fn a_stop_sent_to_one_server_reaches_the_turn_running_on_another() {
     )
     .await;
     assert_eq!(status, 200, "{body}");
+    // Interrupted, not completed: the stop landed while the turn ran on B.
     let failed = on_a.until("turn.failed").await;
     assert_eq!(data::<TurnFailed>(&failed).message, TURN_INTERRUPTED);
     on_a.until("session.waiting").await;
-    assert!(
-        started.elapsed() < Duration::from_secs(4),
-        "the stop landed before the turn would have ended ({:?})",
-        started.elapsed()
-    );
-    let log = stored(b, &id).await;
+    let log = events(b, &id).await;
     assert_contiguous(&log, 0);
     assert_one_turn_at_a_time(&log);
 }
@@ -298,25 +302,17 @@ async fn a_stop_sent_to_one_server_reaches_the_turn_running_on_another() {
 #[tokio::test]
 async fn a_preempting_message_on_one_server_stops_the_turn_on_another_and_runs_once() {
     let mock = MockModelServer::start().await;
-    let Some(cluster) = Cluster::start("preempt_across", &mock, 2).await else {
+    let Some((cluster, id, token, _)) = long_turn_on_b("preempt_across", &mock).await else {
         return;
     };
     let (a, b) = (cluster.url(0), cluster.url(1));
-    mock.push(
-        MockReply::text("one two three four five six seven eight nine ten")
-            .chunk_delay(Duration::from_millis(500)),
-    );
-    let created = create_session(b, &CreateSession::message("long")).await;
-    let id = created.session_id;
-    let mut on_a = Stream::open(a, &id, 0, None).await;
-    on_a.until("message.appended").await;
     mock.push(MockReply::text("the new answer"));
     let accepted = follow_up(
         a,
         &id,
         &FollowUp {
             admission: Some(Admission::Preempt),
-            ..FollowUp::new(&created.continuation_token, "change of plan")
+            ..FollowUp::new(&token, "change of plan")
         },
     )
     .await;
@@ -567,7 +563,7 @@ async fn settle(url: &str, id: &str) -> Vec<Event> {
     for _ in 0..600 {
         let summary = session(url, id).await;
         if summary.status == SessionStatus::Waiting {
-            let log = stored(url, id).await;
+            let log = events(url, id).await;
             if log
                 .last()
                 .is_some_and(|e| matches!(e.body, EventBody::SessionWaiting(_)))
