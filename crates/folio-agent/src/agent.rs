@@ -12,7 +12,7 @@ use folio_project::{
     ROOT_FORBIDDEN, ROOT_SKILLS_MOUNT, resolve,
 };
 
-use crate::artifacts::{ArtifactError, ArtifactStore, TagArtifactTool};
+use crate::artifacts::{ArtifactBackend, ArtifactError, ArtifactStore, TagArtifactTool};
 use crate::compaction::{ContextBudget, Summarizer};
 use crate::hooks::HookDispatcher;
 use crate::layout::StateLayout;
@@ -213,6 +213,9 @@ pub struct LoadOptions {
     /// `[root]`, which it cannot be combined with). The agent runs as under `[root]`: the
     /// rooted tool set, `/tmp` scratch per turn, skills at `/skills`, no `Shell` or `Task`.
     pub live_root: Option<LiveRoot>,
+    /// Where artifact records are kept instead of `<state-root>/artifacts` (`folio serve
+    /// --store`: the shared session store).
+    pub artifacts: Option<Arc<dyn ArtifactBackend>>,
 }
 
 impl Agent {
@@ -385,10 +388,11 @@ impl Agent {
                 }
             }
         }
-        let artifacts = ArtifactStore::open(
-            state.artifacts_dir(),
-            definition.artifacts.clone().unwrap_or_default(),
-        )?;
+        let config = definition.artifacts.clone().unwrap_or_default();
+        let artifacts = match &options.artifacts {
+            Some(backend) => ArtifactStore::with_backend(backend.clone(), config)?,
+            None => ArtifactStore::open(state.artifacts_dir(), config)?,
+        };
         if artifacts.config().agent_tool {
             tools.register(Arc::new(TagArtifactTool::new(artifacts.clone())))?;
         }

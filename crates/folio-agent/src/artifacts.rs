@@ -1,7 +1,8 @@
 //! The artifact store (`artifacts.toml` is parsed by folio-project into [`ArtifactsConfig`]):
 //! typed records an agent tags during sessions, upserted by `(kind, key)`, validated against
 //! their kind's JSON Schema, kept under the state root (`<state-root>/artifacts/<id>.json` plus
-//! an optional `<id>.content`), and evicted least recently updated first past the retention cap.
+//! an optional `<id>.content`, [`DirArtifacts`]) or in a shared session store (any
+//! [`ArtifactBackend`]), and evicted least recently updated first past the retention cap.
 //! The model tags through `tag_artifact`, which records `artifact.tagged` in the session.
 
 use std::collections::BTreeMap;
@@ -59,26 +60,55 @@ pub enum ArtifactError {
     },
 }
 
-/// The artifact records of one agent, on disk under `<state-root>/artifacts/`.
+/// Where an agent's artifact records live: a directory ([`DirArtifacts`], the default) or a
+/// session store that several servers share (`folio serve --store`).
+#[async_trait::async_trait]
+pub trait ArtifactBackend: Send + Sync {
+    /// Stores `record` with `contents` (`None`: it has none) in place of the record of the same
+    /// kind and key, whose id and creation time it keeps; then keeps only the `max` most
+    /// recently updated records. Returns the record as stored.
+    async fn put(
+        &self,
+        record: ArtifactRecord,
+        contents: Option<Vec<u8>>,
+        max: usize,
+    ) -> Result<ArtifactRecord, ArtifactError>;
+
+    /// Every record, most recently updated first.
+    async fn list(&self) -> Result<Vec<ArtifactRecord>, ArtifactError>;
+
+    /// The record `id` (`None`: no such record).
+    async fn get(&self, id: &str) -> Result<Option<ArtifactRecord>, ArtifactError>;
+
+    /// The contents of record `id` (`None`: no such record, or it has none).
+    async fn content(&self, id: &str) -> Result<Option<Vec<u8>>, ArtifactError>;
+}
+
+/// The artifact records of one agent, validated against their kinds and kept by a backend.
 #[derive(Clone)]
 pub struct ArtifactStore {
-    dir: PathBuf,
+    backend: Arc<dyn ArtifactBackend>,
     config: Arc<ArtifactsConfig>,
     validators: Arc<BTreeMap<String, jsonschema::Validator>>,
-    lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for ArtifactStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ArtifactStore")
-            .field("dir", &self.dir)
-            .finish_non_exhaustive()
+        f.debug_struct("ArtifactStore").finish_non_exhaustive()
     }
 }
 
 impl ArtifactStore {
     /// The store in `dir` (usually `<state-root>/artifacts`) for `config`; created on first write.
     pub fn open(dir: impl Into<PathBuf>, config: ArtifactsConfig) -> Result<Self, ArtifactError> {
+        Self::with_backend(Arc::new(DirArtifacts::new(dir)), config)
+    }
+
+    /// The store kept by `backend` for `config`.
+    pub fn with_backend(
+        backend: Arc<dyn ArtifactBackend>,
+        config: ArtifactsConfig,
+    ) -> Result<Self, ArtifactError> {
         let mut validators = BTreeMap::new();
         for (name, kind) in &config.kinds {
             if let Some(schema) = &kind.schema {
@@ -88,10 +118,9 @@ impl ArtifactStore {
             }
         }
         Ok(ArtifactStore {
-            dir: dir.into(),
+            backend,
             config: Arc::new(config),
             validators: Arc::new(validators),
-            lock: Arc::new(tokio::sync::Mutex::new(())),
         })
     }
 
@@ -135,18 +164,10 @@ impl ArtifactStore {
                 "{field}: {error} (schema of kind \"{kind}\")"
             )));
         }
-        let _guard = self.lock.lock().await;
-        let mut records = self.read_all()?;
         let now = Utc::now();
-        let existing = records
-            .iter()
-            .find(|r| r.kind == kind && r.key == request.key)
-            .cloned();
+        // A new id and creation time, unless the backend keeps those of the same kind and key.
         let record = ArtifactRecord {
-            id: existing
-                .as_ref()
-                .map(|r| r.id.clone())
-                .unwrap_or_else(|| format!("art_{}", ulid::Ulid::generate())),
+            id: format!("art_{}", ulid::Ulid::generate()),
             kind,
             key: request.key,
             title: request.title,
@@ -158,74 +179,39 @@ impl ArtifactStore {
                     .unwrap_or_else(|| "text/plain".to_string())
             }),
             session_id: request.session_id,
-            created_at: existing.as_ref().map_or(now, |r| r.created_at),
+            created_at: now,
             updated_at: now,
         };
-        std::fs::create_dir_all(&self.dir).map_err(|source| self.io(&self.dir, source))?;
-        let content_path = self.content_path(&record.id);
-        match &request.contents {
-            Some(contents) => write_atomic(&content_path, contents.as_bytes())
-                .map_err(|source| self.io(&content_path, source))?,
-            None => {
-                remove_if_present(&content_path).map_err(|source| self.io(&content_path, source))?
-            }
-        }
-        let record_path = self.record_path(&record.id);
-        let bytes =
-            serde_json::to_vec_pretty(&record).map_err(|err| self.io(&record_path, err.into()))?;
-        write_atomic(&record_path, &bytes).map_err(|source| self.io(&record_path, source))?;
-        records.retain(|r| r.id != record.id);
-        records.push(record.clone());
-        if records.len() > self.config.max {
-            records.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(b.id.cmp(&a.id)));
-            for evicted in records.split_off(self.config.max) {
-                for path in [
-                    self.record_path(&evicted.id),
-                    self.content_path(&evicted.id),
-                ] {
-                    remove_if_present(&path).map_err(|source| self.io(&path, source))?;
-                }
-            }
-        }
-        Ok(record)
+        let contents = request.contents.map(String::into_bytes);
+        self.backend.put(record, contents, self.config.max).await
     }
 
     /// Every record, most recently updated first.
-    pub fn list(&self) -> Result<Vec<ArtifactRecord>, ArtifactError> {
-        let mut records = self.read_all()?;
-        records.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(b.id.cmp(&a.id)));
-        Ok(records)
+    pub async fn list(&self) -> Result<Vec<ArtifactRecord>, ArtifactError> {
+        self.backend.list().await
     }
 
-    /// The record `id`, if stored.
-    pub fn get(&self, id: &str) -> Result<Option<ArtifactRecord>, ArtifactError> {
+    /// The record `id`, if any.
+    pub async fn get(&self, id: &str) -> Result<Option<ArtifactRecord>, ArtifactError> {
         if !is_artifact_id(id) {
             return Ok(None);
         }
-        let path = self.record_path(id);
-        match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|err| self.io(&path, err.into())),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(self.io(&path, source)),
-        }
+        self.backend.get(id).await
     }
 
-    /// The contents of `id` with their MIME type, if it has contents.
-    pub fn content(&self, id: &str) -> Result<Option<(String, Vec<u8>)>, ArtifactError> {
-        let Some(record) = self.get(id)? else {
+    /// The contents of record `id` with their content type, when it has contents.
+    pub async fn content(&self, id: &str) -> Result<Option<(String, Vec<u8>)>, ArtifactError> {
+        let Some(record) = self.get(id).await? else {
             return Ok(None);
         };
         let Some(content_type) = record.content_type else {
             return Ok(None);
         };
-        let path = self.content_path(id);
-        match std::fs::read(&path) {
-            Ok(bytes) => Ok(Some((content_type, bytes))),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(self.io(&path, source)),
-        }
+        Ok(self
+            .backend
+            .content(id)
+            .await?
+            .map(|bytes| (content_type, bytes)))
     }
 
     fn kind_names(&self) -> String {
@@ -235,6 +221,23 @@ impl ArtifactStore {
             .map(String::as_str)
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+/// Artifact records as files: `<dir>/<id>.json` plus an optional `<id>.content`, each written
+/// in one step (temporary file, sync, rename); one writer at a time in this process.
+pub struct DirArtifacts {
+    dir: PathBuf,
+    lock: tokio::sync::Mutex<()>,
+}
+
+impl DirArtifacts {
+    /// The records in `dir` (created on first write).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        DirArtifacts {
+            dir: dir.into(),
+            lock: tokio::sync::Mutex::new(()),
+        }
     }
 
     fn record_path(&self, id: &str) -> PathBuf {
@@ -276,6 +279,90 @@ impl ArtifactStore {
         }
         Ok(records)
     }
+}
+
+#[async_trait::async_trait]
+impl ArtifactBackend for DirArtifacts {
+    async fn put(
+        &self,
+        mut record: ArtifactRecord,
+        contents: Option<Vec<u8>>,
+        max: usize,
+    ) -> Result<ArtifactRecord, ArtifactError> {
+        let _guard = self.lock.lock().await;
+        let mut records = self.read_all()?;
+        if let Some(existing) = records
+            .iter()
+            .find(|r| r.kind == record.kind && r.key == record.key)
+        {
+            record.id = existing.id.clone();
+            record.created_at = existing.created_at;
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|source| self.io(&self.dir, source))?;
+        let content_path = self.content_path(&record.id);
+        match &contents {
+            Some(contents) => write_atomic(&content_path, contents)
+                .map_err(|source| self.io(&content_path, source))?,
+            None => {
+                remove_if_present(&content_path).map_err(|source| self.io(&content_path, source))?
+            }
+        }
+        let record_path = self.record_path(&record.id);
+        let bytes =
+            serde_json::to_vec_pretty(&record).map_err(|err| self.io(&record_path, err.into()))?;
+        write_atomic(&record_path, &bytes).map_err(|source| self.io(&record_path, source))?;
+        records.retain(|r| r.id != record.id);
+        records.push(record.clone());
+        if records.len() > max {
+            newest_first(&mut records);
+            for evicted in records.split_off(max) {
+                for path in [
+                    self.record_path(&evicted.id),
+                    self.content_path(&evicted.id),
+                ] {
+                    remove_if_present(&path).map_err(|source| self.io(&path, source))?;
+                }
+            }
+        }
+        Ok(record)
+    }
+
+    async fn list(&self) -> Result<Vec<ArtifactRecord>, ArtifactError> {
+        let mut records = self.read_all()?;
+        newest_first(&mut records);
+        Ok(records)
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<ArtifactRecord>, ArtifactError> {
+        if !is_artifact_id(id) {
+            return Ok(None);
+        }
+        let path = self.record_path(id);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|err| self.io(&path, err.into())),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(self.io(&path, source)),
+        }
+    }
+
+    async fn content(&self, id: &str) -> Result<Option<Vec<u8>>, ArtifactError> {
+        if !is_artifact_id(id) {
+            return Ok(None);
+        }
+        let path = self.content_path(id);
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(self.io(&path, source)),
+        }
+    }
+}
+
+/// Most recently updated first (then the newer id first).
+fn newest_first(records: &mut [ArtifactRecord]) {
+    records.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(b.id.cmp(&a.id)));
 }
 
 fn is_artifact_id(id: &str) -> bool {

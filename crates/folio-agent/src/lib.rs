@@ -148,8 +148,8 @@ pub use agent::{
     provider_config,
 };
 pub use artifacts::{
-    ArtifactError, ArtifactRecord, ArtifactStore, DEFAULT_KIND, TAG_ARTIFACT, TagArtifactTool,
-    TagRequest,
+    ArtifactBackend, ArtifactError, ArtifactRecord, ArtifactStore, DEFAULT_KIND, DirArtifacts,
+    TAG_ARTIFACT, TagArtifactTool, TagRequest,
 };
 pub use compaction::{ContextBudget, Summarizer};
 pub use conversation::{SUMMARY_HEADING, content_of, conversation};

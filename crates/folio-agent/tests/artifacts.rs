@@ -58,13 +58,13 @@ async fn tagging_upserts_by_key_and_the_cap_evicts_the_least_recently_updated() 
     assert_eq!(again.id, first.id, "same kind and key: same record");
     assert_eq!(again.created_at, first.created_at);
     assert!(again.updated_at >= first.updated_at);
-    assert_eq!(store.list().unwrap(), std::slice::from_ref(&again));
+    assert_eq!(store.list().await.unwrap(), std::slice::from_ref(&again));
     assert_eq!(
-        store.get(&first.id).unwrap().unwrap().title,
+        store.get(&first.id).await.unwrap().unwrap().title,
         "PR 1 (updated)"
     );
     assert_eq!(
-        store.content(&first.id).unwrap(),
+        store.content(&first.id).await.unwrap(),
         Some(("text/markdown".to_string(), b"LGTM, ship it".to_vec()))
     );
     // The same key under another kind is another record.
@@ -81,10 +81,16 @@ async fn tagging_upserts_by_key_and_the_cap_evicts_the_least_recently_updated() 
     assert_ne!(note.id, first.id);
     // A third record exceeds max = 2: the least recently updated (pr-1 review) goes, contents too.
     let third = store.tag(review("pr-2", "PR 2", "approve")).await.unwrap();
-    let ids: Vec<String> = store.list().unwrap().into_iter().map(|r| r.id).collect();
+    let ids: Vec<String> = store
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
     assert_eq!(ids, [third.id.clone(), note.id.clone()]);
-    assert_eq!(store.get(&first.id).unwrap(), None);
-    assert_eq!(store.content(&first.id).unwrap(), None);
+    assert_eq!(store.get(&first.id).await.unwrap(), None);
+    assert_eq!(store.content(&first.id).await.unwrap(), None);
     assert!(
         !dir.path()
             .join(format!("artifacts/{}.content", first.id))
@@ -93,8 +99,8 @@ async fn tagging_upserts_by_key_and_the_cap_evicts_the_least_recently_updated() 
     // Records persist: a new store over the same folder sees them.
     let reopened =
         ArtifactStore::open(dir.path().join("artifacts"), store.config().clone()).unwrap();
-    assert_eq!(reopened.list().unwrap().len(), 2);
-    assert_eq!(reopened.get("../../etc/passwd").unwrap(), None);
+    assert_eq!(reopened.list().await.unwrap().len(), 2);
+    assert_eq!(reopened.get("../../etc/passwd").await.unwrap(), None);
 }
 
 #[tokio::test]
@@ -127,7 +133,7 @@ async fn schema_violations_and_unknown_kinds_are_refused() {
         err.to_string(),
         "kind: unknown kind \"bug\"; one of note, review"
     );
-    assert!(store.list().unwrap().is_empty());
+    assert!(store.list().await.unwrap().is_empty());
 
     // Without artifacts.toml any kind is accepted and an omitted kind is `artifact`.
     let open = ArtifactStore::open(dir.path().join("open"), ArtifactsConfig::default()).unwrap();
@@ -169,7 +175,7 @@ async fn the_model_tags_artifacts_and_the_session_records_artifact_tagged() {
         }
     );
     let events = sink.events();
-    let records = agent.artifacts.list().unwrap();
+    let records = agent.artifacts.list().await.unwrap();
     assert_eq!(records.len(), 1);
     let record = &records[0];
     assert_eq!(record.session_id.as_deref(), Some("ses_test"));
@@ -209,7 +215,7 @@ async fn the_model_tags_artifacts_and_the_session_records_artifact_tagged() {
             .is_file()
     );
     assert_eq!(
-        agent.artifacts.content(&record.id).unwrap(),
+        agent.artifacts.content(&record.id).await.unwrap(),
         Some(("text/plain".into(), b"Looks good.".to_vec()))
     );
 }

@@ -77,6 +77,7 @@ pub(crate) fn dev(args: ServeArgs, model: Option<String>) -> anyhow::Result<Exit
                         unconfined,
                         Some(&peers),
                         Some(redirect),
+                        manager.artifact_backend(),
                     );
                     match loaded.await {
                         Ok((agent, _)) => {

@@ -156,6 +156,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         false,
         None,
         None,
+        None,
     )
     .await?;
     let agent = Arc::new(agent);

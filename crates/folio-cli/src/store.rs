@@ -17,7 +17,7 @@ pub(crate) enum StoreCommand {
     /// Check that the database answers and that its schema is not newer than this folio's;
     /// exit 1 when it is unreachable or newer.
     Check(StoreArgs),
-    /// Count sessions, events, leases, create keys, slot claims and reminders; the tables' sizes.
+    /// Count sessions, events, leases, create keys, slot claims, reminders and artifacts; the tables' sizes.
     Stats(StoreArgs),
 }
 
@@ -134,6 +134,7 @@ async fn stats(args: StoreArgs) -> anyhow::Result<ExitCode> {
         ("create keys", stats.create_keys),
         ("slot claims", stats.slot_claims),
         ("reminders", stats.reminders),
+        ("artifacts", stats.artifacts),
     ] {
         println!("  {what:<16}{count:>12}");
     }

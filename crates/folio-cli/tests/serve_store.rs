@@ -10,8 +10,8 @@ mod serve_support;
 use std::time::Duration;
 
 use folio_protocol::{
-    Admission, CreateSession, Event, EventBody, FollowUp, MessageReceived, Page, Reminder,
-    ReminderFired, ReminderResponse, SERVER_RESTARTED, SessionStatus, SetReminder,
+    Admission, ArtifactRecord, CreateSession, Event, EventBody, FollowUp, MessageReceived, Page,
+    Reminder, ReminderFired, ReminderResponse, SERVER_RESTARTED, SessionStatus, SetReminder,
     TURN_INTERRUPTED, TurnFailed,
 };
 use folio_store_postgres::testing::test_database;
@@ -391,6 +391,72 @@ async fn a_reminder_set_on_a_server_that_died_is_delivered_once_by_another() {
     )
     .await;
     assert!(listed.data.is_empty(), "delivered: {listed:?}");
+}
+
+#[tokio::test]
+async fn artifacts_tagged_through_two_servers_are_one_record_listed_by_both() {
+    let mock = MockModelServer::start().await;
+    let dir = project(AGENT);
+    write_files(
+        dir.path(),
+        &[(
+            "agent/artifacts.toml",
+            "agent_tool = true\n[kinds.note]\ndescription = \"A note\"\n",
+        )],
+    );
+    let Some(cluster) = Cluster::start_with("artifacts_across", &mock, 2, dir, &[]).await else {
+        return;
+    };
+    let tag = |text: &str| {
+        MockReply::tool_calls([(
+            "tag_artifact",
+            serde_json::json!({"kind": "note", "key": "n1", "title": text, "data": {"text": text}, "contents": text}),
+        )])
+    };
+    // Tagged in a session on A, then the same kind and key again in a session on B.
+    for (n, text) in [(0, "first"), (1, "second")] {
+        mock.push(tag(text));
+        mock.push(MockReply::text("Tagged."));
+        let created = create_session(cluster.url(n), &CreateSession::message(text)).await;
+        waiting_after(cluster.url(n), &created.session_id, 1).await;
+    }
+    let mut listed = Vec::new();
+    for n in 0..2 {
+        let (status, page) = call_as::<Page<ArtifactRecord>>(
+            Method::GET,
+            &format!("{}/v1/artifacts", cluster.url(n)),
+            NO_BODY,
+            None,
+        )
+        .await;
+        assert_eq!(status, 200);
+        listed.push(page.data);
+    }
+    assert_eq!(listed[0], listed[1], "both servers list the same records");
+    assert_eq!(
+        listed[0].len(),
+        1,
+        "one record per kind and key: {:?}",
+        listed[0]
+    );
+    let record = &listed[0][0];
+    assert_eq!(
+        (record.title.as_str(), &record.data),
+        ("second", &serde_json::json!({"text": "second"}))
+    );
+    assert!(record.created_at < record.updated_at, "{record:?}");
+    // Its contents, read through A, are the ones B's turn wrote.
+    let response = client()
+        .get(format!(
+            "{}/v1/artifacts/{}/content",
+            cluster.url(0),
+            record.id
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.text().await.unwrap(), "second");
 }
 
 /// 2027-01-04 is a Monday: the schedule below fires at 09:00Z.

@@ -68,7 +68,7 @@ async fn migrate_check_and_stats_on_a_fresh_database_then_a_newer_schema_is_refu
     assert_eq!(
         stdout,
         format!(
-            "{location}: reachable; schema version 0, this folio's is 2: `folio store migrate` (or starting `folio serve --store …`) applies the missing migrations\n"
+            "{location}: reachable; schema version 0, this folio's is 3: `folio store migrate` (or starting `folio serve --store …`) applies the missing migrations\n"
         )
     );
     let stderr = stderr_line(&folio_store(&["stats"], &url));
@@ -77,12 +77,12 @@ async fn migrate_check_and_stats_on_a_fresh_database_then_a_newer_schema_is_refu
     let stdout = ok(folio_store(&["migrate"], &url));
     assert_eq!(
         stdout,
-        format!("{location}: migrated from schema version 0 to 2\n")
+        format!("{location}: migrated from schema version 0 to 3\n")
     );
     let stdout = ok(folio_store(&["migrate"], &url));
     assert_eq!(
         stdout,
-        format!("{location}: already at schema version 2; nothing to do\n")
+        format!("{location}: already at schema version 3; nothing to do\n")
     );
     let check: SchemaStatus =
         serde_json::from_str(&ok(folio_store(&["check", "--json"], &url))).unwrap();
@@ -90,8 +90,8 @@ async fn migrate_check_and_stats_on_a_fresh_database_then_a_newer_schema_is_refu
         check,
         SchemaStatus {
             location: location.to_string(),
-            database: 2,
-            binary: 2
+            database: 3,
+            binary: 3
         }
     );
     let stats: StoreStats =
@@ -102,14 +102,15 @@ async fn migrate_check_and_stats_on_a_fresh_database_then_a_newer_schema_is_refu
             stats.events,
             stats.live_leases,
             stats.slot_claims,
-            stats.reminders
+            stats.reminders,
+            stats.artifacts
         ),
-        (0, 0, 0, 0, 0)
+        (0, 0, 0, 0, 0, 0)
     );
-    assert_eq!(stats.tables.len(), 6);
+    assert_eq!(stats.tables.len(), 7);
     let text = ok(folio_store(&["stats"], &url));
     assert!(
-        text.starts_with(&format!("{location} (schema version 2)\n")),
+        text.starts_with(&format!("{location} (schema version 3)\n")),
         "{text}"
     );
     assert!(text.contains("  sessions                   0\n"), "{text}");
@@ -119,14 +120,14 @@ async fn migrate_check_and_stats_on_a_fresh_database_then_a_newer_schema_is_refu
     admin
         .execute(
             "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
-             VALUES (3, 'from a newer folio', true, '\\x00', 1)",
+             VALUES (4, 'from a newer folio', true, '\\x00', 1)",
         )
         .await
         .unwrap();
     for command in ["check", "migrate"] {
         let stderr = stderr_line(&folio_store(&[command], &url));
         assert!(
-            stderr.contains("schema is version 3, newer than the 2 this folio supports"),
+            stderr.contains("schema is version 4, newer than the 3 this folio supports"),
             "{command}: {stderr}"
         );
     }

@@ -30,6 +30,8 @@ use folio_store::{
 };
 use tokio::sync::{broadcast, watch};
 
+use folio_agent::ArtifactBackend;
+
 use crate::error::OpenError;
 use crate::event_log::{EventLog, LogError, last_event, read_events};
 use crate::live::lock;
@@ -58,6 +60,8 @@ pub struct DiskStore {
     leases: Mutex<Leases>,
     /// Create keys and slot claims are checked and recorded one at a time.
     recording: tokio::sync::Mutex<()>,
+    /// `<state-root>/artifacts`, as `folio serve` keeps them.
+    artifacts: folio_agent::DirArtifacts,
     /// `<state-root>/.lock`, held while the store is open.
     _lock: std::fs::File,
 }
@@ -89,6 +93,7 @@ impl DiskStore {
     pub fn open(state: StateRoot) -> Result<DiskStore, OpenError> {
         let lock = lock_state_root(&state)?;
         Ok(DiskStore {
+            artifacts: folio_agent::DirArtifacts::new(state.path().join("artifacts")),
             state,
             signals: broadcast::Sender::new(SIGNALS),
             logs: Mutex::new(HashMap::new()),
@@ -172,6 +177,18 @@ fn log_error(err: LogError) -> StoreError {
         LogError::Io { path, source } => io(&format!("event log {}", path.display()), source),
         corrupt @ LogError::Corrupt { .. } => StoreError::Backend(corrupt.to_string()),
         LogError::Store(err) => err,
+    }
+}
+
+/// An artifact operation's error, as the store reports it.
+fn artifact_error(err: folio_agent::ArtifactError) -> StoreError {
+    match err {
+        folio_agent::ArtifactError::Io { path, source } => {
+            io(&format!("artifact {}", path.display()), source)
+        }
+        invalid @ folio_agent::ArtifactError::Invalid(_) => {
+            StoreError::Backend(invalid.to_string())
+        }
     }
 }
 
@@ -619,6 +636,33 @@ impl SessionStore for DiskStore {
         due.sort_by(|a, b| (a.at, &a.reminder_id).cmp(&(b.at, &b.reminder_id)));
         due.truncate(limit);
         Ok(due)
+    }
+
+    async fn put_artifact(
+        &self,
+        record: &folio_protocol::ArtifactRecord,
+        contents: Option<&[u8]>,
+        max: usize,
+    ) -> Result<folio_protocol::ArtifactRecord, StoreError> {
+        self.artifacts
+            .put(record.clone(), contents.map(<[u8]>::to_vec), max)
+            .await
+            .map_err(artifact_error)
+    }
+
+    async fn list_artifacts(&self) -> Result<Vec<folio_protocol::ArtifactRecord>, StoreError> {
+        self.artifacts.list().await.map_err(artifact_error)
+    }
+
+    async fn get_artifact(
+        &self,
+        id: &str,
+    ) -> Result<Option<folio_protocol::ArtifactRecord>, StoreError> {
+        self.artifacts.get(id).await.map_err(artifact_error)
+    }
+
+    async fn artifact_content(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.artifacts.content(id).await.map_err(artifact_error)
     }
 }
 

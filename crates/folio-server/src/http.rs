@@ -824,6 +824,7 @@ async fn list_artifacts(State(state): State<AgentState>) -> ApiResult {
         .agent()
         .artifacts
         .list()
+        .await
         .map_err(artifact_error)?;
     ok(StatusCode::OK, Page::new(records, None))
 }
@@ -835,6 +836,7 @@ async fn get_artifact(State(state): State<AgentState>, Path(id): Path<String>) -
         .agent()
         .artifacts
         .get(&id)
+        .await
         .map_err(artifact_error)?
         .ok_or_else(|| ApiError::not_found(format!("no artifact {id}")))?;
     ok(
@@ -853,6 +855,7 @@ async fn artifact_content(State(state): State<AgentState>, Path(id): Path<String
         .agent()
         .artifacts
         .content(&id)
+        .await
         .map_err(artifact_error)?
         .ok_or_else(|| ApiError::not_found(format!("artifact {id} has no contents")))?;
     Ok(([(header::CONTENT_TYPE, content_type)], bytes).into_response())

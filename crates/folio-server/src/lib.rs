@@ -78,6 +78,7 @@ mod retention;
 pub mod schedule;
 mod shared;
 mod state;
+mod store_artifacts;
 mod stream;
 mod token;
 mod workspace_root;
@@ -97,5 +98,6 @@ pub use state::{
     SessionMeta, SessionOptions, StateRoot, load_meta, new_session_id, new_turn_id,
     valid_session_id,
 };
+pub use store_artifacts::StoreArtifacts;
 pub use stream::EventStream;
 pub use workspace_root::WorkspaceRoot;

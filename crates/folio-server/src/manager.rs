@@ -161,13 +161,13 @@ impl SessionManager {
         Ok(manager)
     }
 
-    /// The shared session store's backend name (`postgres`), or `None` on the state root's
-    /// files.
-    pub fn store_backend(&self) -> Option<&'static str> {
-        self.inner
-            .shared
-            .as_ref()
-            .map(|shared| shared.store.backend())
+    /// Where the agent's artifacts are kept when the sessions are in a shared store (`None`:
+    /// under the state root): the store, for an agent reloaded by `folio dev`.
+    pub fn artifact_backend(&self) -> Option<Arc<dyn folio_agent::ArtifactBackend>> {
+        self.inner.shared.as_ref().map(|shared| {
+            Arc::new(crate::StoreArtifacts::new(shared.store.clone()))
+                as Arc<dyn folio_agent::ArtifactBackend>
+        })
     }
 
     /// The agent new turns run with.

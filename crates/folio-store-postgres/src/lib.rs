@@ -10,7 +10,8 @@
 //!   so once another server takes an expired lease over, the old holder's appends are fenced;
 //! - **create keys** and **slot claims**: `INSERT … ON CONFLICT DO NOTHING`, so one create per
 //!   idempotency key and one firing per `(schedule, slot)` across every server;
-//! - **reminders**: one row each until delivered or cancelled, read by due time.
+//! - **reminders**: one row each until delivered or cancelled, read by due time;
+//! - **artifacts**: the agent's records, upserted by `(kind, key)`, evicted past the cap.
 //!
 //! Every append notifies `folio_events` (payload `<session id>:<index>`); followers on every
 //! server are woken by one `LISTEN` connection per process, and re-read the log's end when that
@@ -38,6 +39,7 @@
 
 #![warn(missing_docs)]
 
+mod artifacts;
 mod error;
 mod events;
 mod lease;

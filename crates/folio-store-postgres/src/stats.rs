@@ -24,6 +24,8 @@ pub struct StoreStats {
     pub create_keys: i64,
     /// Reminders still to deliver.
     pub reminders: i64,
+    /// Artifact records.
+    pub artifacts: i64,
     /// Each table's size on disk, indexes and TOAST included.
     pub tables: Vec<TableStats>,
     /// The whole database's size in bytes.
@@ -40,13 +42,14 @@ pub struct TableStats {
     pub bytes: i64,
 }
 
-const TABLES: [&str; 6] = [
+const TABLES: [&str; 7] = [
     "folio_sessions",
     "folio_events",
     "folio_leases",
     "folio_create_keys",
     "folio_slot_claims",
     "folio_reminders",
+    "folio_artifacts",
 ];
 
 impl PgStore {
@@ -62,6 +65,7 @@ impl PgStore {
                             (SELECT count(*) FROM folio_slot_claims) AS slots,
                             (SELECT count(*) FROM folio_create_keys) AS keys,
                             (SELECT count(*) FROM folio_reminders) AS reminders,
+                            (SELECT count(*) FROM folio_artifacts) AS artifacts,
                             pg_database_size(current_database()) AS database_bytes,
                             ARRAY(SELECT pg_total_relation_size(t::regclass) FROM unnest($1::text[]) t) AS sizes",
                 )
@@ -80,6 +84,7 @@ impl PgStore {
             slot_claims: row.get("slots"),
             create_keys: row.get("keys"),
             reminders: row.get("reminders"),
+            artifacts: row.get("artifacts"),
             tables: TABLES
                 .iter()
                 .zip(sizes)

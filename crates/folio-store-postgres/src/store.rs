@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use folio_protocol::{Event, Reminder};
+use folio_protocol::{ArtifactRecord, Event, Reminder};
 use folio_store::{
     Appends, CreateKey, Lease, ListQuery, NewEvent, RetentionReport, SessionMeta, SessionStore,
     Signal, Signals, StoreError,
@@ -178,5 +178,26 @@ impl SessionStore for PgStore {
         limit: usize,
     ) -> Result<Vec<Reminder>, StoreError> {
         Ok(self.reminder_rows(None, until, limit).await?)
+    }
+
+    async fn put_artifact(
+        &self,
+        record: &ArtifactRecord,
+        contents: Option<&[u8]>,
+        max: usize,
+    ) -> Result<ArtifactRecord, StoreError> {
+        Ok(self.put_artifact_row(record, contents, max).await?)
+    }
+
+    async fn list_artifacts(&self) -> Result<Vec<ArtifactRecord>, StoreError> {
+        Ok(self.artifact_rows().await?)
+    }
+
+    async fn get_artifact(&self, id: &str) -> Result<Option<ArtifactRecord>, StoreError> {
+        Ok(self.artifact_row(id).await?)
+    }
+
+    async fn artifact_content(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.artifact_content_row(id).await?)
     }
 }

@@ -61,7 +61,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use folio_protocol::{Event, EventBody, Reminder};
+use folio_protocol::{ArtifactRecord, Event, EventBody, Reminder};
 
 pub use error::StoreError;
 pub use meta::{
@@ -160,8 +160,8 @@ pub struct RetentionReport {
     pub slot_claims: u64,
 }
 
-/// Where sessions, event logs, leases, idempotent creates, schedule claims and reminders are
-/// kept.
+/// Where sessions, event logs, leases, idempotent creates, schedule claims, reminders and the
+/// agent's artifacts are kept.
 ///
 /// Object-safe: servers hold an `Arc<dyn SessionStore>`. Every method may fail with
 /// [`StoreError::Unavailable`] (retryable) or a backend error besides those it lists.
@@ -301,4 +301,23 @@ pub trait SessionStore: Send + Sync {
         until: Option<DateTime<Utc>>,
         limit: usize,
     ) -> Result<Vec<Reminder>, StoreError>;
+
+    /// Stores an artifact record with its `contents` (`None`: none) in place of the record of
+    /// the same kind and key, whose id and creation time it keeps; then keeps only the `max`
+    /// most recently updated records. Returns the record as stored; durable when it returns.
+    async fn put_artifact(
+        &self,
+        record: &ArtifactRecord,
+        contents: Option<&[u8]>,
+        max: usize,
+    ) -> Result<ArtifactRecord, StoreError>;
+
+    /// Every artifact record, most recently updated first (then the greater id first).
+    async fn list_artifacts(&self) -> Result<Vec<ArtifactRecord>, StoreError>;
+
+    /// The artifact record `id` (`None`: no such record).
+    async fn get_artifact(&self, id: &str) -> Result<Option<ArtifactRecord>, StoreError>;
+
+    /// The contents of artifact `id` (`None`: no such record, or it has none).
+    async fn artifact_content(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError>;
 }

@@ -39,6 +39,7 @@ pub async fn run_all(make: impl AsyncFn() -> Arc<dyn SessionStore>) {
     retention_deletes_old_idle_sessions(make().await).await;
     signals_reach_every_follower(make().await).await;
     reminders_are_kept_until_removed(make().await).await;
+    artifacts_upsert_by_kind_and_key(make().await).await;
 }
 
 /// A chat session of `principal` with a fresh id, status `running`.
@@ -826,4 +827,87 @@ pub async fn reminders_are_kept_until_removed(store: Arc<dyn SessionStore>) {
         1,
         "{name}: without reminders, the old session goes"
     );
+}
+
+/// An artifact is upserted by kind and key (keeping its id and creation time), its contents
+/// replaced or removed; past `max` the least recently updated go; lists are newest first.
+pub async fn artifacts_upsert_by_kind_and_key(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let t0 = DateTime::from_timestamp_millis(Utc::now().timestamp_millis()).unwrap();
+    let record = |n: u32, kind: &str, key: &str, minutes: i64| folio_protocol::ArtifactRecord {
+        id: format!("art_{:026}", n),
+        kind: kind.into(),
+        key: key.into(),
+        title: format!("{kind} {key}"),
+        data: serde_json::json!({ "n": n }),
+        content_type: None,
+        session_id: None,
+        created_at: t0 + chrono::Duration::minutes(minutes),
+        updated_at: t0 + chrono::Duration::minutes(minutes),
+    };
+    let first = with_contents(record(1, "report", "q1", 0), "text/plain");
+    let stored = store
+        .put_artifact(&first, Some(b"draft"), 10)
+        .await
+        .unwrap();
+    assert_eq!(stored, first, "{name}: a new artifact is stored as given");
+    let again = record(2, "report", "q1", 5);
+    let updated = store.put_artifact(&again, None, 10).await.unwrap();
+    assert_eq!(
+        (
+            updated.id.as_str(),
+            updated.created_at,
+            updated.updated_at,
+            &updated.data
+        ),
+        (
+            first.id.as_str(),
+            first.created_at,
+            again.updated_at,
+            &again.data
+        ),
+        "{name}: the same kind and key keep their id and creation time"
+    );
+    assert_eq!(
+        store.artifact_content(&updated.id).await.unwrap(),
+        None,
+        "{name}: tagged again without contents, it has none"
+    );
+    let other = with_contents(record(3, "note", "q1", 10), "text/markdown");
+    store
+        .put_artifact(&other, Some(b"# note"), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.artifact_content(&other.id).await.unwrap(),
+        Some(b"# note".to_vec())
+    );
+    assert_eq!(
+        store.get_artifact(&updated.id).await.unwrap(),
+        Some(updated.clone())
+    );
+    assert_eq!(store.get_artifact("art_missing").await.unwrap(), None);
+    assert_eq!(
+        store.list_artifacts().await.unwrap(),
+        [other.clone(), updated.clone()],
+        "{name}: newest first"
+    );
+    // A third record with a cap of two: the least recently updated goes, with its contents.
+    let third = record(4, "note", "q2", 15);
+    store.put_artifact(&third, None, 2).await.unwrap();
+    assert_eq!(
+        store.list_artifacts().await.unwrap(),
+        [third.clone(), other.clone()],
+        "{name}: past the cap the least recently updated record goes"
+    );
+    assert_eq!(store.get_artifact(&updated.id).await.unwrap(), None);
+}
+
+/// `record` with contents of `content_type`.
+fn with_contents(
+    mut record: folio_protocol::ArtifactRecord,
+    content_type: &str,
+) -> folio_protocol::ArtifactRecord {
+    record.content_type = Some(content_type.into());
+    record
 }
