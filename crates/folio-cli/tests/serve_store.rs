@@ -10,9 +10,9 @@ mod serve_support;
 use std::time::Duration;
 
 use folio_protocol::{
-    Admission, ArtifactRecord, CreateSession, Event, EventBody, FollowUp, MessageReceived, Page,
-    Reminder, ReminderFired, ReminderResponse, SERVER_RESTARTED, SessionStatus, SetReminder,
-    TURN_INTERRUPTED, TurnFailed,
+    Admission, ArtifactRecord, CreateSession, Event, EventBody, FollowUp, MessageQueued,
+    MessageReceived, Page, Reminder, ReminderFired, ReminderResponse, SERVER_RESTARTED,
+    SessionStatus, SetReminder, TURN_INTERRUPTED, TurnCompleted, TurnFailed,
 };
 use folio_store_postgres::testing::test_database;
 use folio_test_support::{MockModelServer, MockReply};
@@ -457,6 +457,56 @@ async fn artifacts_tagged_through_two_servers_are_one_record_listed_by_both() {
         .unwrap();
     assert_eq!(response.status().as_u16(), 200);
     assert_eq!(response.text().await.unwrap(), "second");
+}
+
+#[tokio::test]
+async fn a_coalesced_message_on_one_server_joins_the_turn_running_on_another() {
+    let mock = MockModelServer::start().await;
+    let Some((cluster, id, token, _)) = long_turn_on_b("coalesce_across", &mock).await else {
+        return;
+    };
+    let (a, b) = (cluster.url(0), cluster.url(1));
+    mock.push(MockReply::text("both answered"));
+    let coalesce = |text: &str, token: &str| FollowUp {
+        admission: Some(Admission::Coalesce),
+        ..FollowUp::new(token, text)
+    };
+    // Answered while B's turn still runs (it streams for five seconds): queued into it.
+    let first = follow_up(a, &id, &coalesce("q1", &token)).await;
+    let keyed = FollowUp {
+        client_message_id: Some("q2-key".into()),
+        ..coalesce("q2", &first.continuation_token)
+    };
+    let second = follow_up(a, &id, &keyed).await;
+    let now = events(a, &id).await;
+    assert!(
+        all::<TurnCompleted>(&now).is_empty(),
+        "both were answered before the running turn ended: {:?}",
+        now.iter().map(Event::event_type).collect::<Vec<_>>()
+    );
+    // A retry of the keyed one gets the same answer and queues nothing more.
+    assert_eq!(follow_up(a, &id, &keyed).await, second);
+    let log = waiting_after(b, &id, 2).await;
+    assert_contiguous(&log, 0);
+    assert_one_turn_at_a_time(&log);
+    let queued: Vec<&str> = all::<MessageQueued>(&log)
+        .iter()
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(queued, ["q1", "q2"]);
+    let received = all::<MessageReceived>(&log);
+    assert_eq!(
+        (
+            received.len(),
+            received[1].text.as_str(),
+            received[1].coalesced
+        ),
+        (2, "q1\n\nq2", Some(2))
+    );
+    // The token of the last answer continues the conversation, on either server.
+    mock.push(MockReply::text("next"));
+    follow_up(b, &id, &FollowUp::new(&second.continuation_token, "next")).await;
+    waiting_after(a, &id, 3).await;
 }
 
 /// 2027-01-04 is a Monday: the schedule below fires at 09:00Z.

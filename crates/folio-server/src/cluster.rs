@@ -13,9 +13,11 @@
 //!   and the metadata (token, keys), so follow-ups may alternate between servers.
 //! - **Commands for another server's turn** ([`Remote`]): `stop` (and a preempting message)
 //!   signal the owner ([`SessionStore::signal`]) until its lease is free, then run here; an
-//!   approval decision is signalled until the log shows it; a coalesced message waits for the
-//!   owner's turn to end and then starts its own turn here (a server cannot add to another
-//!   server's turn); a rejected message and a direct tool call answer `session_busy`.
+//!   approval decision is signalled until the log shows it; a coalesced message is relayed to
+//!   the owner, which queues it into its running turn, and answered once the log shows it
+//!   queued (its idempotency key, or a `relay:` key given to it, makes repeats harmless; one
+//!   too large for a signal waits for the turn to end and runs here); a direct tool call
+//!   answers `session_busy`.
 //! - **Takeover.** Every server looks for expired leases (their owner died) every half time to
 //!   live; the one that takes a lease over records the open turn as `server restarted` (a turn
 //!   parked on an approval stays parked) and runs what was queued, as the disk store's restart
@@ -52,6 +54,24 @@ const REMOTE_POLL: Duration = Duration::from_millis(50);
 pub(crate) const STOP_SIGNAL: &str = "stop";
 /// The prefix of the signal carrying an approval decision (JSON after the prefix).
 const RESOLVE_SIGNAL: &str = "resolve ";
+/// The prefix of the signal relaying a coalesced message to the owner (JSON after it).
+const RELAY_SIGNAL: &str = "relay ";
+/// The longest message a signal carries (PostgreSQL's `NOTIFY` payloads stay under 8,000
+/// bytes); a coalesced message too large to relay waits for the owner's turn to end instead.
+const MAX_SIGNAL: usize = 7_000;
+
+/// A coalesced follow-up relayed to the server running the session's turn, which queues it
+/// into that turn as if it had arrived there.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct Relayed {
+    pub(crate) text: String,
+    pub(crate) workspace_files: std::collections::BTreeMap<String, String>,
+    /// The continuation token presented.
+    pub(crate) token: String,
+    /// The idempotency key: the client's, or `relay:<ULID>` (how the sender sees it recorded).
+    pub(crate) key: String,
+    pub(crate) digest: Option<String>,
+}
 
 /// The session store a server shares with others, and its name there.
 pub(crate) struct SharedStore {
@@ -82,6 +102,20 @@ impl Remote {
     /// Stop the owner's turn first.
     pub(crate) fn stop() -> Self {
         Remote::Ask(STOP_SIGNAL.to_string())
+    }
+
+    /// Queue a coalesced message into the owner's running turn; `None` when it is too large
+    /// for a signal.
+    pub(crate) fn relay(message: &Relayed) -> Option<Self> {
+        let json = serde_json::to_string(message).ok()?;
+        if json.len() > MAX_SIGNAL {
+            return None;
+        }
+        let key = message.key.clone();
+        Some(Remote::AskUntil(
+            format!("{RELAY_SIGNAL}{json}"),
+            Box::new(move |events| crate::token::recorded(events, &key).is_some()),
+        ))
     }
 
     /// Hand an approval decision to the owner's parked turn.
@@ -259,6 +293,24 @@ impl SessionManager {
         let command = if message == STOP_SIGNAL {
             let (reply, _) = tokio::sync::oneshot::channel();
             Command::Stop { reply }
+        } else if let Some(json) = message.strip_prefix(RELAY_SIGNAL) {
+            let Ok(relayed) = serde_json::from_str::<Relayed>(json) else {
+                return;
+            };
+            let (reply, _) = tokio::sync::oneshot::channel();
+            let admit = crate::command::Admit {
+                message: crate::command::Pending {
+                    text: relayed.text,
+                    files: relayed.workspace_files,
+                    trace_parent: None,
+                },
+                admission: Some(folio_protocol::Admission::Coalesce),
+                token: Some(relayed.token),
+                key: Some(relayed.key),
+                digest: relayed.digest,
+                sync_with: Vec::new(),
+            };
+            Command::Send { admit, reply }
         } else if let Some(json) = message.strip_prefix(RESOLVE_SIGNAL) {
             let Ok(resolved) = serde_json::from_str(json) else {
                 return;

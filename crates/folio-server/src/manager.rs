@@ -605,11 +605,37 @@ impl SessionManager {
             return Err(ManagerError::NotFollowable(session_id.to_string()));
         }
         check_workspace_files(&request.workspace_files)?;
-        let remote = remote_for(
-            &live,
-            request.admission,
-            request.client_message_id.as_deref(),
-        );
+        let coalesce = request.admission == Some(Admission::Coalesce);
+        // On a shared store a coalesced message may be relayed to the server running the turn:
+        // it gets a key, so that the answer's token is known here and repeats are harmless.
+        let key = match request.client_message_id {
+            Some(key) => Some(key),
+            None if coalesce && self.inner.shared.is_some() => {
+                Some(format!("relay:{}", ulid::Ulid::generate()))
+            }
+            None => None,
+        };
+        let mut remote = remote_for(&live, request.admission, key.as_deref());
+        if let (true, Remote::Wait, Some(key)) = (coalesce, &remote, &key) {
+            let relayed = crate::cluster::Relayed {
+                text: request.message.clone(),
+                workspace_files: request.workspace_files.clone(),
+                token: request.continuation_token.clone(),
+                key: key.clone(),
+                digest: digest.clone(),
+            };
+            remote = Remote::relay(&relayed).unwrap_or(Remote::Wait);
+        }
+        if let Owner::Done = self.own(&live, &remote).await? {
+            // The owner queued it: answered with the token it rotated to.
+            self.inner.fault(FaultPoint::BeforeReply);
+            let key = key.as_deref().unwrap_or_default();
+            return Ok(Accepted {
+                session_id: session_id.to_string(),
+                continuation_token: token::derived_token(&request.continuation_token, key),
+                events: None,
+            });
+        }
         let admit = Admit {
             message: Pending {
                 text: request.message,
@@ -618,13 +644,13 @@ impl SessionManager {
             },
             admission: request.admission,
             token: Some(request.continuation_token),
-            key: request.client_message_id,
+            key,
             digest,
             sync_with: Vec::new(),
         };
         let before = live.last_index();
         let token = self
-            .command(&live, &remote, |reply| Command::Send { admit, reply })
+            .command(&live, &Remote::Busy, |reply| Command::Send { admit, reply })
             .await??
             .ok_or_else(|| {
                 ManagerError::Internal("the session accepted the message without a token".into())
@@ -1056,8 +1082,7 @@ impl SessionManager {
 }
 
 /// What a message does when another server runs the session's turn, by its admission
-/// (preempt: stop it first; coalesce: wait for its end, since a server cannot add to another
-/// server's turn); a retry of a message whose key the log holds waits (it must not stop its own first turn).
+/// (preempt: stop it first; coalesce: wait for its end, unless the caller relays it); a retry of a message whose key the log holds waits (it must not stop its own first turn).
 fn remote_for(live: &Live, admission: Option<Admission>, key: Option<&str>) -> Remote {
     if key.is_some_and(|key| live.with_events(|events| token::recorded(events, key).is_some())) {
         return Remote::Wait;
