@@ -606,15 +606,16 @@ impl SessionManager {
         }
         check_workspace_files(&request.workspace_files)?;
         let coalesce = request.admission == Some(Admission::Coalesce);
-        // On a shared store a coalesced message may be relayed to the server running the turn:
-        // it gets a key, so that the answer's token is known here and repeats are harmless.
-        let key = match request.client_message_id {
-            Some(key) => Some(key),
+        // On a shared store a coalesced message may be relayed to the server running the turn;
+        // one without a key gets one for the relay, so that its answer's token is known here
+        // and repeats are harmless.
+        let relay_key = match &request.client_message_id {
             None if coalesce && self.inner.shared.is_some() => {
                 Some(format!("relay:{}", ulid::Ulid::generate()))
             }
-            None => None,
+            _ => None,
         };
+        let key = request.client_message_id.clone().or(relay_key.clone());
         let mut remote = remote_for(&live, request.admission, key.as_deref());
         if let (true, Remote::Wait, Some(key)) = (coalesce, &remote, &key) {
             let relayed = crate::cluster::Relayed {
@@ -626,10 +627,15 @@ impl SessionManager {
             };
             remote = Remote::relay(&relayed).unwrap_or(Remote::Wait);
         }
-        if let Owner::Done = self.own(&live, &remote).await? {
-            // The owner queued it: answered with the token it rotated to.
+        let owner = self.own(&live, &remote).await?;
+        // Queued by the owner (seen in the log; or found there once the owner's turn ended and
+        // this server took the session: a relay key is nobody else's).
+        let relayed = matches!(owner, Owner::Done)
+            || relay_key.as_ref().is_some_and(|key| {
+                live.with_events(|events| token::recorded(events, key).is_some())
+            });
+        if let (true, Some(key)) = (relayed, &key) {
             self.inner.fault(FaultPoint::BeforeReply);
-            let key = key.as_deref().unwrap_or_default();
             return Ok(Accepted {
                 session_id: session_id.to_string(),
                 continuation_token: token::derived_token(&request.continuation_token, key),
@@ -644,7 +650,7 @@ impl SessionManager {
             },
             admission: request.admission,
             token: Some(request.continuation_token),
-            key,
+            key: request.client_message_id,
             digest,
             sync_with: Vec::new(),
         };
