@@ -14,7 +14,8 @@ use folio_channels::{ChannelOptions, Channels};
 use folio_server::http::{HttpConfig, Layout, MCP_AUTH_CALLBACK, Mount, router_with};
 use folio_server::schedule::{Clock, Scheduler, SystemClock};
 use folio_server::{
-    Auth, Browsers, FaultPoint, LogBuffer, SessionManager, StateRoot, StoreArtifacts, WorkspaceRoot,
+    Auth, Browsers, DEFAULT_LEASE_TTL, FaultPoint, LogBuffer, SessionManager, StateRoot,
+    StoreArtifacts, WorkspaceRoot,
 };
 
 use crate::model::open_model;
@@ -65,7 +66,7 @@ pub(crate) struct ServeArgs {
     store: Option<String>,
     /// With --store: how long a server's lease on a running turn lives unless renewed, in
     /// milliseconds; a dead server's turns are taken over after it.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(300..=600_000))]
+    #[arg(long, default_value_t = DEFAULT_LEASE_TTL.as_millis() as u64, value_parser = clap::value_parser!(u64).range(300..=600_000))]
     lease_ttl_ms: u64,
     /// `provider:model`, overriding `agent.toml` and `FOLIO_MODEL`.
     #[arg(long)]

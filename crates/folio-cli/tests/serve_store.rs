@@ -26,6 +26,66 @@ const AGENT: &str = "name = \"shared\"\nmodel = \"openai:gpt-test\"\n";
 /// about this long after it died.
 const LEASE_TTL_MS: &str = "3000";
 
+/// `folio serve` with `args`, expected to refuse to start: its one line of stderr.
+fn refused_to_serve(args: &[&str]) -> String {
+    let output = std::process::Command::new(folio_bin())
+        .arg("serve")
+        .args(["--port", "0"])
+        .args(args)
+        .env_remove("FOLIO_STORE")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    stderr
+}
+
+#[test]
+fn a_bad_store_url_an_unreachable_database_or_several_agents_is_one_clear_line() {
+    let dir = project(AGENT);
+    let path = dir.path().display().to_string();
+    let stderr = refused_to_serve(&["--dir", &path, "--store", "mysql://folio@db/folio"]);
+    assert!(
+        stderr.contains("the shared store is PostgreSQL (postgres://USER@HOST:PORT/DATABASE)")
+            && stderr.contains("omit --store"),
+        "{stderr}"
+    );
+    // Nothing listens on port 1.
+    let stderr = refused_to_serve(&[
+        "--dir",
+        &path,
+        "--store",
+        "postgres://folio@127.0.0.1:1/folio",
+    ]);
+    assert!(
+        stderr.contains("cannot open the session store")
+            && stderr.contains("cannot reach PostgreSQL at 127.0.0.1:1"),
+        "{stderr}"
+    );
+    // A folder of two projects: one database serves one agent.
+    let parent = tempfile::tempdir().unwrap();
+    for name in ["one", "two"] {
+        write_files(
+            &parent.path().join(name),
+            &[
+                ("agent/instructions.md", "You are a test agent.\n"),
+                ("agent/agent.toml", AGENT),
+            ],
+        );
+    }
+    let stderr = refused_to_serve(&[
+        "--dir",
+        &parent.path().display().to_string(),
+        "--store",
+        "postgres://folio@127.0.0.1:1/folio",
+    ]);
+    assert!(
+        stderr.contains("--store serves one agent per database, but --dir holds 2"),
+        "{stderr}"
+    );
+}
+
 /// Servers of one agent on one database, each with its own state root and one shared
 /// workspace root.
 struct Cluster {

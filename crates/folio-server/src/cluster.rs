@@ -31,7 +31,7 @@ use folio_store::{Lease, SessionStore, StoreError};
 use futures::StreamExt;
 
 use crate::command::Command;
-use crate::error::ManagerError;
+use crate::error::{ManagerError, store_error};
 use crate::live::{Live, lock};
 use crate::manager::SessionManager;
 use crate::shared::Inner;
@@ -142,10 +142,6 @@ pub(crate) enum Owner {
     Here,
     /// The owner did it ([`Remote::AskUntil`]).
     Done,
-}
-
-fn store_error(what: &str, err: StoreError) -> ManagerError {
-    ManagerError::Internal(format!("{what}: {err}"))
 }
 
 impl SessionManager {

@@ -80,6 +80,15 @@ pub(crate) fn io_error(what: &str, err: std::io::Error) -> ManagerError {
     ManagerError::Internal(format!("{what}: {err}"))
 }
 
+/// A shared session store's failure while doing `what`: what it does not have is not found,
+/// anything else is internal (the store's message says whether a retry may succeed).
+pub(crate) fn store_error(what: &str, err: folio_store::StoreError) -> ManagerError {
+    match err {
+        folio_store::StoreError::NotFound(_) => ManagerError::NotFound(format!("{what}: {err}")),
+        err => ManagerError::Internal(format!("{what}: {err}")),
+    }
+}
+
 /// Why [`SessionManager::open`](crate::SessionManager::open) failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OpenError {

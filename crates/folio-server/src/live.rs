@@ -14,7 +14,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::command::Command;
-use crate::error::{ManagerError, io_error};
+use crate::error::{ManagerError, io_error, store_error};
 use crate::event_log::{EventLog, LogError};
 use crate::journal::{Journal, StoreLog};
 use crate::state::{MetaFile, SessionMeta, Staged, StateRoot, SyncTarget, commit, reported_usage};
@@ -259,7 +259,7 @@ impl Live {
                 .store
                 .commit(&self.id, Some(&meta))
                 .await
-                .map_err(|e| ManagerError::Internal(format!("cannot save the session: {e}")))?,
+                .map_err(|e| store_error("cannot save the session", e))?,
             (None, None) => {}
         }
         self.saved_turns.store(meta.turns, Ordering::SeqCst);
@@ -282,7 +282,7 @@ impl Live {
         log.store
             .save_session(&meta)
             .await
-            .map_err(|e| ManagerError::Internal(format!("cannot save the session: {e}")))?;
+            .map_err(|e| store_error("cannot save the session", e))?;
         self.saved_turns.store(meta.turns, Ordering::SeqCst);
         Ok(())
     }

@@ -28,7 +28,7 @@ use tokio_util::task::TaskTracker;
 use crate::actor::{Actor, direct_call};
 use crate::cluster::{Owner, Remote};
 use crate::command::{Admit, Command, Pending};
-use crate::error::{ManagerError, OpenError, io_error};
+use crate::error::{ManagerError, OpenError, io_error, store_error};
 use crate::fault::FaultPoint;
 use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
@@ -378,9 +378,7 @@ impl SessionManager {
                         digest: digest.clone(),
                     })
                     .await
-                    .map_err(|e| {
-                        ManagerError::Internal(format!("cannot record the idempotency key: {e}"))
-                    })?
+                    .map_err(|e| store_error("cannot record the idempotency key", e))?
                     .map(|kept| (kept.session_id, Some(kept.digest))),
             };
             if let Some((first, recorded)) = before {
@@ -502,9 +500,11 @@ impl SessionManager {
                 Arc::new(Live::open(state, meta)?)
             }
             Some(shared) => {
-                shared.store.create_session(&meta).await.map_err(|e| {
-                    ManagerError::Internal(format!("cannot create the session: {e}"))
-                })?;
+                shared
+                    .store
+                    .create_session(&meta)
+                    .await
+                    .map_err(|e| store_error("cannot create the session", e))?;
                 self.open_live(meta).await?
             }
         };
@@ -990,18 +990,17 @@ impl SessionManager {
         if let Some(live) = self.inner.live(&id) {
             return Ok(live);
         }
-        let store_error = |err: folio_store::StoreError| match err {
-            folio_store::StoreError::NotFound(_) => {
-                ManagerError::NotFound(format!("no session {id}"))
-            }
-            err => ManagerError::Internal(format!("cannot read session {id}: {err}")),
-        };
-        let appends = shared.store.follow(&id).await.map_err(store_error)?;
+        let what = format!("cannot read session {id}");
+        let appends = shared
+            .store
+            .follow(&id)
+            .await
+            .map_err(|err| store_error(&what, err))?;
         let events = shared
             .store
             .read_events(&id, 0, None)
             .await
-            .map_err(store_error)?;
+            .map_err(|err| store_error(&what, err))?;
         let live = Arc::new(Live::from_store(shared.store.clone(), meta, events));
         live.bind_hooks(&self.agent().hooks);
         let mut map = lock(&self.inner.live);

@@ -3,7 +3,7 @@
 
 use folio_protocol::{Event, Page, SessionSummary};
 
-use crate::error::{ManagerError, io_error};
+use crate::error::{ManagerError, io_error, store_error};
 use crate::event_log::{last_event, read_events};
 use crate::live::lock;
 use crate::manager::SessionManager;
@@ -115,10 +115,11 @@ impl SessionManager {
                 before: before.clone(),
                 limit: limit + 1,
             };
-            let page =
-                shared.store.list_sessions(&query).await.map_err(|err| {
-                    ManagerError::Internal(format!("cannot list sessions: {err}"))
-                })?;
+            let page = shared
+                .store
+                .list_sessions(&query)
+                .await
+                .map_err(|err| store_error("cannot list sessions", err))?;
             let full = page.len() == query.limit;
             before = page.last().map(|meta| meta.session_id.clone());
             for mut meta in page {
@@ -156,9 +157,11 @@ impl SessionManager {
     async fn last_stored_event(&self, session_id: &str) -> Result<Option<Event>, ManagerError> {
         match &self.inner.shared {
             None => Ok(last_event(&self.inner.state.trace_path(session_id))?),
-            Some(shared) => shared.store.last_event(session_id).await.map_err(|err| {
-                ManagerError::Internal(format!("cannot read session {session_id}: {err}"))
-            }),
+            Some(shared) => shared
+                .store
+                .last_event(session_id)
+                .await
+                .map_err(|err| store_error(&format!("cannot read session {session_id}"), err)),
         }
     }
 
@@ -194,9 +197,7 @@ impl SessionManager {
                 .store
                 .read_events(session_id, 0, None)
                 .await
-                .map_err(|err| {
-                    ManagerError::Internal(format!("cannot read session {session_id}: {err}"))
-                }),
+                .map_err(|err| store_error(&format!("cannot read session {session_id}"), err)),
         }
     }
 }

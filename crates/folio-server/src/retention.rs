@@ -15,7 +15,7 @@ use std::time::Duration;
 use folio_store::RetentionReport;
 
 use crate::command::Command;
-use crate::error::{ManagerError, io_error};
+use crate::error::{ManagerError, io_error, store_error};
 use crate::event_log::last_event;
 use crate::live::lock;
 use crate::manager::SessionManager;
@@ -38,9 +38,7 @@ impl SessionManager {
                 .store
                 .delete_expired_sessions(keep)
                 .await
-                .map_err(|err| {
-                    ManagerError::Internal(format!("cannot delete expired sessions: {err}"))
-                });
+                .map_err(|err| store_error("cannot delete expired sessions", err));
         }
         let keep = chrono::Duration::from_std(keep).unwrap_or(chrono::Duration::MAX);
         let cutoff = self.clock().now() - keep;

@@ -10,7 +10,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::error::ManagerError;
+use crate::error::{ManagerError, store_error};
 use crate::fault::FaultPoint;
 use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
@@ -107,9 +107,11 @@ impl Inner {
         match &self.shared {
             None => crate::state::load_meta(&self.state, session_id)
                 .map_err(|e| crate::error::io_error("cannot read session.json", e)),
-            Some(shared) => shared.store.load_session(session_id).await.map_err(|err| {
-                ManagerError::Internal(format!("cannot read session {session_id}: {err}"))
-            }),
+            Some(shared) => shared
+                .store
+                .load_session(session_id)
+                .await
+                .map_err(|err| store_error(&format!("cannot read session {session_id}"), err)),
         }
     }
 

@@ -6,7 +6,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use folio_project::ScheduleSummary;
 use folio_protocol::{CreateSession, SessionMode, SessionStatus};
 
-use crate::error::ManagerError;
+use crate::error::{ManagerError, store_error};
 use crate::manager::SessionManager;
 
 /// The channel of sessions opened by schedules.
@@ -78,6 +78,6 @@ impl Launcher for SessionManager {
             .store
             .claim_slot(name, slot, &shared.server)
             .await
-            .map_err(|err| ManagerError::Internal(format!("cannot claim the slot: {err}")))
+            .map_err(|err| store_error("cannot claim the slot", err))
     }
 }

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::cluster::Remote;
 use crate::command::{Admit, Command, Pending};
-use crate::error::{ManagerError, io_error};
+use crate::error::{ManagerError, io_error, store_error};
 use crate::live::{Live, lock};
 use crate::manager::SessionManager;
 use crate::shared::Inner;
@@ -167,7 +167,7 @@ impl Inner {
                 .store
                 .put_reminder(reminder)
                 .await
-                .map_err(|e| ManagerError::Internal(format!("cannot store the reminder: {e}"))),
+                .map_err(|e| store_error("cannot store the reminder", e)),
         }
     }
 
@@ -183,7 +183,7 @@ impl Inner {
                 .store
                 .remove_reminder(session_id, reminder_id)
                 .await
-                .map_err(|e| ManagerError::Internal(format!("cannot remove the reminder: {e}"))),
+                .map_err(|e| store_error("cannot remove the reminder", e)),
         }
     }
 
@@ -195,7 +195,7 @@ impl Inner {
                 .store
                 .session_reminders(session_id)
                 .await
-                .map_err(|e| ManagerError::Internal(format!("cannot read the reminders: {e}"))),
+                .map_err(|e| store_error("cannot read the reminders", e)),
         }
     }
 
@@ -207,7 +207,7 @@ impl Inner {
                 .store
                 .due_reminders(None, usize::MAX)
                 .await
-                .map_err(|e| ManagerError::Internal(format!("cannot read the reminders: {e}"))),
+                .map_err(|e| store_error("cannot read the reminders", e)),
         }
     }
 }
