@@ -135,6 +135,7 @@ async fn stats(args: StoreArgs) -> anyhow::Result<ExitCode> {
         ("slot claims", stats.slot_claims),
         ("reminders", stats.reminders),
         ("artifacts", stats.artifacts),
+        ("deliveries", stats.deliveries),
     ] {
         println!("  {what:<16}{count:>12}");
     }

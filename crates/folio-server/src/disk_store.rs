@@ -16,7 +16,8 @@
 //! One process opens a state root at a time (it holds `<state-root>/.lock`), so leases and
 //! their fencing tokens live in this process's memory (a lease only orders this process's own
 //! writers, and after a restart no lease is held) and signals go from this process to itself.
-//! Retention deletes a session's folder and log; slot claims stay in their slot log.
+//! Retention deletes a session's folder and log; slot claims stay in their slot log. Channel
+//! deliveries are [`DiskDeliveries`] over the same state root.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -25,13 +26,14 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use folio_protocol::Event;
 use folio_store::{
-    Appends, CreateKey, Lease, ListQuery, NewEvent, RetentionReport, SessionMeta, SessionStore,
-    Signal, Signals, StoreError,
+    Appends, CreateKey, DeliveryStore, Lease, ListQuery, NewEvent, RetentionReport, SessionMeta,
+    SessionStore, Signal, Signals, StoreError,
 };
 use tokio::sync::{broadcast, watch};
 
 use folio_agent::ArtifactBackend;
 
+use crate::disk_deliveries::DiskDeliveries;
 use crate::error::OpenError;
 use crate::event_log::{EventLog, LogError, last_event, read_events};
 use crate::live::lock;
@@ -62,6 +64,8 @@ pub struct DiskStore {
     recording: tokio::sync::Mutex<()>,
     /// `<state-root>/artifacts`, as `folio serve` keeps them.
     artifacts: folio_agent::DirArtifacts,
+    /// `<state-root>/channels`, as `folio serve` keeps them.
+    deliveries: Arc<DiskDeliveries>,
     /// `<state-root>/.lock`, held while the store is open.
     _lock: std::fs::File,
 }
@@ -94,6 +98,7 @@ impl DiskStore {
         let lock = lock_state_root(&state)?;
         Ok(DiskStore {
             artifacts: folio_agent::DirArtifacts::new(state.path().join("artifacts")),
+            deliveries: Arc::new(DiskDeliveries::new(state.path())),
             state,
             signals: broadcast::Sender::new(SIGNALS),
             logs: Mutex::new(HashMap::new()),
@@ -205,6 +210,10 @@ fn chrono_ttl(ttl: Duration) -> chrono::Duration {
 impl SessionStore for DiskStore {
     fn backend(&self) -> &'static str {
         "disk"
+    }
+
+    fn deliveries(&self) -> Arc<dyn DeliveryStore> {
+        self.deliveries.clone()
     }
 
     async fn create_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {

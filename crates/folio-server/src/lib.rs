@@ -53,6 +53,7 @@ mod auth;
 mod cluster;
 mod command;
 mod direct;
+mod disk_deliveries;
 mod disk_store;
 mod error;
 mod eval_case;
@@ -85,6 +86,7 @@ mod workspace_root;
 
 pub use auth::{Auth, AuthConfigError, AuthError};
 pub use cluster::DEFAULT_LEASE_TTL;
+pub use disk_deliveries::DiskDeliveries;
 pub use disk_store::DiskStore;
 pub use error::{ManagerError, OpenError};
 pub use evals::{EvalRunError, list_eval_runs, read_eval_run, write_eval_run};

@@ -134,6 +134,14 @@ impl SessionManager {
     ) -> Result<Self, OpenError> {
         let cap = agent.definition.config.concurrency.max_running_turns;
         let state_lock = lock_state_root(&state)?;
+        let (deliveries, server) = match &shared {
+            Some(shared) => (shared.store.deliveries(), shared.server.clone()),
+            None => (
+                Arc::new(crate::DiskDeliveries::new(state.path()))
+                    as Arc<dyn folio_store::DeliveryStore>,
+                crate::cluster::new_server_id(),
+            ),
+        };
         let manager = SessionManager {
             inner: Arc::new(Inner {
                 state,
@@ -155,6 +163,8 @@ impl SessionManager {
                 reconnecting: std::sync::atomic::AtomicBool::new(false),
                 creating: Default::default(),
                 shared,
+                deliveries,
+                server,
                 owning: Default::default(),
             }),
         };
@@ -168,6 +178,25 @@ impl SessionManager {
             Arc::new(crate::StoreArtifacts::new(shared.store.clone()))
                 as Arc<dyn folio_agent::ArtifactBackend>
         })
+    }
+
+    /// Where the agent's channels keep their deliveries: the shared store, else the state root.
+    pub fn deliveries(&self) -> Arc<dyn folio_store::DeliveryStore> {
+        self.inner.deliveries.clone()
+    }
+
+    /// This server's id in the claims it takes in the store.
+    pub fn server_id(&self) -> &str {
+        &self.inner.server
+    }
+
+    /// How long a claim this server takes lives unless renewed: the lease time to live on a
+    /// shared store, else [`crate::DEFAULT_LEASE_TTL`].
+    pub fn claim_ttl(&self) -> Duration {
+        self.inner
+            .shared
+            .as_ref()
+            .map_or(crate::DEFAULT_LEASE_TTL, |shared| shared.ttl)
     }
 
     /// The agent new turns run with.

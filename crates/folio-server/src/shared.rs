@@ -49,6 +49,10 @@ pub(crate) struct Inner {
     pub(crate) workspace_root: RwLock<Option<Arc<crate::workspace_root::WorkspaceRoot>>>,
     /// The session store shared with other servers (`None`: the state root's files).
     pub(crate) shared: Option<crate::cluster::SharedStore>,
+    /// Channel deliveries: the shared store's, else under the state root.
+    pub(crate) deliveries: Arc<dyn folio_store::DeliveryStore>,
+    /// This server's id in the claims it takes (the shared store's server id).
+    pub(crate) server: String,
     /// Lease acquisitions under way, one at a time per session.
     pub(crate) owning: KeyLocks,
 }

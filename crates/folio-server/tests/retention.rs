@@ -86,7 +86,8 @@ async fn idle_sessions_past_the_period_go_and_parked_reminded_or_recent_ones_sta
         RetentionReport {
             sessions: 1,
             events: idle_events,
-            slot_claims: 0
+            slot_claims: 0,
+            deliveries: 0
         },
         "the idle session goes, with every event of its log"
     );

@@ -13,8 +13,8 @@ const SESSIONS_PER_ROUND: i64 = 50;
 impl PgStore {
     /// Deletes every session not updated for `keep`, not running a turn (no lease row) and
     /// with no reminder to deliver,
-    /// with its events, and slot claims older than `keep`: a few sessions per round, events
-    /// and claims in batches, so no statement locks or rewrites much at once and autovacuum
+    /// with its events, and slot claims, finished channel deliveries and reported replies
+    /// older than `keep`: a few sessions per round, rows in batches, so no statement locks or rewrites much at once and autovacuum
     /// keeps up.
     pub async fn delete_expired_sessions(
         &self,
@@ -51,23 +51,53 @@ impl PgStore {
                 break;
             }
         }
+        report.slot_claims = self
+            .delete_older(
+                "delete old slot claims",
+                "DELETE FROM folio_slot_claims WHERE ctid IN (
+                     SELECT ctid FROM folio_slot_claims
+                     WHERE claimed_at < now() - $1 * interval '1 millisecond' LIMIT $2)",
+                keep_ms,
+            )
+            .await?;
+        report.deliveries = self
+            .delete_older(
+                "delete old channel deliveries",
+                "DELETE FROM folio_channel_deliveries WHERE ctid IN (
+                     SELECT ctid FROM folio_channel_deliveries
+                     WHERE received_at < now() - $1 * interval '1 millisecond'
+                       AND status <> 'pending' LIMIT $2)",
+                keep_ms,
+            )
+            .await?;
+        self.delete_older(
+            "delete old reported replies",
+            "DELETE FROM folio_channel_replies WHERE ctid IN (
+                 SELECT ctid FROM folio_channel_replies
+                 WHERE at < now() - $1 * interval '1 millisecond' LIMIT $2)",
+            keep_ms,
+        )
+        .await?;
+        Ok(report)
+    }
+
+    /// Runs `delete` (binding the age in milliseconds and a batch size) until a batch deletes
+    /// fewer rows than the batch size; how many rows it deleted.
+    async fn delete_older(&self, what: &str, delete: &str, keep_ms: i64) -> Result<u64, PgError> {
+        let mut deleted = 0;
         loop {
             let done = self
-                .retry("delete old slot claims", |_| async move {
-                    Ok(sqlx::query(
-                        "DELETE FROM folio_slot_claims WHERE ctid IN (
-                            SELECT ctid FROM folio_slot_claims
-                            WHERE claimed_at < now() - $1 * interval '1 millisecond' LIMIT $2)",
-                    )
-                    .bind(keep_ms)
-                    .bind(DELETE_BATCH)
-                    .execute(self.pool())
-                    .await?)
+                .retry(what, |_| async move {
+                    Ok(sqlx::query(delete)
+                        .bind(keep_ms)
+                        .bind(DELETE_BATCH)
+                        .execute(self.pool())
+                        .await?)
                 })
                 .await?;
-            report.slot_claims += done.rows_affected();
+            deleted += done.rows_affected();
             if done.rows_affected() < DELETE_BATCH as u64 {
-                return Ok(report);
+                return Ok(deleted);
             }
         }
     }

@@ -26,6 +26,8 @@ pub struct StoreStats {
     pub reminders: i64,
     /// Artifact records.
     pub artifacts: i64,
+    /// Channel deliveries recorded.
+    pub deliveries: i64,
     /// Each table's size on disk, indexes and TOAST included.
     pub tables: Vec<TableStats>,
     /// The whole database's size in bytes.
@@ -42,7 +44,7 @@ pub struct TableStats {
     pub bytes: i64,
 }
 
-const TABLES: [&str; 7] = [
+const TABLES: [&str; 11] = [
     "folio_sessions",
     "folio_events",
     "folio_leases",
@@ -50,6 +52,10 @@ const TABLES: [&str; 7] = [
     "folio_slot_claims",
     "folio_reminders",
     "folio_artifacts",
+    "folio_channel_deliveries",
+    "folio_channel_continuations",
+    "folio_channel_replies",
+    "folio_channel_follows",
 ];
 
 impl PgStore {
@@ -66,6 +72,7 @@ impl PgStore {
                             (SELECT count(*) FROM folio_create_keys) AS keys,
                             (SELECT count(*) FROM folio_reminders) AS reminders,
                             (SELECT count(*) FROM folio_artifacts) AS artifacts,
+                            (SELECT count(*) FROM folio_channel_deliveries) AS deliveries,
                             pg_database_size(current_database()) AS database_bytes,
                             ARRAY(SELECT pg_total_relation_size(t::regclass) FROM unnest($1::text[]) t) AS sizes",
                 )
@@ -85,6 +92,7 @@ impl PgStore {
             create_keys: row.get("keys"),
             reminders: row.get("reminders"),
             artifacts: row.get("artifacts"),
+            deliveries: row.get("deliveries"),
             tables: TABLES
                 .iter()
                 .zip(sizes)

@@ -6,8 +6,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use folio_protocol::{ArtifactRecord, Event, Reminder};
 use folio_store::{
-    Appends, CreateKey, Lease, ListQuery, NewEvent, RetentionReport, SessionMeta, SessionStore,
-    Signal, Signals, StoreError,
+    Appends, CreateKey, DeliveryStore, Lease, ListQuery, NewEvent, RetentionReport, SessionMeta,
+    SessionStore, Signal, Signals, StoreError,
 };
 
 use tokio::sync::broadcast;
@@ -18,6 +18,10 @@ use crate::{Notice, PgStore};
 impl SessionStore for PgStore {
     fn backend(&self) -> &'static str {
         "postgres"
+    }
+
+    fn deliveries(&self) -> std::sync::Arc<dyn DeliveryStore> {
+        std::sync::Arc::new(self.clone())
     }
 
     async fn create_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {

@@ -53,6 +53,7 @@
 
 #![warn(missing_docs)]
 
+mod deliveries;
 mod error;
 mod meta;
 pub mod suite;
@@ -63,6 +64,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use folio_protocol::{ArtifactRecord, Event, EventBody, Reminder};
 
+pub use deliveries::{
+    Admitted, Continuation, DeliveryOutcome, DeliveryStore, Follow, Followed, ReceivedDelivery,
+    dedup_window,
+};
 pub use error::StoreError;
 pub use meta::{
     AcceptedKey, SessionMeta, boundary_status, new_session_id, new_turn_id, valid_session_id,
@@ -158,10 +163,12 @@ pub struct RetentionReport {
     pub events: u64,
     /// Schedule slot claims older than the retention period deleted.
     pub slot_claims: u64,
+    /// Finished channel deliveries older than the retention period deleted.
+    pub deliveries: u64,
 }
 
-/// Where sessions, event logs, leases, idempotent creates, schedule claims, reminders and the
-/// agent's artifacts are kept.
+/// Where sessions, event logs, leases, idempotent creates, schedule claims, reminders, the
+/// agent's artifacts and (through [`SessionStore::deliveries`]) channel deliveries are kept.
 ///
 /// Object-safe: servers hold an `Arc<dyn SessionStore>`. Every method may fail with
 /// [`StoreError::Unavailable`] (retryable) or a backend error besides those it lists.
@@ -169,6 +176,9 @@ pub struct RetentionReport {
 pub trait SessionStore: Send + Sync {
     /// The backend's name for messages (`disk`, `postgres`).
     fn backend(&self) -> &'static str;
+
+    /// The channel deliveries kept beside the sessions.
+    fn deliveries(&self) -> std::sync::Arc<dyn DeliveryStore>;
 
     /// Stores a new session's metadata and an empty log. Durable with the session's first
     /// [`commit`](SessionStore::commit), which the create must await before acknowledging

@@ -19,7 +19,10 @@ use chrono::{DateTime, Utc};
 use folio_protocol::{EventBody, MessageCompleted, SessionMode, SessionStatus, SessionWaiting};
 use futures::StreamExt;
 
-use crate::{CreateKey, ListQuery, NewEvent, SessionMeta, SessionStore, Signal, StoreError};
+use crate::{
+    Admitted, Continuation, CreateKey, DeliveryOutcome, Followed, ListQuery, NewEvent,
+    ReceivedDelivery, SessionMeta, SessionStore, Signal, StoreError,
+};
 
 /// How long a case waits for something a store must do promptly (a followed append).
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -40,6 +43,10 @@ pub async fn run_all(make: impl AsyncFn() -> Arc<dyn SessionStore>) {
     signals_reach_every_follower(make().await).await;
     reminders_are_kept_until_removed(make().await).await;
     artifacts_upsert_by_kind_and_key(make().await).await;
+    deliveries_are_new_once_a_day_and_claimed(make().await).await;
+    concurrent_receivers_admit_an_id_once(make().await).await;
+    a_continuation_key_opens_one_session(make().await).await;
+    a_session_is_followed_by_one_server(make().await).await;
 }
 
 /// A chat session of `principal` with a fresh id, status `running`.
@@ -910,4 +917,350 @@ fn with_contents(
 ) -> folio_protocol::ArtifactRecord {
     record.content_type = Some(content_type.into());
     record
+}
+
+/// A received delivery `id` of route `/t` at `at`, with a decision to run `message`.
+pub fn delivery(id: &str, at: DateTime<Utc>) -> ReceivedDelivery {
+    let decision = serde_json::json!({ "work": { "message": format!("hello from {id}") } });
+    ReceivedDelivery {
+        id: id.to_string(),
+        received_at: at,
+        route: "/t".to_string(),
+        retry: None,
+        decision: decision.as_object().cloned().unwrap_or_default(),
+    }
+}
+
+/// A claim that lives long enough for any case.
+const LONG: Duration = Duration::from_secs(60);
+/// A claim that expires within a case.
+const SHORT: Duration = Duration::from_millis(300);
+
+/// A delivery id is new once within 24 h (then counted as a duplicate, with its announced
+/// retries), new again after; a new one is claimed by its receiver, its work claimed by
+/// another server only once that claim expired, and not at all once finished; listing is
+/// newest first.
+pub async fn deliveries_are_new_once_a_day_and_claimed(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let store = store.deliveries();
+    // Stores keep times to the microsecond at least.
+    let now = chrono::SubsecRound::trunc_subsecs(Utc::now(), 6);
+    let admitted = store
+        .receive_delivery("hooks", &delivery("a", now), "server-a", SHORT)
+        .await
+        .unwrap();
+    assert_eq!(admitted, Admitted::New, "{name}: a first delivery is new");
+    let retry = folio_protocol::DeliveryRetry {
+        num: 1,
+        reason: Some("http_timeout".into()),
+    };
+    let again = ReceivedDelivery {
+        retry: Some(retry.clone()),
+        ..delivery("a", now + chrono::Duration::hours(1))
+    };
+    let admitted = store
+        .receive_delivery("hooks", &again, "server-b", LONG)
+        .await
+        .unwrap();
+    assert_eq!(
+        admitted,
+        Admitted::Duplicate,
+        "{name}: the same id is a duplicate"
+    );
+    let other_channel = store
+        .receive_delivery("other", &delivery("a", now), "server-b", LONG)
+        .await
+        .unwrap();
+    assert_eq!(other_channel, Admitted::New, "{name}: ids are per channel");
+    store
+        .receive_delivery("hooks", &delivery("b", now), "server-a", LONG)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .claim_deliveries("hooks", "server-b", LONG)
+            .await
+            .unwrap()
+            .is_empty(),
+        "{name}: work claimed by its receiver is not claimed by another server"
+    );
+    tokio::time::sleep(SHORT + Duration::from_millis(200)).await;
+    let claimed = store
+        .claim_deliveries("hooks", "server-b", LONG)
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed,
+        [delivery("a", now)],
+        "{name}: once its claim expired, the pending work is claimed by another server, as received"
+    );
+    assert!(
+        store
+            .claim_deliveries("hooks", "server-c", LONG)
+            .await
+            .unwrap()
+            .is_empty(),
+        "{name}: claimed work is claimed once"
+    );
+    let outcome = DeliveryOutcome {
+        status: folio_protocol::DeliveryStatus::Accepted,
+        session_id: Some("ses_1".into()),
+        message: None,
+    };
+    store.finish_delivery("hooks", "a", &outcome).await.unwrap();
+    let listed = store.list_deliveries("hooks").await.unwrap();
+    let summary: Vec<_> = listed
+        .iter()
+        .map(|d| {
+            (
+                d.id.as_str(),
+                d.status,
+                d.session_id.as_deref(),
+                d.duplicates,
+                d.retries.clone(),
+            )
+        })
+        .collect();
+    use folio_protocol::DeliveryStatus::{Accepted, Pending};
+    assert_eq!(
+        summary,
+        [
+            ("b", Pending, None, 0, vec![]),
+            ("a", Accepted, Some("ses_1"), 1, vec![retry])
+        ],
+        "{name}: deliveries are listed newest first, with outcome and duplicates"
+    );
+    assert_eq!(listed[1].channel, "hooks");
+    let a_day_later = delivery("a", now + chrono::Duration::hours(25));
+    let admitted = store
+        .receive_delivery("hooks", &a_day_later, "server-a", LONG)
+        .await
+        .unwrap();
+    assert_eq!(
+        admitted,
+        Admitted::New,
+        "{name}: an id is new again after 24 h"
+    );
+    store
+        .record_reply("hooks", "ses_1", "turn_1", None)
+        .await
+        .unwrap();
+    store
+        .record_reply("hooks", "ses_1", "turn_1", Some("again"))
+        .await
+        .unwrap();
+    assert!(store.replied("hooks", "ses_1", "turn_1").await.unwrap());
+    assert!(!store.replied("hooks", "ses_1", "turn_2").await.unwrap());
+    assert!(!store.replied("other", "ses_1", "turn_1").await.unwrap());
+}
+
+/// Receivers racing with one id (a provider's retry reaching two servers at once) admit it
+/// once.
+pub async fn concurrent_receivers_admit_an_id_once(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let store = store.deliveries();
+    let now = Utc::now();
+    let receivers = (0..8).map(|i| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let owner = format!("server-{i}");
+            store
+                .receive_delivery("hooks", &delivery("same", now), &owner, LONG)
+                .await
+                .unwrap()
+        })
+    });
+    let admitted = futures::future::join_all(receivers).await;
+    let new = admitted
+        .into_iter()
+        .filter(|a| matches!(a, Ok(Admitted::New)))
+        .count();
+    assert_eq!(
+        new, 1,
+        "{name}: one of eight racing receivers admits the id"
+    );
+    let listed = store.list_deliveries("hooks").await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        listed[0].duplicates, 7,
+        "{name}: the others count duplicates"
+    );
+}
+
+/// A continuation key names no session until bound; one server at a time reserves it to open
+/// one (another is told to wait until the reservation is bound or expires); a stale binding
+/// (its session gone) can be reserved again.
+pub async fn a_continuation_key_opens_one_session(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let store = store.deliveries();
+    let reserve = |owner: &'static str, stale: Option<&'static str>, ttl| {
+        let store = store.clone();
+        async move {
+            store
+                .reserve_continuation("hooks", "ticket:1", stale, owner, ttl)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(store.continuation("hooks", "ticket:1").await.unwrap(), None);
+    assert_eq!(reserve("a", None, SHORT).await, Continuation::Reserved);
+    assert_eq!(
+        reserve("b", None, LONG).await,
+        Continuation::Busy,
+        "{name}: a reserved key is busy for another server"
+    );
+    assert_eq!(reserve("a", None, SHORT).await, Continuation::Reserved);
+    tokio::time::sleep(SHORT + Duration::from_millis(200)).await;
+    assert_eq!(
+        reserve("b", None, LONG).await,
+        Continuation::Reserved,
+        "{name}: an expired reservation is taken"
+    );
+    store
+        .bind_continuation("hooks", "ticket:1", "ses_1")
+        .await
+        .unwrap();
+    assert_eq!(
+        reserve("a", None, LONG).await,
+        Continuation::Bound("ses_1".into())
+    );
+    assert_eq!(
+        store.continuation("hooks", "ticket:1").await.unwrap(),
+        Some("ses_1".into())
+    );
+    assert_eq!(
+        reserve("a", Some("ses_0"), LONG).await,
+        Continuation::Bound("ses_1".into()),
+        "{name}: only the stale session's binding is replaced"
+    );
+    assert_eq!(
+        reserve("a", Some("ses_1"), LONG).await,
+        Continuation::Reserved,
+        "{name}: a binding to a session that is gone is reserved anew"
+    );
+    store
+        .bind_continuation("hooks", "ticket:1", "ses_2")
+        .await
+        .unwrap();
+    assert_eq!(
+        store.continuation("hooks", "ticket:1").await.unwrap(),
+        Some("ses_2".into())
+    );
+    assert_eq!(store.continuation("other", "ticket:1").await.unwrap(), None);
+}
+
+/// One server follows a session: a delivery reaching a followed session bumps its generation
+/// and context instead; the follow ends only at the generation its follower saw; a follow
+/// whose server stopped renewing it is claimed by another, and the old follower loses it.
+pub async fn a_session_is_followed_by_one_server(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let store = store.deliveries();
+    let first = serde_json::json!({ "n": 1 });
+    let second = serde_json::json!({ "n": 2 });
+    let followed = store
+        .follow_session("hooks", "ses_1", "d1", &first, None, "a", SHORT)
+        .await
+        .unwrap();
+    let Followed::Started(follow) = followed else {
+        panic!("{name}: nobody followed ses_1, so its first delivery starts a follow");
+    };
+    assert_eq!(
+        (
+            follow.delivery_id.as_str(),
+            &follow.context,
+            follow.generation
+        ),
+        ("d1", &first, 0)
+    );
+    let followed = store
+        .follow_session("hooks", "ses_1", "d2", &second, Some(7), "b", LONG)
+        .await
+        .unwrap();
+    assert_eq!(
+        followed,
+        Followed::Running,
+        "{name}: a followed session is not followed twice"
+    );
+    let renewed = store
+        .renew_follow("hooks", "ses_1", "a", SHORT)
+        .await
+        .unwrap()
+        .expect("the follower still holds it");
+    assert_eq!(
+        (
+            renewed.delivery_id.as_str(),
+            &renewed.context,
+            renewed.generation
+        ),
+        ("d1", &second, 1),
+        "{name}: the follower sees the newer delivery's context and generation"
+    );
+    assert_eq!(
+        store
+            .take_queued_check("hooks", "ses_1", "b")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .take_queued_check("hooks", "ses_1", "a")
+            .await
+            .unwrap(),
+        Some(7)
+    );
+    assert_eq!(
+        store
+            .take_queued_check("hooks", "ses_1", "a")
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(
+        !store.end_follow("hooks", "ses_1", "a", 0).await.unwrap(),
+        "{name}: a follow does not end at a generation older than the newest delivery"
+    );
+    assert!(
+        store
+            .renew_follow("hooks", "ses_1", "b", LONG)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .claim_follows("hooks", "b", LONG)
+            .await
+            .unwrap()
+            .is_empty(),
+        "{name}: a renewed follow is not claimed"
+    );
+    tokio::time::sleep(SHORT + Duration::from_millis(200)).await;
+    let claimed = store.claim_follows("hooks", "b", LONG).await.unwrap();
+    assert_eq!(
+        claimed
+            .iter()
+            .map(|f| f.session_id.as_str())
+            .collect::<Vec<_>>(),
+        ["ses_1"],
+        "{name}: an expired follow is claimed by another server"
+    );
+    assert!(
+        store
+            .renew_follow("hooks", "ses_1", "a", SHORT)
+            .await
+            .unwrap()
+            .is_none(),
+        "{name}: the old follower lost it"
+    );
+    assert!(!store.end_follow("hooks", "ses_1", "a", 1).await.unwrap());
+    assert!(store.end_follow("hooks", "ses_1", "b", 1).await.unwrap());
+    let followed = store
+        .follow_session("hooks", "ses_1", "d3", &first, None, "a", LONG)
+        .await
+        .unwrap();
+    assert!(
+        matches!(followed, Followed::Started(ref f) if f.delivery_id == "d3"),
+        "{name}: after its follow ended, a delivery starts a new one from itself: {followed:?}"
+    );
 }
