@@ -2,108 +2,80 @@
 //! until the session is idle (and no newer delivery reached it), each turn's end is reported
 //! once — `[deliver]` POSTs the reply; GitHub moves the turn's check run through
 //! in_progress → completed and posts the reply as a PR comment. Reported turns are recorded in
-//! the channel's delivery record, so a restart never reports one twice. A restart follows
-//! every session deliveries reached again ([`Followers::resume`]), so a turn that ended while no
-//! one followed it (one a crash cut short, recorded as failed by the restart) is still reported.
+//! the store, so a restart never reports one twice.
+//!
+//! One server follows a session at a time: the follow is a claim in the store, renewed while
+//! it runs; a delivery reaching a session another follower has only tells it (a newer context
+//! and generation). A follow nobody renews any more (a restart, a dead server) is claimed and
+//! followed again ([`Followers::resume`]), so a turn that ended while no one followed it (one a
+//! crash cut short, recorded as failed by the takeover) is still reported.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use folio_protocol::{ChannelDelivery, ChannelDeliveryOutcome, EventBody};
+use folio_store::{Follow, Followed};
 use serde_json::{Value, json};
 
 use crate::Channel;
 use crate::github::PrRef;
 use crate::slack::{Reply, SlackThread};
 
-/// A followed session: bumped by every new delivery, with the latest delivery's context and
-/// the check run waiting for the next turn (GitHub).
-struct Follower {
-    generation: u64,
-    context: Value,
-    queued_check: Option<u64>,
-}
-
-/// The sessions a channel follows.
+/// The sessions this server follows for a channel.
 #[derive(Default)]
 pub(crate) struct Followers {
-    map: Mutex<HashMap<String, Follower>>,
+    running: Mutex<HashSet<String>>,
 }
 
 impl Followers {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Follower>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Makes sure `session` is followed from the message of delivery `id`; `context` is the
+    /// Delivery `id` reached `session`: follows it from the delivery's message unless a
+    /// follower (here or on another server) runs, which is told instead; `context` is the
     /// delivery's body (templates' `state`, GitHub's PR), `queued_check` a check run created
     /// for the next turn.
-    pub(crate) fn follow(
+    pub(crate) async fn follow(
         &self,
-        channel: Arc<Channel>,
-        session: String,
-        id: String,
-        context: Value,
+        channel: &Arc<Channel>,
+        session: &str,
+        id: &str,
+        context: &Value,
         queued_check: Option<u64>,
     ) {
-        let mut map = self.lock();
-        match map.get_mut(&session) {
-            Some(follower) => {
-                follower.generation += 1;
-                follower.context = context;
-                if queued_check.is_some() {
-                    follower.queued_check = queued_check;
-                }
-            }
-            None => {
-                map.insert(
-                    session.clone(),
-                    Follower {
-                        generation: 0,
-                        context,
-                        queued_check,
-                    },
-                );
-                tokio::spawn(follow_session(channel, session, id, false));
-            }
+        match channel
+            .store
+            .follow(session, id, context, queued_check)
+            .await
+        {
+            Ok(Followed::Started(follow)) => self.spawn(channel.clone(), follow, false),
+            Ok(Followed::Running) => {}
+            Err(err) => channel.manager.logs().about(session).error(format!(
+                "channel {}: session {session} is not followed, its replies are not sent: {err}",
+                channel.id
+            )),
         }
     }
 
-    /// After a restart, follows `session` from delivery `id`'s message through the events it
-    /// already has (turns already reported are skipped) and on until it is idle; `context` is
-    /// the latest delivery's body. A session already followed is left as it is.
-    pub(crate) fn resume(
-        &self,
-        channel: Arc<Channel>,
-        session: String,
-        id: String,
-        context: Value,
-    ) {
-        let mut map = self.lock();
-        if map.contains_key(&session) {
+    /// Follows a session whose follow this server claimed after its follower stopped (a
+    /// restart, a dead server): through the events it already has (turns already reported
+    /// are skipped) and on until it is idle.
+    pub(crate) fn resume(&self, channel: Arc<Channel>, follow: Follow) {
+        self.spawn(channel, follow, true);
+    }
+
+    fn spawn(&self, channel: Arc<Channel>, follow: Follow, resumed: bool) {
+        // A follower of this server still runs (its claim lapsed while it was slow): it
+        // renews the claim again.
+        if !self.lock().insert(follow.session_id.clone()) {
             return;
         }
-        map.insert(
-            session.clone(),
-            Follower {
-                generation: 0,
-                context,
-                queued_check: None,
-            },
-        );
-        tokio::spawn(follow_session(channel, session, id, true));
-    }
-
-    fn context(&self, session: &str) -> Value {
-        self.lock()
-            .get(session)
-            .map_or(Value::Null, |f| f.context.clone())
-    }
-
-    fn take_queued_check(&self, session: &str) -> Option<u64> {
-        self.lock()
-            .get_mut(session)
-            .and_then(|f| f.queued_check.take())
+        tokio::spawn(async move {
+            let session = follow.session_id.clone();
+            follow_session(&channel, follow, resumed).await;
+            channel.followers.lock().remove(&session);
+        });
     }
 }
 
@@ -132,26 +104,36 @@ async fn start_index(channel: &Channel, session: &str, id: &str) -> (u64, u64) {
     (start, last)
 }
 
-/// Reports each turn of `session` from delivery `id`'s message on until the session is idle
-/// with no newer delivery; `resumed` (after a restart): not before the end of the events the
-/// session already had.
-async fn follow_session(channel: Arc<Channel>, session: String, id: String, resumed: bool) {
+/// Reports each turn of the followed session from its delivery's message on until the
+/// session is idle with no newer delivery; `resumed` (a claimed follow): not before the end of
+/// the events the session already had. Renews the follow while it runs and stops once another
+/// server took it over.
+async fn follow_session(channel: &Arc<Channel>, mut follow: Follow, resumed: bool) {
     let manager = &channel.manager;
-    let (start, last) = start_index(&channel, &session, &id).await;
+    let session = follow.session_id.clone();
+    let logs = manager.logs().about(&session);
+    let (start, last) = start_index(channel, &session, &follow.delivery_id).await;
     let replay_until = if resumed { last } else { 0 };
     let mut stream = match manager.stream(&channel.principal(), &session, start).await {
         Ok(stream) => stream,
         Err(err) => {
-            manager.logs().about(&session).error(format!(
+            logs.error(format!(
                 "channel {}: cannot follow session {session} to answer the provider: {err}",
                 channel.id
             ));
-            channel.followers.lock().remove(&session);
+            // A session that is gone is followed no more; another error leaves the follow
+            // to be claimed again once it lapses.
+            if matches!(err, folio_server::ManagerError::NotFound(_)) {
+                let _ = channel.store.end_follow(&session, follow.generation).await;
+            }
             return;
         }
     };
-    let mut seen = 0;
+    let mut seen = follow.generation;
     let mut turn_state = TurnState::default();
+    let mut renew = tokio::time::interval(channel.store.ttl() / 3);
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    renew.tick().await;
     loop {
         // A streamed Slack reply's queued update goes out when due (at once, one interval
         // after the last, or when Slack's Retry-After has passed), even with no new event.
@@ -159,34 +141,43 @@ async fn follow_session(channel: Arc<Channel>, session: String, id: String, resu
             (Some(slack), Some(reply)) => reply.due_at(slack),
             _ => None,
         };
-        let item = match due {
-            Some(at) => tokio::select! {
-                item = stream.rx.recv() => item,
-                () = tokio::time::sleep_until(at.into()) => {
-                    if let (Some(slack), Some(reply)) = (&channel.slack, &mut turn_state.slack)
-                        && let Err(err) = reply.flush(slack).await
-                    {
-                        manager.logs().about(&session).warn(format!(
-                            "channel {}: the streamed reply was not updated: {err}",
-                            channel.id
-                        ));
-                    }
-                    continue;
+        let flush_due = async {
+            match due {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let item = tokio::select! {
+            item = stream.rx.recv() => item,
+            () = flush_due => {
+                if let (Some(slack), Some(reply)) = (&channel.slack, &mut turn_state.slack)
+                    && let Err(err) = reply.flush(slack).await
+                {
+                    logs.warn(format!(
+                        "channel {}: the streamed reply was not updated: {err}",
+                        channel.id
+                    ));
                 }
-            },
-            None => stream.rx.recv().await,
+                continue;
+            }
+            _ = renew.tick() => {
+                if !refresh(channel, &mut follow).await {
+                    return;
+                }
+                continue;
+            }
         };
         let Some(item) = item else { break };
         let Some(event) = item else { continue };
         let turn = event.turn_id.clone().unwrap_or_default();
         match &event.body {
             EventBody::TurnStarted(_) => {
-                if channel.store.replied(&session, &turn) {
+                if replied(channel, &session, &turn).await || !refresh(channel, &mut follow).await {
                     continue;
                 }
                 turn_state = TurnState {
-                    check: start_check(&channel, &session).await,
-                    slack: start_slack(&channel, &session).await,
+                    check: start_check(channel, &session, &follow.context).await,
+                    slack: start_slack(channel, &session, &follow.context).await,
                 };
             }
             EventBody::MessageAppended(appended) => {
@@ -194,41 +185,75 @@ async fn follow_session(channel: Arc<Channel>, session: String, id: String, resu
                     reply.appended(&appended.delta);
                 }
             }
-            EventBody::TurnCompleted(done) => {
-                let outcome = Ok(done.reply.as_str());
-                report(
-                    &channel,
-                    &session,
-                    &turn,
-                    outcome,
-                    std::mem::take(&mut turn_state),
-                )
-                .await;
-            }
-            EventBody::TurnFailed(failed) => {
-                let outcome = Err(failed.message.as_str());
-                report(
-                    &channel,
-                    &session,
-                    &turn,
-                    outcome,
-                    std::mem::take(&mut turn_state),
-                )
-                .await;
-            }
-            EventBody::SessionWaiting(_) if event.index >= replay_until => {
-                let mut map = channel.followers.lock();
-                let generation = map.get(&session).map_or(seen, |f| f.generation);
-                if generation == seen {
-                    map.remove(&session);
+            EventBody::TurnCompleted(_) | EventBody::TurnFailed(_) => {
+                if !refresh(channel, &mut follow).await {
                     return;
                 }
-                seen = generation;
+                let outcome = match &event.body {
+                    EventBody::TurnFailed(failed) => Err(failed.message.as_str()),
+                    EventBody::TurnCompleted(done) => Ok(done.reply.as_str()),
+                    _ => continue,
+                };
+                let state = std::mem::take(&mut turn_state);
+                report(channel, &session, &turn, outcome, state, &follow.context).await;
+            }
+            EventBody::SessionWaiting(_) if event.index >= replay_until => {
+                match channel.store.end_follow(&session, seen).await {
+                    Ok(true) => return,
+                    // A newer delivery reached the session: follow on to its turn.
+                    Ok(false) if refresh(channel, &mut follow).await => seen = follow.generation,
+                    Ok(false) => return,
+                    Err(err) => logs.warn(format!(
+                        "channel {}: the follow of {session} did not end: {err}",
+                        channel.id
+                    )),
+                }
             }
             _ => {}
         }
     }
-    channel.followers.lock().remove(&session);
+}
+
+/// Renews the follow and takes in its latest state; `false` once another server took it
+/// over (this follower stops). A store error keeps the state it had.
+async fn refresh(channel: &Channel, follow: &mut Follow) -> bool {
+    match channel.store.renew_follow(&follow.session_id).await {
+        Ok(Some(current)) => {
+            *follow = current;
+            true
+        }
+        Ok(None) => {
+            channel
+                .manager
+                .logs()
+                .about(&follow.session_id)
+                .info(format!(
+                    "channel {}: another server follows {} now",
+                    channel.id, follow.session_id
+                ));
+            false
+        }
+        Err(err) => {
+            channel
+                .manager
+                .logs()
+                .about(&follow.session_id)
+                .warn(format!(
+                    "channel {}: the follow of {} was not renewed: {err}",
+                    channel.id, follow.session_id
+                ));
+            true
+        }
+    }
+}
+
+/// Whether the end of `turn` was already reported (a store error counts as not yet).
+async fn replied(channel: &Channel, session: &str, turn: &str) -> bool {
+    channel
+        .store
+        .replied(session, turn)
+        .await
+        .unwrap_or_default()
 }
 
 /// What the follower started for the running turn.
@@ -241,10 +266,9 @@ struct TurnState {
 }
 
 /// Posts the turn's first message in its Slack thread (status line or stream target).
-async fn start_slack(channel: &Channel, session: &str) -> Option<Reply> {
+async fn start_slack(channel: &Channel, session: &str, context: &Value) -> Option<Reply> {
     let slack = channel.slack.as_ref()?;
-    let thread: SlackThread =
-        serde_json::from_value(channel.followers.context(session)["slack"].clone()).ok()?;
+    let thread: SlackThread = serde_json::from_value(context["slack"].clone()).ok()?;
     let mut reply = Reply::new(thread);
     if let Err(err) = reply.started(slack).await {
         channel.manager.logs().about(session).warn(format!(
@@ -263,11 +287,11 @@ async fn report(
     turn: &str,
     outcome: Result<&str, &str>,
     state: TurnState,
+    context: &Value,
 ) {
-    if channel.store.replied(session, turn) {
+    if replied(channel, session, turn).await {
         return;
     }
-    let context = channel.followers.context(session);
     let mut failures = Vec::new();
     // Whether anything went back to the provider (a channel may have nothing to send).
     let mut answered = false;
@@ -285,7 +309,7 @@ async fn report(
     }
     if let (Some(replier), Ok(reply)) = (&channel.replier, outcome) {
         answered = true;
-        if let Err(err) = replier.post(channel, session, reply, &context).await {
+        if let Err(err) = replier.post(channel, session, reply, context).await {
             failures.push(err);
         }
     }
@@ -365,14 +389,13 @@ async fn report(
             ));
         }
     }
-    let store = channel.store.clone();
-    let (session_id, turn_id) = (session.to_string(), turn.to_string());
-    let recorded =
-        tokio::task::spawn_blocking(move || store.record_reply(&session_id, &turn_id, failed))
-            .await;
-    if !matches!(recorded, Ok(Ok(()))) {
+    let recorded = channel
+        .store
+        .record_reply(session, turn, failed.as_deref())
+        .await;
+    if let Err(err) = recorded {
         logs.error(format!(
-            "channel {}: the answer of {turn} was not recorded",
+            "channel {}: the answer of {turn} was not recorded: {err}",
             channel.id
         ));
     }
@@ -392,15 +415,19 @@ pub(crate) fn check_name(channel: &Channel) -> String {
 
 /// Marks the turn's check run in progress: the queued one, else a new one when the PR's head
 /// SHA is known. `None` without check runs.
-async fn start_check(channel: &Channel, session: &str) -> Option<u64> {
+async fn start_check(channel: &Channel, session: &str, context: &Value) -> Option<u64> {
     let github = channel.github.as_ref()?;
     if !github.config.check_runs.unwrap_or(false) {
         return None;
     }
-    let pr: PrRef =
-        serde_json::from_value(channel.followers.context(session)["pr"].clone()).ok()?;
+    let pr: PrRef = serde_json::from_value(context["pr"].clone()).ok()?;
     let logs = channel.manager.logs();
-    let result = match channel.followers.take_queued_check(session) {
+    let queued = channel
+        .store
+        .take_queued_check(session)
+        .await
+        .unwrap_or_default();
+    let result = match queued {
         Some(id) => {
             let path = format!("/repos/{}/check-runs/{id}", pr.repo);
             let body = json!({ "status": "in_progress" });

@@ -4,11 +4,13 @@
 //! under `/v1/channels/<id>/…`. Every delivery passes the channel's auth chain (bad, missing
 //! or stale signatures → `401`, nothing recorded or run), is checked (`body_schema` → `400`
 //! naming the field), rendered into a message and continuation key (minijinja templates), and
-//! recorded durably (`<state>/channels/<id>/deliveries.ndjson`, synced) before the `202`. The
+//! recorded durably in the server's store (`<state>/channels/<id>/deliveries.ndjson`, synced,
+//! or the shared PostgreSQL store) before the `202`. The
 //! work then runs in the background: the continuation key picks the session (same key → same
 //! session), and the delivery id is the message's idempotency key, so a provider retry within
-//! 24 h (even across restarts) is acknowledged and not run twice, and deliveries recorded but
-//! not finished when the process died run once after the restart ([`Channels::resume`]).
+//! 24 h (even across restarts, and on any server of a shared store) is acknowledged and not run
+//! twice, and deliveries recorded but not finished when a process died run once after the
+//! restart, or on another server once the dead one's claim expired ([`Channels::resume`]).
 //! `[deliver]` posts each reply back with retries.
 //!
 //! [`Channels::router`] is an axum `Router` that `folio serve` mounts beside the session API
@@ -40,13 +42,13 @@ use folio_protocol::{DeliveriesResponse, ErrorBody, ErrorCode, OkTrue};
 use folio_server::{Auth, SessionManager};
 
 pub use auth::sign_hex;
-pub use store::StoreError;
+pub use folio_store::StoreError;
 
 use crate::deliver::Replier;
 use crate::follow::Followers;
 use crate::github::Github;
 use crate::slack::Slack;
-use crate::store::Store;
+use crate::store::Deliveries;
 use crate::templates::Templates;
 
 /// Reads an environment variable (the process environment in `folio serve`; a map in tests).
@@ -75,8 +77,8 @@ pub enum ChannelError {
         /// What is wrong with it.
         message: String,
     },
-    /// The delivery record cannot be opened.
-    #[error("channel {channel}: {source}")]
+    /// The channel's deliveries cannot be read from the store.
+    #[error("channel {channel}: its deliveries cannot be read ({source}); check the store")]
     Store {
         /// The channel id.
         channel: String,
@@ -106,15 +108,16 @@ pub(crate) struct Channel {
     pub(crate) auth: Vec<AuthRule>,
     /// The header naming deliveries (`id_header`).
     pub(crate) id_header: Option<String>,
-    /// Deliveries and continuation keys.
-    pub(crate) store: Store,
+    /// Deliveries, continuation keys and followed sessions.
+    pub(crate) store: Deliveries,
     /// Compiled templates and schemas.
     pub(crate) templates: Templates,
     /// The agent's sessions.
     pub(crate) manager: SessionManager,
     /// Secrets.
     pub(crate) env: Env,
-    /// Serializes continuation lookups and session creation, so one key opens one session.
+    /// Serializes this server's continuation lookups and session creation (across servers,
+    /// the key's reservation does), so one key opens one session.
     pub(crate) sessions: tokio::sync::Mutex<()>,
     /// Posts replies back (`[deliver]`).
     pub(crate) replier: Option<Replier>,
@@ -177,12 +180,12 @@ impl Channels {
                     slack = Some(Slack::new(config.clone(), options.env.clone()));
                 }
             }
-            let store = Store::open(manager.state().path(), &summary.id).map_err(|source| {
-                ChannelError::Store {
-                    channel: summary.id.clone(),
-                    source,
-                }
-            })?;
+            let store = Deliveries::new(
+                &summary.id,
+                manager.deliveries(),
+                manager.server_id(),
+                manager.claim_ttl(),
+            );
             channels.push(Arc::new(Channel {
                 id: summary.id.clone(),
                 auth: summary.manifest.auth(),
@@ -205,23 +208,40 @@ impl Channels {
         })
     }
 
-    /// Runs the work of deliveries that were acknowledged but not finished when the process
-    /// last stopped (each once: the delivery id keeps the session from admitting it twice), and
-    /// follows again the sessions deliveries reached, so turns that ended unreported (cut short
-    /// by the crash) are reported to the provider.
-    pub fn resume(&self) {
+    /// Runs the work of deliveries that were acknowledged but not finished (by this server
+    /// before it last stopped, or by a server of the same store that died: each once, since
+    /// the delivery id keeps the session from admitting it twice), and follows again the
+    /// sessions nobody follows any more, so turns that ended unreported (cut short by the
+    /// crash) are reported to the provider. Then keeps doing so in the background, every half
+    /// claim time to live, until the manager shuts down. An error of the first pass (the
+    /// store cannot be read) is returned.
+    pub async fn resume(&self) -> Result<(), ChannelError> {
         for channel in &self.channels {
-            if channel.replier.is_some() || channel.slack.is_some() || channel.github.is_some() {
-                for (session, id, work) in channel.store.reached() {
-                    channel
-                        .followers
-                        .resume(channel.clone(), session, id, work.body);
+            claim_unowned(channel)
+                .await
+                .map_err(|source| ChannelError::Store {
+                    channel: channel.id.clone(),
+                    source,
+                })?;
+            let channel = channel.clone();
+            let stop = channel.manager.shutdown_token();
+            let every = channel.store.ttl() / 2;
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        () = stop.cancelled() => return,
+                        () = tokio::time::sleep(every) => {}
+                    }
+                    if let Err(err) = claim_unowned(&channel).await {
+                        channel.manager.logs().warn(format!(
+                            "channel {}: cannot claim unfinished deliveries: {err}",
+                            channel.id
+                        ));
+                    }
                 }
-            }
-            for received in channel.store.pending() {
-                tokio::spawn(sessions::run(channel.clone(), received, true));
-            }
+            });
         }
+        Ok(())
     }
 
     /// The routes of every channel: `POST /v1/channels/<id><route>` and
@@ -315,9 +335,36 @@ async fn list_deliveries(channel: Arc<Channel>, auth: Arc<Auth>, req: Request) -
         };
         return error(code, err.to_string());
     }
-    axum::Json(DeliveriesResponse {
-        ok: OkTrue,
-        deliveries: channel.store.list(),
-    })
-    .into_response()
+    match channel.store.list().await {
+        Ok(deliveries) => axum::Json(DeliveriesResponse {
+            ok: OkTrue,
+            deliveries,
+        })
+        .into_response(),
+        Err(err) => error(
+            ErrorCode::Internal,
+            format!("the deliveries cannot be read from the store ({err}); retry"),
+        ),
+    }
+}
+
+/// Claims the follows and the pending deliveries nobody holds (see [`Channels::resume`]):
+/// follows their sessions and runs their work.
+async fn claim_unowned(channel: &Arc<Channel>) -> Result<(), StoreError> {
+    if channel.replier.is_some() || channel.slack.is_some() || channel.github.is_some() {
+        for follow in channel.store.claim_follows().await? {
+            channel.followers.resume(channel.clone(), follow);
+        }
+    }
+    let (runnable, unreadable) = channel.store.claim().await?;
+    for received in runnable {
+        tokio::spawn(sessions::run(channel.clone(), received, true));
+    }
+    for reason in unreadable {
+        channel.manager.logs().error(format!(
+            "channel {}: {reason}; the delivery is recorded as failed",
+            channel.id
+        ));
+    }
+    Ok(())
 }

@@ -10,6 +10,7 @@ use folio_protocol::{
     ChannelDelivery, ChannelDeliveryOutcome, CreateSession, DeliveryStatus, EventBody,
 };
 use folio_server::{ChannelMessage, FaultPoint, ManagerError, SessionOptions};
+use folio_store::Continuation;
 use serde_json::json;
 
 use crate::Channel;
@@ -72,39 +73,26 @@ pub(crate) async fn run(channel: Arc<Channel>, received: Received, resumed: bool
         )),
         _ => {}
     }
-    let store = channel.store.clone();
-    let recorded_id = id.clone();
-    let follow = session_id.clone();
-    let recorded = tokio::task::spawn_blocking(move || {
-        store.finish(&recorded_id, status, session_id, message)
-    })
-    .await;
-    let failure = match recorded {
-        Ok(Ok(())) => None,
-        Ok(Err(err)) => Some(err.to_string()),
-        Err(err) => Some(err.to_string()),
-    };
-    if let Some(err) = failure {
+    // Followed before the outcome is recorded: a crash in between runs the delivery again
+    // (and finds the session followed), never leaves it unfollowed.
+    if let (Some(session), Some(work)) = (&session_id, &work)
+        && !work.stop
+        && (channel.replier.is_some() || channel.slack.is_some() || channel.github.is_some())
+    {
+        let queued = match channel.github {
+            Some(_) => github_accepted(&channel, session, work).await,
+            None => None,
+        };
+        channel
+            .followers
+            .follow(&channel, session, &id, &work.body, queued)
+            .await;
+    }
+    if let Err(err) = channel.store.finish(&id, status, session_id, message).await {
         logs.error(format!(
             "channel {}: the outcome of delivery {id} was not recorded ({err}); it runs again after a restart and is not admitted twice",
             channel.id
         ));
-    }
-    let (Some(session), Some(work)) = (follow, work) else {
-        return;
-    };
-    if work.stop {
-        return;
-    }
-    if channel.replier.is_some() || channel.slack.is_some() {
-        channel
-            .followers
-            .follow(channel.clone(), session, id, work.body, None);
-    } else if channel.github.is_some() {
-        let queued = github_accepted(&channel, &session, &work).await;
-        channel
-            .followers
-            .follow(channel.clone(), session, id, work.body, queued);
     }
 }
 
@@ -174,32 +162,23 @@ async fn github_accepted(channel: &Channel, session: &str, work: &Work) -> Optio
 async fn to_session(channel: &Channel, id: &str, work: &Work) -> Result<String, ManagerError> {
     let principal = channel.principal();
     let manager = &channel.manager;
-    // One lookup-or-create at a time, so two deliveries with a new key open one session.
+    // One lookup-or-create at a time on this server (and a reserved key across servers), so
+    // two deliveries with a new key open one session.
     let _one_at_a_time = channel.sessions.lock().await;
     if work.stop {
-        let session = work
-            .continuation
-            .as_deref()
-            .and_then(|key| channel.store.session_for(key))
-            .ok_or_else(|| ManagerError::NotFound("no session in this thread to stop".into()))?;
+        let key = work.continuation.as_deref();
+        let session = match key {
+            Some(key) => channel.store.session_for(key).await.map_err(store_error)?,
+            None => None,
+        }
+        .ok_or_else(|| ManagerError::NotFound("no session in this thread to stop".into()))?;
         manager.stop(&principal, &session).await?;
         return Ok(session);
     }
     if let Some(key) = &work.continuation
-        && let Some(session_id) = channel.store.session_for(key)
+        && let Some(session_id) = bound_session(channel, id, key, work).await?
     {
-        let message = ChannelMessage {
-            text: work.message.clone(),
-            workspace_files: work.workspace_files.clone(),
-            admission: Some(work.admission),
-            key: Some(id.to_string()),
-        };
-        match manager.send_message(&principal, &session_id, message).await {
-            Ok(()) => return Ok(session_id),
-            // Deleted (or not followable): the key opens a new session below.
-            Err(ManagerError::NotFound(_) | ManagerError::NotFollowable(_)) => {}
-            Err(err) => return Err(err),
-        }
+        return Ok(session_id);
     }
     let request = CreateSession {
         message: work.message.clone(),
@@ -223,13 +202,67 @@ async fn to_session(channel: &Channel, id: &str, work: &Work) -> Result<String, 
         .create_with(&principal, kind, request, options)
         .await?;
     if let Some(key) = &work.continuation {
-        let store = channel.store.clone();
-        let key = key.clone();
-        let session_id = accepted.session_id.clone();
-        tokio::task::spawn_blocking(move || store.bind(&key, &session_id))
+        channel
+            .store
+            .bind(key, &accepted.session_id)
             .await
-            .map_err(|_| ManagerError::Internal("the continuation key was not recorded".into()))?
-            .map_err(|err| ManagerError::Internal(err.to_string()))?;
+            .map_err(store_error)?;
     }
     Ok(accepted.session_id)
+}
+
+/// Sends the work's message to the session `key` names: that session, or `None` once the key
+/// is reserved for this server to open one (it names none, or a session that is gone). Waits
+/// while another server opens the key's session, for up to two claim lifetimes.
+async fn bound_session(
+    channel: &Channel,
+    id: &str,
+    key: &str,
+    work: &Work,
+) -> Result<Option<String>, ManagerError> {
+    let deadline = tokio::time::Instant::now() + channel.store.ttl() * 2;
+    let mut stale: Option<String> = None;
+    loop {
+        let reserved = channel
+            .store
+            .reserve(key, stale.as_deref())
+            .await
+            .map_err(store_error)?;
+        let session_id = match reserved {
+            Continuation::Reserved => return Ok(None),
+            Continuation::Bound(session_id) => session_id,
+            Continuation::Busy if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+            Continuation::Busy => {
+                return Err(ManagerError::Busy(format!(
+                    "another server is still opening the session of continuation key {key}; the delivery runs again once its claim expires"
+                )));
+            }
+        };
+        let message = ChannelMessage {
+            text: work.message.clone(),
+            workspace_files: work.workspace_files.clone(),
+            admission: Some(work.admission),
+            key: Some(id.to_string()),
+        };
+        match channel
+            .manager
+            .send_message(&channel.principal(), &session_id, message)
+            .await
+        {
+            Ok(()) => return Ok(Some(session_id)),
+            // Deleted (or not followable): the key opens a new session.
+            Err(ManagerError::NotFound(_) | ManagerError::NotFollowable(_)) => {
+                stale = Some(session_id);
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// A store error of the channel's deliveries, as the session manager reports errors.
+fn store_error(err: folio_store::StoreError) -> ManagerError {
+    ManagerError::Internal(format!("the channel's deliveries: {err}"))
 }

@@ -9,9 +9,10 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use folio_protocol::{DeliveryAccepted, ErrorCode, OkTrue};
 use folio_server::FaultPoint;
+use folio_store::Admitted;
 use serde_json::{Map, Value};
 
-use crate::store::{Admitted, Received, Work};
+use crate::store::{Received, Work};
 use crate::{Channel, error, sessions};
 
 /// Headers that name a delivery when the manifest sets no `id_header`, in order.
@@ -73,20 +74,12 @@ pub(crate) async fn receive(channel: Arc<Channel>, route: usize, req: Request) -
 /// answered the same way and runs nothing).
 pub(crate) async fn acknowledge(channel: Arc<Channel>, received: Received) -> Response {
     let id = received.id.clone();
-    let store = channel.store.clone();
-    let recorded = received.clone();
-    let admitted = match tokio::task::spawn_blocking(move || store.receive(recorded)).await {
-        Ok(Ok(admitted)) => admitted,
-        Ok(Err(err)) => {
+    let admitted = match channel.store.receive(&received).await {
+        Ok(admitted) => admitted,
+        Err(err) => {
             return error(
                 ErrorCode::Internal,
                 format!("the delivery was not recorded, retry it: {err}"),
-            );
-        }
-        Err(_) => {
-            return error(
-                ErrorCode::Internal,
-                "the delivery was not recorded (the recording task failed): retry it",
             );
         }
     };

@@ -341,7 +341,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
                 base_url,
             },
         )?;
-        channels.resume();
+        channels.resume().await?;
         channel_routes.push((slug.clone(), channels.router()));
         let scheduler = Scheduler::open(
             &state,
