@@ -3,8 +3,11 @@
 //! one mock model. A client streams from server A while B runs the turn; follow-ups alternate
 //! between servers; A is killed mid-turn and B takes over once A's lease expires; a stop sent to
 //! A reaches the turn on B; a schedule's slot fires once across three servers; and, generated,
-//! no session ever has two turns running at once however messages are spread over servers.
+//! no session ever has two turns running at once however messages are spread over servers;
+//! channel deliveries spread over servers run once in one session and reply once, and a
+//! delivery acknowledged by a server killed at once runs once on another.
 
+mod channels_support;
 mod serve_support;
 
 use std::time::Duration;
@@ -15,7 +18,7 @@ use folio_protocol::{
     SessionStatus, SetReminder, TURN_INTERRUPTED, TurnCompleted, TurnFailed,
 };
 use folio_store_postgres::testing::test_database;
-use folio_test_support::{MockModelServer, MockReply};
+use folio_test_support::{FakeApi, MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use reqwest::Method;
 use serve_support::*;
@@ -750,4 +753,190 @@ async fn settle(url: &str, id: &str) -> Vec<Event> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("session {id} did not settle within 60 s");
+}
+
+/// A Standard Webhooks channel `tickets` whose replies `[deliver]` posts to `target`.
+fn tickets_project(target: &str) -> Project {
+    let project = project(AGENT);
+    let manifest = format!(
+        r#"kind = "webhook"
+auth = [{{ hmac = {{ secret_env = "HOOK_WHSEC", provider = "standard-webhooks" }} }}]
+
+[[routes]]
+path = "/ticket"
+message = "{{{{ body.message }}}}"
+continuation = "{{{{ body.ticketId }}}}"
+
+[deliver]
+url = "{target}/api/{{{{ state.ticketId }}}}/comments"
+"#
+    );
+    write_files(
+        project.path(),
+        &[("agent/channels/tickets.toml", &manifest)],
+    );
+    project
+}
+
+/// A signed ticket delivery to `url`: the status and answer.
+async fn ticket(url: &str, id: &str, ticket: u32, message: &str) -> (u16, serde_json::Value) {
+    let body = serde_json::json!({"ticketId": ticket, "message": message}).to_string();
+    let ts = channels_support::now();
+    let headers = [
+        ("webhook-id", id.to_string()),
+        ("webhook-timestamp", ts.to_string()),
+        (
+            "webhook-signature",
+            channels_support::standard_signature(id, ts, &body),
+        ),
+    ];
+    let url = format!("{url}/v1/channels/tickets/ticket");
+    channels_support::deliver(&url, &body, &headers).await
+}
+
+/// The replies `[deliver]` posted, once no more arrive for a second.
+async fn replies_posted(target: &FakeApi, at_least: usize) -> Vec<serde_json::Value> {
+    target.wait_for(at_least, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    target.calls().into_iter().map(|call| call.body).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deliveries_spread_over_two_servers_run_once_in_one_session_and_reply_once() {
+    let mock = MockModelServer::start().await;
+    let target = FakeApi::start().await;
+    let env = [("HOOK_WHSEC", channels_support::WHSEC)];
+    let Some(cluster) = Cluster::start_with(
+        "channels_across",
+        &mock,
+        2,
+        tickets_project(&target.url()),
+        &env,
+    )
+    .await
+    else {
+        return;
+    };
+    let (a, b) = (cluster.url(0).to_string(), cluster.url(1).to_string());
+    mock.push(slow("First answer."));
+    mock.push(MockReply::text("Second answer."));
+    // A provider's delivery and its retries, reaching both servers at once: run once.
+    let sends = (0..6).map(|i| {
+        let url = if i % 2 == 0 { a.clone() } else { b.clone() };
+        async move { ticket(&url, "msg_dup", 42, "It broke").await }
+    });
+    let answers = futures::future::join_all(sends).await;
+    assert!(
+        answers.iter().all(|(status, _)| *status == 202),
+        "{answers:?}"
+    );
+    let fresh = answers
+        .iter()
+        .filter(|(_, answer)| !channels_support::duplicate(answer))
+        .count();
+    assert_eq!(fresh, 1, "{answers:?}");
+    channels_support::model_requests(&mock, 1).await;
+    // The same ticket through the other server while the first turn runs: same session.
+    let (status, _) = ticket(&b, "msg_next", 42, "Still broken").await;
+    assert_eq!(status, 202);
+    channels_support::model_requests(&mock, 2).await;
+    let replies = replies_posted(&target, 2).await;
+    assert_eq!(
+        replies,
+        [
+            serde_json::json!({"text": "First answer."}),
+            serde_json::json!({"text": "Second answer."})
+        ],
+        "each turn's reply is posted once, by the one server following the session"
+    );
+    let on_a = channels_support::settled(&a, "tickets").await;
+    let on_b = channels_support::settled(&b, "tickets").await;
+    assert_eq!(on_a, on_b, "both servers list the same deliveries");
+    let sessions: Vec<String> = on_a.iter().map(channels_support::session_of).collect();
+    assert_eq!(sessions.len(), 2);
+    assert_eq!(
+        sessions[0], sessions[1],
+        "one continuation key, one session"
+    );
+    assert_eq!(on_a[1].duplicates, 5);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delivery_acknowledged_by_a_server_killed_at_once_runs_once_on_another() {
+    let mock = MockModelServer::start().await;
+    let target = FakeApi::start().await;
+    let project = tickets_project(&target.url());
+    let Some(mut cluster) = Cluster::start_with(
+        "channels_kill",
+        &mock,
+        1,
+        project,
+        &[
+            ("HOOK_WHSEC", channels_support::WHSEC),
+            ("FOLIO_FAULT", "channel-acknowledged"),
+        ],
+    )
+    .await
+    else {
+        return;
+    };
+    cluster
+        .add(&mock, &[("HOOK_WHSEC", channels_support::WHSEC)])
+        .await;
+    let (a, b) = (cluster.url(0).to_string(), cluster.url(1).to_string());
+    mock.push(MockReply::text("Taken over."));
+    // A records and acknowledges the delivery, then dies before running it.
+    let (status, answer) = ticket(&a, "msg_k", 7, "Kill me").await;
+    assert_eq!((status, channels_support::duplicate(&answer)), (202, false));
+    channels_support::kill(cluster.servers.remove(0)).await;
+    // The provider's retry reaches B: a duplicate, while B runs the work once A's claim
+    // expired.
+    let (status, answer) = ticket(&b, "msg_k", 7, "Kill me").await;
+    assert_eq!((status, channels_support::duplicate(&answer)), (202, true));
+    let settled = channels_support::settled(&b, "tickets").await;
+    assert_eq!(settled.len(), 1);
+    assert_eq!(settled[0].status, folio_protocol::DeliveryStatus::Accepted);
+    let replies = replies_posted(&target, 1).await;
+    assert_eq!(replies, [serde_json::json!({"text": "Taken over."})]);
+    assert_eq!(mock.requests().len(), 1, "the work ran once");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_follow_of_a_server_killed_mid_turn_is_taken_over_and_the_next_reply_sent_once() {
+    let mock = MockModelServer::start().await;
+    let target = FakeApi::start().await;
+    let env = [("HOOK_WHSEC", channels_support::WHSEC)];
+    let Some(mut cluster) = Cluster::start_with(
+        "channels_follow",
+        &mock,
+        2,
+        tickets_project(&target.url()),
+        &env,
+    )
+    .await
+    else {
+        return;
+    };
+    let (a, b) = (cluster.url(0).to_string(), cluster.url(1).to_string());
+    mock.push(
+        MockReply::text("one two three four five six seven eight nine ten")
+            .chunk_delay(Duration::from_millis(500)),
+    );
+    mock.push(MockReply::text("After the takeover."));
+    let (status, _) = ticket(&a, "msg_1", 9, "Start").await;
+    assert_eq!(status, 202);
+    channels_support::model_requests(&mock, 1).await;
+    // A (running the turn and following the session) dies mid-turn.
+    channels_support::kill(cluster.servers.remove(0)).await;
+    let (status, _) = ticket(&b, "msg_2", 9, "Again").await;
+    assert_eq!(status, 202);
+    channels_support::model_requests(&mock, 2).await;
+    let replies = replies_posted(&target, 1).await;
+    assert_eq!(
+        replies,
+        [serde_json::json!({"text": "After the takeover."})],
+        "the cut-short turn has no reply; the next one is posted once, by B"
+    );
+    let settled = channels_support::settled(&b, "tickets").await;
+    assert_eq!(settled[0].session_id, settled[1].session_id);
 }
