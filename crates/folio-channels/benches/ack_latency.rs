@@ -3,7 +3,8 @@
 //! each timed from send to its `202` (the delivery authenticated, rendered and fsynced; its
 //! session's turn runs in the background on a zero-latency model). Run with
 //! `cargo bench -p folio-channels --bench ack_latency` (optionally `-- --deliveries N
-//! --rounds R`); results print as Markdown rows.
+//! --rounds R`, and `--store postgres://…` for the sessions and deliveries in that empty
+//! database instead of the state root); results print as Markdown rows.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -79,6 +80,12 @@ fn main() {
     };
     let deliveries = flag("--deliveries", 200);
     let rounds = flag("--rounds", 3);
+    // `--store postgres://…`: the sessions and deliveries in that (empty) database.
+    let store = args
+        .iter()
+        .position(|a| a == "--store")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -100,9 +107,19 @@ fn main() {
             .await
             .unwrap();
         let state = tempfile::tempdir().unwrap();
-        let manager =
-            SessionManager::open(StateRoot::new(state.path()), Arc::new(agent), LogBuffer::new())
-                .unwrap();
+        let state = StateRoot::new(state.path());
+        let manager = match &store {
+            None => SessionManager::open(state, Arc::new(agent), LogBuffer::new()).unwrap(),
+            Some(url) => {
+                let store = folio_store_postgres::PgStore::open(url, Default::default())
+                    .await
+                    .unwrap();
+                let ttl = folio_server::DEFAULT_LEASE_TTL;
+                let store: Arc<dyn folio_store::SessionStore> = Arc::new(store);
+                SessionManager::open_on_store(state, Arc::new(agent), LogBuffer::new(), store, ttl)
+                    .unwrap()
+            }
+        };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let channels = Channels::open(
