@@ -5,7 +5,9 @@
 //! `X-Slack-Retry-Num`) are acknowledged and run nothing; a crash after a delivery reached its
 //! session but before its outcome was recorded re-runs it without a second message or a second
 //! `channel.delivery` on the session; a body changed after signing is refused (`401`, nothing
-//! recorded or run). One test runs every step over the three kinds.
+//! recorded or run). One test runs every step over the three kinds. Each test runs on both
+//! stores: the state root's files, and PostgreSQL (`--store`, where the restarted server takes
+//! the dead one's claims over once they expire).
 
 mod channels_support;
 mod serve_support;
@@ -15,7 +17,7 @@ use std::time::Duration;
 
 use channels_support::*;
 use folio_protocol::{
-    ChannelDelivery, ChannelDeliveryOutcome, DeliveryStatus, MessageReceived, TurnCompleted,
+    ChannelDelivery, ChannelDeliveryOutcome, DeliveryStatus, Event, MessageReceived, TurnCompleted,
     TurnFailed,
 };
 use folio_test_support::{FakeApi, MockModelServer, MockReply, all};
@@ -125,6 +127,7 @@ fn crash_project(api: &str) -> Project {
 }
 
 async fn serve_kinds(
+    store: &Store,
     mock: &MockModelServer,
     project: &Project,
     state: &Path,
@@ -140,13 +143,82 @@ async fn serve_kinds(
     if let Some(fault) = fault {
         env.push(("FOLIO_FAULT", fault));
     }
-    serve_with_env(&mock.openai_base_url(), project.path(), state, &[], &env).await
+    let extra = store.args();
+    serve_with_env(&mock.openai_base_url(), project.path(), state, &extra, &env).await
+}
+
+/// The stored events of `session`.
+async fn events_in(store: &Store, state: &Path, session: &str) -> Vec<Event> {
+    match store {
+        Store::Disk => session_events(state, session),
+        Store::Postgres(url) => {
+            let pg = postgres(url).await;
+            folio_store::SessionStore::read_events(&pg, session, 0, None)
+                .await
+                .unwrap_or_default()
+        }
+    }
+}
+
+async fn postgres(url: &str) -> folio_store_postgres::PgStore {
+    folio_store_postgres::PgStore::connect(url, Default::default())
+        .await
+        .unwrap()
+}
+
+/// How many turn ends the channels recorded as reported.
+async fn replies_in(store: &Store, state: &Path) -> usize {
+    match store {
+        Store::Disk => {
+            let entries = |dir: &Path| -> Vec<std::path::PathBuf> {
+                std::fs::read_dir(dir)
+                    .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
+                    .unwrap_or_default()
+            };
+            entries(state)
+                .iter()
+                .flat_map(|agent| entries(&agent.join("channels")))
+                .filter_map(|channel| {
+                    std::fs::read_to_string(channel.join("deliveries.ndjson")).ok()
+                })
+                .map(|text| text.matches("\"record\":\"reply\"").count())
+                .sum()
+        }
+        Store::Postgres(url) => {
+            let pg = postgres(url).await;
+            let count: i64 = sqlx::query_scalar("SELECT count(*) FROM folio_channel_replies")
+                .fetch_one(pg.pool())
+                .await
+                .unwrap();
+            usize::try_from(count).unwrap()
+        }
+    }
+}
+
+/// Whether the store holds no session at all.
+async fn no_sessions(store: &Store, state: &Path) -> bool {
+    match store {
+        Store::Disk => std::fs::read_dir(state.join("test-agent/sessions"))
+            .map_or(true, |mut dir| dir.next().is_none()),
+        Store::Postgres(url) => {
+            let query = folio_store::ListQuery {
+                principal: None,
+                before: None,
+                limit: 1,
+            };
+            let pg = postgres(url).await;
+            folio_store::SessionStore::list_sessions(&pg, &query)
+                .await
+                .unwrap()
+                .is_empty()
+        }
+    }
 }
 
 /// How many times `session` records delivery `id`: its message, and its `channel.delivery`
 /// `received`.
-fn recorded(state: &Path, session: &str, id: &str) -> (usize, usize) {
-    let events = session_events(state, session);
+async fn recorded(store: &Store, state: &Path, session: &str, id: &str) -> (usize, usize) {
+    let events = events_in(store, state, session).await;
     let messages = all::<MessageReceived>(&events)
         .iter()
         .filter(|m| m.client_message_id.as_deref() == Some(id))
@@ -184,44 +256,46 @@ async fn within_30s<T>(what: impl Fn() -> String, mut check: impl FnMut() -> Opt
     }
 }
 
-/// Waits until the channels' delivery records (`<state>/<slug>/channels/<id>/deliveries.ndjson`)
-/// hold `count` recorded replies.
-async fn replies_recorded(state: &Path, count: usize) {
-    let entries = |dir: &Path| -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(dir)
-            .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
-            .unwrap_or_default()
-    };
-    let recorded = || {
-        entries(state)
-            .iter()
-            .flat_map(|agent| entries(&agent.join("channels")))
-            .filter_map(|channel| std::fs::read_to_string(channel.join("deliveries.ndjson")).ok())
-            .map(|text| text.matches("\"record\":\"reply\"").count())
-            .sum::<usize>()
-    };
-    within_30s(
-        || format!("{} of {count} replies recorded", recorded()),
-        || (recorded() >= count).then_some(()),
-    )
-    .await;
+/// Waits until the channels recorded `count` reported turn ends.
+async fn replies_recorded(store: &Store, state: &Path, count: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let recorded = replies_in(store, state).await;
+        if recorded >= count {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{recorded} of {count} replies recorded within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Waits until `session` ended a turn (completed, or closed by the restart's recovery).
-async fn turn_ended(state: &Path, session: &str) {
-    within_30s(
-        || format!("session {session} ended no turn"),
-        || {
-            let events = session_events(state, session);
-            (!all::<TurnCompleted>(&events).is_empty() || !all::<TurnFailed>(&events).is_empty())
-                .then_some(())
-        },
-    )
-    .await
+async fn turn_ended(store: &Store, state: &Path, session: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let events = events_in(store, state, session).await;
+        if !all::<TurnCompleted>(&events).is_empty() || !all::<TurnFailed>(&events).is_empty() {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "session {session} ended no turn within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn every_channel_kind_runs_a_delivery_once_across_kill_9_restarts_and_redeliveries() {
+on_both_stores!(
+    every_channel_kind_runs_a_delivery_once_across_kill_9_restarts_and_redeliveries,
+    a_turn_cut_short_by_kill_9_is_reported_to_the_provider_after_the_restart,
+);
+
+async fn every_channel_kind_runs_a_delivery_once_across_kill_9_restarts_and_redeliveries(
+    store: Store,
+) {
     let mock = MockModelServer::start().await;
     let api = FakeApi::start().await;
     let project = crash_project(&api.url());
@@ -231,7 +305,14 @@ async fn every_channel_kind_runs_a_delivery_once_across_kill_9_restarts_and_rede
     // `kill -9` right after each 202: the work was recorded, nothing ran yet. Before that, a
     // delivery whose body was changed after signing is refused on every kind: 401, nothing
     // recorded, no session, no model or API call.
-    let server = serve_kinds(&mock, &project, state.path(), Some("channel-acknowledged")).await;
+    let server = serve_kinds(
+        &store,
+        &mock,
+        &project,
+        state.path(),
+        Some("channel-acknowledged"),
+    )
+    .await;
     for (n, kind) in (1..).zip(KINDS) {
         let (url, body, headers) = kind.request(&server.url, "forged", n, "forged", None);
         let (status, answer) = deliver(&url, &body.replace("forged", "f0rged"), &headers).await;
@@ -239,8 +320,7 @@ async fn every_channel_kind_runs_a_delivery_once_across_kill_9_restarts_and_rede
         assert_eq!(settled(&server.url, kind.channel()).await, [], "{kind:?}");
     }
     assert!(
-        std::fs::read_dir(state.path().join("test-agent/sessions"))
-            .map_or(true, |mut dir| dir.next().is_none()),
+        no_sessions(&store, state.path()).await,
         "a refused delivery opened a session"
     );
     for (n, kind) in (1..).zip(KINDS) {
@@ -261,7 +341,7 @@ async fn every_channel_kind_runs_a_delivery_once_across_kill_9_restarts_and_rede
     for _ in KINDS {
         mock.push(MockReply::text("Done."));
     }
-    let server = serve_kinds(&mock, &project, state.path(), None).await;
+    let server = serve_kinds(&store, &mock, &project, state.path(), None).await;
     model_requests(&mock, KINDS.len()).await;
     for (n, kind) in (1..).zip(KINDS) {
         let (id, marker) = first(kind);
@@ -287,8 +367,12 @@ async fn every_channel_kind_runs_a_delivery_once_across_kill_9_restarts_and_rede
             "{kind:?}"
         );
         let session = session_of(&deliveries[0]);
-        turn_ended(state.path(), &session).await;
-        assert_eq!(recorded(state.path(), &session, &id), (1, 1), "{kind:?}");
+        turn_ended(&store, state.path(), &session).await;
+        assert_eq!(
+            recorded(&store, state.path(), &session, &id).await,
+            (1, 1),
+            "{kind:?}"
+        );
         assert_eq!(requests_with(&mock, &marker), 1, "{kind:?}");
     }
     assert_eq!(mock.requests().len(), KINDS.len());
@@ -301,6 +385,7 @@ async fn every_channel_kind_runs_a_delivery_once_across_kill_9_restarts_and_rede
         let (id, marker) = (format!("{kind:?}-2"), format!("second {kind:?} marker"));
         mock.push(MockReply::text("Done again."));
         let mut server = serve_kinds(
+            &store,
             &mock,
             &project,
             state.path(),
@@ -322,13 +407,17 @@ async fn every_channel_kind_runs_a_delivery_once_across_kill_9_restarts_and_rede
             "{kind:?}: the server did not abort: {exit}"
         );
 
-        let server = serve_kinds(&mock, &project, state.path(), None).await;
+        let server = serve_kinds(&store, &mock, &project, state.path(), None).await;
         let deliveries = settled(&server.url, kind.channel()).await;
         let delivery = deliveries.iter().find(|d| d.id == id).unwrap();
         assert_eq!(delivery.status, DeliveryStatus::Accepted, "{kind:?}");
         let session = session_of(delivery);
-        turn_ended(state.path(), &session).await;
-        assert_eq!(recorded(state.path(), &session, &id), (1, 1), "{kind:?}");
+        turn_ended(&store, state.path(), &session).await;
+        assert_eq!(
+            recorded(&store, state.path(), &session, &id).await,
+            (1, 1),
+            "{kind:?}"
+        );
         assert!(requests_with(&mock, &marker) <= 1, "{kind:?}");
         kill(server).await;
     }
@@ -367,8 +456,7 @@ async fn reported(api: &FakeApi, text: &str) -> Vec<(String, String, Value)> {
     .await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_turn_cut_short_by_kill_9_is_reported_to_the_provider_after_the_restart() {
+async fn a_turn_cut_short_by_kill_9_is_reported_to_the_provider_after_the_restart(store: Store) {
     let mock = MockModelServer::start().await;
     let api = FakeApi::start().await;
     let project = crash_project(&api.url());
@@ -381,7 +469,7 @@ async fn a_turn_cut_short_by_kill_9_is_reported_to_the_provider_after_the_restar
     let kinds = [Kind::Github, Kind::Slack];
 
     // Each delivery's turn is running (its model call never answers) when the server dies.
-    let server = serve_kinds(&mock, &project, state.path(), None).await;
+    let server = serve_kinds(&store, &mock, &project, state.path(), None).await;
     for (n, kind) in (1..).zip(kinds) {
         mock.push(MockReply::text("never sent").first_byte_delay(Duration::from_secs(300)));
         let (status, answer) = kind
@@ -395,7 +483,7 @@ async fn a_turn_cut_short_by_kill_9_is_reported_to_the_provider_after_the_restar
 
     // The restart records those turns as failed and tells each provider so: Slack in the
     // thread, GitHub by completing the turn's check run as a failure.
-    let server = serve_kinds(&mock, &project, state.path(), None).await;
+    let server = serve_kinds(&store, &mock, &project, state.path(), None).await;
     let slack = reported(&api, "Sorry, this turn failed: server restarted").await;
     assert!(
         slack.iter().all(|(_, path, _)| path.starts_with("/chat.")),
@@ -414,14 +502,14 @@ async fn a_turn_cut_short_by_kill_9_is_reported_to_the_provider_after_the_restar
     );
     // A report is recorded once the provider answered it (replies are at least once): the
     // kill waits for both records.
-    replies_recorded(state.path(), kinds.len()).await;
+    replies_recorded(&store, state.path(), kinds.len()).await;
     kill(server).await;
 
     // Reported turns are recorded: a later restart reports nothing again. A new delivery's
     // answer shows that restart has followed its sessions again.
     let before = calls_mentioning(&api, folio_protocol::SERVER_RESTARTED).len();
     mock.push(MockReply::text("Fresh answer."));
-    let server = serve_kinds(&mock, &project, state.path(), None).await;
+    let server = serve_kinds(&store, &mock, &project, state.path(), None).await;
     let (status, answer) = Kind::Slack
         .deliver(&server.url, "Slack-fresh", 7, "fresh", None)
         .await;

@@ -25,52 +25,6 @@ use serve_support::*;
 
 const AGENT: &str = "name = \"durable\"\nmodel = \"openai:gpt-test\"\n";
 
-/// Where the servers under test keep their sessions.
-enum Store {
-    /// The state root's files.
-    Disk,
-    /// A PostgreSQL database (its URL), with a three-second lease (long enough that a server
-    /// starved by a loaded CI machine keeps it).
-    Postgres(String),
-}
-
-impl Store {
-    fn args(&self) -> Vec<&str> {
-        match self {
-            Store::Disk => Vec::new(),
-            Store::Postgres(url) => vec!["--store", url, "--lease-ttl-ms", "3000"],
-        }
-    }
-}
-
-/// Runs each test on both stores: `on_disk::<test>` and `on_postgres::<test>` (skipped without
-/// `FOLIO_TEST_DATABASE_URL`).
-macro_rules! on_both_stores {
-    ($($test:ident),* $(,)?) => {
-        mod on_disk {
-            $(
-                #[tokio::test]
-                async fn $test() {
-                    super::$test(super::Store::Disk).await;
-                }
-            )*
-        }
-        mod on_postgres {
-            $(
-                #[tokio::test]
-                async fn $test() {
-                    let Some(url) =
-                        folio_store_postgres::testing::test_database(stringify!($test)).await
-                    else {
-                        return;
-                    };
-                    super::$test(super::Store::Postgres(url)).await;
-                }
-            )*
-        }
-    };
-}
-
 on_both_stores!(
     a_follow_up_recorded_before_a_crash_is_answered_by_its_retry_and_runs_once,
     a_create_acknowledged_just_before_a_crash_is_retried_by_key_into_the_same_session,

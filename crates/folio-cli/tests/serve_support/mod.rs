@@ -233,3 +233,51 @@ pub async fn events_as(url: &str, id: &str, token: &str) -> Vec<Event> {
     };
     read_ndjson(&text)
 }
+
+/// Where the servers under test keep their sessions.
+pub enum Store {
+    /// The state root's files.
+    Disk,
+    /// A PostgreSQL database (its URL), with a three-second lease (long enough that a server
+    /// starved by a loaded CI machine keeps it).
+    Postgres(String),
+}
+
+impl Store {
+    /// The `folio serve` arguments that put the sessions in this store.
+    pub fn args(&self) -> Vec<&str> {
+        match self {
+            Store::Disk => Vec::new(),
+            Store::Postgres(url) => vec!["--store", url, "--lease-ttl-ms", "3000"],
+        }
+    }
+}
+
+/// Runs each test (an `async fn(Store)` of the test file) on both stores: `on_disk::<test>`
+/// and `on_postgres::<test>` (skipped without `FOLIO_TEST_DATABASE_URL`).
+#[macro_export]
+macro_rules! on_both_stores {
+    ($($test:ident),* $(,)?) => {
+        mod on_disk {
+            $(
+                #[tokio::test(flavor = "multi_thread")]
+                async fn $test() {
+                    super::$test($crate::serve_support::Store::Disk).await;
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread")]
+                async fn $test() {
+                    let Some(url) =
+                        folio_store_postgres::testing::test_database(stringify!($test)).await
+                    else {
+                        return;
+                    };
+                    super::$test($crate::serve_support::Store::Postgres(url)).await;
+                }
+            )*
+        }
+    };
+}
