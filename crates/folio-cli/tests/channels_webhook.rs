@@ -16,7 +16,7 @@ use folio_protocol::{
 };
 use folio_test_support::{FakeApi, MockModelServer, MockReply, all, read_wire};
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
+use serde_json::json;
 use serve_support::*;
 
 const AGENT: &str = "name = \"hooks\"\nmodel = \"openai:gpt-test\"\n";
@@ -214,33 +214,6 @@ async fn every_auth_scheme_refuses_bad_signatures_and_admits_its_providers_signa
     );
 }
 
-/// A Standard Webhooks channel with `[deliver]` to `target`.
-fn ticket_project(target: &str) -> Project {
-    let project = project(AGENT);
-    let manifest = format!(
-        r#"kind = "webhook"
-auth = [{{ hmac = {{ secret_env = "HOOK_WHSEC", provider = "standard-webhooks" }} }}]
-
-[[routes]]
-path = "/ticket"
-message = "{{{{ body.message }}}}"
-continuation = "{{{{ body.ticketId }}}}"
-title = "Ticket {{{{ body.ticketId }}}}"
-body_schema = {{ type = "object", required = ["ticketId", "message"], properties.ticketId = {{ type = "integer" }} }}
-
-[deliver]
-url = "{target}/api/{{{{ state.ticketId }}}}/comments"
-headers = {{ Authorization = "Bearer ${{TICKETS_TOKEN}}" }}
-max_attempts = 3
-"#
-    );
-    write_files(
-        project.path(),
-        &[("agent/channels/tickets.toml", &manifest)],
-    );
-    project
-}
-
 async fn serve_tickets(
     mock: &MockModelServer,
     project: &Project,
@@ -254,29 +227,12 @@ async fn serve_tickets(
     serve_with_env(&mock.openai_base_url(), project.path(), state, &[], &env).await
 }
 
-/// A signed ticket delivery.
-async fn ticket(url: &str, id: &str, ticket: u32, message: &str) -> (u16, Value) {
-    let body = json!({"ticketId": ticket, "message": message}).to_string();
-    let ts = now();
-    let headers = [
-        ("webhook-id", id.to_string()),
-        ("webhook-timestamp", ts.to_string()),
-        ("webhook-signature", standard_signature(id, ts, &body)),
-    ];
-    deliver(
-        &format!("{url}/v1/channels/tickets/ticket"),
-        &body,
-        &headers,
-    )
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn duplicates_run_once_a_key_keeps_its_session_and_replies_are_delivered_with_retries() {
     let mock = MockModelServer::start().await;
     let target = FakeApi::start().await;
     target.answer([503]);
-    let project = ticket_project(&target.url());
+    let project = ticket_project(AGENT, &target.url());
     let state = tempfile::tempdir().unwrap();
     let server = serve_tickets(&mock, &project, state.path(), None).await;
     let url = server.url.clone();
@@ -353,7 +309,7 @@ async fn duplicates_run_once_a_key_keeps_its_session_and_replies_are_delivered_w
 async fn a_kill_after_the_202_runs_the_work_once_after_the_restart() {
     let mock = MockModelServer::start().await;
     let target = FakeApi::start().await;
-    let project = ticket_project(&target.url());
+    let project = ticket_project(AGENT, &target.url());
     let state = tempfile::tempdir().unwrap();
     let server = serve_tickets(&mock, &project, state.path(), Some("channel-acknowledged")).await;
     let (status, answer) = ticket(&server.url, "msg_crash", 9, "Lost?").await;
@@ -383,7 +339,7 @@ async fn a_reply_that_keeps_failing_is_given_up_after_its_bound_and_recorded_on_
     let mock = MockModelServer::start().await;
     let target = FakeApi::start().await;
     target.answer([503, 503, 503]);
-    let project = ticket_project(&target.url());
+    let project = ticket_project(AGENT, &target.url());
     let state = tempfile::tempdir().unwrap();
     let server = serve_tickets(&mock, &project, state.path(), None).await;
     mock.push(MockReply::text("Nobody hears this."));

@@ -755,45 +755,6 @@ async fn settle(url: &str, id: &str) -> Vec<Event> {
     panic!("session {id} did not settle within 60 s");
 }
 
-/// A Standard Webhooks channel `tickets` whose replies `[deliver]` posts to `target`.
-fn tickets_project(target: &str) -> Project {
-    let project = project(AGENT);
-    let manifest = format!(
-        r#"kind = "webhook"
-auth = [{{ hmac = {{ secret_env = "HOOK_WHSEC", provider = "standard-webhooks" }} }}]
-
-[[routes]]
-path = "/ticket"
-message = "{{{{ body.message }}}}"
-continuation = "{{{{ body.ticketId }}}}"
-
-[deliver]
-url = "{target}/api/{{{{ state.ticketId }}}}/comments"
-"#
-    );
-    write_files(
-        project.path(),
-        &[("agent/channels/tickets.toml", &manifest)],
-    );
-    project
-}
-
-/// A signed ticket delivery to `url`: the status and answer.
-async fn ticket(url: &str, id: &str, ticket: u32, message: &str) -> (u16, serde_json::Value) {
-    let body = serde_json::json!({"ticketId": ticket, "message": message}).to_string();
-    let ts = channels_support::now();
-    let headers = [
-        ("webhook-id", id.to_string()),
-        ("webhook-timestamp", ts.to_string()),
-        (
-            "webhook-signature",
-            channels_support::standard_signature(id, ts, &body),
-        ),
-    ];
-    let url = format!("{url}/v1/channels/tickets/ticket");
-    channels_support::deliver(&url, &body, &headers).await
-}
-
 /// The replies `[deliver]` posted, once no more arrive for a second.
 async fn replies_posted(target: &FakeApi, at_least: usize) -> Vec<serde_json::Value> {
     target.wait_for(at_least, Duration::from_secs(30)).await;
@@ -805,12 +766,15 @@ async fn replies_posted(target: &FakeApi, at_least: usize) -> Vec<serde_json::Va
 async fn deliveries_spread_over_two_servers_run_once_in_one_session_and_reply_once() {
     let mock = MockModelServer::start().await;
     let target = FakeApi::start().await;
-    let env = [("HOOK_WHSEC", channels_support::WHSEC)];
+    let env = [
+        ("HOOK_WHSEC", channels_support::WHSEC),
+        ("TICKETS_TOKEN", "tk-1"),
+    ];
     let Some(cluster) = Cluster::start_with(
         "channels_across",
         &mock,
         2,
-        tickets_project(&target.url()),
+        channels_support::ticket_project(AGENT, &target.url()),
         &env,
     )
     .await
@@ -823,7 +787,7 @@ async fn deliveries_spread_over_two_servers_run_once_in_one_session_and_reply_on
     // A provider's delivery and its retries, reaching both servers at once: run once.
     let sends = (0..6).map(|i| {
         let url = if i % 2 == 0 { a.clone() } else { b.clone() };
-        async move { ticket(&url, "msg_dup", 42, "It broke").await }
+        async move { channels_support::ticket(&url, "msg_dup", 42, "It broke").await }
     });
     let answers = futures::future::join_all(sends).await;
     assert!(
@@ -837,7 +801,7 @@ async fn deliveries_spread_over_two_servers_run_once_in_one_session_and_reply_on
     assert_eq!(fresh, 1, "{answers:?}");
     channels_support::model_requests(&mock, 1).await;
     // The same ticket through the other server while the first turn runs: same session.
-    let (status, _) = ticket(&b, "msg_next", 42, "Still broken").await;
+    let (status, _) = channels_support::ticket(&b, "msg_next", 42, "Still broken").await;
     assert_eq!(status, 202);
     channels_support::model_requests(&mock, 2).await;
     let replies = replies_posted(&target, 2).await;
@@ -865,7 +829,7 @@ async fn deliveries_spread_over_two_servers_run_once_in_one_session_and_reply_on
 async fn a_delivery_acknowledged_by_a_server_killed_at_once_runs_once_on_another() {
     let mock = MockModelServer::start().await;
     let target = FakeApi::start().await;
-    let project = tickets_project(&target.url());
+    let project = channels_support::ticket_project(AGENT, &target.url());
     let Some(mut cluster) = Cluster::start_with(
         "channels_kill",
         &mock,
@@ -873,6 +837,7 @@ async fn a_delivery_acknowledged_by_a_server_killed_at_once_runs_once_on_another
         project,
         &[
             ("HOOK_WHSEC", channels_support::WHSEC),
+            ("TICKETS_TOKEN", "tk-1"),
             ("FOLIO_FAULT", "channel-acknowledged"),
         ],
     )
@@ -881,17 +846,23 @@ async fn a_delivery_acknowledged_by_a_server_killed_at_once_runs_once_on_another
         return;
     };
     cluster
-        .add(&mock, &[("HOOK_WHSEC", channels_support::WHSEC)])
+        .add(
+            &mock,
+            &[
+                ("HOOK_WHSEC", channels_support::WHSEC),
+                ("TICKETS_TOKEN", "tk-1"),
+            ],
+        )
         .await;
     let (a, b) = (cluster.url(0).to_string(), cluster.url(1).to_string());
     mock.push(MockReply::text("Taken over."));
     // A records and acknowledges the delivery, then dies before running it.
-    let (status, answer) = ticket(&a, "msg_k", 7, "Kill me").await;
+    let (status, answer) = channels_support::ticket(&a, "msg_k", 7, "Kill me").await;
     assert_eq!((status, channels_support::duplicate(&answer)), (202, false));
     channels_support::kill(cluster.servers.remove(0)).await;
     // The provider's retry reaches B: a duplicate, while B runs the work once A's claim
     // expired.
-    let (status, answer) = ticket(&b, "msg_k", 7, "Kill me").await;
+    let (status, answer) = channels_support::ticket(&b, "msg_k", 7, "Kill me").await;
     assert_eq!((status, channels_support::duplicate(&answer)), (202, true));
     let settled = channels_support::settled(&b, "tickets").await;
     assert_eq!(settled.len(), 1);
@@ -905,12 +876,15 @@ async fn a_delivery_acknowledged_by_a_server_killed_at_once_runs_once_on_another
 async fn the_follow_of_a_server_killed_mid_turn_is_taken_over_and_the_next_reply_sent_once() {
     let mock = MockModelServer::start().await;
     let target = FakeApi::start().await;
-    let env = [("HOOK_WHSEC", channels_support::WHSEC)];
+    let env = [
+        ("HOOK_WHSEC", channels_support::WHSEC),
+        ("TICKETS_TOKEN", "tk-1"),
+    ];
     let Some(mut cluster) = Cluster::start_with(
         "channels_follow",
         &mock,
         2,
-        tickets_project(&target.url()),
+        channels_support::ticket_project(AGENT, &target.url()),
         &env,
     )
     .await
@@ -923,12 +897,12 @@ async fn the_follow_of_a_server_killed_mid_turn_is_taken_over_and_the_next_reply
             .chunk_delay(Duration::from_millis(500)),
     );
     mock.push(MockReply::text("After the takeover."));
-    let (status, _) = ticket(&a, "msg_1", 9, "Start").await;
+    let (status, _) = channels_support::ticket(&a, "msg_1", 9, "Start").await;
     assert_eq!(status, 202);
     channels_support::model_requests(&mock, 1).await;
     // A (running the turn and following the session) dies mid-turn.
     channels_support::kill(cluster.servers.remove(0)).await;
-    let (status, _) = ticket(&b, "msg_2", 9, "Again").await;
+    let (status, _) = channels_support::ticket(&b, "msg_2", 9, "Again").await;
     assert_eq!(status, 202);
     channels_support::model_requests(&mock, 2).await;
     let replies = replies_posted(&target, 1).await;

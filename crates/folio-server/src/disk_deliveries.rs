@@ -107,7 +107,7 @@ impl Claim {
 }
 
 /// A followed session and who follows it (`None`: nobody since the record was opened).
-struct Followed_ {
+struct FollowEntry {
     follow: Follow,
     claim: Option<Claim>,
 }
@@ -126,7 +126,7 @@ struct Inner {
     /// `(session, turn)` whose reply was delivered (or given up).
     replies: HashSet<(String, String)>,
     /// Followed sessions, by session id.
-    follows: HashMap<String, Followed_>,
+    follows: HashMap<String, FollowEntry>,
 }
 
 /// One channel's durable record.
@@ -407,7 +407,7 @@ fn apply(inner: &mut Inner, channel: &str, line: Line) {
                     queued_check: None,
                     generation: 0,
                 };
-                let followed = Followed_ {
+                let followed = FollowEntry {
                     follow,
                     claim: None,
                 };

@@ -81,8 +81,7 @@ fn follow(row: &PgRow) -> Result<Follow, PgError> {
 }
 
 impl PgStore {
-    /// Receives `delivery` in one of three statements: a first insert (new), a count on a row
-    /// received within 24 h before it (duplicate), or a row older than that received anew.
+    /// Receives `delivery` with the first of the [`RECEIVE`] statements that applies.
     async fn receive_row(
         &self,
         channel: &str,
@@ -102,65 +101,22 @@ impl PgStore {
             let (retry, retries, decision) = (retry.clone(), retries.clone(), decision.clone());
             async move {
                 loop {
-                    let inserted = sqlx::query(
-                        "INSERT INTO folio_channel_deliveries
-                             (channel, id, received_at, route, retry, retries, decision,
-                              claimed_by, claimed_until)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-                                 now() + $9 * interval '1 millisecond')
-                         ON CONFLICT (channel, id) DO NOTHING",
-                    )
-                    .bind(channel)
-                    .bind(&delivery.id)
-                    .bind(delivery.received_at)
-                    .bind(&delivery.route)
-                    .bind(&retry)
-                    .bind(&retries)
-                    .bind(&decision)
-                    .bind(owner)
-                    .bind(millis(ttl))
-                    .execute(self.pool())
-                    .await?;
-                    if inserted.rows_affected() == 1 {
-                        return Ok(Admitted::New);
-                    }
-                    let counted = sqlx::query(
-                        "UPDATE folio_channel_deliveries
-                         SET duplicates = duplicates + 1, retries = retries || $4
-                         WHERE channel = $1 AND id = $2
-                           AND received_at > $3 - interval '24 hours'",
-                    )
-                    .bind(channel)
-                    .bind(&delivery.id)
-                    .bind(delivery.received_at)
-                    .bind(&retries)
-                    .execute(self.pool())
-                    .await?;
-                    if counted.rows_affected() == 1 {
-                        return Ok(Admitted::Duplicate);
-                    }
-                    let renewed = sqlx::query(
-                        "UPDATE folio_channel_deliveries
-                         SET received_at = $3, route = $4, retry = $5, retries = $6,
-                             decision = $7, status = 'pending', session_id = NULL,
-                             message = NULL, duplicates = 0, claimed_by = $8,
-                             claimed_until = now() + $9 * interval '1 millisecond'
-                         WHERE channel = $1 AND id = $2
-                           AND received_at <= $3 - interval '24 hours'",
-                    )
-                    .bind(channel)
-                    .bind(&delivery.id)
-                    .bind(delivery.received_at)
-                    .bind(&delivery.route)
-                    .bind(&retry)
-                    .bind(&retries)
-                    .bind(&decision)
-                    .bind(owner)
-                    .bind(millis(ttl))
-                    .execute(self.pool())
-                    .await?;
-                    if renewed.rows_affected() == 1 {
-                        return Ok(Admitted::New);
+                    for (statement, admitted) in RECEIVE {
+                        let done = sqlx::query(statement)
+                            .bind(channel)
+                            .bind(&delivery.id)
+                            .bind(delivery.received_at)
+                            .bind(&delivery.route)
+                            .bind(&retry)
+                            .bind(&retries)
+                            .bind(&decision)
+                            .bind(owner)
+                            .bind(millis(ttl))
+                            .execute(self.pool())
+                            .await?;
+                        if done.rows_affected() == 1 {
+                            return Ok(admitted);
+                        }
                     }
                     // Another server changed the row between the statements: look again.
                 }
@@ -169,6 +125,35 @@ impl PgStore {
         .await
     }
 }
+
+/// The statements of a receipt, tried in turn until one changes a row, and what that makes
+/// the delivery: a first insert; a count on a row received within 24 h before it; a row older
+/// than that received anew. Each binds channel, id, received at, route, the request's retry,
+/// its retries (a list), the decision, the receiving server and the claim's milliseconds.
+const RECEIVE: [(&str, Admitted); 3] = [
+    (
+        "INSERT INTO folio_channel_deliveries
+             (channel, id, received_at, route, retry, retries, decision, claimed_by,
+              claimed_until)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + $9 * interval '1 millisecond')
+         ON CONFLICT (channel, id) DO NOTHING",
+        Admitted::New,
+    ),
+    (
+        "UPDATE folio_channel_deliveries
+         SET duplicates = duplicates + 1, retries = retries || $6
+         WHERE channel = $1 AND id = $2 AND received_at > $3 - interval '24 hours'",
+        Admitted::Duplicate,
+    ),
+    (
+        "UPDATE folio_channel_deliveries
+         SET received_at = $3, route = $4, retry = $5, retries = $6, decision = $7,
+             status = 'pending', session_id = NULL, message = NULL, duplicates = 0,
+             claimed_by = $8, claimed_until = now() + $9 * interval '1 millisecond'
+         WHERE channel = $1 AND id = $2 AND received_at <= $3 - interval '24 hours'",
+        Admitted::New,
+    ),
+];
 
 #[async_trait::async_trait]
 impl DeliveryStore for PgStore {

@@ -9,7 +9,7 @@ use folio_protocol::{DeliveriesResponse, DeliveryAccepted, DeliveryInfo, Deliver
 use folio_test_support::{MockModelServer, read_wire};
 use serde_json::{Value, json};
 
-use crate::serve_support::{Served, check_answer, client, get};
+use crate::serve_support::{Project, Served, check_answer, client, get, project, write_files};
 
 pub const SECRET: &str = "It's a Secret to Everybody";
 /// A Standard Webhooks secret (`whsec_` + base64 of the key).
@@ -326,4 +326,50 @@ pub fn slack_mention(event_id: &str, ts: &str, thread_ts: Option<&str>, text: &s
         "event_id": event_id,
         "event_time": 1_700_000_000,
     })
+}
+
+/// A project of `agent` with a Standard Webhooks channel `tickets` whose `[deliver]` posts
+/// replies to `target` (its `Authorization` from `TICKETS_TOKEN`).
+pub fn ticket_project(agent: &str, target: &str) -> Project {
+    let project = project(agent);
+    let manifest = format!(
+        r#"kind = "webhook"
+auth = [{{ hmac = {{ secret_env = "HOOK_WHSEC", provider = "standard-webhooks" }} }}]
+
+[[routes]]
+path = "/ticket"
+message = "{{{{ body.message }}}}"
+continuation = "{{{{ body.ticketId }}}}"
+title = "Ticket {{{{ body.ticketId }}}}"
+body_schema = {{ type = "object", required = ["ticketId", "message"], properties.ticketId = {{ type = "integer" }} }}
+
+[deliver]
+url = "{target}/api/{{{{ state.ticketId }}}}/comments"
+headers = {{ Authorization = "Bearer ${{TICKETS_TOKEN}}" }}
+max_attempts = 3
+"#
+    );
+    write_files(
+        project.path(),
+        &[("agent/channels/tickets.toml", &manifest)],
+    );
+    project
+}
+
+/// A signed ticket delivery to the `tickets` channel of [`ticket_project`]: its status and
+/// answer.
+pub async fn ticket(url: &str, id: &str, ticket: u32, message: &str) -> (u16, Value) {
+    let body = json!({"ticketId": ticket, "message": message}).to_string();
+    let ts = now();
+    let headers = [
+        ("webhook-id", id.to_string()),
+        ("webhook-timestamp", ts.to_string()),
+        ("webhook-signature", standard_signature(id, ts, &body)),
+    ];
+    deliver(
+        &format!("{url}/v1/channels/tickets/ticket"),
+        &body,
+        &headers,
+    )
+    .await
 }
