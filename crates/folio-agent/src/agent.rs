@@ -213,9 +213,19 @@ pub struct LoadOptions {
     /// `[root]`, which it cannot be combined with). The agent runs as under `[root]`: the
     /// rooted tool set, `/tmp` scratch per turn, skills at `/skills`, no `Shell` or `Task`.
     pub live_root: Option<LiveRoot>,
-    /// Where artifact records are kept instead of `<state-root>/artifacts` (`folio serve
-    /// --store`: the shared session store).
+    /// What a store other servers share keeps instead of the state root (`folio serve
+    /// --store`).
+    pub shared: SharedBackends,
+}
+
+/// What the agent keeps in a store other servers share instead of under the state root
+/// (`folio serve --store`); each `None`: under the state root.
+#[derive(Clone, Default)]
+pub struct SharedBackends {
+    /// The artifact records (instead of `<state-root>/artifacts`).
     pub artifacts: Option<Arc<dyn ArtifactBackend>>,
+    /// The MCP credentials of the sessions' principals (instead of `<state-root>/mcp-auth/`).
+    pub mcp_credentials: Option<Arc<dyn crate::mcp::SharedCredentials>>,
 }
 
 impl Agent {
@@ -332,6 +342,7 @@ impl Agent {
         let auth = McpAuth {
             dir: state.mcp_auth_dir(LOCAL_PRINCIPAL),
             login: options.mcp_login.clone(),
+            shared: None,
         };
         let connections = Connections::new(
             &definition.mcp_connections,
@@ -342,7 +353,11 @@ impl Agent {
         );
         if let Some(redirect_uri) = &options.mcp_redirect_uri {
             for connection in connections.model.values() {
-                connection.serve_principals(state.clone(), redirect_uri.clone());
+                connection.serve_principals(
+                    state.clone(),
+                    redirect_uri.clone(),
+                    options.shared.mcp_credentials.clone(),
+                );
             }
         }
         let mut failed_connections = BTreeMap::new();
@@ -389,7 +404,7 @@ impl Agent {
             }
         }
         let config = definition.artifacts.clone().unwrap_or_default();
-        let artifacts = match &options.artifacts {
+        let artifacts = match &options.shared.artifacts {
             Some(backend) => ArtifactStore::with_backend(backend.clone(), config)?,
             None => ArtifactStore::open(state.artifacts_dir(), config)?,
         };

@@ -144,8 +144,8 @@ mod turn;
 mod workspace;
 
 pub use agent::{
-    Agent, AgentRoot, BindError, LoadError, LoadOptions, ModelOpener, TurnFs, TurnSession,
-    provider_config,
+    Agent, AgentRoot, BindError, LoadError, LoadOptions, ModelOpener, SharedBackends, TurnFs,
+    TurnSession, provider_config,
 };
 pub use artifacts::{
     ArtifactBackend, ArtifactError, ArtifactRecord, ArtifactStore, DEFAULT_KIND, DirArtifacts,

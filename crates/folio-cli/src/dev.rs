@@ -77,7 +77,7 @@ pub(crate) fn dev(args: ServeArgs, model: Option<String>) -> anyhow::Result<Exit
                         unconfined,
                         Some(&peers),
                         Some(redirect),
-                        manager.artifact_backend(),
+                        manager.shared_backends(),
                     );
                     match loaded.await {
                         Ok((agent, _)) => {

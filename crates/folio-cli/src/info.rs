@@ -326,6 +326,7 @@ async fn connection_checks(definition: &AgentDefinition, dir: &Path) -> Vec<Conn
         Some(&folio_agent::mcp::McpAuth {
             dir: dir.to_path_buf(),
             login: None,
+            shared: None,
         }),
     );
     let mut checks = Vec::new();

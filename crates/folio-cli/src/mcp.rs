@@ -58,15 +58,16 @@ pub(crate) fn mcp(command: McpCommand) -> anyhow::Result<ExitCode> {
     let auth = McpAuth {
         dir: state.mcp_auth_dir(LOCAL_PRINCIPAL),
         login: Some(McpLogin::from_env()),
+        shared: None,
     };
-    let store = auth.store(&config.name);
+    let file = auth.file(&config.name);
     if !login {
-        match std::fs::remove_file(store.path()) {
+        match std::fs::remove_file(&file) {
             Ok(()) => eprintln!("logged out of MCP server \"{}\"", config.name),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 eprintln!("no stored tokens for MCP server \"{}\"", config.name)
             }
-            Err(err) => bail!("cannot delete {}: {err}", store.path().display()),
+            Err(err) => bail!("cannot delete {}: {err}", file.display()),
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -84,7 +85,7 @@ pub(crate) fn mcp(command: McpCommand) -> anyhow::Result<ExitCode> {
             "MCP server \"{}\" is authorized ({} tools); tokens in {}",
             config.name,
             tools.len(),
-            store.path().display()
+            file.display()
         );
         Ok(ExitCode::SUCCESS)
     })

@@ -156,7 +156,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         false,
         None,
         None,
-        None,
+        Default::default(),
     )
     .await?;
     let agent = Arc::new(agent);

@@ -9,13 +9,13 @@ use anyhow::{Context, bail};
 use folio_agent::mcp::McpTransport;
 use folio_agent::peers::PeerDirectory;
 use folio_agent::{Agent, discover};
-use folio_agent::{ArtifactBackend, LoadOptions};
+use folio_agent::{LoadOptions, SharedBackends};
 use folio_channels::{ChannelOptions, Channels};
 use folio_server::http::{HttpConfig, Layout, MCP_AUTH_CALLBACK, Mount, router_with};
 use folio_server::schedule::{Clock, Scheduler, SystemClock};
 use folio_server::{
     Auth, Browsers, DEFAULT_LEASE_TTL, FaultPoint, LogBuffer, SessionManager, StateRoot,
-    StoreArtifacts, WorkspaceRoot,
+    WorkspaceRoot,
 };
 
 use crate::model::open_model;
@@ -167,8 +167,9 @@ pub(crate) fn slug_for(dir: &Path, layout: Layout) -> anyhow::Result<String> {
 /// Discovers and loads the agent of `dir`, printing its diagnostics; `peers` are the agents of
 /// the same server (`None` outside `folio serve`: a same-server peer connection is an error);
 /// with `mcp_redirect_uri` (the server's MCP OAuth callback), each principal calls HTTP MCP
-/// servers with its own tokens and a call that needs authorization parks its turn; with
-/// `artifacts` (a shared session store's), artifacts are kept there instead of the state root.
+/// servers with its own tokens and a call that needs authorization parks its turn; `shared`
+/// keeps artifacts and the principals' MCP tokens in a shared session store instead of the
+/// state root.
 pub(crate) async fn load_agent(
     dir: &Path,
     model: Option<&str>,
@@ -176,7 +177,7 @@ pub(crate) async fn load_agent(
     unconfined_files: bool,
     peers: Option<&PeerDirectory>,
     mcp_redirect_uri: Option<&str>,
-    artifacts: Option<Arc<dyn ArtifactBackend>>,
+    shared: SharedBackends,
 ) -> anyhow::Result<(Agent, Vec<folio_protocol::DiagnosticInfo>)> {
     let discovery = discover(dir);
     for diagnostic in &discovery.diagnostics {
@@ -201,7 +202,7 @@ pub(crate) async fn load_agent(
         keep_failed_connections: true,
         peers: peers.cloned(),
         mcp_redirect_uri: mcp_redirect_uri.map(str::to_string),
-        artifacts,
+        shared,
         ..LoadOptions::default()
     };
     let agent = Agent::load_with(definition, provider, model, options)
@@ -308,9 +309,10 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             args.unconfined_files,
             Some(&peers),
             Some(&mcp_redirect_uri),
-            store.as_ref().map(|store| {
-                Arc::new(StoreArtifacts::new(store.clone())) as Arc<dyn ArtifactBackend>
-            }),
+            store
+                .as_ref()
+                .map(folio_server::shared_backends)
+                .unwrap_or_default(),
         )
         .await?;
         let manager = match &store {

@@ -6,7 +6,9 @@
 //! runs with that principal's token. Each principal authorizes on its own and never uses another's
 //! token; an expired access token is refreshed without a person; a restart while a turn waits
 //! asks again with a fresh URL; and no token ever appears outside the token files: not in the
-//! event log, nor the state root's other files, nor the server's log.
+//! event log, nor the state root's other files, nor the server's log. On a shared store (two
+//! servers, one PostgreSQL), the redirect may reach the server whose turn does not wait for it,
+//! and the token stored through one server serves the principal's sessions on every server.
 
 mod serve_support;
 
@@ -391,4 +393,121 @@ async fn a_restart_asks_again_and_an_expired_token_is_refreshed_without_a_person
     assert_ne!(stored_access_token(&setup.agent_state(), "alice"), before);
     drop(served);
     assert_tokens_stay_in_their_files(&server, &setup);
+}
+
+/// A copy of the operator's login (`mcp-auth/local/`) under a fresh state root of its own, for
+/// one more server of the agent.
+fn state_with_operator_login(setup: &Setup) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let to = root.path().join("mcp-auth/local");
+    std::fs::create_dir_all(&to).unwrap();
+    std::fs::copy(
+        setup.agent_state().join("mcp-auth/local/docs.json"),
+        to.join("docs.json"),
+    )
+    .unwrap();
+    root
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn on_a_shared_store_a_redirect_reaching_another_server_completes_the_turn_and_the_token_serves_every_server()
+ {
+    let Some(database) = folio_store_postgres::testing::test_database("mcp_auth_across").await
+    else {
+        return;
+    };
+    let server = OAuthMcpServer::start(Duration::from_secs(3600)).await;
+    let setup = setup(&server).await;
+    let mock = MockModelServer::start().await;
+    let workspaces = tempfile::tempdir().unwrap();
+    let states = [
+        state_with_operator_login(&setup),
+        state_with_operator_login(&setup),
+    ];
+    let mut servers = Vec::new();
+    for state in &states {
+        let served = serve_logging_to(
+            &mock.openai_base_url(),
+            setup.project.path(),
+            state.path(),
+            &[
+                "--mode",
+                "single",
+                "--tokens-file",
+                setup.tokens.to_str().unwrap(),
+                "--store",
+                &database,
+                "--workspace-root",
+                workspaces.path().to_str().unwrap(),
+                "--lease-ttl-ms",
+                "3000",
+            ],
+            &[],
+            &setup.log,
+        )
+        .await;
+        servers.push(served);
+    }
+    let (a, b) = (servers[0].url.clone(), servers[1].url.clone());
+
+    // Alice's turn on A parks on the authorization; the redirect, through a load balancer,
+    // reaches B.
+    mock.push(MockReply::tool_calls([(TOOL, json!({}))]));
+    mock.push(MockReply::text("You are Alice."));
+    let alice = create_as(&a, ALICE, "who am I?").await;
+    let mut stream = Stream::open(&a, &alice.session_id, 0, Some(ALICE)).await;
+    let requested = stream.until("action.authorization_requested").await;
+    let requested = data::<ActionAuthorizationRequested>(&requested).clone();
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let login = browser
+        .get(format!("{}&user=alice", requested.url))
+        .send()
+        .await
+        .unwrap();
+    let back = login.headers()["location"].to_str().unwrap().to_string();
+    assert!(
+        back.starts_with(&format!("{a}/v1/mcp-auth/callback?")),
+        "{back}"
+    );
+    let to_b = back.replacen(&a, &b, 1);
+    let answer = browser.get(&to_b).send().await.unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    assert!(answer.text().await.unwrap().contains("Folio is authorized"));
+    stream.until("action.authorization_resolved").await;
+    assert_eq!(next_output(&mut stream).await, "\"you are alice\"");
+    stream.until("session.waiting").await;
+    // The redirect is used up: no turn on any server waits for it, and each server says so.
+    for url in [&a, &b] {
+        let again = browser.get(back.replacen(&a, url, 1)).send().await.unwrap();
+        assert_eq!(again.status().as_u16(), 404, "{url}");
+    }
+
+    // Alice's session on B calls the tool with the token stored through A: nobody is asked.
+    mock.push(MockReply::tool_calls([(TOOL, json!({}))]));
+    mock.push(MockReply::text("Alice again."));
+    let on_b = create_as(&b, ALICE, "who am I now?").await;
+    let mut on_b_stream = Stream::open(&b, &on_b.session_id, 0, Some(ALICE)).await;
+    assert_eq!(next_output(&mut on_b_stream).await, "\"you are alice\"");
+    on_b_stream.until("session.waiting").await;
+    assert_eq!(on_b_stream.count("action.authorization_requested"), 0);
+
+    // The token is a row of the store, in no server's state root.
+    let store = folio_store_postgres::PgStore::connect(&database, Default::default())
+        .await
+        .unwrap();
+    let stored = folio_store::SessionStore::mcp_credentials(&store, "alice", "docs")
+        .await
+        .unwrap()
+        .expect("alice's credentials in the store");
+    let token = stored
+        .pointer("/token_response/access_token")
+        .and_then(serde_json::Value::as_str)
+        .unwrap();
+    assert!(server.issued_tokens().iter().any(|issued| issued == token));
+    for state in &states {
+        assert!(!state.path().join("mcp-auth/alice").exists());
+    }
 }

@@ -9,7 +9,11 @@ use std::process::{Command, Output};
 use common::folio_bin;
 use folio_store_postgres::testing::{admin_options, test_database};
 use folio_store_postgres::{SchemaStatus, StoreStats};
-use sqlx::{ConnectOptions, Executor};
+use sqlx::ConnectOptions;
+
+/// The schema version this folio migrates to: its newest migration
+/// (`crates/folio-store-postgres/migrations/`).
+const SCHEMA: i64 = 5;
 
 fn folio_store(args: &[&str], store: &str) -> Output {
     Command::new(folio_bin())
@@ -68,7 +72,7 @@ async fn migrate_check_and_stats_on_a_fresh_database_then_a_newer_schema_is_refu
     assert_eq!(
         stdout,
         format!(
-            "{location}: reachable; schema version 0, this folio's is 3: `folio store migrate` (or starting `folio serve --store …`) applies the missing migrations\n"
+            "{location}: reachable; schema version 0, this folio's is {SCHEMA}: `folio store migrate` (or starting `folio serve --store …`) applies the missing migrations\n"
         )
     );
     let stderr = stderr_line(&folio_store(&["stats"], &url));
@@ -77,12 +81,12 @@ async fn migrate_check_and_stats_on_a_fresh_database_then_a_newer_schema_is_refu
     let stdout = ok(folio_store(&["migrate"], &url));
     assert_eq!(
         stdout,
-        format!("{location}: migrated from schema version 0 to 3\n")
+        format!("{location}: migrated from schema version 0 to {SCHEMA}\n")
     );
     let stdout = ok(folio_store(&["migrate"], &url));
     assert_eq!(
         stdout,
-        format!("{location}: already at schema version 3; nothing to do\n")
+        format!("{location}: already at schema version {SCHEMA}; nothing to do\n")
     );
     let check: SchemaStatus =
         serde_json::from_str(&ok(folio_store(&["check", "--json"], &url))).unwrap();
@@ -90,8 +94,8 @@ async fn migrate_check_and_stats_on_a_fresh_database_then_a_newer_schema_is_refu
         check,
         SchemaStatus {
             location: location.to_string(),
-            database: 3,
-            binary: 3
+            database: SCHEMA,
+            binary: SCHEMA
         }
     );
     let stats: StoreStats =
@@ -103,31 +107,36 @@ async fn migrate_check_and_stats_on_a_fresh_database_then_a_newer_schema_is_refu
             stats.live_leases,
             stats.slot_claims,
             stats.reminders,
-            stats.artifacts
+            stats.artifacts,
+            stats.deliveries
         ),
-        (0, 0, 0, 0, 0, 0)
+        (0, 0, 0, 0, 0, 0, 0)
     );
-    assert_eq!(stats.tables.len(), 7);
+    assert_eq!(stats.tables.len(), 12);
     let text = ok(folio_store(&["stats"], &url));
     assert!(
-        text.starts_with(&format!("{location} (schema version 3)\n")),
+        text.starts_with(&format!("{location} (schema version {SCHEMA})\n")),
         "{text}"
     );
     assert!(text.contains("  sessions                   0\n"), "{text}");
 
     // A newer folio migrated the database: this one refuses it, saying what to do.
     let mut admin = admin_options(&url).connect().await.unwrap();
-    admin
-        .execute(
-            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
-             VALUES (4, 'from a newer folio', true, '\\x00', 1)",
-        )
-        .await
-        .unwrap();
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+         VALUES ($1, 'from a newer folio', true, '\\x00', 1)",
+    )
+    .bind(SCHEMA + 1)
+    .execute(&mut admin)
+    .await
+    .unwrap();
     for command in ["check", "migrate"] {
         let stderr = stderr_line(&folio_store(&[command], &url));
         assert!(
-            stderr.contains("schema is version 4, newer than the 3 this folio supports"),
+            stderr.contains(&format!(
+                "schema is version {}, newer than the {SCHEMA} this folio supports",
+                SCHEMA + 1
+            )),
             "{command}: {stderr}"
         );
     }

@@ -60,6 +60,50 @@ const RELAY_SIGNAL: &str = "relay ";
 /// bytes); a coalesced message too large to relay waits for the owner's turn to end instead.
 const MAX_SIGNAL: usize = 7_000;
 
+/// The session id the signals carrying MCP authorization redirects use: not a session's (ids
+/// are `ses_…`), heard by every server.
+const AUTHORIZATIONS: &str = "mcp-auth";
+/// The prefix of the signal passing an authorization redirect to whichever server has the turn
+/// waiting for it ([`Authorize`] as JSON after the prefix).
+const AUTHORIZE_SIGNAL: &str = "authorize ";
+/// The prefix of that server's answers to the server the redirect reached ([`Authorized`]).
+const AUTHORIZED_SIGNAL: &str = "authorized ";
+/// How long the server a redirect reached waits for another to say it has the waiting turn.
+const AUTHORIZE_CLAIM: Duration = Duration::from_secs(5);
+/// How long it then waits for that server to complete the authorization.
+const AUTHORIZE_DONE: Duration = Duration::from_secs(120);
+
+/// An authorization redirect that reached a server whose turns do not wait for it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Authorize {
+    /// The relay's id, named in the answers.
+    id: String,
+    /// The server the redirect reached, which answers the browser.
+    from: String,
+    /// The redirect's `state`: which authorization it completes.
+    state: String,
+    /// The redirect's whole query string.
+    query: String,
+}
+
+/// An answer to an [`Authorize`], from the server with the waiting turn.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Authorized {
+    id: String,
+    to: String,
+    step: AuthorizeStep,
+}
+
+/// Where a relayed authorization stands.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum AuthorizeStep {
+    /// The server with the waiting turn took the redirect.
+    Claimed,
+    /// It completed (`None`) or failed (why).
+    Done(Option<String>),
+}
+
 /// A coalesced follow-up relayed to the server running the session's turn, which queues it
 /// into that turn as if it had arrived there.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -280,6 +324,10 @@ impl SessionManager {
     }
 
     fn on_signal(&self, session_id: &str, message: &str) {
+        if session_id == AUTHORIZATIONS {
+            self.on_authorization_signal(message);
+            return;
+        }
         let Some(live) = self.inner.live(session_id) else {
             return;
         };
@@ -317,6 +365,105 @@ impl SessionManager {
             return;
         };
         let _ = self.post(&live, command);
+    }
+
+    /// Completes a relayed authorization redirect when a turn of this server waits for it,
+    /// answering the server it reached; or hands an answer to this server's relay.
+    fn on_authorization_signal(&self, message: &str) {
+        if let Some(json) = message.strip_prefix(AUTHORIZE_SIGNAL) {
+            let Ok(ask) = serde_json::from_str::<Authorize>(json) else {
+                return;
+            };
+            let Some(waiter) = self.take_authorization(&ask.state) else {
+                return;
+            };
+            let manager = self.clone();
+            self.inner.tasks.spawn(async move {
+                manager.answer(&ask, AuthorizeStep::Claimed).await;
+                let done = Self::complete_authorization(waiter, &ask.query).await;
+                let step = AuthorizeStep::Done(done.err().map(|err| err.to_string()));
+                manager.answer(&ask, step).await;
+            });
+        } else if let Some(json) = message.strip_prefix(AUTHORIZED_SIGNAL) {
+            let Ok(answer) = serde_json::from_str::<Authorized>(json) else {
+                return;
+            };
+            if let Some(relay) = lock(&self.inner.authorizing).get(&answer.id) {
+                let _ = relay.send(answer.step);
+            }
+        }
+    }
+
+    /// Tells the server `ask` came from where its authorization stands.
+    async fn answer(&self, ask: &Authorize, step: AuthorizeStep) {
+        let Some(shared) = &self.inner.shared else {
+            return;
+        };
+        let answer = Authorized {
+            id: ask.id.clone(),
+            to: ask.from.clone(),
+            step,
+        };
+        let message = format!(
+            "{AUTHORIZED_SIGNAL}{}",
+            serde_json::to_string(&answer).unwrap_or_default()
+        );
+        if let Err(err) = shared.store.signal(AUTHORIZATIONS, &message).await {
+            self.inner.logs.warn(format!(
+                "the server a redirect of an MCP authorization reached was not told how it went: {err}"
+            ));
+        }
+    }
+
+    /// Passes an authorization redirect that no turn of this server waits for to the server
+    /// whose turn does, and waits for it to complete there.
+    pub(crate) async fn relay_authorization(
+        &self,
+        state: &str,
+        query: &str,
+    ) -> Result<(), ManagerError> {
+        let Some(shared) = &self.inner.shared else {
+            return Err(not_waiting());
+        };
+        let ask = Authorize {
+            id: ulid::Ulid::generate().to_string(),
+            from: shared.server.clone(),
+            state: state.to_string(),
+            query: query.to_string(),
+        };
+        let message = format!(
+            "{AUTHORIZE_SIGNAL}{}",
+            serde_json::to_string(&ask).unwrap_or_default()
+        );
+        if message.len() > MAX_SIGNAL {
+            return Err(ManagerError::Invalid(
+                "the authorization redirect is too long to pass to the server running the turn"
+                    .into(),
+            ));
+        }
+        let (relay, mut steps) = tokio::sync::mpsc::unbounded_channel();
+        lock(&self.inner.authorizing).insert(ask.id.clone(), relay);
+        let relayed = async {
+            shared
+                .store
+                .signal(AUTHORIZATIONS, &message)
+                .await
+                .map_err(|err| store_error("cannot pass the authorization on", err))?;
+            match tokio::time::timeout(AUTHORIZE_CLAIM, steps.recv()).await {
+                Ok(Some(AuthorizeStep::Claimed)) => {}
+                Ok(Some(AuthorizeStep::Done(failed))) => return done(failed),
+                _ => return Err(not_waiting()),
+            }
+            match tokio::time::timeout(AUTHORIZE_DONE, steps.recv()).await {
+                Ok(Some(AuthorizeStep::Done(failed))) => done(failed),
+                _ => Err(ManagerError::Internal(
+                    "the server running the turn did not say whether the authorization completed; the session shows whether the turn went on".into(),
+                )),
+            }
+        };
+        let outcome = relayed.await;
+        lock(&self.inner.authorizing).remove(&ask.id);
+        outcome
     }
 
     /// Takes over the sessions whose owner's lease expired (the owner died), every half
@@ -423,5 +570,20 @@ pub(crate) async fn follow(
                 live.id
             )),
         }
+    }
+}
+
+/// The error of a redirect no turn waits for.
+pub(crate) fn not_waiting() -> ManagerError {
+    ManagerError::NotFound(
+        "no turn waits for this authorization: it was completed already, or the server restarted (the turn then asks again with a new URL)".into(),
+    )
+}
+
+/// A relayed authorization's outcome as the server that completed it told it.
+fn done(failed: Option<String>) -> Result<(), ManagerError> {
+    match failed {
+        None => Ok(()),
+        Some(why) => Err(ManagerError::Invalid(why)),
     }
 }

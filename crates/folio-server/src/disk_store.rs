@@ -108,6 +108,25 @@ impl DiskStore {
         })
     }
 
+    /// The credentials file of `principal` for MCP connection `connection`
+    /// (`mcp-auth/<principal>/<connection>.json`, as `folio serve` keeps them).
+    fn credentials(
+        &self,
+        principal: &str,
+        connection: &str,
+    ) -> Result<folio_agent::mcp::McpCredentialStore, StoreError> {
+        if connection.is_empty() || connection.contains(['/', '\\']) || connection.starts_with('.')
+        {
+            return Err(StoreError::Backend(format!(
+                "{connection:?} is not an MCP connection name"
+            )));
+        }
+        let dir = self.state.mcp_auth_dir(principal);
+        Ok(folio_agent::mcp::McpCredentialStore::file(
+            dir.join(format!("{connection}.json")),
+        ))
+    }
+
     /// The session's open log; `NotFound` when the session does not exist.
     fn open_log(&self, session_id: &str) -> Result<Arc<OpenLog>, StoreError> {
         if let Some(open) = lock(&self.logs).get(session_id) {
@@ -673,6 +692,45 @@ impl SessionStore for DiskStore {
     async fn artifact_content(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         self.artifacts.content(id).await.map_err(artifact_error)
     }
+
+    async fn mcp_credentials(
+        &self,
+        principal: &str,
+        connection: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        self.credentials(principal, connection)?
+            .load_json()
+            .await
+            .map_err(credentials_error)
+    }
+
+    async fn put_mcp_credentials(
+        &self,
+        principal: &str,
+        connection: &str,
+        credentials: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        self.credentials(principal, connection)?
+            .save_json(credentials.clone())
+            .await
+            .map_err(credentials_error)
+    }
+
+    async fn clear_mcp_credentials(
+        &self,
+        principal: &str,
+        connection: &str,
+    ) -> Result<(), StoreError> {
+        self.credentials(principal, connection)?
+            .remove()
+            .await
+            .map_err(credentials_error)
+    }
+}
+
+/// An MCP credentials operation's error, as the store reports it.
+fn credentials_error(err: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(format!("MCP credentials: {err}"))
 }
 
 /// Whether `name` can name a slot log under the state root: relative, `/`-separated segments

@@ -79,7 +79,7 @@ mod retention;
 pub mod schedule;
 mod shared;
 mod state;
-mod store_artifacts;
+mod store_backends;
 mod stream;
 mod token;
 mod workspace_root;
@@ -100,6 +100,6 @@ pub use state::{
     SessionMeta, SessionOptions, StateRoot, load_meta, new_session_id, new_turn_id,
     valid_session_id,
 };
-pub use store_artifacts::StoreArtifacts;
+pub use store_backends::{StoreArtifacts, StoreCredentials, shared_backends};
 pub use stream::EventStream;
 pub use workspace_root::WorkspaceRoot;

@@ -98,7 +98,7 @@ impl SessionManager {
 
     /// Opens `agent`'s sessions in a session `store` that other servers share (`folio serve
     /// --store`): sessions, event logs, idempotency records and schedule claims live there;
-    /// `state` keeps what stays on this server (MCP tokens, reminders, eval runs). A turn runs
+    /// `state` keeps what stays on this server (the operator's MCP login, eval runs). A turn runs
     /// under a lease living `lease_ttl` unless renewed; a dead server's turns are taken over
     /// after it (see the `cluster` module). Needs a tokio runtime: it starts the tasks that
     /// follow other servers' signals and take over expired leases.
@@ -165,19 +165,21 @@ impl SessionManager {
                 shared,
                 deliveries,
                 server,
+                authorizing: Default::default(),
                 owning: Default::default(),
             }),
         };
         Ok(manager)
     }
 
-    /// Where the agent's artifacts are kept when the sessions are in a shared store (`None`:
-    /// under the state root): the store, for an agent reloaded by `folio dev`.
-    pub fn artifact_backend(&self) -> Option<Arc<dyn folio_agent::ArtifactBackend>> {
-        self.inner.shared.as_ref().map(|shared| {
-            Arc::new(crate::StoreArtifacts::new(shared.store.clone()))
-                as Arc<dyn folio_agent::ArtifactBackend>
-        })
+    /// What the agent keeps in the shared store the sessions are in (none: everything under
+    /// the state root), for an agent reloaded by `folio dev`.
+    pub fn shared_backends(&self) -> folio_agent::SharedBackends {
+        self.inner
+            .shared
+            .as_ref()
+            .map(|shared| crate::shared_backends(&shared.store))
+            .unwrap_or_default()
     }
 
     /// Where the agent's channels keep their deliveries: the shared store, else the state root.
@@ -846,26 +848,44 @@ impl SessionManager {
     /// parked on the authorization whose request carried `state`, and waits for the code
     /// exchange. The `state` is the capability: unguessable, single-use, and shown only in the
     /// owning session's events; whoever brings it back, the tokens go to that session's
-    /// principal (the turn's own client stores them). `NotFound`: no turn of this agent waits
-    /// for that `state` (already used, or the server restarted: the turn asks again);
+    /// principal (the turn's own client stores them). On a shared store, a redirect reaching a
+    /// server whose turns do not wait for it is passed to the server whose turn does (a signal
+    /// every server hears), and answered once that server completed it. `NotFound`: no turn of
+    /// this agent waits for that `state` (already used, or the server restarted: the turn asks
+    /// again);
     /// `Invalid`: the authorization failed, saying why.
     pub async fn mcp_authorization_redirect(
         &self,
         state: &str,
         query: &str,
     ) -> Result<(), ManagerError> {
+        match self.take_authorization(state) {
+            Some(waiter) => Self::complete_authorization(waiter, query).await,
+            // On a shared store the turn may wait on another server.
+            None => self.relay_authorization(state, query).await,
+        }
+    }
+
+    /// The waiter of the authorization `state` names, if a turn of this server waits for it.
+    pub(crate) fn take_authorization(
+        &self,
+        state: &str,
+    ) -> Option<tokio::sync::oneshot::Sender<folio_agent::AuthorizationRedirect>> {
         let lives: Vec<Arc<Live>> = lock(&self.inner.live)
             .values()
             .filter_map(Weak::upgrade)
             .collect();
-        let waiter = lives
+        lives
             .iter()
             .find_map(|live| lock(&live.approvals).take_authorization(state))
-            .ok_or_else(|| {
-                ManagerError::NotFound(
-                    "no turn waits for this authorization: it was completed already, or the server restarted (the turn then asks again with a new URL)".into(),
-                )
-            })?;
+    }
+
+    /// Hands the redirect's `query` to the turn waiting for it and waits until the
+    /// authorization completed.
+    pub(crate) async fn complete_authorization(
+        waiter: tokio::sync::oneshot::Sender<folio_agent::AuthorizationRedirect>,
+        query: &str,
+    ) -> Result<(), ManagerError> {
         let (done, outcome) = tokio::sync::oneshot::channel();
         let redirect = folio_agent::AuthorizationRedirect {
             query: query.to_string(),

@@ -53,6 +53,11 @@ pub(crate) struct Inner {
     pub(crate) deliveries: Arc<dyn folio_store::DeliveryStore>,
     /// This server's id in the claims it takes (the shared store's server id).
     pub(crate) server: String,
+    /// The authorization redirects this server passed on to the server whose turn waits for
+    /// them, by relay id (see the `cluster` module).
+    pub(crate) authorizing: std::sync::Mutex<
+        HashMap<String, tokio::sync::mpsc::UnboundedSender<crate::cluster::AuthorizeStep>>,
+    >,
     /// Lease acquisitions under way, one at a time per session.
     pub(crate) owning: KeyLocks,
 }

@@ -40,6 +40,7 @@
 #![warn(missing_docs)]
 
 mod artifacts;
+mod credentials;
 mod deliveries;
 mod error;
 mod events;

@@ -44,7 +44,7 @@ pub struct TableStats {
     pub bytes: i64,
 }
 
-const TABLES: [&str; 11] = [
+const TABLES: [&str; 12] = [
     "folio_sessions",
     "folio_events",
     "folio_leases",
@@ -56,6 +56,7 @@ const TABLES: [&str; 11] = [
     "folio_channel_continuations",
     "folio_channel_replies",
     "folio_channel_follows",
+    "folio_mcp_credentials",
 ];
 
 impl PgStore {

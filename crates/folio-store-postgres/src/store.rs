@@ -204,4 +204,33 @@ impl SessionStore for PgStore {
     async fn artifact_content(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self.artifact_content_row(id).await?)
     }
+
+    async fn mcp_credentials(
+        &self,
+        principal: &str,
+        connection: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        Ok(self.credentials_row(principal, connection).await?)
+    }
+
+    async fn put_mcp_credentials(
+        &self,
+        principal: &str,
+        connection: &str,
+        credentials: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        Ok(self
+            .put_credentials_row(principal, connection, Some(credentials))
+            .await?)
+    }
+
+    async fn clear_mcp_credentials(
+        &self,
+        principal: &str,
+        connection: &str,
+    ) -> Result<(), StoreError> {
+        Ok(self
+            .put_credentials_row(principal, connection, None)
+            .await?)
+    }
 }

@@ -168,7 +168,8 @@ pub struct RetentionReport {
 }
 
 /// Where sessions, event logs, leases, idempotent creates, schedule claims, reminders, the
-/// agent's artifacts and (through [`SessionStore::deliveries`]) channel deliveries are kept.
+/// agent's artifacts, the principals' MCP credentials and (through
+/// [`SessionStore::deliveries`]) channel deliveries are kept.
 ///
 /// Object-safe: servers hold an `Arc<dyn SessionStore>`. Every method may fail with
 /// [`StoreError::Unavailable`] (retryable) or a backend error besides those it lists.
@@ -330,4 +331,27 @@ pub trait SessionStore: Send + Sync {
 
     /// The contents of artifact `id` (`None`: no such record, or it has none).
     async fn artifact_content(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// The MCP OAuth credentials of `principal`'s client of MCP connection `connection`, as
+    /// the client stored them (`None`: none).
+    async fn mcp_credentials(
+        &self,
+        principal: &str,
+        connection: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError>;
+
+    /// Stores `principal`'s credentials for `connection` in place of any before, durably.
+    async fn put_mcp_credentials(
+        &self,
+        principal: &str,
+        connection: &str,
+        credentials: &serde_json::Value,
+    ) -> Result<(), StoreError>;
+
+    /// Removes `principal`'s credentials for `connection` (none: nothing to do).
+    async fn clear_mcp_credentials(
+        &self,
+        principal: &str,
+        connection: &str,
+    ) -> Result<(), StoreError>;
 }

@@ -47,6 +47,7 @@ pub async fn run_all(make: impl AsyncFn() -> Arc<dyn SessionStore>) {
     concurrent_receivers_admit_an_id_once(make().await).await;
     a_continuation_key_opens_one_session(make().await).await;
     a_session_is_followed_by_one_server(make().await).await;
+    mcp_credentials_are_kept_per_principal_and_connection(make().await).await;
 }
 
 /// A chat session of `principal` with a fresh id, status `running`.
@@ -1262,5 +1263,46 @@ pub async fn a_session_is_followed_by_one_server(store: Arc<dyn SessionStore>) {
     assert!(
         matches!(followed, Followed::Started(ref f) if f.delivery_id == "d3"),
         "{name}: after its follow ended, a delivery starts a new one from itself: {followed:?}"
+    );
+}
+
+/// MCP credentials are kept per principal and connection, replaced whole, and cleared.
+pub async fn mcp_credentials_are_kept_per_principal_and_connection(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let first =
+        serde_json::json!({ "client_id": "c1", "token_response": { "access_token": "a1" } });
+    let second =
+        serde_json::json!({ "client_id": "c1", "token_response": { "access_token": "a2" } });
+    assert_eq!(store.mcp_credentials("alice", "docs").await.unwrap(), None);
+    store
+        .put_mcp_credentials("alice", "docs", &first)
+        .await
+        .unwrap();
+    store
+        .put_mcp_credentials("bob", "docs", &second)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.mcp_credentials("alice", "docs").await.unwrap(),
+        Some(first.clone()),
+        "{name}: a principal's credentials read back as stored"
+    );
+    assert_eq!(store.mcp_credentials("alice", "wiki").await.unwrap(), None);
+    store
+        .put_mcp_credentials("alice", "docs", &second)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.mcp_credentials("alice", "docs").await.unwrap(),
+        Some(second.clone()),
+        "{name}: new credentials replace the old"
+    );
+    store.clear_mcp_credentials("alice", "docs").await.unwrap();
+    store.clear_mcp_credentials("alice", "docs").await.unwrap();
+    assert_eq!(store.mcp_credentials("alice", "docs").await.unwrap(), None);
+    assert_eq!(
+        store.mcp_credentials("bob", "docs").await.unwrap(),
+        Some(second),
+        "{name}: clearing one principal's credentials leaves another's"
     );
 }

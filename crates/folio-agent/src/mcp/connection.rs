@@ -102,6 +102,8 @@ struct Principals {
     state: StateLayout,
     /// The server's OAuth callback route (`…/v1/mcp-auth/callback`).
     redirect_uri: String,
+    /// A store other servers share, keeping the tokens instead of the state root.
+    shared: Option<Arc<dyn super::SharedCredentials>>,
     /// The clients started so far, by principal.
     clients: StdMutex<HashMap<String, Arc<McpConnection>>>,
 }
@@ -180,14 +182,20 @@ impl McpConnection {
     }
 
     /// Makes this streamable-HTTP connection act for each principal with its own client and
-    /// tokens (`state`'s `mcp-auth/<principal>/`): a principal's client parks a tool call that
+    /// tokens (`state`'s `mcp-auth/<principal>/`, or `shared`): a principal's client parks a tool call that
     /// needs authorization, the redirect coming back to `redirect_uri`. Other transports (a
     /// child process, a peer) keep one client for everyone. Set once, by `folio serve`.
-    pub fn serve_principals(&self, state: StateLayout, redirect_uri: String) {
+    pub fn serve_principals(
+        &self,
+        state: StateLayout,
+        redirect_uri: String,
+        shared: Option<Arc<dyn super::SharedCredentials>>,
+    ) {
         if matches!(self.config.transport, McpTransport::Http { .. }) {
             let _ = self.principals.set(Principals {
                 state,
                 redirect_uri,
+                shared,
                 clients: StdMutex::new(HashMap::new()),
             });
         }
@@ -207,6 +215,7 @@ impl McpConnection {
             client.auth = Some(McpAuth {
                 dir: principals.state.mcp_auth_dir(principal),
                 login: None,
+                shared: (principals.shared.clone()).map(|store| (store, principal.to_string())),
             });
             client.redirect_uri = Some(principals.redirect_uri.clone());
             Arc::new(client)

@@ -24,7 +24,9 @@ pub use connection::{McpConnection, McpError};
 pub use elicitation::{ANNOUNCED_PROTOCOL_VERSION, elicitation_content};
 pub use env::{EnvLookup, process_env};
 pub use folio_project::McpTransport;
-pub use oauth::{FileCredentialStore, LOCAL_PRINCIPAL, McpAuth, McpLogin, auth_state};
+pub use oauth::{
+    LOCAL_PRINCIPAL, McpAuth, McpCredentialStore, McpLogin, SharedCredentials, auth_state,
+};
 pub use tool::{McpTool, mcp_tool_name, tool_output};
 
 /// The connections of an agent: model-facing ones and host-only ones, by name.

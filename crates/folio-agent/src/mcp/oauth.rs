@@ -6,8 +6,10 @@
 //! challenge or `scopes_supported`, refreshing tokens (before expiry, and once after a 401), and
 //! the client-credentials grant (`client_secret_basic` / `_post`, `private_key_jwt`). Folio adds:
 //!
-//! - [`FileCredentialStore`]: one JSON file per principal and connection under the state root
-//!   (`mcp-auth/<principal>/<connection>.json`), mode 0600, written atomically. Tokens never go
+//! - [`McpCredentialStore`]: one JSON file per principal and connection under the state root
+//!   (`mcp-auth/<principal>/<connection>.json`), mode 0600, written atomically; under `folio
+//!   serve --store`, the principals' credentials are rows of the shared store instead
+//!   ([`SharedCredentials`]), so a person authorizes once through any server. Tokens never go
 //!   into events or logs (rmcp's `Debug` of credentials redacts them; Folio logs none).
 //! - [`McpLogin`]: how a person is asked — the authorization URL is printed on stderr (and
 //!   opened with `$BROWSER` when set), and the code comes back to a one-route loopback server
@@ -51,15 +53,50 @@ pub struct McpAuth {
     pub dir: PathBuf,
     /// How to ask a person; none: a connection that needs authorization fails with how to log in.
     pub login: Option<McpLogin>,
+    /// A store every server of the agent shares, keeping the tokens instead of `dir`, with the
+    /// principal they are for (`folio serve --store`).
+    pub shared: Option<(Arc<dyn SharedCredentials>, String)>,
 }
 
 impl McpAuth {
-    /// The credentials store of connection `name`.
-    pub fn store(&self, name: &str) -> FileCredentialStore {
-        FileCredentialStore {
-            path: self.dir.join(format!("{name}.json")),
-        }
+    /// The credentials file of connection `name` under `dir`.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.json"))
     }
+
+    /// The credentials store of connection `name`.
+    pub fn store(&self, name: &str) -> McpCredentialStore {
+        let place = match &self.shared {
+            Some((store, principal)) => Place::Shared {
+                store: store.clone(),
+                principal: principal.clone(),
+                connection: name.to_string(),
+            },
+            None => Place::File(self.file(name)),
+        };
+        McpCredentialStore { place }
+    }
+}
+
+/// Where the principals' MCP credentials are kept when a store other servers share holds them
+/// (`folio serve --store`), as the JSON rmcp stores.
+#[async_trait::async_trait]
+pub trait SharedCredentials: Send + Sync + std::fmt::Debug {
+    /// The credentials of `principal` for `connection` (`None`: none).
+    async fn load(
+        &self,
+        principal: &str,
+        connection: &str,
+    ) -> Result<Option<serde_json::Value>, String>;
+    /// Stores them in place of any before.
+    async fn save(
+        &self,
+        principal: &str,
+        connection: &str,
+        credentials: serde_json::Value,
+    ) -> Result<(), String>;
+    /// Removes them.
+    async fn clear(&self, principal: &str, connection: &str) -> Result<(), String>;
 }
 
 /// How a person is asked to authorize: the URL is printed, and opened with `browser` when set.
@@ -80,16 +117,116 @@ impl McpLogin {
     }
 }
 
-/// OAuth credentials of one connection in a file (mode 0600, replaced atomically).
+/// OAuth credentials of one connection: in a file (mode 0600, replaced atomically), or in a
+/// store other servers share.
 #[derive(Debug, Clone)]
-pub struct FileCredentialStore {
-    path: PathBuf,
+pub struct McpCredentialStore {
+    place: Place,
 }
 
-impl FileCredentialStore {
-    /// The file.
-    pub fn path(&self) -> &Path {
-        &self.path
+#[derive(Debug, Clone)]
+enum Place {
+    File(PathBuf),
+    Shared {
+        store: Arc<dyn SharedCredentials>,
+        principal: String,
+        connection: String,
+    },
+}
+
+impl McpCredentialStore {
+    /// The credentials in the file `path`.
+    pub fn file(path: PathBuf) -> McpCredentialStore {
+        McpCredentialStore {
+            place: Place::File(path),
+        }
+    }
+
+    /// Whether credentials are stored.
+    pub(crate) async fn exists(&self) -> bool {
+        match &self.place {
+            Place::File(path) => tokio::fs::try_exists(path).await.unwrap_or(false),
+            Place::Shared { .. } => matches!(self.load_json().await, Ok(Some(_))),
+        }
+    }
+
+    /// The stored credentials as JSON (`None`: none).
+    pub async fn load_json(&self) -> Result<Option<serde_json::Value>, AuthError> {
+        let path = match &self.place {
+            Place::File(path) => path,
+            Place::Shared {
+                store,
+                principal,
+                connection,
+            } => {
+                return store
+                    .load(principal, connection)
+                    .await
+                    .map_err(|err| shared_error("read", connection, err));
+            }
+        };
+        match tokio::fs::read(path).await {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|err| corrupt(path, err)),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(store_error("read", path, err)),
+        }
+    }
+
+    /// Stores `credentials` (JSON) in place of any before.
+    pub async fn save_json(&self, credentials: serde_json::Value) -> Result<(), AuthError> {
+        let path = match &self.place {
+            Place::File(path) => path,
+            Place::Shared {
+                store,
+                principal,
+                connection,
+            } => {
+                return store
+                    .save(principal, connection, credentials)
+                    .await
+                    .map_err(|err| shared_error("store", connection, err));
+            }
+        };
+        let bytes = serde_json::to_vec(&credentials)
+            .map_err(|err| store_error("encode the credentials for", path, err))?;
+        let target = path.clone();
+        tokio::task::spawn_blocking(move || write_private(&target, &bytes))
+            .await
+            .map_err(|err| store_error("write", path, err))?
+            .map_err(|err| store_error("write", path, err))
+    }
+
+    /// Removes the stored credentials (none: nothing to do).
+    pub async fn remove(&self) -> Result<(), AuthError> {
+        let path = match &self.place {
+            Place::File(path) => path,
+            Place::Shared {
+                store,
+                principal,
+                connection,
+            } => {
+                return store
+                    .clear(principal, connection)
+                    .await
+                    .map_err(|err| shared_error("remove", connection, err));
+            }
+        };
+        match tokio::fs::remove_file(path).await {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                Err(store_error("remove", path, err))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Where the credentials are, for messages.
+    fn place_name(&self) -> String {
+        match &self.place {
+            Place::File(path) => path.display().to_string(),
+            Place::Shared { connection, .. } => format!("the session store ({connection})"),
+        }
     }
 }
 
@@ -97,39 +234,43 @@ fn store_error(what: &str, path: &Path, err: impl std::fmt::Display) -> AuthErro
     AuthError::InternalError(format!("cannot {what} {}: {err}", path.display()))
 }
 
+fn corrupt(path: &Path, err: impl std::fmt::Display) -> AuthError {
+    store_error(
+        "read the MCP credentials (delete the file and log in again)",
+        path,
+        err,
+    )
+}
+
+fn shared_error(what: &str, connection: &str, err: impl std::fmt::Display) -> AuthError {
+    AuthError::InternalError(format!(
+        "cannot {what} the MCP credentials of {connection} in the session store: {err}"
+    ))
+}
+
 #[async_trait::async_trait]
-impl CredentialStore for FileCredentialStore {
+impl CredentialStore for McpCredentialStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        match tokio::fs::read(&self.path).await {
-            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|err| {
-                store_error(
-                    "read the MCP credentials (delete the file and log in again)",
-                    &self.path,
-                    err,
-                )
-            }),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(err) => Err(store_error("read", &self.path, err)),
-        }
+        let Some(json) = self.load_json().await? else {
+            return Ok(None);
+        };
+        serde_json::from_value(json).map(Some).map_err(|err| {
+            AuthError::InternalError(format!(
+                "cannot read the MCP credentials in {} (delete them and log in again): {err}",
+                self.place_name()
+            ))
+        })
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        let bytes = serde_json::to_vec(&credentials)
-            .map_err(|err| store_error("encode the credentials for", &self.path, err))?;
-        let path = self.path.clone();
-        tokio::task::spawn_blocking(move || write_private(&path, &bytes))
-            .await
-            .map_err(|err| store_error("write", &self.path, err))?
-            .map_err(|err| store_error("write", &self.path, err))
+        let json = serde_json::to_value(&credentials).map_err(|err| {
+            AuthError::InternalError(format!("cannot encode the MCP credentials: {err}"))
+        })?;
+        self.save_json(json).await
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
-        match tokio::fs::remove_file(&self.path).await {
-            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
-                Err(store_error("remove", &self.path, err))
-            }
-            _ => Ok(()),
-        }
+        self.remove().await
     }
 }
 
@@ -366,13 +507,13 @@ async fn legacy_metadata(url: &str, challenge: Option<&str>) -> Option<Authoriza
 /// An authorization manager for `url` holding the stored credentials, if any.
 pub(crate) async fn manager(
     url: &str,
-    store: &FileCredentialStore,
+    store: &McpCredentialStore,
 ) -> Result<AuthorizationManager, String> {
     let mut manager = AuthorizationManager::new(url)
         .await
         .map_err(|err| format!("cannot set up OAuth for {url}: {err}"))?;
     manager.set_credential_store(store.clone());
-    if tokio::fs::try_exists(store.path()).await.unwrap_or(false) {
+    if store.exists().await {
         let metadata = resolve_metadata(&manager, url, None)
             .await
             .map_err(|err| format!("cannot discover the OAuth metadata of {url}: {err}"))?;
@@ -395,7 +536,7 @@ pub(crate) async fn manager(
 pub(crate) struct Authorizer {
     server: String,
     url: String,
-    store: FileCredentialStore,
+    store: McpCredentialStore,
     login: Option<McpLogin>,
     identity: ClientIdentity,
     authorizations: u32,
@@ -526,7 +667,7 @@ async fn authorize(
     server: &str,
     url: &str,
     challenge: &str,
-    store: &FileCredentialStore,
+    store: &McpCredentialStore,
     login: &McpLogin,
     client: &ClientIdentity,
     scopes: Vec<String>,
@@ -571,7 +712,7 @@ async fn authorize(
 async fn client_credentials(
     url: &str,
     challenge: &str,
-    store: &FileCredentialStore,
+    store: &McpCredentialStore,
     client: &ClientIdentity,
     machine: &MachineCredential,
     scopes: Vec<String>,
@@ -635,7 +776,7 @@ async fn client_credentials(
 pub(crate) async fn begin(
     url: &str,
     challenge: &str,
-    store: &FileCredentialStore,
+    store: &McpCredentialStore,
     client: &ClientIdentity,
     scopes: Vec<String>,
     redirect_uri: &str,
@@ -805,9 +946,7 @@ async fn stored_auth_state(config: &McpServerConfig, auth_dir: &Path) -> Connect
         .oauth
         .as_ref()
         .is_some_and(|oauth| oauth.grant == McpOAuthGrant::ClientCredentials);
-    let store = FileCredentialStore {
-        path: auth_dir.join(format!("{}.json", config.name)),
-    };
+    let store = McpCredentialStore::file(auth_dir.join(format!("{}.json", config.name)));
     let stored = match store.load().await {
         Ok(stored) => stored,
         Err(err) => {
