@@ -172,7 +172,10 @@ async fn follow_session(channel: &Arc<Channel>, mut follow: Follow, resumed: boo
         let turn = event.turn_id.clone().unwrap_or_default();
         match &event.body {
             EventBody::TurnStarted(_) => {
-                if replied(channel, &session, &turn).await || !refresh(channel, &mut follow).await {
+                if !refresh(channel, &mut follow).await {
+                    return;
+                }
+                if replied(channel, &session, &turn).await {
                     continue;
                 }
                 turn_state = TurnState {
@@ -194,7 +197,15 @@ async fn follow_session(channel: &Arc<Channel>, mut follow: Follow, resumed: boo
                     EventBody::TurnCompleted(done) => Ok(done.reply.as_str()),
                     _ => continue,
                 };
-                let state = std::mem::take(&mut turn_state);
+                let mut state = std::mem::take(&mut turn_state);
+                // The turn's start never reached the log (its server died before writing it
+                // out): what the start would have opened is opened now, to report the end.
+                if state.is_empty() && !replied(channel, &session, &turn).await {
+                    state = TurnState {
+                        check: start_check(channel, &session, &follow.context).await,
+                        slack: start_slack(channel, &session, &follow.context).await,
+                    };
+                }
                 report(channel, &session, &turn, outcome, state, &follow.context).await;
             }
             EventBody::SessionWaiting(_) if event.index >= replay_until => {
@@ -263,6 +274,13 @@ struct TurnState {
     check: Option<u64>,
     /// The turn's message in the thread (Slack).
     slack: Option<Reply>,
+}
+
+impl TurnState {
+    /// Nothing was started for the turn.
+    fn is_empty(&self) -> bool {
+        self.check.is_none() && self.slack.is_none()
+    }
 }
 
 /// Posts the turn's first message in its Slack thread (status line or stream target).

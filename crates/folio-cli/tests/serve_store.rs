@@ -914,3 +914,69 @@ async fn the_follow_of_a_server_killed_mid_turn_is_taken_over_and_the_next_reply
     let settled = channels_support::settled(&b, "tickets").await;
     assert_eq!(settled[0].session_id, settled[1].session_id);
 }
+
+/// The sessions in the cluster's database, read from the store itself.
+async fn stored_sessions(cluster: &Cluster) -> Vec<String> {
+    let store = folio_store_postgres::PgStore::connect(&cluster.database, Default::default())
+        .await
+        .unwrap();
+    let query = folio_store::ListQuery {
+        principal: None,
+        before: None,
+        limit: 100,
+    };
+    folio_store::SessionStore::list_sessions(&store, &query)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|meta| meta.session_id)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_create_whose_server_died_before_answering_is_removed_and_its_retry_runs_once() {
+    let mock = MockModelServer::start().await;
+    let Some(mut cluster) = Cluster::start_with(
+        "unacknowledged_create",
+        &mock,
+        1,
+        project(AGENT),
+        &[("FOLIO_FAULT", "session-created")],
+    )
+    .await
+    else {
+        return;
+    };
+    cluster.add(&mock, &[]).await;
+    let b = cluster.url(1).to_string();
+    // A aborts once the session's row is in the store, before its first event: no answer.
+    let request = CreateSession {
+        client_message_id: Some("create-1".into()),
+        ..CreateSession::message("hello")
+    };
+    let answer = client()
+        .post(format!("{}/v1/session", cluster.url(0)))
+        .json(&request)
+        .send()
+        .await;
+    assert!(answer.is_err(), "A answered: {answer:?}");
+    let orphan = stored_sessions(&cluster).await;
+    assert_eq!(orphan.len(), 1, "the row A created");
+    // B removes it once two lease lifetimes passed with its log still empty.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !stored_sessions(&cluster).await.is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the unacknowledged create was not removed within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The client retries with its key on B: the key's session is made (its recorded id), and
+    // the message runs once.
+    mock.push(MockReply::text("Hello."));
+    let created = create_session(&b, &request).await;
+    assert_eq!(created.session_id, orphan[0]);
+    let log = waiting_after(&b, &created.session_id, 1).await;
+    assert_eq!(all::<MessageReceived>(&log).len(), 1);
+    assert_eq!(mock.requests().len(), 1);
+}

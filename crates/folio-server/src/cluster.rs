@@ -60,6 +60,10 @@ const RELAY_SIGNAL: &str = "relay ";
 /// bytes); a coalesced message too large to relay waits for the owner's turn to end instead.
 const MAX_SIGNAL: usize = 7_000;
 
+/// How often a server looks for creates whose server stopped before acknowledging them (at
+/// most: every two lease lifetimes when that is shorter).
+const FORGET_EVERY: Duration = Duration::from_secs(60);
+
 /// The session id the signals carrying MCP authorization redirects use: not a session's (ids
 /// are `ses_…`), heard by every server.
 const AUTHORIZATIONS: &str = "mcp-auth";
@@ -467,12 +471,14 @@ impl SessionManager {
     }
 
     /// Takes over the sessions whose owner's lease expired (the owner died), every half
-    /// lease time to live, until shutdown.
+    /// lease time to live, and removes the creates a dead server never acknowledged (every
+    /// [`FORGET_EVERY`] at most), until shutdown.
     pub(crate) async fn run_takeover(self) {
         let Some(shared) = self.inner.shared.as_ref() else {
             return;
         };
         let shutdown = self.inner.shutdown.clone();
+        let mut forgot = tokio::time::Instant::now();
         loop {
             match shared.store.expired_leases().await {
                 Ok(leases) => {
@@ -485,9 +491,48 @@ impl SessionManager {
                     .logs
                     .warn(format!("cannot look for expired leases: {err}")),
             }
+            if forgot.elapsed() >= FORGET_EVERY.min(shared.ttl * 2) {
+                self.remove_unacknowledged_creates(shared).await;
+                forgot = tokio::time::Instant::now();
+            }
             tokio::select! {
                 () = tokio::time::sleep(shared.ttl / 2) => {}
                 () = shutdown.cancelled() => return,
+            }
+        }
+    }
+
+    /// Deletes the sessions whose server stopped between creating them and acknowledging the
+    /// create (their log stayed empty for two lease lifetimes), with their workspaces: the
+    /// client got no answer, and a retry with its key creates the session again.
+    async fn remove_unacknowledged_creates(&self, shared: &SharedStore) {
+        let deleted = match shared
+            .store
+            .delete_unacknowledged_sessions(shared.ttl * 2)
+            .await
+        {
+            Ok(deleted) => deleted,
+            Err(err) => {
+                self.inner
+                    .logs
+                    .warn(format!("cannot look for unacknowledged creates: {err}"));
+                return;
+            }
+        };
+        for meta in deleted {
+            let id = &meta.session_id;
+            let logs = self.inner.logs.about(id);
+            logs.warn(format!(
+                "session {id}: removed a create its server stopped before acknowledging"
+            ));
+            if let Ok(workspace) = self.inner.workspace_of(&meta)
+                && let Err(err) = std::fs::remove_dir_all(&workspace)
+                && err.kind() != std::io::ErrorKind::NotFound
+            {
+                logs.warn(format!(
+                    "session {id}: its workspace {} was not removed: {err}",
+                    workspace.display()
+                ));
             }
         }
     }

@@ -597,6 +597,46 @@ impl SessionStore for DiskStore {
         }
     }
 
+    async fn delete_unacknowledged_sessions(
+        &self,
+        older_than: Duration,
+    ) -> Result<Vec<SessionMeta>, StoreError> {
+        let until = Utc::now() - chrono_ttl(older_than);
+        let since = until - chrono::Duration::hours(1);
+        let mut deleted = Vec::new();
+        let mut before = None;
+        loop {
+            let page = self
+                .list_sessions(&ListQuery {
+                    principal: None,
+                    before: before.clone(),
+                    limit: 100,
+                })
+                .await?;
+            before = page.last().map(|meta| meta.session_id.clone());
+            for meta in &page {
+                let id = &meta.session_id;
+                if meta.created_at >= until
+                    || meta.created_at <= since
+                    || lock(&self.leases).held.contains_key(id)
+                    || self.last_event(id).await?.is_some()
+                {
+                    continue;
+                }
+                match self.delete_session(id).await {
+                    Ok(()) => deleted.push(meta.clone()),
+                    Err(StoreError::NotFound(_)) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+            // Newest first: past the window, nothing older qualifies.
+            let past = page.last().is_none_or(|meta| meta.created_at <= since);
+            if page.len() < 100 || past {
+                return Ok(deleted);
+            }
+        }
+    }
+
     async fn claim_slot(
         &self,
         schedule: &str,

@@ -22,6 +22,9 @@ pub enum FaultPoint {
     /// A channel delivery reached its session (message admitted, `channel.delivery` recorded
     /// on the session), but its outcome is not in the channel's delivery record yet.
     ChannelDeliveryRecorded,
+    /// A new session's row is in the shared store (`--store`), its log still empty: the create
+    /// is not acknowledged, and another server must remove it.
+    SessionCreated,
 }
 
 /// Every fault point with its name, as `FOLIO_FAULT` spells it.
@@ -34,12 +37,13 @@ const POINTS: &[(&str, FaultPoint)] = &[
         "channel-delivery-recorded",
         FaultPoint::ChannelDeliveryRecorded,
     ),
+    ("session-created", FaultPoint::SessionCreated),
 ];
 
 /// `FOLIO_FAULT` names no fault point.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "FOLIO_FAULT={0} names no fault point: use one of message-synced, before-reply, boundary-synced, channel-acknowledged, channel-delivery-recorded (or unset it)"
+    "FOLIO_FAULT={0} names no fault point: use one of message-synced, before-reply, boundary-synced, channel-acknowledged, channel-delivery-recorded, session-created (or unset it)"
 )]
 pub struct UnknownFaultPoint(pub String);
 

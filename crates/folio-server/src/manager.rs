@@ -536,6 +536,7 @@ impl SessionManager {
                     .create_session(&meta)
                     .await
                     .map_err(|e| store_error("cannot create the session", e))?;
+                self.inner.fault(FaultPoint::SessionCreated);
                 self.open_live(meta).await?
             }
         };

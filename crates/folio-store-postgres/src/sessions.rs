@@ -152,6 +152,43 @@ impl PgStore {
         Ok(())
     }
 
+    /// Deletes the sessions created in the hour before `older_than_ms` ago whose log is empty
+    /// and that no lease holds, and tells their followers; their metadata.
+    pub(crate) async fn delete_unacknowledged(
+        &self,
+        older_than_ms: i64,
+    ) -> Result<Vec<SessionMeta>, PgError> {
+        let rows = self
+            .retry("delete unacknowledged creates", |_| async move {
+                let mut tx = self.pool().begin().await?;
+                let rows = sqlx::query(
+                    "DELETE FROM folio_sessions s
+                     WHERE created_at < now() - $1 * interval '1 millisecond'
+                       AND created_at > now() - $1 * interval '1 millisecond' - interval '1 hour'
+                       AND NOT EXISTS (SELECT 1 FROM folio_events e WHERE e.session_id = s.id)
+                       AND NOT EXISTS (SELECT 1 FROM folio_leases l WHERE l.session_id = s.id)
+                     RETURNING id, meta::text AS meta",
+                )
+                .bind(older_than_ms)
+                .fetch_all(&mut *tx)
+                .await?;
+                for row in &rows {
+                    let id: &str = row.get("id");
+                    sqlx::query("SELECT pg_notify($1, $2)")
+                        .bind(DELETED_CHANNEL)
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(rows)
+            })
+            .await?;
+        rows.iter()
+            .map(|row| parse(row.get("id"), row.get("meta")))
+            .collect()
+    }
+
     /// Deletes a session's events, newest first, [`DELETE_BATCH`] rows per statement; returns
     /// how many went.
     pub(crate) async fn delete_events(&self, session_id: &str) -> Result<u64, PgError> {

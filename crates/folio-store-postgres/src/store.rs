@@ -233,4 +233,12 @@ impl SessionStore for PgStore {
             .put_credentials_row(principal, connection, None)
             .await?)
     }
+
+    async fn delete_unacknowledged_sessions(
+        &self,
+        older_than: Duration,
+    ) -> Result<Vec<SessionMeta>, StoreError> {
+        let older_than_ms = i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX);
+        Ok(self.delete_unacknowledged(older_than_ms).await?)
+    }
 }

@@ -313,6 +313,15 @@ pub trait SessionStore: Send + Sync {
         limit: usize,
     ) -> Result<Vec<Reminder>, StoreError>;
 
+    /// Deletes the sessions created more than `older_than` ago (and less than an hour before
+    /// that) whose event log is still empty and that no lease holds: creates their server
+    /// stopped before acknowledging (a create appends its first events before it answers).
+    /// Their metadata, for what else they had (a workspace).
+    async fn delete_unacknowledged_sessions(
+        &self,
+        older_than: Duration,
+    ) -> Result<Vec<SessionMeta>, StoreError>;
+
     /// Stores an artifact record with its `contents` (`None`: none) in place of the record of
     /// the same kind and key, whose id and creation time it keeps; then keeps only the `max`
     /// most recently updated records. Returns the record as stored; durable when it returns.

@@ -48,6 +48,7 @@ pub async fn run_all(make: impl AsyncFn() -> Arc<dyn SessionStore>) {
     a_continuation_key_opens_one_session(make().await).await;
     a_session_is_followed_by_one_server(make().await).await;
     mcp_credentials_are_kept_per_principal_and_connection(make().await).await;
+    unacknowledged_creates_are_deleted(make().await).await;
 }
 
 /// A chat session of `principal` with a fresh id, status `running`.
@@ -1305,4 +1306,53 @@ pub async fn mcp_credentials_are_kept_per_principal_and_connection(store: Arc<dy
         Some(second),
         "{name}: clearing one principal's credentials leaves another's"
     );
+}
+
+/// A session whose log stayed empty past the given age, with no lease, is deleted (a create
+/// its server never acknowledged); one with events, one under a lease, and one created since
+/// are kept.
+pub async fn unacknowledged_creates_are_deleted(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let (orphan, answered, leased) = (meta("alice"), meta("alice"), meta("bob"));
+    for meta in [&orphan, &answered, &leased] {
+        store.create_session(meta).await.unwrap();
+    }
+    let started = NewEvent::new(None, EventBody::SessionWaiting(SessionWaiting {}));
+    store
+        .append(&answered.session_id, 0, None, vec![started])
+        .await
+        .unwrap();
+    store.commit(&answered.session_id, None).await.unwrap();
+    let lease = store
+        .acquire_lease(&leased.session_id, "server-a", LONG)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let fresh = meta("carol");
+    store.create_session(&fresh).await.unwrap();
+    let deleted = store
+        .delete_unacknowledged_sessions(Duration::from_millis(200))
+        .await
+        .unwrap();
+    assert_eq!(
+        deleted
+            .iter()
+            .map(|m| m.session_id.as_str())
+            .collect::<Vec<_>>(),
+        [orphan.session_id.as_str()],
+        "{name}: only the old session with an empty log and no lease goes"
+    );
+    assert_eq!(store.load_session(&orphan.session_id).await.unwrap(), None);
+    for kept in [&answered, &leased, &fresh] {
+        assert!(
+            store
+                .load_session(&kept.session_id)
+                .await
+                .unwrap()
+                .is_some(),
+            "{name}: {} was kept",
+            kept.session_id
+        );
+    }
+    store.release_lease(&lease).await.unwrap();
 }
