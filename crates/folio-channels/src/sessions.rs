@@ -237,7 +237,8 @@ async fn bound_session(
             }
             Continuation::Busy => {
                 return Err(ManagerError::Busy(format!(
-                    "another server is still opening the session of continuation key {key}; the delivery runs again once its claim expires"
+                    "another server held continuation key {key} for over {:?} without opening its session, so this delivery was not run; check that server's log",
+                    channel.store.ttl() * 2
                 )));
             }
         };

@@ -429,6 +429,15 @@ impl SessionManager {
         let Some(shared) = &self.inner.shared else {
             return Err(not_waiting());
         };
+        // A `state` an authorization of this agent can have issued (a random URL-safe token):
+        // anything else is answered here, without asking every server.
+        let plausible = (8..=256).contains(&state.len())
+            && state
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~'));
+        if !plausible {
+            return Err(not_waiting());
+        }
         let ask = Authorize {
             id: ulid::Ulid::generate().to_string(),
             from: shared.server.clone(),

@@ -18,7 +18,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -30,6 +30,8 @@ use folio_store::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::live::lock;
 
 /// One line of `deliveries.ndjson`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -187,14 +189,10 @@ impl Record {
             replies: HashSet::new(),
             follows: HashMap::new(),
         };
-        for line in read_lines::<Line>(&deliveries_path)
-            .map_err(|e| io_error("cannot read", &deliveries_path, e))?
-        {
+        for line in read_lines::<Line>(&deliveries_path)? {
             apply(&mut inner, channel, line);
         }
-        for line in read_lines::<Bound>(&continuations_path)
-            .map_err(|e| io_error("cannot read", &continuations_path, e))?
-        {
+        for line in read_lines::<Bound>(&continuations_path)? {
             inner.sessions.insert(line.key, line.session_id);
         }
         // The new files are entries of the directory: synced before anything relies on them.
@@ -336,10 +334,6 @@ impl Record {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 fn apply(inner: &mut Inner, channel: &str, line: Line) {
     match line {
         Line::Received(received) => {
@@ -424,17 +418,35 @@ fn append(path: &Path) -> std::io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
 }
 
-/// The lines of an NDJSON file; a torn last line (a crash mid-write) is skipped.
-fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> std::io::Result<Vec<T>> {
-    let reader = BufReader::new(File::open(path)?);
-    let mut lines = Vec::new();
-    for line in reader.lines() {
-        let line = line?;
-        if let Ok(value) = serde_json::from_str(&line) {
-            lines.push(value);
-        }
+/// The records of an NDJSON file. A torn last line (a crash mid-write: no newline yet) was
+/// never relied on: it is cut off, so the next append starts on a line of its own. Any other
+/// line that is not a record stops the open, naming the file and the line.
+fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, StoreError> {
+    let text = std::fs::read(path).map_err(|e| io_error("cannot read", path, e))?;
+    let whole = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    if whole < text.len() {
+        let file = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| io_error("cannot open", path, e))?;
+        file.set_len(whole as u64)
+            .and_then(|()| file.sync_data())
+            .map_err(|e| io_error("cannot cut the torn last line of", path, e))?;
     }
-    Ok(lines)
+    text[..whole]
+        .split(|b| *b == b'\n')
+        .enumerate()
+        .filter(|(_, line)| !line.is_empty())
+        .map(|(number, line)| {
+            serde_json::from_slice(line).map_err(|err| {
+                StoreError::Backend(format!(
+                    "{} line {}: not a record this folio reads ({err}); move the file aside to start the channel's record afresh, or run the folio that wrote it",
+                    path.display(),
+                    number + 1
+                ))
+            })
+        })
+        .collect()
 }
 
 /// The channel deliveries of one state root, each channel's record opened on first use (see
@@ -859,6 +871,145 @@ mod tests {
         for channel in ["../x", "", ".hidden", "a/b"] {
             let err = store.list_deliveries(channel).await.unwrap_err();
             assert!(err.to_string().contains("is not a channel id"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_torn_last_line_is_cut_off_and_a_corrupt_line_stops_the_open_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = Record::open(dir.path(), "t").unwrap();
+        record
+            .receive(received("a", Utc::now()), "one", TTL)
+            .unwrap();
+        drop(record);
+        let path = dir.path().join("channels/t/deliveries.ndjson");
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(br#"{"record":"received","id":"b","#)
+            .unwrap();
+        drop(file);
+        // Reopened: the torn line is gone, and the next append stands on its own line.
+        let record = Record::open(dir.path(), "t").unwrap();
+        record
+            .receive(received("c", Utc::now()), "one", TTL)
+            .unwrap();
+        drop(record);
+        let reopened = Record::open(dir.path(), "t").unwrap();
+        assert_eq!(reopened.lock().order, ["a", "c"]);
+        drop(reopened);
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(b"not json\n").unwrap();
+        drop(file);
+        let Err(err) = Record::open(dir.path(), "t") else {
+            panic!("a corrupt record opened");
+        };
+        let err = err.to_string();
+        assert!(
+            err.contains("line 3") && err.contains("move the file aside"),
+            "{err}"
+        );
+    }
+
+    /// A step of the generated receipts.
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// Delivery `id` arrives `hours` after the step before.
+        Receive { id: u8, hours: u8 },
+        /// Its work finished.
+        Finish { id: u8 },
+        /// The process restarts.
+        Reopen,
+    }
+
+    fn steps() -> impl proptest::strategy::Strategy<Value = Vec<Step>> {
+        use proptest::prelude::*;
+        let step = prop_oneof![
+            4 => (0u8..4, 0u8..30).prop_map(|(id, hours)| Step::Receive { id, hours }),
+            2 => (0u8..4).prop_map(|id| Step::Finish { id }),
+            1 => Just(Step::Reopen),
+        ];
+        proptest::collection::vec(step, 1..40)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// However receipts, outcomes and restarts interleave, an id is new once per 24 h, the
+        /// list shows each id once (first arrival first) with its duplicates and status, and a
+        /// restart claims exactly the pending work, in arrival order.
+        #[test]
+        fn receipts_outcomes_and_restarts_keep_the_record_a_model_predicts(steps in steps()) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let mut store = DiskDeliveries::new(dir.path());
+            let start = Utc::now();
+            let mut now = start;
+            // id → (first received at of its window, duplicates, finished); ids by first arrival.
+            let mut model: HashMap<String, (DateTime<Utc>, u32, bool)> = HashMap::new();
+            let mut arrival: Vec<String> = Vec::new();
+            for step in steps {
+                match step {
+                    Step::Receive { id, hours } => {
+                        now += chrono::Duration::hours(i64::from(hours));
+                        let id = format!("d{id}");
+                        let admitted = runtime
+                            .block_on(store.receive_delivery("t", &received(&id, now), "one", TTL))
+                            .unwrap();
+                        let expected = match model.get_mut(&id) {
+                            Some((at, duplicates, _)) if now - *at < dedup_window() => {
+                                *duplicates += 1;
+                                Admitted::Duplicate
+                            }
+                            _ => {
+                                if !model.contains_key(&id) {
+                                    arrival.push(id.clone());
+                                }
+                                model.insert(id.clone(), (now, 0, false));
+                                Admitted::New
+                            }
+                        };
+                        proptest::prop_assert_eq!(admitted, expected);
+                    }
+                    Step::Finish { id } => {
+                        let id = format!("d{id}");
+                        if let Some(entry) = model.get_mut(&id) {
+                            let outcome = DeliveryOutcome {
+                                status: DeliveryStatus::Accepted,
+                                session_id: Some("ses_1".into()),
+                                message: None,
+                            };
+                            runtime.block_on(store.finish_delivery("t", &id, &outcome)).unwrap();
+                            entry.2 = true;
+                        }
+                    }
+                    Step::Reopen => {
+                        store = DiskDeliveries::new(dir.path());
+                        let claimed: Vec<String> = runtime
+                            .block_on(store.claim_deliveries("t", "two", TTL))
+                            .unwrap()
+                            .into_iter()
+                            .map(|d| d.id)
+                            .collect();
+                        let pending: Vec<String> = arrival
+                            .iter()
+                            .filter(|id| !model[*id].2)
+                            .cloned()
+                            .collect();
+                        proptest::prop_assert_eq!(claimed, pending);
+                    }
+                }
+                let listed: Vec<(String, u32, bool)> = runtime
+                    .block_on(store.list_deliveries("t"))
+                    .unwrap()
+                    .into_iter()
+                    .map(|d| (d.id, d.duplicates, d.status == DeliveryStatus::Accepted))
+                    .collect();
+                let expected: Vec<(String, u32, bool)> = arrival
+                    .iter()
+                    .rev()
+                    .map(|id| (id.clone(), model[id].1, model[id].2))
+                    .collect();
+                proptest::prop_assert_eq!(listed, expected);
+            }
         }
     }
 }
