@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use axum::http::HeaderMap;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use folio_auth::Auth;
 use folio_project::{AuthRule, HmacAuth, HmacProvider};
-use folio_server::Auth;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 

@@ -123,7 +123,7 @@ async fn follow_session(channel: &Arc<Channel>, mut follow: Follow, resumed: boo
             ));
             // A session that is gone is followed no more; another error leaves the follow
             // to be claimed again once it lapses.
-            if matches!(err, folio_server::ManagerError::NotFound(_)) {
+            if matches!(err, folio_session::ManagerError::NotFound(_)) {
                 let _ = channel.store.end_follow(&session, follow.generation).await;
             }
             return;

@@ -37,9 +37,10 @@ use axum::extract::{ConnectInfo, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use folio_auth::Auth;
 use folio_project::{AuthRule, ChannelManifest, ChannelSummary};
 use folio_protocol::{DeliveriesResponse, ErrorBody, ErrorCode, OkTrue};
-use folio_server::{Auth, SessionManager};
+use folio_session::SessionManager;
 
 pub use auth::sign_hex;
 pub use folio_store::StoreError;
@@ -330,8 +331,8 @@ pub(crate) fn peer(req: &Request) -> SocketAddr {
 async fn list_deliveries(channel: Arc<Channel>, auth: Arc<Auth>, req: Request) -> Response {
     if let Err(err) = auth.authenticate(req.headers(), peer(&req)) {
         let code = match err {
-            folio_server::AuthError::Unauthorized(_) => ErrorCode::Unauthorized,
-            folio_server::AuthError::Forbidden(_) => ErrorCode::Forbidden,
+            folio_auth::AuthError::Unauthorized(_) => ErrorCode::Unauthorized,
+            folio_auth::AuthError::Forbidden(_) => ErrorCode::Forbidden,
         };
         return error(code, err.to_string());
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use folio_protocol::{
     ChannelDelivery, ChannelDeliveryOutcome, CreateSession, DeliveryStatus, EventBody,
 };
-use folio_server::{ChannelMessage, FaultPoint, ManagerError, SessionOptions};
+use folio_session::{ChannelMessage, FaultPoint, ManagerError, SessionOptions};
 use folio_store::Continuation;
 use serde_json::json;
 

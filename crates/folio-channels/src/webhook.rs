@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use folio_protocol::{DeliveryAccepted, ErrorCode, OkTrue};
-use folio_server::FaultPoint;
+use folio_session::FaultPoint;
 use folio_store::Admitted;
 use serde_json::{Map, Value};
 

@@ -17,7 +17,7 @@ use folio_model::{
 };
 use folio_project::ContextSection;
 use folio_protocol::{Event, EventBody, MessageReceived};
-use folio_server::EventLog;
+use folio_store_disk::EventLog;
 use futures::stream;
 use support::{LogSink, rooted_turn};
 use tokio_util::sync::CancellationToken;
@@ -103,7 +103,7 @@ async fn session(name: &str, context: ContextSection) {
             matches!(outcome, TurnOutcome::Completed { .. }),
             "{outcome:?}"
         );
-        events = folio_server::read_events(sink.0.path()).unwrap();
+        events = folio_store_disk::read_events(sink.0.path()).unwrap();
         if SAMPLES.contains(&n) {
             let mean = window.iter().sum::<Duration>() / window.len() as u32;
             rows.push(format!(

@@ -23,7 +23,7 @@ use folio_model::{
 };
 use folio_project::ContextSection;
 use folio_protocol::{EventBody, MessageReceived, Usage};
-use folio_server::EventLog;
+use folio_store_disk::EventLog;
 use folio_test_support::{MockModelServer, MockReply};
 use futures::stream;
 use serde_json::json;
@@ -129,7 +129,7 @@ async fn measure(name: &str, harness: &Harness, before_turn: impl Fn()) {
             matches!(outcome, TurnOutcome::Completed { .. }),
             "{outcome:?}"
         );
-        events += folio_server::read_events(sink.0.path()).unwrap().len() as u64;
+        events += folio_store_disk::read_events(sink.0.path()).unwrap().len() as u64;
     }
     durations.sort();
     let pct = |p: f64| durations[((durations.len() as f64 * p) as usize).min(durations.len() - 1)];

@@ -16,7 +16,7 @@ use folio_project::{
 };
 use folio_protocol::EvalRun;
 use folio_server::http::Layout;
-use folio_server::{StateRoot, valid_session_id};
+use folio_session::{StateRoot, valid_session_id};
 
 use crate::model::open_model;
 
@@ -191,7 +191,7 @@ fn write_from_session(
             states[1].path().display()
         );
     };
-    let events = folio_server::read_events(&trace)
+    let events = folio_store_disk::read_events(&trace)
         .with_context(|| format!("cannot read the session {session_id} ({})", trace.display()))?;
     let path = match &args.out {
         Some(path) => path.clone(),

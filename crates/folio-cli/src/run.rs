@@ -11,7 +11,7 @@ use folio_model::RecordingProvider;
 use folio_protocol::{
     ActionApprovalRequested, ApprovalDecision, ApprovalRequest, CreateSession, EventBody, RunResult,
 };
-use folio_server::{LogBuffer, SessionManager, StateRoot};
+use folio_session::{LogBuffer, SessionManager, StateRoot};
 
 use crate::model::open_model;
 use crate::render::print_event;

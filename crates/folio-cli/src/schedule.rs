@@ -8,8 +8,8 @@ use std::sync::Arc;
 use anyhow::bail;
 use chrono::Utc;
 use folio_protocol::{ScheduleStatus, SlotOutcomeKind};
-use folio_server::schedule::{Scheduler, SystemClock, schedule_principal, statuses_on_disk};
-use folio_server::{LogBuffer, SessionManager, StateRoot};
+use folio_session::schedule::{Scheduler, SystemClock, schedule_principal, statuses_on_disk};
+use folio_session::{LogBuffer, SessionManager, StateRoot};
 
 use crate::run::{follow_session, settle};
 use crate::serve::{load_agent, runtime};

@@ -10,12 +10,13 @@ use folio_agent::mcp::McpTransport;
 use folio_agent::peers::PeerDirectory;
 use folio_agent::{Agent, discover};
 use folio_agent::{LoadOptions, SharedBackends};
+use folio_auth::Auth;
 use folio_channels::{ChannelOptions, Channels};
+use folio_server::Browsers;
 use folio_server::http::{HttpConfig, Layout, MCP_AUTH_CALLBACK, Mount, router_with};
-use folio_server::schedule::{Clock, Scheduler, SystemClock};
-use folio_server::{
-    Auth, Browsers, DEFAULT_LEASE_TTL, FaultPoint, LogBuffer, SessionManager, StateRoot,
-    WorkspaceRoot,
+use folio_session::schedule::{Clock, Scheduler, SystemClock};
+use folio_session::{
+    DEFAULT_LEASE_TTL, FaultPoint, LogBuffer, SessionManager, StateRoot, WorkspaceRoot,
 };
 
 use crate::model::open_model;
@@ -311,7 +312,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             Some(&mcp_redirect_uri),
             store
                 .as_ref()
-                .map(folio_server::shared_backends)
+                .map(folio_session::shared_backends)
                 .unwrap_or_default(),
         )
         .await?;

@@ -8,7 +8,7 @@ use folio_protocol::RunResult;
 
 /// Prints the result of the session whose log is at `events`.
 pub(crate) fn trajectory(events: &Path, json: bool) -> anyhow::Result<ExitCode> {
-    let log = folio_server::read_events(events).with_context(|| {
+    let log = folio_store_disk::read_events(events).with_context(|| {
         format!(
             "cannot summarize {} (pass a session's <state-root>/traces/<id>.ndjson)",
             events.display()

@@ -12,7 +12,7 @@ use folio_protocol::{
     Event, RunResult, ScheduleStatus, SchedulesResponse, SessionCompleted, SessionMode,
     SessionStarted, SlotOutcomeKind,
 };
-use folio_server::schedule::SlotRecord;
+use folio_session::schedule::SlotRecord;
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use reqwest::Method;

@@ -9,7 +9,7 @@ use folio_protocol::{
     AgentDescription, AgentSummary, CreateSession, ErrorCode, EventBody, TURN_INTERRUPTED,
     TurnCompleted, TurnFailed,
 };
-use folio_server::SessionMeta;
+use folio_session::SessionMeta;
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use reqwest::Method;

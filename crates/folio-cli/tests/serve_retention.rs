@@ -70,6 +70,6 @@ async fn a_server_starting_past_the_retention_period_deletes_idle_sessions() {
         status = status_of(&served.url, &id).await;
     }
     assert_eq!(status, 404, "deleted 40 days on");
-    let root = folio_server::StateRoot::new(state.path());
+    let root = folio_session::StateRoot::new(state.path());
     assert!(!root.trace_path(&id).exists(), "with its log");
 }

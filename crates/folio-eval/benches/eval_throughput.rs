@@ -13,7 +13,7 @@ use folio_model::{
     Delta, DeltaStream, FinishReason, ModelError, ModelRequest, Provider, ReplayProvider,
 };
 use folio_protocol::{Attempt, Usage};
-use folio_server::StateRoot;
+use folio_session::StateRoot;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 

@@ -8,7 +8,7 @@ use folio_project::{
     EvalDiscovery, StepDefinition,
 };
 use folio_protocol::{Attempt, CaseResult};
-use folio_server::StateRoot;
+use folio_session::StateRoot;
 
 use crate::EvalError;
 use crate::runner::{EvalOptions, Observer, OpenModel, run_evals};

@@ -2,7 +2,7 @@
 //!
 //! An eval is a file of cases under `evals/` (`evals/<path>.eval.toml`, read by
 //! [`folio_project::discover_evals`]). [`run_evals`] runs each case in a fresh session through
-//! the same [`SessionManager`](folio_server::SessionManager) as `folio serve` (purpose `eval`,
+//! the same [`SessionManager`](folio_session::SessionManager) as `folio serve` (purpose `eval`,
 //! optionally a dry run), its steps in that one session, and evaluates every assertion of every
 //! step ([`evaluate`]): reply text and patterns, tool calls with `exact | subset | ignore`
 //! argument matching and JSON paths, trajectories with `exact | in_order | any_order` and a
@@ -107,5 +107,5 @@ pub enum EvalError {
     NoSuchRun(String),
     /// A stored run could not be read or written.
     #[error(transparent)]
-    Store(#[from] folio_server::EvalRunError),
+    Store(#[from] folio_store_disk::EvalRunError),
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 use chrono::Utc;
 use folio_project::EvalDiscovery;
 use folio_protocol::EvalRun;
-use folio_server::StateRoot;
+use folio_session::StateRoot;
 
 use crate::EvalError;
 use crate::assert::evaluate;
@@ -21,7 +21,7 @@ pub async fn rescore(
     run_id: &str,
 ) -> Result<EvalRun, EvalError> {
     let clock = Instant::now();
-    let stored = folio_server::read_eval_run(state, run_id)?
+    let stored = folio_store_disk::read_eval_run(state, run_id)?
         .ok_or_else(|| EvalError::NoSuchRun(run_id.to_string()))?;
     let mut cases = stored.cases;
     for case in &mut cases {
@@ -54,6 +54,6 @@ pub async fn rescore(
         rescored_from: Some(stored.run_id),
         cases,
     };
-    folio_server::write_eval_run(state, &run).await?;
+    folio_store_disk::write_eval_run(state, &run).await?;
     Ok(run)
 }

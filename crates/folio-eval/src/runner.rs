@@ -17,7 +17,7 @@ use folio_project::{
 use folio_protocol::{
     ApprovalRequest, Attempt, CaseResult, CreateSession, EvalRun, EventBody, StepResult, Usage,
 };
-use folio_server::{LogBuffer, SessionManager, SessionOptions, StateRoot};
+use folio_session::{LogBuffer, SessionManager, SessionOptions, StateRoot};
 use futures::StreamExt;
 
 use crate::EvalError;
@@ -164,7 +164,7 @@ pub async fn run_evals(
         rescored_from: None,
         cases,
     };
-    folio_server::write_eval_run(&options.state, &run).await?;
+    folio_store_disk::write_eval_run(&options.state, &run).await?;
     Ok(run)
 }
 

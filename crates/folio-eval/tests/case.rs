@@ -6,7 +6,7 @@ use std::sync::Arc;
 use folio_eval::{Case, EvalError, OpenModel, attempt_failures};
 use folio_model::ProviderConfig;
 use folio_project::{ArgMode, Assertion};
-use folio_server::StateRoot;
+use folio_session::StateRoot;
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use serde_json::json;

@@ -18,7 +18,7 @@ use folio_agent::{Agent, discover};
 use folio_model::{Delta, DeltaStream, ModelError, ModelRequest, Provider};
 use folio_protocol::{CreateSession, FinishReason, SessionCreated, Usage};
 use folio_server::http::{HttpConfig, Layout, Mount, router};
-use folio_server::{LogBuffer, SessionManager, StateRoot};
+use folio_session::{LogBuffer, SessionManager, StateRoot};
 use futures::{StreamExt, stream};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;

@@ -25,11 +25,11 @@ use folio_protocol::{
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::auth::{Auth, AuthError};
-use crate::error::ManagerError;
 use crate::guard::{BodyLimit, Browsers, Guard};
-use crate::manager::SessionManager;
 use crate::principal::Principal;
+use folio_auth::{Auth, AuthError};
+use folio_session::ManagerError;
+use folio_session::SessionManager;
 
 /// The default request body limit: 1 MiB.
 pub const BODY_LIMIT: usize = 1024 * 1024;
@@ -460,7 +460,7 @@ async fn fork_session(
 }
 
 /// The `201` answer of a new session (create and fork).
-fn created(prefix: &str, accepted: crate::manager::Accepted) -> ApiResult {
+fn created(prefix: &str, accepted: folio_session::Accepted) -> ApiResult {
     let id = &accepted.session_id;
     let events = accepted.events.clone();
     crate::http_trace::covering(
@@ -775,7 +775,7 @@ async fn agent_info(State(state): State<AgentState>) -> ApiResult {
 
 async fn list_schedules(State(state): State<AgentState>) -> ApiResult {
     let manager = &state.mount.manager;
-    let schedules = crate::schedule::statuses_on_disk(
+    let schedules = folio_session::schedule::statuses_on_disk(
         manager.state(),
         &manager.agent().definition.schedules,
         manager.clock().now(),
@@ -861,17 +861,17 @@ async fn artifact_content(State(state): State<AgentState>, Path(id): Path<String
     Ok(([(header::CONTENT_TYPE, content_type)], bytes).into_response())
 }
 
-fn eval_error(err: crate::EvalRunError) -> ApiError {
+fn eval_error(err: folio_store_disk::EvalRunError) -> ApiError {
     ApiError::from(ManagerError::Internal(err.to_string()))
 }
 
 async fn list_evals(State(state): State<AgentState>) -> ApiResult {
-    let runs = crate::list_eval_runs(state.mount.manager.state()).map_err(eval_error)?;
+    let runs = folio_store_disk::list_eval_runs(state.mount.manager.state()).map_err(eval_error)?;
     ok(StatusCode::OK, Page::new(runs, None))
 }
 
 async fn get_eval(State(state): State<AgentState>, Path(run_id): Path<String>) -> ApiResult {
-    let run = crate::read_eval_run(state.mount.manager.state(), &run_id)
+    let run = folio_store_disk::read_eval_run(state.mount.manager.state(), &run_id)
         .map_err(eval_error)?
         .ok_or_else(|| ApiError::not_found(format!("no eval run {run_id}")))?;
     ok(StatusCode::OK, EvalRunResponse { ok: OkTrue, run })

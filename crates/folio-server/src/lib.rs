@@ -1,31 +1,15 @@
-//! Sessions, admission, the event log and the HTTP API.
-//!
-//! Every effect of a turn is an [`Event`](folio_protocol::Event) appended to the session's
-//! [`EventLog`] first; streams, trajectories and replays all read the same log. Sessions live
-//! under a [`StateRoot`]: `sessions/<id>/session.json`, `sessions/<id>/workspace/` and
-//! `traces/<id>.ndjson`.
-//!
-//! Every surface funnels into one [`SessionManager`]: one tokio actor per live session owns
-//! its running turn, its coalesce queue and its execution lock (admission is sequential code
-//! there, so a session never runs two turns at once); idle sessions have no task. A live session
-//! reads its log once when it opens and keeps the events in memory; appends go to disk, to that
-//! copy, and out to live streams through a broadcast. A stream subscribes first, replays from its
-//! start index, then follows, skipping indexes already sent. [`http::router`] maps the routes of
-//! docs/http-api.md onto the manager, behind [`Auth`]; every body it reads or writes is a
-//! [`folio_protocol`] type.
-//!
-//! [`SessionManager::open_on_store`] runs the same sessions on a [`folio_store::SessionStore`]
-//! that several servers share (`folio serve --store postgres://…`): a session's actor runs only
-//! on the server holding its lease, live sessions on every server follow the store, commands for
-//! another server's turn reach it as signals, and a dead server's turns are taken over when its
-//! leases expire (module `cluster`; the log side is module `journal`).
+//! The HTTP surface of the session engine: the routes of docs/http-api.md over
+//! [`folio_session::SessionManager`], behind [`Auth`] and the browser guard ([`Browsers`]); the
+//! MCP endpoint (`/v1/mcp`) and the playground's assets. Every body it reads or writes is a
+//! [`folio_protocol`] type; no business rule lives here: a handler parses, calls the manager
+//! and maps the result to a status.
 //!
 //! ```no_run
 //! use std::net::SocketAddr;
 //! use std::sync::Arc;
 //!
 //! use folio_server::http::{HttpConfig, Mount, router};
-//! use folio_server::{LogBuffer, SessionManager, StateRoot};
+//! use folio_session::{LogBuffer, SessionManager, StateRoot};
 //!
 //! # async fn serve(agent: folio_agent::Agent) -> Result<(), Box<dyn std::error::Error>> {
 //! // Opening recovers from a crash: turns that were running are recorded as failed.
@@ -48,58 +32,13 @@
 
 #![warn(missing_docs)]
 
-mod actor;
-mod auth;
-mod cluster;
-mod command;
-mod direct;
-mod disk_deliveries;
-mod disk_store;
-mod error;
-mod eval_case;
-mod evals;
-mod event_log;
-mod fault;
-mod fork;
 mod guard;
 pub mod http;
 mod http_trace;
-mod journal;
 mod listener;
-mod live;
-mod logs;
-mod manager;
 mod mcp;
-mod peer;
 mod playground;
 mod principal;
-mod queries;
-mod recovery;
-mod retention;
-pub mod schedule;
-mod shared;
-mod state;
-mod store_backends;
-mod stream;
-mod token;
-mod workspace_root;
 
-pub use auth::{Auth, AuthConfigError, AuthError};
-pub use cluster::DEFAULT_LEASE_TTL;
-pub use disk_deliveries::DiskDeliveries;
-pub use disk_store::DiskStore;
-pub use error::{ManagerError, OpenError};
-pub use evals::{EvalRunError, list_eval_runs, read_eval_run, write_eval_run};
-pub use event_log::{EventLog, LogError, read_events};
-pub use fault::{FaultPoint, UnknownFaultPoint};
 pub use guard::{Browsers, BrowsersError};
 pub use listener::{NoDelayListener, no_delay};
-pub use logs::LogBuffer;
-pub use manager::{Accepted, ChannelMessage, SessionManager};
-pub use state::{
-    SessionMeta, SessionOptions, StateRoot, load_meta, new_session_id, new_turn_id,
-    valid_session_id,
-};
-pub use store_backends::{StoreArtifacts, StoreCredentials, shared_backends};
-pub use stream::EventStream;
-pub use workspace_root::WorkspaceRoot;

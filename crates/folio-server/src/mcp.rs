@@ -17,8 +17,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::guard::Guard;
-use crate::manager::SessionManager;
 use crate::principal::Principal;
+use folio_session::SessionManager;
 
 /// The MCP handler of one agent.
 #[derive(Clone)]

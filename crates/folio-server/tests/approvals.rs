@@ -36,7 +36,7 @@ fn tool_input(input: serde_json::Value) -> ToolCallRequest {
 
 /// Waits until the session's log satisfies `done`, returning the events.
 async fn wait_for(
-    manager: &folio_server::SessionManager,
+    manager: &folio_session::SessionManager,
     id: &str,
     done: impl Fn(&[Event]) -> bool,
 ) -> Vec<Event> {

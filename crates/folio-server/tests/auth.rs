@@ -53,7 +53,7 @@ async fn a_loopback_peer_is_admitted() {
 }
 
 /// Serves `manager` with two token principals (`alice`, `bob`) on loopback.
-async fn serve_tokens(manager: folio_server::SessionManager, dev: bool) -> String {
+async fn serve_tokens(manager: folio_session::SessionManager, dev: bool) -> String {
     let app = router(
         vec![Mount {
             slug: "t".into(),
@@ -62,7 +62,7 @@ async fn serve_tokens(manager: folio_server::SessionManager, dev: bool) -> Strin
         }],
         HttpConfig {
             layout: Layout::Single,
-            auth: folio_server::Auth::Tokens(vec![
+            auth: folio_auth::Auth::Tokens(vec![
                 ("alice".into(), "alice-token".into()),
                 ("bob".into(), "bob-token".into()),
             ]),

@@ -8,9 +8,10 @@ mod support;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use folio_auth::Auth;
 use folio_protocol::{ErrorBody, ErrorCode};
+use folio_server::Browsers;
 use folio_server::http::{HttpConfig, Layout, Mount, router};
-use folio_server::{Auth, Browsers};
 use folio_test_support::{MockModelServer, read_wire};
 use reqwest::header::CONTENT_TYPE;
 use serde_json::{Value, json};

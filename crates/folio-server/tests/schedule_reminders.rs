@@ -14,8 +14,8 @@ use folio_protocol::{
     Acknowledged, CreateSession, ErrorCode, EventBody, Page, Reminder, ReminderResponse,
     SetReminder,
 };
-use folio_server::SessionManager;
-use folio_server::schedule::ManualClock;
+use folio_session::SessionManager;
+use folio_session::schedule::ManualClock;
 use folio_test_support::{MockModelServer, MockReply, NO_BODY, expect, expect_error};
 use pretty_assertions::assert_eq;
 use reqwest::Method;
@@ -162,7 +162,7 @@ async fn reminders_are_owned_and_bound_to_chat_sessions() {
             .set_reminder("mallory", &chat, request())
             .await
             .unwrap_err(),
-        folio_server::ManagerError::Forbidden(chat.clone())
+        folio_session::ManagerError::Forbidden(chat.clone())
     );
     // The owner's reminder can be neither listed nor cancelled by another principal.
     let owned = manager
@@ -171,14 +171,14 @@ async fn reminders_are_owned_and_bound_to_chat_sessions() {
         .unwrap();
     assert_eq!(
         manager.reminders("mallory", &chat).await.unwrap_err(),
-        folio_server::ManagerError::Forbidden(chat.clone())
+        folio_session::ManagerError::Forbidden(chat.clone())
     );
     assert_eq!(
         manager
             .cancel_reminder("mallory", &chat, &owned.reminder_id)
             .await
             .unwrap_err(),
-        folio_server::ManagerError::Forbidden(chat.clone())
+        folio_session::ManagerError::Forbidden(chat.clone())
     );
     assert_eq!(manager.reminders("local", &chat).await.unwrap(), [owned]);
     let task = manager
@@ -198,7 +198,7 @@ async fn reminders_are_owned_and_bound_to_chat_sessions() {
             .set_reminder("local", &task, request())
             .await
             .unwrap_err(),
-        folio_server::ManagerError::NotFollowable(task.clone())
+        folio_session::ManagerError::NotFollowable(task.clone())
     );
     wait_turns(&manager, &chat, 1).await;
 }

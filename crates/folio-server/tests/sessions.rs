@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use folio_protocol::{CreateSession, EventBody, SessionStatus, Usage};
-use folio_server::ManagerError;
+use folio_session::ManagerError;
 use folio_test_support::{MockModelServer, MockReply};
 use futures::StreamExt;
 use pretty_assertions::assert_eq;
@@ -235,7 +235,7 @@ async fn a_live_session_serves_the_events_of_its_log_from_memory() {
         }
     }
     let trace = state.path().join("traces").join(format!("{id}.ndjson"));
-    let on_disk = folio_server::read_events(&trace).unwrap();
+    let on_disk = folio_store_disk::read_events(&trace).unwrap();
     assert_eq!(manager.events("local", &id).await.unwrap(), on_disk);
     let summary = manager.get("local", &id).await.unwrap();
     assert_eq!(summary.last_index, on_disk.last().unwrap().index);
@@ -245,7 +245,7 @@ async fn a_live_session_serves_the_events_of_its_log_from_memory() {
 /// The tokens the `turn.completed` events of a session's log report, summed.
 fn log_usage(state: &std::path::Path, id: &str) -> Usage {
     let trace = state.join("traces").join(format!("{id}.ndjson"));
-    folio_server::read_events(&trace)
+    folio_store_disk::read_events(&trace)
         .unwrap()
         .iter()
         .filter_map(|event| match &event.body {
@@ -296,14 +296,14 @@ async fn a_turn_end_stores_the_token_totals_in_session_json_and_lists_read_them_
     }
     manager.shutdown().await;
     drop(manager);
-    let root = folio_server::StateRoot::new(state.path());
+    let root = folio_session::StateRoot::new(state.path());
     let stored = |id: &str| {
-        let meta = folio_server::load_meta(&root, id).unwrap().unwrap();
+        let meta = folio_session::load_meta(&root, id).unwrap().unwrap();
         (meta.status, meta.turns, meta.last_index, meta.usage)
     };
     let last = |id: &str| {
         let trace = state.path().join("traces").join(format!("{id}.ndjson"));
-        folio_server::read_events(&trace)
+        folio_store_disk::read_events(&trace)
             .unwrap()
             .last()
             .unwrap()
@@ -339,7 +339,7 @@ async fn a_turn_end_stores_the_token_totals_in_session_json_and_lists_read_them_
         .join("sessions")
         .join(&sent)
         .join("session.json");
-    let mut behind = folio_server::load_meta(&root, &sent).unwrap().unwrap();
+    let mut behind = folio_session::load_meta(&root, &sent).unwrap().unwrap();
     behind.status = SessionStatus::Running;
     behind.last_index -= 3;
     behind.usage = Usage::default();
@@ -410,7 +410,7 @@ async fn an_in_process_send_counts_its_turn_in_session_json_before_it_returns() 
         .session_id;
     wait_turns(&manager, &id, 1).await;
     manager.send("local", &id, "deploy", None).await.unwrap();
-    let stored = folio_server::load_meta(&folio_server::StateRoot::new(state.path()), &id)
+    let stored = folio_session::load_meta(&folio_session::StateRoot::new(state.path()), &id)
         .unwrap()
         .unwrap();
     assert_eq!((stored.status, stored.turns), (SessionStatus::Running, 2));
@@ -443,7 +443,7 @@ async fn a_create_a_crash_left_unwritten_is_removed_on_restart_and_its_retry_cre
     manager.shutdown().await;
     drop(manager);
     // What a power loss before the create's sync round can leave: the file, without its data.
-    let root = folio_server::StateRoot::new(state.path());
+    let root = folio_session::StateRoot::new(state.path());
     let meta = root.meta_path(&first);
     let size = std::fs::metadata(&meta).unwrap().len() as usize;
     std::fs::write(&meta, vec![0u8; size]).unwrap();

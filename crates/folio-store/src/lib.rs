@@ -5,7 +5,7 @@
 //! session's turn (with a fencing token checked on every append), the records of idempotent
 //! creates, the claims of schedule slots, and the signals (stop, preempt) that reach a turn's
 //! owner; retention deletes old idle sessions. Two backends implement it: the embedded disk
-//! store (`folio_server::DiskStore`, over the state root's files; one process per state root,
+//! store (`folio_store_disk::DiskStore`, over the state root's files; one process per state root,
 //! so its leases and signals live in memory) and PostgreSQL (`folio_store_postgres::PgStore`,
 //! any number of servers). Both run the same conformance suite, [`suite`].
 //!

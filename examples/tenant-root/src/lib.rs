@@ -11,7 +11,7 @@
 //! # async fn run() -> anyhow::Result<()> {
 //! use folio_example_tenant_root::{ModelSpec, Tenants, open};
 //! use folio_protocol::CreateSession;
-//! use folio_server::SessionOptions;
+//! use folio_session::SessionOptions;
 //!
 //! let tenants = Tenants::new("/srv/tenants");
 //! let (manager, _agent) = open(
@@ -41,11 +41,12 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use folio_agent::{Agent, LiveRoot, LoadOptions, RootContext, discover};
+use folio_auth::Auth;
 use folio_fs::{FileSystem, empty_fs, host_dir};
 use folio_model::{ProviderConfig, open_provider};
 use folio_protocol::EventBody;
 use folio_server::http::{HttpConfig, Layout, Mount, router};
-use folio_server::{Auth, LogBuffer, SessionManager, StateRoot};
+use folio_session::{LogBuffer, SessionManager, StateRoot};
 
 /// The folder holding one folder per tenant.
 #[derive(Debug, Clone)]

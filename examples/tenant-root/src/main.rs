@@ -4,7 +4,7 @@
 
 use folio_example_tenant_root::{LOCAL, ModelSpec, Tenants, open, reply};
 use folio_protocol::CreateSession;
-use folio_server::SessionOptions;
+use folio_session::SessionOptions;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -8,9 +8,10 @@ use std::path::Path;
 
 use std::net::SocketAddr;
 
+use folio_auth::Auth;
 use folio_example_tenant_root::{LOCAL, ModelSpec, Tenants, app, open, reply};
 use folio_protocol::{ActionResult, CreateSession, ErrorCode, SessionCreated};
-use folio_server::{Auth, SessionManager, SessionOptions};
+use folio_session::{SessionManager, SessionOptions};
 use folio_test_support::{MockModelServer, MockReply, all, call_as, refused};
 use pretty_assertions::assert_eq;
 use reqwest::Method;

@@ -8,7 +8,7 @@ use folio_agent::tools::{ScratchMode, TodoList};
 use folio_agent::{EventSink, SinkError, Turn};
 use folio_fs::FileSystem;
 use folio_protocol::{Event, EventBody};
-use folio_server::EventLog;
+use folio_store_disk::EventLog;
 use tokio_util::sync::CancellationToken;
 
 /// Appends every event to a real NDJSON `EventLog` and fsyncs it at turn boundaries.

@@ -1,0 +1,92 @@
+//! [`ManagerError`]: why a session operation was refused, one wire error code each.
+
+use folio_protocol::ErrorCode;
+
+use folio_store_disk::LogError;
+
+/// Why a session operation was refused; each maps to one HTTP status and error code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManagerError {
+    /// The body or a parameter is invalid (`400 invalid_request`).
+    #[error("{0}")]
+    Invalid(String),
+    /// No such session, tool or approval (`404 not_found`).
+    #[error("{0}")]
+    NotFound(String),
+    /// The session belongs to another principal (`403 forbidden`).
+    #[error("session {0} belongs to another principal")]
+    Forbidden(String),
+    /// An unscoped direct call of a built-in tool (`403 forbidden`; see `direct.rs`).
+    #[error(
+        "{0} is a built-in tool and runs only in a session: call POST /v1/session/<id>/tools/{0} on your own session (unscoped calls run authored tools only)"
+    )]
+    BuiltInUnscoped(String),
+    /// The server will not do it here (`403 forbidden`), e.g. write into a read-only project.
+    #[error("{0}")]
+    Refused(String),
+    /// What the request would create exists already (`409 already_exists`).
+    #[error("{0}")]
+    Exists(String),
+    /// The continuation token is not the current one (`409 stale_continuation_token`).
+    #[error("the continuation token is stale: use the token returned by the last accepted message")]
+    StaleToken,
+    /// A follow-up to a task session (`409 session_not_followable`).
+    #[error("session {0} is a task session and takes no follow-ups")]
+    NotFollowable(String),
+    /// A session-bound tool call while a turn runs (`409 session_busy`).
+    #[error("session {0} is running a turn; try again when it is waiting")]
+    Busy(String),
+    /// A second decision on one approval (`409 approval_resolved`).
+    #[error("approval {0} is already resolved")]
+    ApprovalResolved(String),
+    /// An idempotency key sent again with another request (`422 idempotency_key_reused`).
+    #[error(
+        "the idempotency key {0:?} was already used with a different request: a retry must repeat the first request exactly; send a new key (Idempotency-Key / clientMessageId) for a new request"
+    )]
+    KeyReused(String),
+    /// Anything else (`500 internal`).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ManagerError {
+    /// The wire error code (which fixes the HTTP status).
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ManagerError::Invalid(_) => ErrorCode::InvalidRequest,
+            ManagerError::NotFound(_) => ErrorCode::NotFound,
+            ManagerError::Forbidden(_)
+            | ManagerError::BuiltInUnscoped(_)
+            | ManagerError::Refused(_) => ErrorCode::Forbidden,
+            ManagerError::Exists(_) => ErrorCode::AlreadyExists,
+            ManagerError::StaleToken => ErrorCode::StaleContinuationToken,
+            ManagerError::NotFollowable(_) => ErrorCode::SessionNotFollowable,
+            ManagerError::Busy(_) => ErrorCode::SessionBusy,
+            ManagerError::ApprovalResolved(_) => ErrorCode::ApprovalResolved,
+            ManagerError::KeyReused(_) => ErrorCode::IdempotencyKeyReused,
+            ManagerError::Internal(_) => ErrorCode::Internal,
+        }
+    }
+}
+
+impl From<LogError> for ManagerError {
+    fn from(err: LogError) -> Self {
+        ManagerError::Internal(err.to_string())
+    }
+}
+
+/// An I/O failure while doing `what`, as an internal error.
+pub(crate) fn io_error(what: &str, err: std::io::Error) -> ManagerError {
+    ManagerError::Internal(format!("{what}: {err}"))
+}
+
+/// A shared session store's failure while doing `what`: what it does not have is not found,
+/// anything else is internal (the store's message says whether a retry may succeed).
+pub(crate) fn store_error(what: &str, err: folio_store::StoreError) -> ManagerError {
+    match err {
+        folio_store::StoreError::NotFound(_) => ManagerError::NotFound(format!("{what}: {err}")),
+        err => ManagerError::Internal(format!("{what}: {err}")),
+    }
+}
+
+pub use folio_store_disk::OpenError;

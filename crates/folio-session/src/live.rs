@@ -1,0 +1,430 @@
+//! A live session: its open event log and the events in it (read from disk once, when the
+//! session opens, then kept in memory), the broadcast that fans appends out to streams, its
+//! metadata, and the approvals its turn waits on. At most one exists per session at a time.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::RangeInclusive;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use folio_agent::HookDispatcher;
+use folio_agent::{AuthorizationRedirect, EventSink, SinkError};
+use folio_protocol::{ActionApprovalResolved, Event, EventBody};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::command::Command;
+use crate::error::{ManagerError, io_error, store_error};
+use crate::journal::{Journal, StoreLog};
+use crate::state::{MetaFile, SessionMeta, Staged, StateRoot, SyncTarget, commit, reported_usage};
+use folio_store_disk::{EventLog, LogError};
+
+/// How many events a slow stream may fall behind before it catches up from the stored events
+/// (`Lagged`: correct, only slower). Every session that opens allocates and initializes this
+/// many slots up front, so it stays small: at 4,096 the buffer (~1 MiB) cost more CPU per turn
+/// than the turn itself (page faults, zeroing and freeing on each open and close).
+const BROADCAST_CAPACITY: usize = 256;
+
+/// One session with an open log; shared by its actor, its turn and its streams.
+pub(crate) struct Live {
+    pub(crate) id: String,
+    pub(crate) log: Journal,
+    /// Serializes append + broadcast so the wire order is the log order.
+    append: Mutex<()>,
+    /// Every event of the log, in order: loaded once by [`Live::open`], then appended to.
+    events: Mutex<Vec<Event>>,
+    pub(crate) tx: broadcast::Sender<Event>,
+    pub(crate) meta: Mutex<SessionMeta>,
+    /// The turn count `session.json` holds (the log settles status and last index, not this).
+    saved_turns: AtomicU32,
+    /// The actor's mailbox while it runs (`None` when the session is idle).
+    pub(crate) mailbox: Mutex<Option<mpsc::UnboundedSender<Command>>>,
+    pub(crate) approvals: Mutex<Approvals>,
+    /// Fires when the session is deleted: streams end.
+    pub(crate) closed: CancellationToken,
+    /// The agent's hooks, bound to this session's channel; they see every appended event.
+    hooks: Mutex<Option<HookDispatcher>>,
+}
+
+/// Decisions waiting for a parked call, and calls already decided.
+#[derive(Default)]
+pub(crate) struct Approvals {
+    /// A parked turn waiting for `callId`.
+    waiting: HashMap<String, oneshot::Sender<ActionApprovalResolved>>,
+    /// Decisions that arrived before the turn asked (a turn resumed after a restart).
+    ready: HashMap<String, ActionApprovalResolved>,
+    /// Every call decided in this process (decisions are single-use).
+    pub(crate) decided: HashSet<String>,
+    /// Parked MCP authorizations, by the `state` of their authorization request: where the
+    /// OAuth redirect carrying it goes (single-use: taken by the first redirect).
+    authorizations: HashMap<String, oneshot::Sender<AuthorizationRedirect>>,
+}
+
+impl Approvals {
+    /// Whether a turn waits for a decision.
+    pub(crate) fn is_parked(&self) -> bool {
+        self.waiting.values().any(|waiter| !waiter.is_closed())
+            || self
+                .authorizations
+                .values()
+                .any(|waiter| !waiter.is_closed())
+    }
+
+    /// Takes the parked authorization whose request carried `state`, if this session has it.
+    pub(crate) fn take_authorization(
+        &mut self,
+        state: &str,
+    ) -> Option<oneshot::Sender<AuthorizationRedirect>> {
+        self.authorizations.retain(|_, waiter| !waiter.is_closed());
+        self.authorizations.remove(state)
+    }
+
+    /// Hands a decision to the turn waiting for it, or keeps it for the turn to pick up.
+    pub(crate) fn deliver(&mut self, resolved: ActionApprovalResolved) {
+        self.decided.insert(resolved.call_id.clone());
+        let resolved = match self.waiting.remove(&resolved.call_id) {
+            Some(waiter) => match waiter.send(resolved) {
+                Ok(()) => return,
+                Err(resolved) => resolved,
+            },
+            None => resolved,
+        };
+        self.ready.insert(resolved.call_id.clone(), resolved);
+    }
+}
+
+impl Live {
+    /// Opens the session's log (recovering a torn last line) with its metadata, settled from
+    /// the log's end ([`SessionMeta::settle`]); the stored events are read here, once.
+    pub(crate) fn open(state: &StateRoot, meta: SessionMeta) -> Result<Live, LogError> {
+        let id = meta.session_id.clone();
+        let (log, events) = EventLog::open(&state.trace_path(&id), &id)?;
+        Ok(Live::with_log(Journal::Disk(log), meta, events))
+    }
+
+    /// A session of a shared store, whose stored `events` were read after its appends were
+    /// followed (so that none is missed: see [`Live::ingest`]).
+    pub(crate) fn from_store(
+        store: std::sync::Arc<dyn folio_store::SessionStore>,
+        meta: SessionMeta,
+        events: Vec<Event>,
+    ) -> Live {
+        let next = events.last().map_or(0, |event| event.index + 1);
+        let log = StoreLog::new(store, &meta.session_id, next);
+        Live::with_log(Journal::Store(log), meta, events)
+    }
+
+    fn with_log(log: Journal, mut meta: SessionMeta, events: Vec<Event>) -> Live {
+        let id = meta.session_id.clone();
+        meta.settle(events.last());
+        meta.usage = reported_usage(&events);
+        let (tx, _) = broadcast::channel(BROADCAST_CAPACITY);
+        Live {
+            id,
+            log,
+            append: Mutex::new(()),
+            events: Mutex::new(events),
+            tx,
+            saved_turns: AtomicU32::new(meta.turns),
+            meta: Mutex::new(meta),
+            mailbox: Mutex::new(None),
+            approvals: Mutex::new(Approvals::default()),
+            closed: CancellationToken::new(),
+            hooks: Mutex::new(None),
+        }
+    }
+
+    /// Takes events another server appended to the shared store (read back in order) into the
+    /// session and its streams on this server; those already here are skipped. Hooks do not
+    /// see them: they ran on the server that appended.
+    pub(crate) fn ingest(&self, events: Vec<Event>) {
+        let Some(log) = self.log.store() else { return };
+        let _order = lock(&self.append);
+        for event in events {
+            if !log.ingest(&event) {
+                continue;
+            }
+            lock(&self.meta).settle(Some(&event));
+            lock(&self.events).push(event.clone());
+            let _ = self.tx.send(event);
+        }
+    }
+
+    /// Appends one event and shows it to every live stream (in a shared store: once it is
+    /// written there, by [`Live::commit_with`]).
+    pub(crate) fn append(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, LogError> {
+        let _order = lock(&self.append);
+        let event = self.log.append(turn_id, body)?;
+        // Stored before it is broadcast: a stream that subscribed, then copied the events,
+        // misses nothing.
+        lock(&self.events).push(event.clone());
+        if self.log.store().is_none() {
+            // No stream listening is fine: the event is on disk.
+            let _ = self.tx.send(event.clone());
+        }
+        if let Some(hooks) = &*lock(&self.hooks) {
+            hooks.dispatch(&event);
+        }
+        Ok(event)
+    }
+
+    /// Makes the appends so far durable (see [`Journal::commit_with`]).
+    pub(crate) async fn commit(&self) -> Result<(), LogError> {
+        self.commit_with(Vec::new()).await
+    }
+
+    /// Makes the appends so far durable with `others`; a shared store's events written now
+    /// are shown to the streams.
+    pub(crate) async fn commit_with(&self, others: Vec<SyncTarget>) -> Result<(), LogError> {
+        let written = self.log.commit_with(others).await?;
+        if !written.is_empty() {
+            // In index order: one flush at a time, and the append lock keeps followers' ingests
+            // (none on the owner) apart.
+            let _order = lock(&self.append);
+            for event in written {
+                let _ = self.tx.send(event);
+            }
+        }
+        Ok(())
+    }
+
+    /// The stored events streams may show: every one on disk, those written to a shared store.
+    pub(crate) fn visible_events(&self) -> Vec<Event> {
+        let end = self.log.visible_end();
+        lock(&self.events)
+            .iter()
+            .take_while(|event| event.index < end)
+            .cloned()
+            .collect()
+    }
+
+    /// The index of the last event appended, if any.
+    pub(crate) fn last_index(&self) -> Option<u64> {
+        lock(&self.events).last().map(|event| event.index)
+    }
+
+    /// The indexes appended since the last index was `before` (see [`Live::last_index`]);
+    /// `None` when nothing was.
+    pub(crate) fn appended_since(&self, before: Option<u64>) -> Option<RangeInclusive<u64>> {
+        let last = self.last_index()?;
+        let first = before.map_or(0, |index| index + 1);
+        (first <= last).then_some(first..=last)
+    }
+
+    /// Changes the metadata and writes `session.json` durably: staged, synced, installed
+    /// ([`Live::stage_meta`], [`Live::install_meta`]).
+    pub(crate) async fn update_meta(
+        &self,
+        state: &StateRoot,
+        change: impl FnOnce(&mut SessionMeta),
+    ) -> Result<(), ManagerError> {
+        let staged = self.stage_meta(state, change)?;
+        commit(staged.target().into_iter().collect())
+            .await
+            .map_err(|e| io_error("cannot sync session.json", e))?;
+        self.install_meta(staged).await
+    }
+
+    /// Stages `session.json` with `change` applied (and the update time) in its temporary file;
+    /// the metadata in memory changes only when [`Live::install_meta`] installs it, after the
+    /// caller synced [`Staged::target`] (with the log, in one round).
+    pub(crate) fn stage_meta(
+        &self,
+        state: &StateRoot,
+        change: impl FnOnce(&mut SessionMeta),
+    ) -> Result<StagedMeta, ManagerError> {
+        let mut meta = lock(&self.meta).clone();
+        change(&mut meta);
+        meta.updated_at = chrono::Utc::now();
+        let file = match self.log {
+            Journal::Disk(_) => Some(
+                meta.stage(state)
+                    .map_err(|e| io_error("cannot write session.json", e))?,
+            ),
+            Journal::Store(_) => None,
+        };
+        Ok(StagedMeta { meta, file })
+    }
+
+    /// Renames a staged and synced `session.json` into place, syncs its directory, and takes
+    /// its metadata as the session's; a store session's metadata is committed to the store.
+    pub(crate) async fn install_meta(&self, staged: StagedMeta) -> Result<(), ManagerError> {
+        let StagedMeta { meta, file } = staged;
+        match (file, self.log.store()) {
+            (Some(file), _) => file
+                .install()
+                .await
+                .map_err(|e| io_error("cannot save session.json", e))?,
+            (None, Some(log)) => log
+                .store
+                .commit(&self.id, Some(&meta))
+                .await
+                .map_err(|e| store_error("cannot save the session", e))?,
+            (None, None) => {}
+        }
+        self.saved_turns.store(meta.turns, Ordering::SeqCst);
+        *lock(&self.meta) = meta;
+        Ok(())
+    }
+
+    /// Changes fields recovery repairs from the log (status, turns, last index, token totals)
+    /// and writes them without waiting for durability: `session.json` unsynced, or the
+    /// store's [`save_session`](folio_store::SessionStore::save_session).
+    pub(crate) async fn repair_meta(
+        &self,
+        state: &StateRoot,
+        change: impl FnOnce(&mut SessionMeta),
+    ) -> Result<(), ManagerError> {
+        let Some(log) = self.log.store() else {
+            return self.repair_on_disk(state, change);
+        };
+        let meta = self.change_meta(change);
+        log.store
+            .save_session(&meta)
+            .await
+            .map_err(|e| store_error("cannot save the session", e))?;
+        self.saved_turns.store(meta.turns, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// [`Live::repair_meta`] on the disk store, on this thread (recovery of a state root).
+    pub(crate) fn repair_on_disk(
+        &self,
+        state: &StateRoot,
+        change: impl FnOnce(&mut SessionMeta),
+    ) -> Result<(), ManagerError> {
+        let meta = self.change_meta(change);
+        meta.save_repairable(state)
+            .map_err(|e| io_error("cannot save session.json", e))?;
+        self.saved_turns.store(meta.turns, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Takes the metadata the store holds (another server changed it: token, keys, counts),
+    /// settled from the events here.
+    pub(crate) fn reload_meta(&self, mut stored: SessionMeta) {
+        let usage = self.with_events(|events| {
+            stored.settle(events.last());
+            // A message the log holds whose count a dead server did not write yet.
+            let received = events
+                .iter()
+                .filter(|e| matches!(e.body, EventBody::MessageReceived(_)))
+                .count() as u32;
+            stored.turns = stored.turns.max(received);
+            reported_usage(events)
+        });
+        stored.usage = usage;
+        self.saved_turns.store(stored.turns, Ordering::SeqCst);
+        *lock(&self.meta) = stored;
+    }
+
+    /// The turn count `session.json` holds.
+    pub(crate) fn saved_turns(&self) -> u32 {
+        self.saved_turns.load(Ordering::SeqCst)
+    }
+
+    /// Applies `change` (and the update time) to the metadata in memory (what queries of a live
+    /// session read); returns the new metadata. Only the session's actor and recovery change
+    /// it, one change at a time.
+    pub(crate) fn change_meta(&self, change: impl FnOnce(&mut SessionMeta)) -> SessionMeta {
+        let mut meta = lock(&self.meta);
+        change(&mut meta);
+        meta.updated_at = chrono::Utc::now();
+        meta.clone()
+    }
+
+    /// Binds the agent's hooks to this session.
+    pub(crate) fn bind_hooks(&self, hooks: &HookDispatcher) {
+        let (channel, purpose, dry_run) = {
+            let meta = lock(&self.meta);
+            (meta.channel.clone(), meta.purpose.clone(), meta.dry_run)
+        };
+        *lock(&self.hooks) = Some(
+            hooks
+                .for_session(Some(&channel), purpose.as_deref())
+                .with_dry_run(dry_run),
+        );
+    }
+
+    /// A copy of every stored event.
+    pub(crate) fn events(&self) -> Vec<Event> {
+        lock(&self.events).clone()
+    }
+
+    /// Answers `read` from the stored events without copying them.
+    pub(crate) fn with_events<T>(&self, read: impl FnOnce(&[Event]) -> T) -> T {
+        read(&lock(&self.events))
+    }
+}
+
+/// Metadata changed and staged, not yet the session's ([`Live::stage_meta`]).
+pub(crate) struct StagedMeta {
+    meta: SessionMeta,
+    /// `session.json`'s staged rewrite (`None` for a store session).
+    file: Option<Staged>,
+}
+
+impl StagedMeta {
+    /// The staged file's sync, to request with the log's (none for a store session).
+    pub(crate) fn target(&self) -> Option<SyncTarget> {
+        self.file.as_ref().map(Staged::target)
+    }
+}
+
+/// Locks a std mutex, recovering from poisoning (state stays consistent per operation).
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+/// A live session as the sink of its turn's events and the source of its approvals.
+pub(crate) struct LiveSink(pub(crate) std::sync::Arc<Live>);
+
+#[async_trait::async_trait]
+impl EventSink for LiveSink {
+    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, SinkError> {
+        self.0.append(turn_id, body).map_err(SinkError::new)
+    }
+
+    /// Nothing to do here: the session's actor syncs the log at the turn boundary right after
+    /// the turn returns (with `session.waiting`, or the next message), in one group-commit
+    /// round, before anything that depends on it is acknowledged.
+    async fn checkpoint(&self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    async fn await_approval(&self, call_id: &str) -> ActionApprovalResolved {
+        let waiter = {
+            let mut approvals = lock(&self.0.approvals);
+            if let Some(resolved) = approvals.ready.remove(call_id) {
+                return resolved;
+            }
+            let (tx, rx) = oneshot::channel();
+            approvals.waiting.insert(call_id.to_string(), tx);
+            rx
+        };
+        match waiter.await {
+            Ok(resolved) => resolved,
+            // The session went away while parked; the turn is cancelled right after.
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    async fn await_authorization(
+        &self,
+        _call_id: &str,
+        state: &str,
+    ) -> Option<AuthorizationRedirect> {
+        let waiter = {
+            let (tx, rx) = oneshot::channel();
+            lock(&self.0.approvals)
+                .authorizations
+                .insert(state.to_string(), tx);
+            rx
+        };
+        match waiter.await {
+            Ok(redirect) => Some(redirect),
+            // The session went away while parked; the turn is cancelled right after.
+            Err(_) => std::future::pending().await,
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! What the engine keeps about a session beyond its log: the metadata type
+//! ([`folio_store::SessionMeta`]), the options a creator sets, and what a session tells its
+//! tools. The state root's files themselves are `folio-store-disk`'s.
+
+use folio_agent::tools::SessionContext;
+use folio_protocol::{Event, EventBody, Usage};
+pub use folio_store::{
+    AcceptedKey, SessionMeta, boundary_status, new_session_id, new_turn_id, valid_session_id,
+};
+pub use folio_store_disk::StateRoot;
+pub use folio_store_disk::state::load_meta;
+pub(crate) use folio_store_disk::state::{
+    MetaFile, Staged, SyncTarget, commit, lock_state_root, meta_never_written, new_session_targets,
+    session_ids,
+};
+
+/// What the session tells its tools about itself on every call.
+pub(crate) fn session_context(meta: &SessionMeta) -> SessionContext {
+    SessionContext {
+        dry_run: meta.dry_run,
+        purpose: meta.purpose.clone(),
+        continuation_key: meta.continuation_key.clone(),
+        principal: meta.principal.clone(),
+        peer_depth: meta.peer_depth,
+    }
+}
+
+/// What a creator tells a new session about itself beyond its request
+/// ([`SessionManager::create_with`](crate::SessionManager::create_with)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionOptions {
+    /// Why the session exists (`eval` for eval cases, so hooks can skip it).
+    pub purpose: Option<String>,
+    /// Write tools return their `dry_run_result` instead of running.
+    pub dry_run: bool,
+    /// How many peer asks deep the session is (a peer agent's ask sets it; 0 otherwise).
+    pub peer_depth: u32,
+    /// The channel's continuation key the session is opened for.
+    pub continuation_key: Option<String>,
+}
+
+/// The token usage the `turn.completed` events of `events` report, summed: a session's
+/// [`SessionMeta::usage`].
+pub(crate) fn reported_usage(events: &[Event]) -> Usage {
+    events
+        .iter()
+        .filter_map(|event| match &event.body {
+            EventBody::TurnCompleted(completed) => completed.usage,
+            _ => None,
+        })
+        .sum()
+}

@@ -1,0 +1,63 @@
+//! The embedded session store: one agent's state root on the local disk, behind the
+//! [`folio_store::SessionStore`] and [`folio_store::DeliveryStore`] traits that the PostgreSQL
+//! store implements too, so one conformance suite holds both to the same promises.
+//!
+//! What lives where under a state root (docs/http-api.md "Storage and crashes"):
+//! - `sessions/<id>/session.json`: a session's metadata ([`state::MetaFile`]);
+//! - `traces/<id>.ndjson`: its event log, one JSON event per line ([`EventLog`]);
+//! - `idempotency/<sha256>`: the records of keyed creates ([`create_keys`]);
+//! - `schedules/<name>.ndjson`: each schedule's slot log ([`slots`]);
+//! - `reminders/<id>/<reminder>.json`: reminders ([`reminders`]);
+//! - `channels/deliveries.ndjson`: channel deliveries ([`DiskDeliveries`]);
+//! - `evals/<runId>.json`: stored eval runs ([`eval_runs`]);
+//! - `.lock`: held by the one process that has the state root open.
+//!
+//! Files become durable through one group commit ([`state::commit`]): concurrent sessions'
+//! syncs of the same file or directory are shared, and a turn's appends are synced once, at
+//! its durable points.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use folio_store::SessionStore;
+//! use folio_store_disk::{DiskStore, StateRoot};
+//!
+//! # async fn open() -> Result<(), Box<dyn std::error::Error>> {
+//! let store: Arc<dyn SessionStore> = Arc::new(DiskStore::open(StateRoot::new(".folio/state/demo"))?);
+//! println!("{} sessions", store.list_sessions(&Default::default()).await?.len());
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod create_keys;
+mod deliveries;
+pub mod eval_runs;
+mod event_log;
+pub mod reminders;
+pub mod slots;
+pub mod state;
+mod store;
+
+pub use deliveries::DiskDeliveries;
+pub use eval_runs::{EvalRunError, list_eval_runs, read_eval_run, write_eval_run};
+pub use event_log::{EventLog, LogError, last_event, now_millis, read_events};
+pub use state::{StateRoot, load_meta};
+pub use store::DiskStore;
+
+/// Why a state root could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    /// Another `folio` process holds the state root.
+    #[error(
+        "the state root {} is in use by another folio process: stop it, or pass --state-root with another directory",
+        .0.display()
+    )]
+    InUse(std::path::PathBuf),
+    /// The state root or its sessions could not be created or read.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Locks a std mutex, recovering from poisoning (state stays consistent per operation).
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}

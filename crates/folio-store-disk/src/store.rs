@@ -1,0 +1,882 @@
+//! The embedded disk store as a [`SessionStore`]: the state root's files behind the store
+//! interface that the PostgreSQL store implements too, so one conformance suite
+//! ([`folio_store::suite`]) holds both to the same promises.
+//!
+//! What each part of the trait is on disk (docs/http-api.md "Storage and crashes"):
+//! - metadata: `sessions/<id>/session.json`, written in place when new and synced with the
+//!   session's directories and log at its first [`commit`](SessionStore::commit), rewritten
+//!   whole (staged, synced, renamed) when a commit carries metadata;
+//! - the event log: `traces/<id>.ndjson` ([`EventLog`]), appends unsynced until the next commit
+//!   (one group-commit round);
+//! - create keys: `idempotency/<sha256(principal, key)>`, the session id and the request's
+//!   digest, synced before the call returns;
+//! - slot claims: a `claimed` record in the schedule's slot log (`schedules/<name>.ndjson`),
+//!   synced before the call returns.
+//!
+//! One process opens a state root at a time (it holds `<state-root>/.lock`), so leases and
+//! their fencing tokens live in this process's memory (a lease only orders this process's own
+//! writers, and after a restart no lease is held) and signals go from this process to itself.
+//! Retention deletes a session's folder and log; slot claims stay in their slot log. Channel
+//! deliveries are [`DiskDeliveries`] over the same state root.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use folio_protocol::Event;
+use folio_store::{
+    Appends, CreateKey, DeliveryStore, Lease, ListQuery, NewEvent, RetentionReport, SessionMeta,
+    SessionStore, Signal, Signals, StoreError,
+};
+use tokio::sync::{broadcast, watch};
+
+use folio_agent::ArtifactBackend;
+
+use crate::OpenError;
+use crate::create_keys::{create_record_name, read_create_record, write_create_record};
+use crate::deliveries::DiskDeliveries;
+use crate::event_log::{EventLog, LogError, last_event, read_events};
+use crate::lock;
+use crate::slots::{SlotRecord, append_record, log_path, read_records, slots_dir};
+use crate::state::{
+    MetaFile, StateRoot, load_meta, lock_state_root, meta_never_written, new_session_targets,
+    session_ids, valid_session_id,
+};
+
+/// How many session logs stay open without followers; past it, the least recently used idle
+/// ones are closed (and reopened, reading the log once, on their next use).
+const OPEN_LOGS: usize = 256;
+
+/// How many signals a slow follower may fall behind.
+const SIGNALS: usize = 1024;
+
+/// The embedded disk store over one state root (see the module docs).
+pub struct DiskStore {
+    state: StateRoot,
+    /// Signals, to this process's followers (the only process on the state root).
+    signals: broadcast::Sender<Signal>,
+    /// The session logs in use, by session id.
+    logs: Mutex<HashMap<String, Arc<OpenLog>>>,
+    /// The leases, by session id (see the module docs).
+    leases: Mutex<Leases>,
+    /// Create keys and slot claims are checked and recorded one at a time.
+    recording: tokio::sync::Mutex<()>,
+    /// `<state-root>/artifacts`, as `folio serve` keeps them.
+    artifacts: folio_agent::DirArtifacts,
+    /// `<state-root>/channels`, as `folio serve` keeps them.
+    deliveries: Arc<DiskDeliveries>,
+    /// `<state-root>/.lock`, held while the store is open.
+    _lock: std::fs::File,
+}
+
+/// One session's open log and what its followers watch.
+struct OpenLog {
+    log: EventLog,
+    /// Appends run one at a time: the index check and the writes of a batch are one step.
+    appending: Mutex<()>,
+    /// The index of the newest event (`None`: an empty log), for followers.
+    newest: watch::Sender<Option<u64>>,
+    /// The session was created by this store and its first commit has not happened: that
+    /// commit also syncs its `session.json` and the directory entries that make it exist.
+    fresh: Mutex<bool>,
+    /// When it was last used, for closing idle logs.
+    used: Mutex<std::time::Instant>,
+}
+
+#[derive(Default)]
+struct Leases {
+    held: HashMap<String, Lease>,
+    /// The greatest fencing token issued, per session.
+    fences: HashMap<String, u64>,
+}
+
+impl DiskStore {
+    /// Opens the store over `state`, taking the state root's lock (refused with
+    /// [`OpenError::InUse`] when another process has it).
+    pub fn open(state: StateRoot) -> Result<DiskStore, OpenError> {
+        let lock = lock_state_root(&state)?;
+        Ok(DiskStore {
+            artifacts: folio_agent::DirArtifacts::new(state.path().join("artifacts")),
+            deliveries: Arc::new(DiskDeliveries::new(state.path())),
+            state,
+            signals: broadcast::Sender::new(SIGNALS),
+            logs: Mutex::new(HashMap::new()),
+            leases: Mutex::new(Leases::default()),
+            recording: tokio::sync::Mutex::new(()),
+            _lock: lock,
+        })
+    }
+
+    /// The credentials file of `principal` for MCP connection `connection`
+    /// (`mcp-auth/<principal>/<connection>.json`, as `folio serve` keeps them).
+    fn credentials(
+        &self,
+        principal: &str,
+        connection: &str,
+    ) -> Result<folio_agent::mcp::McpCredentialStore, StoreError> {
+        if connection.is_empty() || connection.contains(['/', '\\']) || connection.starts_with('.')
+        {
+            return Err(StoreError::Backend(format!(
+                "{connection:?} is not an MCP connection name"
+            )));
+        }
+        let dir = self.state.mcp_auth_dir(principal);
+        Ok(folio_agent::mcp::McpCredentialStore::file(
+            dir.join(format!("{connection}.json")),
+        ))
+    }
+
+    /// The session's open log; `NotFound` when the session does not exist.
+    fn open_log(&self, session_id: &str) -> Result<Arc<OpenLog>, StoreError> {
+        if let Some(open) = lock(&self.logs).get(session_id) {
+            *lock(&open.used) = std::time::Instant::now();
+            return Ok(open.clone());
+        }
+        if !self.exists(session_id)? {
+            return Err(StoreError::NotFound(format!("session {session_id}")));
+        }
+        self.insert_log(session_id, false)
+    }
+
+    /// Opens the log of `session_id` and keeps it, closing idle logs past [`OPEN_LOGS`].
+    fn insert_log(&self, session_id: &str, fresh: bool) -> Result<Arc<OpenLog>, StoreError> {
+        let (log, events) =
+            EventLog::open(&self.state.trace_path(session_id), session_id).map_err(log_error)?;
+        let open = Arc::new(OpenLog {
+            log,
+            appending: Mutex::new(()),
+            newest: watch::Sender::new(events.last().map(|event| event.index)),
+            fresh: Mutex::new(fresh),
+            used: Mutex::new(std::time::Instant::now()),
+        });
+        let mut logs = lock(&self.logs);
+        let open = logs.entry(session_id.to_string()).or_insert(open).clone();
+        if logs.len() > OPEN_LOGS {
+            let mut idle: Vec<(std::time::Instant, String)> = logs
+                .iter()
+                .filter(|(_, log)| log.newest.receiver_count() == 0 && !*lock(&log.fresh))
+                .map(|(id, log)| (*lock(&log.used), id.clone()))
+                .collect();
+            idle.sort_unstable();
+            let excess = logs.len() - OPEN_LOGS;
+            for (_, id) in idle.into_iter().take(excess) {
+                logs.remove(&id);
+            }
+        }
+        Ok(open)
+    }
+
+    /// Whether the session's `session.json` exists and was written.
+    fn exists(&self, session_id: &str) -> Result<bool, StoreError> {
+        if !valid_session_id(session_id) {
+            return Ok(false);
+        }
+        Ok(load_meta(&self.state, session_id)
+            .map_err(|source| io("cannot read session.json", source))?
+            .is_some())
+    }
+
+    /// The lease of `session_id` when it carries `fence`; `Fenced` otherwise.
+    fn check_fence(&self, session_id: &str, fence: u64) -> Result<(), StoreError> {
+        match lock(&self.leases).held.get(session_id) {
+            Some(lease) if lease.fence == fence => Ok(()),
+            _ => Err(StoreError::Fenced {
+                session_id: session_id.to_string(),
+                fence,
+            }),
+        }
+    }
+}
+
+fn io(context: &str, source: std::io::Error) -> StoreError {
+    StoreError::Io {
+        context: context.to_string(),
+        source,
+    }
+}
+
+fn log_error(err: LogError) -> StoreError {
+    match err {
+        LogError::Io { path, source } => io(&format!("event log {}", path.display()), source),
+        corrupt @ LogError::Corrupt { .. } => StoreError::Backend(corrupt.to_string()),
+        LogError::Store(err) => err,
+    }
+}
+
+/// An artifact operation's error, as the store reports it.
+fn artifact_error(err: folio_agent::ArtifactError) -> StoreError {
+    match err {
+        folio_agent::ArtifactError::Io { path, source } => {
+            io(&format!("artifact {}", path.display()), source)
+        }
+        invalid @ folio_agent::ArtifactError::Invalid(_) => {
+            StoreError::Backend(invalid.to_string())
+        }
+    }
+}
+
+fn chrono_ttl(ttl: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::MAX)
+}
+
+#[async_trait::async_trait]
+impl SessionStore for DiskStore {
+    fn backend(&self) -> &'static str {
+        "disk"
+    }
+
+    fn deliveries(&self) -> Arc<dyn DeliveryStore> {
+        self.deliveries.clone()
+    }
+
+    async fn create_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
+        let id = &meta.session_id;
+        if !valid_session_id(id) {
+            return Err(StoreError::Backend(format!(
+                "{id} is not a session id (ses_ + 26 ULID characters)"
+            )));
+        }
+        // A `session.json` a crash left unwritten belongs to a create never acknowledged.
+        if meta_never_written(&self.state, id) {
+            std::fs::remove_file(self.state.meta_path(id))
+                .map_err(|source| io("cannot remove an unwritten session.json", source))?;
+        }
+        match meta.write_new(&self.state) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(StoreError::AlreadyExists(id.clone()));
+            }
+            Err(source) => return Err(io("cannot write session.json", source)),
+        }
+        self.insert_log(id, true)?;
+        Ok(())
+    }
+
+    async fn load_session(&self, session_id: &str) -> Result<Option<SessionMeta>, StoreError> {
+        if !valid_session_id(session_id) {
+            return Ok(None);
+        }
+        load_meta(&self.state, session_id).map_err(|source| io("cannot read session.json", source))
+    }
+
+    async fn save_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
+        if !self.exists(&meta.session_id)? {
+            return Err(StoreError::NotFound(format!("session {}", meta.session_id)));
+        }
+        meta.save_repairable(&self.state)
+            .map_err(|source| io("cannot save session.json", source))
+    }
+
+    async fn list_sessions(&self, query: &ListQuery) -> Result<Vec<SessionMeta>, StoreError> {
+        let ids = session_ids(&self.state)
+            .map_err(|source| io("cannot list the sessions directory", source))?;
+        let mut page = Vec::new();
+        for id in ids
+            .into_iter()
+            .filter(|id| query.before.as_ref().is_none_or(|before| id < before))
+        {
+            if page.len() == query.limit {
+                break;
+            }
+            let Some(meta) = load_meta(&self.state, &id)
+                .map_err(|source| io(&format!("cannot read session.json of {id}"), source))?
+            else {
+                continue;
+            };
+            if query
+                .principal
+                .as_ref()
+                .is_none_or(|principal| *principal == meta.principal)
+            {
+                page.push(meta);
+            }
+        }
+        Ok(page)
+    }
+
+    async fn delete_session(&self, session_id: &str) -> Result<(), StoreError> {
+        if !self.exists(session_id)? {
+            return Err(StoreError::NotFound(format!("session {session_id}")));
+        }
+        // Dropping the open log drops its watch: followers' streams end.
+        lock(&self.logs).remove(session_id);
+        lock(&self.leases).held.remove(session_id);
+        std::fs::remove_dir_all(self.state.session_dir(session_id))
+            .map_err(|source| io("cannot delete the session directory", source))?;
+        match std::fs::remove_dir_all(self.state.path().join("reminders").join(session_id)) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                return Err(io("cannot delete the session's reminders", err));
+            }
+            _ => {}
+        }
+        match std::fs::remove_file(self.state.trace_path(session_id)) {
+            Ok(()) => Ok(()),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(io("cannot delete the event log", source)),
+        }
+    }
+
+    async fn append(
+        &self,
+        session_id: &str,
+        expected: u64,
+        fence: Option<u64>,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Event>, StoreError> {
+        let open = self.open_log(session_id)?;
+        let _appending = lock(&open.appending);
+        if let Some(fence) = fence {
+            self.check_fence(session_id, fence)?;
+        }
+        let actual = open.log.next_index();
+        if actual != expected {
+            return Err(StoreError::Conflict {
+                session_id: session_id.to_string(),
+                expected,
+                actual,
+            });
+        }
+        let mut stored = Vec::with_capacity(events.len());
+        for event in events {
+            stored.push(
+                open.log
+                    .append_at(
+                        event.turn_id.as_deref(),
+                        event.body,
+                        event.at.unwrap_or_else(crate::event_log::now_millis),
+                    )
+                    .map_err(log_error)?,
+            );
+        }
+        if let Some(last) = stored.last() {
+            open.newest.send_replace(Some(last.index));
+        }
+        Ok(stored)
+    }
+
+    async fn commit(&self, session_id: &str, meta: Option<&SessionMeta>) -> Result<(), StoreError> {
+        let open = self.open_log(session_id)?;
+        let fresh = *lock(&open.fresh);
+        let mut targets = Vec::new();
+        if fresh {
+            targets.extend(new_session_targets(&self.state, session_id));
+        }
+        let staged = match meta {
+            Some(meta) => {
+                let staged = meta
+                    .stage(&self.state)
+                    .map_err(|source| io("cannot write session.json", source))?;
+                targets.push(staged.target());
+                Some(staged)
+            }
+            None => None,
+        };
+        open.log.commit_with(targets).await.map_err(log_error)?;
+        *lock(&open.fresh) = false;
+        if let Some(staged) = staged {
+            staged
+                .install()
+                .await
+                .map_err(|source| io("cannot save session.json", source))?;
+        }
+        Ok(())
+    }
+
+    async fn read_events(
+        &self,
+        session_id: &str,
+        start_index: u64,
+        limit: Option<usize>,
+    ) -> Result<Vec<Event>, StoreError> {
+        if !self.exists(session_id)? {
+            return Err(StoreError::NotFound(format!("session {session_id}")));
+        }
+        let path = self.state.trace_path(session_id);
+        let events = match read_events(&path) {
+            Ok(events) => events,
+            Err(LogError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Vec::new()
+            }
+            Err(err) => return Err(log_error(err)),
+        };
+        Ok(events
+            .into_iter()
+            .filter(|event| event.index >= start_index)
+            .take(limit.unwrap_or(usize::MAX))
+            .collect())
+    }
+
+    async fn last_event(&self, session_id: &str) -> Result<Option<Event>, StoreError> {
+        if !self.exists(session_id)? {
+            return Err(StoreError::NotFound(format!("session {session_id}")));
+        }
+        last_event(&self.state.trace_path(session_id)).map_err(log_error)
+    }
+
+    async fn follow(&self, session_id: &str) -> Result<Appends, StoreError> {
+        let mut newest = self.open_log(session_id)?.newest.subscribe();
+        newest.mark_unchanged();
+        Ok(Box::pin(futures::stream::unfold(
+            newest,
+            |mut newest| async move {
+                loop {
+                    newest.changed().await.ok()?;
+                    let seen = *newest.borrow_and_update();
+                    if let Some(index) = seen {
+                        return Some((index, newest));
+                    }
+                }
+            },
+        )))
+    }
+
+    async fn acquire_lease(
+        &self,
+        session_id: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease, StoreError> {
+        if !self.exists(session_id)? {
+            return Err(StoreError::NotFound(format!("session {session_id}")));
+        }
+        let now = Utc::now();
+        let mut leases = lock(&self.leases);
+        let took_over = match leases.held.get(session_id) {
+            Some(held) if held.owner != owner && held.expires_at > now => {
+                return Err(StoreError::LeaseHeld {
+                    session_id: session_id.to_string(),
+                    owner: held.owner.clone(),
+                    expires_at: held.expires_at,
+                });
+            }
+            Some(held) if held.owner != owner => Some(held.owner.clone()),
+            _ => None,
+        };
+        let fence = leases.fences.entry(session_id.to_string()).or_insert(0);
+        *fence += 1;
+        let lease = Lease {
+            session_id: session_id.to_string(),
+            owner: owner.to_string(),
+            fence: *fence,
+            expires_at: now + chrono_ttl(ttl),
+            took_over,
+        };
+        leases.held.insert(session_id.to_string(), lease.clone());
+        Ok(lease)
+    }
+
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
+        let mut leases = lock(&self.leases);
+        match leases.held.get_mut(&lease.session_id) {
+            Some(held) if held.fence == lease.fence => {
+                held.expires_at = Utc::now() + chrono_ttl(ttl);
+                Ok(held.clone())
+            }
+            _ => Err(StoreError::Fenced {
+                session_id: lease.session_id.clone(),
+                fence: lease.fence,
+            }),
+        }
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {
+        let mut leases = lock(&self.leases);
+        if leases
+            .held
+            .get(&lease.session_id)
+            .is_some_and(|held| held.fence == lease.fence)
+        {
+            leases.held.remove(&lease.session_id);
+        }
+        Ok(())
+    }
+
+    async fn expired_leases(&self) -> Result<Vec<Lease>, StoreError> {
+        let now = Utc::now();
+        Ok(lock(&self.leases)
+            .held
+            .values()
+            .filter(|lease| lease.expires_at <= now)
+            .cloned()
+            .collect())
+    }
+
+    async fn record_create_key(&self, record: &CreateKey) -> Result<Option<CreateKey>, StoreError> {
+        let _recording = self.recording.lock().await;
+        let path = self
+            .state
+            .path()
+            .join("idempotency")
+            .join(create_record_name(&record.principal, &record.key));
+        let recorded = read_create_record(&path)
+            .map_err(|source| io("cannot read the idempotency record", source))?;
+        if let Some((session_id, Some(digest))) = recorded
+            && !session_id.is_empty()
+        {
+            return Ok(Some(CreateKey {
+                principal: record.principal.clone(),
+                key: record.key.clone(),
+                session_id,
+                digest,
+            }));
+        }
+        write_create_record(&path, &record.session_id, &record.digest)
+            .await
+            .map_err(|source| io("cannot record the idempotency key", source))?;
+        Ok(None)
+    }
+
+    /// Slot claims stay: they are lines of the schedule's slot log, one per firing, which
+    /// the scheduler reads whole.
+    async fn signal(&self, session_id: &str, message: &str) -> Result<(), StoreError> {
+        // No follower is fine: no turn of this process waits for it.
+        let _ = self.signals.send(Signal {
+            session_id: session_id.to_string(),
+            message: message.to_string(),
+        });
+        Ok(())
+    }
+
+    /// A follower that falls behind by more than [`SIGNALS`] skips what it missed.
+    async fn signals(&self) -> Result<Signals, StoreError> {
+        Ok(Box::pin(futures::stream::unfold(
+            self.signals.subscribe(),
+            |mut signals| async move {
+                loop {
+                    match signals.recv().await {
+                        Ok(signal) => return Some((signal, signals)),
+                        Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(broadcast::error::RecvError::Closed) => return None,
+                    }
+                }
+            },
+        )))
+    }
+
+    async fn delete_expired_sessions(&self, keep: Duration) -> Result<RetentionReport, StoreError> {
+        let cutoff = Utc::now() - chrono_ttl(keep);
+        let mut report = RetentionReport::default();
+        let mut before = None;
+        loop {
+            let page = self
+                .list_sessions(&ListQuery {
+                    principal: None,
+                    before: before.clone(),
+                    limit: 100,
+                })
+                .await?;
+            before = page.last().map(|meta| meta.session_id.clone());
+            for meta in &page {
+                let id = &meta.session_id;
+                if meta.updated_at >= cutoff
+                    || lock(&self.leases).held.contains_key(id)
+                    || crate::reminders::has_reminders(&self.state, id)
+                {
+                    continue;
+                }
+                let events = self.last_event(id).await?.map_or(0, |last| last.index + 1);
+                match self.delete_session(id).await {
+                    Ok(()) => {
+                        report.sessions += 1;
+                        report.events += events;
+                    }
+                    // Deleted meanwhile by its owner.
+                    Err(StoreError::NotFound(_)) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+            if page.len() < 100 {
+                return Ok(report);
+            }
+        }
+    }
+
+    async fn delete_unacknowledged_sessions(
+        &self,
+        older_than: Duration,
+    ) -> Result<Vec<SessionMeta>, StoreError> {
+        let until = Utc::now() - chrono_ttl(older_than);
+        let since = until - chrono::Duration::hours(1);
+        let mut deleted = Vec::new();
+        let mut before = None;
+        loop {
+            let page = self
+                .list_sessions(&ListQuery {
+                    principal: None,
+                    before: before.clone(),
+                    limit: 100,
+                })
+                .await?;
+            before = page.last().map(|meta| meta.session_id.clone());
+            for meta in &page {
+                let id = &meta.session_id;
+                if meta.created_at >= until
+                    || meta.created_at <= since
+                    || lock(&self.leases).held.contains_key(id)
+                    || self.last_event(id).await?.is_some()
+                {
+                    continue;
+                }
+                match self.delete_session(id).await {
+                    Ok(()) => deleted.push(meta.clone()),
+                    Err(StoreError::NotFound(_)) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+            // Newest first: past the window, nothing older qualifies.
+            let past = page.last().is_none_or(|meta| meta.created_at <= since);
+            if page.len() < 100 || past {
+                return Ok(deleted);
+            }
+        }
+    }
+
+    async fn claim_slot(
+        &self,
+        schedule: &str,
+        slot: DateTime<Utc>,
+        _owner: &str,
+    ) -> Result<bool, StoreError> {
+        if !valid_schedule_name(schedule) {
+            return Err(StoreError::Backend(format!(
+                "{schedule:?} is not a schedule name: `/`-separated segments of letters, digits, `_`, `-` and `.`, none of them `.` or `..`"
+            )));
+        }
+        let _recording = self.recording.lock().await;
+        let path = log_path(&slots_dir(&self.state), schedule);
+        let records = read_records(&path).map_err(|err| StoreError::Backend(err.to_string()))?;
+        let claimed = records
+            .iter()
+            .any(|record| matches!(record, SlotRecord::Claimed { slot: claimed, .. } if *claimed == slot));
+        if claimed {
+            return Ok(false);
+        }
+        append_record(
+            &path,
+            &SlotRecord::Claimed {
+                slot,
+                manual: false,
+            },
+        )
+        .map_err(|err| StoreError::Backend(err.to_string()))?;
+        Ok(true)
+    }
+
+    async fn put_reminder(&self, reminder: &folio_protocol::Reminder) -> Result<(), StoreError> {
+        crate::reminders::write_reminder_file(&self.state, reminder).await
+    }
+
+    async fn remove_reminder(
+        &self,
+        session_id: &str,
+        reminder_id: &str,
+    ) -> Result<bool, StoreError> {
+        crate::reminders::remove_reminder_file(&self.state, session_id, reminder_id).await
+    }
+
+    async fn session_reminders(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<folio_protocol::Reminder>, StoreError> {
+        crate::reminders::stored_reminders_of(&self.state, session_id)
+    }
+
+    async fn due_reminders(
+        &self,
+        until: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<folio_protocol::Reminder>, StoreError> {
+        let mut due: Vec<_> = crate::reminders::stored_reminders(&self.state)?
+            .into_iter()
+            .filter(|reminder| until.is_none_or(|until| reminder.at <= until))
+            .collect();
+        due.sort_by(|a, b| (a.at, &a.reminder_id).cmp(&(b.at, &b.reminder_id)));
+        due.truncate(limit);
+        Ok(due)
+    }
+
+    async fn put_artifact(
+        &self,
+        record: &folio_protocol::ArtifactRecord,
+        contents: Option<&[u8]>,
+        max: usize,
+    ) -> Result<folio_protocol::ArtifactRecord, StoreError> {
+        self.artifacts
+            .put(record.clone(), contents.map(<[u8]>::to_vec), max)
+            .await
+            .map_err(artifact_error)
+    }
+
+    async fn list_artifacts(&self) -> Result<Vec<folio_protocol::ArtifactRecord>, StoreError> {
+        self.artifacts.list().await.map_err(artifact_error)
+    }
+
+    async fn get_artifact(
+        &self,
+        id: &str,
+    ) -> Result<Option<folio_protocol::ArtifactRecord>, StoreError> {
+        self.artifacts.get(id).await.map_err(artifact_error)
+    }
+
+    async fn artifact_content(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.artifacts.content(id).await.map_err(artifact_error)
+    }
+
+    async fn mcp_credentials(
+        &self,
+        principal: &str,
+        connection: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        self.credentials(principal, connection)?
+            .load_json()
+            .await
+            .map_err(credentials_error)
+    }
+
+    async fn put_mcp_credentials(
+        &self,
+        principal: &str,
+        connection: &str,
+        credentials: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        self.credentials(principal, connection)?
+            .save_json(credentials.clone())
+            .await
+            .map_err(credentials_error)
+    }
+
+    async fn clear_mcp_credentials(
+        &self,
+        principal: &str,
+        connection: &str,
+    ) -> Result<(), StoreError> {
+        self.credentials(principal, connection)?
+            .remove()
+            .await
+            .map_err(credentials_error)
+    }
+}
+
+/// An MCP credentials operation's error, as the store reports it.
+fn credentials_error(err: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(format!("MCP credentials: {err}"))
+}
+
+/// Whether `name` can name a slot log under the state root: relative, `/`-separated segments
+/// of `[A-Za-z0-9_.-]`, none empty, `.` or `..`.
+fn valid_schedule_name(name: &str) -> bool {
+    name.split('/').all(|segment| {
+        !matches!(segment, "" | "." | "..")
+            && segment
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_disk_store_passes_the_store_suite() {
+        let roots = Mutex::new(Vec::new());
+        folio_store::suite::run_all(async || -> Arc<dyn SessionStore> {
+            let dir = tempfile::tempdir().unwrap();
+            let store = DiskStore::open(StateRoot::new(dir.path())).unwrap();
+            lock(&roots).push(dir);
+            let store: Arc<dyn SessionStore> = Arc::new(store);
+            store
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_slot_of_a_schedule_name_that_leaves_the_slot_logs_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DiskStore::open(StateRoot::new(dir.path().join("state"))).unwrap();
+        let slot = "2026-12-01T09:00:00Z".parse().unwrap();
+        for name in ["../escape", "/abs", "a//b", "a/./b", "x\\y", "", "a b"] {
+            assert!(
+                matches!(
+                    store.claim_slot(name, slot, "a").await,
+                    Err(StoreError::Backend(_))
+                ),
+                "{name:?}"
+            );
+        }
+        assert!(!dir.path().join("escape.ndjson").exists());
+        assert!(store.claim_slot("reports/daily", slot, "a").await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_second_store_on_one_state_root_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let _first = DiskStore::open(StateRoot::new(dir.path())).unwrap();
+        assert!(matches!(
+            DiskStore::open(StateRoot::new(dir.path())),
+            Err(OpenError::InUse(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn what_a_store_commits_is_there_when_the_state_root_is_opened_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = folio_store::suite::meta("alice");
+        let id = meta.session_id.clone();
+        {
+            let store = DiskStore::open(StateRoot::new(dir.path())).unwrap();
+            store.create_session(&meta).await.unwrap();
+            store
+                .append(
+                    &id,
+                    0,
+                    None,
+                    vec![NewEvent::new(
+                        None,
+                        folio_protocol::EventBody::SessionWaiting(
+                            folio_protocol::SessionWaiting {},
+                        ),
+                    )],
+                )
+                .await
+                .unwrap();
+            store.commit(&id, None).await.unwrap();
+            let key = CreateKey {
+                principal: "alice".into(),
+                key: "k".into(),
+                session_id: id.clone(),
+                digest: "d".into(),
+            };
+            assert_eq!(store.record_create_key(&key).await.unwrap(), None);
+            let slot = "2026-12-01T09:00:00Z".parse().unwrap();
+            assert!(store.claim_slot("nightly", slot, "a").await.unwrap());
+        }
+        let store = DiskStore::open(StateRoot::new(dir.path())).unwrap();
+        assert_eq!(store.load_session(&id).await.unwrap(), Some(meta));
+        assert_eq!(store.read_events(&id, 0, None).await.unwrap().len(), 1);
+        let again = CreateKey {
+            principal: "alice".into(),
+            key: "k".into(),
+            session_id: "ses_other".into(),
+            digest: "e".into(),
+        };
+        let kept = store.record_create_key(&again).await.unwrap().unwrap();
+        assert_eq!(
+            (kept.session_id, kept.digest),
+            (id.clone(), "d".to_string())
+        );
+        let slot = "2026-12-01T09:00:00Z".parse().unwrap();
+        assert!(!store.claim_slot("nightly", slot, "b").await.unwrap());
+        // The server's own parser reads the claim.
+        let records =
+            read_records(&slots_dir(&StateRoot::new(dir.path())).join("nightly.ndjson")).unwrap();
+        assert_eq!(
+            records,
+            [SlotRecord::Claimed {
+                slot,
+                manual: false
+            }]
+        );
+    }
+}
