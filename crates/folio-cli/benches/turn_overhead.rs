@@ -230,7 +230,7 @@ fn main() {
     };
     let config = folio_telemetry::TelemetryConfig::resolve(
         env,
-        &folio_project::TelemetrySection::default(),
+        &folio_telemetry::TelemetrySettings::default(),
         "bench",
     )
     .unwrap();

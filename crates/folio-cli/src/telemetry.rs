@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use folio_project::ProjectConfig;
-use folio_telemetry::{LogFormat, Telemetry, TelemetryConfig, TelemetryError};
+use folio_project::{ProjectConfig, TelemetrySection};
+use folio_telemetry::{LogFormat, Telemetry, TelemetryConfig, TelemetryError, TelemetrySettings};
 
 /// The service name when neither `OTEL_SERVICE_NAME`, `[telemetry]` nor a project names one.
 const DEFAULT_SERVICE: &str = "folio";
@@ -24,8 +24,28 @@ pub fn install(format: LogFormat, project: Option<&Path>) -> Result<Telemetry, T
             Some(dir.file_name()?.to_string_lossy().into_owned())
         })
         .unwrap_or_else(|| DEFAULT_SERVICE.to_string());
-    let telemetry = TelemetryConfig::resolve(env, &config.telemetry, &service)?;
+    let telemetry = TelemetryConfig::resolve(env, &settings(config.telemetry), &service)?;
     folio_telemetry::install(format, filter, &telemetry)
+}
+
+/// `[telemetry]` as folio-telemetry takes it (that crate does not depend on the manifest parser).
+fn settings(section: TelemetrySection) -> TelemetrySettings {
+    let TelemetrySection {
+        endpoint,
+        protocol,
+        headers,
+        service_name,
+        capture_message_content,
+        metrics_temporality,
+    } = section;
+    TelemetrySettings {
+        endpoint,
+        protocol,
+        headers,
+        service_name,
+        capture_message_content,
+        metrics_temporality,
+    }
 }
 
 /// `<dir>/folio.toml`, or the defaults when there is none. One that does not parse counts as

@@ -1,16 +1,22 @@
-//! Anthropic Messages: request body and SSE event decoding.
+//! Anthropic Messages: request body and SSE event decoding, over the serde types of [`wire`].
+
+mod wire;
 
 use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 use eventsource_stream::Event as SseEvent;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::http::{HttpTransport, WireDecoder};
 use crate::{
     ContentPart, Delta, DeltaStream, FinishReason, Message, ModelError, ModelRequest, Provider,
     Usage,
+};
+use wire::{
+    BlockDelta, CacheControl, ContentBlock, ImageSource, MessagesRequest, RequestBlock,
+    RequestMessage, Role, StreamEvent, ToolDefinition, ToolResultPart, WireUsage,
 };
 
 /// The `anthropic-version` header value.
@@ -62,43 +68,60 @@ impl Provider for AnthropicProvider {
     }
 }
 
-/// The Messages request body: params first, then the fields Folio owns.
-pub(crate) fn request_body(request: &ModelRequest) -> Value {
-    let mut body: Map<String, Value> = request.params.clone();
-    body.insert("model".into(), json!(request.model));
-    body.entry("max_tokens")
-        .or_insert(json!(DEFAULT_MAX_TOKENS));
-    if !request.system.is_empty() {
-        body.insert(
-            "system".into(),
-            json!([{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}]),
-        );
-    }
-    body.insert("messages".into(), Value::Array(messages(&request.messages)));
-    if !request.tools.is_empty() {
-        let tools = request
+/// The Messages request body: `[model_params]` passed through, then the fields Folio owns (which
+/// win over a param of the same name; `max_tokens` only defaults).
+pub(crate) fn request_body(request: &ModelRequest) -> MessagesRequest<'_> {
+    let system = (!request.system.is_empty()).then(|| {
+        vec![RequestBlock::Text {
+            text: &request.system,
+            cache_control: Some(CacheControl::Ephemeral),
+        }]
+    });
+    let tools = (!request.tools.is_empty()).then(|| {
+        request
             .tools
             .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": tool.input_schema,
-                })
+            .map(|tool| ToolDefinition {
+                name: &tool.name,
+                description: &tool.description,
+                input_schema: &tool.input_schema,
             })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
+            .collect()
+    });
+    let mut params = request.params.clone();
+    for owned in ["model", "messages", "stream"] {
+        params.remove(owned);
     }
-    body.insert("stream".into(), json!(true));
-    Value::Object(body)
+    if system.is_some() {
+        params.remove("system");
+    }
+    if tools.is_some() {
+        params.remove("tools");
+    }
+    let max_tokens = (!params.contains_key("max_tokens")).then_some(DEFAULT_MAX_TOKENS);
+    MessagesRequest {
+        params,
+        model: &request.model,
+        max_tokens,
+        system,
+        messages: messages(&request.messages),
+        tools,
+        stream: true,
+    }
 }
 
 /// Maps the conversation to alternating user/assistant messages of content blocks.
-fn messages(conversation: &[Message]) -> Vec<Value> {
-    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
+fn messages(conversation: &[Message]) -> Vec<RequestMessage<'_>> {
+    let mut out: Vec<RequestMessage<'_>> = Vec::new();
     for message in conversation {
         let (role, blocks) = match message {
-            Message::User { text } => ("user", vec![json!({"type": "text", "text": text})]),
+            Message::User { text } => (
+                Role::User,
+                vec![RequestBlock::Text {
+                    text,
+                    cache_control: None,
+                }],
+            ),
             Message::Assistant {
                 text,
                 reasoning,
@@ -109,24 +132,25 @@ fn messages(conversation: &[Message]) -> Vec<Value> {
                 if let Some(reasoning) = reasoning
                     && let Some(signature) = &reasoning.signature
                 {
-                    blocks.push(json!({
-                        "type": "thinking",
-                        "thinking": reasoning.text,
-                        "signature": signature,
-                    }));
+                    blocks.push(RequestBlock::Thinking {
+                        thinking: &reasoning.text,
+                        signature,
+                    });
                 }
                 if !text.is_empty() {
-                    blocks.push(json!({"type": "text", "text": text}));
+                    blocks.push(RequestBlock::Text {
+                        text,
+                        cache_control: None,
+                    });
                 }
                 for call in tool_calls {
-                    blocks.push(json!({
-                        "type": "tool_use",
-                        "id": call.id,
-                        "name": call.name,
-                        "input": call.input,
-                    }));
+                    blocks.push(RequestBlock::ToolUse {
+                        id: &call.id,
+                        name: &call.name,
+                        input: &call.input,
+                    });
                 }
-                ("assistant", blocks)
+                (Role::Assistant, blocks)
             }
             Message::ToolResult {
                 call_id,
@@ -134,35 +158,38 @@ fn messages(conversation: &[Message]) -> Vec<Value> {
                 is_error,
                 ..
             } => {
-                let parts: Vec<Value> = content
+                let content = content
                     .iter()
                     .map(|part| match part {
-                        ContentPart::Text { text } => json!({"type": "text", "text": text}),
-                        ContentPart::Image { mime_type, data } => json!({
-                            "type": "image",
-                            "source": {"type": "base64", "media_type": mime_type, "data": data},
-                        }),
+                        ContentPart::Text { text } => ToolResultPart::Text { text },
+                        ContentPart::Image { mime_type, data } => ToolResultPart::Image {
+                            source: ImageSource::Base64 {
+                                media_type: mime_type,
+                                data,
+                            },
+                        },
                     })
                     .collect();
-                let mut block =
-                    json!({"type": "tool_result", "tool_use_id": call_id, "content": parts});
-                if *is_error {
-                    block["is_error"] = json!(true);
-                }
-                ("user", vec![block])
+                let block = RequestBlock::ToolResult {
+                    tool_use_id: call_id,
+                    is_error: *is_error,
+                    content,
+                };
+                (Role::User, vec![block])
             }
         };
         if blocks.is_empty() {
             continue;
         }
         match out.last_mut() {
-            Some((last_role, last_blocks)) if *last_role == role => last_blocks.extend(blocks),
-            _ => out.push((role, blocks)),
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => out.push(RequestMessage {
+                role,
+                content: blocks,
+            }),
         }
     }
-    out.into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect()
+    out
 }
 
 /// Decodes Messages SSE events (`message_start` … `message_stop`, `ping`, `error`).
@@ -174,29 +201,18 @@ pub(crate) struct EventDecoder {
     done: bool,
 }
 
-fn protocol(message: String) -> ModelError {
-    ModelError::Protocol {
-        provider: "anthropic".to_string(),
-        message,
-    }
-}
-
-fn count(value: &Value, key: &str) -> Option<u64> {
-    value.get(key).and_then(Value::as_u64)
-}
-
 impl EventDecoder {
-    fn read_usage(&mut self, usage: &Value) {
-        if let Some(n) = count(usage, "input_tokens") {
+    fn read_usage(&mut self, usage: &WireUsage) {
+        if let Some(n) = usage.input_tokens {
             self.usage.input_tokens = n;
         }
-        if let Some(n) = count(usage, "output_tokens") {
+        if let Some(n) = usage.output_tokens {
             self.usage.output_tokens = n;
         }
-        if let Some(n) = count(usage, "cache_read_input_tokens") {
+        if let Some(n) = usage.cache_read_input_tokens {
             self.usage.cache_read_tokens = n;
         }
-        if let Some(n) = count(usage, "cache_creation_input_tokens") {
+        if let Some(n) = usage.cache_creation_input_tokens {
             self.usage.cache_write_tokens = n;
         }
     }
@@ -212,120 +228,116 @@ fn stop_reason(reason: &str) -> FinishReason {
     }
 }
 
+/// Reads one event's data. The event's type is its `type` field; data without one (which the
+/// API never sends, but proxies might) takes the SSE `event:` name instead.
+fn parse_event(event: &SseEvent) -> Result<StreamEvent, ModelError> {
+    let malformed = |source| ModelError::Malformed {
+        provider: "anthropic".to_string(),
+        what: "stream event",
+        excerpt: crate::http::excerpt(&event.data),
+        source,
+    };
+    match serde_json::from_str::<StreamEvent>(&event.data) {
+        Ok(parsed) => Ok(parsed),
+        Err(first) => {
+            let Ok(Value::Object(mut fields)) = serde_json::from_str::<Value>(&event.data) else {
+                return Err(malformed(first));
+            };
+            if fields.contains_key("type") || event.event.is_empty() {
+                return Err(malformed(first));
+            }
+            fields.insert("type".into(), Value::String(event.event.clone()));
+            serde_json::from_value(Value::Object(fields)).map_err(malformed)
+        }
+    }
+}
+
+/// `text` unless it is empty.
+fn non_empty(text: String) -> Option<String> {
+    (!text.is_empty()).then_some(text)
+}
+
 impl WireDecoder for EventDecoder {
     fn decode(&mut self, event: &SseEvent) -> Result<Vec<Delta>, ModelError> {
         let mut out = Vec::new();
         if event.data.trim().is_empty() {
             return Ok(out);
         }
-        let data: Value = serde_json::from_str(&event.data).map_err(|error| {
-            protocol(format!(
-                "invalid stream event ({error}): {}",
-                crate::http::excerpt(&event.data)
-            ))
-        })?;
-        let kind = data
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or(&event.event);
-        let index = data.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
-        let text_of = |value: &Value, key: &str| {
-            value
-                .get(key)
-                .and_then(Value::as_str)
-                .filter(|text| !text.is_empty())
-                .map(str::to_string)
-        };
-        match kind {
-            "message_start" => {
-                let message = data.get("message");
-                out.extend(
-                    message
-                        .and_then(|m| m.get("model"))
-                        .and_then(Value::as_str)
-                        .filter(|model| !model.is_empty())
-                        .map(|model| Delta::Model(model.to_string())),
-                );
-                if let Some(usage) = message.and_then(|m| m.get("usage")) {
+        match parse_event(event)? {
+            StreamEvent::MessageStart { message } => {
+                out.extend(message.model.and_then(non_empty).map(Delta::Model));
+                if let Some(usage) = &message.usage {
                     self.read_usage(usage);
                 }
             }
-            "content_block_start" => {
-                let block = data.get("content_block").cloned().unwrap_or(Value::Null);
-                match block.get("type").and_then(Value::as_str) {
-                    Some("text") => out.extend(text_of(&block, "text").map(Delta::Text)),
-                    Some("thinking") => {
-                        out.extend(text_of(&block, "thinking").map(Delta::Reasoning));
-                        out.extend(text_of(&block, "signature").map(Delta::ReasoningSignature));
-                    }
-                    Some("tool_use") => {
-                        self.tool_blocks.insert(index);
-                        out.push(Delta::ToolCallStart {
+            StreamEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => match content_block {
+                ContentBlock::Text { text } => out.extend(non_empty(text).map(Delta::Text)),
+                ContentBlock::Thinking {
+                    thinking,
+                    signature,
+                } => {
+                    out.extend(non_empty(thinking).map(Delta::Reasoning));
+                    out.extend(non_empty(signature).map(Delta::ReasoningSignature));
+                }
+                ContentBlock::ToolUse { id, name, input } => {
+                    self.tool_blocks.insert(index);
+                    out.push(Delta::ToolCallStart { index, id, name });
+                    if let Some(input) = input.filter(|input| !input.is_empty()) {
+                        out.push(Delta::ToolCallArgs {
                             index,
-                            id: text_of(&block, "id").unwrap_or_default(),
-                            name: text_of(&block, "name").unwrap_or_default(),
+                            fragment: Value::Object(input).to_string(),
                         });
-                        let input = block.get("input");
-                        if let Some(input) =
-                            input.filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
-                        {
-                            out.push(Delta::ToolCallArgs {
-                                index,
-                                fragment: input.to_string(),
-                            });
-                        }
                     }
-                    _ => {}
+                }
+                ContentBlock::Unknown => {}
+            },
+            StreamEvent::ContentBlockDelta { index, delta } => match delta {
+                BlockDelta::TextDelta { text } => out.extend(non_empty(text).map(Delta::Text)),
+                BlockDelta::ThinkingDelta { thinking } => {
+                    out.extend(non_empty(thinking).map(Delta::Reasoning));
+                }
+                BlockDelta::SignatureDelta { signature } => {
+                    out.extend(non_empty(signature).map(Delta::ReasoningSignature));
+                }
+                BlockDelta::InputJsonDelta { partial_json } => {
+                    out.extend(
+                        non_empty(partial_json)
+                            .map(|fragment| Delta::ToolCallArgs { index, fragment }),
+                    );
+                }
+                BlockDelta::Unknown => {}
+            },
+            StreamEvent::ContentBlockStop { index } => {
+                if self.tool_blocks.remove(&index) {
+                    out.push(Delta::ToolCallEnd { index });
                 }
             }
-            "content_block_delta" => {
-                let delta = data.get("delta").cloned().unwrap_or(Value::Null);
-                match delta.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => out.extend(text_of(&delta, "text").map(Delta::Text)),
-                    Some("thinking_delta") => {
-                        out.extend(text_of(&delta, "thinking").map(Delta::Reasoning));
-                    }
-                    Some("signature_delta") => {
-                        out.extend(text_of(&delta, "signature").map(Delta::ReasoningSignature));
-                    }
-                    Some("input_json_delta") => {
-                        out.extend(
-                            text_of(&delta, "partial_json")
-                                .map(|fragment| Delta::ToolCallArgs { index, fragment }),
-                        );
-                    }
-                    _ => {}
-                }
-            }
-            "content_block_stop" if self.tool_blocks.remove(&index) => {
-                out.push(Delta::ToolCallEnd { index });
-            }
-            "message_delta" => {
-                if let Some(reason) = data
-                    .get("delta")
-                    .and_then(|d| d.get("stop_reason"))
-                    .and_then(Value::as_str)
-                {
+            StreamEvent::MessageDelta { delta, usage } => {
+                if let Some(reason) = &delta.stop_reason {
                     self.finish = Some(stop_reason(reason));
                 }
-                if let Some(usage) = data.get("usage") {
+                if let Some(usage) = &usage {
                     self.read_usage(usage);
                 }
             }
-            "message_stop" => {
+            StreamEvent::MessageStop => {
                 out.push(Delta::Usage(self.usage));
                 out.push(Delta::Finish(
                     self.finish.clone().unwrap_or(FinishReason::Stop),
                 ));
                 self.done = true;
             }
-            "error" => {
-                let error = data.get("error").cloned().unwrap_or(Value::Null);
-                let kind = error.get("type").and_then(Value::as_str).unwrap_or("error");
-                let message = error.get("message").and_then(Value::as_str).unwrap_or("");
-                return Err(protocol(format!("error in stream: {kind}: {message}")));
+            StreamEvent::Error { error } => {
+                return Err(ModelError::ErrorEvent {
+                    provider: "anthropic".to_string(),
+                    kind: Some(error.kind.unwrap_or_else(|| "error".to_string())),
+                    message: error.message.unwrap_or_default(),
+                });
             }
-            _ => {}
+            StreamEvent::Ping | StreamEvent::Unknown => {}
         }
         Ok(out)
     }
@@ -347,6 +359,7 @@ mod tests {
     use super::*;
     use crate::{Reasoning, ToolCall, ToolSpec};
     use pretty_assertions::assert_eq;
+    use serde_json::{Map, json};
 
     #[test]
     fn request_body_merges_roles_and_keeps_signed_thinking() {
@@ -406,7 +419,7 @@ mod tests {
             params: Map::new(),
         };
         assert_eq!(
-            request_body(&request),
+            serde_json::to_value(request_body(&request)).unwrap(),
             json!({
                 "model": "claude-test",
                 "max_tokens": 8192,
@@ -430,6 +443,140 @@ mod tests {
                 ],
                 "tools": [{"name": "Read", "description": "read", "input_schema": {"type": "object"}}]
             })
+        );
+    }
+
+    /// Feeds `(event name, data)` pairs to a fresh decoder and collects the deltas.
+    fn decode_all(events: &[(&str, &str)]) -> Result<Vec<Delta>, ModelError> {
+        let mut decoder = EventDecoder::default();
+        let mut out = Vec::new();
+        for (name, data) in events {
+            out.extend(decoder.decode(&SseEvent {
+                event: name.to_string(),
+                data: data.to_string(),
+                ..SseEvent::default()
+            })?);
+        }
+        Ok(out)
+    }
+
+    /// A stream shaped like the API's (extra fields everywhere, server-tool blocks, a
+    /// `citations_delta`, an event type from the future, a proxy that drops `type`): what Folio
+    /// knows decodes, the rest is skipped.
+    #[test]
+    fn real_shaped_stream_decodes_and_skips_what_it_does_not_know() {
+        let deltas = decode_all(&[
+            (
+                "message_start",
+                r#"{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":300,"cache_creation":{"ephemeral_5m_input_tokens":0},"output_tokens":1,"service_tier":"standard"}}}"#,
+            ),
+            ("ping", r#"{"type": "ping"}"#),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}"#,
+            ),
+            ("content_block_stop", r#"{"type":"content_block_stop","index":0}"#),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":"","citations":null}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":1,"delta":{"type":"citations_delta","citation":{"type":"web_search_result_location","url":"https://x"}}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hi"}}"#,
+            ),
+            // An event type this decoder has never heard of, with fields of its own.
+            (
+                "content_block_annotation",
+                r#"{"type":"content_block_annotation","index":1,"annotation":{"kind":"new","weight":0.5}}"#,
+            ),
+            // No `type` in the data: the SSE event name stands in.
+            ("content_block_stop", r#"{"index":1}"#),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"Read","input":{"path":"/a"},"caller":{"type":"direct"}}}"#,
+            ),
+            ("content_block_stop", r#"{"type":"content_block_stop","index":2}"#),
+            (
+                "message_delta",
+                r#"{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null,"container":null},"usage":{"output_tokens":42,"server_tool_use":{"web_search_requests":1}},"context_management":{"applied_edits":[]}}"#,
+            ),
+            ("message_stop", r#"{"type":"message_stop","amazon-bedrock-invocationMetrics":{"inputTokenCount":12}}"#),
+        ])
+        .unwrap();
+        assert_eq!(
+            deltas,
+            vec![
+                Delta::Model("claude-sonnet-4-5-20250929".into()),
+                Delta::Text("Hi".into()),
+                Delta::ToolCallStart {
+                    index: 2,
+                    id: "toolu_1".into(),
+                    name: "Read".into()
+                },
+                Delta::ToolCallArgs {
+                    index: 2,
+                    fragment: r#"{"path":"/a"}"#.into()
+                },
+                Delta::ToolCallEnd { index: 2 },
+                Delta::Usage(Usage {
+                    input_tokens: 12,
+                    output_tokens: 42,
+                    cache_read_tokens: 300,
+                    cache_write_tokens: 0,
+                }),
+                Delta::Finish(FinishReason::ToolCalls),
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_events_and_error_events_are_clear_errors() {
+        let error = decode_all(&[(
+            "content_block_delta",
+            r#"{"type":"content_block_delta","index":"one","delta":{"type":"text_delta","text":"x"}}"#,
+        )])
+        .unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                ModelError::Malformed {
+                    what: "stream event",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        let message = error.to_string();
+        assert!(
+            message.starts_with("anthropic: invalid stream event (invalid type: string \"one\""),
+            "{message}"
+        );
+        assert!(message.ends_with(r#"{"type":"content_block_delta","index":"one","delta":{"type":"text_delta","text":"x"}}"#), "{message}");
+
+        let error = decode_all(&[("message_start", "{not json")]).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("anthropic: invalid stream event (key must be a string"),
+            "{error}"
+        );
+
+        let error = decode_all(&[(
+            "error",
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}"#,
+        )])
+        .unwrap_err();
+        assert!(
+            matches!(&error, ModelError::ErrorEvent { kind: Some(kind), .. } if kind == "overloaded_error"),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "anthropic: error in stream: overloaded_error: Overloaded"
         );
     }
 }

@@ -73,12 +73,27 @@ pub enum ModelError {
         /// What failed.
         message: String,
     },
-    /// The provider sent something that does not follow its protocol, or an error event.
-    #[error("{provider}: {message}")]
-    Protocol {
+    /// The provider sent data that does not decode as its wire format.
+    #[error("{provider}: invalid {what} ({source}): {excerpt}")]
+    Malformed {
         /// Provider name.
         provider: String,
-        /// What was wrong.
+        /// What was being read (`stream event`, `stream chunk`).
+        what: &'static str,
+        /// The start of the offending data, on one line.
+        excerpt: String,
+        /// Why it did not decode (names the field or position).
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The provider reported an error inside a started stream (e.g. Anthropic's `overloaded_error`).
+    #[error("{provider}: error in stream: {}", kind_and_message(kind.as_deref(), message))]
+    ErrorEvent {
+        /// Provider name.
+        provider: String,
+        /// The provider's error type, when it sent one.
+        kind: Option<String>,
+        /// The provider's message.
         message: String,
     },
     /// Retries did not help.
@@ -90,12 +105,13 @@ pub enum ModelError {
         last: Box<ModelError>,
     },
     /// A tool call's arguments were not valid JSON.
-    #[error("model sent invalid JSON arguments for tool {tool}: {message}")]
+    #[error("model sent invalid JSON arguments for tool {tool}: {source}")]
     InvalidToolArguments {
         /// Tool name.
         tool: String,
         /// The JSON parse error.
-        message: String,
+        #[source]
+        source: serde_json::Error,
     },
     /// The cancellation token fired.
     #[error("model request cancelled")]
@@ -123,13 +139,38 @@ pub enum ModelError {
         recorded: usize,
     },
     /// A fixture could not be read, parsed or written.
-    #[error("fixture {path}: {message}")]
+    #[error("fixture {path}: {what}: {source}")]
     Fixture {
         /// Fixture path.
         path: String,
-        /// What failed.
-        message: String,
+        /// What was being done (`cannot read`, `line 3`, …).
+        what: String,
+        /// The I/O or JSON error.
+        #[source]
+        source: FixtureError,
     },
+    /// The HTTP client could not be built (TLS backend or system configuration).
+    #[error("invalid model configuration: cannot build HTTP client: {0}")]
+    HttpClient(#[source] reqwest::Error),
+}
+
+/// The cause of a [`ModelError::Fixture`].
+#[derive(Debug, thiserror::Error)]
+pub enum FixtureError {
+    /// Reading or writing the file failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A line is not a recorded exchange, or an exchange does not serialize.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+/// `kind: message`, or the message alone when the provider sent no kind.
+fn kind_and_message(kind: Option<&str>, message: &str) -> String {
+    match kind {
+        Some(kind) => format!("{kind}: {message}"),
+        None => message.to_string(),
+    }
 }
 
 /// Phrases providers use when a request does not fit the model's context window (OpenAI
@@ -171,7 +212,9 @@ impl ModelError {
             ModelError::Config(_)
             | ModelError::MissingKey { .. }
             | ModelError::Stream { .. }
-            | ModelError::Protocol { .. }
+            | ModelError::Malformed { .. }
+            | ModelError::ErrorEvent { .. }
+            | ModelError::HttpClient(_)
             | ModelError::RetriesExhausted { .. }
             | ModelError::InvalidToolArguments { .. }
             | ModelError::Cancelled

@@ -44,7 +44,7 @@ impl HttpTransport {
         let client = reqwest::Client::builder()
             .connect_timeout(config.timeouts.connect)
             .build()
-            .map_err(|error| ModelError::Config(format!("cannot build HTTP client: {error}")))?;
+            .map_err(ModelError::HttpClient)?;
         Ok(HttpTransport {
             provider,
             client,
@@ -223,7 +223,6 @@ impl HttpTransport {
     }
 }
 
-/// The message of an error response: the JSON `error.message` when there is one, else an excerpt.
 /// Whether a response's body is one JSON document rather than a stream of events.
 fn is_json(response: &reqwest::Response) -> bool {
     response
@@ -233,16 +232,36 @@ fn is_json(response: &reqwest::Response) -> bool {
         .is_some_and(|value| value.trim_start().starts_with("application/json"))
 }
 
+/// An error response body as OpenAI and Anthropic both shape it: `{"error": …}`.
+#[derive(serde::Deserialize)]
+struct ErrorBody {
+    /// The error, an object or (some compatible servers) a bare string.
+    error: ErrorField,
+}
+
+/// The `error` of an [`ErrorBody`].
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum ErrorField {
+    /// `{"message": "…", …}` (other fields ignored).
+    Described {
+        /// What the server said.
+        message: String,
+    },
+    /// `"…"`.
+    Text(String),
+    /// Anything else: the body is shown as it is.
+    Other(serde::de::IgnoredAny),
+}
+
+/// The message of an error response: the JSON `error.message` (or `error` when it is a string)
+/// when there is one, else an excerpt of the body.
 fn error_message(status: reqwest::StatusCode, body: &str) -> String {
-    let from_json = serde_json::from_str::<serde_json::Value>(body)
+    let from_json = serde_json::from_str::<ErrorBody>(body)
         .ok()
-        .and_then(|value| {
-            let error = value.get("error")?;
-            error
-                .get("message")
-                .and_then(|message| message.as_str())
-                .or_else(|| error.as_str())
-                .map(str::to_string)
+        .and_then(|body| match body.error {
+            ErrorField::Described { message } | ErrorField::Text(message) => Some(message),
+            ErrorField::Other(_) => None,
         });
     let text = from_json.unwrap_or_else(|| body.trim().to_string());
     let text = if text.is_empty() {

@@ -66,7 +66,7 @@ use tokio_util::sync::CancellationToken;
 pub use config::{
     ANTHROPIC_DEFAULT_BASE, OPENAI_DEFAULT_BASE, ProviderConfig, RetryPolicy, Timeouts,
 };
-pub use error::{ModelError, TimeoutKind};
+pub use error::{FixtureError, ModelError, TimeoutKind};
 pub use open::{MissingKeyProvider, open_provider};
 pub use replay::{RecordingProvider, ReplayProvider};
 pub use tokens::{TokenCounter, known_context_window};

@@ -1,16 +1,22 @@
-//! OpenAI Chat Completions (and OpenAI-compatible servers): request body and SSE chunk decoding.
+//! OpenAI Chat Completions (and OpenAI-compatible servers): request body and SSE chunk decoding,
+//! over the serde types of [`wire`].
+
+mod wire;
 
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use eventsource_stream::Event as SseEvent;
-use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::http::{HttpTransport, WireDecoder};
 use crate::{
     ContentPart, Delta, DeltaStream, FinishReason, Message, ModelError, ModelRequest, Provider,
     Usage,
+};
+use wire::{
+    ChatChunk, ChatMessage, ChatRequest, ChatTool, ChatToolCall, FunctionCall, FunctionDefinition,
+    ImageUrl, StreamOptions, UserContent, UserPart,
 };
 
 /// A Chat Completions client.
@@ -55,79 +61,76 @@ impl Provider for OpenAiProvider {
     }
 }
 
-/// The Chat Completions request body: params first, then the fields Folio owns. `stream`
-/// false asks for one whole `chat.completion` (which carries usage on every server).
-pub(crate) fn request_body(request: &ModelRequest, stream: bool) -> Value {
-    let mut body: Map<String, Value> = request.params.clone();
-    body.insert("model".into(), json!(request.model));
-    body.insert("messages".into(), Value::Array(messages(request)));
-    body.insert("stream".into(), json!(stream));
-    if stream {
-        body.insert("stream_options".into(), json!({"include_usage": true}));
-    } else {
-        body.remove("stream_options");
-    }
-    if !request.tools.is_empty() {
-        let tools = request
+/// The Chat Completions request body: `[model_params]` passed through, then the fields Folio
+/// owns (which win over a param of the same name). `stream` false asks for one whole
+/// `chat.completion` (which carries usage on every server).
+pub(crate) fn request_body(request: &ModelRequest, stream: bool) -> ChatRequest<'_> {
+    let tools = (!request.tools.is_empty()).then(|| {
+        request
             .tools
             .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.input_schema,
-                    }
-                })
+            .map(|tool| ChatTool::Function {
+                function: FunctionDefinition {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.input_schema,
+                },
             })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
+            .collect()
+    });
+    let mut params = request.params.clone();
+    for owned in ["model", "messages", "stream", "stream_options"] {
+        params.remove(owned);
     }
-    Value::Object(body)
+    if tools.is_some() {
+        params.remove("tools");
+    }
+    ChatRequest {
+        params,
+        model: &request.model,
+        messages: messages(request),
+        stream,
+        stream_options: stream.then_some(StreamOptions {
+            include_usage: true,
+        }),
+        tools,
+    }
 }
 
-fn messages(request: &ModelRequest) -> Vec<Value> {
+fn messages(request: &ModelRequest) -> Vec<ChatMessage<'_>> {
     let mut out = Vec::new();
     if !request.system.is_empty() {
-        out.push(json!({"role": "system", "content": request.system}));
+        out.push(ChatMessage::System {
+            content: &request.system,
+        });
     }
     // Images in tool results cannot go in a `tool` message: they follow as one user message.
-    let mut pending_images: Vec<Value> = Vec::new();
+    let mut pending_images: Vec<UserPart> = Vec::new();
     for message in &request.messages {
         if !matches!(message, Message::ToolResult { .. }) && !pending_images.is_empty() {
-            out.push(json!({"role": "user", "content": std::mem::take(&mut pending_images)}));
+            out.push(ChatMessage::User {
+                content: UserContent::Parts(std::mem::take(&mut pending_images)),
+            });
         }
         match message {
-            Message::User { text } => out.push(json!({"role": "user", "content": text})),
+            Message::User { text } => out.push(ChatMessage::User {
+                content: UserContent::Text(text),
+            }),
             Message::Assistant {
                 text, tool_calls, ..
-            } => {
-                let mut entry = Map::new();
-                entry.insert("role".into(), json!("assistant"));
-                entry.insert(
-                    "content".into(),
-                    if text.is_empty() {
-                        Value::Null
-                    } else {
-                        json!(text)
-                    },
-                );
-                if !tool_calls.is_empty() {
-                    let calls = tool_calls
-                        .iter()
-                        .map(|call| {
-                            json!({
-                                "id": call.id,
-                                "type": "function",
-                                "function": {"name": call.name, "arguments": call.input.to_string()},
-                            })
-                        })
-                        .collect();
-                    entry.insert("tool_calls".into(), Value::Array(calls));
-                }
-                out.push(Value::Object(entry));
-            }
+            } => out.push(ChatMessage::Assistant {
+                content: (!text.is_empty()).then_some(text.as_str()),
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|call| ChatToolCall::Function {
+                        id: &call.id,
+                        function: FunctionCall {
+                            name: &call.name,
+                            arguments: call.input.to_string(),
+                        },
+                    })
+                    .collect(),
+            }),
             Message::ToolResult {
                 call_id,
                 content,
@@ -143,19 +146,25 @@ fn messages(request: &ModelRequest) -> Vec<Value> {
                         ContentPart::Text { text: part } => text.push_str(part),
                         ContentPart::Image { mime_type, data } => {
                             text.push_str(&format!("[image {mime_type} attached below]"));
-                            pending_images.push(json!({
-                                "type": "image_url",
-                                "image_url": {"url": format!("data:{mime_type};base64,{data}")},
-                            }));
+                            pending_images.push(UserPart::ImageUrl {
+                                image_url: ImageUrl {
+                                    url: format!("data:{mime_type};base64,{data}"),
+                                },
+                            });
                         }
                     }
                 }
-                out.push(json!({"role": "tool", "tool_call_id": call_id, "content": text}));
+                out.push(ChatMessage::Tool {
+                    tool_call_id: call_id,
+                    content: text,
+                });
             }
         }
     }
     if !pending_images.is_empty() {
-        out.push(json!({"role": "user", "content": pending_images}));
+        out.push(ChatMessage::User {
+            content: UserContent::Parts(pending_images),
+        });
     }
     out
 }
@@ -192,13 +201,6 @@ impl ChunkDecoder {
             }
         }
     }
-
-    fn protocol(&self, message: String) -> ModelError {
-        ModelError::Protocol {
-            provider: self.provider.to_string(),
-            message,
-        }
-    }
 }
 
 impl WireDecoder for ChunkDecoder {
@@ -216,99 +218,67 @@ impl WireDecoder for ChunkDecoder {
         if data.is_empty() {
             return Ok(out);
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|error| {
-            self.protocol(format!(
-                "invalid stream chunk ({error}): {}",
-                crate::http::excerpt(data)
-            ))
-        })?;
-        if let Some(error) = chunk.get("error").filter(|error| !error.is_null()) {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| error.to_string());
-            return Err(self.protocol(format!("error in stream: {message}")));
+        let chunk: ChatChunk =
+            serde_json::from_str(data).map_err(|source| ModelError::Malformed {
+                provider: self.provider.to_string(),
+                what: "stream chunk",
+                excerpt: crate::http::excerpt(data),
+                source,
+            })?;
+        if let Some(error) = &chunk.error {
+            return Err(ModelError::ErrorEvent {
+                provider: self.provider.to_string(),
+                kind: None,
+                message: error.message(),
+            });
         }
         if !self.model_sent
-            && let Some(model) = chunk.get("model").and_then(Value::as_str)
+            && let Some(model) = chunk.model
             && !model.is_empty()
         {
             self.model_sent = true;
-            out.push(Delta::Model(model.to_string()));
+            out.push(Delta::Model(model));
         }
-        for choice in chunk
-            .get("choices")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) {
-                for key in ["reasoning_content", "reasoning"] {
-                    if let Some(text) = delta.get(key).and_then(Value::as_str)
-                        && !text.is_empty()
-                    {
+        for choice in chunk.choices.into_iter().flatten() {
+            if let Some(delta) = choice.delta.or(choice.message) {
+                for text in [&delta.reasoning_content, &delta.reasoning] {
+                    if let Some(text) = text.non_empty() {
                         out.push(Delta::Reasoning(text.to_string()));
                     }
                 }
-                if let Some(text) = delta.get("content").and_then(Value::as_str)
-                    && !text.is_empty()
-                {
+                if let Some(text) = delta.content.non_empty() {
                     out.push(Delta::Text(text.to_string()));
                 }
-                for (position, call) in delta
-                    .get("tool_calls")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .enumerate()
-                {
-                    let index = call
-                        .get("index")
-                        .and_then(Value::as_u64)
-                        .map_or(position, |index| index as usize);
-                    let function = call.get("function");
+                for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
+                    let index = call.index.unwrap_or(position);
+                    let function = call.function.unwrap_or_default();
                     if let std::collections::btree_map::Entry::Vacant(e) = self.calls.entry(index) {
-                        let id = call
-                            .get("id")
-                            .and_then(Value::as_str)
-                            .map_or_else(|| format!("call_{index}"), str::to_string);
-                        let name = function
-                            .and_then(|f| f.get("name"))
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string();
+                        let id = call.id.unwrap_or_else(|| format!("call_{index}"));
+                        let name = function.name.unwrap_or_default();
                         e.insert(false);
                         out.push(Delta::ToolCallStart { index, id, name });
                     }
-                    if let Some(fragment) = function
-                        .and_then(|f| f.get("arguments"))
-                        .and_then(Value::as_str)
+                    if let Some(fragment) = function.arguments
                         && !fragment.is_empty()
                     {
-                        out.push(Delta::ToolCallArgs {
-                            index,
-                            fragment: fragment.to_string(),
-                        });
+                        out.push(Delta::ToolCallArgs { index, fragment });
                     }
                 }
             }
-            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            if let Some(reason) = &choice.finish_reason {
                 self.finish = Some(FinishReason::parse(reason));
                 self.end_calls(&mut out);
             }
         }
-        if let Some(usage) = chunk.get("usage").filter(|usage| !usage.is_null()) {
-            let count = |value: Option<&Value>| value.and_then(Value::as_u64).unwrap_or(0);
-            let prompt = count(usage.get("prompt_tokens"));
-            let cached = count(
-                usage
-                    .get("prompt_tokens_details")
-                    .and_then(|details| details.get("cached_tokens")),
-            );
+        if let Some(usage) = chunk.usage {
+            let prompt = usage.prompt_tokens.unwrap_or(0);
+            let cached = usage
+                .prompt_tokens_details
+                .and_then(|details| details.cached_tokens)
+                .unwrap_or(0);
             out.push(Delta::Usage(Usage {
                 input_tokens: prompt.saturating_sub(cached),
-                output_tokens: count(usage.get("completion_tokens")),
+                output_tokens: usage.completion_tokens.unwrap_or(0),
                 cache_read_tokens: cached,
                 cache_write_tokens: 0,
             }));
@@ -343,6 +313,7 @@ mod tests {
     use super::*;
     use crate::{ToolCall, ToolSpec};
     use pretty_assertions::assert_eq;
+    use serde_json::{Map, json};
 
     #[test]
     fn request_body_maps_the_conversation() {
@@ -386,7 +357,7 @@ mod tests {
             params,
         };
         assert_eq!(
-            request_body(&request, true),
+            serde_json::to_value(request_body(&request, true)).unwrap(),
             json!({
                 "model": "gpt-test",
                 "temperature": 0.2,
@@ -404,6 +375,102 @@ mod tests {
                 ],
                 "tools": [{"type": "function", "function": {"name": "Read", "description": "read", "parameters": {"type": "object"}}}]
             })
+        );
+    }
+
+    /// Feeds `data` lines to a fresh decoder and collects the deltas.
+    fn decode_all(chunks: &[&str]) -> Result<Vec<Delta>, ModelError> {
+        let mut decoder = ChunkDecoder::new("openai-compatible");
+        let mut out = Vec::new();
+        for data in chunks {
+            out.extend(decoder.decode(&SseEvent {
+                data: data.to_string(),
+                ..SseEvent::default()
+            })?);
+        }
+        Ok(out)
+    }
+
+    /// Chunks as compatible servers send them: `null`s where fields are absent, extra fields,
+    /// reasoning as an object (skipped), content as a part list (skipped), a tool call without
+    /// `index` or `id`, usage `null` until the last chunk.
+    #[test]
+    fn compatible_server_chunks_decode() {
+        let deltas = decode_all(&[
+            r#"{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","system_fingerprint":null,"choices":[{"index":0,"delta":{"role":"assistant","content":null,"reasoning_content":"Hm","tool_calls":null},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+            r#"{"model":"qwen3","choices":[{"index":0,"delta":{"reasoning":{"effort":"low"},"content":[{"type":"thinking","thinking":"x"}]}}]}"#,
+            r#"{"model":"qwen3","choices":[{"index":0,"delta":{"content":"Hi","annotations":[]}}]}"#,
+            r#"{"model":"qwen3","choices":[{"index":0,"delta":{"tool_calls":[{"type":"function","function":{"name":"Read","arguments":"{\"path\":"}}]}}]}"#,
+            r#"{"model":"qwen3","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"/a\"}"}}]}}]}"#,
+            r#"{"model":"qwen3","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls","stop_reason":null}]}"#,
+            r#"{"model":"qwen3","choices":[],"usage":{"prompt_tokens":50,"completion_tokens":7,"total_tokens":57,"prompt_tokens_details":{"cached_tokens":20},"timings":{"predicted_ms":3.5}}}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        assert_eq!(
+            deltas,
+            vec![
+                Delta::Model("qwen3".into()),
+                Delta::Reasoning("Hm".into()),
+                Delta::Text("Hi".into()),
+                Delta::ToolCallStart {
+                    index: 0,
+                    id: "call_0".into(),
+                    name: "Read".into()
+                },
+                Delta::ToolCallArgs {
+                    index: 0,
+                    fragment: "{\"path\":".into()
+                },
+                Delta::ToolCallArgs {
+                    index: 0,
+                    fragment: "\"/a\"}".into()
+                },
+                Delta::ToolCallEnd { index: 0 },
+                Delta::Usage(Usage {
+                    input_tokens: 30,
+                    output_tokens: 7,
+                    cache_read_tokens: 20,
+                    cache_write_tokens: 0,
+                }),
+                Delta::Finish(FinishReason::ToolCalls),
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_chunks_and_error_chunks_are_clear_errors() {
+        let error = decode_all(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":5}}]}}]}"#,
+        ])
+        .unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                ModelError::Malformed {
+                    what: "stream chunk",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .to_string()
+                .starts_with("openai-compatible: invalid stream chunk (invalid type: integer `5`, expected a string"),
+            "{error}"
+        );
+
+        let error =
+            decode_all(&[r#"{"error":{"message":"context too long","code":400}}"#]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "openai-compatible: error in stream: context too long"
+        );
+        let error = decode_all(&[r#"{"error":{"code":500}}"#]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            r#"openai-compatible: error in stream: {"code":500}"#
         );
     }
 }

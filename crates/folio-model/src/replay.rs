@@ -8,10 +8,11 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Delta, DeltaStream, ModelError, ModelRequest, Provider};
+use crate::{
+    Delta, DeltaStream, FixtureError, Message, ModelError, ModelRequest, Provider, ToolSpec,
+};
 
 /// One line of a fixture: a request and the deltas that answered it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,24 +42,31 @@ impl RecordingProvider {
     }
 }
 
-fn fixture_error(path: &Path, message: impl std::fmt::Display) -> ModelError {
+/// A [`ModelError::Fixture`] for `path`: `what` was being done when `source` failed.
+fn fixture_error(
+    path: &Path,
+    what: impl Into<String>,
+    source: impl Into<FixtureError>,
+) -> ModelError {
     ModelError::Fixture {
         path: path.display().to_string(),
-        message: message.to_string(),
+        what: what.into(),
+        source: source.into(),
     }
 }
 
 fn append(path: &Path, lock: &Mutex<()>, exchange: &Exchange) -> Result<(), ModelError> {
-    let mut line = serde_json::to_string(exchange).map_err(|e| fixture_error(path, e))?;
+    let mut line = serde_json::to_string(exchange)
+        .map_err(|e| fixture_error(path, "cannot serialize the exchange", e))?;
     line.push('\n');
     let _guard = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
-        .map_err(|e| fixture_error(path, format!("cannot open for recording: {e}")))?;
+        .map_err(|e| fixture_error(path, "cannot open for recording", e))?;
     file.write_all(line.as_bytes())
-        .map_err(|e| fixture_error(path, format!("cannot write: {e}")))
+        .map_err(|e| fixture_error(path, "cannot write", e))
 }
 
 #[async_trait]
@@ -133,15 +141,15 @@ impl ReplayProvider {
     /// Loads the fixture at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<ReplayProvider, ModelError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| fixture_error(path, format!("cannot read: {e}")))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| fixture_error(path, "cannot read", e))?;
         let exchanges = text
             .lines()
             .enumerate()
             .filter(|(_, line)| !line.trim().is_empty())
             .map(|(number, line)| {
                 serde_json::from_str(line)
-                    .map_err(|e| fixture_error(path, format!("line {}: {e}", number + 1)))
+                    .map_err(|e| fixture_error(path, format!("line {}", number + 1), e))
             })
             .collect::<Result<Vec<Exchange>, ModelError>>()?;
         Ok(ReplayProvider {
@@ -162,9 +170,21 @@ impl ReplayProvider {
     }
 }
 
+/// The part of a request replay compares.
+#[derive(Serialize)]
+struct Compared<'a> {
+    /// The conversation.
+    messages: &'a [Message],
+    /// The tools offered.
+    tools: &'a [ToolSpec],
+}
+
 /// The part of a request replay compares, as pretty JSON.
 fn compared(request: &ModelRequest) -> String {
-    let value = json!({"messages": request.messages, "tools": request.tools});
+    let value = Compared {
+        messages: &request.messages,
+        tools: &request.tools,
+    };
     serde_json::to_string_pretty(&value).unwrap_or_else(|e| format!("<unserializable: {e}>"))
 }
 

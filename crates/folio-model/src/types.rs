@@ -282,10 +282,10 @@ impl ResponseAssembler {
                 let input = if call.arguments.trim().is_empty() {
                     Value::Object(Map::new())
                 } else {
-                    serde_json::from_str(&call.arguments).map_err(|error| {
+                    serde_json::from_str(&call.arguments).map_err(|source| {
                         ModelError::InvalidToolArguments {
                             tool: call.name.clone(),
-                            message: error.to_string(),
+                            source,
                         }
                     })?
                 };

@@ -3,9 +3,31 @@
 
 use std::collections::BTreeMap;
 
-use folio_project::TelemetrySection;
-
 use crate::TelemetryError;
+
+/// The `[telemetry]` keys of a project's `folio.toml`, as plain values; each is overridden by its
+/// `OTEL_*` variable in [`TelemetryConfig::resolve`].
+///
+/// This crate owns its input type so that it does not depend on `folio-project` (and with it the
+/// manifest parser, which every crate using telemetry would otherwise build); `folio-project`
+/// does not depend on this crate either. The caller that read the manifest converts its
+/// `TelemetrySection` field by field (`folio-cli`'s `telemetry.rs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TelemetrySettings {
+    /// OTLP base endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`).
+    pub endpoint: Option<String>,
+    /// `http/protobuf`, `http/json` or `grpc` (`OTEL_EXPORTER_OTLP_PROTOCOL`).
+    pub protocol: Option<String>,
+    /// Headers sent with every export (`OTEL_EXPORTER_OTLP_HEADERS` adds to and overrides them).
+    pub headers: BTreeMap<String, String>,
+    /// The service name on every span (`OTEL_SERVICE_NAME`).
+    pub service_name: Option<String>,
+    /// Record message and tool contents on spans
+    /// (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`).
+    pub capture_message_content: Option<bool>,
+    /// `delta` or `cumulative` metrics (`OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`).
+    pub metrics_temporality: Option<String>,
+}
 
 /// The OTLP wire format (`OTEL_EXPORTER_OTLP_PROTOCOL`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -129,7 +151,7 @@ impl TelemetryConfig {
     /// `default_service` names the service when neither sets it.
     pub fn resolve(
         env: impl Fn(&str) -> Option<String>,
-        settings: &TelemetrySection,
+        settings: &TelemetrySettings,
         default_service: &str,
     ) -> Result<TelemetryConfig, TelemetryError> {
         let var = |name: &str| env(name).filter(|value| !value.trim().is_empty());
@@ -236,7 +258,7 @@ mod tests {
 
     fn resolve(
         vars: &[(&str, &str)],
-        settings: &TelemetrySection,
+        settings: &TelemetrySettings,
     ) -> Result<TelemetryConfig, TelemetryError> {
         let vars: BTreeMap<String, String> = vars
             .iter()
@@ -248,20 +270,20 @@ mod tests {
     #[test]
     fn nothing_is_exported_when_unset_or_disabled() {
         let none = TelemetryConfig::default();
-        assert_eq!(resolve(&[], &TelemetrySection::default()).unwrap(), none);
+        assert_eq!(resolve(&[], &TelemetrySettings::default()).unwrap(), none);
         let disabled = resolve(
             &[
                 ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
                 ("OTEL_SDK_DISABLED", "TRUE"),
             ],
-            &TelemetrySection::default(),
+            &TelemetrySettings::default(),
         );
         assert_eq!(disabled.unwrap(), none);
     }
 
     #[test]
     fn variables_override_the_file() {
-        let settings = TelemetrySection {
+        let settings = TelemetrySettings {
             endpoint: Some("http://collector:4318/".into()),
             protocol: Some("http/json".into()),
             headers: BTreeMap::from([("x-team".into(), "a".into())]),
@@ -320,7 +342,7 @@ mod tests {
                 ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317"),
                 ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
             ],
-            &TelemetrySection::default(),
+            &TelemetrySettings::default(),
         )
         .unwrap();
         let export = config.export.unwrap();
@@ -342,7 +364,7 @@ mod tests {
     fn bad_values_say_what_to_write() {
         let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318");
         let err = |vars: &[(&str, &str)]| {
-            resolve(vars, &TelemetrySection::default())
+            resolve(vars, &TelemetrySettings::default())
                 .unwrap_err()
                 .to_string()
         };

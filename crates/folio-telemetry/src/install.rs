@@ -75,7 +75,7 @@ pub fn log_filter(env: impl Fn(&str) -> Option<String>) -> Result<EnvFilter, Tel
         Some((var, value)) => EnvFilter::try_new(&value).map_err(|err| TelemetryError::Filter {
             var,
             value,
-            message: err.to_string(),
+            source: err,
         }),
     }
 }
@@ -88,8 +88,7 @@ pub fn install(
     config: &TelemetryConfig,
 ) -> Result<Telemetry, TelemetryError> {
     let (telemetry, subscriber) = subscriber(format, filter, config)?;
-    tracing::subscriber::set_global_default(subscriber)
-        .map_err(|err| TelemetryError::Install(err.to_string()))?;
+    tracing::subscriber::set_global_default(subscriber).map_err(TelemetryError::Install)?;
     Ok(telemetry)
 }
 
@@ -196,11 +195,7 @@ fn grpc_runtime() -> Result<tokio::runtime::Runtime, TelemetryError> {
         .thread_name("folio-otlp-grpc")
         .enable_all()
         .build()
-        .map_err(|err| {
-            TelemetryError::Config(format!(
-                "could not start the OTLP gRPC exporter's thread: {err}"
-            ))
-        })
+        .map_err(TelemetryError::GrpcRuntime)
 }
 
 /// The export headers as gRPC metadata.
@@ -233,7 +228,7 @@ fn build_error(
 ) -> impl FnOnce(opentelemetry_otlp::ExporterBuildError) -> TelemetryError {
     move |err| TelemetryError::Exporter {
         endpoint: endpoint.to_string(),
-        message: err.to_string(),
+        source: err,
     }
 }
 

@@ -15,7 +15,7 @@ mod install;
 mod json;
 pub mod metrics;
 
-pub use config::{ExportConfig, Protocol, TelemetryConfig, Temporality};
+pub use config::{ExportConfig, Protocol, TelemetryConfig, TelemetrySettings, Temporality};
 pub use context::{
     adopt_parent, capture_content, enter_turn, incoming_traceparent, trace_headers, with_incoming,
 };
@@ -31,7 +31,7 @@ pub enum TelemetryError {
     Config(String),
     /// The log filter (`RUST_LOG` / `FOLIO_LOG`) does not parse.
     #[error(
-        "log filter {var}={value:?} does not parse ({message}); write directives like `info` or `warn,folio_agent=debug`"
+        "log filter {var}={value:?} does not parse ({source}); write directives like `info` or `warn,folio_agent=debug`"
     )]
     Filter {
         /// The variable that held it.
@@ -39,19 +39,24 @@ pub enum TelemetryError {
         /// Its value.
         value: String,
         /// What the parser said.
-        message: String,
+        #[source]
+        source: tracing_subscriber::filter::ParseError,
     },
     /// The OTLP exporter could not be built.
     #[error(
-        "could not set up the OTLP exporter for {endpoint}: {message}; check OTEL_EXPORTER_OTLP_ENDPOINT"
+        "could not set up the OTLP exporter for {endpoint}: {source}; check OTEL_EXPORTER_OTLP_ENDPOINT"
     )]
     Exporter {
         /// The endpoint it was for.
         endpoint: String,
         /// What failed.
-        message: String,
+        #[source]
+        source: opentelemetry_otlp::ExporterBuildError,
     },
+    /// The gRPC exporter's runtime thread could not start.
+    #[error("telemetry configuration: could not start the OTLP gRPC exporter's thread: {0}")]
+    GrpcRuntime(#[source] std::io::Error),
     /// Another subscriber was installed first.
     #[error("could not install the log subscriber: {0}")]
-    Install(String),
+    Install(#[source] tracing::subscriber::SetGlobalDefaultError),
 }
