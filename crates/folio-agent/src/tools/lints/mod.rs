@@ -20,9 +20,9 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio::process::Command;
 
-use super::args::{Arg, ArgType};
+use super::input;
 use super::process::{Finished, Outcome, resolve_program, run_in_group, tail_lines};
-use super::{Tool, ToolContext, ToolError, ToolOutput, prepare_with};
+use super::{Tool, ToolContext, ToolError, ToolOutput};
 use formats::{Diagnostic, Severity};
 
 /// Diagnostics shown when `max_diagnostics` is omitted.
@@ -30,11 +30,13 @@ const DEFAULT_MAX_DIAGNOSTICS: usize = 200;
 /// Seconds a linter may run when its `timeout_secs` is omitted.
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
 
-const ARGS: &[Arg] = &[Arg::new(
-    "paths",
-    ArgType::Strings,
-    "Files or directories to lint, relative to the workspace (default: the whole workspace).",
-)];
+/// `ReadLints`' arguments.
+#[derive(Debug, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReadLintsInput {
+    /// Files or directories to lint, relative to the workspace (default: the whole workspace).
+    paths: Option<Vec<String>>,
+}
 
 /// The `ReadLints` tool over the configured linters.
 #[derive(Debug, Clone)]
@@ -252,25 +254,16 @@ impl Tool for ReadLintsTool {
     }
 
     fn input_schema(&self) -> Value {
-        super::args::schema(ARGS)
+        input::schema::<ReadLintsInput>()
     }
 
     fn prepare(&self, input: Value) -> Result<Value, ToolError> {
-        prepare_with(ARGS, input)
+        input::prepare::<ReadLintsInput>(input)
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let asked: Vec<String> = input
-            .get("paths")
-            .and_then(Value::as_array)
-            .map(|paths| {
-                paths
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let ReadLintsInput { paths } = input::parse(input)?;
+        let asked = paths.unwrap_or_default();
         let mut targets = Vec::new();
         for path in &asked {
             let relative = workspace_relative(&ctx.workspace, path).map_err(ToolError)?;
