@@ -296,7 +296,7 @@ impl Tool for PeerTool {
             Some(Value::String(_)) => Ok(Value::Object(map)),
             Some(other) => Err(ToolError(format!(
                 "message must be a string, got {}",
-                crate::tools::args::json_type(other)
+                crate::tools::input::json_type(other)
             ))),
             None => Err(ToolError("message is required".into())),
         }

@@ -92,7 +92,7 @@ impl TaskTool {
             .await;
         let (reply, is_error) = match &result {
             Ok(reply) => (reply.clone(), false),
-            Err(message) => (message.clone(), true),
+            Err(err) => (err.to_string(), true),
         };
         emit(EventBody::SubagentCompleted(SubagentCompleted {
             call_id: ctx.call_id.clone(),
@@ -101,7 +101,9 @@ impl TaskTool {
             is_error,
         }))
         .await?;
-        result.map(ToolOutput::Text).map_err(ToolError)
+        result
+            .map(ToolOutput::Text)
+            .map_err(|err| ToolError(err.to_string()))
     }
 
     fn ids(&self) -> String {

@@ -29,7 +29,7 @@ use crate::compaction::ContextBudget;
 use crate::conversation::conversation;
 use crate::sink::EventSink;
 use crate::tools::{
-    ScratchMode, SessionContext, TodoList, ToolContext, ToolOutput, ToolRegistry, spill,
+    ScratchMode, SessionContext, TodoList, ToolContext, ToolError, ToolOutput, ToolRegistry, spill,
 };
 use crate::workspace::LazyWorkspace;
 
@@ -134,16 +134,47 @@ impl Stop {
     }
 }
 
+/// Why a subagent run ended without a reply; its message is the `Task` tool's error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SubagentError {
+    /// The turn was stopped or preempted while the subagent ran.
+    #[error("subagent \"{id}\" was interrupted")]
+    Interrupted {
+        /// The subagent's id.
+        id: String,
+    },
+    /// The subagent used all its model calls without answering.
+    #[error("subagent \"{id}\" reached its step limit ({max_steps} model calls) without answering")]
+    StepLimit {
+        /// The subagent's id.
+        id: String,
+        /// Its step limit.
+        max_steps: u32,
+    },
+    /// The subagent's turn failed (a model or event-log error, as reported).
+    #[error("{message}")]
+    Failed {
+        /// What failed.
+        message: String,
+    },
+    /// The subagent's conversation outgrew its model's context window.
+    #[error("{message}")]
+    ContextOverflow {
+        /// What overflowed.
+        message: String,
+    },
+}
+
 /// The `action.result` of a finished call.
 fn action_result(
     call_id: String,
     tool: String,
-    result: Result<ToolOutput, String>,
+    result: Result<ToolOutput, ToolError>,
     started: Instant,
 ) -> ActionResult {
     let (output, error) = match result {
         Ok(output) => (Some(output.to_event_value()), None),
-        Err(message) => (None, Some(message)),
+        Err(ToolError(message)) => (None, Some(message)),
     };
     ActionResult {
         call_id,
@@ -217,7 +248,7 @@ impl Harness {
         ctx: &ToolContext,
         sink: &dyn EventSink,
         turn_id: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, SubagentError> {
         let mut turn = Turn {
             session_id: ctx.session_id.clone(),
             turn_id: turn_id.to_string(),
@@ -268,12 +299,13 @@ impl Harness {
             span.record("error.type", "subagent_failed");
         }
         outcome.map_err(|stop| match stop {
-            Stop::Interrupted => format!("subagent \"{id}\" was interrupted"),
-            Stop::StepLimit => format!(
-                "subagent \"{id}\" reached its step limit ({} model calls) without answering",
-                self.max_steps
-            ),
-            Stop::Failed(message) | Stop::ContextOverflow(message) => message,
+            Stop::Interrupted => SubagentError::Interrupted { id: id.to_string() },
+            Stop::StepLimit => SubagentError::StepLimit {
+                id: id.to_string(),
+                max_steps: self.max_steps,
+            },
+            Stop::Failed(message) => SubagentError::Failed { message },
+            Stop::ContextOverflow(message) => SubagentError::ContextOverflow { message },
         })
     }
 
@@ -623,7 +655,7 @@ impl Harness {
         turn: &mut Turn,
         recorder: Recorder<'_>,
         calls: Vec<folio_model::ToolCall>,
-    ) -> Result<Vec<(folio_model::ToolCall, Result<Value, String>)>, Stop> {
+    ) -> Result<Vec<(folio_model::ToolCall, Result<Value, ToolError>)>, Stop> {
         let prepared: Vec<_> = calls
             .into_iter()
             .map(|call| {
@@ -678,20 +710,20 @@ impl Harness {
         ctx: &ToolContext,
         sink: &dyn EventSink,
         turn_id: &str,
-    ) -> Result<ToolOutput, String> {
+    ) -> Result<ToolOutput, ToolError> {
         let Some(tool) = self.tools.get(name) else {
-            return Err(self.tools.missing(name));
+            return Err(ToolError(self.tools.missing(name)));
         };
         let result = match tool.turn_tool() {
             Some(turn_tool) => turn_tool.call_in_turn(input, ctx, sink, turn_id).await,
             None => tool.call(input, ctx).await,
         };
-        self.bound(ctx, result.map_err(|e| e.0)?).await
+        self.bound(ctx, result?).await
     }
 
     /// A tool output within the budget: text (or JSON) over `tool_output_tokens` is spilled
     /// to a scratch file and replaced by its head and where to read the rest.
-    async fn bound(&self, ctx: &ToolContext, output: ToolOutput) -> Result<ToolOutput, String> {
+    async fn bound(&self, ctx: &ToolContext, output: ToolOutput) -> Result<ToolOutput, ToolError> {
         let limit = self.context.tool_output_tokens;
         let text = match output {
             ToolOutput::Text(text) if self.context.counter.exceeds(&text, limit) => text,
@@ -704,17 +736,14 @@ impl Harness {
             }
             other => return Ok(other),
         };
-        spill(ctx, text)
-            .await
-            .map(ToolOutput::Text)
-            .map_err(|e| e.0)
+        spill(ctx, text).await.map(ToolOutput::Text)
     }
 
     /// Validates a model's call against its tool (alias mapping included).
-    fn prepare(&self, call: &folio_model::ToolCall) -> Result<Value, String> {
+    fn prepare(&self, call: &folio_model::ToolCall) -> Result<Value, ToolError> {
         match self.tools.get(&call.name) {
-            Some(tool) => tool.prepare(call.input.clone()).map_err(|e| e.0),
-            None => Err(self.tools.missing(&call.name)),
+            Some(tool) => tool.prepare(call.input.clone()),
+            None => Err(ToolError(self.tools.missing(&call.name))),
         }
     }
 
@@ -724,7 +753,7 @@ impl Harness {
         &self,
         turn: &mut Turn,
         recorder: Recorder<'_>,
-        prepared: Vec<(folio_model::ToolCall, Result<Value, String>)>,
+        prepared: Vec<(folio_model::ToolCall, Result<Value, ToolError>)>,
         approvals: &HashMap<String, Option<ActionApprovalResolved>>,
     ) -> Result<(), Stop> {
         for (call, input) in prepared {
@@ -757,7 +786,7 @@ impl Harness {
         turn: &mut Turn,
         recorder: Recorder<'_>,
         call: folio_model::ToolCall,
-        input: Result<Value, String>,
+        input: Result<Value, ToolError>,
         approvals: &HashMap<String, Option<ActionApprovalResolved>>,
     ) -> Result<(), Stop> {
         let call_started = Instant::now();
@@ -773,7 +802,8 @@ impl Harness {
             _ => None,
         };
         let result = match (input, denied) {
-            (Err(message), _) | (Ok(_), Some(message)) => Err(message),
+            (Err(error), _) => Err(error),
+            (Ok(_), Some(message)) => Err(ToolError(message)),
             (Ok(input), None) => {
                 if let Some(workspace) = &turn.prepare {
                     workspace

@@ -163,7 +163,7 @@ pub fn elicitation_content(schema: &Value, content: Option<Value>) -> Result<Val
         Some(other) => {
             return Err(format!(
                 "the content of an accepted elicitation must be a JSON object matching its requestedSchema, got {}; send an object such as {{\"field\": value}}",
-                crate::tools::args::json_type(&other)
+                crate::tools::input::json_type(&other)
             ));
         }
     };

@@ -100,7 +100,7 @@ impl Tool for McpTool {
             Value::Object(map) => Ok(Value::Object(map)),
             other => Err(ToolError(format!(
                 "input must be a JSON object, got {}",
-                crate::tools::args::json_type(&other)
+                crate::tools::input::json_type(&other)
             ))),
         }
     }

@@ -5,12 +5,14 @@ use std::fmt::Write as _;
 
 use folio_fs::{Content, EditError, FileKind, GrepQuery, Page, PageLine, PathError, SearchQuery};
 use futures::{StreamExt, TryStreamExt};
-use serde_json::{Map, Value, json};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 pub use folio_project::FileTool;
 
-use super::args::{Arg, ArgType, ArgsExt};
-use super::{ScratchMode, Tool, ToolContext, ToolError, ToolOutput, prepare_with};
+use super::input;
+use super::{ScratchMode, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Lines `Read` returns when no `limit` is given.
 const DEFAULT_READ_LIMIT: u64 = 2000;
@@ -19,23 +21,6 @@ const DEFAULT_SEARCH_RESULTS: u64 = 10;
 /// Lines `Grep`, `Glob` and `LS` return when no `headLimit` is given: a page a model can read,
 /// with a note saying how to get the next one.
 const DEFAULT_HEAD_LIMIT: usize = 200;
-
-/// The two paging arguments of `Grep`, `Glob` and `LS`.
-const fn paging_args() -> [Arg; 2] {
-    [
-        Arg::new(
-            "headLimit",
-            ArgType::Integer,
-            "Return at most this many output lines (default 200).",
-        )
-        .aliases(&["head_limit", "limit"]),
-        Arg::new(
-            "offset",
-            ArgType::Integer,
-            "Skip this many output lines first (for the next page).",
-        ),
-    ]
-}
 
 /// One page of a listing: the lines from `offset`, at most `limit` of them, while every line
 /// is counted so the result can say how many there are in all.
@@ -47,12 +32,10 @@ struct Pager {
 }
 
 impl Pager {
-    fn new(args: &Map<String, Value>) -> Pager {
+    fn new(offset: Option<u64>, head_limit: Option<u64>) -> Pager {
         Pager {
-            offset: args.u64_arg("offset").unwrap_or(0) as usize,
-            limit: args
-                .u64_arg("headLimit")
-                .map_or(DEFAULT_HEAD_LIMIT, |n| n as usize),
+            offset: offset.unwrap_or(0) as usize,
+            limit: head_limit.map_or(DEFAULT_HEAD_LIMIT, |n| n as usize),
             total: 0,
             lines: Vec::new(),
         }
@@ -90,115 +73,122 @@ impl Pager {
     }
 }
 
-const READ_ARGS: &[Arg] = &[
-    Arg::new("path", ArgType::String, "The file to read.").required(),
-    Arg::new(
-        "offset",
-        ArgType::Integer,
-        "1-based line to start from (default 1).",
-    ),
-    Arg::new(
-        "limit",
-        ArgType::Integer,
-        "How many lines to return (default 2000).",
-    ),
-];
-const LS_ARGS: &[Arg] = &[
-    Arg::new(
-        "path",
-        ArgType::String,
-        "The directory to list (default: the root).",
-    ),
-    paging_args()[0],
-    paging_args()[1],
-];
-const GREP_ARGS: &[Arg] = &[
-    Arg::new("pattern", ArgType::String, "A regular expression.").required(),
-    Arg::new(
-        "path",
-        ArgType::String,
-        "A directory or file to search (default: the root).",
-    ),
-    Arg::new(
-        "glob",
-        ArgType::String,
-        "Only files matching this glob; `*.rs` matches at any depth.",
-    ),
-    Arg::new("caseInsensitive", ArgType::Boolean, "Ignore case.")
-        .aliases(&["-i", "case_insensitive"]),
-    Arg::new(
-        "outputMode",
-        ArgType::String,
-        "`content` (default: path:line:text), `files_with_matches` or `count`.",
-    )
-    .aliases(&["output_mode"]),
-    paging_args()[0],
-    paging_args()[1],
-];
-const GLOB_ARGS: &[Arg] = &[
-    Arg::new(
-        "pattern",
-        ArgType::String,
-        "A glob relative to `path`; `*` does not cross `/`, `**` does.",
-    )
-    .required(),
-    Arg::new(
-        "path",
-        ArgType::String,
-        "The directory the pattern is relative to (default: the root).",
-    ),
-    paging_args()[0],
-    paging_args()[1],
-];
-const WRITE_ARGS: &[Arg] = &[
-    Arg::new("path", ArgType::String, "The file to create or overwrite.").required(),
-    Arg::new("contents", ArgType::String, "The full new contents.")
-        .aliases(&["fileText", "file_text", "content"])
-        .required(),
-];
-const STR_REPLACE_ARGS: &[Arg] = &[
-    Arg::new("path", ArgType::String, "The file to edit.").required(),
-    Arg::new("oldText", ArgType::String, "The exact text to replace.")
-        .aliases(&["old_string"])
-        .required(),
-    Arg::new("newText", ArgType::String, "The replacement text.")
-        .aliases(&["new_string"])
-        .required(),
-    Arg::new(
-        "replaceAll",
-        ArgType::Boolean,
-        "Replace every occurrence (default: exactly one must exist).",
-    )
-    .aliases(&["replace_all"]),
-];
-const DELETE_ARGS: &[Arg] = &[Arg::new("path", ArgType::String, "The file to delete.").required()];
-const SEARCH_ARGS: &[Arg] = &[
-    Arg::new("query", ArgType::String, "What to look for, in words.").required(),
-    Arg::new(
-        "path",
-        ArgType::String,
-        "Only files within this path (default: everywhere).",
-    ),
-    Arg::new(
-        "numResults",
-        ArgType::Integer,
-        "How many hits to return (default 10).",
-    )
-    .aliases(&["num_results"]),
-];
+/// `Read`'s arguments.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReadInput {
+    /// The file to read.
+    path: String,
+    /// 1-based line to start from (default 1).
+    offset: Option<u64>,
+    /// How many lines to return (default 2000).
+    limit: Option<u64>,
+}
 
-/// The arguments of `tool`.
-fn args_of(tool: FileTool) -> &'static [Arg] {
-    match tool {
-        FileTool::Read => READ_ARGS,
-        FileTool::Ls => LS_ARGS,
-        FileTool::Grep => GREP_ARGS,
-        FileTool::Glob => GLOB_ARGS,
-        FileTool::Write => WRITE_ARGS,
-        FileTool::StrReplace => STR_REPLACE_ARGS,
-        FileTool::Delete => DELETE_ARGS,
-        FileTool::SemanticSearch => SEARCH_ARGS,
-    }
+/// `LS`' arguments.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct LsInput {
+    /// The directory to list (default: the root).
+    path: Option<String>,
+    /// Return at most this many output lines (default 200).
+    #[serde(alias = "head_limit", alias = "limit")]
+    head_limit: Option<u64>,
+    /// Skip this many output lines first (for the next page).
+    offset: Option<u64>,
+}
+
+/// `Grep`'s arguments.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct GrepInput {
+    /// A regular expression.
+    pattern: String,
+    /// A directory or file to search (default: the root).
+    path: Option<String>,
+    /// Only files matching this glob; `*.rs` matches at any depth.
+    glob: Option<String>,
+    /// Ignore case.
+    #[serde(alias = "-i", alias = "case_insensitive")]
+    case_insensitive: Option<bool>,
+    /// `content` (default: path:line:text), `files_with_matches` or `count`.
+    #[serde(alias = "output_mode")]
+    output_mode: Option<String>,
+    /// Return at most this many output lines (default 200).
+    #[serde(alias = "head_limit", alias = "limit")]
+    head_limit: Option<u64>,
+    /// Skip this many output lines first (for the next page).
+    offset: Option<u64>,
+}
+
+/// `Glob`'s arguments.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct GlobInput {
+    /// A glob relative to `path`; `*` does not cross `/`, `**` does.
+    pattern: String,
+    /// The directory the pattern is relative to (default: the root).
+    path: Option<String>,
+    /// Return at most this many output lines (default 200).
+    #[serde(alias = "head_limit", alias = "limit")]
+    head_limit: Option<u64>,
+    /// Skip this many output lines first (for the next page).
+    offset: Option<u64>,
+}
+
+/// `Write`'s arguments.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WriteInput {
+    /// The file to create or overwrite.
+    path: String,
+    /// The full new contents.
+    #[serde(alias = "fileText", alias = "file_text", alias = "content")]
+    contents: String,
+}
+
+/// `StrReplace`'s arguments.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct StrReplaceInput {
+    /// The file to edit.
+    path: String,
+    /// The exact text to replace.
+    #[serde(alias = "old_string")]
+    old_text: String,
+    /// The replacement text.
+    #[serde(alias = "new_string")]
+    new_text: String,
+    /// Replace every occurrence (default: exactly one must exist).
+    #[serde(alias = "replace_all")]
+    replace_all: Option<bool>,
+}
+
+/// `Delete`'s arguments.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DeleteInput {
+    /// The file to delete.
+    path: String,
+}
+
+/// `SemanticSearch`'s arguments.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct SemanticSearchInput {
+    /// What to look for, in words.
+    query: String,
+    /// Only files within this path (default: everywhere).
+    path: Option<String>,
+    /// How many hits to return (default 10).
+    #[serde(alias = "num_results")]
+    num_results: Option<u64>,
+}
+
+/// A path the model gave, with a host spill path it still holds moved to its `/tmp` copy
+/// under a root.
+fn local_path(ctx: &ToolContext, path: String) -> String {
+    super::spill::rewrite_spill_path(ctx, &path).unwrap_or(path)
 }
 
 #[async_trait::async_trait]
@@ -229,33 +219,46 @@ impl Tool for FileTool {
     }
 
     fn input_schema(&self) -> Value {
-        super::args::schema(args_of(*self))
-    }
-
-    fn prepare(&self, input: Value) -> Result<Value, ToolError> {
-        prepare_with(args_of(*self), input)
-    }
-
-    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args = match input {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        };
-        let fs = ctx.fs.as_ref();
-        // A host spill path the model still holds is read from its /tmp copy under a root.
-        let rewritten = args
-            .str_arg("path")
-            .and_then(|path| super::spill::rewrite_spill_path(ctx, path));
-        let path = rewritten.as_deref().or(args.str_arg("path")).unwrap_or("");
         match self {
-            FileTool::Read => read(fs, path, &args).await,
-            FileTool::Ls => ls(fs, path, &args).await,
-            FileTool::Grep => grep(fs, rewritten.as_deref().or(args.str_arg("path")), &args).await,
+            FileTool::Read => input::schema::<ReadInput>(),
+            FileTool::Ls => input::schema::<LsInput>(),
+            FileTool::Grep => input::schema::<GrepInput>(),
+            FileTool::Glob => input::schema::<GlobInput>(),
+            FileTool::Write => input::schema::<WriteInput>(),
+            FileTool::StrReplace => input::schema::<StrReplaceInput>(),
+            FileTool::Delete => input::schema::<DeleteInput>(),
+            FileTool::SemanticSearch => input::schema::<SemanticSearchInput>(),
+        }
+    }
+
+    fn prepare(&self, value: Value) -> Result<Value, ToolError> {
+        match self {
+            FileTool::Read => input::prepare::<ReadInput>(value),
+            FileTool::Ls => input::prepare::<LsInput>(value),
+            FileTool::Grep => input::prepare::<GrepInput>(value),
+            FileTool::Glob => input::prepare::<GlobInput>(value),
+            FileTool::Write => input::prepare::<WriteInput>(value),
+            FileTool::StrReplace => input::prepare::<StrReplaceInput>(value),
+            FileTool::Delete => input::prepare::<DeleteInput>(value),
+            FileTool::SemanticSearch => input::prepare::<SemanticSearchInput>(value),
+        }
+    }
+
+    async fn call(&self, value: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let fs = ctx.fs.as_ref();
+        match self {
+            FileTool::Read => read(fs, ctx, input::parse(value)?).await,
+            FileTool::Ls => ls(fs, ctx, input::parse(value)?).await,
+            FileTool::Grep => grep(fs, ctx, input::parse(value)?).await,
             FileTool::Glob => {
-                let pattern = args.str_arg("pattern").unwrap_or_default();
-                let dir = args.str_arg("path");
-                let mut entries = fs.glob(pattern, dir);
-                let mut page = Pager::new(&args);
+                let GlobInput {
+                    pattern,
+                    path,
+                    head_limit,
+                    offset,
+                } = input::parse(value)?;
+                let mut entries = fs.glob(&pattern, path.as_deref());
+                let mut page = Pager::new(offset, head_limit);
                 while let Some(entry) = entries.next().await {
                     page.push(entry?.path);
                 }
@@ -266,28 +269,32 @@ impl Tool for FileTool {
                 )))
             }
             FileTool::Write => {
-                let contents = args.str_arg("contents").unwrap_or_default();
-                fs.write(path, contents).await?;
+                let WriteInput { path, contents } = input::parse(value)?;
+                let path = local_path(ctx, path);
+                fs.write(&path, &contents).await?;
                 Ok(ToolOutput::Text(format!("Wrote contents to {path}")))
             }
-            FileTool::StrReplace => str_replace(fs, path, &args).await,
+            FileTool::StrReplace => str_replace(fs, ctx, input::parse(value)?).await,
             FileTool::Delete => {
-                fs.delete(path).await?;
+                let DeleteInput { path } = input::parse(value)?;
+                let path = local_path(ctx, path);
+                fs.delete(&path).await?;
                 Ok(ToolOutput::Text(format!("Deleted {path}")))
             }
-            FileTool::SemanticSearch => semantic_search(ctx, &args).await,
+            FileTool::SemanticSearch => semantic_search(ctx, input::parse(value)?).await,
         }
     }
 }
 
 async fn read(
     fs: &dyn folio_fs::FileSystem,
-    path: &str,
-    args: &Map<String, Value>,
+    ctx: &ToolContext,
+    input: ReadInput,
 ) -> Result<ToolOutput, ToolError> {
-    let offset = args.u64_arg("offset").unwrap_or(1).max(1);
-    let limit = args.u64_arg("limit").unwrap_or(DEFAULT_READ_LIMIT).max(1);
-    match fs.read_page(path, offset, limit).await? {
+    let path = local_path(ctx, input.path);
+    let offset = input.offset.unwrap_or(1).max(1);
+    let limit = input.limit.unwrap_or(DEFAULT_READ_LIMIT).max(1);
+    match fs.read_page(&path, offset, limit).await? {
         Page::Image { bytes, mime } => Ok(ToolOutput::image(mime, &bytes)),
         Page::Text { lines, total } => Ok(ToolOutput::Text(number_lines(&lines, total, offset)?)),
     }
@@ -326,9 +333,11 @@ fn number_lines(lines: &[PageLine], total: u64, offset: u64) -> Result<String, T
 
 async fn ls(
     fs: &dyn folio_fs::FileSystem,
-    path: &str,
-    args: &Map<String, Value>,
+    ctx: &ToolContext,
+    input: LsInput,
 ) -> Result<ToolOutput, ToolError> {
+    let path = local_path(ctx, input.path.unwrap_or_default());
+    let path = path.as_str();
     let info = fs.stat(path).await?;
     match info.kind {
         FileKind::Missing => {
@@ -341,7 +350,7 @@ async fn ls(
         FileKind::File => Ok(ToolOutput::Text(info.path)),
         FileKind::Directory => {
             let mut entries = fs.list(path);
-            let mut page = Pager::new(args);
+            let mut page = Pager::new(input.offset, input.head_limit);
             while let Some(entry) = entries.next().await {
                 let entry = entry?;
                 page.push(match entry.kind {
@@ -360,25 +369,25 @@ async fn ls(
 
 async fn grep(
     fs: &dyn folio_fs::FileSystem,
-    path: Option<&str>,
-    args: &Map<String, Value>,
+    ctx: &ToolContext,
+    input: GrepInput,
 ) -> Result<ToolOutput, ToolError> {
-    let mode = args.str_arg("outputMode").unwrap_or("content");
+    let mode = input.output_mode.as_deref().unwrap_or("content");
     if !matches!(mode, "content" | "files_with_matches" | "count") {
         return Err(ToolError(format!(
             "argument \"outputMode\" must be content, files_with_matches or count, got \"{mode}\""
         )));
     }
     let query = GrepQuery {
-        pattern: args.str_arg("pattern").unwrap_or_default().to_string(),
-        path: path.map(str::to_string),
-        glob: args.str_arg("glob").map(str::to_string),
-        case_insensitive: args.bool_arg("caseInsensitive"),
+        pattern: input.pattern,
+        path: input.path.map(|path| local_path(ctx, path)),
+        glob: input.glob,
+        case_insensitive: input.case_insensitive.unwrap_or(false),
         // Every hit is counted so the page can say how many there are in all.
         max_results: None,
     };
     let mut hits = fs.grep(query);
-    let mut page = Pager::new(args);
+    let mut page = Pager::new(input.offset, input.head_limit);
     // The file-level modes: the current file and its hit count (hits come in path order).
     let mut file: Option<(String, u64)> = None;
     let file_line = |(path, count): (String, u64)| match mode {
@@ -416,11 +425,12 @@ async fn grep(
 
 async fn str_replace(
     fs: &dyn folio_fs::FileSystem,
-    path: &str,
-    args: &Map<String, Value>,
+    ctx: &ToolContext,
+    input: StrReplaceInput,
 ) -> Result<ToolOutput, ToolError> {
-    let old = args.str_arg("oldText").unwrap_or_default();
-    let new = args.str_arg("newText").unwrap_or_default();
+    let path = local_path(ctx, input.path);
+    let path = path.as_str();
+    let (old, new) = (input.old_text.as_str(), input.new_text.as_str());
     let edit_error = |message| PathError::Edit {
         path: path.to_string(),
         message,
@@ -439,7 +449,7 @@ async fn str_replace(
             )));
         }
     };
-    let (edited, count) = replace_literal(&text, old, new, args.bool_arg("replaceAll"))
+    let (edited, count) = replace_literal(&text, old, new, input.replace_all.unwrap_or(false))
         .map_err(|message| ToolError::from(edit_error(message)))?;
     fs.write(path, &edited).await.map_err(|err| match err {
         PathError::WriteFailed { .. } => ToolError::from(err),
@@ -472,12 +482,12 @@ fn replace_literal(
 /// from the workspace as it is now, when the model searches, instead of on every turn.
 async fn semantic_search(
     ctx: &ToolContext,
-    args: &Map<String, Value>,
+    input: SemanticSearchInput,
 ) -> Result<ToolOutput, ToolError> {
     let query = SearchQuery {
-        query: args.str_arg("query").unwrap_or_default().to_string(),
-        path: args.str_arg("path").map(str::to_string),
-        max_results: Some(args.u64_arg("numResults").unwrap_or(DEFAULT_SEARCH_RESULTS) as usize),
+        query: input.query,
+        path: input.path,
+        max_results: Some(input.num_results.unwrap_or(DEFAULT_SEARCH_RESULTS) as usize),
     };
     let fs = match ctx.scratch {
         ScratchMode::Host => folio_fs::indexed(ctx.fs.clone()).await?,

@@ -12,9 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::sink::EventSink;
 
-pub(crate) mod args;
 pub(crate) mod authored;
 mod files;
+pub(crate) mod input;
 mod lints;
 pub(crate) mod process;
 mod reminder;
@@ -265,9 +265,146 @@ impl ToolRegistry {
     }
 }
 
-/// Prepares built-in tool input against `spec` (shared by every built-in tool).
-pub(crate) fn prepare_with(spec: &[args::Arg], input: Value) -> Result<Value, ToolError> {
-    args::normalize(spec, input)
-        .map(Value::Object)
-        .map_err(ToolError)
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use schemars::JsonSchema;
+    use serde::Serialize;
+    use serde::de::DeserializeOwned;
+    use serde_json::{Map, Value, json};
+
+    use super::input::{self, InputError};
+    use super::{FileTool, ReadLintsTool, SetReminderTool, ShellTool, TodosTool, Tool};
+    use super::{WebFetchTool, WebSearchTool, files, lints, reminder, search, shell, todos, web};
+
+    /// A value the property schema `schema` accepts.
+    fn sample(schema: &Value) -> Value {
+        if let Some(first) = schema.get("enum").and_then(|e| e.get(0)) {
+            return first.clone();
+        }
+        match schema["type"].as_str() {
+            Some("string") => json!("x"),
+            Some("integer") => json!(3),
+            Some("boolean") => json!(true),
+            Some("array") => json!([sample(&schema["items"])]),
+            Some("object") => Value::Object(
+                schema["properties"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(name, property)| (name.clone(), sample(property)))
+                    .collect(),
+            ),
+            other => panic!("no sample for a property of type {other:?}: {schema}"),
+        }
+    }
+
+    /// A value of another JSON type than the property schema `schema` asks for.
+    fn wrong(schema: &Value) -> Value {
+        match schema["type"].as_str() {
+            Some("string") => json!(7),
+            _ => json!("x"),
+        }
+    }
+
+    /// Holds the schema `tool` advertises against the struct `T` its calls are parsed into:
+    /// a sample of every advertised argument parses and round-trips under the advertised
+    /// names; dropping an advertised required argument is refused as missing (and nothing
+    /// else is required); a wrongly typed argument is refused naming it; an argument the
+    /// schema does not list is refused.
+    fn holds<T: JsonSchema + DeserializeOwned + Serialize>(tool: &dyn Tool) {
+        let name = tool.name();
+        let schema = tool.input_schema();
+        assert_eq!(schema, input::schema::<T>(), "{name}: advertised schema");
+        assert_eq!(schema["type"], "object", "{name}");
+        assert_eq!(schema["additionalProperties"], false, "{name}");
+        let properties = schema["properties"].as_object().expect("properties");
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .expect("required")
+            .iter()
+            .map(|r| r.as_str().expect("a name"))
+            .collect();
+        for r in &required {
+            assert!(
+                properties.contains_key(*r),
+                "{name}: {r} required, not a property"
+            );
+        }
+        let all = sample(&schema);
+        let parsed = input::parse::<T>(all.clone())
+            .unwrap_or_else(|err| panic!("{name}: {all} does not parse: {err}"));
+        assert_eq!(
+            input::canonical(&parsed).expect("encodes"),
+            all,
+            "{name}: the parsed input does not read back under the advertised names"
+        );
+        let minimal: Map<String, Value> = required
+            .iter()
+            .map(|r| (r.to_string(), sample(&properties[*r])))
+            .collect();
+        if let Err(err) = input::parse::<T>(Value::Object(minimal.clone())) {
+            panic!("{name}: the required arguments alone do not parse: {err}");
+        }
+        for r in &required {
+            let mut without = minimal.clone();
+            without.remove(*r);
+            match input::parse::<T>(Value::Object(without)) {
+                Err(InputError::Missing { name: missing }) => assert_eq!(missing, *r, "{name}"),
+                Err(err) => panic!("{name}: without {r}: {err}"),
+                Ok(_) => panic!("{name}: {r} is advertised as required but is not"),
+            }
+        }
+        for (property, property_schema) in properties {
+            let mut given = minimal.clone();
+            given.insert(property.clone(), wrong(property_schema));
+            match input::parse::<T>(Value::Object(given)) {
+                Err(InputError::WrongType { name: wrong, .. }) => {
+                    assert_eq!(&wrong, property, "{name}")
+                }
+                Err(err) => panic!("{name}: wrongly typed {property}: {err}"),
+                Ok(_) => panic!("{name}: {property} accepts a value its schema refuses"),
+            }
+        }
+        let mut extra = minimal;
+        extra.insert("notAnArgument".into(), json!(1));
+        assert!(
+            matches!(
+                input::parse::<T>(Value::Object(extra)),
+                Err(InputError::Unknown { .. })
+            ),
+            "{name}: an argument the schema does not list is accepted"
+        );
+    }
+
+    #[test]
+    fn every_builtin_schema_matches_its_input_struct() {
+        for tool in FileTool::ALL {
+            match tool {
+                FileTool::Read => holds::<files::ReadInput>(&tool),
+                FileTool::Ls => holds::<files::LsInput>(&tool),
+                FileTool::Grep => holds::<files::GrepInput>(&tool),
+                FileTool::Glob => holds::<files::GlobInput>(&tool),
+                FileTool::Write => holds::<files::WriteInput>(&tool),
+                FileTool::StrReplace => holds::<files::StrReplaceInput>(&tool),
+                FileTool::Delete => holds::<files::DeleteInput>(&tool),
+                FileTool::SemanticSearch => holds::<files::SemanticSearchInput>(&tool),
+            }
+        }
+        holds::<shell::ShellInput>(&ShellTool::default());
+        holds::<web::WebFetchInput>(&WebFetchTool::new().expect("client"));
+        let config = serde_json::from_value(json!({"provider": "searxng"})).expect("config");
+        let search = WebSearchTool::new(config, Path::new("/"), crate::mcp::process_env());
+        holds::<search::WebSearchInput>(&search.expect("client"));
+        holds::<todos::UpdateTodosInput>(&TodosTool::Update);
+        holds::<todos::ReadTodosInput>(&TodosTool::Read);
+        let config =
+            serde_json::from_value(json!({"commands": [{"command": ["x"], "format": "sarif"}]}));
+        holds::<lints::ReadLintsInput>(&ReadLintsTool::new(
+            config.expect("config"),
+            Path::new("/"),
+        ));
+        holds::<reminder::ReminderInput>(&SetReminderTool);
+    }
 }

@@ -2,32 +2,28 @@
 //! the request and answers; the call recorded in the session log is the request, and the
 //! server turns it into a reminder when the turn ends (the agent never reaches the server).
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::args::{Arg, ArgType};
-use super::{Tool, ToolContext, ToolError, ToolOutput, prepare_with};
+use super::input;
+use super::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// The model-facing name of the tool (the server looks for its calls in the log).
 pub const SET_REMINDER: &str = "set_reminder";
 
-const ARGS: &[Arg] = &[
-    Arg::new(
-        "at",
-        ArgType::String,
-        "When to be reminded: an RFC 3339 instant such as 2027-01-04T09:00:00Z. Give at or in.",
-    ),
-    Arg::new(
-        "in",
-        ArgType::String,
-        "How long from now: a number with a unit (s, m, h, d), e.g. 90s, 15m, 1h30m. Give at or in.",
-    ),
-    Arg::new(
-        "message",
-        ArgType::String,
-        "What the reminder says when it wakes this conversation.",
-    )
-    .required(),
-];
+/// `set_reminder`'s arguments.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReminderInput {
+    /// When to be reminded: an RFC 3339 instant such as 2027-01-04T09:00:00Z. Give at or in.
+    at: Option<String>,
+    /// How long from now: a number with a unit (s, m, h, d), e.g. 90s, 15m, 1h30m. Give at or in.
+    #[serde(rename = "in")]
+    after: Option<String>,
+    /// What the reminder says when it wakes this conversation.
+    message: String,
+}
 
 /// The `set_reminder` tool (granted by `setReminder` in the allowlist).
 #[derive(Debug, Clone, Copy, Default)]
@@ -44,13 +40,12 @@ impl Tool for SetReminderTool {
     }
 
     fn input_schema(&self) -> Value {
-        super::args::schema(ARGS)
+        input::schema::<ReminderInput>()
     }
 
     fn prepare(&self, input: Value) -> Result<Value, ToolError> {
-        let input = prepare_with(ARGS, input)?;
-        let text = |key: &str| input.get(key).and_then(Value::as_str);
-        match (text("at"), text("in")) {
+        let typed: ReminderInput = input::parse(input)?;
+        match (typed.at.as_deref(), typed.after.as_deref()) {
             (Some(at), None) => {
                 at.parse::<chrono::DateTime<chrono::Utc>>().map_err(|err| {
                     ToolError(format!(
@@ -69,18 +64,19 @@ impl Tool for SetReminderTool {
                 ));
             }
         }
-        if text("message").is_none_or(|m| m.trim().is_empty()) {
+        if typed.message.trim().is_empty() {
             return Err(ToolError(
                 "argument \"message\": empty; say what the reminder delivers".into(),
             ));
         }
-        Ok(input)
+        input::canonical(&typed)
     }
 
     async fn call(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let when = match (input.get("at"), input.get("in")) {
-            (Some(at), _) => format!("at {}", at.as_str().unwrap_or_default()),
-            (_, Some(after)) => format!("in {}", after.as_str().unwrap_or_default()),
+        let typed: ReminderInput = input::parse(input)?;
+        let when = match (typed.at, typed.after) {
+            (Some(at), _) => format!("at {at}"),
+            (_, Some(after)) => format!("in {after}"),
             _ => String::new(),
         };
         Ok(ToolOutput::Text(format!(

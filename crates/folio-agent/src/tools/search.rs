@@ -12,15 +12,16 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use folio_project::{SearchProvider, WebSearchConfig};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-use super::args::{Arg, ArgType, ArgsExt};
+use super::input;
 use super::process::{Finished, Outcome, resolve_program, run_in_group, tail_lines};
 use super::spill::spill_if_large;
 use super::web::{WebClientError, read_capped, web_client};
-use super::{Tool, ToolContext, ToolError, ToolOutput, prepare_with};
+use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::mcp::EnvLookup;
 
 /// Results kept when `max_results` is omitted.
@@ -32,8 +33,13 @@ const DEFAULT_TIMEOUT_SECS: u64 = 30;
 /// How much of an unexpected body an error message quotes.
 const EXCERPT_CHARS: usize = 300;
 
-const ARGS: &[Arg] =
-    &[Arg::new("query", ArgType::String, "What to search the web for.").required()];
+/// `WebSearch`'s arguments.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WebSearchInput {
+    /// What to search the web for.
+    query: String,
+}
 
 /// One search result.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -420,18 +426,16 @@ impl Tool for WebSearchTool {
     }
 
     fn input_schema(&self) -> Value {
-        super::args::schema(ARGS)
+        input::schema::<WebSearchInput>()
     }
 
     fn prepare(&self, input: Value) -> Result<Value, ToolError> {
-        prepare_with(ARGS, input)
+        input::prepare::<WebSearchInput>(input)
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let Value::Object(args) = input else {
-            return Err(ToolError("tool input must be a JSON object".into()));
-        };
-        let query = args.str_arg("query").unwrap_or_default().trim();
+        let WebSearchInput { query } = input::parse(input)?;
+        let query = query.trim();
         if query.is_empty() {
             return Err(ToolError(
                 "argument \"query\" is empty; say what to search for".into(),

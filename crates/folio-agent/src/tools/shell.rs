@@ -4,29 +4,32 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::process::Command;
 
-use super::args::{Arg, ArgType, ArgsExt};
+use super::input;
 use super::process::{Finished, Outcome, run_in_group};
 use super::sandbox::SandboxPolicy;
 use super::spill::spill_if_large;
-use super::{Tool, ToolContext, ToolError, ToolOutput, prepare_with};
+use super::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// Seconds a command may run when the call names no timeout.
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
 /// The longest timeout a call may ask for.
 const MAX_TIMEOUT_SECS: u64 = 3600;
 
-const ARGS: &[Arg] = &[
-    Arg::new("command", ArgType::String, "A bash command line.").required(),
-    Arg::new(
-        "timeoutSecs",
-        ArgType::Integer,
-        "Kill the command after this many seconds (default 120).",
-    )
-    .aliases(&["timeout_secs", "timeout"]),
-];
+/// `Shell`'s arguments.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ShellInput {
+    /// A bash command line.
+    command: String,
+    /// Kill the command after this many seconds (default 120).
+    #[serde(rename = "timeoutSecs", alias = "timeout_secs", alias = "timeout")]
+    timeout_secs: Option<u64>,
+}
 
 /// The `Shell` tool; with a [`SandboxPolicy`] every command runs confined (see `sandbox.rs`).
 #[derive(Debug, Clone, Default)]
@@ -52,20 +55,19 @@ impl Tool for ShellTool {
     }
 
     fn input_schema(&self) -> Value {
-        super::args::schema(ARGS)
+        input::schema::<ShellInput>()
     }
 
     fn prepare(&self, input: Value) -> Result<Value, ToolError> {
-        prepare_with(ARGS, input)
+        input::prepare::<ShellInput>(input)
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let Value::Object(args) = input else {
-            return Err(ToolError("tool input must be a JSON object".into()));
-        };
-        let command_line = args.str_arg("command").unwrap_or_default();
-        let timeout_secs = args
-            .u64_arg("timeoutSecs")
+        let ShellInput {
+            command: command_line,
+            timeout_secs,
+        } = input::parse(input)?;
+        let timeout_secs = timeout_secs
             .unwrap_or(DEFAULT_TIMEOUT_SECS)
             .clamp(1, MAX_TIMEOUT_SECS);
         let mut command = Command::new("bash");

@@ -4,11 +4,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use folio_protocol::{Event, EventBody};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::args::{Arg, ArgType};
-use super::{Tool, ToolContext, ToolError, ToolOutput, prepare_with};
+use super::input;
+use super::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// One todo item.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,12 +95,52 @@ pub enum TodosTool {
     Read,
 }
 
-const UPDATE_ARGS: &[Arg] = &[Arg::new(
-    "todos",
-    ArgType::Todos,
-    "The whole todo list: [{id, content, status}], status pending | in_progress | completed.",
-)
-.required()];
+/// `UpdateTodos`' arguments.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpdateTodosInput {
+    /// The whole todo list: [{id, content, status}], status pending | in_progress | completed.
+    todos: Vec<TodoInput>,
+}
+
+// One item of `UpdateTodos`' list. It and its fields carry no doc comments on purpose: doc
+// comments would become descriptions in the item schema, which the model has always seen bare
+// (`{id, content, status}`). Extra keys in an item are ignored rather than refused, as before.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+struct TodoInput {
+    id: String,
+    content: String,
+    status: TodoStatus,
+}
+
+// Where a todo item stands (a plain comment for the same reason).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+impl From<TodoInput> for Todo {
+    fn from(item: TodoInput) -> Self {
+        let status = match item.status {
+            TodoStatus::Pending => "pending",
+            TodoStatus::InProgress => "in_progress",
+            TodoStatus::Completed => "completed",
+        };
+        Todo {
+            id: item.id,
+            content: item.content,
+            status: status.to_string(),
+        }
+    }
+}
+
+/// `ReadTodos` takes no arguments.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReadTodosInput {}
 
 #[async_trait::async_trait]
 impl Tool for TodosTool {
@@ -120,28 +161,30 @@ impl Tool for TodosTool {
     }
 
     fn input_schema(&self) -> Value {
-        super::args::schema(self.args())
+        match self {
+            TodosTool::Update => input::schema::<UpdateTodosInput>(),
+            TodosTool::Read => input::schema::<ReadTodosInput>(),
+        }
     }
 
     fn prepare(&self, input: Value) -> Result<Value, ToolError> {
-        prepare_with(self.args(), input)
+        match self {
+            TodosTool::Update => input::prepare::<UpdateTodosInput>(input),
+            TodosTool::Read => input::prepare::<ReadTodosInput>(input),
+        }
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        if *self == TodosTool::Update {
-            let todos: Vec<Todo> = serde_json::from_value(input["todos"].clone())
-                .map_err(|err| ToolError(format!("argument \"todos\" is invalid: {err}")))?;
-            ctx.todos.replace(todos);
+        match self {
+            TodosTool::Update => {
+                let UpdateTodosInput { todos } = input::parse(input)?;
+                ctx.todos
+                    .replace(todos.into_iter().map(Todo::from).collect());
+            }
+            TodosTool::Read => {
+                let ReadTodosInput {} = input::parse(input)?;
+            }
         }
         Ok(ToolOutput::Text(ctx.todos.render()))
-    }
-}
-
-impl TodosTool {
-    fn args(self) -> &'static [Arg] {
-        match self {
-            TodosTool::Update => UPDATE_ARGS,
-            TodosTool::Read => &[],
-        }
     }
 }

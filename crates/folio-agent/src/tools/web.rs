@@ -2,16 +2,24 @@
 
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::args::{Arg, ArgType, ArgsExt};
+use super::input;
 use super::spill::spill_if_large;
-use super::{Tool, ToolContext, ToolError, ToolOutput, prepare_with};
+use super::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// The largest response body read.
 const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 
-const ARGS: &[Arg] = &[Arg::new("url", ArgType::String, "An http or https URL.").required()];
+/// `WebFetch`'s arguments.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WebFetchInput {
+    /// An http or https URL.
+    url: String,
+}
 
 /// The `WebFetch` tool.
 #[derive(Debug, Clone)]
@@ -71,18 +79,16 @@ impl Tool for WebFetchTool {
     }
 
     fn input_schema(&self) -> Value {
-        super::args::schema(ARGS)
+        input::schema::<WebFetchInput>()
     }
 
     fn prepare(&self, input: Value) -> Result<Value, ToolError> {
-        prepare_with(ARGS, input)
+        input::prepare::<WebFetchInput>(input)
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let Value::Object(args) = input else {
-            return Err(ToolError("tool input must be a JSON object".into()));
-        };
-        let url = args.str_arg("url").unwrap_or_default();
+        let WebFetchInput { url } = input::parse(input)?;
+        let url = url.as_str();
         let parsed = reqwest::Url::parse(url)
             .map_err(|err| ToolError(format!("argument \"url\" is not a valid URL: {err}")))?;
         if !matches!(parsed.scheme(), "http" | "https") {

@@ -20,9 +20,9 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio::process::Command;
 
-use super::args::{Arg, ArgType};
+use super::input;
 use super::process::{Finished, Outcome, resolve_program, run_in_group, tail_lines};
-use super::{Tool, ToolContext, ToolError, ToolOutput, prepare_with};
+use super::{Tool, ToolContext, ToolError, ToolOutput};
 use formats::{Diagnostic, Severity};
 
 /// Diagnostics shown when `max_diagnostics` is omitted.
@@ -30,11 +30,13 @@ const DEFAULT_MAX_DIAGNOSTICS: usize = 200;
 /// Seconds a linter may run when its `timeout_secs` is omitted.
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
 
-const ARGS: &[Arg] = &[Arg::new(
-    "paths",
-    ArgType::Strings,
-    "Files or directories to lint, relative to the workspace (default: the whole workspace).",
-)];
+/// `ReadLints`' arguments.
+#[derive(Debug, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReadLintsInput {
+    /// Files or directories to lint, relative to the workspace (default: the whole workspace).
+    paths: Option<Vec<String>>,
+}
 
 /// The `ReadLints` tool over the configured linters.
 #[derive(Debug, Clone)]
@@ -59,16 +61,19 @@ impl ReadLintsTool {
         lint: &LintCommand,
         targets: &[Target],
         ctx: &ToolContext,
-    ) -> Result<Vec<Diagnostic>, String> {
+    ) -> Result<Vec<Diagnostic>, LintFailure> {
         let name = lint.display_name();
         let Some((program, args)) = lint.command.split_first() else {
-            return Err(format!("{name}: commands[{index}].command is empty"));
+            return Err(LintFailure::EmptyCommand { name, index });
         };
         let files = match &lint.files {
             Some(pattern) => {
                 let files = matching_files(pattern, targets, ctx)
                     .await
-                    .map_err(|err| format!("{name}: {err}"))?;
+                    .map_err(|source| LintFailure::Files {
+                        name: name.clone(),
+                        source,
+                    })?;
                 if files.is_empty() {
                     return Ok(Vec::new());
                 }
@@ -85,25 +90,27 @@ impl ReadLintsTool {
             stderr,
         } = run_in_group(command, None, timeout, &ctx.cancel)
             .await
-            .map_err(|err| {
-                let hint = if err.kind() == std::io::ErrorKind::NotFound {
+            .map_err(|source| LintFailure::Start {
+                name: name.clone(),
+                program: program.clone(),
+                index,
+                hint: if source.kind() == std::io::ErrorKind::NotFound {
                     "is it installed? install it, or fix the program path in"
                 } else {
                     "check"
-                };
-                format!(
-                    "{name}: could not start {program}: {err} ({hint} [tools.read_lints] commands[{index}].command in agent.toml)"
-                )
+                },
+                source,
             })?;
         let status = match outcome {
             Outcome::Exited(status) => status,
             Outcome::TimedOut => {
-                return Err(format!(
-                    "{name}: ran past {}s and was killed (raise commands[{index}].timeout_secs or pass fewer paths)",
-                    timeout.as_secs()
-                ));
+                return Err(LintFailure::TimedOut {
+                    name,
+                    index,
+                    secs: timeout.as_secs(),
+                });
             }
-            Outcome::Cancelled => return Err(format!("{name}: cancelled: the turn was stopped")),
+            Outcome::Cancelled => return Err(LintFailure::Cancelled { name }),
         };
         // rustc writes its JSON diagnostics to stderr; every other format reads stdout.
         let output = if lint.format == folio_project::LintFormat::Rustc {
@@ -112,18 +119,91 @@ impl ReadLintsTool {
             stdout
         };
         match formats::parse(lint.format, &output) {
-            Ok(found) if found.is_empty() && !status.success() => Err(format!(
-                "{name}: exited with {status} and reported no diagnostics: {}",
-                tail_lines(&stderr, 10)
-            )),
+            Ok(found) if found.is_empty() && !status.success() => Err(LintFailure::Silent {
+                name,
+                status,
+                stderr: tail_lines(&stderr, 10),
+            }),
             Ok(found) => Ok(found),
-            Err(err) => Err(format!(
-                "{name}: its output is {} ({status}); check commands[{index}].format: {}",
-                err.0,
-                tail_lines(&stderr, 10)
-            )),
+            Err(err) => Err(LintFailure::Format {
+                name,
+                index,
+                problem: err.0,
+                status,
+                stderr: tail_lines(&stderr, 10),
+            }),
         }
     }
+}
+
+/// Why one linter gave no diagnostics; each message names the linter and what to change.
+#[derive(Debug, thiserror::Error)]
+enum LintFailure {
+    #[error("{name}: commands[{index}].command is empty")]
+    EmptyCommand { name: String, index: usize },
+    #[error("{name}: {source}")]
+    Files {
+        name: String,
+        #[source]
+        source: FilesError,
+    },
+    #[error(
+        "{name}: could not start {program}: {source} ({hint} [tools.read_lints] commands[{index}].command in agent.toml)"
+    )]
+    Start {
+        name: String,
+        program: String,
+        index: usize,
+        hint: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{name}: ran past {secs}s and was killed (raise commands[{index}].timeout_secs or pass fewer paths)"
+    )]
+    TimedOut {
+        name: String,
+        index: usize,
+        secs: u64,
+    },
+    #[error("{name}: cancelled: the turn was stopped")]
+    Cancelled { name: String },
+    #[error("{name}: exited with {status} and reported no diagnostics: {stderr}")]
+    Silent {
+        name: String,
+        status: std::process::ExitStatus,
+        stderr: String,
+    },
+    #[error("{name}: its output is {problem} ({status}); check commands[{index}].format: {stderr}")]
+    Format {
+        name: String,
+        index: usize,
+        problem: String,
+        status: std::process::ExitStatus,
+        stderr: String,
+    },
+}
+
+/// Why the files a linter's `files` glob picks could not be listed.
+#[derive(Debug, thiserror::Error)]
+enum FilesError {
+    #[error("files = \"{pattern}\" is not a valid glob: {source}")]
+    Glob {
+        pattern: String,
+        #[source]
+        source: globset::Error,
+    },
+    #[error(transparent)]
+    Fs(#[from] folio_fs::PathError),
+    #[error(transparent)]
+    Outside(#[from] OutsideWorkspace),
+}
+
+/// A path that leaves the session workspace.
+#[derive(Debug, thiserror::Error)]
+#[error("path \"{path}\" is outside the session workspace; pass paths inside it")]
+struct OutsideWorkspace {
+    path: String,
 }
 
 /// A file or directory to lint, relative to the workspace (`.` for all of it).
@@ -133,7 +213,7 @@ struct Target {
 }
 
 /// `path` relative to the workspace, lexically normalized; refused when it leaves it.
-fn workspace_relative(workspace: &Path, path: &str) -> Result<String, String> {
+fn workspace_relative(workspace: &Path, path: &str) -> Result<String, OutsideWorkspace> {
     let given = Path::new(path);
     let relative = if given.is_absolute() {
         let canonical = workspace
@@ -142,8 +222,8 @@ fn workspace_relative(workspace: &Path, path: &str) -> Result<String, String> {
         given
             .strip_prefix(workspace)
             .or_else(|_| given.strip_prefix(&canonical))
-            .map_err(|_| {
-                format!("path \"{path}\" is outside the session workspace; pass paths inside it")
+            .map_err(|_| OutsideWorkspace {
+                path: path.to_string(),
             })?
     } else {
         given
@@ -155,9 +235,9 @@ fn workspace_relative(workspace: &Path, path: &str) -> Result<String, String> {
             Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
             Component::ParentDir => {
                 if parts.pop().is_none() {
-                    return Err(format!(
-                        "path \"{path}\" is outside the session workspace; pass paths inside it"
-                    ));
+                    return Err(OutsideWorkspace {
+                        path: path.to_string(),
+                    });
                 }
             }
         }
@@ -174,9 +254,12 @@ async fn matching_files(
     pattern: &str,
     targets: &[Target],
     ctx: &ToolContext,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, FilesError> {
     let matcher = globset::Glob::new(pattern)
-        .map_err(|err| format!("files = \"{pattern}\" is not a valid glob: {err}"))?
+        .map_err(|source| FilesError::Glob {
+            pattern: pattern.to_string(),
+            source,
+        })?
         .compile_matcher();
     let mut files = Vec::new();
     for target in targets {
@@ -188,7 +271,7 @@ async fn matching_files(
         }
         let mut entries = ctx.fs.glob(pattern, Some(target.path.as_str()));
         while let Some(entry) = entries.next().await {
-            let entry = entry.map_err(|err| err.to_string())?;
+            let entry = entry?;
             if entry.kind == EntryKind::File {
                 files.push(workspace_relative(&ctx.workspace, &entry.path)?);
             }
@@ -252,28 +335,20 @@ impl Tool for ReadLintsTool {
     }
 
     fn input_schema(&self) -> Value {
-        super::args::schema(ARGS)
+        input::schema::<ReadLintsInput>()
     }
 
     fn prepare(&self, input: Value) -> Result<Value, ToolError> {
-        prepare_with(ARGS, input)
+        input::prepare::<ReadLintsInput>(input)
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let asked: Vec<String> = input
-            .get("paths")
-            .and_then(Value::as_array)
-            .map(|paths| {
-                paths
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let ReadLintsInput { paths } = input::parse(input)?;
+        let asked = paths.unwrap_or_default();
         let mut targets = Vec::new();
         for path in &asked {
-            let relative = workspace_relative(&ctx.workspace, path).map_err(ToolError)?;
+            let relative = workspace_relative(&ctx.workspace, path)
+                .map_err(|err| ToolError(err.to_string()))?;
             let kind = ctx.fs.stat(&relative).await?.kind;
             match kind {
                 FileKind::Missing => return Err(ToolError(format!("not found: {path}"))),
@@ -328,7 +403,11 @@ impl Tool for ReadLintsTool {
                 "ReadLints: {} of {} linters failed:\n{}\n\n{report}",
                 failures.len(),
                 linters.len(),
-                failures.join("\n")
+                failures
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n")
             )))
         }
     }
@@ -349,7 +428,7 @@ mod tests {
         assert_eq!(workspace_relative(ws, "./").unwrap(), ".");
         for outside in ["../x", "/etc/passwd", "a/../../x"] {
             assert_eq!(
-                workspace_relative(ws, outside).unwrap_err(),
+                workspace_relative(ws, outside).unwrap_err().to_string(),
                 format!(
                     "path \"{outside}\" is outside the session workspace; pass paths inside it"
                 )
