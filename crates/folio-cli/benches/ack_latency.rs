@@ -110,7 +110,9 @@ fn main() {
         let state = tempfile::tempdir().unwrap();
         let state = StateRoot::new(state.path());
         let manager = match &store {
-            None => SessionManager::open(state, Arc::new(agent), LogBuffer::new()).unwrap(),
+            None => SessionManager::open(state, Arc::new(agent), LogBuffer::new())
+                .await
+                .unwrap(),
             Some(url) => {
                 let store = folio_store_postgres::PgStore::open(url, Default::default())
                     .await
@@ -118,6 +120,7 @@ fn main() {
                 let ttl = folio_session::DEFAULT_LEASE_TTL;
                 let store: Arc<dyn folio_store::SessionStore> = Arc::new(store);
                 SessionManager::open_on_store(state, Arc::new(agent), LogBuffer::new(), store, ttl)
+                    .await
                     .unwrap()
             }
         };

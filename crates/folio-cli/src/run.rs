@@ -96,8 +96,9 @@ async fn run_async(args: RunArgs) -> anyhow::Result<ExitCode> {
         .await
         .map_err(anyhow::Error::msg)?;
     let agent = Arc::new(agent);
-    let manager =
-        SessionManager::open(state, agent.clone(), LogBuffer::new()).map_err(anyhow::Error::msg)?;
+    let manager = SessionManager::open(state, agent.clone(), LogBuffer::new())
+        .await
+        .map_err(anyhow::Error::msg)?;
     let ran = run_session(&manager, &args.message, args.accept_elicitation_defaults).await;
     settle(&manager, &agent, ran, args.json).await
 }

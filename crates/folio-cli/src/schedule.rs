@@ -161,6 +161,7 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     .await?;
     let agent = Arc::new(agent);
     let manager = SessionManager::open(state.clone(), agent.clone(), LogBuffer::new())
+        .await
         .map_err(anyhow::Error::msg)?;
     let scheduler = Scheduler::open(
         &state,

@@ -317,14 +317,17 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         )
         .await?;
         let manager = match &store {
-            None => SessionManager::open(state.clone(), Arc::new(agent), LogBuffer::new()),
-            Some(store) => SessionManager::open_on_store(
-                state.clone(),
-                Arc::new(agent),
-                LogBuffer::new(),
-                store.clone(),
-                std::time::Duration::from_millis(args.lease_ttl_ms),
-            ),
+            None => SessionManager::open(state.clone(), Arc::new(agent), LogBuffer::new()).await,
+            Some(store) => {
+                SessionManager::open_on_store(
+                    state.clone(),
+                    Arc::new(agent),
+                    LogBuffer::new(),
+                    store.clone(),
+                    std::time::Duration::from_millis(args.lease_ttl_ms),
+                )
+                .await
+            }
         }
         .map_err(anyhow::Error::msg)?;
         manager.set_fault(fault);

@@ -315,6 +315,7 @@ async fn run_attempt(
             .map(Arc::new)
             .map_err(|err| EvalError::Agent(err.to_string()))?;
         let manager = SessionManager::open(state.clone(), agent.clone(), LogBuffer::new())
+            .await
             .map_err(|err| EvalError::Agent(err.to_string()))?;
         let judges = Judges {
             options,

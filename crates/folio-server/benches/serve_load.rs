@@ -208,8 +208,9 @@ async fn kept_alive(
             .expect("--state-in DIR: cannot create a temporary directory there"),
         None => tempfile::tempdir().unwrap(),
     };
-    let manager =
-        SessionManager::open(StateRoot::new(state.path()), agent, LogBuffer::new()).unwrap();
+    let manager = SessionManager::open(StateRoot::new(state.path()), agent, LogBuffer::new())
+        .await
+        .unwrap();
     let url = serve_with(manager.clone(), nodelay).await;
     let started = Instant::now();
     let tasks: Vec<_> = (0..clients)
@@ -284,7 +285,9 @@ async fn cold_start(state: &Path, project: &Path) {
     let agent = agent(project).await;
     let before = rss_kib();
     let started = Instant::now();
-    let manager = SessionManager::open(StateRoot::new(state), agent, LogBuffer::new()).unwrap();
+    let manager = SessionManager::open(StateRoot::new(state), agent, LogBuffer::new())
+        .await
+        .unwrap();
     let url = serve(manager.clone()).await;
     let listening = started.elapsed();
     let page_started = Instant::now();
@@ -342,6 +345,7 @@ async fn run() {
         agent.clone(),
         LogBuffer::new(),
     )
+    .await
     .unwrap();
     let started = Instant::now();
     stream::iter(0..sessions)
@@ -411,6 +415,7 @@ async fn run() {
         agent.clone(),
         LogBuffer::new(),
     )
+    .await
     .unwrap();
     let url = serve(manager.clone()).await;
     let client = reqwest::Client::builder()
@@ -460,6 +465,7 @@ async fn run() {
         agent.clone(),
         LogBuffer::new(),
     )
+    .await
     .unwrap();
     let url = serve(manager.clone()).await;
     let started = Instant::now();

@@ -13,7 +13,7 @@
 //!
 //! # async fn serve(agent: folio_agent::Agent) -> Result<(), Box<dyn std::error::Error>> {
 //! // Opening recovers from a crash: turns that were running are recorded as failed.
-//! let manager = SessionManager::open(StateRoot::new(".folio/state/demo"), Arc::new(agent), LogBuffer::new())?;
+//! let manager = SessionManager::open(StateRoot::new(".folio/state/demo"), Arc::new(agent), LogBuffer::new()).await?;
 //! let app = router(
 //!     vec![Mount { slug: "demo".into(), manager: manager.clone(), diagnostics: Vec::new() }],
 //!     HttpConfig::default(), // local-dev-strict, /<slug>/v1/…, 1 MiB bodies

@@ -67,7 +67,7 @@ async fn approve_deny_single_use_and_survive_a_restart() {
     mock.push(MockReply::text("deployed it"));
     let dir = project("");
     let state = tempfile::tempdir().unwrap();
-    let manager = manager(agent(&mock, dir.path()).await, state.path());
+    let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let url = http(manager.clone()).await;
 
     let (status, created): (_, SessionCreated) = post(
@@ -225,7 +225,7 @@ async fn approve_deny_single_use_and_survive_a_restart() {
         "a parked turn is not interrupted by shutdown"
     );
 
-    let restarted = support::manager(agent(&mock, dir.path()).await, state.path());
+    let restarted = support::manager(agent(&mock, dir.path()).await, state.path()).await;
     let after = restarted.events("local", &id).await.unwrap();
     assert_eq!(
         after.len(),
@@ -283,7 +283,7 @@ async fn a_follow_up_preempts_a_turn_parked_across_a_restart() {
     )]));
     let dir = project("");
     let state = tempfile::tempdir().unwrap();
-    let first = manager(agent(&mock, dir.path()).await, state.path());
+    let first = manager(agent(&mock, dir.path()).await, state.path()).await;
     let id = first
         .create(
             "local",
@@ -304,7 +304,7 @@ async fn a_follow_up_preempts_a_turn_parked_across_a_restart() {
     first.shutdown().await;
 
     mock.push(MockReply::text("fresh answer"));
-    let second = support::manager(agent(&mock, dir.path()).await, state.path());
+    let second = support::manager(agent(&mock, dir.path()).await, state.path()).await;
     second.send("local", &id, "never mind", None).await.unwrap();
     let events = wait_for(&second, &id, |e| count(e, "session.waiting") == 1).await;
     let types: Vec<&str> = events.iter().map(|e| e.event_type()).collect();

@@ -18,7 +18,7 @@ async fn without_peer_addresses_local_dev_strict_fails_closed() {
     let mock = MockModelServer::start().await;
     let dir = project("");
     let state = tempfile::tempdir().unwrap();
-    let manager = manager(agent(&mock, dir.path()).await, state.path());
+    let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let app = router(
         vec![Mount {
             slug: "t".into(),
@@ -47,7 +47,7 @@ async fn a_loopback_peer_is_admitted() {
     let mock = MockModelServer::start().await;
     let dir = project("");
     let state = tempfile::tempdir().unwrap();
-    let base = http(manager(agent(&mock, dir.path()).await, state.path())).await;
+    let base = http(manager(agent(&mock, dir.path()).await, state.path()).await).await;
     let response = reqwest::get(format!("{base}/v1/sessions")).await.unwrap();
     assert_eq!(response.status(), 200);
 }
@@ -115,7 +115,11 @@ async fn dev_on_loopback_lists_every_principals_runs_but_keeps_sessions_private(
     mock.push(folio_test_support::MockReply::text("two"));
     let dir = project("");
     let state = tempfile::tempdir().unwrap();
-    let base = serve_tokens(manager(agent(&mock, dir.path()).await, state.path()), true).await;
+    let base = serve_tokens(
+        manager(agent(&mock, dir.path()).await, state.path()).await,
+        true,
+    )
+    .await;
     let alices = create(&base, "alice-token").await;
     let bobs = create(&base, "bob-token").await;
     let mut both = vec![alices.clone(), bobs.clone()];
@@ -136,7 +140,11 @@ async fn scope_all_needs_dev() {
     let mock = MockModelServer::start().await;
     let dir = project("");
     let state = tempfile::tempdir().unwrap();
-    let base = serve_tokens(manager(agent(&mock, dir.path()).await, state.path()), false).await;
+    let base = serve_tokens(
+        manager(agent(&mock, dir.path()).await, state.path()).await,
+        false,
+    )
+    .await;
     let (status, body): (_, ErrorBody) =
         get(format!("{base}/v1/sessions?scope=all"), "alice-token").await;
     assert_eq!((status, body.error), (403, ErrorCode::Forbidden));
@@ -176,7 +184,7 @@ async fn principals_reach_only_their_own_data_through_tools() {
     let dir = project("");
     let state = tempfile::tempdir().unwrap();
     let root = state.path().canonicalize().unwrap();
-    let base = serve_tokens(manager(agent(&mock, dir.path()).await, &root), false).await;
+    let base = serve_tokens(manager(agent(&mock, dir.path()).await, &root).await, false).await;
     let sessions = [
         ("alice-token", create(&base, "alice-token").await),
         ("bob-token", create(&base, "bob-token").await),

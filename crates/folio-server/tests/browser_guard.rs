@@ -29,7 +29,7 @@ async fn serve(auth: Auth, body_limit: usize) -> Served {
     let mock = MockModelServer::start().await;
     let dir = project("");
     let state = tempfile::tempdir().unwrap();
-    let manager = manager(agent(&mock, dir.path()).await, state.path());
+    let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let bearer = match &auth {

@@ -49,7 +49,7 @@ async fn open(
     state: &Path,
     now: &str,
 ) -> (SessionManager, ManualClock) {
-    let manager = manager(agent(mock, project).await, state);
+    let manager = manager(agent(mock, project).await, state).await;
     let clock = ManualClock::new(at(now));
     manager.set_clock(Arc::new(clock.clone()));
     tokio::spawn(manager.clone().run_reminders());

@@ -22,10 +22,10 @@ use tokio_util::sync::CancellationToken;
 use crate::command::{Admit, Command, Pending, queued_messages};
 use crate::error::ManagerError;
 use crate::fault::FaultPoint;
-use crate::live::{Live, LiveSink, StagedMeta, lock};
+use crate::live::{Live, LiveSink, lock};
 use crate::recovery::Restart;
 use crate::shared::Inner;
-use crate::state::{SessionMeta, SyncTarget, boundary_status, new_turn_id, reported_usage};
+use crate::state::{SessionMeta, new_turn_id, reported_usage};
 use crate::token;
 use folio_protocol::SERVER_RESTARTED;
 use folio_store::Lease;
@@ -39,8 +39,6 @@ struct Admitted<'a> {
     keyed: Option<(String, Option<String>)>,
     /// The continuation token it rotates to.
     rotated: Option<&'a str>,
-    /// What is synced with it ([`Admit::sync_with`]).
-    sync_with: Vec<SyncTarget>,
 }
 
 impl Admitted<'_> {
@@ -51,7 +49,6 @@ impl Admitted<'_> {
             coalesced: Some(count),
             keyed: None,
             rotated: None,
-            sync_with: Vec::new(),
         }
     }
 }
@@ -111,11 +108,9 @@ impl Actor {
             ));
             return;
         }
-        if let (Some(lease), Some(shared)) = (self.lease.take(), &self.inner.shared) {
-            if let Some(log) = self.live.log.store() {
-                log.clear_fence(lease.fence);
-            }
-            if let Err(err) = shared.store.release_lease(&lease).await {
+        if let Some(lease) = self.lease.take() {
+            self.live.log.clear_fence(lease.fence);
+            if let Err(err) = self.inner.store.release_lease(&lease).await {
                 self.inner.logs.about(&self.live.id).warn(format!(
                     "session {}: cannot release its lease ({err}); it expires by itself",
                     self.live.id
@@ -125,34 +120,21 @@ impl Actor {
     }
 
     async fn serve(&mut self) {
-        let mut renew = self.inner.shared.as_ref().map(|shared| {
-            let every = shared.ttl / 3;
-            tokio::time::interval_at(tokio::time::Instant::now() + every, every)
-        });
-        // While a turn runs, its events reach the shared store (and so the streams on other
-        // servers) in batches this often, besides the durable points that wait for them.
-        let mut publish = self.inner.shared.as_ref().map(|_| {
-            let mut every = tokio::time::interval(crate::cluster::PUBLISH_EVERY);
-            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            every
-        });
+        let every = self.inner.ttl / 3;
+        let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        // While a turn runs, its events reach the store (and so the streams) as they are
+        // appended, gathered for the store's publish interval, besides the durable points
+        // that wait for them.
+        let gather = self.inner.store.publish_interval();
+        let live = self.live.clone();
         loop {
             let published = async {
-                match publish.as_mut() {
-                    Some(publish) => {
-                        publish.tick().await;
-                    }
-                    None => std::future::pending().await,
+                live.log.appended.notified().await;
+                if !gather.is_zero() {
+                    tokio::time::sleep(gather).await;
                 }
             };
-            let renewal = async {
-                match renew.as_mut() {
-                    Some(renew) => {
-                        renew.tick().await;
-                    }
-                    None => std::future::pending().await,
-                }
-            };
+            let renewal = renew.tick();
             let command = match &mut self.running {
                 Some(running) => tokio::select! {
                     command = self.rx.recv() => command,
@@ -161,14 +143,14 @@ impl Actor {
                         self.after_turn(outcome_of(outcome)).await;
                         continue;
                     }
-                    () = renewal => {
+                    _ = renewal => {
                         if self.renew().await {
                             return;
                         }
                         continue;
                     }
                     () = published => {
-                        if let Err(err) = self.live.commit().await {
+                        if let Err(err) = self.live.publish().await {
                             self.inner.logs.about(&self.live.id).warn(format!(
                                 "session {}: cannot publish the turn's events yet: {err}",
                                 self.live.id
@@ -179,7 +161,7 @@ impl Actor {
                 },
                 None if !self.started => tokio::select! {
                     command = self.rx.recv() => command,
-                    () = renewal => {
+                    _ = renewal => {
                         if self.renew().await {
                             return;
                         }
@@ -210,10 +192,10 @@ impl Actor {
     /// and another server owns the session now): the turn here ends, unrecorded (the new
     /// owner records it), and the session's streams here end (clients reconnect).
     async fn renew(&mut self) -> bool {
-        let (Some(lease), Some(shared)) = (&self.lease, &self.inner.shared) else {
+        let Some(lease) = &self.lease else {
             return false;
         };
-        match shared.store.renew_lease(lease, shared.ttl).await {
+        match self.inner.store.renew_lease(lease, self.inner.ttl).await {
             Ok(renewed) => {
                 self.lease = Some(renewed);
                 false
@@ -263,13 +245,11 @@ impl Actor {
                 .with_events(|events| match crate::recovery::restart_of(events) {
                     Restart::Parked => false,
                     Restart::Failed(_) | Restart::Answer(..) => true,
-                    Restart::Closed(_) => events
-                        .last()
-                        .is_some_and(|last| boundary_status(&last.body).is_none()),
+                    Restart::Closed(_) => !crate::recovery::turn_ended(events),
                 })
     }
 
-    /// Takes over the turn of a server that died ([`Command::Recover`]).
+    /// Takes over the turn of an owner that died ([`Command::Recover`]).
     async fn recover(&mut self) -> Result<(), ManagerError> {
         if self.running.is_some() {
             return Ok(());
@@ -294,16 +274,16 @@ impl Actor {
                 self.after_turn(TurnOutcome::Failed { message }).await;
             }
             Restart::Closed(outcome) => {
-                let ended = self.live.with_events(|events| {
-                    events
-                        .last()
-                        .is_none_or(|last| boundary_status(&last.body).is_some())
-                });
+                let ended = self.live.with_events(crate::recovery::turn_ended);
                 if !self.queue.is_empty() || !ended {
                     let outcome = outcome.unwrap_or(TurnOutcome::Failed {
                         message: SERVER_RESTARTED.to_string(),
                     });
                     self.after_turn(outcome).await;
+                } else {
+                    // The end of the turn is in the log; only the stored metadata missed it
+                    // (and the token totals, which the live session summed from the log).
+                    self.live.repair_meta(|_| {}).await?;
                 }
             }
         }
@@ -318,25 +298,14 @@ impl Actor {
                 let _ = reply.send(result);
                 false
             }
-            Command::Drain => {
-                if self.running.is_none() && !self.queue.is_empty() {
-                    let (message, count) = Pending::join(std::mem::take(&mut self.queue));
-                    if let Err(err) = self.start_turn(message, Admitted::drained(count)).await {
-                        self.inner
-                            .logs
-                            .about(&self.live.id)
-                            .error(format!("session {}: {err}", self.live.id));
-                    }
-                }
-                false
-            }
-            Command::Recover => {
+            Command::Recover { reply } => {
                 if let Err(err) = self.recover().await {
                     self.inner
                         .logs
                         .about(&self.live.id)
                         .error(format!("session {}: {err}", self.live.id));
                 }
+                let _ = reply.send(());
                 false
             }
             Command::Record {
@@ -360,17 +329,9 @@ impl Actor {
             Command::IssueToken { hash, reply } => {
                 let result = self
                     .live
-                    .update_meta(&self.inner.state, |meta| meta.token_hash = Some(hash))
+                    .update_meta(|meta| meta.token_hash = Some(hash))
                     .await;
                 let _ = reply.send(result);
-                false
-            }
-            Command::Resume => {
-                if self.running.is_none()
-                    && let Some(turn_id) = self.live.with_events(open_turn)
-                {
-                    self.spawn_turn(turn_id, true, BTreeMap::new(), None);
-                }
                 false
             }
             Command::Stop { reply } => {
@@ -448,48 +409,22 @@ impl Actor {
                 let _ = reply.send(());
                 true
             }
-            Command::Expire { before, reply } => {
-                // A turn whose task has ended (its end is in the log) is over: settle it first.
-                if let Some(running) = self.running.take_if(|running| running.task.is_finished()) {
-                    self.after_turn(outcome_of(running.task.await)).await;
-                }
-                let idle = self.running.is_none()
-                    && self.queue.is_empty()
-                    && self.live.with_events(|events| open_turn(events).is_none())
-                    && {
-                        let meta = lock(&self.live.meta);
-                        meta.status != SessionStatus::Running && meta.updated_at < before
-                    };
-                if idle {
-                    self.remove_from_disk().await;
-                    *lock(&self.live.mailbox) = None;
-                }
-                let _ = reply.send(idle);
-                idle
-            }
         }
     }
 
-    /// Ends the session's streams and removes its metadata, workspace and log (from disk, or
-    /// from the shared store).
+    /// Ends the session's streams and removes its metadata, workspace and log from the store.
     async fn remove_from_disk(&self) {
         self.live.closed.cancel();
-        let state = &self.inner.state;
         let seen = self.inner.workspace_of(&lock(&self.live.meta));
         if let Ok(workspace) = seen {
             let _ = std::fs::remove_dir_all(workspace);
         }
-        if let Some(log) = self.live.log.store() {
-            if let Err(err) = log.store.delete_session(&self.live.id).await {
-                self.inner.logs.about(&self.live.id).error(format!(
-                    "session {}: cannot delete it from the store: {err}",
-                    self.live.id
-                ));
-            }
-            return;
+        if let Err(err) = self.inner.store.delete_session(&self.live.id).await {
+            self.inner.logs.about(&self.live.id).error(format!(
+                "session {}: cannot delete it from the store: {err}",
+                self.live.id
+            ));
         }
-        let _ = std::fs::remove_dir_all(state.session_dir(&self.live.id));
-        let _ = std::fs::remove_file(state.trace_path(&self.live.id));
     }
 
     fn resolve(&mut self, mut resolved: ActionApprovalResolved) -> Result<(), ManagerError> {
@@ -541,7 +476,6 @@ impl Actor {
             token,
             key,
             digest,
-            sync_with,
         } = admit;
         let recorded = match key.as_deref() {
             Some(key) => match self.live.with_events(|events| token::recorded(events, key)) {
@@ -569,7 +503,7 @@ impl Actor {
                         if current {
                             // Recorded, but the process died before the token rotated.
                             self.live
-                                .update_meta(&self.inner.state, |meta| {
+                                .update_meta(|meta| {
                                     rotate(meta, Some(&answer), Some(key));
                                 })
                                 .await?;
@@ -601,7 +535,7 @@ impl Actor {
                     let rotate = |meta: &mut SessionMeta| {
                         rotate(meta, rotated.as_deref(), key.as_deref());
                     };
-                    self.record(sync_with, rotated.is_some(), rotate).await?;
+                    self.record(rotated.is_some(), rotate).await?;
                     self.queue.push(message);
                     return Ok(rotated);
                 }
@@ -629,7 +563,6 @@ impl Actor {
             coalesced,
             keyed,
             rotated: rotated.as_deref(),
-            sync_with,
         };
         self.start_turn(message, new).await?;
         Ok(rotated)
@@ -648,7 +581,6 @@ impl Actor {
             coalesced,
             keyed,
             rotated,
-            sync_with,
         } = new;
         let turn_id = new_turn_id();
         let (key, request_digest) = keyed.unzip();
@@ -677,38 +609,28 @@ impl Actor {
         // before `session.json` counts it (recovery skips a log that ends a turn). A create
         // wrote it up front.
         let rewrite = rotated.is_some() || turns != self.live.saved_turns();
-        self.record(sync_with, rewrite, running).await?;
+        self.record(rewrite, running).await?;
         self.spawn_turn(turn_id, false, message.files, message.trace_parent);
         Ok(())
     }
 
-    /// Makes the message just appended durable before anything acknowledges it: syncs the log
-    /// with `sync_with` in one group-commit round and, when `rewrite`, with `session.json`
-    /// changed by `change` and staged in its temporary file; then renames that file into
-    /// place and syncs its directory, so the token rotates only after the message is durable.
-    /// Without `rewrite`, `change` applies in memory only (status, turn count: recovery
-    /// repairs them from the log).
+    /// Makes the message just appended durable before anything acknowledges it: commits the
+    /// log and, when `rewrite`, the metadata changed by `change` in the same round (on disk:
+    /// one group commit syncing the log with the staged `session.json`, then renaming it into
+    /// place), so the token rotates only after the message is durable. Without `rewrite`,
+    /// `change` applies in memory only (status, turn count: the log settles them).
     async fn record(
         &self,
-        sync_with: Vec<SyncTarget>,
         rewrite: bool,
         change: impl Fn(&mut SessionMeta),
     ) -> Result<(), ManagerError> {
-        let staged = if rewrite {
-            Some(self.live.stage_meta(&self.inner.state, &change)?)
+        if rewrite {
+            self.live.update_meta(&change).await?;
         } else {
-            None
-        };
-        let mut targets = sync_with;
-        targets.extend(staged.as_ref().and_then(StagedMeta::target));
-        self.live.commit_with(targets).await?;
-        self.inner.fault(FaultPoint::MessageSynced);
-        match staged {
-            Some(staged) => self.live.install_meta(staged).await?,
-            None => {
-                self.live.change_meta(change);
-            }
+            self.live.commit().await?;
+            self.live.change_meta(change);
         }
+        self.inner.fault(FaultPoint::MessageSynced);
         Ok(())
     }
 
@@ -941,7 +863,7 @@ pub(crate) async fn finish_session(
     live.commit().await?;
     inner.fault(FaultPoint::BoundarySynced);
     let usage = live.with_events(reported_usage);
-    live.repair_meta(&inner.state, |meta| {
+    live.repair_meta(|meta| {
         meta.status = status;
         meta.last_index = event.index;
         meta.usage = usage;

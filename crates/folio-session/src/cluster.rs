@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use folio_protocol::{Event, EventBody};
-use folio_store::{Lease, SessionStore, StoreError};
+use folio_store::{Lease, StoreError};
 use futures::StreamExt;
 
 use crate::command::Command;
@@ -38,10 +38,6 @@ use crate::shared::Inner;
 
 /// How long a lease lives unless renewed: a dead server's turns are taken over after this.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
-
-/// How often the owner of a running turn writes its new events to the store, so that streams
-/// on other servers follow the turn live (the durable points write at once, and wait).
-pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(20);
 
 /// How long a command for another server's turn waits for that server (the stop to land, the
 /// turn to end) before it fails, saying so.
@@ -121,15 +117,6 @@ pub(crate) struct Relayed {
     pub(crate) digest: Option<String>,
 }
 
-/// The session store a server shares with others, and its name there.
-pub(crate) struct SharedStore {
-    pub(crate) store: Arc<dyn SessionStore>,
-    /// This server's id as a lease owner: `srv_<ULID>`, new per process.
-    pub(crate) server: String,
-    /// The lease time to live.
-    pub(crate) ttl: Duration,
-}
-
 /// What a command does when another server owns the session's turn.
 pub(crate) enum Remote {
     /// Answers `session_busy`.
@@ -200,9 +187,6 @@ impl SessionManager {
         live: &Arc<Live>,
         remote: &Remote,
     ) -> Result<Owner, ManagerError> {
-        let Some(shared) = self.inner.shared.as_ref() else {
-            return Ok(Owner::Here);
-        };
         let deadline = tokio::time::Instant::now() + REMOTE_PATIENCE;
         loop {
             {
@@ -212,24 +196,27 @@ impl SessionManager {
                 if live.has_actor() {
                     return Ok(Owner::Here);
                 }
-                match shared
+                match self
+                    .inner
                     .store
-                    .acquire_lease(&live.id, &shared.server, shared.ttl)
+                    .acquire_lease(&live.id, &self.inner.server, self.inner.ttl)
                     .await
                 {
                     Ok(lease) => {
                         let took_over = lease.took_over.clone();
                         if let Err(err) = self.catch_up(live).await {
-                            let _ = shared.store.release_lease(&lease).await;
+                            let _ = self.inner.store.release_lease(&lease).await;
                             return Err(err);
                         }
-                        self.spawn_actor(live, Some(lease));
+                        self.spawn_actor(live, lease);
                         if let Some(owner) = took_over {
                             self.inner.logs.about(&live.id).warn(format!(
                                 "session {}: took over the turn of server {owner}, whose lease expired",
                                 live.id
                             ));
-                            self.post(live, Command::Recover)?;
+                            let (reply, recovered) = tokio::sync::oneshot::channel();
+                            *lock(&live.recovering) = Some(recovered);
+                            self.post(live, Command::Recover { reply })?;
                         }
                         return Ok(Owner::Here);
                     }
@@ -240,12 +227,12 @@ impl SessionManager {
             match remote {
                 Remote::Busy => return Err(ManagerError::Busy(live.id.clone())),
                 Remote::Wait => {}
-                Remote::Ask(message) => self.signal(shared, &live.id, message).await?,
+                Remote::Ask(message) => self.signal(&live.id, message).await?,
                 Remote::AskUntil(message, done) => {
                     if live.with_events(|events| done(events)) {
                         return Ok(Owner::Done);
                     }
-                    self.signal(shared, &live.id, message).await?;
+                    self.signal(&live.id, message).await?;
                 }
             }
             if tokio::time::Instant::now() >= deadline {
@@ -264,13 +251,8 @@ impl SessionManager {
         }
     }
 
-    async fn signal(
-        &self,
-        shared: &SharedStore,
-        session_id: &str,
-        message: &str,
-    ) -> Result<(), ManagerError> {
-        shared
+    async fn signal(&self, session_id: &str, message: &str) -> Result<(), ManagerError> {
+        self.inner
             .store
             .signal(session_id, message)
             .await
@@ -280,15 +262,21 @@ impl SessionManager {
     /// Reads what other servers appended and committed since `live` last looked (events, the
     /// metadata: token, keys, counts): done before this server admits anything to it.
     async fn catch_up(&self, live: &Live) -> Result<(), ManagerError> {
-        let Some(log) = live.log.store() else {
-            return Ok(());
-        };
-        let events = log
+        let log = &live.log;
+        // Read back only when the log grew: its end is cheap to read, the whole log is not.
+        let last = log
             .store
-            .read_events(&live.id, log.next_index(), None)
+            .last_event(&live.id)
             .await
             .map_err(|err| store_error("cannot read the session's log", err))?;
-        live.ingest(events);
+        if last.is_some_and(|last| last.index >= log.next_index()) {
+            let events = log
+                .store
+                .read_events(&live.id, log.next_index(), None)
+                .await
+                .map_err(|err| store_error("cannot read the session's log", err))?;
+            live.ingest(events);
+        }
         let stored = log
             .store
             .load_session(&live.id)
@@ -302,12 +290,9 @@ impl SessionManager {
     /// Follows the signals of every server and hands those about sessions whose actor runs
     /// here to it; resubscribes after the store's connection drops, until shutdown.
     pub(crate) async fn run_signals(self) {
-        let Some(shared) = self.inner.shared.as_ref() else {
-            return;
-        };
         let shutdown = self.inner.shutdown.clone();
         loop {
-            match shared.store.signals().await {
+            match self.inner.store.signals().await {
                 Ok(mut signals) => loop {
                     let signal = tokio::select! {
                         signal = signals.next() => signal,
@@ -356,7 +341,6 @@ impl SessionManager {
                 token: Some(relayed.token),
                 key: Some(relayed.key),
                 digest: relayed.digest,
-                sync_with: Vec::new(),
             };
             Command::Send { admit, reply }
         } else if let Some(json) = message.strip_prefix(RESOLVE_SIGNAL) {
@@ -400,9 +384,6 @@ impl SessionManager {
 
     /// Tells the server `ask` came from where its authorization stands.
     async fn answer(&self, ask: &Authorize, step: AuthorizeStep) {
-        let Some(shared) = &self.inner.shared else {
-            return;
-        };
         let answer = Authorized {
             id: ask.id.clone(),
             to: ask.from.clone(),
@@ -412,7 +393,7 @@ impl SessionManager {
             "{AUTHORIZED_SIGNAL}{}",
             serde_json::to_string(&answer).unwrap_or_default()
         );
-        if let Err(err) = shared.store.signal(AUTHORIZATIONS, &message).await {
+        if let Err(err) = self.inner.store.signal(AUTHORIZATIONS, &message).await {
             self.inner.logs.warn(format!(
                 "the server a redirect of an MCP authorization reached was not told how it went: {err}"
             ));
@@ -426,9 +407,6 @@ impl SessionManager {
         state: &str,
         query: &str,
     ) -> Result<(), ManagerError> {
-        let Some(shared) = &self.inner.shared else {
-            return Err(not_waiting());
-        };
         // A `state` an authorization of this agent can have issued (a random URL-safe token):
         // anything else is answered here, without asking every server.
         let plausible = (8..=256).contains(&state.len())
@@ -440,7 +418,7 @@ impl SessionManager {
         }
         let ask = Authorize {
             id: ulid::Ulid::generate().to_string(),
-            from: shared.server.clone(),
+            from: self.inner.server.clone(),
             state: state.to_string(),
             query: query.to_string(),
         };
@@ -457,7 +435,7 @@ impl SessionManager {
         let (relay, mut steps) = tokio::sync::mpsc::unbounded_channel();
         lock(&self.inner.authorizing).insert(ask.id.clone(), relay);
         let relayed = async {
-            shared
+            self.inner
                 .store
                 .signal(AUTHORIZATIONS, &message)
                 .await
@@ -483,29 +461,16 @@ impl SessionManager {
     /// lease time to live, and removes the creates a dead server never acknowledged (every
     /// [`FORGET_EVERY`] at most), until shutdown.
     pub(crate) async fn run_takeover(self) {
-        let Some(shared) = self.inner.shared.as_ref() else {
-            return;
-        };
         let shutdown = self.inner.shutdown.clone();
         let mut forgot = tokio::time::Instant::now();
         loop {
-            match shared.store.expired_leases().await {
-                Ok(leases) => {
-                    for lease in leases {
-                        self.take_over(&lease).await;
-                    }
-                }
-                Err(err) => self
-                    .inner
-                    .logs
-                    .warn(format!("cannot look for expired leases: {err}")),
-            }
-            if forgot.elapsed() >= FORGET_EVERY.min(shared.ttl * 2) {
-                self.remove_unacknowledged_creates(shared).await;
+            self.take_over_expired().await;
+            if forgot.elapsed() >= FORGET_EVERY.min(self.inner.ttl * 2) {
+                self.remove_unacknowledged_creates().await;
                 forgot = tokio::time::Instant::now();
             }
             tokio::select! {
-                () = tokio::time::sleep(shared.ttl / 2) => {}
+                () = tokio::time::sleep(self.inner.ttl / 2) => {}
                 () = shutdown.cancelled() => return,
             }
         }
@@ -514,10 +479,27 @@ impl SessionManager {
     /// Deletes the sessions whose server stopped between creating them and acknowledging the
     /// create (their log stayed empty for two lease lifetimes), with their workspaces: the
     /// client got no answer, and a retry with its key creates the session again.
-    async fn remove_unacknowledged_creates(&self, shared: &SharedStore) {
-        let deleted = match shared
+    /// Takes over every session whose owner's lease expired, waiting until each one's open
+    /// turn is settled (what opening a state root does before it answers anything).
+    pub(crate) async fn take_over_expired(&self) {
+        match self.inner.store.expired_leases().await {
+            Ok(leases) => {
+                for lease in leases {
+                    self.take_over(&lease).await;
+                }
+            }
+            Err(err) => self
+                .inner
+                .logs
+                .warn(format!("cannot look for expired leases: {err}")),
+        }
+    }
+
+    async fn remove_unacknowledged_creates(&self) {
+        let deleted = match self
+            .inner
             .store
-            .delete_unacknowledged_sessions(shared.ttl * 2)
+            .delete_unacknowledged_sessions(self.inner.ttl * 2)
             .await
         {
             Ok(deleted) => deleted,
@@ -562,7 +544,12 @@ impl SessionManager {
             }
         };
         // Another server may take it first: then there is nothing to do here.
-        let _ = self.own(&live, &Remote::Busy).await;
+        if let Ok(Owner::Here) = self.own(&live, &Remote::Busy).await {
+            let recovered = lock(&live.recovering).take();
+            if let Some(recovered) = recovered {
+                let _ = recovered.await;
+            }
+        }
     }
 }
 
@@ -600,7 +587,7 @@ pub(crate) async fn follow(
             () = inner.shutdown.cancelled() => return,
         };
         let Some(live) = live.upgrade() else { return };
-        let Some(log) = live.log.store() else { return };
+        let log = &live.log;
         let Some(newest) = newest else {
             // The session was deleted.
             live.closed.cancel();

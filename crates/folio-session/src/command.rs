@@ -8,7 +8,6 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::error::ManagerError;
-use crate::state::SyncTarget;
 
 /// A message admitted to a session, with the workspace files its turn writes first.
 pub(crate) struct Pending {
@@ -75,10 +74,6 @@ pub(crate) struct Admit {
     /// The keyed request's digest ([`crate::token::request_digest`]): a recorded key with
     /// another digest is refused (`idempotency_key_reused`).
     pub(crate) digest: Option<String>,
-    /// What else must be durable before the message is acknowledged, synced in the same
-    /// group-commit round as it: a new session's file and directories
-    /// ([`crate::state::new_session_targets`]).
-    pub(crate) sync_with: Vec<SyncTarget>,
 }
 
 /// Commands a session's actor receives.
@@ -88,11 +83,13 @@ pub(crate) enum Command {
         admit: Admit,
         reply: oneshot::Sender<Result<Option<String>, ManagerError>>,
     },
-    /// Runs the messages a restart found queued (recovery).
-    Drain,
-    /// Takes over a turn whose server died (its lease expired): records it as `server
-    /// restarted` unless parked on an approval, and runs what was queued (a shared store).
-    Recover,
+    /// Takes over a turn whose owner died (a server whose lease expired, or the process that
+    /// had the state root before): records it as `server restarted` unless parked on an
+    /// approval, resumes one that waited for what the dead process held in memory, runs what
+    /// was queued, and repairs the metadata from the log; answers once that is done.
+    Recover {
+        reply: oneshot::Sender<()>,
+    },
     /// Appends one event and commits it (a channel's delivery record, a reminder's events on
     /// a shared store, where only the owner writes the log).
     Record {
@@ -107,9 +104,6 @@ pub(crate) enum Command {
         hash: String,
         reply: oneshot::Sender<Result<(), ManagerError>>,
     },
-    /// Resumes the turn a restart left open once what its dead process waited for in memory
-    /// (an MCP question or authorization) is answered in the log (recovery).
-    Resume,
     Stop {
         reply: oneshot::Sender<()>,
     },
@@ -127,11 +121,5 @@ pub(crate) enum Command {
     Close {
         delete: bool,
         reply: oneshot::Sender<()>,
-    },
-    /// Retention: deletes the session when it is idle (no turn running, queued or parked, its
-    /// last turn ended) and last changed before `before`; answers whether it did.
-    Expire {
-        before: chrono::DateTime<chrono::Utc>,
-        reply: oneshot::Sender<bool>,
     },
 }

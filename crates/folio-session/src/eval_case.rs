@@ -24,7 +24,9 @@ impl SessionManager {
         session_id: &str,
         name: &str,
     ) -> Result<EvalCaseSaved, ManagerError> {
-        let meta = self.current_meta(self.owned_meta(principal, session_id).await?);
+        let meta = self
+            .current_meta(self.owned_meta(principal, session_id).await?)
+            .await;
         if meta.status == SessionStatus::Running {
             return Err(ManagerError::Busy(session_id.to_string()));
         }

@@ -90,7 +90,6 @@ impl SessionManager {
             token: None,
             key: None,
             digest: None,
-            sync_with: self.inner.new_session_targets(&fork_id),
         };
         self.command(&live, &Remote::Busy, |reply| Command::Send { admit, reply })
             .await??;

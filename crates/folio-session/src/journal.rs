@@ -1,101 +1,35 @@
-//! Where a live session's events are written: the state root's NDJSON log ([`EventLog`], the
-//! embedded default) or a session store that several servers share ([`StoreLog`], `folio serve
-//! --store`).
+//! Where a live session's events are written: its session store, through [`Journal`].
 //!
-//! Both take appends synchronously (a turn's sink never waits on I/O per event) and make them
-//! durable at the session's durable points ([`Journal::commit_with`]): the disk log syncs
-//! through the group commit; the store log sends the events buffered since the last commit as
-//! one [`SessionStore::append`] under the session's lease (its fencing token), which the bench
-//! in `bench/RESULTS.md` ("Session stores") measured at 0.74 ms for a 24-event turn against
-//! 11.8 ms for 24 single appends. While a turn runs, its actor also commits every
-//! `PUBLISH_EVERY` (20 ms), so streams on every server follow it.
+//! Appends are taken synchronously (a turn's sink never waits on I/O per event) and wait in
+//! memory until the session's actor writes them to the store: at once where appends are local
+//! writes (the disk store), gathered for [`SessionStore::publish_interval`] where they are
+//! round trips (PostgreSQL: one 24-event append 0.74 ms against 11.8 ms for 24 single ones,
+//! bench/RESULTS.md "Session stores"). Every write presents the session's lease (its fencing
+//! token), so a server whose turn was taken over cannot write again. The session's durable
+//! points ([`Journal::commit`]) write what is pending and then make it durable
+//! ([`SessionStore::commit`]: on disk one group-commit round, with the metadata when it changed).
 //!
-//! Streams show an event only once it is written where every reader finds it: on disk at once
-//! (a killed process leaves what it wrote in the page cache), in a store only after its append
-//! (a killed server loses what it buffered, and the server taking its turn over reuses those
-//! indexes: no client may have seen them).
+//! Streams show an event only once it is written where every reader finds it, so a server
+//! taking a dead one's turn over never reuses an index a client saw.
 
 use std::sync::{Arc, Mutex};
 
 use folio_protocol::{Event, EventBody};
-use folio_store::{NewEvent, SessionStore};
+use folio_store::{NewEvent, SessionMeta, SessionStore};
+use folio_store_disk::{LogError, now_millis};
 
 use crate::live::lock;
-use crate::state::SyncTarget;
-use folio_store_disk::{EventLog, LogError, now_millis};
 
-/// A live session's event log.
-pub(crate) enum Journal {
-    /// `traces/<id>.ndjson` under the state root.
-    Disk(EventLog),
-    /// Rows of a shared session store.
-    Store(StoreLog),
-}
-
-impl Journal {
-    /// Appends one event with the next index (durable at the next commit).
-    pub(crate) fn append(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, LogError> {
-        match self {
-            Journal::Disk(log) => log.append(turn_id, body),
-            Journal::Store(log) => Ok(log.append(turn_id, body)),
-        }
-    }
-
-    /// Makes the appends so far durable together with `others` (disk files synced in the same
-    /// group-commit round; a store session has none); returns the events a store session
-    /// wrote now (none on disk, where streams see each event as it is appended).
-    pub(crate) async fn commit_with(
-        &self,
-        others: Vec<SyncTarget>,
-    ) -> Result<Vec<Event>, LogError> {
-        match self {
-            Journal::Disk(log) => log.commit_with(others).await.map(|()| Vec::new()),
-            Journal::Store(log) => log.flush().await,
-        }
-    }
-
-    /// The index up to which events are durable or about to be (on disk: every appended one;
-    /// in a store: those written to it), which streams may show.
-    pub(crate) fn visible_end(&self) -> u64 {
-        match self {
-            Journal::Disk(log) => log.next_index(),
-            Journal::Store(log) => {
-                let writer = lock(&log.writer);
-                writer.next_index - writer.pending.len() as u64
-            }
-        }
-    }
-
-    /// Flushes the disk log on this thread (recovery of a state root, outside the group
-    /// commit). A store session is recovered by its actor, which commits asynchronously.
-    pub(crate) fn sync(&self) -> Result<(), LogError> {
-        match self {
-            Journal::Disk(log) => log.sync(),
-            Journal::Store(log) => Err(LogError::Store(folio_store::StoreError::Backend(format!(
-                "session {}: a shared store's appends are committed by the session's actor",
-                log.session_id
-            )))),
-        }
-    }
-
-    /// The store log, when the session lives in a shared store.
-    pub(crate) fn store(&self) -> Option<&StoreLog> {
-        match self {
-            Journal::Disk(_) => None,
-            Journal::Store(log) => Some(log),
-        }
-    }
-}
-
-/// A session's log in a shared store: appends wait in memory (already shown to the session's
-/// streams on this server) until [`StoreLog::flush`] writes them in one append under the
-/// lease's fencing token.
-pub(crate) struct StoreLog {
+/// A session's log: appends wait in memory until [`Journal::publish`] writes them in one
+/// append under the lease's fencing token.
+pub(crate) struct Journal {
     pub(crate) store: Arc<dyn SessionStore>,
     pub(crate) session_id: String,
     pub(crate) writer: Mutex<Writer>,
-    /// One flush at a time, so buffered runs reach the store in index order.
+    /// One write at a time, so buffered runs reach the store in index order.
     flushing: tokio::sync::Mutex<()>,
+    /// Signalled on each append: the actor publishes what waits.
+    pub(crate) appended: tokio::sync::Notify,
 }
 
 pub(crate) struct Writer {
@@ -107,10 +41,10 @@ pub(crate) struct Writer {
     fence: Option<u64>,
 }
 
-impl StoreLog {
+impl Journal {
     /// The log of `session_id` in `store`, whose stored events end before `next_index`.
     pub(crate) fn new(store: Arc<dyn SessionStore>, session_id: &str, next_index: u64) -> Self {
-        StoreLog {
+        Journal {
             store,
             session_id: session_id.to_string(),
             writer: Mutex::new(Writer {
@@ -119,10 +53,13 @@ impl StoreLog {
                 fence: None,
             }),
             flushing: tokio::sync::Mutex::new(()),
+            appended: tokio::sync::Notify::new(),
         }
     }
 
-    fn append(&self, turn_id: Option<&str>, body: EventBody) -> Event {
+    /// Appends one event with the next index (written at the next publish, durable at the
+    /// next commit).
+    pub(crate) fn append(&self, turn_id: Option<&str>, body: EventBody) -> Event {
         let mut writer = lock(&self.writer);
         let event = Event {
             index: writer.next_index,
@@ -133,7 +70,23 @@ impl StoreLog {
         };
         writer.next_index += 1;
         writer.pending.push(event.clone());
+        drop(writer);
+        self.appended.notify_one();
         event
+    }
+
+    /// The index up to which events are written to the store, which streams may show.
+    pub(crate) fn visible_end(&self) -> u64 {
+        let writer = lock(&self.writer);
+        writer.next_index - writer.pending.len() as u64
+    }
+
+    /// Writes what is pending ([`Journal::publish`]) and makes the log durable with `meta`
+    /// when given (one round); returns the events written now.
+    pub(crate) async fn commit(&self, meta: Option<&SessionMeta>) -> Result<Vec<Event>, LogError> {
+        let written = self.publish().await?;
+        self.store.commit(&self.session_id, meta).await?;
+        Ok(written)
     }
 
     /// Takes an event another server appended (read back from the store) as the next one;
@@ -170,7 +123,7 @@ impl StoreLog {
     /// Writes the buffered events as one append at their first index, under the lease's
     /// fencing token, and returns them; they stay buffered when the store refuses them (the
     /// error says why: `Fenced` when another server took the session over).
-    pub(crate) async fn flush(&self) -> Result<Vec<Event>, LogError> {
+    pub(crate) async fn publish(&self) -> Result<Vec<Event>, LogError> {
         let _one = self.flushing.lock().await;
         let (events, fence) = {
             let writer = lock(&self.writer);
@@ -185,7 +138,6 @@ impl StoreLog {
                 self.session_id
             ))));
         };
-        let started = std::time::Instant::now();
         let expected = first.index;
         let new = events
             .iter()
@@ -198,9 +150,7 @@ impl StoreLog {
         self.store
             .append(&self.session_id, expected, Some(fence), new)
             .await?;
-        self.store.commit(&self.session_id, None).await?;
         lock(&self.writer).pending.drain(..events.len());
-        folio_telemetry::metrics::event_log("fsync", started.elapsed());
         Ok(events)
     }
 }

@@ -26,7 +26,7 @@
 //!
 //! # async fn run(agent: folio_agent::Agent) -> Result<(), Box<dyn std::error::Error>> {
 //! // Opening recovers from a crash: turns that were running are recorded as failed.
-//! let manager = SessionManager::open(StateRoot::new(".folio/state/demo"), Arc::new(agent), LogBuffer::new())?;
+//! let manager = SessionManager::open(StateRoot::new(".folio/state/demo"), Arc::new(agent), LogBuffer::new()).await?;
 //! let request: CreateSession = serde_json::from_str(r#"{"message": "hello"}"#)?;
 //! let accepted = manager.create("local", "cli", request).await?;
 //! let mut stream = manager.stream("local", &accepted.session_id, 0).await?;

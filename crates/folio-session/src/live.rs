@@ -1,5 +1,5 @@
-//! A live session: its open event log and the events in it (read from disk once, when the
-//! session opens, then kept in memory), the broadcast that fans appends out to streams, its
+//! A live session: its open event log and the events in it (read from the store once, when
+//! the session opens, then kept in memory), the broadcast that fans appends out to streams, its
 //! metadata, and the approvals its turn waits on. At most one exists per session at a time.
 
 use std::collections::{HashMap, HashSet};
@@ -14,10 +14,10 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::command::Command;
-use crate::error::{ManagerError, io_error, store_error};
-use crate::journal::{Journal, StoreLog};
-use crate::state::{MetaFile, SessionMeta, Staged, StateRoot, SyncTarget, commit, reported_usage};
-use folio_store_disk::{EventLog, LogError};
+use crate::error::{ManagerError, store_error};
+use crate::journal::Journal;
+use crate::state::{SessionMeta, reported_usage};
+use folio_store_disk::LogError;
 
 /// How many events a slow stream may fall behind before it catches up from the stored events
 /// (`Lagged`: correct, only slower). Every session that opens allocates and initializes this
@@ -31,7 +31,7 @@ pub(crate) struct Live {
     pub(crate) log: Journal,
     /// Serializes append + broadcast so the wire order is the log order.
     append: Mutex<()>,
-    /// Every event of the log, in order: loaded once by [`Live::open`], then appended to.
+    /// Every event of the log, in order: loaded once by [`Live::new`], then appended to.
     events: Mutex<Vec<Event>>,
     pub(crate) tx: broadcast::Sender<Event>,
     pub(crate) meta: Mutex<SessionMeta>,
@@ -42,6 +42,9 @@ pub(crate) struct Live {
     pub(crate) approvals: Mutex<Approvals>,
     /// Fires when the session is deleted: streams end.
     pub(crate) closed: CancellationToken,
+    /// Answered once the actor settled the turn of a dead owner it took over
+    /// ([`Command::Recover`]); taken by whoever waits for that.
+    pub(crate) recovering: Mutex<Option<oneshot::Receiver<()>>>,
     /// The agent's hooks, bound to this session's channel; they see every appended event.
     hooks: Mutex<Option<HookDispatcher>>,
 }
@@ -94,27 +97,16 @@ impl Approvals {
 }
 
 impl Live {
-    /// Opens the session's log (recovering a torn last line) with its metadata, settled from
-    /// the log's end ([`SessionMeta::settle`]); the stored events are read here, once.
-    pub(crate) fn open(state: &StateRoot, meta: SessionMeta) -> Result<Live, LogError> {
-        let id = meta.session_id.clone();
-        let (log, events) = EventLog::open(&state.trace_path(&id), &id)?;
-        Ok(Live::with_log(Journal::Disk(log), meta, events))
-    }
-
-    /// A session of a shared store, whose stored `events` were read after its appends were
-    /// followed (so that none is missed: see [`Live::ingest`]).
-    pub(crate) fn from_store(
+    /// The live session of `meta` in `store`, whose stored `events` were read after its
+    /// appends were followed (so that none is missed: see [`Live::ingest`]); its metadata is
+    /// settled from the log's end ([`SessionMeta::settle`]).
+    pub(crate) fn new(
         store: std::sync::Arc<dyn folio_store::SessionStore>,
-        meta: SessionMeta,
+        mut meta: SessionMeta,
         events: Vec<Event>,
     ) -> Live {
         let next = events.last().map_or(0, |event| event.index + 1);
-        let log = StoreLog::new(store, &meta.session_id, next);
-        Live::with_log(Journal::Store(log), meta, events)
-    }
-
-    fn with_log(log: Journal, mut meta: SessionMeta, events: Vec<Event>) -> Live {
+        let log = Journal::new(store, &meta.session_id, next);
         let id = meta.session_id.clone();
         meta.settle(events.last());
         meta.usage = reported_usage(&events);
@@ -130,18 +122,18 @@ impl Live {
             mailbox: Mutex::new(None),
             approvals: Mutex::new(Approvals::default()),
             closed: CancellationToken::new(),
+            recovering: Mutex::new(None),
             hooks: Mutex::new(None),
         }
     }
 
-    /// Takes events another server appended to the shared store (read back in order) into the
+    /// Takes events another server appended to the store (read back in order) into the
     /// session and its streams on this server; those already here are skipped. Hooks do not
     /// see them: they ran on the server that appended.
     pub(crate) fn ingest(&self, events: Vec<Event>) {
-        let Some(log) = self.log.store() else { return };
         let _order = lock(&self.append);
         for event in events {
-            if !log.ingest(&event) {
+            if !self.log.ingest(&event) {
                 continue;
             }
             lock(&self.meta).settle(Some(&event));
@@ -150,45 +142,51 @@ impl Live {
         }
     }
 
-    /// Appends one event and shows it to every live stream (in a shared store: once it is
-    /// written there, by [`Live::commit_with`]).
+    /// Appends one event; streams see it once it is written to the store ([`Live::publish`],
+    /// [`Live::commit`]).
     pub(crate) fn append(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, LogError> {
         let _order = lock(&self.append);
-        let event = self.log.append(turn_id, body)?;
-        // Stored before it is broadcast: a stream that subscribed, then copied the events,
-        // misses nothing.
+        let event = self.log.append(turn_id, body);
         lock(&self.events).push(event.clone());
-        if self.log.store().is_none() {
-            // No stream listening is fine: the event is on disk.
-            let _ = self.tx.send(event.clone());
-        }
         if let Some(hooks) = &*lock(&self.hooks) {
             hooks.dispatch(&event);
         }
         Ok(event)
     }
 
-    /// Makes the appends so far durable (see [`Journal::commit_with`]).
-    pub(crate) async fn commit(&self) -> Result<(), LogError> {
-        self.commit_with(Vec::new()).await
-    }
-
-    /// Makes the appends so far durable with `others`; a shared store's events written now
-    /// are shown to the streams.
-    pub(crate) async fn commit_with(&self, others: Vec<SyncTarget>) -> Result<(), LogError> {
-        let written = self.log.commit_with(others).await?;
-        if !written.is_empty() {
-            // In index order: one flush at a time, and the append lock keeps followers' ingests
-            // (none on the owner) apart.
-            let _order = lock(&self.append);
-            for event in written {
-                let _ = self.tx.send(event);
-            }
-        }
+    /// Writes the appends so far to the store and shows them to the streams.
+    pub(crate) async fn publish(&self) -> Result<(), LogError> {
+        let written = self.log.publish().await?;
+        self.show(written);
         Ok(())
     }
 
-    /// The stored events streams may show: every one on disk, those written to a shared store.
+    /// Makes the appends so far durable (with `meta`, when given, in the same round) and
+    /// shows them to the streams.
+    pub(crate) async fn commit_with(&self, meta: Option<&SessionMeta>) -> Result<(), LogError> {
+        let written = self.log.commit(meta).await?;
+        self.show(written);
+        Ok(())
+    }
+
+    /// Makes the appends so far durable (see [`Journal::commit`]).
+    pub(crate) async fn commit(&self) -> Result<(), LogError> {
+        self.commit_with(None).await
+    }
+
+    /// Broadcasts events just written to the store, in index order: one write at a time, and
+    /// the append lock keeps followers' ingests (none on the owner) apart.
+    fn show(&self, written: Vec<Event>) {
+        if written.is_empty() {
+            return;
+        }
+        let _order = lock(&self.append);
+        for event in written {
+            let _ = self.tx.send(event);
+        }
+    }
+
+    /// The stored events streams may show: those written to the store.
     pub(crate) fn visible_events(&self) -> Vec<Event> {
         let end = self.log.visible_end();
         lock(&self.events)
@@ -211,91 +209,34 @@ impl Live {
         (first <= last).then_some(first..=last)
     }
 
-    /// Changes the metadata and writes `session.json` durably: staged, synced, installed
-    /// ([`Live::stage_meta`], [`Live::install_meta`]).
+    /// Changes the metadata and commits it with the log, durably.
     pub(crate) async fn update_meta(
         &self,
-        state: &StateRoot,
         change: impl FnOnce(&mut SessionMeta),
     ) -> Result<(), ManagerError> {
-        let staged = self.stage_meta(state, change)?;
-        commit(staged.target().into_iter().collect())
-            .await
-            .map_err(|e| io_error("cannot sync session.json", e))?;
-        self.install_meta(staged).await
-    }
-
-    /// Stages `session.json` with `change` applied (and the update time) in its temporary file;
-    /// the metadata in memory changes only when [`Live::install_meta`] installs it, after the
-    /// caller synced [`Staged::target`] (with the log, in one round).
-    pub(crate) fn stage_meta(
-        &self,
-        state: &StateRoot,
-        change: impl FnOnce(&mut SessionMeta),
-    ) -> Result<StagedMeta, ManagerError> {
         let mut meta = lock(&self.meta).clone();
         change(&mut meta);
         meta.updated_at = chrono::Utc::now();
-        let file = match self.log {
-            Journal::Disk(_) => Some(
-                meta.stage(state)
-                    .map_err(|e| io_error("cannot write session.json", e))?,
-            ),
-            Journal::Store(_) => None,
-        };
-        Ok(StagedMeta { meta, file })
-    }
-
-    /// Renames a staged and synced `session.json` into place, syncs its directory, and takes
-    /// its metadata as the session's; a store session's metadata is committed to the store.
-    pub(crate) async fn install_meta(&self, staged: StagedMeta) -> Result<(), ManagerError> {
-        let StagedMeta { meta, file } = staged;
-        match (file, self.log.store()) {
-            (Some(file), _) => file
-                .install()
-                .await
-                .map_err(|e| io_error("cannot save session.json", e))?,
-            (None, Some(log)) => log
-                .store
-                .commit(&self.id, Some(&meta))
-                .await
-                .map_err(|e| store_error("cannot save the session", e))?,
-            (None, None) => {}
-        }
+        self.commit_with(Some(&meta))
+            .await
+            .map_err(|err| ManagerError::Internal(format!("cannot save the session: {err}")))?;
         self.saved_turns.store(meta.turns, Ordering::SeqCst);
         *lock(&self.meta) = meta;
         Ok(())
     }
 
-    /// Changes fields recovery repairs from the log (status, turns, last index, token totals)
-    /// and writes them without waiting for durability: `session.json` unsynced, or the
-    /// store's [`save_session`](folio_store::SessionStore::save_session).
+    /// Changes fields the log settles (status, turns, last index, token totals) and saves
+    /// them without waiting for durability ([`save_session`](folio_store::SessionStore::save_session)).
     pub(crate) async fn repair_meta(
         &self,
-        state: &StateRoot,
         change: impl FnOnce(&mut SessionMeta),
     ) -> Result<(), ManagerError> {
-        let Some(log) = self.log.store() else {
-            return self.repair_on_disk(state, change);
-        };
         let meta = self.change_meta(change);
-        log.store
+        self.log
+            .store
             .save_session(&meta)
             .await
             .map_err(|e| store_error("cannot save the session", e))?;
-        self.saved_turns.store(meta.turns, Ordering::SeqCst);
-        Ok(())
-    }
-
-    /// [`Live::repair_meta`] on the disk store, on this thread (recovery of a state root).
-    pub(crate) fn repair_on_disk(
-        &self,
-        state: &StateRoot,
-        change: impl FnOnce(&mut SessionMeta),
-    ) -> Result<(), ManagerError> {
-        let meta = self.change_meta(change);
-        meta.save_repairable(state)
-            .map_err(|e| io_error("cannot save session.json", e))?;
         self.saved_turns.store(meta.turns, Ordering::SeqCst);
         Ok(())
     }
@@ -354,20 +295,6 @@ impl Live {
     /// Answers `read` from the stored events without copying them.
     pub(crate) fn with_events<T>(&self, read: impl FnOnce(&[Event]) -> T) -> T {
         read(&lock(&self.events))
-    }
-}
-
-/// Metadata changed and staged, not yet the session's ([`Live::stage_meta`]).
-pub(crate) struct StagedMeta {
-    meta: SessionMeta,
-    /// `session.json`'s staged rewrite (`None` for a store session).
-    file: Option<Staged>,
-}
-
-impl StagedMeta {
-    /// The staged file's sync, to request with the log's (none for a store session).
-    pub(crate) fn target(&self) -> Option<SyncTarget> {
-        self.file.as_ref().map(Staged::target)
     }
 }
 

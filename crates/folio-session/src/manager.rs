@@ -34,8 +34,8 @@ use crate::live::{Live, lock};
 use crate::logs::LogBuffer;
 use crate::shared::Inner;
 use crate::state::{
-    MetaFile, SessionMeta, SessionOptions, StateRoot, lock_state_root, new_session_id,
-    reported_usage, valid_session_id,
+    SessionMeta, SessionOptions, StateRoot, lock_state_root, new_session_id, reported_usage,
+    valid_session_id,
 };
 use crate::token;
 use crate::workspace_root::WorkspaceRoot;
@@ -87,61 +87,59 @@ pub struct SessionManager {
 }
 
 impl SessionManager {
-    /// Opens the sessions under `state` for `agent`; turns that were running when the process
-    /// died are recorded as failed (`server restarted`), parked approvals stay parked.
-    pub fn open(state: StateRoot, agent: Arc<Agent>, logs: LogBuffer) -> Result<Self, OpenError> {
-        let manager = Self::with_store(state, agent, logs, None)?;
-        manager.recover()?;
-        manager.retry_failed_connections();
-        Ok(manager)
+    /// Opens the sessions under `state` for `agent`, in the state root's own files (the disk
+    /// store, [`folio_store_disk::DiskStore`]); turns that were running when the process died
+    /// are recorded as failed (`server restarted`) before this returns, parked approvals stay
+    /// parked. Needs a tokio runtime.
+    pub async fn open(
+        state: StateRoot,
+        agent: Arc<Agent>,
+        logs: LogBuffer,
+    ) -> Result<Self, OpenError> {
+        let store = folio_store_disk::DiskStore::open(state.clone())?;
+        Self::start(
+            state,
+            agent,
+            logs,
+            Arc::new(store),
+            None,
+            crate::DEFAULT_LEASE_TTL,
+        )
+        .await
     }
 
     /// Opens `agent`'s sessions in a session `store` that other servers share (`folio serve
     /// --store`): sessions, event logs, idempotency records and schedule claims live there;
-    /// `state` keeps what stays on this server (the operator's MCP login, eval runs). A turn runs
-    /// under a lease living `lease_ttl` unless renewed; a dead server's turns are taken over
-    /// after it (see the `cluster` module). Needs a tokio runtime: it starts the tasks that
-    /// follow other servers' signals and take over expired leases.
-    pub fn open_on_store(
+    /// `state` keeps what stays on this server (the operator's MCP login, eval runs), locked
+    /// for this process. A turn runs under a lease living `lease_ttl` unless renewed; a dead
+    /// server's turns are taken over after it (see the `cluster` module). Needs a tokio runtime.
+    pub async fn open_on_store(
         state: StateRoot,
         agent: Arc<Agent>,
         logs: LogBuffer,
         store: Arc<dyn folio_store::SessionStore>,
         lease_ttl: Duration,
     ) -> Result<Self, OpenError> {
-        if tokio::runtime::Handle::try_current().is_err() {
-            return Err(OpenError::Io(
-                "a SessionManager on a shared store is opened inside a tokio runtime".into(),
-            ));
-        }
-        let shared = crate::cluster::SharedStore {
-            store,
-            server: crate::cluster::new_server_id(),
-            ttl: lease_ttl.max(Duration::from_millis(300)),
-        };
-        let manager = Self::with_store(state, agent, logs, Some(shared))?;
-        manager.inner.tasks.spawn(manager.clone().run_signals());
-        manager.inner.tasks.spawn(manager.clone().run_takeover());
-        manager.retry_failed_connections();
-        Ok(manager)
+        let state_lock = lock_state_root(&state)?;
+        Self::start(state, agent, logs, store, Some(state_lock), lease_ttl).await
     }
 
-    fn with_store(
+    /// Opens the manager on `store`, takes over the turns dead owners left (before it answers
+    /// anything), and starts the tasks that follow signals and take over expired leases.
+    async fn start(
         state: StateRoot,
         agent: Arc<Agent>,
         logs: LogBuffer,
-        shared: Option<crate::cluster::SharedStore>,
+        store: Arc<dyn folio_store::SessionStore>,
+        state_lock: Option<std::fs::File>,
+        lease_ttl: Duration,
     ) -> Result<Self, OpenError> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(OpenError::Io(
+                "a SessionManager is opened inside a tokio runtime".into(),
+            ));
+        }
         let cap = agent.definition.config.concurrency.max_running_turns;
-        let state_lock = lock_state_root(&state)?;
-        let (deliveries, server) = match &shared {
-            Some(shared) => (shared.store.deliveries(), shared.server.clone()),
-            None => (
-                Arc::new(folio_store_disk::DiskDeliveries::new(state.path()))
-                    as Arc<dyn folio_store::DeliveryStore>,
-                crate::cluster::new_server_id(),
-            ),
-        };
         let manager = SessionManager {
             inner: Arc::new(Inner {
                 state,
@@ -158,33 +156,33 @@ impl SessionManager {
                 tasks: TaskTracker::new(),
                 logs,
                 keepalive_ms: std::sync::atomic::AtomicU64::new(15_000),
-                state_lock: std::sync::Mutex::new(Some(state_lock)),
+                state_lock: std::sync::Mutex::new(state_lock),
                 workspace_root: RwLock::new(None),
                 reconnecting: std::sync::atomic::AtomicBool::new(false),
                 creating: Default::default(),
-                shared,
-                deliveries,
-                server,
+                store,
+                server: crate::cluster::new_server_id(),
+                ttl: lease_ttl.max(Duration::from_millis(300)),
                 authorizing: Default::default(),
                 owning: Default::default(),
             }),
         };
+        manager.take_over_expired().await;
+        manager.inner.tasks.spawn(manager.clone().run_signals());
+        manager.inner.tasks.spawn(manager.clone().run_takeover());
+        manager.retry_failed_connections();
         Ok(manager)
     }
 
-    /// What the agent keeps in the shared store the sessions are in (none: everything under
-    /// the state root), for an agent reloaded by `folio dev`.
+    /// What the agent keeps in the store the sessions are in (artifacts, MCP credentials), for
+    /// an agent reloaded by `folio dev`.
     pub fn shared_backends(&self) -> folio_agent::SharedBackends {
-        self.inner
-            .shared
-            .as_ref()
-            .map(|shared| crate::shared_backends(&shared.store))
-            .unwrap_or_default()
+        crate::shared_backends(&self.inner.store)
     }
 
-    /// Where the agent's channels keep their deliveries: the shared store, else the state root.
+    /// Where the agent's channels keep their deliveries: beside the sessions, in their store.
     pub fn deliveries(&self) -> Arc<dyn folio_store::DeliveryStore> {
-        self.inner.deliveries.clone()
+        self.inner.store.deliveries()
     }
 
     /// This server's id in the claims it takes in the store.
@@ -192,13 +190,9 @@ impl SessionManager {
         &self.inner.server
     }
 
-    /// How long a claim this server takes lives unless renewed: the lease time to live on a
-    /// shared store, else [`crate::DEFAULT_LEASE_TTL`].
+    /// How long a claim this server takes lives unless renewed: the lease time to live.
     pub fn claim_ttl(&self) -> Duration {
-        self.inner
-            .shared
-            .as_ref()
-            .map_or(crate::DEFAULT_LEASE_TTL, |shared| shared.ttl)
+        self.inner.ttl
     }
 
     /// The agent new turns run with.
@@ -380,38 +374,26 @@ impl SessionManager {
             Some(name) => Some(self.inner.creating.lock(name).await),
             None => None,
         };
-        let record = record.map(|name| self.inner.state.path().join("idempotency").join(name));
         let message = Pending {
             text: request.message,
             files: request.workspace_files,
             trace_parent: folio_telemetry::incoming_traceparent(),
         };
         let mut session_id = new_session_id();
-        if let (Some(key), Some(record), Some(digest)) = (&key, &record, &digest) {
+        if let (Some(key), Some(digest)) = (&key, &digest) {
             // Durable before the session exists, so a retry after a crash finds it.
-            let before = match &self.inner.shared {
-                None => {
-                    let before = token::read_create_record(record)
-                        .map_err(|e| io_error("cannot read the idempotency record", e))?;
-                    if before.is_none() {
-                        token::write_create_record(record, &session_id, digest)
-                            .await
-                            .map_err(|e| io_error("cannot record the idempotency key", e))?;
-                    }
-                    before
-                }
-                Some(shared) => shared
-                    .store
-                    .record_create_key(&folio_store::CreateKey {
-                        principal: principal.to_string(),
-                        key: key.clone(),
-                        session_id: session_id.clone(),
-                        digest: digest.clone(),
-                    })
-                    .await
-                    .map_err(|e| store_error("cannot record the idempotency key", e))?
-                    .map(|kept| (kept.session_id, Some(kept.digest))),
-            };
+            let before = self
+                .inner
+                .store
+                .record_create_key(&folio_store::CreateKey {
+                    principal: principal.to_string(),
+                    key: key.clone(),
+                    session_id: session_id.clone(),
+                    digest: digest.clone(),
+                })
+                .await
+                .map_err(|e| store_error("cannot record the idempotency key", e))?
+                .map(|kept| (kept.session_id, Some(kept.digest)));
             if let Some((first, recorded)) = before {
                 if let Some(accepted) = self
                     .created_before(
@@ -428,12 +410,8 @@ impl SessionManager {
                 }
                 // Recorded, but the session was never made (a crash between the two) or was
                 // deleted since: the store keeps the first record, so its id is made now.
-                if self.inner.shared.is_some() && valid_session_id(&first) {
+                if valid_session_id(&first) {
                     session_id = first;
-                } else {
-                    token::write_create_record(record, &session_id, digest)
-                        .await
-                        .map_err(|e| io_error("cannot record the idempotency key", e))?;
                 }
             }
         }
@@ -462,7 +440,6 @@ impl SessionManager {
             token: None,
             key,
             digest,
-            sync_with: self.inner.new_session_targets(&session_id),
         };
         self.command(&live, &Remote::Busy, |reply| Command::Send { admit, reply })
             .await??;
@@ -474,11 +451,10 @@ impl SessionManager {
         })
     }
 
-    /// Creates a session on disk (metadata, workspace, log with `session.started` and the
-    /// `copied` events of a fork after it) and makes it live. Nothing is synced yet: the caller
-    /// admits the first message with [`new_session_targets`] to sync, so the session's files,
-    /// its directories and its first message are durable in one group-commit round before
-    /// anything is acknowledged.
+    /// Creates a session in the store (metadata, workspace, log with `session.started` and the
+    /// `copied` events of a fork after it) and makes it live. Nothing is durable yet: the
+    /// caller admits the first message, whose commit makes the session (on disk: its files and
+    /// directories) and the message durable in one round before anything is acknowledged.
     pub(crate) async fn open_new(
         &self,
         new: NewSession<'_>,
@@ -521,25 +497,15 @@ impl SessionManager {
             continuation_key: options.continuation_key,
             workspace_root: self.workspace_root().map(|root| root.id().to_string()),
         };
-        let state = &self.inner.state;
+        self.inner
+            .store
+            .create_session(&meta)
+            .await
+            .map_err(|e| store_error("cannot create the session", e))?;
         let workspace = self.inner.workspace_of(&meta)?;
         std::fs::create_dir_all(&workspace).map_err(|e| io_error("cannot create workspace", e))?;
-        let live = match &self.inner.shared {
-            None => {
-                meta.write_new(state)
-                    .map_err(|e| io_error("cannot write session.json", e))?;
-                Arc::new(Live::open(state, meta)?)
-            }
-            Some(shared) => {
-                shared
-                    .store
-                    .create_session(&meta)
-                    .await
-                    .map_err(|e| store_error("cannot create the session", e))?;
-                self.inner.fault(FaultPoint::SessionCreated);
-                self.open_live(meta).await?
-            }
-        };
+        self.inner.fault(FaultPoint::SessionCreated);
+        let live = self.open_live(meta).await?;
         folio_telemetry::metrics::session(&self.agent().definition.name, channel);
         live.bind_hooks(&self.agent().hooks);
         live.append(
@@ -596,7 +562,6 @@ impl SessionManager {
             key: Some(key.to_string()),
             digest: Some(digest.to_string()),
             // The first attempt may have died before its create was synced.
-            sync_with: self.inner.new_session_targets(&session_id),
         };
         let before = live.last_index();
         // The first attempt's turn may run on another server: waited for, never preempted.
@@ -638,13 +603,11 @@ impl SessionManager {
         }
         check_workspace_files(&request.workspace_files)?;
         let coalesce = request.admission == Some(Admission::Coalesce);
-        // On a shared store a coalesced message may be relayed to the server running the turn;
-        // one without a key gets one for the relay, so that its answer's token is known here
-        // and repeats are harmless.
+        // A coalesced message may be relayed to the server running the turn; one without a key
+        // gets one for the relay, so that its answer's token is known here and repeats are
+        // harmless.
         let relay_key = match &request.client_message_id {
-            None if coalesce && self.inner.shared.is_some() => {
-                Some(format!("relay:{}", ulid::Ulid::generate()))
-            }
+            None if coalesce => Some(format!("relay:{}", ulid::Ulid::generate())),
             _ => None,
         };
         let key = request.client_message_id.clone().or(relay_key.clone());
@@ -684,7 +647,6 @@ impl SessionManager {
             token: Some(request.continuation_token),
             key: request.client_message_id,
             digest,
-            sync_with: Vec::new(),
         };
         let before = live.last_index();
         let token = self
@@ -733,9 +695,8 @@ impl SessionManager {
             .await
     }
 
-    /// Appends one event to the session outside a turn, unless `unless` holds for its log: at
-    /// once on the disk store; on a shared store through the owner's actor (only the owner
-    /// writes the log), which commits it.
+    /// Appends one event to the session outside a turn, unless `unless` holds for its log,
+    /// through the owner's actor (only the owner writes the log), which commits it.
     pub(crate) async fn record_event(
         &self,
         live: &Arc<Live>,
@@ -743,13 +704,6 @@ impl SessionManager {
         body: EventBody,
         unless: Option<crate::cluster::Done>,
     ) -> Result<(), ManagerError> {
-        if self.inner.shared.is_none() {
-            if unless.is_some_and(|unless| live.with_events(|events| unless(events))) {
-                return Ok(());
-            }
-            live.append(turn_id.as_deref(), body)?;
-            return Ok(());
-        }
         self.command(live, &Remote::Wait, |reply| Command::Record {
             turn_id,
             body,
@@ -787,7 +741,6 @@ impl SessionManager {
             token: None,
             key: message.key,
             digest: None,
-            sync_with: Vec::new(),
         };
         self.command(&live, &remote, |reply| Command::Send { admit, reply })
             .await??;
@@ -983,6 +936,7 @@ impl SessionManager {
         self.inner.shutdown.cancel();
         self.inner.tasks.close();
         // Another process (or a restarted manager) may now own the state root.
+        self.inner.store.close().await;
         lock(&self.inner.state_lock).take();
     }
 
@@ -1023,35 +977,27 @@ impl SessionManager {
         self.open_live(meta).await
     }
 
-    /// The live session `meta` describes: the one open, or opened now (a shared store's
-    /// session starts following the store's appends before its log is read).
+    /// The live session `meta` describes: the one open, or opened now (it starts following
+    /// the store's appends before its log is read).
     pub(crate) async fn open_live(&self, meta: SessionMeta) -> Result<Arc<Live>, ManagerError> {
         let id = meta.session_id.clone();
-        let Some(shared) = &self.inner.shared else {
-            let mut map = lock(&self.inner.live);
-            if let Some(live) = map.get(&id).and_then(Weak::upgrade) {
-                return Ok(live);
-            }
-            let live = Arc::new(Live::open(&self.inner.state, meta)?);
-            live.bind_hooks(&self.agent().hooks);
-            remember(&mut map, &id, &live);
-            return Ok(live);
-        };
         if let Some(live) = self.inner.live(&id) {
             return Ok(live);
         }
         let what = format!("cannot read session {id}");
-        let appends = shared
+        let appends = self
+            .inner
             .store
             .follow(&id)
             .await
             .map_err(|err| store_error(&what, err))?;
-        let events = shared
+        let events = self
+            .inner
             .store
             .read_events(&id, 0, None)
             .await
             .map_err(|err| store_error(&what, err))?;
-        let live = Arc::new(Live::from_store(shared.store.clone(), meta, events));
+        let live = Arc::new(Live::new(self.inner.store.clone(), meta, events));
         live.bind_hooks(&self.agent().hooks);
         let mut map = lock(&self.inner.live);
         if let Some(open) = map.get(&id).and_then(Weak::upgrade) {
@@ -1066,9 +1012,9 @@ impl SessionManager {
         Ok(live)
     }
 
-    /// Sends a command to the session's actor and waits for its answer. The actor is spawned
-    /// when the session is idle; on a shared store, this server first takes the session's
-    /// lease, doing what `remote` says while another server owns its turn.
+    /// Sends a command to the session's actor and waits for its answer. When the session is
+    /// idle, this server first takes the session's lease and spawns its actor, doing what
+    /// `remote` says while another server owns its turn.
     pub(crate) async fn command<T>(
         &self,
         live: &Arc<Live>,
@@ -1087,25 +1033,16 @@ impl SessionManager {
             .map_err(|_| ManagerError::Internal("the session's actor stopped".into()))
     }
 
-    /// Puts a command in the session's mailbox, spawning the actor when the session is idle
-    /// (on a shared store: only [`SessionManager::own`] spawns it, under the lease).
+    /// Puts a command in the mailbox of the session's actor (only [`SessionManager::own`]
+    /// spawns one, under the session's lease).
     pub(crate) fn post(&self, live: &Arc<Live>, command: Command) -> Result<(), ManagerError> {
-        let mut mailbox = lock(&live.mailbox);
-        let sender = match mailbox.as_ref() {
+        let sender = match lock(&live.mailbox).as_ref() {
             Some(sender) if !sender.is_closed() => sender.clone(),
-            _ if self.inner.shared.is_some() => {
+            _ => {
                 return Err(ManagerError::Internal(format!(
                     "session {}: this server no longer owns the session's turn; try again",
                     live.id
                 )));
-            }
-            _ => {
-                if tokio::runtime::Handle::try_current().is_err() {
-                    return Err(ManagerError::Internal(
-                        "sessions run inside a tokio runtime: open the SessionManager from async code".into(),
-                    ));
-                }
-                self.start_actor(&mut mailbox, live, None)
             }
         };
         sender
@@ -1113,26 +1050,13 @@ impl SessionManager {
             .map_err(|_| ManagerError::Internal("the session's actor stopped".into()))
     }
 
-    /// Spawns the session's actor, holding `lease` on a shared store.
-    pub(crate) fn spawn_actor(&self, live: &Arc<Live>, lease: Option<folio_store::Lease>) {
-        let mut mailbox = lock(&live.mailbox);
-        self.start_actor(&mut mailbox, live, lease);
-    }
-
-    fn start_actor(
-        &self,
-        mailbox: &mut Option<mpsc::UnboundedSender<Command>>,
-        live: &Arc<Live>,
-        lease: Option<folio_store::Lease>,
-    ) -> mpsc::UnboundedSender<Command> {
+    /// Spawns the session's actor, holding `lease`.
+    pub(crate) fn spawn_actor(&self, live: &Arc<Live>, lease: folio_store::Lease) {
         let (sender, rx) = mpsc::unbounded_channel();
-        *mailbox = Some(sender.clone());
-        if let (Some(lease), Some(log)) = (&lease, live.log.store()) {
-            log.set_fence(Some(lease.fence));
-        }
-        let actor = Actor::new(self.inner.clone(), live.clone(), rx, lease);
+        *lock(&live.mailbox) = Some(sender);
+        live.log.set_fence(Some(lease.fence));
+        let actor = Actor::new(self.inner.clone(), live.clone(), rx, Some(lease));
         self.inner.tasks.spawn(actor.run());
-        sender
     }
 }
 

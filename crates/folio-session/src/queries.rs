@@ -3,11 +3,10 @@
 
 use folio_protocol::{Event, Page, SessionSummary};
 
-use crate::error::{ManagerError, io_error, store_error};
+use crate::error::{ManagerError, store_error};
 use crate::live::lock;
 use crate::manager::SessionManager;
-use crate::state::{SessionMeta, session_ids};
-use folio_store_disk::{last_event, read_events};
+use crate::state::SessionMeta;
 
 impl SessionManager {
     /// The session's summary.
@@ -64,44 +63,13 @@ impl SessionManager {
     ) -> Result<Page<SessionSummary>, ManagerError> {
         let q = q.map(str::to_lowercase).filter(|q| !q.is_empty());
         let limit = limit.clamp(1, 200);
-        if let Some(shared) = &self.inner.shared {
-            return self
-                .list_from_store(shared, principal, limit, cursor, q.as_deref())
-                .await;
-        }
-        let ids =
-            session_ids(&self.inner.state).map_err(|err| io_error("cannot list sessions", err))?;
-        let mut data = Vec::new();
-        let mut next_cursor = None;
-        for id in ids {
-            if cursor.is_some_and(|cursor| id.as_str() >= cursor) {
-                continue;
-            }
-            let Ok(Some(meta)) = crate::state::load_meta(&self.inner.state, &id) else {
-                continue;
-            };
-            if principal.is_some_and(|principal| meta.principal != principal) {
-                continue;
-            }
-            if let Some(q) = &q {
-                let title = meta.title.as_deref().unwrap_or("").to_lowercase();
-                if !title.contains(q) && !id.to_lowercase().contains(q) {
-                    continue;
-                }
-            }
-            if data.len() == limit {
-                next_cursor = data.last().map(|s: &SessionSummary| s.session_id.clone());
-                break;
-            }
-            data.push(summary(&self.current_meta(meta)));
-        }
-        Ok(Page::new(data, next_cursor))
+        self.list_from_store(principal, limit, cursor, q.as_deref())
+            .await
     }
 
-    /// [`SessionManager::list`] of a shared store: its pages, newest first, filtered by `q`.
+    /// The store's pages of sessions, newest first, filtered by `q`.
     async fn list_from_store(
         &self,
-        shared: &crate::cluster::SharedStore,
         principal: Option<&str>,
         limit: usize,
         cursor: Option<&str>,
@@ -115,7 +83,8 @@ impl SessionManager {
                 before: before.clone(),
                 limit: limit + 1,
             };
-            let page = shared
+            let page = self
+                .inner
                 .store
                 .list_sessions(&query)
                 .await
@@ -155,30 +124,25 @@ impl SessionManager {
 
     /// The session's last stored event (`None`: an empty log).
     async fn last_stored_event(&self, session_id: &str) -> Result<Option<Event>, ManagerError> {
-        match &self.inner.shared {
-            None => Ok(last_event(&self.inner.state.trace_path(session_id))?),
-            Some(shared) => shared
-                .store
-                .last_event(session_id)
-                .await
-                .map_err(|err| store_error(&format!("cannot read session {session_id}"), err)),
-        }
+        self.inner
+            .store
+            .last_event(session_id)
+            .await
+            .map_err(|err| store_error(&format!("cannot read session {session_id}"), err))
     }
 
     /// The metadata of a live session as its actor holds it; for an idle session, `stored`
     /// settled from its log's last event (read from the log's end, never the whole log). Token
-    /// totals are `session.json`'s: written at each turn's end, repaired by recovery after a
-    /// crash. A log whose tail cannot be read leaves `stored` as it is: reading the session
-    /// says why.
-    pub(crate) fn current_meta(&self, mut stored: SessionMeta) -> SessionMeta {
-        match self.inner.live(&stored.session_id) {
-            Some(live) => lock(&live.meta).clone(),
-            None => {
-                let trace = self.inner.state.trace_path(&stored.session_id);
-                stored.settle(last_event(&trace).ok().flatten().as_ref());
-                stored
-            }
+    /// totals are the stored metadata's: written at each turn's end, repaired by a takeover
+    /// after a crash. A log whose tail cannot be read leaves `stored` as it is: reading the
+    /// session says why.
+    pub(crate) async fn current_meta(&self, mut stored: SessionMeta) -> SessionMeta {
+        if let Some(live) = self.inner.live(&stored.session_id) {
+            return lock(&live.meta).clone();
         }
+        let last = self.last_stored_event(&stored.session_id).await;
+        stored.settle(last.ok().flatten().as_ref());
+        stored
     }
 
     /// Every stored event of the session.
@@ -191,14 +155,11 @@ impl SessionManager {
         if let Some(live) = self.inner.live(session_id) {
             return Ok(live.visible_events());
         }
-        match &self.inner.shared {
-            None => Ok(read_events(&self.inner.state.trace_path(session_id))?),
-            Some(shared) => shared
-                .store
-                .read_events(session_id, 0, None)
-                .await
-                .map_err(|err| store_error(&format!("cannot read session {session_id}"), err)),
-        }
+        self.inner
+            .store
+            .read_events(session_id, 0, None)
+            .await
+            .map_err(|err| store_error(&format!("cannot read session {session_id}"), err))
     }
 }
 

@@ -30,7 +30,8 @@ pub(crate) struct Inner {
     pub(crate) logs: LogBuffer,
     /// Keep-alive interval of streams, in milliseconds.
     pub(crate) keepalive_ms: AtomicU64,
-    /// The exclusive lock on the state root, held until shutdown.
+    /// The exclusive lock on the state root, held until shutdown, when the session store
+    /// lives elsewhere (with the disk store, the store holds it).
     pub(crate) state_lock: Mutex<Option<std::fs::File>>,
     /// The time schedules and reminders read (the system clock unless a test or
     /// `FOLIO_TEST_CLOCK_START` set another).
@@ -47,12 +48,14 @@ pub(crate) struct Inner {
     pub(crate) creating: KeyLocks,
     /// Where new sessions' host workspaces go (`None`: under the state root).
     pub(crate) workspace_root: RwLock<Option<Arc<crate::workspace_root::WorkspaceRoot>>>,
-    /// The session store shared with other servers (`None`: the state root's files).
-    pub(crate) shared: Option<crate::cluster::SharedStore>,
-    /// Channel deliveries: the shared store's, else under the state root.
-    pub(crate) deliveries: Arc<dyn folio_store::DeliveryStore>,
-    /// This server's id in the claims it takes (the shared store's server id).
+    /// Where sessions, their logs, create keys, reminders, slot claims and deliveries are kept:
+    /// the state root's files ([`folio_store_disk::DiskStore`]) or a store several servers
+    /// share. The engine speaks only to this trait.
+    pub(crate) store: Arc<dyn folio_store::SessionStore>,
+    /// This server's id as a lease owner and claimer: `srv_<ULID>`, new per process.
     pub(crate) server: String,
+    /// How long a lease this server takes lives unless renewed.
+    pub(crate) ttl: std::time::Duration,
     /// The authorization redirects this server passed on to the server whose turn waits for
     /// them, by relay id (see the `cluster` module).
     pub(crate) authorizing: std::sync::Mutex<
@@ -107,31 +110,15 @@ impl Inner {
         lock(&self.live).get(session_id).and_then(Weak::upgrade)
     }
 
-    /// The session's metadata as stored (`None`: no such session): `session.json`, or the
-    /// shared store's.
+    /// The session's metadata as stored (`None`: no such session).
     pub(crate) async fn load_meta(
         &self,
         session_id: &str,
     ) -> Result<Option<SessionMeta>, ManagerError> {
-        match &self.shared {
-            None => crate::state::load_meta(&self.state, session_id)
-                .map_err(|e| crate::error::io_error("cannot read session.json", e)),
-            Some(shared) => shared
-                .store
-                .load_session(session_id)
-                .await
-                .map_err(|err| store_error(&format!("cannot read session {session_id}"), err)),
-        }
-    }
-
-    /// What makes a new session durable with its first message: its files and directories on
-    /// the disk store ([`crate::state::new_session_targets`]); nothing on a shared store, where
-    /// the session's row is written when it is created.
-    pub(crate) fn new_session_targets(&self, session_id: &str) -> Vec<crate::state::SyncTarget> {
-        match self.shared {
-            None => crate::state::new_session_targets(&self.state, session_id),
-            Some(_) => Vec::new(),
-        }
+        self.store
+            .load_session(session_id)
+            .await
+            .map_err(|err| store_error(&format!("cannot read session {session_id}"), err))
     }
 
     /// The host workspace of the session `meta` describes, or `Refused` when it lives under a

@@ -4,15 +4,10 @@
 
 use folio_agent::tools::SessionContext;
 use folio_protocol::{Event, EventBody, Usage};
-pub use folio_store::{
-    AcceptedKey, SessionMeta, boundary_status, new_session_id, new_turn_id, valid_session_id,
-};
+pub use folio_store::{AcceptedKey, SessionMeta, new_session_id, new_turn_id, valid_session_id};
 pub use folio_store_disk::StateRoot;
 pub use folio_store_disk::state::load_meta;
-pub(crate) use folio_store_disk::state::{
-    MetaFile, Staged, SyncTarget, commit, lock_state_root, meta_never_written, new_session_targets,
-    session_ids,
-};
+pub(crate) use folio_store_disk::state::lock_state_root;
 
 /// What the session tells its tools about itself on every call.
 pub(crate) fn session_context(meta: &SessionMeta) -> SessionContext {

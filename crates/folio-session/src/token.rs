@@ -11,9 +11,7 @@ use folio_store_disk::create_keys::sha256_hex;
 
 use crate::error::ManagerError;
 use crate::state::{AcceptedKey, SessionMeta};
-pub(crate) use folio_store_disk::create_keys::{
-    create_record_name, read_create_record, write_create_record,
-};
+pub(crate) use folio_store_disk::create_keys::create_record_name;
 
 /// How many keyed follow-ups per session `session.json` remembers (older retries get `409`).
 pub(crate) const REMEMBERED_KEYS: usize = 32;

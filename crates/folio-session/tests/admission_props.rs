@@ -73,7 +73,7 @@ async fn scenario(ops: Vec<Op>) {
     }
     let dir = project("");
     let state = tempfile::tempdir().unwrap();
-    let manager = manager(agent(&mock, dir.path()).await, state.path());
+    let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let created = manager
         .create(
             "local",

@@ -52,7 +52,7 @@ async fn a_session_past_its_window_compacts_once_per_crossing_and_keeps_its_log(
     }
     let dir = project("tools = []\n[context]\nwindow = 400\ncompact_at = 0.5\nkeep_recent = 0\n");
     let state = tempfile::tempdir().unwrap();
-    let manager = manager(agent(&mock, dir.path()).await, state.path());
+    let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let id = manager
         .create("local", "http", create(words("ask1")))
         .await
@@ -128,7 +128,7 @@ async fn a_context_length_error_compacts_and_retries_the_step() {
     mock.push(MockReply::text("second answer"));
     let dir = project("tools = []\n[context]\nkeep_recent = 0\n");
     let state = tempfile::tempdir().unwrap();
-    let manager = manager(agent(&mock, dir.path()).await, state.path());
+    let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let id = manager
         .create("local", "http", create("one".into()))
         .await

@@ -126,7 +126,7 @@ async fn race(key: String, bodies: Vec<Body>, picks: Vec<usize>) {
     }
     let dir = project("");
     let state = tempfile::tempdir().unwrap();
-    let manager = manager(agent(&mock, dir.path()).await, state.path());
+    let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let sent: Vec<Body> = picks
         .iter()
         .map(|i| bodies[i % bodies.len()].clone())

@@ -107,7 +107,7 @@ async fn a_per_turn_root_is_built_before_every_turn_and_a_per_session_root_once(
         };
         let (_dir, agent) = agent_with(&mock, root).await;
         let state = tempfile::tempdir().unwrap();
-        let manager = manager(agent, state.path());
+        let manager = manager(agent, state.path()).await;
         let (id, reads) = two_reads(&mock, &manager).await;
         let built = |n: usize| {
             json!(format!(
@@ -165,7 +165,7 @@ async fn the_host_is_the_with_host_files_else_the_sessions_own_workspace() {
     });
     let (_dir, agent) = agent_with(&mock, root).await;
     let state = tempfile::tempdir().unwrap();
-    let sessions = manager(agent, state.path());
+    let sessions = manager(agent, state.path()).await;
     let (_, results) = read_and_write(&mock, &sessions).await;
     assert_eq!(
         results,
@@ -183,7 +183,7 @@ async fn the_host_is_the_with_host_files_else_the_sessions_own_workspace() {
     let mock = MockModelServer::start().await;
     let (_dir, agent) = agent_with(&mock, host_files_root(seen.clone())).await;
     let state = tempfile::tempdir().unwrap();
-    let manager = manager(agent, state.path());
+    let manager = manager(agent, state.path()).await;
     let (id, results) = read_and_write(&mock, &manager).await;
     assert_eq!(
         results,

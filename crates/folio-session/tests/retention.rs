@@ -25,7 +25,7 @@ async fn idle_sessions_past_the_period_go_and_parked_reminded_or_recent_ones_sta
     let mock = MockModelServer::start().await;
     let dir = project("[store]\nkeep_sessions_days = 30\n");
     let state = tempfile::tempdir().unwrap();
-    let manager = manager(agent(&mock, dir.path()).await, state.path());
+    let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let clock = Arc::new(ManualClock::new(Utc::now()));
     manager.set_clock(clock.clone());
 

@@ -57,7 +57,7 @@ async fn a_large_mcp_result_spills_and_read_pages_through_it() {
     )]));
     mock.push(MockReply::text("it spilled"));
     let state = tempfile::tempdir().unwrap();
-    let manager = manager(agent(&mock, dir.path()).await, state.path());
+    let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let id = manager
         .create(
             "local",

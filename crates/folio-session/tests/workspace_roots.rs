@@ -31,7 +31,7 @@ async fn a_turn_runs_only_where_the_sessions_workspace_root_is_seen() {
     let agent = agent(&mock, dir.path()).await;
 
     // Server A: the session's workspace is made under its root.
-    let a = manager(agent.clone(), state.path());
+    let a = manager(agent.clone(), state.path()).await;
     let root = WorkspaceRoot::open(&shared).unwrap();
     a.set_workspace_root(root.clone());
     mock.push(MockReply::text("noted"));
@@ -59,7 +59,7 @@ async fn a_turn_runs_only_where_the_sessions_workspace_root_is_seen() {
     a.shutdown().await;
 
     // Server B has a root of its own: the follow-up is accepted, its turn refused.
-    let b = manager(agent.clone(), state.path());
+    let b = manager(agent.clone(), state.path()).await;
     b.set_workspace_root(WorkspaceRoot::open(&disks.path().join("elsewhere")).unwrap());
     let requests = mock.requests().len();
     let accepted = b
@@ -86,7 +86,7 @@ async fn a_turn_runs_only_where_the_sessions_workspace_root_is_seen() {
     // Server C mounts the same root at another path: the turn runs and sees A's file.
     let mount = disks.path().join("mount-c");
     std::os::unix::fs::symlink(&shared, &mount).unwrap();
-    let c = manager(agent, state.path());
+    let c = manager(agent, state.path()).await;
     c.set_workspace_root(WorkspaceRoot::open(&mount).unwrap());
     mock.push(MockReply::text("yes"));
     c.follow_up(

@@ -18,12 +18,13 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use folio_store::SessionStore;
+//! use folio_store::{ListQuery, SessionStore};
 //! use folio_store_disk::{DiskStore, StateRoot};
 //!
 //! # async fn open() -> Result<(), Box<dyn std::error::Error>> {
 //! let store: Arc<dyn SessionStore> = Arc::new(DiskStore::open(StateRoot::new(".folio/state/demo"))?);
-//! println!("{} sessions", store.list_sessions(&Default::default()).await?.len());
+//! let newest = ListQuery { principal: None, before: None, limit: 50 };
+//! println!("{} sessions", store.list_sessions(&newest).await?.len());
 //! # Ok(())
 //! # }
 //! ```

@@ -38,7 +38,7 @@ use crate::create_keys::{create_record_name, read_create_record, write_create_re
 use crate::deliveries::DiskDeliveries;
 use crate::event_log::{EventLog, LogError, last_event, read_events};
 use crate::lock;
-use crate::slots::{SlotRecord, append_record, log_path, read_records, slots_dir};
+use crate::slots::{SlotRecord, log_path, read_records, slots_dir};
 use crate::state::{
     MetaFile, StateRoot, load_meta, lock_state_root, meta_never_written, new_session_targets,
     session_ids, valid_session_id,
@@ -66,9 +66,15 @@ pub struct DiskStore {
     artifacts: folio_agent::DirArtifacts,
     /// `<state-root>/channels`, as `folio serve` keeps them.
     deliveries: Arc<DiskDeliveries>,
-    /// `<state-root>/.lock`, held while the store is open.
-    _lock: std::fs::File,
+    /// Slots claimed by this process since it opened the state root (see
+    /// [`SessionStore::claim_slot`] below).
+    claimed: Mutex<std::collections::HashSet<(String, DateTime<Utc>)>>,
+    /// `<state-root>/.lock`, held until [`SessionStore::close`].
+    lock: Mutex<Option<std::fs::File>>,
 }
+
+/// The owner named in the leases of turns a stopped process left open (see [`DiskStore::open`]).
+const STOPPED_PROCESS: &str = "the process that had the state root before";
 
 /// One session's open log and what its followers watch.
 struct OpenLog {
@@ -94,9 +100,19 @@ struct Leases {
 impl DiskStore {
     /// Opens the store over `state`, taking the state root's lock (refused with
     /// [`OpenError::InUse`] when another process has it).
+    ///
+    /// One process has a state root at a time, so whatever a process that stopped left
+    /// between two durable steps is settled here, before anything else reads the store:
+    /// - a create it never acknowledged (`session.json` never written out: it is synced with
+    ///   the first message, before the `201`) is removed with its log;
+    /// - a session whose turn it left open (status `running`), or whose log moved past its
+    ///   `session.json`, is held under an expired lease of that process, so that the engine
+    ///   takes it over ([`SessionStore::expired_leases`]) as it takes over a dead server's
+    ///   turns: the open turn is recorded as `server restarted` (one parked on an approval
+    ///   stays parked), queued messages run, and the metadata is repaired from the log.
     pub fn open(state: StateRoot) -> Result<DiskStore, OpenError> {
         let lock = lock_state_root(&state)?;
-        Ok(DiskStore {
+        let store = DiskStore {
             artifacts: folio_agent::DirArtifacts::new(state.path().join("artifacts")),
             deliveries: Arc::new(DiskDeliveries::new(state.path())),
             state,
@@ -104,8 +120,55 @@ impl DiskStore {
             logs: Mutex::new(HashMap::new()),
             leases: Mutex::new(Leases::default()),
             recording: tokio::sync::Mutex::new(()),
-            _lock: lock,
-        })
+            claimed: Mutex::new(std::collections::HashSet::new()),
+            lock: Mutex::new(Some(lock)),
+        };
+        store.settle_stopped_process()?;
+        Ok(store)
+    }
+
+    /// What [`DiskStore::open`] settles of the process that had the state root before.
+    fn settle_stopped_process(&self) -> Result<(), OpenError> {
+        let state = &self.state;
+        let ids = session_ids(state).map_err(|err| {
+            OpenError::Io(format!(
+                "cannot read {}: {err}",
+                state.sessions_dir().display()
+            ))
+        })?;
+        let stopped = Utc::now() - chrono::Duration::seconds(1);
+        let mut leases = lock(&self.leases);
+        for id in ids {
+            let meta = match load_meta(state, &id) {
+                Ok(Some(meta)) => meta,
+                Ok(None) if meta_never_written(state, &id) => {
+                    forget_unacknowledged(state, &id);
+                    continue;
+                }
+                _ => continue,
+            };
+            let moved = match last_event(&state.trace_path(&id)) {
+                Ok(last) => last.is_some_and(|last| last.index > meta.last_index),
+                Err(err) => {
+                    tracing::error!("could not recover session {id}: {err}");
+                    continue;
+                }
+            };
+            if meta.status != folio_protocol::SessionStatus::Running && !moved {
+                continue;
+            }
+            leases.held.insert(
+                id.clone(),
+                Lease {
+                    session_id: id,
+                    owner: STOPPED_PROCESS.to_string(),
+                    fence: 0,
+                    expires_at: stopped,
+                    took_over: None,
+                },
+            );
+        }
+        Ok(())
     }
 
     /// The credentials file of `principal` for MCP connection `connection`
@@ -186,6 +249,26 @@ impl DiskStore {
                 fence,
             }),
         }
+    }
+}
+
+/// Removes a session whose create a stopped process never acknowledged: its `session.json`
+/// was never written out, so no client knows it and nothing in it was acknowledged.
+fn forget_unacknowledged(state: &StateRoot, id: &str) {
+    let removed = std::fs::remove_dir_all(state.session_dir(id)).and_then(|()| {
+        match std::fs::remove_file(state.trace_path(id)) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
+            _ => Ok(()),
+        }
+    });
+    match removed {
+        Ok(()) => tracing::warn!(
+            "session {id}: removed a create the server stopped before acknowledging (its session.json was never written)"
+        ),
+        Err(err) => tracing::error!(
+            "session {id}: cannot remove a create the server stopped before acknowledging: {err}; remove {} by hand",
+            state.session_dir(id).display()
+        ),
     }
 }
 
@@ -502,6 +585,10 @@ impl SessionStore for DiskStore {
             .collect())
     }
 
+    async fn close(&self) {
+        lock(&self.lock).take();
+    }
+
     async fn record_create_key(&self, record: &CreateKey) -> Result<Option<CreateKey>, StoreError> {
         let _recording = self.recording.lock().await;
         let path = self
@@ -554,8 +641,10 @@ impl SessionStore for DiskStore {
         )))
     }
 
-    async fn delete_expired_sessions(&self, keep: Duration) -> Result<RetentionReport, StoreError> {
-        let cutoff = Utc::now() - chrono_ttl(keep);
+    async fn delete_expired_sessions(
+        &self,
+        cutoff: DateTime<Utc>,
+    ) -> Result<RetentionReport, StoreError> {
         let mut report = RetentionReport::default();
         let mut before = None;
         loop {
@@ -632,6 +721,11 @@ impl SessionStore for DiskStore {
         }
     }
 
+    /// One process has the state root, so a claim only has to hold against this process's
+    /// own claims and the slot log: a slot the log records as claimed (the scheduler writes
+    /// that record, synced, right after a claim succeeds) or that this process claimed since
+    /// it opened is refused. A claim the process died before recording is free again: its
+    /// session never started.
     async fn claim_slot(
         &self,
         schedule: &str,
@@ -644,22 +738,18 @@ impl SessionStore for DiskStore {
             )));
         }
         let _recording = self.recording.lock().await;
-        let path = log_path(&slots_dir(&self.state), schedule);
-        let records = read_records(&path).map_err(|err| StoreError::Backend(err.to_string()))?;
-        let claimed = records
-            .iter()
-            .any(|record| matches!(record, SlotRecord::Claimed { slot: claimed, .. } if *claimed == slot));
-        if claimed {
+        if lock(&self.claimed).contains(&(schedule.to_string(), slot)) {
             return Ok(false);
         }
-        append_record(
-            &path,
-            &SlotRecord::Claimed {
-                slot,
-                manual: false,
-            },
-        )
-        .map_err(|err| StoreError::Backend(err.to_string()))?;
+        let path = log_path(&slots_dir(&self.state), schedule);
+        let records = read_records(&path).map_err(|err| StoreError::Backend(err.to_string()))?;
+        let recorded = records
+            .iter()
+            .any(|record| matches!(record, SlotRecord::Claimed { slot: claimed, .. } if *claimed == slot));
+        if recorded {
+            return Ok(false);
+        }
+        lock(&self.claimed).insert((schedule.to_string(), slot));
         Ok(true)
     }
 
@@ -777,6 +867,7 @@ fn valid_schedule_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::slots::append_record;
 
     #[tokio::test]
     async fn the_disk_store_passes_the_store_suite() {
@@ -851,6 +942,18 @@ mod tests {
             assert_eq!(store.record_create_key(&key).await.unwrap(), None);
             let slot = "2026-12-01T09:00:00Z".parse().unwrap();
             assert!(store.claim_slot("nightly", slot, "a").await.unwrap());
+            assert!(!store.claim_slot("nightly", slot, "a").await.unwrap());
+            // The scheduler records the claim it won in the slot log, synced.
+            append_record(
+                &slots_dir(&StateRoot::new(dir.path())).join("nightly.ndjson"),
+                &SlotRecord::Claimed {
+                    slot,
+                    manual: false,
+                },
+            )
+            .unwrap();
+            let unrecorded = "2026-12-01T10:00:00Z".parse().unwrap();
+            assert!(store.claim_slot("nightly", unrecorded, "a").await.unwrap());
         }
         let store = DiskStore::open(StateRoot::new(dir.path())).unwrap();
         assert_eq!(store.load_session(&id).await.unwrap(), Some(meta));
@@ -868,6 +971,9 @@ mod tests {
         );
         let slot = "2026-12-01T09:00:00Z".parse().unwrap();
         assert!(!store.claim_slot("nightly", slot, "b").await.unwrap());
+        // A claim the process died before recording was never fired: it is free again.
+        let unrecorded = "2026-12-01T10:00:00Z".parse().unwrap();
+        assert!(store.claim_slot("nightly", unrecorded, "b").await.unwrap());
         // The server's own parser reads the claim.
         let records =
             read_records(&slots_dir(&StateRoot::new(dir.path())).join("nightly.ndjson")).unwrap();

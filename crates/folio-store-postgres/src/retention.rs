@@ -1,6 +1,6 @@
 //! Retention (`[store] keep_sessions_days`): sessions untouched for longer go, in small batches.
 
-use std::time::Duration;
+use chrono::{DateTime, Utc};
 
 use folio_store::RetentionReport;
 
@@ -11,28 +11,27 @@ use crate::{PgError, PgStore};
 const SESSIONS_PER_ROUND: i64 = 50;
 
 impl PgStore {
-    /// Deletes every session not updated for `keep`, not running a turn (no lease row) and
+    /// Deletes every session last updated before `before`, not running a turn (no lease row) and
     /// with no reminder to deliver,
     /// with its events, and slot claims, finished channel deliveries and reported replies
-    /// older than `keep`: a few sessions per round, rows in batches, so no statement locks or rewrites much at once and autovacuum
+    /// older than `before`: a few sessions per round, rows in batches, so no statement locks or rewrites much at once and autovacuum
     /// keeps up.
     pub async fn delete_expired_sessions(
         &self,
-        keep: Duration,
+        before: DateTime<Utc>,
     ) -> Result<RetentionReport, PgError> {
-        let keep_ms = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
         let mut report = RetentionReport::default();
         loop {
             let ids: Vec<String> = self
                 .retry("pick expired sessions", |_| async move {
                     Ok(sqlx::query_scalar(
                         "SELECT id FROM folio_sessions s
-                         WHERE updated_at < now() - $1 * interval '1 millisecond'
+                         WHERE updated_at < $1
                            AND NOT EXISTS (SELECT 1 FROM folio_leases l WHERE l.session_id = s.id)
                            AND NOT EXISTS (SELECT 1 FROM folio_reminders r WHERE r.session_id = s.id)
                          ORDER BY updated_at LIMIT $2",
                     )
-                    .bind(keep_ms)
+                    .bind(before)
                     .bind(SESSIONS_PER_ROUND)
                     .fetch_all(self.pool())
                     .await?)
@@ -56,8 +55,8 @@ impl PgStore {
                 "delete old slot claims",
                 "DELETE FROM folio_slot_claims WHERE ctid IN (
                      SELECT ctid FROM folio_slot_claims
-                     WHERE claimed_at < now() - $1 * interval '1 millisecond' LIMIT $2)",
-                keep_ms,
+                     WHERE claimed_at < $1 LIMIT $2)",
+                before,
             )
             .await?;
         report.deliveries = self
@@ -65,31 +64,36 @@ impl PgStore {
                 "delete old channel deliveries",
                 "DELETE FROM folio_channel_deliveries WHERE ctid IN (
                      SELECT ctid FROM folio_channel_deliveries
-                     WHERE received_at < now() - $1 * interval '1 millisecond'
+                     WHERE received_at < $1
                        AND status <> 'pending' LIMIT $2)",
-                keep_ms,
+                before,
             )
             .await?;
         self.delete_older(
             "delete old reported replies",
             "DELETE FROM folio_channel_replies WHERE ctid IN (
                  SELECT ctid FROM folio_channel_replies
-                 WHERE at < now() - $1 * interval '1 millisecond' LIMIT $2)",
-            keep_ms,
+                 WHERE at < $1 LIMIT $2)",
+            before,
         )
         .await?;
         Ok(report)
     }
 
-    /// Runs `delete` (binding the age in milliseconds and a batch size) until a batch deletes
+    /// Runs `delete` (binding the cutoff instant and a batch size) until a batch deletes
     /// fewer rows than the batch size; how many rows it deleted.
-    async fn delete_older(&self, what: &str, delete: &str, keep_ms: i64) -> Result<u64, PgError> {
+    async fn delete_older(
+        &self,
+        what: &str,
+        delete: &str,
+        before: DateTime<Utc>,
+    ) -> Result<u64, PgError> {
         let mut deleted = 0;
         loop {
             let done = self
                 .retry(what, |_| async move {
                     Ok(sqlx::query(delete)
-                        .bind(keep_ms)
+                        .bind(before)
                         .bind(DELETE_BATCH)
                         .execute(self.pool())
                         .await?)

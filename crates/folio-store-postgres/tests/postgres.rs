@@ -362,7 +362,7 @@ async fn retention_deletes_old_idle_sessions_in_batches_and_keeps_running_ones()
         .unwrap();
 
     let report = store
-        .delete_expired_sessions(Duration::from_secs(30 * 86_400))
+        .delete_expired_sessions(chrono::Utc::now() - chrono::Duration::days(30))
         .await
         .unwrap();
     assert_eq!((report.sessions, report.events), (1, 2500));

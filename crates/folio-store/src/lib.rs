@@ -181,6 +181,18 @@ pub trait SessionStore: Send + Sync {
     /// The channel deliveries kept beside the sessions.
     fn deliveries(&self) -> std::sync::Arc<dyn DeliveryStore>;
 
+    /// How long a session's owner gathers a running turn's appends before it writes them in
+    /// one [`append`](SessionStore::append) (what streams on other servers wait at most):
+    /// zero where an append is a local write (the disk store), longer where it is a round trip.
+    fn publish_interval(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    /// Releases what this process holds of the store (the disk store's lock on its state
+    /// root), so that another process, or a manager opened later, can open it; called once
+    /// the engine has shut down. Nothing may be written through the store after it.
+    async fn close(&self) {}
+
     /// Stores a new session's metadata and an empty log. Durable with the session's first
     /// [`commit`](SessionStore::commit), which the create must await before acknowledging
     /// anything; a session whose first commit never happened may be dropped by recovery.
@@ -285,11 +297,14 @@ pub trait SessionStore: Send + Sync {
     async fn signals(&self) -> Result<Signals, StoreError>;
 
     /// Retention (`[store] keep_sessions_days`): deletes every session whose metadata was last
-    /// updated more than `keep` ago, whose turn no server holds a lease on and that has no
-    /// reminder to deliver, with its events
-    /// (and, where the backend keeps them apart, slot claims older than `keep`), a few at a
-    /// time so that no single step holds much.
-    async fn delete_expired_sessions(&self, keep: Duration) -> Result<RetentionReport, StoreError>;
+    /// updated before `before` (the caller's clock less the period), whose turn no server holds
+    /// a lease on and that has no reminder to deliver, with its events (and, where the backend
+    /// keeps them apart, slot claims from before `before`), a few at a time so that no single
+    /// step holds much.
+    async fn delete_expired_sessions(
+        &self,
+        before: DateTime<Utc>,
+    ) -> Result<RetentionReport, StoreError>;
 
     /// Stores `reminder` durably (replacing one with its id): a one-off wake of its session,
     /// which any server may deliver once it is due.

@@ -683,7 +683,10 @@ pub async fn retention_deletes_old_idle_sessions(store: Arc<dyn SessionStore>) {
         .await
         .unwrap();
     let week = Duration::from_secs(7 * 24 * 3600);
-    let report = store.delete_expired_sessions(week).await.unwrap();
+    let report = store
+        .delete_expired_sessions(Utc::now() - week)
+        .await
+        .unwrap();
     assert_eq!(
         (report.sessions, report.events),
         (1, 2),
@@ -705,7 +708,10 @@ pub async fn retention_deletes_old_idle_sessions(store: Arc<dyn SessionStore>) {
         );
     }
     store.release_lease(&lease).await.unwrap();
-    let again = store.delete_expired_sessions(week).await.unwrap();
+    let again = store
+        .delete_expired_sessions(Utc::now() - week)
+        .await
+        .unwrap();
     assert_eq!(
         again.sessions, 1,
         "{name}: once its lease is released, the old session goes too"
@@ -802,7 +808,11 @@ pub async fn reminders_are_kept_until_removed(store: Arc<dyn SessionStore>) {
     );
     let week = Duration::from_secs(7 * 24 * 3600);
     assert_eq!(
-        store.delete_expired_sessions(week).await.unwrap().sessions,
+        store
+            .delete_expired_sessions(Utc::now() - week)
+            .await
+            .unwrap()
+            .sessions,
         0,
         "{name}: retention keeps an old session with a reminder to deliver"
     );
@@ -832,7 +842,11 @@ pub async fn reminders_are_kept_until_removed(store: Arc<dyn SessionStore>) {
             .unwrap()
     );
     assert_eq!(
-        store.delete_expired_sessions(week).await.unwrap().sessions,
+        store
+            .delete_expired_sessions(Utc::now() - week)
+            .await
+            .unwrap()
+            .sessions,
         1,
         "{name}: without reminders, the old session goes"
     );

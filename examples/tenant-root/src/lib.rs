@@ -165,7 +165,7 @@ pub async fn open(
         ..LoadOptions::default()
     };
     let agent = Arc::new(Agent::load_with(definition, provider, model, options).await?);
-    let manager = SessionManager::open(state, agent.clone(), LogBuffer::new())?;
+    let manager = SessionManager::open(state, agent.clone(), LogBuffer::new()).await?;
     Ok((manager, agent))
 }
 

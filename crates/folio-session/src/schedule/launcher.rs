@@ -65,18 +65,16 @@ impl Launcher for SessionManager {
     }
 
     async fn running(&self, name: &str, session_id: &str) -> bool {
-        self.owned_meta(&schedule_principal(name), session_id)
-            .await
-            .is_ok_and(|meta| self.current_meta(meta).status == SessionStatus::Running)
+        match self.owned_meta(&schedule_principal(name), session_id).await {
+            Ok(meta) => self.current_meta(meta).await.status == SessionStatus::Running,
+            Err(_) => false,
+        }
     }
 
     async fn claim(&self, name: &str, slot: DateTime<Utc>) -> Result<bool, ManagerError> {
-        let Some(shared) = &self.inner.shared else {
-            return Ok(true);
-        };
-        shared
+        self.inner
             .store
-            .claim_slot(name, slot, &shared.server)
+            .claim_slot(name, slot, &self.inner.server)
             .await
             .map_err(|err| store_error("cannot claim the slot", err))
     }

@@ -17,9 +17,6 @@ mod reminders;
 mod scheduler;
 
 pub use clock::{Clock, ManualClock, SystemClock, Wait};
-pub(crate) use folio_store_disk::reminders::{
-    has_reminders, remove_reminder_file, stored_reminders, stored_reminders_of, write_reminder_file,
-};
 pub use folio_store_disk::slots::SlotRecord;
 pub use launcher::{Launcher, SCHEDULE_CHANNEL, schedule_principal};
 pub(crate) use reminders::record_requested;

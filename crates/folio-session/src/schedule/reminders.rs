@@ -23,9 +23,6 @@ use crate::command::{Admit, Command, Pending};
 use crate::error::{ManagerError, store_error};
 use crate::live::{Live, lock};
 use crate::manager::SessionManager;
-use crate::schedule::{
-    remove_reminder_file, stored_reminders, stored_reminders_of, write_reminder_file,
-};
 use crate::shared::Inner;
 use folio_store_disk::reminders::valid_reminder_id;
 
@@ -65,18 +62,12 @@ async fn set(
 }
 
 impl Inner {
-    /// Stores a reminder: its file, or the shared store's row.
+    /// Stores a reminder durably.
     async fn put_reminder(&self, reminder: &Reminder) -> Result<(), ManagerError> {
-        match &self.shared {
-            None => write_reminder_file(&self.state, reminder)
-                .await
-                .map_err(|e| store_error("cannot store the reminder", e)),
-            Some(shared) => shared
-                .store
-                .put_reminder(reminder)
-                .await
-                .map_err(|e| store_error("cannot store the reminder", e)),
-        }
+        self.store
+            .put_reminder(reminder)
+            .await
+            .map_err(|e| store_error("cannot store the reminder", e))
     }
 
     /// Removes a reminder (delivered or cancelled); whether it was there.
@@ -85,42 +76,26 @@ impl Inner {
         session_id: &str,
         reminder_id: &str,
     ) -> Result<bool, ManagerError> {
-        match &self.shared {
-            None => remove_reminder_file(&self.state, session_id, reminder_id)
-                .await
-                .map_err(|e| store_error("cannot remove the reminder", e)),
-            Some(shared) => shared
-                .store
-                .remove_reminder(session_id, reminder_id)
-                .await
-                .map_err(|e| store_error("cannot remove the reminder", e)),
-        }
+        self.store
+            .remove_reminder(session_id, reminder_id)
+            .await
+            .map_err(|e| store_error("cannot remove the reminder", e))
     }
 
     /// The session's pending reminders, earliest first.
     async fn reminders_of(&self, session_id: &str) -> Result<Vec<Reminder>, ManagerError> {
-        match &self.shared {
-            None => stored_reminders_of(&self.state, session_id)
-                .map_err(|e| store_error("cannot read the reminders", e)),
-            Some(shared) => shared
-                .store
-                .session_reminders(session_id)
-                .await
-                .map_err(|e| store_error("cannot read the reminders", e)),
-        }
+        self.store
+            .session_reminders(session_id)
+            .await
+            .map_err(|e| store_error("cannot read the reminders", e))
     }
 
     /// Every pending reminder (of every session: on a shared store, every server's).
     async fn pending_reminders(&self) -> Result<Vec<Reminder>, ManagerError> {
-        match &self.shared {
-            None => stored_reminders(&self.state)
-                .map_err(|e| store_error("cannot read the reminders", e)),
-            Some(shared) => shared
-                .store
-                .due_reminders(None, usize::MAX)
-                .await
-                .map_err(|e| store_error("cannot read the reminders", e)),
-        }
+        self.store
+            .due_reminders(None, usize::MAX)
+            .await
+            .map_err(|e| store_error("cannot read the reminders", e))
     }
 }
 
@@ -271,12 +246,7 @@ impl SessionManager {
             let wake = next.unwrap_or_else(|| clock.now() + Duration::hours(1));
             // Other servers sharing the store set reminders this one is not told of: it looks
             // again every few seconds.
-            let shared = async {
-                match &self.inner.shared {
-                    Some(_) => tokio::time::sleep(SHARED_POLL).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let shared = tokio::time::sleep(SHARED_POLL);
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = self.inner.reminders_changed.notified() => {}
@@ -351,7 +321,6 @@ impl SessionManager {
                 token: None,
                 key: Some(format!("reminder:{id}")),
                 digest: None,
-                sync_with: Vec::new(),
             };
             // Coalesced into a turn running here; waited for when one runs on another server.
             self.command(&live, &Remote::Wait, |reply| Command::Send { admit, reply })

@@ -80,8 +80,10 @@ pub async fn agent(mock: &MockModelServer, dir: &Path) -> Arc<Agent> {
 }
 
 /// A manager on `state`.
-pub fn manager(agent: Arc<Agent>, state: &Path) -> SessionManager {
-    SessionManager::open(StateRoot::new(state), agent, LogBuffer::new()).unwrap()
+pub async fn manager(agent: Arc<Agent>, state: &Path) -> SessionManager {
+    SessionManager::open(StateRoot::new(state), agent, LogBuffer::new())
+        .await
+        .unwrap()
 }
 
 /// Waits until the session has ended `count` turns (`session.waiting`, or `session.failed` for
