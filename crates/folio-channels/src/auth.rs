@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use axum::http::HeaderMap;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use folio_auth::Auth;
+use folio_auth::{Auth, AuthError};
 use folio_project::{AuthRule, HmacAuth, HmacProvider};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
@@ -29,67 +29,145 @@ pub(crate) struct Presented<'a> {
     pub(crate) now: i64,
 }
 
+/// No rule of a channel's auth chain admitted a request: why each refused it, in order.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no auth rule of this channel admitted the request: {}",
+    join(refusals)
+)]
+pub(crate) struct NotAdmitted {
+    /// Each rule's refusal, in chain order.
+    pub(crate) refusals: Vec<Refusal>,
+}
+
+fn join(refusals: &[Refusal]) -> String {
+    refusals
+        .iter()
+        .map(Refusal::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Why one rule of the chain refused a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Refusal {
+    /// `local-dev-strict`: not a loopback caller (or a forwarded one).
+    #[error("local-dev-strict: {0}")]
+    LocalDevStrict(#[source] AuthError),
+    /// `bearer`: no or a wrong token.
+    #[error("bearer: {0}")]
+    Bearer(#[source] AuthError),
+    /// The rule's secret is not set on the server (the rule fails closed).
+    #[error("{rule}: {name} is not set on the server (set it to the shared secret)")]
+    SecretUnset {
+        /// The rule (`bearer`, `hmac`).
+        rule: &'static str,
+        /// The variable.
+        name: String,
+    },
+    /// `hmac`: the signature does not check out.
+    #[error("hmac: {0}")]
+    Hmac(#[source] SignatureError),
+}
+
+/// Why a request's HMAC signature does not check out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SignatureError {
+    /// A header the provider signs with is missing.
+    #[error("{0} header missing")]
+    HeaderMissing(String),
+    /// A header is not ASCII.
+    #[error("{0} header is not ASCII")]
+    HeaderNotAscii(String),
+    /// The signature header lacks its scheme prefix (`sha256=`, `v0=`).
+    #[error("{header} does not start with {scheme}")]
+    Scheme {
+        /// The header.
+        header: String,
+        /// The prefix expected.
+        scheme: String,
+    },
+    /// The signature is not hex.
+    #[error("the signature is not hex")]
+    NotHex,
+    /// The signature does not match the body (a wrong secret, or an altered body).
+    #[error("{0} does not match the body")]
+    Mismatch(String),
+    /// None of the Standard Webhooks signatures matches the body.
+    #[error("no webhook-signature matches the body")]
+    NoSignatureMatches,
+    /// A signed timestamp is not Unix seconds.
+    #[error("{0} is not Unix seconds")]
+    TimestampNotSeconds(String),
+    /// A signed timestamp is more than five minutes from now.
+    #[error("{0} is more than 5 minutes from the server's clock (stale or replayed)")]
+    Stale(String),
+    /// A Standard Webhooks secret that is not `whsec_<base64>`.
+    #[error("the secret is not whsec_<base64>")]
+    BadSecret,
+}
+
 /// Runs `chain` over the request: `Ok` when one rule admits it, else every rule's reason.
-pub(crate) fn admit(chain: &[AuthRule], request: &Presented, env: &Env) -> Result<(), String> {
-    let mut reasons = Vec::new();
+pub(crate) fn admit(chain: &[AuthRule], request: &Presented, env: &Env) -> Result<(), NotAdmitted> {
+    let mut refusals = Vec::new();
     for rule in chain {
         match check(rule, request, env) {
             Ok(()) => return Ok(()),
-            Err(reason) => reasons.push(reason),
+            Err(refusal) => refusals.push(refusal),
         }
     }
-    Err(format!(
-        "no auth rule of this channel admitted the request: {}",
-        reasons.join("; ")
-    ))
+    Err(NotAdmitted { refusals })
 }
 
-fn check(rule: &AuthRule, request: &Presented, env: &Env) -> Result<(), String> {
+fn check(rule: &AuthRule, request: &Presented, env: &Env) -> Result<(), Refusal> {
     match rule {
         AuthRule::AllowAll => Ok(()),
         AuthRule::LocalDevStrict => Auth::LocalDevStrict
             .authenticate(request.headers, request.peer)
             .map(drop)
-            .map_err(|err| format!("local-dev-strict: {err}")),
+            .map_err(Refusal::LocalDevStrict),
         AuthRule::Bearer(bearer) => {
             let token = secret(env, &bearer.token_env, "bearer")?;
             Auth::Tokens(vec![("channel".into(), token)])
                 .authenticate(request.headers, request.peer)
                 .map(drop)
-                .map_err(|err| format!("bearer: {err}"))
+                .map_err(Refusal::Bearer)
         }
         AuthRule::Hmac(hmac) => {
             let key = secret(env, &hmac.secret_env, "hmac")?;
-            check_hmac(hmac, &key, request).map_err(|reason| format!("hmac: {reason}"))
+            check_hmac(hmac, &key, request).map_err(Refusal::Hmac)
         }
     }
 }
 
 /// The secret in `name`; an unset variable fails the rule (fail closed) with a reason saying so.
-fn secret(env: &Env, name: &str, rule: &str) -> Result<String, String> {
-    env(name).filter(|v| !v.is_empty()).ok_or_else(|| {
-        format!("{rule}: {name} is not set on the server (set it to the shared secret)")
-    })
+fn secret(env: &Env, name: &str, rule: &'static str) -> Result<String, Refusal> {
+    env(name)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| Refusal::SecretUnset {
+            rule,
+            name: name.to_string(),
+        })
 }
 
-fn header<'a>(request: &'a Presented, name: &str) -> Result<&'a str, String> {
+fn header<'a>(request: &'a Presented, name: &str) -> Result<&'a str, SignatureError> {
     request
         .headers
         .get(name)
-        .ok_or_else(|| format!("{name} header missing"))?
+        .ok_or_else(|| SignatureError::HeaderMissing(name.to_string()))?
         .to_str()
-        .map_err(|_| format!("{name} header is not ASCII"))
+        .map_err(|_| SignatureError::HeaderNotAscii(name.to_string()))
 }
 
-fn check_hmac(hmac: &HmacAuth, secret: &str, request: &Presented) -> Result<(), String> {
+fn check_hmac(hmac: &HmacAuth, secret: &str, request: &Presented) -> Result<(), SignatureError> {
     match hmac.provider {
         HmacProvider::Github => {
             let signature = header(request, "x-hub-signature-256")?;
             let hex = signature
                 .strip_prefix("sha256=")
-                .ok_or("X-Hub-Signature-256 does not start with sha256=")?;
+                .ok_or_else(|| scheme("X-Hub-Signature-256", "sha256="))?;
             verify(secret.as_bytes(), &[request.body], &decode_hex(hex)?)
-                .map_err(|()| "X-Hub-Signature-256 does not match the body".to_string())
+                .map_err(|()| SignatureError::Mismatch("X-Hub-Signature-256".into()))
         }
         HmacProvider::Generic => {
             let name = hmac.header.as_deref().unwrap_or("x-signature-256");
@@ -97,9 +175,9 @@ fn check_hmac(hmac: &HmacAuth, secret: &str, request: &Presented) -> Result<(), 
             let scheme = hmac.scheme.as_deref().unwrap_or("");
             let hex = signature
                 .strip_prefix(scheme)
-                .ok_or_else(|| format!("{name} does not start with {scheme}"))?;
+                .ok_or_else(|| self::scheme(name, scheme))?;
             verify(secret.as_bytes(), &[request.body], &decode_hex(hex)?)
-                .map_err(|()| format!("{name} does not match the body"))
+                .map_err(|()| SignatureError::Mismatch(name.to_string()))
         }
         HmacProvider::Slack => {
             let timestamp = header(request, "x-slack-request-timestamp")?;
@@ -107,14 +185,14 @@ fn check_hmac(hmac: &HmacAuth, secret: &str, request: &Presented) -> Result<(), 
             let signature = header(request, "x-slack-signature")?;
             let hex = signature
                 .strip_prefix("v0=")
-                .ok_or("X-Slack-Signature does not start with v0=")?;
+                .ok_or_else(|| scheme("X-Slack-Signature", "v0="))?;
             let prefix = format!("v0:{timestamp}:");
             verify(
                 secret.as_bytes(),
                 &[prefix.as_bytes(), request.body],
                 &decode_hex(hex)?,
             )
-            .map_err(|()| "X-Slack-Signature does not match the body".to_string())
+            .map_err(|()| SignatureError::Mismatch("X-Slack-Signature".into()))
         }
         HmacProvider::StandardWebhooks => {
             let id = header(request, "webhook-id")?;
@@ -123,7 +201,7 @@ fn check_hmac(hmac: &HmacAuth, secret: &str, request: &Presented) -> Result<(), 
             let signatures = header(request, "webhook-signature")?;
             let key = STANDARD
                 .decode(secret.strip_prefix("whsec_").unwrap_or(secret))
-                .map_err(|_| "the secret is not whsec_<base64>".to_string())?;
+                .map_err(|_| SignatureError::BadSecret)?;
             let prefix = format!("{id}.{timestamp}.");
             // Several space-separated `v1,<base64>` signatures (secret rotation): any may match.
             let matched = signatures.split(' ').any(|entry| {
@@ -137,21 +215,26 @@ fn check_hmac(hmac: &HmacAuth, secret: &str, request: &Presented) -> Result<(), 
             if matched {
                 Ok(())
             } else {
-                Err("no webhook-signature matches the body".into())
+                Err(SignatureError::NoSignatureMatches)
             }
         }
     }
 }
 
+fn scheme(header: &str, scheme: &str) -> SignatureError {
+    SignatureError::Scheme {
+        header: header.to_string(),
+        scheme: scheme.to_string(),
+    }
+}
+
 /// Refuses a timestamp more than five minutes from now (replays).
-fn fresh(timestamp: &str, now: i64, name: &str) -> Result<(), String> {
+fn fresh(timestamp: &str, now: i64, name: &str) -> Result<(), SignatureError> {
     let at: i64 = timestamp
         .parse()
-        .map_err(|_| format!("{name} is not Unix seconds"))?;
+        .map_err(|_| SignatureError::TimestampNotSeconds(name.to_string()))?;
     if (now - at).abs() > TIMESTAMP_TOLERANCE_SECS {
-        return Err(format!(
-            "{name} is more than 5 minutes from the server's clock (stale or replayed)"
-        ));
+        return Err(SignatureError::Stale(name.to_string()));
     }
     Ok(())
 }
@@ -182,17 +265,16 @@ pub fn sign_hex(key: &[u8], parts: &[&[u8]]) -> String {
         .collect()
 }
 
-fn decode_hex(hex: &str) -> Result<Vec<u8>, String> {
-    let invalid = || "the signature is not hex".to_string();
+fn decode_hex(hex: &str) -> Result<Vec<u8>, SignatureError> {
     if !hex.len().is_multiple_of(2) {
-        return Err(invalid());
+        return Err(SignatureError::NotHex);
     }
     (0..hex.len())
         .step_by(2)
         .map(|i| {
             hex.get(i..i + 2)
                 .and_then(|pair| u8::from_str_radix(pair, 16).ok())
-                .ok_or_else(invalid)
+                .ok_or(SignatureError::NotHex)
         })
         .collect()
 }
@@ -250,13 +332,27 @@ mod tests {
             ),
             Ok(())
         );
+        let refused = admit(
+            &chain,
+            &request(&headers, b"Hello, World?", "10.0.0.1"),
+            &env(),
+        );
         assert_eq!(
-            admit(&chain, &request(&headers, b"Hello, World?", "10.0.0.1"), &env()),
-            Err("no auth rule of this channel admitted the request: hmac: X-Hub-Signature-256 does not match the body".into())
+            refused,
+            Err(NotAdmitted {
+                refusals: vec![Refusal::Hmac(SignatureError::Mismatch(
+                    "X-Hub-Signature-256".into()
+                ))]
+            })
+        );
+        assert_eq!(
+            refused.unwrap_err().to_string(),
+            "no auth rule of this channel admitted the request: hmac: X-Hub-Signature-256 does not match the body"
         );
         let unset = [rule(HmacProvider::Github, "UNSET")];
         assert_eq!(
-            admit(&unset, &request(&headers, b"Hello, World!", "10.0.0.1"), &env()),
+            admit(&unset, &request(&headers, b"Hello, World!", "10.0.0.1"), &env())
+                .map_err(|refused| refused.to_string()),
             Err("no auth rule of this channel admitted the request: hmac: UNSET is not set on the server (set it to the shared secret)".into())
         );
     }
@@ -276,7 +372,12 @@ mod tests {
         );
         let mut late = request(&headers, body, "10.0.0.1");
         late.now += 301;
-        assert!(admit(&chain, &late, &env()).unwrap_err().contains("stale"));
+        assert!(
+            admit(&chain, &late, &env())
+                .unwrap_err()
+                .to_string()
+                .contains("stale")
+        );
 
         let key = STANDARD.decode("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&key).unwrap();

@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
-use folio_project::{DeliverConfig, expand_template};
+use folio_project::{DeliverConfig, UnsetVariable, expand_template};
 use serde_json::Value;
 
+use crate::templates::RenderError;
 use crate::{Channel, Env};
 
 /// Attempts of one reply when the manifest says nothing.
@@ -16,6 +17,62 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The first retry's delay; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 const MAX_BACKOFF: Duration = Duration::from_secs(8);
+
+/// Why a reply was not delivered.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DeliverError {
+    /// `deliver.url` or `deliver.body` did not render over the reply.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    /// A `deliver.headers` value names a variable that is not set.
+    #[error("deliver.headers.{name}: {source}")]
+    Header {
+        /// The header.
+        name: String,
+        /// The variable that is not set.
+        #[source]
+        source: UnsetVariable,
+    },
+    /// The receiver answered a client error (not retried).
+    #[error("{url} answered {status} (a client error is not retried)")]
+    Refused {
+        /// The rendered URL.
+        url: String,
+        /// The answer's status.
+        status: reqwest::StatusCode,
+    },
+    /// Every attempt failed; the last one's failure.
+    #[error("gave up after {attempts} attempts: {last}")]
+    GaveUp {
+        /// How many attempts were made.
+        attempts: u32,
+        /// How the last one failed.
+        #[source]
+        last: AttemptError,
+    },
+}
+
+/// How one attempt of a reply failed (it is retried).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AttemptError {
+    /// The receiver answered 5xx or 429.
+    #[error("{url} answered {status}")]
+    Status {
+        /// The rendered URL.
+        url: String,
+        /// The answer's status.
+        status: reqwest::StatusCode,
+    },
+    /// The POST failed (connection, timeout).
+    #[error("POST {url} failed: {source}")]
+    Unreachable {
+        /// The rendered URL.
+        url: String,
+        /// What failed.
+        #[source]
+        source: reqwest::Error,
+    },
+}
 
 /// Posts the replies of one webhook channel.
 pub(crate) struct Replier {
@@ -42,20 +99,24 @@ impl Replier {
         session: &str,
         reply: &str,
         state: &Value,
-    ) -> Result<(), String> {
+    ) -> Result<(), DeliverError> {
         let context = serde_json::json!({ "reply": reply, "state": state, "session_id": session });
         let url = channel.templates.render("deliver.url", &context)?;
         let body = channel.templates.render("deliver.body", &context)?;
         let mut headers = Vec::new();
         for (name, value) in &self.config.headers {
-            let value = expand_template(value, &|var| (self.env)(var))
-                .map_err(|err| format!("deliver.headers.{name}: {err}"))?;
+            let value = expand_template(value, &|var| (self.env)(var)).map_err(|source| {
+                DeliverError::Header {
+                    name: name.clone(),
+                    source,
+                }
+            })?;
             headers.push((name.clone(), value));
         }
         let attempts = self.config.max_attempts.unwrap_or(DEFAULT_ATTEMPTS).max(1);
         let mut delay = FIRST_BACKOFF;
-        let mut last = String::new();
-        for attempt in 1..=attempts {
+        let mut attempt = 1;
+        loop {
             let mut request = self
                 .client
                 .post(&url)
@@ -65,26 +126,33 @@ impl Replier {
             for (name, value) in &headers {
                 request = request.header(name.as_str(), value.as_str());
             }
-            match request.send().await {
+            let last = match request.send().await {
                 Ok(answer) if answer.status().is_success() => return Ok(()),
                 Ok(answer)
                     if answer.status().is_server_error() || answer.status().as_u16() == 429 =>
                 {
-                    last = format!("{url} answered {}", answer.status());
+                    AttemptError::Status {
+                        url: url.clone(),
+                        status: answer.status(),
+                    }
                 }
                 Ok(answer) => {
-                    return Err(format!(
-                        "{url} answered {} (a client error is not retried)",
-                        answer.status()
-                    ));
+                    return Err(DeliverError::Refused {
+                        url,
+                        status: answer.status(),
+                    });
                 }
-                Err(err) => last = format!("POST {url} failed: {err}"),
+                Err(source) => AttemptError::Unreachable {
+                    url: url.clone(),
+                    source,
+                },
+            };
+            if attempt == attempts {
+                return Err(DeliverError::GaveUp { attempts, last });
             }
-            if attempt < attempts {
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(MAX_BACKOFF);
-            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(MAX_BACKOFF);
+            attempt += 1;
         }
-        Err(format!("gave up after {attempts} attempts: {last}"))
     }
 }

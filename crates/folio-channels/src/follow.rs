@@ -18,8 +18,8 @@ use folio_store::{Follow, Followed};
 use serde_json::{Value, json};
 
 use crate::Channel;
-use crate::github::PrRef;
-use crate::slack::{Reply, SlackThread};
+use crate::github_api::{GithubError, JSON, PrRef};
+use crate::slack_api::{Reply, SlackThread};
 
 /// The sessions this server follows for a channel.
 #[derive(Default)]
@@ -322,13 +322,13 @@ async fn report(
             Err(reason) => format!("Sorry, this turn failed: {reason}"),
         };
         if let Err(err) = reply.ended(slack, &text).await {
-            failures.push(err);
+            failures.push(err.to_string());
         }
     }
     if let (Some(replier), Ok(reply)) = (&channel.replier, outcome) {
         answered = true;
         if let Err(err) = replier.post(channel, session, reply, context).await {
-            failures.push(err);
+            failures.push(err.to_string());
         }
     }
     if let Some(github) = &channel.github
@@ -358,7 +358,7 @@ async fn report(
                 .call(&pr, reqwest::Method::PATCH, &path, Some(&body), JSON)
                 .await
             {
-                failures.push(err);
+                failures.push(err.to_string());
             }
         }
         if let Ok(reply) = outcome
@@ -371,7 +371,7 @@ async fn report(
                 .call(&pr, reqwest::Method::POST, &path, Some(&body), JSON)
                 .await
             {
-                failures.push(err);
+                failures.push(err.to_string());
             }
         }
     }
@@ -418,9 +418,6 @@ async fn report(
         ));
     }
 }
-
-/// GitHub's JSON media type.
-pub(crate) const JSON: &str = "application/vnd.github+json";
 
 /// The check run's name (and output title): the bot's name, else `folio`.
 pub(crate) fn check_name(channel: &Channel) -> String {
@@ -472,12 +469,9 @@ pub(crate) async fn create_check(
     pr: &PrRef,
     status: &str,
     session: &str,
-) -> Result<u64, String> {
-    let github = channel.github.as_ref().ok_or("not a GitHub channel")?;
-    let sha = pr
-        .head_sha
-        .as_deref()
-        .ok_or("no head SHA yet (a comment-only wake): the check waits for a PR or CI event")?;
+) -> Result<u64, GithubError> {
+    let github = channel.github.as_ref().ok_or(GithubError::NotGithub)?;
+    let sha = pr.head_sha.as_deref().ok_or(GithubError::NoHeadSha)?;
     let body = json!({
         "name": check_name(channel),
         "head_sha": sha,
@@ -491,5 +485,5 @@ pub(crate) async fn create_check(
     serde_json::from_str::<Value>(&answer)
         .ok()
         .and_then(|v| v["id"].as_u64())
-        .ok_or_else(|| format!("POST {path} answered no check run id"))
+        .ok_or(GithubError::NoCheckRunId { path })
 }

@@ -18,13 +18,16 @@
 
 #![warn(missing_docs)]
 
+mod acknowledge;
 mod app_token;
 mod auth;
 mod deliver;
 mod follow;
 mod github;
+mod github_api;
 mod sessions;
 mod slack;
+mod slack_api;
 mod store;
 mod templates;
 mod webhook;
@@ -47,8 +50,8 @@ pub use folio_store::StoreError;
 
 use crate::deliver::Replier;
 use crate::follow::Followers;
-use crate::github::Github;
-use crate::slack::Slack;
+use crate::github_api::Github;
+use crate::slack_api::Slack;
 use crate::store::Deliveries;
 use crate::templates::Templates;
 
@@ -316,7 +319,7 @@ pub(crate) async fn admitted_body(
         now: chrono::Utc::now().timestamp(),
     };
     auth::admit(&channel.auth, &presented, &channel.env)
-        .map_err(|reason| error(ErrorCode::Unauthorized, reason))?;
+        .map_err(|refused| error(ErrorCode::Unauthorized, refused.to_string()))?;
     Ok((headers, bytes))
 }
 

@@ -14,8 +14,8 @@ use folio_store::Continuation;
 use serde_json::json;
 
 use crate::Channel;
-use crate::follow::{JSON, create_check};
-use crate::github::PrRef;
+use crate::follow::create_check;
+use crate::github_api::{JSON, PrRef};
 use crate::store::{Received, Work};
 
 /// Runs a recorded delivery's work and records its outcome. `resumed`: a restart re-runs it

@@ -13,251 +13,18 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use axum::extract::Request;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use folio_project::{SlackChannel, SlackReplyMode};
 use folio_protocol::{Admission, DeliveryRetry, ErrorCode, UrlVerification};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::acknowledge::acknowledge;
+use crate::slack_api::{Slack, SlackThread};
 use crate::store::{Received, Work};
-use crate::webhook::acknowledge;
-use crate::{Channel, Env, error};
-
-/// The Web API, when the manifest names none.
-const DEFAULT_API: &str = "https://slack.com/api";
-/// The status line `post` mode shows while the agent works.
-pub(crate) const WORKING: &str = "_Working on it…_";
-/// The shortest gap between two `chat.update`s of a streamed reply.
-const STREAM_INTERVAL: Duration = Duration::from_secs(1);
-/// How many times a call waits out Slack's `429` before giving up.
-const RATE_LIMITED_RETRIES: u32 = 3;
-/// The longest `Retry-After` obeyed (a longer one is cut to this).
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
-
-/// The thread a delivery is about.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct SlackThread {
-    pub(crate) channel: String,
-    pub(crate) thread_ts: String,
-}
-
-/// The Slack side of a channel: settings and the Web API client.
-pub(crate) struct Slack {
-    pub(crate) config: SlackChannel,
-    env: Env,
-    client: reqwest::Client,
-}
-
-impl Slack {
-    /// The client of `config`, reading its bot token from `env`.
-    pub(crate) fn new(config: SlackChannel, env: Env) -> Slack {
-        Slack {
-            config,
-            env,
-            client: reqwest::Client::new(),
-        }
-    }
-
-    /// Calls Web API `method` with a JSON body once; the answer, or why it failed (Slack's
-    /// `429` as [`CallError::RateLimited`] with the wait its `Retry-After` asks).
-    async fn call_once(&self, method: &str, body: &Value) -> Result<Value, CallError> {
-        let base = self
-            .config
-            .api_base_url
-            .as_deref()
-            .unwrap_or(DEFAULT_API)
-            .trim_end_matches('/');
-        let token_env = self.config.env_name("SLACK_BOT_TOKEN");
-        let token = (self.env)(&token_env).ok_or_else(|| {
-            CallError::Failed(format!(
-                "{token_env} is not set on the server (the bot's xoxb- token)"
-            ))
-        })?;
-        let url = format!("{base}/{method}");
-        let answer = self
-            .client
-            .post(&url)
-            .timeout(Duration::from_secs(15))
-            .bearer_auth(token)
-            .json(body)
-            .send()
-            .await
-            .map_err(|err| CallError::Failed(format!("{method} failed: {err}")))?;
-        let status = answer.status();
-        if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
-            return Err(CallError::RateLimited(retry_after(answer.headers())));
-        }
-        let value: Value = answer.json().await.unwrap_or(Value::Null);
-        if !status.is_success() || value["ok"] != json!(true) {
-            return Err(CallError::Failed(format!(
-                "{method} answered {status}: {value}"
-            )));
-        }
-        Ok(value)
-    }
-
-    /// Calls Web API `method`, waiting out Slack's rate limit (`429` + `Retry-After`) up to
-    /// [`RATE_LIMITED_RETRIES`] times; the answer, or why it failed.
-    async fn call(&self, method: &str, body: &Value) -> Result<Value, String> {
-        let mut waits = 0;
-        loop {
-            match self.call_once(method, body).await {
-                Ok(value) => return Ok(value),
-                Err(CallError::RateLimited(wait)) if waits < RATE_LIMITED_RETRIES => {
-                    waits += 1;
-                    tokio::time::sleep(wait).await;
-                }
-                Err(CallError::RateLimited(wait)) => {
-                    return Err(format!(
-                        "{method} is still rate-limited by Slack after {waits} waits (the last asked for {} s more)",
-                        wait.as_secs()
-                    ));
-                }
-                Err(CallError::Failed(message)) => return Err(message),
-            }
-        }
-    }
-
-    /// Posts `text` in the thread; the message's `ts`.
-    async fn post(&self, thread: &SlackThread, text: &str) -> Result<String, String> {
-        let answer = self
-            .call(
-                "chat.postMessage",
-                &json!({ "channel": thread.channel, "thread_ts": thread.thread_ts, "text": text }),
-            )
-            .await?;
-        answer["ts"]
-            .as_str()
-            .map(String::from)
-            .ok_or_else(|| "chat.postMessage answered no ts".into())
-    }
-
-    fn update_body(thread: &SlackThread, ts: &str, text: &str) -> Value {
-        json!({ "channel": thread.channel, "ts": ts, "text": text })
-    }
-}
-
-/// Why a Web API call failed.
-enum CallError {
-    /// Slack answered `429`: try again after this long.
-    RateLimited(Duration),
-    /// Anything else: what failed.
-    Failed(String),
-}
-
-/// The wait a `429`'s `Retry-After` (seconds) asks, at most [`MAX_RETRY_AFTER`]; one second
-/// when it is missing or unreadable.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Duration {
-    headers
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map_or(Duration::from_secs(1), Duration::from_secs)
-        .min(MAX_RETRY_AFTER)
-}
-
-/// One turn's message in the thread, as the follower drives it. In `stream` mode the text
-/// that arrived but is not in the message yet is the queued update: it goes out when the
-/// follower's timer reaches [`Reply::due_at`] (one update per [`STREAM_INTERVAL`], or later
-/// when Slack's `Retry-After` asks), always as the whole text so far, so a delayed update
-/// loses nothing and no text is sent twice. The turn's end drops the queued update and sends
-/// the final text (the answer, or `Stopped.` after `stop`).
-pub(crate) struct Reply {
-    thread: SlackThread,
-    ts: Option<String>,
-    /// Everything the turn said so far.
-    text: String,
-    /// What the message shows now.
-    shown: String,
-    /// The earliest time the next `chat.update` may go out.
-    not_before: Option<Instant>,
-}
-
-impl Reply {
-    /// The reply of a turn in `thread`.
-    pub(crate) fn new(thread: SlackThread) -> Reply {
-        Reply {
-            thread,
-            ts: None,
-            text: String::new(),
-            shown: String::new(),
-            not_before: None,
-        }
-    }
-
-    /// The turn started: the status line (`post`) or the message to stream into.
-    pub(crate) async fn started(&mut self, slack: &Slack) -> Result<(), String> {
-        self.ts = Some(slack.post(&self.thread, WORKING).await?);
-        self.shown = WORKING.to_string();
-        Ok(())
-    }
-
-    /// Text arrived: in `stream` mode it is queued for the next update ([`Reply::due_at`]).
-    pub(crate) fn appended(&mut self, delta: &str) {
-        self.text.push_str(delta);
-    }
-
-    /// When the queued update may go out (`None`: nothing queued, or not `stream` mode).
-    pub(crate) fn due_at(&self, slack: &Slack) -> Option<Instant> {
-        let streaming = slack.config.reply.unwrap_or_default() == SlackReplyMode::Stream;
-        let queued = self.ts.is_some() && !self.text.is_empty() && self.text != self.shown;
-        (streaming && queued).then(|| self.not_before.unwrap_or_else(Instant::now))
-    }
-
-    /// Sends the queued update (the whole text so far). A `429` keeps it queued until its
-    /// `Retry-After` has passed; another failure drops it (the next text or the end sends
-    /// the whole text again).
-    pub(crate) async fn flush(&mut self, slack: &Slack) -> Result<(), String> {
-        let Some(ts) = &self.ts else { return Ok(()) };
-        let text = self.text.clone();
-        let result = slack
-            .call_once("chat.update", &Slack::update_body(&self.thread, ts, &text))
-            .await;
-        let wait = match &result {
-            Err(CallError::RateLimited(wait)) => *wait,
-            Ok(_) | Err(CallError::Failed(_)) => STREAM_INTERVAL,
-        };
-        self.not_before = Some(Instant::now() + wait);
-        match result {
-            Ok(_) => {
-                self.shown = text;
-                Ok(())
-            }
-            Err(CallError::RateLimited(wait)) => Err(format!(
-                "chat.update is rate-limited by Slack: the update waits {} s (Retry-After)",
-                wait.as_secs()
-            )),
-            Err(CallError::Failed(message)) => {
-                self.shown = text;
-                Err(message)
-            }
-        }
-    }
-
-    /// The turn ended with `text` (the reply, or why it failed): the queued update is dropped
-    /// and the message becomes `text` (once the rate limit allows).
-    pub(crate) async fn ended(&mut self, slack: &Slack, text: &str) -> Result<(), String> {
-        let Some(ts) = &self.ts else {
-            return slack.post(&self.thread, text).await.map(drop);
-        };
-        if text == self.shown {
-            return Ok(());
-        }
-        if let Some(at) = self.not_before {
-            tokio::time::sleep_until(at.into()).await;
-        }
-        slack
-            .call("chat.update", &Slack::update_body(&self.thread, ts, text))
-            .await
-            .map(drop)
-    }
-}
+use crate::{Channel, error};
 
 /// What a Slack event asks.
 #[derive(Debug, Clone, PartialEq)]
@@ -273,16 +40,41 @@ enum Wake {
     },
 }
 
+/// Why a Slack event is recorded as ignored (and wakes no session).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Ignored {
+    /// A bot's message (the bot's own, too) or an edit.
+    #[error("a bot message or an edit (loop guard)")]
+    BotOrEdit,
+    /// The event names no channel.
+    #[error("the event names no channel")]
+    NoChannel,
+    /// An event that wakes nothing (not a mention, DM or post in a watched channel).
+    #[error("{kind} in {channel} is not acted on")]
+    NotActedOn {
+        /// The event's type.
+        kind: String,
+        /// The Slack channel.
+        channel: String,
+    },
+    /// The event has no `ts`.
+    #[error("the event has no ts")]
+    NoTs,
+}
+
+/// `X-Slack-Retry-Num` is not a number.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("X-Slack-Retry-Num: not a number (Slack sends 1, 2 or 3)")]
+struct BadRetryNum;
+
 /// Reads an `event_callback`'s event; `Err` says why it is ignored.
-fn interpret(slack: &Slack, body: &Value) -> Result<Wake, String> {
+fn interpret(slack: &Slack, body: &Value) -> Result<Wake, Ignored> {
     let event = &body["event"];
     let kind = event["type"].as_str().unwrap_or_default();
     if event.get("bot_id").is_some() || event.get("subtype").is_some() {
-        return Err("a bot message or an edit (loop guard)".into());
+        return Err(Ignored::BotOrEdit);
     }
-    let channel = event["channel"]
-        .as_str()
-        .ok_or("the event names no channel")?;
+    let channel = event["channel"].as_str().ok_or(Ignored::NoChannel)?;
     let watched = slack.config.watch_channels.iter().any(|c| c == channel);
     let wakes = match kind {
         "app_mention" => true,
@@ -290,11 +82,14 @@ fn interpret(slack: &Slack, body: &Value) -> Result<Wake, String> {
         _ => false,
     };
     if !wakes {
-        return Err(format!("{kind} in {channel} is not acted on"));
+        return Err(Ignored::NotActedOn {
+            kind: kind.to_string(),
+            channel: channel.to_string(),
+        });
     }
     let raw = event["text"].as_str().unwrap_or_default();
     let text = strip_mentions(raw);
-    let ts = event["ts"].as_str().ok_or("the event has no ts")?;
+    let ts = event["ts"].as_str().ok_or(Ignored::NoTs)?;
     let thread = SlackThread {
         channel: channel.to_string(),
         thread_ts: event["thread_ts"].as_str().unwrap_or(ts).to_string(),
@@ -354,7 +149,7 @@ pub(crate) async fn receive(channel: Arc<Channel>, req: Request) -> Response {
     };
     let retry = match announced_retry(&headers) {
         Ok(retry) => retry,
-        Err(message) => return error(ErrorCode::InvalidRequest, message),
+        Err(err) => return error(ErrorCode::InvalidRequest, err.to_string()),
     };
     let route = body["event"]["type"]
         .as_str()
@@ -363,7 +158,7 @@ pub(crate) async fn receive(channel: Arc<Channel>, req: Request) -> Response {
     let (work, ignored) = match interpret(slack, &body) {
         Ok(Wake::Message { text, thread, team }) => (Some(work(text, &thread, &team, false)), None),
         Ok(Wake::Stop { thread, team }) => (Some(work(String::new(), &thread, &team, true)), None),
-        Err(reason) => (None, Some(reason)),
+        Err(reason) => (None, Some(reason.to_string())),
     };
     acknowledge(
         channel.clone(),
@@ -381,7 +176,7 @@ pub(crate) async fn receive(channel: Arc<Channel>, req: Request) -> Response {
 
 /// The retry Slack announces in `X-Slack-Retry-Num` / `X-Slack-Retry-Reason` (none on a first
 /// attempt).
-fn announced_retry(headers: &HeaderMap) -> Result<Option<DeliveryRetry>, String> {
+fn announced_retry(headers: &HeaderMap) -> Result<Option<DeliveryRetry>, BadRetryNum> {
     let Some(num) = headers.get("x-slack-retry-num") else {
         return Ok(None);
     };
@@ -389,7 +184,7 @@ fn announced_retry(headers: &HeaderMap) -> Result<Option<DeliveryRetry>, String>
         .to_str()
         .ok()
         .and_then(|n| n.trim().parse::<u32>().ok())
-        .ok_or("X-Slack-Retry-Num: not a number (Slack sends 1, 2 or 3)")?;
+        .ok_or(BadRetryNum)?;
     let reason = headers
         .get("x-slack-retry-reason")
         .and_then(|r| r.to_str().ok())

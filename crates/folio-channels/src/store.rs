@@ -92,9 +92,14 @@ impl Received {
     }
 
     /// The delivery the store kept; the error says why its decision cannot be read.
-    fn from_store(delivery: ReceivedDelivery) -> Result<Received, String> {
-        let decision: Decision = serde_json::from_value(Value::Object(delivery.decision))
-            .map_err(|err| format!("delivery {}: its recorded work: {err}", delivery.id))?;
+    fn from_store(delivery: ReceivedDelivery) -> Result<Received, UnreadableDelivery> {
+        let decision: Decision =
+            serde_json::from_value(Value::Object(delivery.decision)).map_err(|source| {
+                UnreadableDelivery {
+                    id: delivery.id.clone(),
+                    source,
+                }
+            })?;
         Ok(Received {
             id: delivery.id,
             received_at: delivery.received_at,
@@ -104,6 +109,18 @@ impl Received {
             retry: delivery.retry,
         })
     }
+}
+
+/// A recorded delivery whose work cannot be read back (recorded by another version, or
+/// damaged): it is recorded as failed.
+#[derive(Debug, thiserror::Error)]
+#[error("delivery {id}: its recorded work: {source}")]
+pub(crate) struct UnreadableDelivery {
+    /// The delivery id.
+    pub(crate) id: String,
+    /// Why its recorded work does not decode.
+    #[source]
+    pub(crate) source: serde_json::Error,
 }
 
 /// One channel's deliveries in the server's store, with the server's claims.
@@ -168,7 +185,9 @@ impl Deliveries {
     /// The pending deliveries nobody runs (received before a restart, or by a server that
     /// died), claimed by this server; a delivery whose recorded work cannot be read is
     /// recorded as failed instead, and why is returned beside them.
-    pub(crate) async fn claim(&self) -> Result<(Vec<Received>, Vec<String>), StoreError> {
+    pub(crate) async fn claim(
+        &self,
+    ) -> Result<(Vec<Received>, Vec<UnreadableDelivery>), StoreError> {
         let claimed = self
             .store
             .claim_deliveries(&self.channel, &self.owner, self.ttl)
@@ -178,10 +197,11 @@ impl Deliveries {
             let id = delivery.id.clone();
             match Received::from_store(delivery) {
                 Ok(received) => runnable.push(received),
-                Err(reason) => {
+                Err(unreadable_delivery) => {
                     let failed = DeliveryStatus::Failed;
-                    self.finish(&id, failed, None, Some(reason.clone())).await?;
-                    unreadable.push(reason);
+                    let reason = unreadable_delivery.to_string();
+                    self.finish(&id, failed, None, Some(reason)).await?;
+                    unreadable.push(unreadable_delivery);
                 }
             }
         }
@@ -330,6 +350,7 @@ mod tests {
             .decision
             .insert("work".into(), serde_json::json!({"message": 3}));
         let err = Received::from_store(broken).unwrap_err();
-        assert!(err.contains("its recorded work"), "{err}");
+        assert_eq!(err.id, "d1");
+        assert!(err.to_string().contains("its recorded work"), "{err}");
     }
 }

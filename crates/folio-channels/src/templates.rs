@@ -30,6 +30,33 @@ pub(crate) struct Rendered {
     pub(crate) admission: Admission,
 }
 
+/// A body that breaks its route's `body_schema`: the first violation, naming the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {violation} (the route's body_schema)")]
+pub(crate) struct BodyInvalid {
+    /// The field, from `body` (`body.ticketId`).
+    pub(crate) field: String,
+    /// What the schema says of it.
+    pub(crate) violation: String,
+}
+
+/// Why a template did not render.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RenderError {
+    /// The channel has no route of this index.
+    #[error("no route {0}")]
+    NoRoute(usize),
+    /// The template failed over this context (an undefined value, a failing filter).
+    #[error("{name}: {source}")]
+    Template {
+        /// The template (`routes[0].message`, `deliver.url`).
+        name: String,
+        /// What minijinja reported.
+        #[source]
+        source: minijinja::Error,
+    },
+}
+
 /// The compiled templates of one webhook channel (none for other kinds).
 #[derive(Default)]
 pub(crate) struct Templates {
@@ -108,7 +135,7 @@ impl Templates {
     }
 
     /// Checks `body` against the route's schema: the first violation, naming the field.
-    pub(crate) fn check(&self, route: usize, body: &Value) -> Result<(), String> {
+    pub(crate) fn check(&self, route: usize, body: &Value) -> Result<(), BodyInvalid> {
         let Some(schema) = self.routes.get(route).and_then(|r| r.schema.as_ref()) else {
             return Ok(());
         };
@@ -125,17 +152,21 @@ impl Templates {
                 } else {
                     format!("body.{at}")
                 };
-                Err(format!("{field}: {err} (the route's body_schema)"))
+                Err(BodyInvalid {
+                    field,
+                    violation: err.to_string(),
+                })
             }
         }
     }
 
     /// Renders the route's message, continuation and title over `context`.
-    pub(crate) fn render_route(&self, route: usize, context: &Value) -> Result<Rendered, String> {
-        let compiled = self
-            .routes
-            .get(route)
-            .ok_or_else(|| format!("no route {route}"))?;
+    pub(crate) fn render_route(
+        &self,
+        route: usize,
+        context: &Value,
+    ) -> Result<Rendered, RenderError> {
+        let compiled = self.routes.get(route).ok_or(RenderError::NoRoute(route))?;
         let message = self.render(&format!("routes[{route}].message"), context)?;
         let continuation = compiled
             .has_continuation
@@ -155,14 +186,15 @@ impl Templates {
     }
 
     /// Renders the template `name` over `context`.
-    pub(crate) fn render(&self, name: &str, context: &Value) -> Result<String, String> {
-        let template = self
-            .env
-            .get_template(name)
-            .map_err(|err| format!("{name}: {err}"))?;
+    pub(crate) fn render(&self, name: &str, context: &Value) -> Result<String, RenderError> {
+        let failed = |source| RenderError::Template {
+            name: name.to_string(),
+            source,
+        };
+        let template = self.env.get_template(name).map_err(failed)?;
         template
             .render(Context::from(Serde(context)))
-            .map_err(|err| format!("{name}: {err}"))
+            .map_err(failed)
     }
 }
 
@@ -194,28 +226,36 @@ url = "https://tickets.example.com/{{ state.ticketId }}"
         let body = serde_json::json!({"ticketId": 42, "message": "It broke"});
         assert_eq!(templates.check(0, &body), Ok(()));
         assert_eq!(
-            templates.render_route(0, &serde_json::json!({ "body": body })),
-            Ok(Rendered {
+            templates
+                .render_route(0, &serde_json::json!({ "body": body }))
+                .unwrap(),
+            Rendered {
                 message: "It broke".into(),
                 continuation: Some("42".into()),
                 title: Some("Ticket 42".into()),
                 admission: Admission::Coalesce,
-            })
+            }
         );
         assert_eq!(
-            templates.check(0, &serde_json::json!({"message": "x"})),
+            templates
+                .check(0, &serde_json::json!({"message": "x"}))
+                .map_err(|e| e.to_string()),
             Err("body: \"ticketId\" is a required property (the route's body_schema)".into())
         );
         assert_eq!(
-            templates.check(0, &serde_json::json!({"ticketId": "x", "message": "x"})),
+            templates
+                .check(0, &serde_json::json!({"ticketId": "x", "message": "x"}))
+                .map_err(|e| e.to_string()),
             Err("body.ticketId: \"x\" is not of type \"integer\" (the route's body_schema)".into())
         );
         assert_eq!(
-            templates.render(
-                "deliver.body",
-                &serde_json::json!({"reply": "say \"hi\"", "state": {"ticketId": 42}})
-            ),
-            Ok(r#"{"text": "say \"hi\""}"#.into())
+            templates
+                .render(
+                    "deliver.body",
+                    &serde_json::json!({"reply": "say \"hi\"", "state": {"ticketId": 42}})
+                )
+                .unwrap(),
+            r#"{"text": "say \"hi\""}"#
         );
     }
 

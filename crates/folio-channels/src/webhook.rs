@@ -4,16 +4,23 @@
 use std::sync::Arc;
 
 use axum::extract::Request;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use chrono::Utc;
-use folio_protocol::{DeliveryAccepted, ErrorCode, OkTrue};
-use folio_session::FaultPoint;
-use folio_store::Admitted;
+use folio_protocol::ErrorCode;
 use serde_json::{Map, Value};
 
+use crate::acknowledge::acknowledge;
 use crate::store::{Received, Work};
-use crate::{Channel, error, sessions};
+use crate::{Channel, error};
+
+/// A delivery id header whose value cannot name a delivery.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{header}: a delivery id must be 1 to 200 visible ASCII characters")]
+struct BadDeliveryId {
+    /// The header.
+    header: String,
+}
 
 /// Headers that name a delivery when the manifest sets no `id_header`, in order.
 const ID_HEADERS: &[&str] = &["webhook-id", "idempotency-key", "x-delivery-id"];
@@ -28,8 +35,8 @@ pub(crate) async fn receive(channel: Arc<Channel>, route: usize, req: Request) -
         Ok(body) => body,
         Err(err) => return error(ErrorCode::InvalidRequest, format!("body: not JSON: {err}")),
     };
-    if let Err(message) = channel.templates.check(route, &body) {
-        return error(ErrorCode::InvalidRequest, message);
+    if let Err(invalid) = channel.templates.check(route, &body) {
+        return error(ErrorCode::InvalidRequest, invalid.to_string());
     }
     let context = serde_json::json!({ "body": body, "headers": header_map(&headers) });
     let rendered = match channel.templates.render_route(route, &context) {
@@ -43,7 +50,7 @@ pub(crate) async fn receive(channel: Arc<Channel>, route: usize, req: Request) -
     };
     let id = match delivery_id(&channel, &headers) {
         Ok(id) => id,
-        Err(message) => return error(ErrorCode::InvalidRequest, message),
+        Err(err) => return error(ErrorCode::InvalidRequest, err.to_string()),
     };
     let work = Work {
         message: rendered.message,
@@ -70,44 +77,9 @@ pub(crate) async fn receive(channel: Arc<Channel>, route: usize, req: Request) -
     .await
 }
 
-/// Records `received` durably, then answers `202` and starts its work (a duplicate id is
-/// answered the same way and runs nothing).
-pub(crate) async fn acknowledge(channel: Arc<Channel>, received: Received) -> Response {
-    let id = received.id.clone();
-    let admitted = match channel.store.receive(&received).await {
-        Ok(admitted) => admitted,
-        Err(err) => {
-            return error(
-                ErrorCode::Internal,
-                format!("the delivery was not recorded, retry it: {err}"),
-            );
-        }
-    };
-    let duplicate = admitted == Admitted::Duplicate;
-    let withheld = channel.manager.fault_armed(FaultPoint::ChannelAcknowledged);
-    if !duplicate && !withheld {
-        // The work outlives the request: it takes the delivery's `traceparent` along, so the
-        // turn it wakes joins the sender's trace (a delivery resumed after a restart has none).
-        let traceparent = folio_telemetry::incoming_traceparent();
-        tokio::spawn(folio_telemetry::with_incoming(
-            traceparent,
-            sessions::run(channel.clone(), received, false),
-        ));
-    }
-    (
-        StatusCode::ACCEPTED,
-        axum::Json(DeliveryAccepted {
-            ok: OkTrue,
-            delivery_id: id,
-            duplicate,
-        }),
-    )
-        .into_response()
-}
-
 /// The delivery's id: the manifest's `id_header`, else the first of [`ID_HEADERS`] present,
 /// else a fresh `dlv_…` (never deduplicated).
-fn delivery_id(channel: &Channel, headers: &HeaderMap) -> Result<String, String> {
+fn delivery_id(channel: &Channel, headers: &HeaderMap) -> Result<String, BadDeliveryId> {
     let names: Vec<&str> = match channel.id_header.as_deref() {
         Some(name) => vec![name],
         None => ID_HEADERS.to_vec(),
@@ -120,8 +92,8 @@ fn delivery_id(channel: &Channel, headers: &HeaderMap) -> Result<String, String>
                 .filter(|id| {
                     !id.is_empty() && id.len() <= 200 && id.bytes().all(|b| b.is_ascii_graphic())
                 })
-                .ok_or_else(|| {
-                    format!("{name}: a delivery id must be 1 to 200 visible ASCII characters")
+                .ok_or_else(|| BadDeliveryId {
+                    header: name.to_string(),
                 })?;
             return Ok(id.to_string());
         }

@@ -17,9 +17,7 @@ use crate::{
 /// The message of a write or delete refused because the path leaves a `host_dir` mount.
 const ESCAPES: &str = "path escapes the mounted directory";
 
-/// The most bytes a host `read` returns; a larger file is refused (`TooLarge`) without being
-/// loaded, so one `Read` cannot exhaust memory.
-pub const READ_BYTE_CAP: u64 = 64 * 1024 * 1024;
+use crate::limits::READ_BYTE_CAP;
 
 #[derive(Debug)]
 enum Mode {

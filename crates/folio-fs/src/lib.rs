@@ -44,6 +44,7 @@ mod error;
 mod host;
 mod host_files;
 mod index;
+mod limits;
 mod matcher;
 mod memory;
 pub mod merge;
@@ -56,12 +57,13 @@ mod walk;
 
 pub use beneath::{BeneathError, write_beneath};
 pub use error::{EditError, PathError};
-pub use host::{HostTree, READ_BYTE_CAP, host_dir, local_fs, workspace_fs};
+pub use host::{HostTree, host_dir, local_fs, workspace_fs};
 pub use host_files::{
     BlindWrites, HostFileMeta, HostFilesApi, HostFilesError, HostFs, MemoryHostFiles, PutOutcome,
     host_fs,
 };
 pub use index::{IndexedFs, indexed};
+pub use limits::READ_BYTE_CAP;
 pub use matcher::{LineMatcher, PathFilter};
 pub use memory::{EmptyFs, TempFs, empty_fs, temp_fs};
 pub use overlay::{OverlayDiff, OverlayFs, WritableOverlayFs, overlay_fs, writable_overlay_fs};

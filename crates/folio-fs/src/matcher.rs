@@ -52,7 +52,7 @@ impl LineMatcher {
             .line_number(true)
             .binary_detection(BinaryDetection::quit(b'\x00'))
             // One giant line must not buffer a whole file: past this the file is skipped.
-            .heap_limit(Some(crate::READ_BYTE_CAP as usize))
+            .heap_limit(Some(crate::limits::READ_BYTE_CAP as usize))
             .build()
     }
 

@@ -10,8 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::config::nearest_key;
-use crate::discovery::slug_problem;
+use crate::naming::{nearest_key, slug_problem};
 use crate::report::{Report, toml_files};
 use crate::schema_check::compile_schema;
 

@@ -197,16 +197,6 @@ pub enum MountSpec {
     },
 }
 
-/// The valid key closest to `unknown`, when one is close enough to be a likely typo.
-pub(crate) fn nearest_key<'a>(unknown: &str, valid: &[&'a str]) -> Option<&'a str> {
-    valid
-        .iter()
-        .map(|key| (strsim::damerau_levenshtein(unknown, key), *key))
-        .filter(|(distance, key)| *distance <= 2.max(key.len() / 3))
-        .min()
-        .map(|(_, key)| key)
-}
-
 /// Whether an authored tool only reads or also changes the world.
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, serde::Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

@@ -8,11 +8,11 @@ use crate::artifacts::{self, ArtifactsConfig};
 use crate::channels::{ChannelSummary, discover_channels};
 use crate::config::{
     AgentConfig, Execution, LocalSection, MountSpec, ProjectConfig, ScheduleFrontmatter,
-    nearest_key,
 };
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::hooks::{self, HookDefinition};
 use crate::mcp::{self, McpServerConfig};
+use crate::naming::nearest_key;
 use crate::report::Report;
 use crate::schedule::{
     CATCH_UP_VALUES, Cadence, CatchUp, DEFAULT_CATCH_UP_LIMIT, OVERLAP_VALUES, Overlap,
@@ -249,25 +249,6 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
         hooks,
         artifacts,
     })
-}
-
-/// Why `slug` cannot name an agent mounted next to others (`[A-Za-z0-9][A-Za-z0-9_-]*`, not
-/// `v1`, `playground` or `docs`), or `None` when it can.
-pub fn slug_problem(slug: &str) -> Option<String> {
-    let mut chars = slug.chars();
-    let shaped = chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if !shaped {
-        return Some(format!(
-            "slug \"{slug}\" must match [A-Za-z0-9][A-Za-z0-9_-]* (rename the directory)"
-        ));
-    }
-    if ["v1", "playground", "docs"].contains(&slug) {
-        return Some(format!(
-            "slug \"{slug}\" is reserved (v1, playground and docs are server routes): rename the directory"
-        ));
-    }
-    None
 }
 
 fn read_instructions(agent_dir: &Path, findings: &mut Report) -> Option<String> {

@@ -249,51 +249,156 @@ fn value_schema(kind: &str, option: Option<&str>) -> Value {
     schema
 }
 
+/// Why an `expect` table is not an assertion: the field and the rule it breaks.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AssertionError {
+    /// The table names no assertion kind, but a key close to one.
+    #[error("unknown assertion `{unknown}` (did you mean `{suggestion}`?)")]
+    UnknownKind {
+        /// The key found.
+        unknown: String,
+        /// The kind it most likely meant.
+        suggestion: &'static str,
+    },
+    /// The table names no assertion kind.
+    #[error("an assertion needs one of: {} (found {})", kinds.join(", "), found_keys(found))]
+    NoKind {
+        /// The assertion kinds.
+        kinds: Vec<&'static str>,
+        /// The keys of the table.
+        found: Vec<String>,
+    },
+    /// The table names several assertion kinds.
+    #[error(
+        "one assertion per table: {} are two assertions; write them as separate tables",
+        kinds.join(" and ")
+    )]
+    SeveralKinds {
+        /// The kinds named.
+        kinds: Vec<String>,
+    },
+    /// A key that is not an option of the kind.
+    #[error("{}", unknown_option(kind, key, valid))]
+    UnknownOption {
+        /// The assertion kind.
+        kind: &'static str,
+        /// The key found.
+        key: String,
+        /// The kind's options (none: it takes none).
+        valid: &'static [&'static str],
+    },
+    /// An unknown key inside a field's table (`judge`, a `trajectory` call).
+    #[error("{field}: unknown key `{key}`{place}; valid keys: {valid}")]
+    UnknownKey {
+        /// The field holding the table.
+        field: &'static str,
+        /// The key found.
+        key: String,
+        /// Where in the field (` in a call`), or nothing.
+        place: &'static str,
+        /// The valid keys.
+        valid: &'static str,
+    },
+    /// A field's value breaks its rule.
+    #[error("{field}: {rule}")]
+    Field {
+        /// The field (`called_tool.times`, `judge.rubric`).
+        field: String,
+        /// The rule it breaks (`must be a string`).
+        rule: &'static str,
+    },
+    /// A `called_tool.paths` key is not a supported JSON path.
+    #[error("called_tool.paths: `{path}`: {source}")]
+    JsonPath {
+        /// The path as written.
+        path: String,
+        /// Why it is not supported.
+        #[source]
+        source: JsonPathError,
+    },
+    /// `reply_matches` is not a valid regex.
+    #[error("reply_matches: not a valid regex ({})", regex_reason(source))]
+    Regex {
+        /// What the regex parser said.
+        #[source]
+        source: regex::Error,
+    },
+}
+
+impl AssertionError {
+    fn field(field: impl Into<String>, rule: &'static str) -> AssertionError {
+        AssertionError::Field {
+            field: field.into(),
+            rule,
+        }
+    }
+}
+
+fn found_keys(found: &[String]) -> String {
+    if found.is_empty() {
+        "an empty table".to_string()
+    } else {
+        found.join(", ")
+    }
+}
+
+fn unknown_option(kind: &str, key: &str, valid: &[&str]) -> String {
+    if valid.is_empty() {
+        format!("{kind}: takes no options (found `{key}`)")
+    } else {
+        format!(
+            "{kind}: unknown option `{key}`; valid options: {}",
+            valid.join(", ")
+        )
+    }
+}
+
+/// The reason of a regex error (its message spans lines: pattern, caret, reason).
+fn regex_reason(err: &regex::Error) -> String {
+    let text = err.to_string();
+    let reason = text.lines().last().unwrap_or_default();
+    reason.trim_start_matches("error: ").to_string()
+}
+
 /// Decodes one `expect` table; the error names the field and the rule.
-pub(crate) fn decode_assertion(table: &toml::Table) -> Result<Assertion, String> {
+pub(crate) fn decode_assertion(table: &toml::Table) -> Result<Assertion, AssertionError> {
     let kinds: Vec<&str> = table
         .keys()
         .map(String::as_str)
         .filter(|key| ASSERTION_KINDS.iter().any(|(kind, _)| kind == key))
         .collect();
-    let kind = match kinds.as_slice() {
-        [kind] => *kind,
+    let (kind, options) = match kinds.as_slice() {
+        [kind] => ASSERTION_KINDS
+            .iter()
+            .find(|(name, _)| name == kind)
+            .copied()
+            .expect("a kind of ASSERTION_KINDS"),
         [] => {
-            let names: Vec<&str> = ASSERTION_KINDS.iter().map(|(kind, _)| *kind).collect();
+            let names: Vec<&'static str> = ASSERTION_KINDS.iter().map(|(kind, _)| *kind).collect();
             let unknown = table.keys().next().map(String::as_str).unwrap_or_default();
-            return Err(match crate::config::nearest_key(unknown, &names) {
-                Some(near) => format!("unknown assertion `{unknown}` (did you mean `{near}`?)"),
-                None => format!(
-                    "an assertion needs one of: {} (found {})",
-                    names.join(", "),
-                    if table.is_empty() {
-                        "an empty table".to_string()
-                    } else {
-                        table.keys().cloned().collect::<Vec<_>>().join(", ")
-                    }
-                ),
+            return Err(match crate::naming::nearest_key(unknown, &names) {
+                Some(suggestion) => AssertionError::UnknownKind {
+                    unknown: unknown.to_string(),
+                    suggestion,
+                },
+                None => AssertionError::NoKind {
+                    kinds: names,
+                    found: table.keys().cloned().collect(),
+                },
             });
         }
         several => {
-            return Err(format!(
-                "one assertion per table: {} are two assertions; write them as separate tables",
-                several.join(" and ")
-            ));
+            return Err(AssertionError::SeveralKinds {
+                kinds: several.iter().map(|k| k.to_string()).collect(),
+            });
         }
     };
-    let options = ASSERTION_KINDS
-        .iter()
-        .find(|(name, _)| *name == kind)
-        .map_or(&[][..], |(_, options)| *options);
     for key in table.keys() {
         if key != kind && !options.contains(&key.as_str()) {
-            return Err(if options.is_empty() {
-                format!("{kind}: takes no options (found `{key}`)")
-            } else {
-                format!(
-                    "{kind}: unknown option `{key}`; valid options: {}",
-                    options.join(", ")
-                )
+            return Err(AssertionError::UnknownOption {
+                kind,
+                key: key.clone(),
+                valid: options,
             });
         }
     }
@@ -308,23 +413,25 @@ pub(crate) fn decode_assertion(table: &toml::Table) -> Result<Assertion, String>
                 None => BTreeMap::new(),
                 Some(toml::Value::Table(paths)) => {
                     for path in paths.keys() {
-                        check_json_path(path)
-                            .map_err(|rule| format!("called_tool.paths: `{path}`: {rule}"))?;
+                        check_json_path(path).map_err(|source| AssertionError::JsonPath {
+                            path: path.clone(),
+                            source,
+                        })?;
                     }
                     paths.iter().map(|(k, v)| (k.clone(), json(v))).collect()
                 }
                 Some(_) => {
-                    return Err(
-                        "called_tool.paths: must be a table of JSON path = value (e.g. { \"$.prUrl\" = \"…\" })"
-                            .into(),
-                    );
+                    return Err(AssertionError::field(
+                        "called_tool.paths",
+                        "must be a table of JSON path = value (e.g. { \"$.prUrl\" = \"…\" })",
+                    ));
                 }
             },
             times: match table.get("times") {
                 None => None,
                 Some(times) => Some(
                     u32::try_from(count("called_tool.times", times)?)
-                        .map_err(|_| "called_tool.times: too large".to_string())?,
+                        .map_err(|_| AssertionError::field("called_tool.times", "too large"))?,
                 ),
             },
         },
@@ -332,14 +439,8 @@ pub(crate) fn decode_assertion(table: &toml::Table) -> Result<Assertion, String>
         "reply_includes" => Assertion::ReplyIncludes(string(kind, value)?),
         "reply_matches" => {
             let pattern = string(kind, value)?;
-            if let Err(err) = regex::Regex::new(&pattern) {
-                // The parser's message spans lines (pattern, caret, reason): keep the reason.
-                let text = err.to_string();
-                let reason = text.lines().last().unwrap_or_default();
-                return Err(format!(
-                    "reply_matches: not a valid regex ({})",
-                    reason.trim_start_matches("error: ")
-                ));
+            if let Err(source) = regex::Regex::new(&pattern) {
+                return Err(AssertionError::Regex { source });
             }
             Assertion::ReplyMatches(pattern)
         }
@@ -350,7 +451,7 @@ pub(crate) fn decode_assertion(table: &toml::Table) -> Result<Assertion, String>
                 "trajectory"
             };
             let toml::Value::Array(items) = value else {
-                return Err(format!("{key}: must be a list of tool names"));
+                return Err(AssertionError::field(key, "must be a list of tool names"));
             };
             let calls = items
                 .iter()
@@ -374,7 +475,12 @@ pub(crate) fn decode_assertion(table: &toml::Table) -> Result<Assertion, String>
         "max_duration_secs" => Assertion::MaxDurationSecs(match value {
             toml::Value::Integer(n) if *n > 0 => *n as f64,
             toml::Value::Float(n) if *n > 0.0 => *n,
-            _ => return Err("max_duration_secs: must be a positive number of seconds".into()),
+            _ => {
+                return Err(AssertionError::field(
+                    "max_duration_secs",
+                    "must be a positive number of seconds",
+                ));
+            }
         }),
         "file" => {
             let path = string(kind, value)?;
@@ -396,10 +502,10 @@ pub(crate) fn decode_assertion(table: &toml::Table) -> Result<Assertion, String>
                 Ok([check]) => check,
                 Err(checks) if checks.is_empty() => FileCheck::Exists(true),
                 Err(_) => {
-                    return Err(
-                        "file: give one of contains, equals or exists (write another file assertion for a second check)"
-                            .into(),
-                    );
+                    return Err(AssertionError::field(
+                        "file",
+                        "give one of contains, equals or exists (write another file assertion for a second check)",
+                    ));
                 }
             };
             Assertion::File { path, check }
@@ -407,25 +513,34 @@ pub(crate) fn decode_assertion(table: &toml::Table) -> Result<Assertion, String>
         "tool_errored" => Assertion::ToolErrored(string(kind, value)?),
         "no_tool_errors" => {
             if !boolean(kind, value)? {
-                return Err("no_tool_errors: only `true` is meaningful (remove the assertion to allow errors)".into());
+                return Err(AssertionError::field(
+                    "no_tool_errors",
+                    "only `true` is meaningful (remove the assertion to allow errors)",
+                ));
             }
             Assertion::NoToolErrors
         }
         "approval_requested" => Assertion::ApprovalRequested(string(kind, value)?),
         "judge" => {
             let toml::Value::Table(judge) = value else {
-                return Err("judge: must be a table { rubric = \"…\", model = \"…\" }".into());
+                return Err(AssertionError::field(
+                    "judge",
+                    "must be a table { rubric = \"…\", model = \"…\" }",
+                ));
             };
             for key in judge.keys() {
                 if !["rubric", "model", "threshold"].contains(&key.as_str()) {
-                    return Err(format!(
-                        "judge: unknown key `{key}`; valid keys: rubric, model, threshold"
-                    ));
+                    return Err(AssertionError::UnknownKey {
+                        field: "judge",
+                        key: key.clone(),
+                        place: "",
+                        valid: "rubric, model, threshold",
+                    });
                 }
             }
-            let rubric = judge
-                .get("rubric")
-                .ok_or("judge.rubric: required: say what the grader checks")?;
+            let rubric = judge.get("rubric").ok_or_else(|| {
+                AssertionError::field("judge.rubric", "required: say what the grader checks")
+            })?;
             Assertion::Judge {
                 rubric: string("judge.rubric", rubric)?,
                 model: judge
@@ -438,7 +553,8 @@ pub(crate) fn decode_assertion(table: &toml::Table) -> Result<Assertion, String>
                 },
             }
         }
-        other => return Err(format!("{other}: not an assertion")),
+        // Unreachable: `kind` is one of ASSERTION_KINDS, and each is decoded above.
+        other => return Err(AssertionError::field(other, "not an assertion")),
     })
 }
 
@@ -446,28 +562,31 @@ fn json(value: &toml::Value) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-fn string(field: &str, value: &toml::Value) -> Result<String, String> {
+fn string(field: &str, value: &toml::Value) -> Result<String, AssertionError> {
     match value {
         toml::Value::String(text) if !text.is_empty() => Ok(text.clone()),
-        toml::Value::String(_) => Err(format!("{field}: must not be empty")),
-        _ => Err(format!("{field}: must be a string")),
+        toml::Value::String(_) => Err(AssertionError::field(field, "must not be empty")),
+        _ => Err(AssertionError::field(field, "must be a string")),
     }
 }
 
-fn boolean(field: &str, value: &toml::Value) -> Result<bool, String> {
+fn boolean(field: &str, value: &toml::Value) -> Result<bool, AssertionError> {
     value
         .as_bool()
-        .ok_or_else(|| format!("{field}: must be true or false"))
+        .ok_or_else(|| AssertionError::field(field, "must be true or false"))
 }
 
-fn count(field: &str, value: &toml::Value) -> Result<u64, String> {
+fn count(field: &str, value: &toml::Value) -> Result<u64, AssertionError> {
     match value {
         toml::Value::Integer(n) if *n >= 0 => Ok(*n as u64),
-        _ => Err(format!("{field}: must be a whole number, 0 or more")),
+        _ => Err(AssertionError::field(
+            field,
+            "must be a whole number, 0 or more",
+        )),
     }
 }
 
-fn fraction(field: &str, value: &toml::Value) -> Result<f64, String> {
+fn fraction(field: &str, value: &toml::Value) -> Result<f64, AssertionError> {
     let number = match value {
         toml::Value::Float(n) => *n,
         toml::Value::Integer(n) => *n as f64,
@@ -476,35 +595,37 @@ fn fraction(field: &str, value: &toml::Value) -> Result<f64, String> {
     if (0.0..=1.0).contains(&number) {
         Ok(number)
     } else {
-        Err(format!("{field}: must be a number from 0 to 1"))
+        Err(AssertionError::field(field, "must be a number from 0 to 1"))
     }
 }
 
-fn arg_mode(table: &toml::Table, kind: &str) -> Result<ArgMode, String> {
+fn arg_mode(table: &toml::Table, kind: &str) -> Result<ArgMode, AssertionError> {
     match table.get("args").map(toml::Value::as_str) {
         None => Ok(ArgMode::default()),
         Some(Some("exact")) => Ok(ArgMode::Exact),
         Some(Some("subset")) => Ok(ArgMode::Subset),
         Some(Some("ignore")) => Ok(ArgMode::Ignore),
-        Some(_) => Err(format!(
-            "{kind}.args: must be \"exact\", \"subset\" or \"ignore\""
+        Some(_) => Err(AssertionError::field(
+            format!("{kind}.args"),
+            "must be \"exact\", \"subset\" or \"ignore\"",
         )),
     }
 }
 
-fn order_mode(table: &toml::Table, kind: &str) -> Result<OrderMode, String> {
+fn order_mode(table: &toml::Table, kind: &str) -> Result<OrderMode, AssertionError> {
     match table.get("mode").map(toml::Value::as_str) {
         None => Ok(OrderMode::default()),
         Some(Some("exact")) => Ok(OrderMode::Exact),
         Some(Some("in_order")) => Ok(OrderMode::InOrder),
         Some(Some("any_order")) => Ok(OrderMode::AnyOrder),
-        Some(_) => Err(format!(
-            "{kind}.mode: must be \"exact\", \"in_order\" or \"any_order\""
+        Some(_) => Err(AssertionError::field(
+            format!("{kind}.mode"),
+            "must be \"exact\", \"in_order\" or \"any_order\"",
         )),
     }
 }
 
-fn expected_call(key: &str, item: &toml::Value) -> Result<ExpectedCall, String> {
+fn expected_call(key: &str, item: &toml::Value) -> Result<ExpectedCall, AssertionError> {
     match item {
         toml::Value::String(tool) if !tool.is_empty() => Ok(ExpectedCall {
             tool: tool.clone(),
@@ -513,28 +634,55 @@ fn expected_call(key: &str, item: &toml::Value) -> Result<ExpectedCall, String> 
         toml::Value::Table(call) if key == "trajectory" => {
             for name in call.keys() {
                 if name != "tool" && name != "input" {
-                    return Err(format!(
-                        "trajectory: unknown key `{name}` in a call; valid keys: tool, input"
-                    ));
+                    return Err(AssertionError::UnknownKey {
+                        field: "trajectory",
+                        key: name.clone(),
+                        place: " in a call",
+                        valid: "tool, input",
+                    });
                 }
             }
-            let tool = call
-                .get("tool")
-                .ok_or("trajectory: a call table needs tool = \"name\"")?;
+            let tool = call.get("tool").ok_or_else(|| {
+                AssertionError::field("trajectory", "a call table needs tool = \"name\"")
+            })?;
             Ok(ExpectedCall {
                 tool: string("trajectory.tool", tool)?,
                 input: call.get("input").map(json),
             })
         }
-        _ if key == "trajectory" => {
-            Err("trajectory: each call is a tool name or { tool = \"…\", input = { … } }".into())
-        }
-        _ => Err(format!("{key}: each item must be a tool name")),
+        _ if key == "trajectory" => Err(AssertionError::field(
+            "trajectory",
+            "each call is a tool name or { tool = \"…\", input = { … } }",
+        )),
+        _ => Err(AssertionError::field(key, "each item must be a tool name")),
     }
 }
 
+/// Why a JSON path is not of the supported form (`$`, then `.key`, `['key']` or `[n]` steps).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JsonPathError {
+    /// The path does not start with `$`.
+    #[error("a JSON path starts with `$` (e.g. `$.prUrl`)")]
+    NoRoot,
+    /// A `.` is followed by no key.
+    #[error("an empty key after `.`")]
+    EmptyKey,
+    /// A `[…]` holds neither an index nor a quoted key.
+    #[error("`[{inner}]` is neither an index nor a quoted key")]
+    BadBracket {
+        /// What the brackets hold.
+        inner: String,
+    },
+    /// A character that starts no step.
+    #[error("unexpected `{found}`: use `.key`, `['key']` or `[n]`")]
+    Unexpected {
+        /// The character.
+        found: char,
+    },
+}
+
 /// Checks a JSON path of the supported form: `$`, then `.key`, `['key']` or `[n]` steps.
-pub fn check_json_path(path: &str) -> Result<(), String> {
+pub fn check_json_path(path: &str) -> Result<(), JsonPathError> {
     parse_json_path(path).map(|_| ())
 }
 
@@ -548,10 +696,8 @@ pub enum PathStep {
 }
 
 /// Parses `$.a.b[0]['c d']` into its steps.
-pub fn parse_json_path(path: &str) -> Result<Vec<PathStep>, String> {
-    let rest = path
-        .strip_prefix('$')
-        .ok_or("a JSON path starts with `$` (e.g. `$.prUrl`)")?;
+pub fn parse_json_path(path: &str) -> Result<Vec<PathStep>, JsonPathError> {
+    let rest = path.strip_prefix('$').ok_or(JsonPathError::NoRoot)?;
     let mut steps = Vec::new();
     let mut chars = rest.chars().peekable();
     while let Some(c) = chars.next() {
@@ -566,7 +712,7 @@ pub fn parse_json_path(path: &str) -> Result<Vec<PathStep>, String> {
                     chars.next();
                 }
                 if key.is_empty() {
-                    return Err("an empty key after `.`".into());
+                    return Err(JsonPathError::EmptyKey);
                 }
                 steps.push(PathStep::Key(key));
             }
@@ -586,14 +732,12 @@ pub fn parse_json_path(path: &str) -> Result<Vec<PathStep>, String> {
                     (Some(key), _) => steps.push(PathStep::Key(key.to_string())),
                     (None, Ok(index)) => steps.push(PathStep::Index(index)),
                     (None, Err(_)) => {
-                        return Err(format!("`[{inner}]` is neither an index nor a quoted key"));
+                        return Err(JsonPathError::BadBracket { inner });
                     }
                 }
             }
             other => {
-                return Err(format!(
-                    "unexpected `{other}`: use `.key`, `['key']` or `[n]`"
-                ));
+                return Err(JsonPathError::Unexpected { found: other });
             }
         }
     }

@@ -47,6 +47,7 @@ mod evals;
 mod hooks;
 mod info;
 mod mcp;
+mod naming;
 mod report;
 mod schedule;
 mod schema_check;
@@ -70,10 +71,10 @@ pub use config::{
     StoreSection, TelemetrySection, ToolManifest,
 };
 pub use diagnostic::{Diagnostic, Severity};
-pub use discovery::{AgentDefinition, Discovery, ScheduleSummary, discover, slug_problem};
+pub use discovery::{AgentDefinition, Discovery, ScheduleSummary, discover};
 pub use eval_assertions::{
-    ASSERTION_KINDS, ArgMode, Assertion, ExpectedCall, FileCheck, OrderMode, PathStep,
-    check_json_path, parse_json_path,
+    ASSERTION_KINDS, ArgMode, Assertion, ExpectedCall, FileCheck, JsonPathError, OrderMode,
+    PathStep, check_json_path, parse_json_path,
 };
 pub use eval_writer::{
     FROM_SESSION_DIR, SaveCaseError, eval_from_session, session_case_path, write_new_eval,
@@ -87,6 +88,7 @@ pub use info::{describe, diagnostic_info};
 pub use mcp::{
     McpConnectionManifest, McpJwtAlgorithm, McpOAuth, McpOAuthGrant, McpServerConfig, McpTransport,
 };
+pub use naming::slug_problem;
 pub use report::{UnsetVariable, expand_template};
 pub use schedule::{
     CATCH_UP_VALUES, Cadence, CadenceError, CatchUp, DEFAULT_CATCH_UP_LIMIT, DelayError,

@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::nearest_key;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::naming::nearest_key;
 
 /// Diagnostics of one capability folder, with files named relative to the project directory.
 pub(crate) struct Report {

@@ -3,63 +3,15 @@
 //! Success bodies carry `"ok": true` ([`OkTrue`]); every error is an [`ErrorBody`] with
 //! `"ok": false`. Request bodies refuse unknown fields (`400 invalid_request` naming the field).
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::ok::{OkFalse, OkTrue};
 use crate::{Admission, ApprovalDecision, SessionMode, Usage};
-
-macro_rules! constant_bool {
-    ($(#[$doc:meta])* $name:ident = $value:literal) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-        pub struct $name;
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_bool($value)
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                if bool::deserialize(deserializer)? == $value {
-                    Ok($name)
-                } else {
-                    Err(serde::de::Error::custom(concat!("expected `ok: ", $value, "`")))
-                }
-            }
-        }
-
-        impl JsonSchema for $name {
-            fn schema_name() -> Cow<'static, str> {
-                stringify!($name).into()
-            }
-
-            fn inline_schema() -> bool {
-                true
-            }
-
-            fn json_schema(_: &mut SchemaGenerator) -> Schema {
-                json_schema!({ "const": $value })
-            }
-        }
-    };
-}
-
-constant_bool! {
-    /// The `"ok": true` of every success body (deserializes only from `true`).
-    OkTrue = true
-}
-
-constant_bool! {
-    /// The `"ok": false` of every error body (deserializes only from `false`).
-    OkFalse = false
-}
 
 /// `POST /v1/session`: a new session and its first message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -42,6 +42,7 @@ mod fork;
 mod hook;
 mod http;
 mod mcp;
+mod ok;
 mod reminder;
 mod result;
 mod schedule;
@@ -81,11 +82,12 @@ pub use fork::{ForkOrigin, ForkSession};
 pub use hook::HookPayload;
 pub use http::{
     Acknowledged, AgentSummary, ApprovalRequest, ArtifactRecord, ArtifactResponse, CreateSession,
-    Empty, ErrorBody, ErrorCode, FollowUp, FollowUpAccepted, LogLevel, LogLine, LogsResponse,
-    OkFalse, OkTrue, Page, SessionCreated, SessionResponse, SessionStatus, SessionSummary,
-    ToolCallRequest, ToolCallResult,
+    Empty, ErrorBody, ErrorCode, FollowUp, FollowUpAccepted, LogLevel, LogLine, LogsResponse, Page,
+    SessionCreated, SessionResponse, SessionStatus, SessionSummary, ToolCallRequest,
+    ToolCallResult,
 };
 pub use mcp::{AskArguments, AskResult, AskStatus, CheckArguments, CheckResult};
+pub use ok::{OkFalse, OkTrue};
 pub use reminder::{
     Reminder, ReminderCancelled, ReminderFired, ReminderResponse, ReminderSet, SetReminder,
 };

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::http::OkTrue;
+use crate::ok::OkTrue;
 
 /// `POST /v1/session/:id/reminders`: a one-off wake of a chat session, at an instant (`at`) or
 /// after a delay (`in`: `90s`, `15m`, `2h`, `1d`, or combined like `1h30m`).

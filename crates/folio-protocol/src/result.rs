@@ -90,8 +90,17 @@ const UNFINISHED_TURN: &str = "turn did not finish";
 /// Error of a log without any turn.
 const NO_TURNS: &str = "no turn in the event log";
 
-/// How a turn ended: its reply, duration and usage, or its failure message.
-type TurnEnd = Result<(String, u64, Option<Usage>), String>;
+/// How a turn ended.
+enum TurnEnd {
+    /// `turn.completed`: the reply, duration and usage.
+    Completed {
+        reply: String,
+        duration_ms: u64,
+        usage: Option<Usage>,
+    },
+    /// `turn.failed`: its message.
+    Failed { message: String },
+}
 
 #[derive(Default)]
 struct TurnState {
@@ -141,10 +150,16 @@ impl RunResult {
                 turn.last_at = Some(event.at);
                 match &event.body {
                     EventBody::TurnCompleted(done) => {
-                        turn.outcome = Some(Ok((done.reply.clone(), done.duration_ms, done.usage)));
+                        turn.outcome = Some(TurnEnd::Completed {
+                            reply: done.reply.clone(),
+                            duration_ms: done.duration_ms,
+                            usage: done.usage,
+                        });
                     }
                     EventBody::TurnFailed(failed) => {
-                        turn.outcome = Some(Err(failed.message.clone()));
+                        turn.outcome = Some(TurnEnd::Failed {
+                            message: failed.message.clone(),
+                        });
                     }
                     EventBody::MessageCompleted(message) => {
                         turn.last_text = message.text.clone();
@@ -204,10 +219,14 @@ impl RunResult {
                     _ => 0,
                 };
                 let (ok, reply, duration_ms, usage, error) = match turn.outcome {
-                    Some(Ok((reply, duration_ms, usage))) => {
-                        (true, reply, duration_ms, usage, None)
+                    Some(TurnEnd::Completed {
+                        reply,
+                        duration_ms,
+                        usage,
+                    }) => (true, reply, duration_ms, usage, None),
+                    Some(TurnEnd::Failed { message }) => {
+                        (false, turn.last_text, elapsed, None, Some(message))
                     }
-                    Some(Err(message)) => (false, turn.last_text, elapsed, None, Some(message)),
                     None => (
                         false,
                         turn.last_text,

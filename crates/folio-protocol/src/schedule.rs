@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::http::OkTrue;
+use crate::ok::OkTrue;
 
 /// `GET /v1/schedules`: every schedule of the agent, with its next slots and last outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

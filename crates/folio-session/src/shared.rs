@@ -130,6 +130,5 @@ impl Inner {
             .unwrap_or_else(|poison| poison.into_inner())
             .clone();
         crate::workspace_root::session_workspace(&self.state, root.as_deref(), meta)
-            .map_err(ManagerError::Refused)
     }
 }

@@ -12,7 +12,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::error::OpenError;
+use crate::error::{ManagerError, OpenError};
 use crate::state::{SessionMeta, StateRoot};
 
 /// The file in a workspace root that holds its id.
@@ -91,17 +91,17 @@ impl WorkspaceRoot {
 }
 
 /// The host workspace of the session `meta` describes on a server with `root` (`None`: no
-/// `--workspace-root`), or why this server cannot see it.
+/// `--workspace-root`), or why this server cannot see it (`Refused`).
 pub(crate) fn session_workspace(
     state: &StateRoot,
     root: Option<&WorkspaceRoot>,
     meta: &SessionMeta,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, ManagerError> {
     let id = &meta.session_id;
     match (&meta.workspace_root, root) {
         (None, _) => Ok(state.workspace_dir(id)),
         (Some(wanted), Some(root)) if *wanted == root.id => Ok(root.path.join(id)),
-        (Some(wanted), root) => Err(format!(
+        (Some(wanted), root) => Err(ManagerError::Refused(format!(
             "session {id} keeps its workspace under the workspace root {wanted}, which this server does not see ({}): start it with --workspace-root on the shared filesystem holding {wanted}",
             match root {
                 Some(root) => format!(
@@ -111,7 +111,7 @@ pub(crate) fn session_workspace(
                 ),
                 None => "it has no --workspace-root".to_string(),
             }
-        )),
+        ))),
     }
 }
 
