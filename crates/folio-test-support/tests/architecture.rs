@@ -37,8 +37,6 @@ enum Known {
     /// A cycle among the top-level modules of a crate: the crate and the modules of the cycle
     /// (a strongly connected component, in any order).
     ModuleCycle(&'static str, &'static [&'static str]),
-    /// A crate other than `folio-cli` that depends on `folio-server`.
-    DependsOnServer(&'static str),
     /// A file (relative to the workspace root) and how many `Result<_, String>` it has.
     StringErrors(&'static str, usize),
 }
@@ -144,10 +142,8 @@ fn only_the_cli_depends_on_the_server() {
         "Depend on what the server offers through a crate below it (folio-protocol, \
          folio-store, or a trait the server implements), not on folio-server itself.",
         found,
-        |known| match known {
-            Known::DependsOnServer(krate) => Some(Key::DependsOnServer(krate.to_string())),
-            _ => None,
-        },
+        // Never allowed: no crate depends on the server any more.
+        |_| None,
     );
 }
 
@@ -328,7 +324,9 @@ impl Key {
             Key::ModuleCycle(krate, modules) => {
                 format!("Known::ModuleCycle({krate:?}, &[{}])", list(modules))
             }
-            Key::DependsOnServer(krate) => format!("Known::DependsOnServer({krate:?})"),
+            Key::DependsOnServer(krate) => {
+                format!("{krate} depends on folio-server (never allowed)")
+            }
             Key::CrateCycle(crates) => format!("crate cycle [{}] (never allowed)", list(crates)),
             Key::StringErrors(file, count) => format!("Known::StringErrors({file:?}, {count})"),
         }
