@@ -131,6 +131,7 @@ mod agent;
 mod artifacts;
 mod compaction;
 mod conversation;
+mod env;
 mod hooks;
 mod layout;
 pub mod mcp;

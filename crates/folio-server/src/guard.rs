@@ -18,8 +18,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use folio_protocol::{ErrorBody, ErrorCode};
 
-use crate::http::HttpConfig;
-
 /// Largest framework error body the guard reads to reword it as JSON.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
@@ -243,11 +241,11 @@ pub(crate) struct Guard {
 }
 
 impl Guard {
-    /// The guard of a router served with `config`.
-    pub(crate) fn new(config: &HttpConfig) -> Arc<Guard> {
+    /// The guard of a router admitting `browsers` and bodies up to `body_limit` bytes.
+    pub(crate) fn new(browsers: Browsers, body_limit: usize) -> Arc<Guard> {
         Arc::new(Guard {
-            browsers: config.browsers.clone(),
-            body_limit: config.body_limit,
+            browsers,
+            body_limit,
         })
     }
 }

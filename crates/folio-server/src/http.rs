@@ -189,7 +189,7 @@ pub fn router(mounts: Vec<Mount>, config: HttpConfig) -> Router {
 /// `(slug, routes)` pair is mounted under that agent's prefix (`/<slug>` or the root) behind
 /// the guard, body limit, panic and timeout layers, but not the caller auth.
 pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, Router)>) -> Router {
-    let guard = Guard::new(&config);
+    let guard = Guard::new(config.browsers.clone(), config.body_limit);
     let agents: Vec<AgentSummary> = mounts
         .iter()
         .map(|m| {

@@ -574,16 +574,13 @@ pub(crate) async fn follow(
     live: std::sync::Weak<Live>,
     mut appends: folio_store::Appends,
 ) {
-    let mut idle = tokio::time::interval(Duration::from_secs(5));
+    let Some(dropped) = live.upgrade().map(|live| live.dropped.clone()) else {
+        return;
+    };
     loop {
         let newest = tokio::select! {
             newest = appends.next() => newest,
-            _ = idle.tick() => {
-                if live.strong_count() == 0 {
-                    return;
-                }
-                continue;
-            }
+            () = dropped.cancelled() => return,
             () = inner.shutdown.cancelled() => return,
         };
         let Some(live) = live.upgrade() else { return };

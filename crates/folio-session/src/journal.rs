@@ -14,6 +14,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use futures::FutureExt;
+
 use folio_protocol::{Event, EventBody};
 use folio_store::{NewEvent, SessionMeta, SessionStore};
 use folio_store_disk::{LogError, now_millis};
@@ -28,8 +30,10 @@ pub(crate) struct Journal {
     pub(crate) writer: Mutex<Writer>,
     /// One write at a time, so buffered runs reach the store in index order.
     flushing: tokio::sync::Mutex<()>,
-    /// Signalled on each append: the actor publishes what waits.
+    /// Signalled on each append left pending: the actor publishes what waits.
     pub(crate) appended: tokio::sync::Notify,
+    /// Whether appends are written as they are made (the store's appends are local writes).
+    immediate: bool,
 }
 
 pub(crate) struct Writer {
@@ -45,7 +49,6 @@ impl Journal {
     /// The log of `session_id` in `store`, whose stored events end before `next_index`.
     pub(crate) fn new(store: Arc<dyn SessionStore>, session_id: &str, next_index: u64) -> Self {
         Journal {
-            store,
             session_id: session_id.to_string(),
             writer: Mutex::new(Writer {
                 next_index,
@@ -54,12 +57,17 @@ impl Journal {
             }),
             flushing: tokio::sync::Mutex::new(()),
             appended: tokio::sync::Notify::new(),
+            immediate: store.publish_interval().is_zero(),
+            store,
         }
     }
 
-    /// Appends one event with the next index (written at the next publish, durable at the
-    /// next commit).
-    pub(crate) fn append(&self, turn_id: Option<&str>, body: EventBody) -> Event {
+    /// Appends one event with the next index, durable at the next commit; answers it and
+    /// whether it is written to the store already. Where the store's appends are local writes
+    /// ([`SessionStore::publish_interval`] zero) and nothing waits before it, it is written
+    /// here, at once (a store append that would wait is not started); otherwise at the next
+    /// [`Journal::publish`].
+    pub(crate) fn append(&self, turn_id: Option<&str>, body: EventBody) -> (Event, bool) {
         let mut writer = lock(&self.writer);
         let event = Event {
             index: writer.next_index,
@@ -69,10 +77,26 @@ impl Journal {
             body,
         };
         writer.next_index += 1;
+        if self.immediate
+            && writer.pending.is_empty()
+            && let Some(fence) = writer.fence
+        {
+            let new = vec![NewEvent {
+                turn_id: event.turn_id.clone(),
+                body: event.body.clone(),
+                at: Some(event.at),
+            }];
+            let write = self
+                .store
+                .append(&self.session_id, event.index, Some(fence), new);
+            if let Some(Ok(_)) = write.now_or_never() {
+                return (event, true);
+            }
+        }
         writer.pending.push(event.clone());
         drop(writer);
         self.appended.notify_one();
-        event
+        (event, false)
     }
 
     /// The index up to which events are written to the store, which streams may show.

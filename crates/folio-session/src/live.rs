@@ -42,6 +42,8 @@ pub(crate) struct Live {
     pub(crate) approvals: Mutex<Approvals>,
     /// Fires when the session is deleted: streams end.
     pub(crate) closed: CancellationToken,
+    /// Fires when this live session is dropped (the task following the store ends with it).
+    pub(crate) dropped: CancellationToken,
     /// Answered once the actor settled the turn of a dead owner it took over
     /// ([`Command::Recover`]); taken by whoever waits for that.
     pub(crate) recovering: Mutex<Option<oneshot::Receiver<()>>>,
@@ -123,6 +125,7 @@ impl Live {
             approvals: Mutex::new(Approvals::default()),
             closed: CancellationToken::new(),
             recovering: Mutex::new(None),
+            dropped: CancellationToken::new(),
             hooks: Mutex::new(None),
         }
     }
@@ -142,12 +145,17 @@ impl Live {
         }
     }
 
-    /// Appends one event; streams see it once it is written to the store ([`Live::publish`],
-    /// [`Live::commit`]).
+    /// Appends one event; streams see it once it is written to the store (at once where the
+    /// store's appends are local writes, else at [`Live::publish`] or [`Live::commit`]).
     pub(crate) fn append(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, LogError> {
         let _order = lock(&self.append);
-        let event = self.log.append(turn_id, body);
+        let (event, written) = self.log.append(turn_id, body);
+        // Stored before it is broadcast: a stream that subscribed, then copied the events,
+        // misses nothing.
         lock(&self.events).push(event.clone());
+        if written {
+            let _ = self.tx.send(event.clone());
+        }
         if let Some(hooks) = &*lock(&self.hooks) {
             hooks.dispatch(&event);
         }
@@ -295,6 +303,12 @@ impl Live {
     /// Answers `read` from the stored events without copying them.
     pub(crate) fn with_events<T>(&self, read: impl FnOnce(&[Event]) -> T) -> T {
         read(&lock(&self.events))
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.dropped.cancel();
     }
 }
 

@@ -60,6 +60,8 @@ pub struct DiskStore {
     logs: Mutex<HashMap<String, Arc<OpenLog>>>,
     /// The leases, by session id (see the module docs).
     leases: Mutex<Leases>,
+    /// How many logs may be open before idle ones are looked for again.
+    sweep_at: Mutex<usize>,
     /// Create keys and slot claims are checked and recorded one at a time.
     recording: tokio::sync::Mutex<()>,
     /// `<state-root>/artifacts`, as `folio serve` keeps them.
@@ -88,6 +90,11 @@ struct OpenLog {
     fresh: Mutex<bool>,
     /// When it was last used, for closing idle logs.
     used: Mutex<std::time::Instant>,
+    /// The session's metadata as last read or written through this store (`None`: not read
+    /// yet): one process has the state root, so while the log is open this is the file.
+    meta: Mutex<Option<SessionMeta>>,
+    /// The log's last event, kept as appends land.
+    last: Mutex<Option<Event>>,
 }
 
 #[derive(Default)]
@@ -119,6 +126,7 @@ impl DiskStore {
             signals: broadcast::Sender::new(SIGNALS),
             logs: Mutex::new(HashMap::new()),
             leases: Mutex::new(Leases::default()),
+            sweep_at: Mutex::new(OPEN_LOGS),
             recording: tokio::sync::Mutex::new(()),
             claimed: Mutex::new(std::collections::HashSet::new()),
             lock: Mutex::new(Some(lock)),
@@ -199,41 +207,56 @@ impl DiskStore {
         if !self.exists(session_id)? {
             return Err(StoreError::NotFound(format!("session {session_id}")));
         }
-        self.insert_log(session_id, false)
+        self.insert_log(session_id, None)
     }
 
     /// Opens the log of `session_id` and keeps it, closing idle logs past [`OPEN_LOGS`].
-    fn insert_log(&self, session_id: &str, fresh: bool) -> Result<Arc<OpenLog>, StoreError> {
-        let (log, events) =
+    fn insert_log(
+        &self,
+        session_id: &str,
+        fresh: Option<&SessionMeta>,
+    ) -> Result<Arc<OpenLog>, StoreError> {
+        let (log, mut events) =
             EventLog::open(&self.state.trace_path(session_id), session_id).map_err(log_error)?;
+        let last = events.pop();
         let open = Arc::new(OpenLog {
             log,
             appending: Mutex::new(()),
-            newest: watch::Sender::new(events.last().map(|event| event.index)),
-            fresh: Mutex::new(fresh),
+            newest: watch::Sender::new(last.as_ref().map(|event| event.index)),
+            fresh: Mutex::new(fresh.is_some()),
             used: Mutex::new(std::time::Instant::now()),
+            meta: Mutex::new(fresh.cloned()),
+            last: Mutex::new(last),
         });
         let mut logs = lock(&self.logs);
         let open = logs.entry(session_id.to_string()).or_insert(open).clone();
-        if logs.len() > OPEN_LOGS {
+        // Closing is one pass over the open logs, so it runs only once a quarter of the limit
+        // more is open than after the last pass (logs still followed stay open).
+        let mut sweep = lock(&self.sweep_at);
+        if logs.len() > (*sweep).max(OPEN_LOGS) {
             let mut idle: Vec<(std::time::Instant, String)> = logs
                 .iter()
                 .filter(|(_, log)| log.newest.receiver_count() == 0 && !*lock(&log.fresh))
                 .map(|(id, log)| (*lock(&log.used), id.clone()))
                 .collect();
             idle.sort_unstable();
-            let excess = logs.len() - OPEN_LOGS;
+            let excess = logs.len().saturating_sub(OPEN_LOGS * 3 / 4);
             for (_, id) in idle.into_iter().take(excess) {
                 logs.remove(&id);
             }
+            *sweep = logs.len() + OPEN_LOGS / 4;
         }
         Ok(open)
     }
 
-    /// Whether the session's `session.json` exists and was written.
+    /// Whether the session's `session.json` exists and was written (a session whose log this
+    /// store has open does: a delete closes it first).
     fn exists(&self, session_id: &str) -> Result<bool, StoreError> {
         if !valid_session_id(session_id) {
             return Ok(false);
+        }
+        if lock(&self.logs).contains_key(session_id) {
+            return Ok(true);
         }
         Ok(load_meta(&self.state, session_id)
             .map_err(|source| io("cannot read session.json", source))?
@@ -320,19 +343,24 @@ impl SessionStore for DiskStore {
                 "{id} is not a session id (ses_ + 26 ULID characters)"
             )));
         }
-        // A `session.json` a crash left unwritten belongs to a create never acknowledged.
-        if meta_never_written(&self.state, id) {
-            std::fs::remove_file(self.state.meta_path(id))
-                .map_err(|source| io("cannot remove an unwritten session.json", source))?;
-        }
         match meta.write_new(&self.state) {
             Ok(()) => {}
+            // A `session.json` a crash left unwritten belongs to a create never acknowledged.
+            Err(err)
+                if err.kind() == std::io::ErrorKind::AlreadyExists
+                    && meta_never_written(&self.state, id) =>
+            {
+                std::fs::remove_file(self.state.meta_path(id))
+                    .map_err(|source| io("cannot remove an unwritten session.json", source))?;
+                meta.write_new(&self.state)
+                    .map_err(|source| io("cannot write session.json", source))?;
+            }
             Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
                 return Err(StoreError::AlreadyExists(id.clone()));
             }
             Err(source) => return Err(io("cannot write session.json", source)),
         }
-        self.insert_log(id, true)?;
+        self.insert_log(id, Some(meta))?;
         Ok(())
     }
 
@@ -340,7 +368,16 @@ impl SessionStore for DiskStore {
         if !valid_session_id(session_id) {
             return Ok(None);
         }
-        load_meta(&self.state, session_id).map_err(|source| io("cannot read session.json", source))
+        let open = lock(&self.logs).get(session_id).cloned();
+        if let Some(meta) = open.as_ref().and_then(|open| lock(&open.meta).clone()) {
+            return Ok(Some(meta));
+        }
+        let meta = load_meta(&self.state, session_id)
+            .map_err(|source| io("cannot read session.json", source))?;
+        if let Some(open) = open {
+            *lock(&open.meta) = meta.clone();
+        }
+        Ok(meta)
     }
 
     async fn save_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
@@ -348,7 +385,11 @@ impl SessionStore for DiskStore {
             return Err(StoreError::NotFound(format!("session {}", meta.session_id)));
         }
         meta.save_repairable(&self.state)
-            .map_err(|source| io("cannot save session.json", source))
+            .map_err(|source| io("cannot save session.json", source))?;
+        if let Some(open) = lock(&self.logs).get(&meta.session_id) {
+            *lock(&open.meta) = Some(meta.clone());
+        }
+        Ok(())
     }
 
     async fn list_sessions(&self, query: &ListQuery) -> Result<Vec<SessionMeta>, StoreError> {
@@ -433,6 +474,7 @@ impl SessionStore for DiskStore {
             );
         }
         if let Some(last) = stored.last() {
+            *lock(&open.last) = Some(last.clone());
             open.newest.send_replace(Some(last.index));
         }
         Ok(stored)
@@ -462,6 +504,7 @@ impl SessionStore for DiskStore {
                 .install()
                 .await
                 .map_err(|source| io("cannot save session.json", source))?;
+            *lock(&open.meta) = meta.cloned();
         }
         Ok(())
     }
@@ -472,6 +515,14 @@ impl SessionStore for DiskStore {
         start_index: u64,
         limit: Option<usize>,
     ) -> Result<Vec<Event>, StoreError> {
+        // Nothing at or past `start_index` (an open log knows its end): no read.
+        if let Some(open) = lock(&self.logs).get(session_id)
+            && lock(&open.last)
+                .as_ref()
+                .is_none_or(|last| last.index < start_index)
+        {
+            return Ok(Vec::new());
+        }
         if !self.exists(session_id)? {
             return Err(StoreError::NotFound(format!("session {session_id}")));
         }
@@ -491,6 +542,9 @@ impl SessionStore for DiskStore {
     }
 
     async fn last_event(&self, session_id: &str) -> Result<Option<Event>, StoreError> {
+        if let Some(open) = lock(&self.logs).get(session_id) {
+            return Ok(lock(&open.last).clone());
+        }
         if !self.exists(session_id)? {
             return Err(StoreError::NotFound(format!("session {session_id}")));
         }

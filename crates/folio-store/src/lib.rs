@@ -7,7 +7,7 @@
 //! owner; retention deletes old idle sessions. Two backends implement it: the embedded disk
 //! store (`folio_store_disk::DiskStore`, over the state root's files; one process per state root,
 //! so its leases and signals live in memory) and PostgreSQL (`folio_store_postgres::PgStore`,
-//! any number of servers). Both run the same conformance suite, [`suite`].
+//! any number of servers). Both run the same conformance suite, `suite` (feature `suite`, for backends' tests).
 //!
 //! What lives in the event log needs no table of its own: queued messages
 //! (`message.queued`), approvals (`action.approval_requested`/`resolved`), a follow-up's
@@ -56,6 +56,7 @@
 mod deliveries;
 mod error;
 mod meta;
+#[cfg(feature = "suite")]
 pub mod suite;
 
 use std::pin::Pin;
@@ -182,8 +183,10 @@ pub trait SessionStore: Send + Sync {
     fn deliveries(&self) -> std::sync::Arc<dyn DeliveryStore>;
 
     /// How long a session's owner gathers a running turn's appends before it writes them in
-    /// one [`append`](SessionStore::append) (what streams on other servers wait at most):
-    /// zero where an append is a local write (the disk store), longer where it is a round trip.
+    /// one [`append`](SessionStore::append) (what streams on other servers wait at most);
+    /// longer where an append is a round trip. Zero declares appends local writes: an
+    /// [`append`](SessionStore::append) completes when first polled, so the owner writes each
+    /// event in the call that makes it (the disk store).
     fn publish_interval(&self) -> Duration {
         Duration::ZERO
     }

@@ -53,8 +53,6 @@ const KNOWN_VIOLATIONS: &[Known] = &[
             "shared",
         ],
     ),
-    Known::ModuleCycle("folio-server", &["guard", "http", "mcp"]),
-    Known::ModuleCycle("folio-agent", &["mcp", "tools"]),
     // `SharedCredentials` is folio-agent's trait (below); its store-backed impl follows it.
     Known::StringErrors("crates/folio-session/src/store_backends.rs", 3),
     Known::StringErrors("crates/folio-agent/src/mcp/connection.rs", 1),

@@ -26,7 +26,7 @@ use crate::layout::StateLayout;
 use tokio::sync::Mutex;
 use tracing::Instrument;
 
-use super::env::EnvLookup;
+use crate::env::EnvLookup;
 use crate::tools::process::kill_group;
 
 /// How long starting a server (spawn + initialize + first listing) may take.

@@ -15,14 +15,14 @@ use folio_project::McpServerConfig;
 
 mod connection;
 mod elicitation;
-mod env;
+
 mod oauth;
 mod tool;
 mod traced_http;
 
+pub use crate::env::{EnvLookup, process_env};
 pub use connection::{McpConnection, McpError};
 pub use elicitation::{ANNOUNCED_PROTOCOL_VERSION, elicitation_content};
-pub use env::{EnvLookup, process_env};
 pub use folio_project::McpTransport;
 pub use oauth::{
     LOCAL_PRINCIPAL, McpAuth, McpCredentialStore, McpLogin, SharedCredentials, auth_state,

@@ -395,7 +395,7 @@ mod tests {
         holds::<shell::ShellInput>(&ShellTool::default());
         holds::<web::WebFetchInput>(&WebFetchTool::new().expect("client"));
         let config = serde_json::from_value(json!({"provider": "searxng"})).expect("config");
-        let search = WebSearchTool::new(config, Path::new("/"), crate::mcp::process_env());
+        let search = WebSearchTool::new(config, Path::new("/"), crate::env::process_env());
         holds::<search::WebSearchInput>(&search.expect("client"));
         holds::<todos::UpdateTodosInput>(&TodosTool::Update);
         holds::<todos::ReadTodosInput>(&TodosTool::Read);

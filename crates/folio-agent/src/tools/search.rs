@@ -22,7 +22,7 @@ use super::process::{Finished, Outcome, resolve_program, run_in_group, tail_line
 use super::spill::spill_if_large;
 use super::web::{WebClientError, read_capped, web_client};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::mcp::EnvLookup;
+use crate::env::EnvLookup;
 
 /// Results kept when `max_results` is omitted.
 const DEFAULT_MAX_RESULTS: usize = 10;

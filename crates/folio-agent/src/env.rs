@@ -1,4 +1,5 @@
-//! The host environment that `${NAME}` templates of connection manifests resolve against.
+//! The host environment that `${NAME}` templates (connection manifests, tool settings) resolve
+//! against; a leaf module that the MCP client and the tools both read.
 
 use std::sync::Arc;
 
