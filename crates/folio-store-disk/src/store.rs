@@ -249,14 +249,15 @@ impl DiskStore {
         Ok(open)
     }
 
-    /// Whether the session's `session.json` exists and was written (a session whose log this
-    /// store has open does: a delete closes it first).
+    /// Whether the session's `session.json` exists and was written (for a session whose log
+    /// this store has open, whether the file is still there: deleting a session's folder by
+    /// hand deletes the session).
     fn exists(&self, session_id: &str) -> Result<bool, StoreError> {
         if !valid_session_id(session_id) {
             return Ok(false);
         }
         if lock(&self.logs).contains_key(session_id) {
-            return Ok(true);
+            return Ok(self.state.meta_path(session_id).exists());
         }
         Ok(load_meta(&self.state, session_id)
             .map_err(|source| io("cannot read session.json", source))?
@@ -369,7 +370,9 @@ impl SessionStore for DiskStore {
             return Ok(None);
         }
         let open = lock(&self.logs).get(session_id).cloned();
-        if let Some(meta) = open.as_ref().and_then(|open| lock(&open.meta).clone()) {
+        if let Some(meta) = open.as_ref().and_then(|open| lock(&open.meta).clone())
+            && self.state.meta_path(session_id).exists()
+        {
             return Ok(Some(meta));
         }
         let meta = load_meta(&self.state, session_id)
@@ -515,6 +518,9 @@ impl SessionStore for DiskStore {
         start_index: u64,
         limit: Option<usize>,
     ) -> Result<Vec<Event>, StoreError> {
+        if !self.exists(session_id)? {
+            return Err(StoreError::NotFound(format!("session {session_id}")));
+        }
         // Nothing at or past `start_index` (an open log knows its end): no read.
         if let Some(open) = lock(&self.logs).get(session_id)
             && lock(&open.last)
@@ -522,9 +528,6 @@ impl SessionStore for DiskStore {
                 .is_none_or(|last| last.index < start_index)
         {
             return Ok(Vec::new());
-        }
-        if !self.exists(session_id)? {
-            return Err(StoreError::NotFound(format!("session {session_id}")));
         }
         let path = self.state.trace_path(session_id);
         let events = match read_events(&path) {
@@ -542,11 +545,11 @@ impl SessionStore for DiskStore {
     }
 
     async fn last_event(&self, session_id: &str) -> Result<Option<Event>, StoreError> {
-        if let Some(open) = lock(&self.logs).get(session_id) {
-            return Ok(lock(&open.last).clone());
-        }
         if !self.exists(session_id)? {
             return Err(StoreError::NotFound(format!("session {session_id}")));
+        }
+        if let Some(open) = lock(&self.logs).get(session_id) {
+            return Ok(lock(&open.last).clone());
         }
         last_event(&self.state.trace_path(session_id)).map_err(log_error)
     }
