@@ -21,11 +21,12 @@ mod tool;
 mod traced_http;
 
 pub use connection::{McpConnection, McpError};
-pub use elicitation::{ANNOUNCED_PROTOCOL_VERSION, elicitation_content};
+pub use elicitation::{ANNOUNCED_PROTOCOL_VERSION, ElicitationContentError, elicitation_content};
 pub use env::{EnvLookup, process_env};
 pub use folio_project::McpTransport;
 pub use oauth::{
-    LOCAL_PRINCIPAL, McpAuth, McpCredentialStore, McpLogin, SharedCredentials, auth_state,
+    LOCAL_PRINCIPAL, McpAuth, McpCredentialStore, McpLogin, SharedCredentials,
+    SharedCredentialsError, auth_state,
 };
 pub use tool::{McpTool, mcp_tool_name, tool_output};
 
