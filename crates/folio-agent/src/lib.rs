@@ -157,8 +157,8 @@ pub use conversation::{SUMMARY_HEADING, content_of, conversation};
 pub use folio_project::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
 pub use hooks::{HookDispatcher, HookOutcome, HookRun};
 pub use layout::StateLayout;
-pub use root::{LiveRoot, RootContext, RootError, RootFactory, RootHost, check_root};
-pub use sink::{AuthorizationRedirect, EventSink, SinkError};
+pub use root::{LiveRoot, MountFailure, RootContext, RootError, RootFactory, RootHost, check_root};
+pub use sink::{AuthorizationFailure, AuthorizationRedirect, EventSink, SinkError};
 pub use subagents::{Subagent, TASK_TOOL, TaskTool};
 pub use turn::{
     Harness, TURN_INTERRUPTED, Turn, TurnOutcome, TurnTrace, denied_message, pending_approvals,

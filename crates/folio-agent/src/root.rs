@@ -4,16 +4,17 @@
 //! per session by a factory through the Rust API.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use folio_fs::{
-    Content, FileSystem, HostFileMeta, HostFilesApi, HostFilesError, PutOutcome, TempFs, host_dir,
-    indexed, overlay_fs, temp_fs, union_fs,
+    Content, FileSystem, HostFileMeta, HostFilesApi, HostFilesError, PathError, PutOutcome, TempFs,
+    host_dir, indexed, overlay_fs, temp_fs, union_fs,
 };
+use folio_object_store::MountError;
 use futures::StreamExt;
 
-use folio_project::{MountSpec, ROOT_SKILLS_MOUNT};
+use folio_project::{MountSpec, ROOT_SKILLS_MOUNT, UnsetVariable};
 
 /// A mount of `[root]` that could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -22,8 +23,84 @@ pub struct RootError {
     /// The mount path.
     pub mount: String,
     /// What failed and what to do.
-    pub reason: String,
+    #[source]
+    pub reason: MountFailure,
 }
+
+/// Why one mount of `[root]` (or a layer of its overlay) could not be built, with the cause.
+///
+/// [`RootError`] is public API that has always been `Clone`, `PartialEq` and `Eq` (an embedder
+/// may keep or compare the errors [`check_root`] returns), and it stays so: the object-store
+/// error, whose `object_store` and `url` causes are neither `Clone` nor `PartialEq`, is kept
+/// behind an `Arc` (a caller still reaches it, and its own source, by matching
+/// [`MountFailure::ObjectStore`]), and two object-store failures are equal when they are the
+/// same error or say the same thing. Every other variant compares its cause structurally.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum MountFailure {
+    /// A `host` mount names a directory that does not exist.
+    #[error(
+        "host directory {} does not exist (paths are relative to {})",
+        dir.display(),
+        agent_dir.display()
+    )]
+    HostMissing {
+        /// The directory, joined to the agent's folder.
+        dir: PathBuf,
+        /// The agent's folder, which `host` paths are relative to.
+        agent_dir: PathBuf,
+    },
+    /// A tree could not be built: a host directory that cannot be confined, an in-memory tree
+    /// whose files clash, or an index that cannot be built.
+    #[error(transparent)]
+    Tree(#[from] PathError),
+    /// An object-store mount names no supported store, has an unknown option, or could not be
+    /// opened.
+    #[error(transparent)]
+    ObjectStore(Arc<MountError>),
+    /// An object-store option's `${NAME}` template names a variable that is not set.
+    #[error("option \"{key}\": {source} (set it, or write the value itself)")]
+    UnsetOption {
+        /// The option's name.
+        key: String,
+        /// The variable that is not set.
+        #[source]
+        source: UnsetVariable,
+    },
+}
+
+impl From<MountError> for MountFailure {
+    fn from(err: MountError) -> MountFailure {
+        MountFailure::ObjectStore(Arc::new(err))
+    }
+}
+
+impl PartialEq for MountFailure {
+    fn eq(&self, other: &MountFailure) -> bool {
+        match (self, other) {
+            (
+                MountFailure::HostMissing { dir, agent_dir },
+                MountFailure::HostMissing {
+                    dir: other_dir,
+                    agent_dir: other_agent_dir,
+                },
+            ) => dir == other_dir && agent_dir == other_agent_dir,
+            (MountFailure::Tree(err), MountFailure::Tree(other)) => err == other,
+            (MountFailure::ObjectStore(err), MountFailure::ObjectStore(other)) => {
+                Arc::ptr_eq(err, other) || err.to_string() == other.to_string()
+            }
+            (
+                MountFailure::UnsetOption { key, source },
+                MountFailure::UnsetOption {
+                    key: other_key,
+                    source: other_source,
+                },
+            ) => key == other_key && source == other_source,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for MountFailure {}
 
 /// Builds the authored root from `[root]`; host paths are relative to `agent_dir`.
 pub async fn build_root(
@@ -43,7 +120,10 @@ pub async fn build_root(
     Ok(union_fs(built))
 }
 
-async fn build_mount(spec: &MountSpec, agent_dir: &Path) -> Result<Arc<dyn FileSystem>, String> {
+async fn build_mount(
+    spec: &MountSpec,
+    agent_dir: &Path,
+) -> Result<Arc<dyn FileSystem>, MountFailure> {
     let (tree, index) = match spec {
         MountSpec::Host {
             host,
@@ -52,19 +132,15 @@ async fn build_mount(spec: &MountSpec, agent_dir: &Path) -> Result<Arc<dyn FileS
         } => {
             let dir = agent_dir.join(host);
             if !dir.is_dir() {
-                return Err(format!(
-                    "host directory {} does not exist (paths are relative to {})",
-                    dir.display(),
-                    agent_dir.display()
-                ));
+                return Err(MountFailure::HostMissing {
+                    dir,
+                    agent_dir: agent_dir.to_path_buf(),
+                });
             }
-            (
-                host_dir(&dir, *read_only).map_err(|e| e.to_string())?,
-                *index,
-            )
+            (host_dir(&dir, *read_only)?, *index)
         }
         MountSpec::Temp { temp, index } => {
-            let tree = TempFs::try_from_files(temp.iter()).map_err(|e| e.to_string())?;
+            let tree = TempFs::try_from_files(temp.iter())?;
             (Arc::new(tree) as Arc<dyn FileSystem>, *index)
         }
         MountSpec::ObjectStore {
@@ -77,19 +153,18 @@ async fn build_mount(spec: &MountSpec, agent_dir: &Path) -> Result<Arc<dyn FileS
                 object_store,
                 options.keys().map(String::as_str),
                 *read_only,
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
             let mut settings = Vec::new();
             for (key, value) in options {
                 let value =
                     folio_project::expand_template(value, &|name: &str| std::env::var(name).ok())
-                        .map_err(|unset| {
-                        format!("option \"{key}\": {unset} (set it, or write the value itself)")
+                        .map_err(|source| MountFailure::UnsetOption {
+                        key: key.clone(),
+                        source,
                     })?;
                 settings.push((key.clone(), value));
             }
-            let tree = folio_object_store::object_store_fs(object_store, settings)
-                .map_err(|e| e.to_string())?;
+            let tree = folio_object_store::object_store_fs(object_store, settings)?;
             // One layer of an overlay is that layer, read-only.
             let tree = if *read_only { overlay_fs([tree]) } else { tree };
             (tree, *index)
@@ -103,7 +178,7 @@ async fn build_mount(spec: &MountSpec, agent_dir: &Path) -> Result<Arc<dyn FileS
         }
     };
     if index {
-        return indexed(tree).await.map_err(|e| e.to_string());
+        return indexed(tree).await.map_err(MountFailure::Tree);
     }
     Ok(tree)
 }
@@ -124,7 +199,7 @@ pub fn check_root(mounts: &BTreeMap<String, MountSpec>) -> Vec<RootError> {
                 if let Err(err) = folio_object_store::check_mount(object_store, keys, *read_only) {
                     found.push(RootError {
                         mount: mount.to_string(),
-                        reason: err.to_string(),
+                        reason: err.into(),
                     });
                 }
             }

@@ -61,5 +61,26 @@ pub struct AuthorizationRedirect {
     /// The redirect's query string (`code=…&state=…`, or `error=…&state=…`).
     pub query: String,
     /// Takes the outcome of the code exchange (`Err`: why not authorized) for the browser.
-    pub done: tokio::sync::oneshot::Sender<Result<(), String>>,
+    pub done: tokio::sync::oneshot::Sender<Result<(), AuthorizationFailure>>,
+}
+
+/// Why a parked MCP authorization did not complete after its redirect arrived. It is `Clone`
+/// (the rmcp error behind an `Arc`): the turn records it in `action.authorization_resolved`
+/// and hands the same outcome to the redirect's sender.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AuthorizationFailure {
+    /// The authorization server redirected with an OAuth `error` instead of a code (the
+    /// person refused, or the server did): authorize again.
+    #[error("the authorization server answered {error}")]
+    Refused {
+        /// The redirect's `error` parameter (`access_denied`, …).
+        error: String,
+    },
+    /// Exchanging the redirect's code for tokens failed.
+    #[error("the code exchange failed: {source}")]
+    Exchange {
+        /// rmcp's error.
+        #[source]
+        source: std::sync::Arc<rmcp::transport::auth::AuthError>,
+    },
 }

@@ -1018,7 +1018,7 @@ fn answer(
             resolved.content.clone(),
         )
         .map(Some)
-        .map_err(ManagerError::Invalid),
+        .map_err(|err| ManagerError::Invalid(err.to_string())),
         (Some(_), ApprovalDecision::Decline | ApprovalDecision::Cancel)
             if resolved.content.is_none() =>
         {

@@ -852,7 +852,7 @@ impl SessionManager {
         }
         match outcome.await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(why)) => Err(ManagerError::Invalid(why)),
+            Ok(Err(why)) => Err(ManagerError::Invalid(why.to_string())),
             Err(_) => Err(ManagerError::NotFound(
                 "the turn that waited for this authorization ended before it completed".into(),
             )),

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use folio_agent::mcp::SharedCredentials;
+use folio_agent::mcp::{SharedCredentials, SharedCredentialsError};
 use folio_agent::{ArtifactBackend, ArtifactError, ArtifactRecord, SharedBackends};
 use folio_store::SessionStore;
 
@@ -75,11 +75,11 @@ impl SharedCredentials for StoreCredentials {
         &self,
         principal: &str,
         connection: &str,
-    ) -> Result<Option<serde_json::Value>, String> {
+    ) -> Result<Option<serde_json::Value>, SharedCredentialsError> {
         self.0
             .mcp_credentials(principal, connection)
             .await
-            .map_err(|err| err.to_string())
+            .map_err(SharedCredentialsError::new)
     }
 
     async fn save(
@@ -87,17 +87,17 @@ impl SharedCredentials for StoreCredentials {
         principal: &str,
         connection: &str,
         credentials: serde_json::Value,
-    ) -> Result<(), String> {
+    ) -> Result<(), SharedCredentialsError> {
         self.0
             .put_mcp_credentials(principal, connection, &credentials)
             .await
-            .map_err(|err| err.to_string())
+            .map_err(SharedCredentialsError::new)
     }
 
-    async fn clear(&self, principal: &str, connection: &str) -> Result<(), String> {
+    async fn clear(&self, principal: &str, connection: &str) -> Result<(), SharedCredentialsError> {
         self.0
             .clear_mcp_credentials(principal, connection)
             .await
-            .map_err(|err| err.to_string())
+            .map_err(SharedCredentialsError::new)
     }
 }

@@ -21,7 +21,7 @@ use tokio::io::AsyncBufReadExt;
 
 use super::elicitation::{Callers, FolioClient};
 use super::oauth::{self, McpAuth};
-use super::traced_http::TracedHttpClient;
+use super::traced_http::{HttpClientError, TracedHttpClient};
 use crate::layout::StateLayout;
 use tokio::sync::Mutex;
 use tracing::Instrument;
@@ -117,6 +117,19 @@ enum StartFailure {
 impl From<String> for StartFailure {
     fn from(reason: String) -> StartFailure {
         StartFailure::Failed(reason)
+    }
+}
+
+// `McpError::Start` carries the reason as its message; these are where the start failed.
+impl From<oauth::OAuthError> for StartFailure {
+    fn from(err: oauth::OAuthError) -> StartFailure {
+        StartFailure::Failed(err.to_string())
+    }
+}
+
+impl From<HttpClientError> for StartFailure {
+    fn from(err: HttpClientError) -> StartFailure {
+        StartFailure::Failed(err.to_string())
     }
 }
 
@@ -229,21 +242,20 @@ impl McpConnection {
     pub(crate) async fn begin_authorization(
         &self,
         challenge: &str,
-    ) -> Result<rmcp::transport::auth::AuthorizationSession, String> {
+    ) -> Result<rmcp::transport::auth::AuthorizationSession, oauth::OAuthError> {
         let (Some(auth), Some(redirect_uri)) = (&self.auth, &self.redirect_uri) else {
-            return Err(format!(
-                "MCP server \"{}\" cannot be authorized from a turn here",
-                self.config.name
-            ));
+            return Err(oauth::OAuthError::NotFromATurn {
+                server: self.config.name.clone(),
+            });
         };
         let McpTransport::Http { url, .. } = &self.config.transport else {
-            return Err(format!(
-                "MCP server \"{}\" is not a streamable-HTTP server",
-                self.config.name
-            ));
+            return Err(oauth::OAuthError::NotHttp {
+                server: self.config.name.clone(),
+            });
         };
         let env = &*self.env;
-        let url = expand_template(url, env).map_err(|e| format!("url: {e}"))?;
+        let url = expand_template(url, env)
+            .map_err(|source| oauth::OAuthError::UrlTemplate { source })?;
         let identity =
             oauth::ClientIdentity::resolve(self.config.oauth.as_ref(), env, self.manifest_dir())?;
         let store = auth.store(&self.config.name);
@@ -340,9 +352,9 @@ impl McpConnection {
                         });
                     }
                 };
-            let failed = |message: String| McpError::Call {
+            let failed = |err: oauth::OAuthError| McpError::Call {
                 server: self.config.name.clone(),
-                message,
+                message: err.to_string(),
             };
             let authorizer = match &mut authorizer {
                 Some(authorizer) => authorizer,
@@ -380,7 +392,7 @@ impl McpConnection {
             }
             match answered {
                 Ok(()) => {}
-                Err(Some(message)) => return Err(failed(message)),
+                Err(Some(err)) => return Err(failed(err)),
                 Err(None) => {
                     return Err(McpError::NeedsAuthorization {
                         server: self.config.name.clone(),
@@ -756,7 +768,7 @@ impl McpConnection {
                 .serve(transport)
                 .await
                 .map_err(|err| cannot_open(&err))?;
-            return Ok(list_tools(service).await?);
+            return list_tools(service).await;
         };
         let store = auth.store(&self.config.name);
         let identity = oauth::ClientIdentity::resolve(
@@ -808,13 +820,13 @@ async fn list_tools(
         RunningService<RoleClient, FolioClient>,
         Vec<rmcp::model::Tool>,
     ),
-    String,
+    StartFailure,
 > {
     match service.peer().list_all_tools().await {
         Ok(tools) => Ok((service, tools)),
         Err(err) => {
             let _ = tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
-            Err(format!("tools/list failed: {err}"))
+            Err(StartFailure::Failed(format!("tools/list failed: {err}")))
         }
     }
 }

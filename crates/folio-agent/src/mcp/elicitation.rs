@@ -154,17 +154,48 @@ impl rmcp::ClientHandler for FolioClient {
     }
 }
 
+/// Why an accepted elicitation's content was refused (the answer is declined, saying why).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ElicitationContentError {
+    /// The content is not a JSON object.
+    #[error(
+        "the content of an accepted elicitation must be a JSON object matching its requestedSchema, got {got}; send an object such as {{\"field\": value}}"
+    )]
+    NotAnObject {
+        /// The JSON type that was sent (`an array`, `a string`, …).
+        got: &'static str,
+    },
+    /// The server's `requestedSchema` does not compile, so no content can be checked.
+    #[error("the server's requestedSchema cannot be checked: {source}")]
+    Schema {
+        /// Why the schema is invalid.
+        #[source]
+        source: folio_project::InvalidSchema,
+    },
+    /// The content (with the defaults applied) does not match the schema.
+    #[error(
+        "the elicitation's content does not match its requestedSchema: {}; fix those fields and answer again",
+        .fields.join("; ")
+    )]
+    Mismatch {
+        /// One line per failing field, sorted, each once.
+        fields: Vec<String>,
+    },
+}
+
 /// An accepted elicitation's content: the object the user sent (none: `{}`) with the
 /// schema's `default` for each property it leaves out (SEP-1034), checked against the schema.
-pub fn elicitation_content(schema: &Value, content: Option<Value>) -> Result<Value, String> {
+pub fn elicitation_content(
+    schema: &Value,
+    content: Option<Value>,
+) -> Result<Value, ElicitationContentError> {
     let mut content = match content {
         None => Map::new(),
         Some(Value::Object(map)) => map,
         Some(other) => {
-            return Err(format!(
-                "the content of an accepted elicitation must be a JSON object matching its requestedSchema, got {}; send an object such as {{\"field\": value}}",
-                crate::tools::input::json_type(&other)
-            ));
+            return Err(ElicitationContentError::NotAnObject {
+                got: crate::tools::input::json_type(&other),
+            });
         }
     };
     if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
@@ -178,7 +209,7 @@ pub fn elicitation_content(schema: &Value, content: Option<Value>) -> Result<Val
     }
     let content = Value::Object(content);
     let validator = folio_project::compile_schema(schema)
-        .map_err(|err| format!("the server's requestedSchema cannot be checked: {err}"))?;
+        .map_err(|source| ElicitationContentError::Schema { source })?;
     let mut errors: Vec<String> = validator
         .iter_errors(&content)
         .map(|error| crate::tools::authored::schema_error(&error))
@@ -188,10 +219,7 @@ pub fn elicitation_content(schema: &Value, content: Option<Value>) -> Result<Val
     }
     errors.sort();
     errors.dedup();
-    Err(format!(
-        "the elicitation's content does not match its requestedSchema: {}; fix those fields and answer again",
-        errors.join("; ")
-    ))
+    Err(ElicitationContentError::Mismatch { fields: errors })
 }
 
 /// The MCP answer of a decision on an elicitation (`approve` counts as `accept`, `deny` as
@@ -242,16 +270,28 @@ mod tests {
 
     #[test]
     fn content_outside_the_schema_is_refused_with_the_field() {
-        let missing = elicitation_content(&schema(), None).unwrap_err();
+        let missing = elicitation_content(&schema(), None)
+            .unwrap_err()
+            .to_string();
         assert!(
             missing.contains("email: required field is missing"),
             "{missing}"
         );
         let wrong = elicitation_content(&schema(), Some(json!({"email": "x", "status": "gone"})))
             .unwrap_err();
-        assert!(wrong.contains("status"), "{wrong}");
+        assert!(
+            matches!(&wrong, ElicitationContentError::Mismatch { fields } if fields.iter().any(|f| f.contains("status"))),
+            "{wrong}"
+        );
         let not_object = elicitation_content(&schema(), Some(json!([1]))).unwrap_err();
-        assert!(not_object.contains("must be a JSON object"), "{not_object}");
+        assert_eq!(
+            not_object,
+            ElicitationContentError::NotAnObject { got: "an array" }
+        );
+        assert!(
+            not_object.to_string().contains("must be a JSON object"),
+            "{not_object}"
+        );
     }
 
     proptest! {

@@ -22,10 +22,11 @@ mod traced_http;
 
 pub use crate::env::{EnvLookup, process_env};
 pub use connection::{McpConnection, McpError};
-pub use elicitation::{ANNOUNCED_PROTOCOL_VERSION, elicitation_content};
+pub use elicitation::{ANNOUNCED_PROTOCOL_VERSION, ElicitationContentError, elicitation_content};
 pub use folio_project::McpTransport;
 pub use oauth::{
-    LOCAL_PRINCIPAL, McpAuth, McpCredentialStore, McpLogin, SharedCredentials, auth_state,
+    LOCAL_PRINCIPAL, McpAuth, McpCredentialStore, McpLogin, SharedCredentials,
+    SharedCredentialsError, auth_state,
 };
 pub use tool::{McpTool, mcp_tool_name, tool_output};
 

@@ -87,16 +87,192 @@ pub trait SharedCredentials: Send + Sync + std::fmt::Debug {
         &self,
         principal: &str,
         connection: &str,
-    ) -> Result<Option<serde_json::Value>, String>;
+    ) -> Result<Option<serde_json::Value>, SharedCredentialsError>;
     /// Stores them in place of any before.
     async fn save(
         &self,
         principal: &str,
         connection: &str,
         credentials: serde_json::Value,
-    ) -> Result<(), String>;
+    ) -> Result<(), SharedCredentialsError>;
     /// Removes them.
-    async fn clear(&self, principal: &str, connection: &str) -> Result<(), String>;
+    async fn clear(&self, principal: &str, connection: &str) -> Result<(), SharedCredentialsError>;
+}
+
+/// Why a [`SharedCredentials`] store could not load, save or clear credentials: the store's
+/// own error as the source (a caller downcasts it to the backend's type to tell, say, a
+/// connection failure from a conflict), its message as this error's.
+#[derive(Debug, thiserror::Error)]
+#[error("{source}")]
+pub struct SharedCredentialsError {
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl SharedCredentialsError {
+    /// Wraps the store's error (or a message).
+    pub fn new(
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> SharedCredentialsError {
+        SharedCredentialsError {
+            source: source.into(),
+        }
+    }
+}
+
+/// Why an OAuth step of an MCP connection failed: a `[oauth]` setting that cannot be used, a
+/// refusal of the server's, or a failed authorization, saying what to do. rmcp's, I/O and URL
+/// errors are kept as the source (rmcp's boxed: it is large).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OAuthError {
+    /// A `${NAME}` template of a `[oauth]` setting names a variable that is not set.
+    #[error("oauth.{field}: {source}")]
+    Template {
+        field: &'static str,
+        #[source]
+        source: folio_project::UnsetVariable,
+    },
+    /// A secret or key file could not be opened or read.
+    #[error("oauth.{field}: cannot read {}: {source}", path.display())]
+    SecretFile {
+        field: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A secret or key file is not a regular file (a device, a directory).
+    #[error("oauth.{field}: cannot read {}: not a regular file", path.display())]
+    SecretNotAFile { field: &'static str, path: PathBuf },
+    /// A secret or key file is larger than [`MAX_SECRET_FILE`].
+    #[error(
+        "oauth.{field}: cannot read {}: larger than {max} bytes",
+        path.display(),
+        max = MAX_SECRET_FILE
+    )]
+    SecretTooLarge { field: &'static str, path: PathBuf },
+    /// `grant = "client_credentials"` without a secret or a key.
+    #[error("oauth: grant = \"client_credentials\" needs a client secret or a private key")]
+    NoMachineCredential,
+    /// `grant = "client_credentials"` without a client id.
+    #[error("oauth.client_id: grant = \"client_credentials\" needs the client id")]
+    NoClientId,
+    /// The connection's `url` template names a variable that is not set.
+    #[error("url: {source}")]
+    UrlTemplate {
+        #[source]
+        source: folio_project::UnsetVariable,
+    },
+    /// The server's URL does not parse.
+    #[error("{url}: {source}")]
+    Url {
+        url: String,
+        #[source]
+        source: url::ParseError,
+    },
+    /// Only a principal's client of a streamable-HTTP server is authorized from a turn.
+    #[error("MCP server \"{server}\" cannot be authorized from a turn here")]
+    NotFromATurn { server: String },
+    /// Authorization from a turn is for streamable-HTTP servers.
+    #[error("MCP server \"{server}\" is not a streamable-HTTP server")]
+    NotHttp { server: String },
+    /// rmcp could not set up OAuth for the server.
+    #[error("cannot set up OAuth for {url}: {source}")]
+    Setup {
+        url: String,
+        #[source]
+        source: Box<AuthError>,
+    },
+    /// The authorization server's metadata could not be found or was refused.
+    #[error("cannot discover the OAuth metadata of {url}: {source}")]
+    Discovery {
+        url: String,
+        #[source]
+        source: Box<AuthError>,
+    },
+    /// The stored credentials could not be read or used: log in again.
+    #[error("cannot use the stored MCP credentials: {source}")]
+    StoredCredentials {
+        #[source]
+        source: Box<AuthError>,
+    },
+    /// The server still refuses after [`MAX_AUTHORIZATIONS`] authorizations.
+    #[error(
+        "{url} still refuses after {max} authorizations ({refusal}); check the server's OAuth setup",
+        max = MAX_AUTHORIZATIONS
+    )]
+    StillRefused { url: String, refusal: String },
+    /// A `403 insufficient_scope` asking for scopes the token was granted.
+    #[error(
+        "{url} refuses the token for lack of scope \"{required}\", which it was granted ({refusal}); check the server's OAuth setup"
+    )]
+    ScopeGrantedYetRefused {
+        url: String,
+        required: String,
+        refusal: String,
+    },
+    /// A step-up to more scopes that needs a person, and none can be asked here.
+    #[error(
+        "{url} needs the scopes \"{}\" too: add them to `scopes` in the connection's [oauth] and run `folio mcp login {server} --dir <project>` again",
+        .missing.join(" ")
+    )]
+    MissingScopes {
+        url: String,
+        server: String,
+        missing: Vec<String>,
+    },
+    /// The server refused a token it had just issued.
+    #[error("{url} refused the token it just issued: {refusal}; check the server's OAuth setup")]
+    FreshTokenRefused { url: String, refusal: String },
+    /// An authorization that needs a person, and none can be asked here.
+    #[error(
+        "{url} needs OAuth authorization: run `folio mcp login {server} --dir <project>` and try again"
+    )]
+    NeedsLogin { url: String, server: String },
+    /// The loopback redirect listener could not be bound.
+    #[error("cannot listen for the OAuth redirect on 127.0.0.1: {source}")]
+    Listen {
+        #[source]
+        source: std::io::Error,
+    },
+    /// The loopback redirect listener's port could not be read.
+    #[error("cannot listen for the OAuth redirect: {source}")]
+    ListenAddress {
+        #[source]
+        source: std::io::Error,
+    },
+    /// No redirect arrived within [`LOGIN_TIMEOUT`].
+    #[error(
+        "no authorization arrived within {}s; run the command again and open the URL it prints",
+        LOGIN_TIMEOUT.as_secs()
+    )]
+    LoginTimedOut,
+    /// The loopback redirect listener stopped before the redirect arrived.
+    #[error("the OAuth redirect listener stopped")]
+    ListenerStopped,
+    /// The loopback redirect listener failed.
+    #[error("the OAuth redirect listener failed: {source}")]
+    ListenerFailed {
+        #[source]
+        source: std::io::Error,
+    },
+    /// The authorization-code flow failed (discovery, registration, or the code exchange).
+    #[error("authorization failed: {source}")]
+    Authorization {
+        #[source]
+        source: Box<AuthError>,
+    },
+    /// The client-credentials grant failed.
+    #[error("the client-credentials grant failed: {source}")]
+    ClientCredentials {
+        #[source]
+        source: Box<AuthError>,
+    },
+    /// The thread running the client-credentials grant panicked or was cancelled.
+    #[error("the client-credentials grant failed: {source}")]
+    ClientCredentialsTask {
+        #[source]
+        source: tokio::task::JoinError,
+    },
 }
 
 /// How a person is asked to authorize: the URL is printed, and opened with `browser` when set.
@@ -329,20 +505,20 @@ impl ClientIdentity {
         oauth: Option<&folio_project::McpOAuth>,
         env: &dyn Fn(&str) -> Option<String>,
         manifest_dir: &Path,
-    ) -> Result<ClientIdentity, String> {
+    ) -> Result<ClientIdentity, OAuthError> {
         let Some(oauth) = oauth else {
             return Ok(ClientIdentity::default());
         };
-        let expand = |field: &str, value: &Option<String>| {
+        let expand = |field: &'static str, value: &Option<String>| {
             value
                 .as_deref()
                 .map(|value| {
                     folio_project::expand_template(value, env)
-                        .map_err(|err| format!("oauth.{field}: {err}"))
+                        .map_err(|source| OAuthError::Template { field, source })
                 })
                 .transpose()
         };
-        let file = |field: &str, value: &Option<String>| {
+        let file = |field: &'static str, value: &Option<String>| {
             value
                 .as_deref()
                 .map(|path| read_secret_file(&manifest_dir.join(path), field))
@@ -365,12 +541,7 @@ impl ClientIdentity {
                     algorithm: jwt_algorithm(oauth.signing_algorithm),
                 }),
                 (None, Some(secret)) => Some(MachineCredential::Secret(secret.clone())),
-                (None, None) => {
-                    return Err(
-                        "oauth: grant = \"client_credentials\" needs a client secret or a private key"
-                            .into(),
-                    );
-                }
+                (None, None) => return Err(OAuthError::NoMachineCredential),
             },
         };
         Ok(ClientIdentity {
@@ -396,22 +567,30 @@ fn jwt_algorithm(algorithm: Option<McpJwtAlgorithm>) -> JwtSigningAlgorithm {
 
 /// The bytes of a secret or key file: a regular file (a symlink to one is fine) of at most
 /// [`MAX_SECRET_FILE`] bytes. Errors name the file, never its content.
-fn read_secret_file(path: &Path, field: &str) -> Result<Vec<u8>, String> {
+fn read_secret_file(path: &Path, field: &'static str) -> Result<Vec<u8>, OAuthError> {
     use std::io::Read as _;
-    let cannot = |err: &dyn std::fmt::Display| {
-        format!("oauth.{field}: cannot read {}: {err}", path.display())
+    let cannot = |source: std::io::Error| OAuthError::SecretFile {
+        field,
+        path: path.to_path_buf(),
+        source,
     };
-    let file = std::fs::File::open(path).map_err(|err| cannot(&err))?;
-    let metadata = file.metadata().map_err(|err| cannot(&err))?;
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let metadata = file.metadata().map_err(cannot)?;
     if !metadata.is_file() {
-        return Err(cannot(&"not a regular file"));
+        return Err(OAuthError::SecretNotAFile {
+            field,
+            path: path.to_path_buf(),
+        });
     }
     let mut bytes = Vec::new();
     file.take(MAX_SECRET_FILE + 1)
         .read_to_end(&mut bytes)
-        .map_err(|err| cannot(&err))?;
+        .map_err(cannot)?;
     if bytes.len() as u64 > MAX_SECRET_FILE {
-        return Err(cannot(&format_args!("larger than {MAX_SECRET_FILE} bytes")));
+        return Err(OAuthError::SecretTooLarge {
+            field,
+            path: path.to_path_buf(),
+        });
     }
     Ok(bytes)
 }
@@ -508,20 +687,28 @@ async fn legacy_metadata(url: &str, challenge: Option<&str>) -> Option<Authoriza
 pub(crate) async fn manager(
     url: &str,
     store: &McpCredentialStore,
-) -> Result<AuthorizationManager, String> {
+) -> Result<AuthorizationManager, OAuthError> {
     let mut manager = AuthorizationManager::new(url)
         .await
-        .map_err(|err| format!("cannot set up OAuth for {url}: {err}"))?;
+        .map_err(|source| OAuthError::Setup {
+            url: url.to_string(),
+            source: Box::new(source),
+        })?;
     manager.set_credential_store(store.clone());
     if store.exists().await {
         let metadata = resolve_metadata(&manager, url, None)
             .await
-            .map_err(|err| format!("cannot discover the OAuth metadata of {url}: {err}"))?;
+            .map_err(|source| OAuthError::Discovery {
+                url: url.to_string(),
+                source: Box::new(source),
+            })?;
         manager.set_metadata(metadata);
         manager
             .initialize_from_store()
             .await
-            .map_err(|err| format!("cannot use the stored MCP credentials: {err}"))?;
+            .map_err(|source| OAuthError::StoredCredentials {
+                source: Box::new(source),
+            })?;
     }
     Ok(manager)
 }
@@ -566,9 +753,12 @@ impl Authorizer {
 
     /// Obtains a token answering `challenge` (the `WWW-Authenticate` of a 401 or 403); `Err`
     /// says why not and what to do.
-    pub(crate) async fn answer(&mut self, challenge: &str) -> Result<(), String> {
+    pub(crate) async fn answer(&mut self, challenge: &str) -> Result<(), OAuthError> {
         let url = &self.url;
-        let base = reqwest::Url::parse(url).map_err(|err| format!("{url}: {err}"))?;
+        let base = reqwest::Url::parse(url).map_err(|source| OAuthError::Url {
+            url: url.clone(),
+            source,
+        })?;
         let params = WWWAuthenticateParams::parse(challenge, &base);
         let refusal = match (&params.error, &params.error_description) {
             (Some(error), Some(description)) => format!("{error}: {description}"),
@@ -576,9 +766,10 @@ impl Authorizer {
             (None, _) => format!("WWW-Authenticate: {challenge}"),
         };
         if self.authorizations >= MAX_AUTHORIZATIONS {
-            return Err(format!(
-                "{url} still refuses after {MAX_AUTHORIZATIONS} authorizations ({refusal}); check the server's OAuth setup"
-            ));
+            return Err(OAuthError::StillRefused {
+                url: url.clone(),
+                refusal,
+            });
         }
         let scopes = if params.is_insufficient_scope() {
             let granted = self
@@ -595,23 +786,26 @@ impl Authorizer {
                 .filter(|scope| !granted.iter().any(|granted| granted == scope))
                 .collect();
             if missing.is_empty() {
-                return Err(format!(
-                    "{url} refuses the token for lack of scope \"{required}\", which it was granted ({refusal}); check the server's OAuth setup"
-                ));
+                return Err(OAuthError::ScopeGrantedYetRefused {
+                    url: url.clone(),
+                    required: required.to_string(),
+                    refusal,
+                });
             }
             if self.identity.machine.is_none() && self.login.is_none() {
-                return Err(format!(
-                    "{url} needs the scopes \"{}\" too: add them to `scopes` in the connection's [oauth] and run `folio mcp login {} --dir <project>` again",
-                    missing.join(" "),
-                    self.server
-                ));
+                return Err(OAuthError::MissingScopes {
+                    url: url.clone(),
+                    server: self.server.clone(),
+                    missing: missing.into_iter().map(str::to_string).collect(),
+                });
             }
             union(&granted, required, &self.identity.scopes)
         } else {
             if self.authorizations > 0 {
-                return Err(format!(
-                    "{url} refused the token it just issued: {refusal}; check the server's OAuth setup"
-                ));
+                return Err(OAuthError::FreshTokenRefused {
+                    url: url.clone(),
+                    refusal,
+                });
             }
             self.identity.scopes.clone()
         };
@@ -623,7 +817,7 @@ impl Authorizer {
         &mut self,
         challenge: &str,
         scopes: Vec<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), OAuthError> {
         let (server, url, store) = (&self.server, &self.url, &self.store);
         match (&self.identity.machine, &self.login) {
             (Some(machine), _) => {
@@ -633,9 +827,10 @@ impl Authorizer {
                 authorize(server, url, challenge, store, login, &self.identity, scopes).await?;
             }
             (None, None) => {
-                return Err(format!(
-                    "{url} needs OAuth authorization: run `folio mcp login {server} --dir <project>` and try again"
-                ));
+                return Err(OAuthError::NeedsLogin {
+                    url: url.clone(),
+                    server: server.clone(),
+                });
             }
         }
         self.authorizations += 1;
@@ -671,14 +866,13 @@ async fn authorize(
     login: &McpLogin,
     client: &ClientIdentity,
     scopes: Vec<String>,
-) -> Result<(), String> {
-    let failed = |err: AuthError| format!("authorization failed: {err}");
+) -> Result<(), OAuthError> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
         .await
-        .map_err(|err| format!("cannot listen for the OAuth redirect on 127.0.0.1: {err}"))?;
+        .map_err(|source| OAuthError::Listen { source })?;
     let port = listener
         .local_addr()
-        .map_err(|err| format!("cannot listen for the OAuth redirect: {err}"))?
+        .map_err(|source| OAuthError::ListenAddress { source })?
         .port();
     let redirect_uri = format!("http://127.0.0.1:{port}/callback");
     let session = begin(url, challenge, store, client, scopes, &redirect_uri).await?;
@@ -690,16 +884,13 @@ async fn authorize(
     let state = query_param(&auth_url, "state");
     let callback = tokio::time::timeout(LOGIN_TIMEOUT, receive(listener, port, state))
         .await
-        .map_err(|_| {
-            format!(
-                "no authorization arrived within {}s; run the command again and open the URL it prints",
-                LOGIN_TIMEOUT.as_secs()
-            )
-        })??;
+        .map_err(|_| OAuthError::LoginTimedOut)??;
     session
         .handle_callback_url(&callback)
         .await
-        .map_err(failed)?;
+        .map_err(|source| OAuthError::Authorization {
+            source: Box::new(source),
+        })?;
     Ok(())
 }
 
@@ -716,8 +907,10 @@ async fn client_credentials(
     client: &ClientIdentity,
     machine: &MachineCredential,
     scopes: Vec<String>,
-) -> Result<(), String> {
-    let failed = |err: AuthError| format!("the client-credentials grant failed: {err}");
+) -> Result<(), OAuthError> {
+    let failed = |source: AuthError| OAuthError::ClientCredentials {
+        source: Box::new(source),
+    };
     let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
     manager.set_credential_store(store.clone());
     let metadata = resolve_metadata(&manager, url, Some(challenge))
@@ -729,10 +922,7 @@ async fn client_credentials(
     } else {
         scopes
     };
-    let client_id = client
-        .client_id
-        .clone()
-        .ok_or("oauth.client_id: grant = \"client_credentials\" needs the client id")?;
+    let client_id = client.client_id.clone().ok_or(OAuthError::NoClientId)?;
     let resource = Some(url.to_string());
     let config = match machine {
         MachineCredential::Secret(secret) => ClientCredentialsConfig::ClientSecret {
@@ -764,7 +954,7 @@ async fn client_credentials(
             .block_on(async move { manager.exchange_client_credentials(&config).await.map(drop) })
     })
     .await
-    .map_err(|err| format!("the client-credentials grant failed: {err}"))?
+    .map_err(|source| OAuthError::ClientCredentialsTask { source })?
     .map_err(failed)
 }
 
@@ -780,8 +970,10 @@ pub(crate) async fn begin(
     client: &ClientIdentity,
     scopes: Vec<String>,
     redirect_uri: &str,
-) -> Result<AuthorizationSession, String> {
-    let failed = |err: AuthError| format!("authorization failed: {err}");
+) -> Result<AuthorizationSession, OAuthError> {
+    let failed = |source: AuthError| OAuthError::Authorization {
+        source: Box::new(source),
+    };
     let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
     manager.set_credential_store(store.clone());
     let metadata = resolve_metadata(&manager, url, Some(challenge))
@@ -894,7 +1086,7 @@ async fn receive(
     listener: tokio::net::TcpListener,
     port: u16,
     state: Option<String>,
-) -> Result<String, String> {
+) -> Result<String, OAuthError> {
     let (arrived, wait) = tokio::sync::oneshot::channel();
     let app = axum::Router::new()
         .route("/callback", axum::routing::get(callback))
@@ -913,10 +1105,10 @@ async fn receive(
             .into_future(),
     ));
     let outcome = tokio::select! {
-        url = wait => url.map_err(|_| "the OAuth redirect listener stopped".to_string()),
+        url = wait => url.map_err(|_| OAuthError::ListenerStopped),
         served = &mut server => Err(match served {
-            Ok(Err(err)) => format!("the OAuth redirect listener failed: {err}"),
-            _ => "the OAuth redirect listener stopped".to_string(),
+            Ok(Err(source)) => OAuthError::ListenerFailed { source },
+            _ => OAuthError::ListenerStopped,
         }),
     };
     // Let it finish answering the browser, then stop.
@@ -1222,6 +1414,11 @@ mod tests {
         ) else {
             panic!("an unset variable resolved");
         };
+        assert!(matches!(
+            &unset,
+            OAuthError::Template { field: "client_secret", source } if source.name == "UNSET"
+        ));
+        let unset = unset.to_string();
         assert!(
             unset.contains("oauth.client_secret") && unset.contains("UNSET"),
             "{unset}"
@@ -1231,6 +1428,11 @@ mod tests {
         ) else {
             panic!("a missing key file resolved");
         };
+        assert!(matches!(
+            &missing,
+            OAuthError::SecretFile { source, .. } if source.kind() == std::io::ErrorKind::NotFound
+        ));
+        let missing = missing.to_string();
         assert!(
             missing.contains("oauth.private_key_file") && missing.contains("nope.pem"),
             "{missing}"
@@ -1259,10 +1461,13 @@ mod tests {
             b"s3cret\n"
         );
         let err = read_secret_file(Path::new("/dev/zero"), "client_secret_file").unwrap_err();
-        assert!(err.contains("not a regular file"), "{err}");
+        assert!(matches!(err, OAuthError::SecretNotAFile { .. }), "{err}");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
         let big = dir.path().join("big");
         std::fs::write(&big, vec![b'x'; MAX_SECRET_FILE as usize + 1]).unwrap();
-        let err = read_secret_file(&big, "private_key_file").unwrap_err();
+        let err = read_secret_file(&big, "private_key_file")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("larger than"), "{err}");
         assert!(!err.contains("xxx"), "{err}");
     }

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::connection::{McpConnection, McpError};
 use super::elicitation::{PendingElicitation, elicit_result, elicitation_content};
-use crate::sink::EventSink;
+use crate::sink::{AuthorizationFailure, EventSink};
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, TurnTool};
 
 /// The longest tool name model providers accept (OpenAI: `^[a-zA-Z0-9_-]{1,64}$`).
@@ -208,15 +208,16 @@ impl McpTool {
         turn_id: &str,
     ) -> Result<(), ToolError> {
         let server = connection.name().to_string();
-        let not_authorized =
-            |why: String| ToolError(format!("MCP server \"{server}\" was not authorized: {why}"));
+        let not_authorized = |why: &dyn std::fmt::Display| {
+            ToolError(format!("MCP server \"{server}\" was not authorized: {why}"))
+        };
         let session = connection
             .begin_authorization(challenge)
             .await
-            .map_err(not_authorized)?;
+            .map_err(|err| not_authorized(&err))?;
         let url = session.get_authorization_url().to_string();
         let state = super::oauth::query_param(&url, "state").ok_or_else(|| {
-            not_authorized("the authorization URL carries no state to match its redirect".into())
+            not_authorized(&"the authorization URL carries no state to match its redirect")
         })?;
         let id = format!("auth_{}", ulid::Ulid::generate());
         let record = |body| async move {
@@ -244,29 +245,31 @@ impl McpTool {
             } => return Err(never),
         };
         let Some(redirect) = redirect else {
-            return Err(not_authorized(format!(
+            return Err(not_authorized(&format!(
                 "no server receives the OAuth redirect here; run `folio mcp login {server}`"
             )));
         };
         let callback = format!("{}?{}", session.redirect_uri, redirect.query);
         let outcome = match super::oauth::query_param(&callback, "error") {
-            Some(error) => Err(format!("the authorization server answered {error}")),
+            Some(error) => Err(AuthorizationFailure::Refused { error }),
             None => session
                 .handle_callback_url(&callback)
                 .await
                 .map(|_| ())
-                .map_err(|err| format!("the code exchange failed: {err}")),
+                .map_err(|err| AuthorizationFailure::Exchange {
+                    source: Arc::new(err),
+                }),
         };
         let _ = redirect.done.send(outcome.clone());
         record(EventBody::ActionAuthorizationResolved(
             ActionAuthorizationResolved {
                 call_id: id,
                 authorized: outcome.is_ok(),
-                reason: outcome.as_ref().err().cloned(),
+                reason: outcome.as_ref().err().map(ToString::to_string),
             },
         ))
         .await?;
-        outcome.map_err(not_authorized)
+        outcome.map_err(|err| not_authorized(&err))
     }
 
     /// Parks the turn on one elicitation: records `action.approval_requested` with it, waits
@@ -309,7 +312,7 @@ impl McpTool {
             match elicitation_content(&requested_schema, resolved.content.take()) {
                 Ok(content) => Some(content),
                 Err(why) => {
-                    resolved = declined(resolved, why);
+                    resolved = declined(resolved, why.to_string());
                     None
                 }
             }

@@ -21,6 +21,12 @@ const MAX_REDIRECTS: usize = 10;
 /// The trace context headers copied from `params._meta`.
 const TRACE_HEADERS: [&str; 2] = ["traceparent", "tracestate"];
 
+/// The HTTP client of an MCP connection could not be built (reqwest's error: no TLS backend,
+/// …).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the HTTP client: {0}")]
+pub(crate) struct HttpClientError(#[source] reqwest::Error);
+
 /// rmcp's reqwest client, adding each message's trace context to its request's headers.
 #[derive(Debug, Clone)]
 pub(crate) struct TracedHttpClient(reqwest::Client);
@@ -29,7 +35,7 @@ impl TracedHttpClient {
     /// A client set up as rmcp's default one: no idle connection pool, and only same-origin
     /// 307/308 redirects followed (others would lose the body or replay the session's headers
     /// to another host).
-    pub(crate) fn new() -> Result<TracedHttpClient, String> {
+    pub(crate) fn new() -> Result<TracedHttpClient, HttpClientError> {
         let redirects = reqwest::redirect::Policy::custom(|attempt| {
             let preserves_body = matches!(
                 attempt.status(),
@@ -52,7 +58,7 @@ impl TracedHttpClient {
             .redirect(redirects)
             .build()
             .map(TracedHttpClient)
-            .map_err(|err| format!("cannot build the HTTP client: {err}"))
+            .map_err(HttpClientError)
     }
 }
 
