@@ -84,7 +84,8 @@ impl Followers {
 async fn start_index(channel: &Channel, session: &str, id: &str) -> (u64, u64) {
     let events = channel
         .manager
-        .events(&channel.principal(), session)
+        .events()
+        .read(&channel.principal(), session)
         .await
         .unwrap_or_default();
     let last = events.last().map_or(0, |event| event.index);
@@ -114,7 +115,11 @@ async fn follow_session(channel: &Arc<Channel>, mut follow: Follow, resumed: boo
     let logs = manager.logs().about(&session);
     let (start, last) = start_index(channel, &session, &follow.delivery_id).await;
     let replay_until = if resumed { last } else { 0 };
-    let mut stream = match manager.stream(&channel.principal(), &session, start).await {
+    let mut stream = match manager
+        .events()
+        .stream(&channel.principal(), &session, start)
+        .await
+    {
         Ok(stream) => stream,
         Err(err) => {
             logs.error(format!(
@@ -398,7 +403,8 @@ async fn report(
         };
         if let Err(err) = channel
             .manager
-            .record_channel_delivery(&channel.principal(), session, Some(turn), event)
+            .channels()
+            .record_delivery(&channel.principal(), session, Some(turn), event)
             .await
         {
             logs.warn(format!(

@@ -186,9 +186,9 @@ impl Channels {
             }
             let store = Deliveries::new(
                 &summary.id,
-                manager.deliveries(),
-                manager.server_id(),
-                manager.claim_ttl(),
+                manager.channels().deliveries(),
+                manager.channels().server_id(),
+                manager.channels().claim_ttl(),
             );
             channels.push(Arc::new(Channel {
                 id: summary.id.clone(),

@@ -57,7 +57,8 @@ pub(crate) async fn run(channel: Arc<Channel>, received: Received, resumed: bool
             if !recorded
                 && let Err(err) = channel
                     .manager
-                    .record_channel_delivery(&channel.principal(), session, None, event)
+                    .channels()
+                    .record_delivery(&channel.principal(), session, None, event)
                     .await
             {
                 logs.about(session).warn(format!(
@@ -101,7 +102,8 @@ pub(crate) async fn run(channel: Arc<Channel>, received: Received, resumed: bool
 async fn reached(channel: &Channel, session: &str, id: &str) -> bool {
     let events = channel
         .manager
-        .events(&channel.principal(), session)
+        .events()
+        .read(&channel.principal(), session)
         .await
         .unwrap_or_default();
     events.iter().any(|event| {
@@ -172,7 +174,7 @@ async fn to_session(channel: &Channel, id: &str, work: &Work) -> Result<String, 
             None => None,
         }
         .ok_or_else(|| ManagerError::NotFound("no session in this thread to stop".into()))?;
-        manager.stop(&principal, &session).await?;
+        manager.turns().stop(&principal, &session).await?;
         return Ok(session);
     }
     if let Some(key) = &work.continuation
@@ -199,6 +201,7 @@ async fn to_session(channel: &Channel, id: &str, work: &Work) -> Result<String, 
         ..SessionOptions::default()
     };
     let accepted = manager
+        .sessions()
         .create_with(&principal, kind, request, options)
         .await?;
     if let Some(key) = &work.continuation {
@@ -250,6 +253,7 @@ async fn bound_session(
         };
         match channel
             .manager
+            .turns()
             .send_message(&channel.principal(), &session_id, message)
             .await
         {

@@ -138,6 +138,7 @@ async fn run_session(
     accept_elicitation_defaults: bool,
 ) -> anyhow::Result<(String, Vec<folio_protocol::Event>)> {
     let accepted = manager
+        .sessions()
         .create(PRINCIPAL, "cli", CreateSession::message(message))
         .await?;
     let events = follow_session(
@@ -160,7 +161,7 @@ pub(crate) async fn follow_session(
     id: &str,
     accept_elicitation_defaults: bool,
 ) -> anyhow::Result<Vec<folio_protocol::Event>> {
-    let mut stream = manager.stream(principal, id, 0).await?;
+    let mut stream = manager.events().stream(principal, id, 0).await?;
     let mut interrupt = std::pin::pin!(tokio::signal::ctrl_c());
     let mut turn_ended = false;
     let mut interrupted = false;
@@ -169,7 +170,7 @@ pub(crate) async fn follow_session(
             next = stream.rx.recv() => next,
             _ = &mut interrupt, if !turn_ended && !interrupted => {
                 interrupted = true;
-                manager.stop(principal, id).await?;
+                manager.turns().stop(principal, id).await?;
                 continue;
             }
         };
@@ -179,7 +180,8 @@ pub(crate) async fn follow_session(
         match &event.body {
             EventBody::ActionApprovalRequested(requested) => {
                 manager
-                    .resolve_approval(
+                    .approvals()
+                    .resolve(
                         principal,
                         id,
                         &requested.call_id,
@@ -198,7 +200,7 @@ pub(crate) async fn follow_session(
             _ => {}
         }
     }
-    Ok(manager.events(principal, id).await?)
+    Ok(manager.events().read(principal, id).await?)
 }
 
 /// `run`'s answer to a parked call or question: calls are denied; a question is declined, or

@@ -356,14 +356,14 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             clock.clone(),
         )?;
         tokio::spawn(scheduler.clone().run(manager.shutdown_token()));
-        tokio::spawn(manager.clone().run_reminders());
-        tokio::spawn(manager.clone().run_retention());
+        tokio::spawn(manager.clone().reminders().clone().run());
+        tokio::spawn(manager.clone().retention().clone().run());
         mounts.push(Mount {
             slug: slug.clone(),
             manager: manager.clone(),
             diagnostics,
         });
-        peers.mount(&slug, Arc::new(manager.clone()));
+        peers.mount(&slug, Arc::new(manager.peers().clone()));
         projects.push(Project {
             slug,
             dir,

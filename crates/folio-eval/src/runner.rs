@@ -418,6 +418,7 @@ async fn run_steps(
                     continuation_key: None,
                 };
                 let accepted = manager
+                    .sessions()
                     .create_with(EVAL_PRINCIPAL, EVAL_PURPOSE, request, options)
                     .await
                     .map_err(|err| EvalError::Send(err.to_string()))?;
@@ -427,11 +428,13 @@ async fn run_steps(
             }
             Some(id) => {
                 let events = manager
-                    .events(EVAL_PRINCIPAL, id)
+                    .events()
+                    .read(EVAL_PRINCIPAL, id)
                     .await
                     .map_err(|err| EvalError::Send(err.to_string()))?;
                 let from = events.last().map_or(0, |event| event.index + 1);
                 manager
+                    .turns()
                     .send(EVAL_PRINCIPAL, id, &step.send, None)
                     .await
                     .map_err(|err| EvalError::Send(err.to_string()))?;
@@ -440,7 +443,8 @@ async fn run_steps(
         };
         settle(manager, &id, from).await?;
         let events = manager
-            .events(EVAL_PRINCIPAL, &id)
+            .events()
+            .read(EVAL_PRINCIPAL, &id)
             .await
             .map_err(|err| EvalError::Send(err.to_string()))?;
         let turn_id = turn_started_after(&events, from).ok_or(EvalError::NoTurn { step: n + 1 })?;
@@ -472,6 +476,7 @@ async fn run_steps(
 /// waiting, completed or failed). A call that asks for approval is denied.
 async fn settle(manager: &SessionManager, id: &str, from: u64) -> Result<(), EvalError> {
     let mut stream = manager
+        .events()
         .stream(EVAL_PRINCIPAL, id, from)
         .await
         .map_err(|err| EvalError::Send(err.to_string()))?;
@@ -481,7 +486,8 @@ async fn settle(manager: &SessionManager, id: &str, from: u64) -> Result<(), Eva
         match &event.body {
             EventBody::ActionApprovalRequested(requested) => {
                 manager
-                    .resolve_approval(
+                    .approvals()
+                    .resolve(
                         EVAL_PRINCIPAL,
                         id,
                         &requested.call_id,
@@ -515,6 +521,7 @@ async fn read_file(
     path: &str,
 ) -> Option<String> {
     let workspace = manager
+        .sessions()
         .workspace_dir(EVAL_PRINCIPAL, session_id)
         .await
         .ok()?;

@@ -291,7 +291,11 @@ async fn cold_start(state: &Path, project: &Path) {
     let url = serve(manager.clone()).await;
     let listening = started.elapsed();
     let page_started = Instant::now();
-    let page = manager.list("local", 50, None, None).await.unwrap();
+    let page = manager
+        .sessions()
+        .list("local", 50, None, None)
+        .await
+        .unwrap();
     let page_ms = page_started.elapsed().as_secs_f64() * 1000.0;
     let _ = url;
     let figures = ColdStart {
@@ -353,6 +357,7 @@ async fn run() {
             let manager = manager.clone();
             async move {
                 let accepted = manager
+                    .sessions()
                     .create(
                         "local",
                         "http",
@@ -368,6 +373,7 @@ async fn run() {
                     .await
                     .unwrap();
                 let mut events = manager
+                    .events()
                     .stream("local", &accepted.session_id, 0)
                     .await
                     .unwrap();
@@ -440,7 +446,11 @@ async fn run() {
     let open_ms = opened.elapsed().as_secs_f64() * 1000.0;
     let rss_open = rss_kib();
     let sent = Instant::now();
-    manager.send("local", &id, "again", None).await.unwrap();
+    manager
+        .turns()
+        .send("local", &id, "again", None)
+        .await
+        .unwrap();
     let mut delivered = 0;
     for reader in readers {
         delivered += reader.await.unwrap();

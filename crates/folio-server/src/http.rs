@@ -352,7 +352,7 @@ async fn mcp_auth_callback(
     let outcome = match params.get("state") {
         Some(state) => {
             manager
-                .mcp_authorization_redirect(state, query.as_deref().unwrap_or_default())
+                .approvals().mcp_authorization_redirect(state, query.as_deref().unwrap_or_default())
                 .await
         }
         None => Err(ManagerError::Invalid(
@@ -408,7 +408,12 @@ async fn create_session(
     ApiJson(mut body): ApiJson<CreateSession>,
 ) -> ApiResult {
     body.client_message_id = idempotency_key(&headers, body.client_message_id)?;
-    let accepted = state.mount.manager.create(&principal, "http", body).await?;
+    let accepted = state
+        .mount
+        .manager
+        .sessions()
+        .create(&principal, "http", body)
+        .await?;
     created(&state.prefix, accepted)
 }
 
@@ -420,7 +425,12 @@ async fn follow_up(
     ApiJson(mut body): ApiJson<FollowUp>,
 ) -> ApiResult {
     body.client_message_id = idempotency_key(&headers, body.client_message_id)?;
-    let accepted = state.mount.manager.follow_up(&principal, &id, body).await?;
+    let accepted = state
+        .mount
+        .manager
+        .turns()
+        .follow_up(&principal, &id, body)
+        .await?;
     crate::http_trace::covering(
         accepted.events,
         StatusCode::OK,
@@ -455,7 +465,12 @@ async fn fork_session(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<ForkSession>,
 ) -> ApiResult {
-    let accepted = state.mount.manager.fork(&principal, &id, body).await?;
+    let accepted = state
+        .mount
+        .manager
+        .sessions()
+        .fork(&principal, &id, body)
+        .await?;
     created(&state.prefix, accepted)
 }
 
@@ -482,7 +497,12 @@ async fn issue_token(
     Path(id): Path<String>,
     ApiJson(Empty {}): ApiJson<Empty>,
 ) -> ApiResult {
-    let accepted = state.mount.manager.issue_token(&principal, &id).await?;
+    let accepted = state
+        .mount
+        .manager
+        .sessions()
+        .issue_token(&principal, &id)
+        .await?;
     ok(
         StatusCode::OK,
         FollowUpAccepted {
@@ -502,7 +522,8 @@ async fn save_eval_case(
     let saved = state
         .mount
         .manager
-        .save_eval_case(&principal, &id, &body.name)
+        .evals()
+        .save_case(&principal, &id, &body.name)
         .await?;
     ok(StatusCode::CREATED, saved)
 }
@@ -513,7 +534,7 @@ async fn stop_session(
     Path(id): Path<String>,
     ApiJson(Empty {}): ApiJson<Empty>,
 ) -> ApiResult {
-    state.mount.manager.stop(&principal, &id).await?;
+    state.mount.manager.turns().stop(&principal, &id).await?;
     ok(StatusCode::OK, Acknowledged::default())
 }
 
@@ -522,7 +543,12 @@ async fn delete_session(
     Extension(Principal(principal)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult {
-    state.mount.manager.delete(&principal, &id).await?;
+    state
+        .mount
+        .manager
+        .sessions()
+        .delete(&principal, &id)
+        .await?;
     ok(StatusCode::OK, Acknowledged::default())
 }
 
@@ -531,7 +557,7 @@ async fn get_session(
     Extension(Principal(principal)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult {
-    let session = state.mount.manager.get(&principal, &id).await?;
+    let session = state.mount.manager.sessions().get(&principal, &id).await?;
     ok(
         StatusCode::OK,
         SessionResponse {
@@ -566,14 +592,22 @@ async fn list_sessions(
     let q = query.get("q").map(String::as_str);
     let manager = &state.mount.manager;
     let page = match query.get("scope").map(String::as_str) {
-        None | Some("mine") => manager.list(&principal, limit, cursor, q).await?,
+        None | Some("mine") => {
+            manager
+                .sessions()
+                .list(&principal, limit, cursor, q)
+                .await?
+        }
         Some("all") => {
             if !(state.dev && peer.ip().is_loopback()) {
                 return Err(ApiError::forbidden(
                     "scope=all lists every principal's sessions only under `folio dev` (or `serve --dev`) for loopback callers",
                 ));
             }
-            manager.list_every_principal(limit, cursor, q).await?
+            manager
+                .sessions()
+                .list_every_principal(limit, cursor, q)
+                .await?
         }
         Some(other) => {
             return Err(ApiError::invalid(format!(
@@ -606,7 +640,12 @@ async fn stream_session(
             .map_err(|_| ApiError::invalid("startIndex must be a non-negative integer"))?,
         None => 0,
     };
-    let stream = state.mount.manager.stream(&principal, &id, start).await?;
+    let stream = state
+        .mount
+        .manager
+        .events()
+        .stream(&principal, &id, start)
+        .await?;
     let body = futures::stream::unfold(stream.rx, |mut rx| async move {
         let item = rx.recv().await?;
         let bytes = match item {
@@ -623,7 +662,7 @@ async fn session_events(
     Extension(Principal(principal)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult {
-    let events = state.mount.manager.events(&principal, &id).await?;
+    let events = state.mount.manager.events().read(&principal, &id).await?;
     let mut out = Vec::new();
     for event in &events {
         out.extend_from_slice(&event_line(event));
@@ -640,7 +679,8 @@ async fn resolve_approval(
     state
         .mount
         .manager
-        .resolve_approval(&principal, &id, &call_id, body)
+        .approvals()
+        .resolve(&principal, &id, &call_id, body)
         .await?;
     ok(StatusCode::OK, Acknowledged::default())
 }
@@ -654,7 +694,8 @@ async fn session_tool(
     let result = state
         .mount
         .manager
-        .call_tool(&principal, Some(&id), &name, body.input)
+        .tools()
+        .call(&principal, Some(&id), &name, body.input)
         .await?;
     ok(StatusCode::OK, result)
 }
@@ -668,7 +709,8 @@ async fn set_reminder(
     let reminder = state
         .mount
         .manager
-        .set_reminder(&principal, &id, body)
+        .reminders()
+        .set(&principal, &id, body)
         .await?;
     ok(
         StatusCode::CREATED,
@@ -684,7 +726,12 @@ async fn list_reminders(
     Extension(Principal(principal)): Extension<Principal>,
     Path(id): Path<String>,
 ) -> ApiResult {
-    let reminders = state.mount.manager.reminders(&principal, &id).await?;
+    let reminders = state
+        .mount
+        .manager
+        .reminders()
+        .list(&principal, &id)
+        .await?;
     ok(StatusCode::OK, Page::new(reminders, None))
 }
 
@@ -696,7 +743,8 @@ async fn cancel_reminder(
     state
         .mount
         .manager
-        .cancel_reminder(&principal, &id, &reminder_id)
+        .reminders()
+        .cancel(&principal, &id, &reminder_id)
         .await?;
     ok(StatusCode::OK, Acknowledged::default())
 }
@@ -710,7 +758,8 @@ async fn unscoped_tool(
     let result = state
         .mount
         .manager
-        .call_tool(&principal, None, &name, body.input)
+        .tools()
+        .call(&principal, None, &name, body.input)
         .await?;
     ok(StatusCode::OK, result)
 }
@@ -805,7 +854,7 @@ async fn logs(
     let manager = &state.mount.manager;
     let mut owned = std::collections::BTreeSet::new();
     for id in manager.logs().sessions_since(since) {
-        if manager.get(&principal, &id).await.is_ok() {
+        if manager.sessions().get(&principal, &id).await.is_ok() {
             owned.insert(id);
         }
     }

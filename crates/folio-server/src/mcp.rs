@@ -123,7 +123,11 @@ impl ServerHandler for AgentMcp {
                 let ask: AskArguments = arguments("ask", args)?;
                 // The client's `notifications/cancelled` (a peer whose own turn was stopped)
                 // fires `context.ct`: the turn this ask started is stopped with it.
-                let asked = self.manager.ask(&principal, "mcp", ask, &context.ct).await;
+                let asked = self
+                    .manager
+                    .peers()
+                    .ask(&principal, "mcp", ask, &context.ct)
+                    .await;
                 Ok(match asked {
                     Ok(asked) => {
                         let failed = asked.status == AskStatus::Failed;
@@ -134,11 +138,12 @@ impl ServerHandler for AgentMcp {
             }
             "check" => {
                 let CheckArguments { session_id: id } = arguments("check", args)?;
-                Ok(match self.manager.get(&principal, &id).await {
+                Ok(match self.manager.sessions().get(&principal, &id).await {
                     Ok(session) => {
                         let events = self
                             .manager
-                            .events(&principal, &id)
+                            .events()
+                            .read(&principal, &id)
                             .await
                             .unwrap_or_default();
                         let last_reply = events.iter().rev().find_map(|e| match &e.body {

@@ -41,7 +41,7 @@ async fn wait_for(
     done: impl Fn(&[Event]) -> bool,
 ) -> Vec<Event> {
     for _ in 0..300 {
-        let events = manager.events("local", id).await.unwrap();
+        let events = manager.events().read("local", id).await.unwrap();
         if done(&events) {
             return events;
         }
@@ -49,7 +49,7 @@ async fn wait_for(
     }
     panic!(
         "timed out; events: {:#?}",
-        manager.events("local", id).await.unwrap()
+        manager.events().read("local", id).await.unwrap()
     );
 }
 
@@ -218,7 +218,7 @@ async fn approve_deny_single_use_and_survive_a_restart() {
         })
         .unwrap();
     manager.shutdown().await;
-    let before = manager.events("local", &id).await.unwrap();
+    let before = manager.events().read("local", &id).await.unwrap();
     assert_eq!(
         count(&before, "turn.failed"),
         0,
@@ -226,7 +226,7 @@ async fn approve_deny_single_use_and_survive_a_restart() {
     );
 
     let restarted = support::manager(agent(&mock, dir.path()).await, state.path()).await;
-    let after = restarted.events("local", &id).await.unwrap();
+    let after = restarted.events().read("local", &id).await.unwrap();
     assert_eq!(
         after.len(),
         before.len(),
@@ -285,6 +285,7 @@ async fn a_follow_up_preempts_a_turn_parked_across_a_restart() {
     let state = tempfile::tempdir().unwrap();
     let first = manager(agent(&mock, dir.path()).await, state.path()).await;
     let id = first
+        .sessions()
         .create(
             "local",
             "http",
@@ -305,14 +306,19 @@ async fn a_follow_up_preempts_a_turn_parked_across_a_restart() {
 
     mock.push(MockReply::text("fresh answer"));
     let second = support::manager(agent(&mock, dir.path()).await, state.path()).await;
-    second.send("local", &id, "never mind", None).await.unwrap();
+    second
+        .turns()
+        .send("local", &id, "never mind", None)
+        .await
+        .unwrap();
     let events = wait_for(&second, &id, |e| count(e, "session.waiting") == 1).await;
     let types: Vec<&str> = events.iter().map(|e| e.event_type()).collect();
     let failed = types.iter().position(|t| *t == "turn.failed").unwrap();
     assert_eq!(types[failed + 1], "message.received");
     assert_eq!(count(&events, "turn.completed"), 1);
     let err = second
-        .resolve_approval(
+        .approvals()
+        .resolve(
             "local",
             &id,
             &call_id,

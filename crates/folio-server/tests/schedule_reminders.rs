@@ -52,7 +52,7 @@ async fn open(
     let manager = manager(agent(mock, project).await, state).await;
     let clock = ManualClock::new(at(now));
     manager.set_clock(Arc::new(clock.clone()));
-    tokio::spawn(manager.clone().run_reminders());
+    tokio::spawn(manager.clone().reminders().clone().run());
     (manager, clock)
 }
 
@@ -65,6 +65,7 @@ async fn reminders_are_set_listed_cancelled_and_delivered_at_their_time() {
     let (manager, clock) = open(&mock, dir.path(), state.path(), "2027-01-04T10:00:00Z").await;
     let url = http(manager.clone()).await;
     let id = manager
+        .sessions()
         .create("local", "http", CreateSession::message("hi"))
         .await
         .unwrap()
@@ -148,6 +149,7 @@ async fn reminders_are_owned_and_bound_to_chat_sessions() {
     let state = tempfile::tempdir().unwrap();
     let (manager, _clock) = open(&mock, dir.path(), state.path(), "2027-01-04T10:00:00Z").await;
     let chat = manager
+        .sessions()
         .create("local", "http", CreateSession::message("hi"))
         .await
         .unwrap()
@@ -159,29 +161,40 @@ async fn reminders_are_owned_and_bound_to_chat_sessions() {
     };
     assert_eq!(
         manager
-            .set_reminder("mallory", &chat, request())
+            .reminders()
+            .set("mallory", &chat, request())
             .await
             .unwrap_err(),
         folio_session::ManagerError::Forbidden(chat.clone())
     );
     // The owner's reminder can be neither listed nor cancelled by another principal.
     let owned = manager
-        .set_reminder("local", &chat, request())
+        .reminders()
+        .set("local", &chat, request())
         .await
         .unwrap();
     assert_eq!(
-        manager.reminders("mallory", &chat).await.unwrap_err(),
-        folio_session::ManagerError::Forbidden(chat.clone())
-    );
-    assert_eq!(
         manager
-            .cancel_reminder("mallory", &chat, &owned.reminder_id)
+            .reminders()
+            .list("mallory", &chat)
             .await
             .unwrap_err(),
         folio_session::ManagerError::Forbidden(chat.clone())
     );
-    assert_eq!(manager.reminders("local", &chat).await.unwrap(), [owned]);
+    assert_eq!(
+        manager
+            .reminders()
+            .cancel("mallory", &chat, &owned.reminder_id)
+            .await
+            .unwrap_err(),
+        folio_session::ManagerError::Forbidden(chat.clone())
+    );
+    assert_eq!(
+        manager.reminders().list("local", &chat).await.unwrap(),
+        [owned]
+    );
     let task = manager
+        .sessions()
         .create(
             "local",
             "http",
@@ -195,7 +208,8 @@ async fn reminders_are_owned_and_bound_to_chat_sessions() {
         .session_id;
     assert_eq!(
         manager
-            .set_reminder("local", &task, request())
+            .reminders()
+            .set("local", &task, request())
             .await
             .unwrap_err(),
         folio_session::ManagerError::NotFollowable(task.clone())
@@ -211,13 +225,15 @@ async fn a_reminder_due_while_no_server_ran_is_delivered_once_marked_late() {
     let state = tempfile::tempdir().unwrap();
     let (first, _clock) = open(&mock, dir.path(), state.path(), "2027-01-04T10:00:00Z").await;
     let id = first
+        .sessions()
         .create("local", "http", CreateSession::message("hi"))
         .await
         .unwrap()
         .session_id;
     wait_turns(&first, &id, 1).await;
     let reminder = first
-        .set_reminder(
+        .reminders()
+        .set(
             "local",
             &id,
             SetReminder {
@@ -261,8 +277,14 @@ async fn a_reminder_due_while_no_server_ran_is_delivered_once_marked_late() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(!file.exists(), "the restored reminder was never settled");
-    assert_eq!(story(&third.events("local", &id).await.unwrap()), expected);
-    assert_eq!(third.reminders("local", &id).await.unwrap(), Vec::new());
+    assert_eq!(
+        story(&third.events().read("local", &id).await.unwrap()),
+        expected
+    );
+    assert_eq!(
+        third.reminders().list("local", &id).await.unwrap(),
+        Vec::new()
+    );
 }
 
 #[tokio::test]
@@ -292,6 +314,7 @@ async fn the_set_reminder_tool_is_opt_in_and_its_calls_become_reminders() {
     )]));
     mock.push(MockReply::text("I will follow up in 30 minutes."));
     let id = manager
+        .sessions()
         .create("local", "http", CreateSession::message("remind me"))
         .await
         .unwrap()
@@ -323,7 +346,7 @@ async fn the_set_reminder_tool_is_opt_in_and_its_calls_become_reminders() {
             (false, "Reminder requested in 30m; it is set when this turn ends and wakes this conversation then.".to_string()),
         ]
     );
-    let pending = manager.reminders("local", &id).await.unwrap();
+    let pending = manager.reminders().list("local", &id).await.unwrap();
     assert_eq!(
         pending
             .iter()

@@ -33,6 +33,7 @@ async fn idle_streams_send_keep_alive_lines() {
     manager.set_keepalive(Duration::from_millis(100));
     let url = http(manager.clone()).await;
     let id = manager
+        .sessions()
         .create("local", "http", create("hello"))
         .await
         .unwrap()
@@ -68,11 +69,12 @@ async fn deleting_a_session_directory_removes_the_session() {
     let state = tempfile::tempdir().unwrap();
     let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let id = manager
+        .sessions()
         .create("local", "http", create("hello"))
         .await
         .unwrap()
         .session_id;
-    let mut stream = manager.stream("local", &id, 0).await.unwrap();
+    let mut stream = manager.events().stream("local", &id, 0).await.unwrap();
     while let Some(event) = stream.rx.recv().await {
         if matches!(event.map(|e| e.body), Some(EventBody::SessionWaiting(_))) {
             break;
@@ -80,6 +82,7 @@ async fn deleting_a_session_directory_removes_the_session() {
     }
     assert_eq!(
         manager
+            .sessions()
             .list("local", 10, None, None)
             .await
             .unwrap()
@@ -89,19 +92,20 @@ async fn deleting_a_session_directory_removes_the_session() {
     );
     std::fs::remove_dir_all(state.path().join("sessions").join(&id)).unwrap();
     assert!(matches!(
-        manager.get("local", &id).await,
+        manager.sessions().get("local", &id).await,
         Err(ManagerError::NotFound(_))
     ));
     assert!(matches!(
-        manager.stream("local", &id, 0).await,
+        manager.events().stream("local", &id, 0).await,
         Err(ManagerError::NotFound(_))
     ));
     assert!(matches!(
-        manager.send("local", &id, "more", None).await,
+        manager.turns().send("local", &id, "more", None).await,
         Err(ManagerError::NotFound(_))
     ));
     assert!(
         manager
+            .sessions()
             .list("local", 10, None, None)
             .await
             .unwrap()
@@ -121,6 +125,7 @@ async fn streams_from_any_start_index_during_a_live_turn_have_no_gap_and_no_dupl
     let state = tempfile::tempdir().unwrap();
     let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let id = manager
+        .sessions()
         .create("local", "http", create("stream me"))
         .await
         .unwrap()
@@ -130,7 +135,7 @@ async fn streams_from_any_start_index_during_a_live_turn_have_no_gap_and_no_dupl
     for n in 0..12u64 {
         tokio::time::sleep(Duration::from_millis(12)).await;
         let start = n % 4;
-        let mut stream = manager.stream("local", &id, start).await.unwrap();
+        let mut stream = manager.events().stream("local", &id, start).await.unwrap();
         readers.push(tokio::spawn(async move {
             let mut indexes = Vec::new();
             while let Some(event) = stream.rx.recv().await {
@@ -143,14 +148,14 @@ async fn streams_from_any_start_index_during_a_live_turn_have_no_gap_and_no_dupl
             (start, indexes)
         }));
     }
-    let all = manager.events("local", &id).await.unwrap();
+    let all = manager.events().read("local", &id).await.unwrap();
     for reader in readers {
         let (start, indexes) = reader.await.unwrap();
         let expected: Vec<u64> = (start..start + indexes.len() as u64).collect();
         assert_eq!(indexes, expected);
         assert!(indexes.len() as u64 + start >= 10);
     }
-    let final_events = manager.events("local", &id).await.unwrap();
+    let final_events = manager.events().read("local", &id).await.unwrap();
     assert!(final_events.len() >= all.len());
 }
 
@@ -175,19 +180,22 @@ async fn todos_outlive_turns_and_restarts() {
     let agent = agent(&mock, dir.path()).await;
     let manager = manager(agent.clone(), state.path()).await;
     let id = manager
+        .sessions()
         .create("local", "http", create("plan"))
         .await
         .unwrap()
         .session_id;
     wait_turns(&manager, &id, 1).await;
     manager
+        .turns()
         .send("local", &id, "where are we?", None)
         .await
         .unwrap();
     wait_turns(&manager, &id, 2).await;
     let expected = "[x] 1: write the plan\n[~] 2: ship it";
     let read = manager
-        .events("local", &id)
+        .events()
+        .read("local", &id)
         .await
         .unwrap()
         .into_iter()
@@ -201,7 +209,8 @@ async fn todos_outlive_turns_and_restarts() {
 
     let reopened = support::manager(agent, state.path()).await;
     let direct = reopened
-        .call_tool("local", Some(&id), "ReadTodos", serde_json::json!({}))
+        .tools()
+        .call("local", Some(&id), "ReadTodos", serde_json::json!({}))
         .await
         .unwrap();
     assert_eq!(direct.result, serde_json::json!(expected));
@@ -216,12 +225,13 @@ async fn a_live_session_serves_the_events_of_its_log_from_memory() {
     let state = tempfile::tempdir().unwrap();
     let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let id = manager
+        .sessions()
         .create("local", "http", create("hello"))
         .await
         .unwrap()
         .session_id;
     // The stream holds the live session open across both turns.
-    let mut stream = manager.stream("local", &id, 0).await.unwrap();
+    let mut stream = manager.events().stream("local", &id, 0).await.unwrap();
     let mut waiting = 0;
     while waiting < 2 {
         let Some(event) = stream.rx.recv().await else {
@@ -230,14 +240,18 @@ async fn a_live_session_serves_the_events_of_its_log_from_memory() {
         if matches!(event.map(|e| e.body), Some(EventBody::SessionWaiting(_))) {
             waiting += 1;
             if waiting == 1 {
-                manager.send("local", &id, "again", None).await.unwrap();
+                manager
+                    .turns()
+                    .send("local", &id, "again", None)
+                    .await
+                    .unwrap();
             }
         }
     }
     let trace = state.path().join("traces").join(format!("{id}.ndjson"));
     let on_disk = folio_store_disk::read_events(&trace).unwrap();
-    assert_eq!(manager.events("local", &id).await.unwrap(), on_disk);
-    let summary = manager.get("local", &id).await.unwrap();
+    assert_eq!(manager.events().read("local", &id).await.unwrap(), on_disk);
+    let summary = manager.sessions().get("local", &id).await.unwrap();
     assert_eq!(summary.last_index, on_disk.last().unwrap().index);
     assert_eq!(summary.turns, 2);
 }
@@ -279,19 +293,25 @@ async fn a_turn_end_stores_the_token_totals_in_session_json_and_lists_read_them_
     // An HTTP create (its token and turn count written up front), then an in-process send
     // (no token: its turn count is written before its turn starts).
     let http = manager
+        .sessions()
         .create("local", "http", create("hello"))
         .await
         .unwrap()
         .session_id;
     wait_turns(&manager, &http, 1).await;
     let sent = manager
+        .sessions()
         .create("local", "http", create("first"))
         .await
         .unwrap()
         .session_id;
     wait_turns(&manager, &sent, 1).await;
     for (turns, text) in [(2, "second"), (3, "third"), (4, "fourth")] {
-        manager.send("local", &sent, text, None).await.unwrap();
+        manager
+            .turns()
+            .send("local", &sent, text, None)
+            .await
+            .unwrap();
         wait_turns(&manager, &sent, turns).await;
     }
     manager.shutdown().await;
@@ -346,7 +366,12 @@ async fn a_turn_end_stores_the_token_totals_in_session_json_and_lists_read_them_
     std::fs::write(&path, serde_json::to_vec(&behind).unwrap()).unwrap();
     let reopened = support::manager(agent, state.path()).await;
     assert_eq!(stored(&sent), expected(&sent, 4));
-    let listed = reopened.list("local", 50, None, None).await.unwrap().data;
+    let listed = reopened
+        .sessions()
+        .list("local", 50, None, None)
+        .await
+        .unwrap()
+        .data;
     let mut summaries: Vec<_> = listed
         .iter()
         .map(|s| {
@@ -378,7 +403,7 @@ async fn a_turn_end_stores_the_token_totals_in_session_json_and_lists_read_them_
     ];
     wanted.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(summaries, wanted);
-    let events = reopened.events("local", &sent).await.unwrap();
+    let events = reopened.events().read("local", &sent).await.unwrap();
     assert!(
         !events
             .iter()
@@ -404,12 +429,17 @@ async fn an_in_process_send_counts_its_turn_in_session_json_before_it_returns() 
     let state = tempfile::tempdir().unwrap();
     let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let id = manager
+        .sessions()
         .create("local", "http", create("hello"))
         .await
         .unwrap()
         .session_id;
     wait_turns(&manager, &id, 1).await;
-    manager.send("local", &id, "deploy", None).await.unwrap();
+    manager
+        .turns()
+        .send("local", &id, "deploy", None)
+        .await
+        .unwrap();
     let stored = folio_session::load_meta(&folio_session::StateRoot::new(state.path()), &id)
         .unwrap()
         .unwrap();
@@ -435,6 +465,7 @@ async fn a_create_a_crash_left_unwritten_is_removed_on_restart_and_its_retry_cre
     };
     let manager = manager(agent.clone(), state.path()).await;
     let first = manager
+        .sessions()
         .create("local", "http", keyed.clone())
         .await
         .unwrap()
@@ -453,6 +484,7 @@ async fn a_create_a_crash_left_unwritten_is_removed_on_restart_and_its_retry_cre
     assert!(!root.trace_path(&first).exists());
     assert!(
         manager
+            .sessions()
             .list("local", 50, None, None)
             .await
             .unwrap()
@@ -460,6 +492,7 @@ async fn a_create_a_crash_left_unwritten_is_removed_on_restart_and_its_retry_cre
             .is_empty()
     );
     let retried = manager
+        .sessions()
         .create("local", "http", keyed)
         .await
         .unwrap()

@@ -20,12 +20,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::command::{Admit, Command, Pending, queued_messages};
+use crate::engine::Engine;
 use crate::error::ManagerError;
 use crate::fault::FaultPoint;
-use crate::live::{Live, LiveSink, lock};
-use crate::recovery::Restart;
-use crate::shared::Inner;
+use crate::live::{Live, LiveSink};
+use crate::recovery::{Restart, open_turn};
 use crate::state::{SessionMeta, new_turn_id, reported_usage};
+use crate::sync::lock;
 use crate::token;
 use folio_protocol::SERVER_RESTARTED;
 use folio_store::Lease;
@@ -61,7 +62,7 @@ struct Running {
 
 /// The task that owns one live session while it has work.
 pub(crate) struct Actor {
-    inner: Arc<Inner>,
+    engine: Arc<Engine>,
     live: Arc<Live>,
     rx: mpsc::UnboundedReceiver<Command>,
     running: Option<Running>,
@@ -77,7 +78,7 @@ pub(crate) struct Actor {
 impl Actor {
     /// An actor for `live`, reading its mailbox `rx` (run it with [`Actor::run`]).
     pub(crate) fn new(
-        inner: Arc<Inner>,
+        engine: Arc<Engine>,
         live: Arc<Live>,
         rx: mpsc::UnboundedReceiver<Command>,
         lease: Option<Lease>,
@@ -86,7 +87,7 @@ impl Actor {
         // across a restart, or a restart before the drain).
         let queue = live.with_events(queued_messages);
         Actor {
-            inner,
+            engine,
             live,
             rx,
             running: None,
@@ -102,7 +103,7 @@ impl Actor {
             // Work is left that this server will not do (it is shutting down with messages
             // queued, or a turn it could not end): the lease expires, and the server that takes
             // it over does it.
-            self.inner.logs.about(&self.live.id).info(format!(
+            self.engine.logs.about(&self.live.id).info(format!(
                 "session {}: left to the next server to take it over",
                 self.live.id
             ));
@@ -110,8 +111,8 @@ impl Actor {
         }
         if let Some(lease) = self.lease.take() {
             self.live.log.clear_fence(lease.fence);
-            if let Err(err) = self.inner.store.release_lease(&lease).await {
-                self.inner.logs.about(&self.live.id).warn(format!(
+            if let Err(err) = self.engine.store.release_lease(&lease).await {
+                self.engine.logs.about(&self.live.id).warn(format!(
                     "session {}: cannot release its lease ({err}); it expires by itself",
                     self.live.id
                 ));
@@ -120,12 +121,12 @@ impl Actor {
     }
 
     async fn serve(&mut self) {
-        let every = self.inner.ttl / 3;
+        let every = self.engine.lease.ttl / 3;
         let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         // While a turn runs, its events reach the store (and so the streams) as they are
         // appended, gathered for the store's publish interval, besides the durable points
         // that wait for them.
-        let gather = self.inner.store.publish_interval();
+        let gather = self.engine.store.publish_interval();
         let live = self.live.clone();
         loop {
             let published = async {
@@ -151,7 +152,7 @@ impl Actor {
                     }
                     () = published => {
                         if let Err(err) = self.live.publish().await {
-                            self.inner.logs.about(&self.live.id).warn(format!(
+                            self.engine.logs.about(&self.live.id).warn(format!(
                                 "session {}: cannot publish the turn's events yet: {err}",
                                 self.live.id
                             ));
@@ -195,13 +196,18 @@ impl Actor {
         let Some(lease) = &self.lease else {
             return false;
         };
-        match self.inner.store.renew_lease(lease, self.inner.ttl).await {
+        match self
+            .engine
+            .store
+            .renew_lease(lease, self.engine.lease.ttl)
+            .await
+        {
             Ok(renewed) => {
                 self.lease = Some(renewed);
                 false
             }
             Err(folio_store::StoreError::Fenced { .. }) => {
-                self.inner.logs.about(&self.live.id).error(format!(
+                self.engine.logs.about(&self.live.id).error(format!(
                     "session {}: another server took its turn over (this server's lease expired); stopping the turn here",
                     self.live.id
                 ));
@@ -211,20 +217,12 @@ impl Actor {
                 }
                 self.lease = None;
                 *lock(&self.live.mailbox) = None;
-                let mut live = lock(&self.inner.live);
-                if live
-                    .get(&self.live.id)
-                    .and_then(std::sync::Weak::upgrade)
-                    .is_some_and(|open| Arc::ptr_eq(&open, &self.live))
-                {
-                    live.remove(&self.live.id);
-                }
-                drop(live);
+                self.engine.live.remove_if(&self.live);
                 self.live.closed.cancel();
                 true
             }
             Err(err) => {
-                self.inner.logs.about(&self.live.id).warn(format!(
+                self.engine.logs.about(&self.live.id).warn(format!(
                     "session {}: cannot renew its lease ({err}); retrying",
                     self.live.id
                 ));
@@ -300,7 +298,7 @@ impl Actor {
             }
             Command::Recover { reply } => {
                 if let Err(err) = self.recover().await {
-                    self.inner
+                    self.engine
                         .logs
                         .about(&self.live.id)
                         .error(format!("session {}: {err}", self.live.id));
@@ -357,8 +355,8 @@ impl Actor {
                     let _ = reply.send(Err(ManagerError::Busy(self.live.id.clone())));
                     return false;
                 }
-                let agent = self.inner.agent();
-                let seen = self.inner.workspace_of(&lock(&self.live.meta));
+                let agent = self.engine.agent();
+                let seen = self.engine.workspace_of(&lock(&self.live.meta));
                 let workspace = match seen {
                     Ok(workspace) => workspace,
                     Err(err) => {
@@ -375,7 +373,7 @@ impl Actor {
                     &workspace,
                     (&self.live.id, context),
                     todos,
-                    self.inner.shutdown.child_token(),
+                    self.engine.life.shutdown.child_token(),
                 );
                 let result = folio_telemetry::with_incoming(trace_parent, call).await;
                 let _ = reply.send(result);
@@ -415,12 +413,12 @@ impl Actor {
     /// Ends the session's streams and removes its metadata, workspace and log from the store.
     async fn remove_from_disk(&self) {
         self.live.closed.cancel();
-        let seen = self.inner.workspace_of(&lock(&self.live.meta));
+        let seen = self.engine.workspace_of(&lock(&self.live.meta));
         if let Ok(workspace) = seen {
             let _ = std::fs::remove_dir_all(workspace);
         }
-        if let Err(err) = self.inner.store.delete_session(&self.live.id).await {
-            self.inner.logs.about(&self.live.id).error(format!(
+        if let Err(err) = self.engine.store.delete_session(&self.live.id).await {
+            self.engine.logs.about(&self.live.id).error(format!(
                 "session {}: cannot delete it from the store: {err}",
                 self.live.id
             ));
@@ -630,7 +628,7 @@ impl Actor {
             self.live.commit().await?;
             self.live.change_meta(change);
         }
-        self.inner.fault(FaultPoint::MessageSynced);
+        self.engine.fault(FaultPoint::MessageSynced);
         Ok(())
     }
 
@@ -645,7 +643,7 @@ impl Actor {
         // approval stays parked).
         let cancel = CancellationToken::new();
         let task = tokio::spawn(run_turn(
-            self.inner.clone(),
+            self.engine.clone(),
             self.live.clone(),
             turn_id,
             resume,
@@ -667,7 +665,7 @@ impl Actor {
                 message: message.clone(),
             }),
         ) {
-            self.inner
+            self.engine
                 .logs
                 .about(&self.live.id)
                 .error(format!("session {}: {err}", self.live.id));
@@ -688,8 +686,8 @@ impl Actor {
 
     /// After a turn: drain coalesced messages into one turn, or park / end the session.
     async fn after_turn(&mut self, outcome: TurnOutcome) {
-        if let Err(err) = crate::schedule::record_requested(&self.inner, &self.live).await {
-            self.inner
+        if let Err(err) = crate::reminder_store::record_requested(&self.engine, &self.live).await {
+            self.engine
                 .logs
                 .about(&self.live.id)
                 .error(format!("session {}: set_reminder: {err}", self.live.id));
@@ -698,15 +696,15 @@ impl Actor {
         if !self.queue.is_empty() && mode == SessionMode::Chat {
             let (message, count) = Pending::join(std::mem::take(&mut self.queue));
             if let Err(err) = self.start_turn(message, Admitted::drained(count)).await {
-                self.inner
+                self.engine
                     .logs
                     .about(&self.live.id)
                     .error(format!("session {}: {err}", self.live.id));
             }
             return;
         }
-        if let Err(err) = finish_session(&self.live, Some(&outcome), &self.inner).await {
-            self.inner
+        if let Err(err) = finish_session(&self.live, Some(&outcome), &self.engine).await {
+            self.engine
                 .logs
                 .about(&self.live.id)
                 .error(format!("session {}: {err}", self.live.id));
@@ -717,7 +715,7 @@ impl Actor {
 /// Runs (or resumes) one turn: waits for a slot under the agent's cap, binds the FileSystem,
 /// and hands the turn to the harness with the live session as its sink.
 async fn run_turn(
-    inner: Arc<Inner>,
+    engine: Arc<Engine>,
     live: Arc<Live>,
     turn_id: String,
     resume: bool,
@@ -737,14 +735,14 @@ async fn run_turn(
         );
         TurnOutcome::Failed { message }
     };
-    let _permit = match &inner.slots {
+    let _permit = match &engine.turns.slots {
         None => None,
         Some(slots) => match slots.clone().try_acquire_owned() {
             Ok(permit) => Some(permit),
             Err(_) => {
                 use std::sync::atomic::Ordering;
-                let position = inner.queued.fetch_add(1, Ordering::SeqCst) + 1;
-                let queued = folio_telemetry::metrics::turn_queued(&inner.agent().definition.name);
+                let position = engine.turns.queued.fetch_add(1, Ordering::SeqCst) + 1;
+                let queued = folio_telemetry::metrics::turn_queued(&engine.agent().definition.name);
                 let _ = live.append(
                     Some(&turn_id),
                     EventBody::TurnQueued(TurnQueued { position }),
@@ -753,7 +751,7 @@ async fn run_turn(
                     permit = slots.clone().acquire_owned() => permit.ok(),
                     () = cancel.cancelled() => None,
                 };
-                inner.queued.fetch_sub(1, Ordering::SeqCst);
+                engine.turns.queued.fetch_sub(1, Ordering::SeqCst);
                 drop(queued);
                 match acquired {
                     Some(permit) => Some(permit),
@@ -765,15 +763,15 @@ async fn run_turn(
             }
         },
     };
-    let agent = inner.agent();
+    let agent = engine.agent();
     let _running = folio_telemetry::metrics::turn_running(&agent.definition.name);
     // An agent with a root keeps its files there: only a host-default turn needs to see the
     // session's own workspace.
-    let seen = inner.workspace_of(&lock(&live.meta));
+    let seen = engine.workspace_of(&lock(&live.meta));
     let workspace = match seen {
         Ok(workspace) => workspace,
         Err(err) if agent.root.is_none() => return failed(&live, err.to_string()),
-        Err(_) => inner.state.workspace_dir(&live.id),
+        Err(_) => engine.state.workspace_dir(&live.id),
     };
     let session = {
         let meta = lock(&live.meta);
@@ -857,11 +855,11 @@ fn rotate(meta: &mut SessionMeta, rotated: Option<&str>, key: Option<&str>) {
 pub(crate) async fn finish_session(
     live: &Live,
     outcome: Option<&TurnOutcome>,
-    inner: &Inner,
+    engine: &Engine,
 ) -> Result<(), ManagerError> {
     let (event, status) = record_end(live, outcome)?;
     live.commit().await?;
-    inner.fault(FaultPoint::BoundarySynced);
+    engine.fault(FaultPoint::BoundarySynced);
     let usage = live.with_events(reported_usage);
     live.repair_meta(|meta| {
         meta.status = status;
@@ -974,21 +972,6 @@ fn outcome_of(joined: Result<TurnOutcome, tokio::task::JoinError>) -> TurnOutcom
     joined.unwrap_or_else(|err| TurnOutcome::Failed {
         message: format!("the turn task failed: {err}"),
     })
-}
-
-/// The turn of the last `message.received` when it has no `turn.completed`/`turn.failed`.
-pub(crate) fn open_turn(events: &[Event]) -> Option<String> {
-    let mut open = None;
-    for event in events {
-        match &event.body {
-            EventBody::MessageReceived(_) => open = event.turn_id.clone(),
-            EventBody::TurnCompleted(_) | EventBody::TurnFailed(_) if event.turn_id == open => {
-                open = None;
-            }
-            _ => {}
-        }
-    }
-    open
 }
 
 /// Checks a decision against what is parked — `approve`/`deny` for a call; `accept` (with

@@ -9,6 +9,10 @@ use tokio::sync::oneshot;
 
 use crate::error::ManagerError;
 
+/// What shows in a session's log once something was done (by this server's actor or by the
+/// server owning the session's turn): a check over the events.
+pub(crate) type Done = Box<dyn Fn(&[Event]) -> bool + Send + Sync>;
+
 /// A message admitted to a session, with the workspace files its turn writes first.
 pub(crate) struct Pending {
     pub(crate) text: String,
@@ -96,7 +100,7 @@ pub(crate) enum Command {
         turn_id: Option<String>,
         body: EventBody,
         /// Not appended when this holds for the log (an event recorded once).
-        unless: Option<crate::cluster::Done>,
+        unless: Option<Done>,
         reply: oneshot::Sender<Result<(), ManagerError>>,
     },
     /// Replaces the continuation token (its hash) durably.

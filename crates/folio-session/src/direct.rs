@@ -1,3 +1,6 @@
+//! The [`Tools`] handle: direct tool calls (`POST /v1/tools/:name`, bound to a session or
+//! unscoped), outside any turn.
+//!
 //! Which tools a direct call may run (docs/tools.md). Unscoped calls
 //! (`POST /v1/tools/:name`) share one workspace among every principal, so they run only tools
 //! the agent's authors wrote — never a built-in (the file tools, `Shell`, `WebFetch`, the todo
@@ -11,10 +14,77 @@
 //! would protect nothing. `tag_artifact` is built in and tags the calling session's artifacts,
 //! so it is refused unscoped like the others.
 
-use crate::error::ManagerError;
+use std::sync::Arc;
+
+use folio_agent::tools::{SessionContext, TodoList};
+use folio_protocol::ToolCallResult;
+use serde_json::Value;
+
+use crate::actor::direct_call;
+use crate::command::Command;
+use crate::engine::Engine;
+use crate::error::{ManagerError, io_error};
+use crate::remote::Remote;
+
+/// Calls tools directly, outside a turn.
+#[derive(Clone)]
+pub struct Tools {
+    pub(crate) engine: Arc<Engine>,
+}
+
+impl Tools {
+    /// A direct call of `name`, bound to a session (sharing its execution lock) or unscoped.
+    /// Skips the approval gate; still validates the input.
+    pub async fn call(
+        &self,
+        principal: &str,
+        session_id: Option<&str>,
+        name: &str,
+        input: Value,
+    ) -> Result<ToolCallResult, ManagerError> {
+        match session_id {
+            Some(session_id) => {
+                let live = self.engine.owned(principal, session_id).await?;
+                let name = name.to_string();
+                // The actor runs the call in its own task: the request's trace context goes along.
+                let trace_parent = folio_telemetry::incoming_traceparent();
+                self.engine
+                    .command(&live, &Remote::Busy, |reply| Command::Tool {
+                        name,
+                        input,
+                        trace_parent,
+                        reply,
+                    })
+                    .await?
+            }
+            None => {
+                check_unscoped(name)?;
+                let workspace = self.engine.state.path().join("direct").join("workspace");
+                std::fs::create_dir_all(&workspace)
+                    .map_err(|e| io_error("cannot create the direct-call workspace", e))?;
+                direct_call(
+                    &self.engine.agent(),
+                    name,
+                    input,
+                    &workspace,
+                    (
+                        "direct",
+                        SessionContext {
+                            principal: principal.to_string(),
+                            ..SessionContext::default()
+                        },
+                    ),
+                    TodoList::default(),
+                    self.engine.life.shutdown.child_token(),
+                )
+                .await
+            }
+        }
+    }
+}
 
 /// Refuses an unscoped direct call of a built-in tool (`403 forbidden`).
-pub(crate) fn check_unscoped(name: &str) -> Result<(), ManagerError> {
+fn check_unscoped(name: &str) -> Result<(), ManagerError> {
     let every_backend = folio_project::Backends {
         web_search: true,
         read_lints: true,

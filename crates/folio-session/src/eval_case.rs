@@ -13,26 +13,39 @@ use folio_project::{
 use folio_protocol::{EvalCaseSaved, OkTrue, SessionStatus};
 
 use crate::error::ManagerError;
-use crate::manager::SessionManager;
+use std::sync::Arc;
 
-impl SessionManager {
+use crate::engine::Engine;
+
+/// Turns sessions into eval cases.
+#[derive(Clone)]
+pub struct Evals {
+    pub(crate) engine: Arc<Engine>,
+}
+
+impl Evals {
     /// Writes `session_id` (owned by `principal`) as the eval case `name` of the agent's
     /// project; answers where it went.
-    pub async fn save_eval_case(
+    pub async fn save_case(
         &self,
         principal: &str,
         session_id: &str,
         name: &str,
     ) -> Result<EvalCaseSaved, ManagerError> {
-        let meta = self
-            .current_meta(self.owned_meta(principal, session_id).await?)
-            .await;
+        let meta = crate::queries::current_meta(
+            &self.engine,
+            self.engine.owned_meta(principal, session_id).await?,
+        )
+        .await;
         if meta.status == SessionStatus::Running {
             return Err(ManagerError::Busy(session_id.to_string()));
         }
-        let project = self.agent().definition.project_dir.clone();
+        let project = self.engine.agent().definition.project_dir.clone();
         let path = session_case_path(&project, name).map_err(refused)?;
-        let text = eval_from_session(&self.events(principal, session_id).await?, name);
+        let text = eval_from_session(
+            &crate::events::read(&self.engine, principal, session_id).await?,
+            name,
+        );
         let written = path.clone();
         tokio::task::spawn_blocking(move || write_new_eval(&written, &text))
             .await

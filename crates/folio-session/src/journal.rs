@@ -20,7 +20,7 @@ use folio_protocol::{Event, EventBody};
 use folio_store::{NewEvent, SessionMeta, SessionStore};
 use folio_store_disk::{LogError, now_millis};
 
-use crate::live::lock;
+use crate::sync::lock;
 
 /// A session's log: appends wait in memory until [`Journal::publish`] writes them in one
 /// append under the lease's fencing token.

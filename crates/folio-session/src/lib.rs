@@ -4,7 +4,8 @@
 //!
 //! Every effect of a turn is an [`Event`](folio_protocol::Event) appended to the session's log
 //! first; streams, trajectories and replays all read the same log. Every surface funnels into
-//! one [`SessionManager`]: one tokio actor per live session owns its running turn, its coalesce
+//! one [`SessionManager`] and the handles it hands out ([`Sessions`], [`Turns`], [`Events`],
+//! [`Approvals`], …): one tokio actor per live session owns its running turn, its coalesce
 //! queue and its execution lock (admission is sequential code there, so a session never runs
 //! two turns at once); idle sessions have no task. A live session reads its log once when it
 //! opens and keeps the events in memory; appends go to the store, to that copy, and out to live
@@ -28,8 +29,8 @@
 //! // Opening recovers from a crash: turns that were running are recorded as failed.
 //! let manager = SessionManager::open(StateRoot::new(".folio/state/demo"), Arc::new(agent), LogBuffer::new()).await?;
 //! let request: CreateSession = serde_json::from_str(r#"{"message": "hello"}"#)?;
-//! let accepted = manager.create("local", "cli", request).await?;
-//! let mut stream = manager.stream("local", &accepted.session_id, 0).await?;
+//! let accepted = manager.sessions().create("local", "cli", request).await?;
+//! let mut stream = manager.events().stream("local", &accepted.session_id, 0).await?;
 //! while let Some(event) = stream.rx.recv().await {
 //!     println!("{event:?}");
 //! }
@@ -40,14 +41,27 @@
 
 #![warn(missing_docs)]
 
+// Layers, each using only those above it: leaves (`sync`, `clock`, `error`, `fault`, `logs`,
+// `state`, `token`, `workspace_root`, `authorize`); the actor's vocabulary (`command`,
+// `remote`, `recovery`); a session's log and its live copy (`journal`, `live`); the shared
+// state (`engine`); what runs inside a session (`reminder_store`, `actor`); how requests reach
+// it (`dispatch`); the handles (`sessions`, `queries`, `turns`, `events`, `approvals`,
+// `direct`, `reminders`, `peer`, `eval_case`, `retention`, `channels`); servers sharing a
+// store (`cluster`); the scheduler (`schedule`); and the manager that opens it all.
 mod actor;
+mod approvals;
+mod authorize;
+mod channels;
+mod clock;
 mod cluster;
 mod command;
 mod direct;
+mod dispatch;
+mod engine;
 mod error;
 mod eval_case;
+mod events;
 mod fault;
-mod fork;
 mod journal;
 mod live;
 mod logs;
@@ -55,24 +69,37 @@ mod manager;
 mod peer;
 mod queries;
 mod recovery;
+mod reminder_store;
+mod reminders;
+mod remote;
 mod retention;
 pub mod schedule;
-mod shared;
+mod sessions;
 mod state;
 mod store_backends;
-mod stream;
+mod sync;
 mod token;
+mod turns;
 mod workspace_root;
 
+pub use approvals::Approvals;
+pub use channels::Channels;
 pub use cluster::DEFAULT_LEASE_TTL;
+pub use direct::Tools;
 pub use error::{ManagerError, OpenError};
+pub use eval_case::Evals;
+pub use events::{EventStream, Events};
 pub use fault::{FaultPoint, UnknownFaultPoint};
 pub use logs::LogBuffer;
-pub use manager::{Accepted, ChannelMessage, SessionManager};
+pub use manager::SessionManager;
+pub use peer::Peers;
+pub use reminders::Reminders;
+pub use retention::Retention;
+pub use sessions::{Accepted, Sessions};
 pub use state::{
     SessionMeta, SessionOptions, StateRoot, load_meta, new_session_id, new_turn_id,
     valid_session_id,
 };
 pub use store_backends::{StoreArtifacts, StoreCredentials, shared_backends};
-pub use stream::EventStream;
+pub use turns::{ChannelMessage, Turns};
 pub use workspace_root::WorkspaceRoot;

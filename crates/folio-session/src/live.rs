@@ -17,6 +17,7 @@ use crate::command::Command;
 use crate::error::{ManagerError, store_error};
 use crate::journal::Journal;
 use crate::state::{SessionMeta, reported_usage};
+use crate::sync::lock;
 use folio_store_disk::LogError;
 
 /// How many events a slow stream may fall behind before it catches up from the stored events
@@ -310,11 +311,6 @@ impl Drop for Live {
     fn drop(&mut self) {
         self.dropped.cancel();
     }
-}
-
-/// Locks a std mutex, recovering from poisoning (state stays consistent per operation).
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
 /// A live session as the sink of its turn's events and the source of its approvals.

@@ -7,13 +7,24 @@ use folio_protocol::{Admission, AskArguments, AskResult, AskStatus, CreateSessio
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ManagerError;
-use crate::manager::SessionManager;
+use std::sync::Arc;
+
+use crate::engine::Engine;
+use crate::events::Events;
+use crate::sessions::Sessions;
 use crate::state::SessionOptions;
+use crate::turns::Turns;
 
 /// The channel of the sessions a peer agent in the same server opens.
 const PEER_CHANNEL: &str = "peer";
 
-impl SessionManager {
+/// Asks agents one message and waits for the reply (`/v1/mcp`'s tool, peer agents).
+#[derive(Clone)]
+pub struct Peers {
+    pub(crate) engine: Arc<Engine>,
+}
+
+impl Peers {
     /// Sends `ask.message` as `principal` through `channel`: a new chat session (at depth
     /// `ask.peerDepth`), or a follow-up of `ask.sessionId` with preempt admission; waits for
     /// the turn to end and answers its reply. When `cancel` fires first (the asker's own turn
@@ -26,6 +37,16 @@ impl SessionManager {
         ask: AskArguments,
         cancel: &CancellationToken,
     ) -> Result<AskResult, ManagerError> {
+        let engine = &self.engine;
+        let sessions = Sessions {
+            engine: engine.clone(),
+        };
+        let turns = Turns {
+            engine: engine.clone(),
+        };
+        let events = Events {
+            engine: engine.clone(),
+        };
         let AskArguments {
             message,
             session_id,
@@ -37,24 +58,25 @@ impl SessionManager {
                     peer_depth: peer_depth.unwrap_or(0),
                     ..SessionOptions::default()
                 };
-                let accepted = self
+                let accepted = sessions
                     .create_with(principal, channel, CreateSession::message(message), options)
                     .await?;
                 (accepted.session_id, 0)
             }
             Some(id) => {
-                let start = self.events(principal, &id).await?.len() as u64;
-                self.send(principal, &id, &message, Some(Admission::Preempt))
+                let start = events.read(principal, &id).await?.len() as u64;
+                turns
+                    .send(principal, &id, &message, Some(Admission::Preempt))
                     .await?;
                 (id, start)
             }
         };
-        let mut stream = self.stream(principal, &id, start).await?;
+        let mut stream = events.stream(principal, &id, start).await?;
         loop {
             let event = tokio::select! {
                 event = stream.rx.recv() => event,
                 () = cancel.cancelled() => {
-                    self.stop(principal, &id).await?;
+                    turns.stop(principal, &id).await?;
                     return Err(ManagerError::Internal(format!(
                         "the ask was cancelled, and the turn it started in session {id} was stopped"
                     )));
@@ -79,7 +101,7 @@ impl SessionManager {
 }
 
 #[async_trait::async_trait]
-impl PeerAgent for SessionManager {
+impl PeerAgent for Peers {
     async fn ask(
         &self,
         principal: &str,
@@ -87,7 +109,7 @@ impl PeerAgent for SessionManager {
         cancel: &CancellationToken,
     ) -> Result<AskResult, PeerError> {
         let continued = ask.session_id.clone();
-        SessionManager::ask(self, principal, PEER_CHANNEL, ask, cancel)
+        Peers::ask(self, principal, PEER_CHANNEL, ask, cancel)
             .await
             .map_err(|err| match (err, continued) {
                 (ManagerError::NotFound(_), Some(id)) => PeerError::SessionGone(id),

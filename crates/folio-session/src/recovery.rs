@@ -12,8 +12,6 @@ use folio_agent::{pending_approvals, restart_answers};
 use folio_protocol::{Event, EventBody};
 use folio_store::boundary_status;
 
-use crate::actor::open_turn;
-
 /// What a takeover does with a session's log.
 pub(crate) enum Restart {
     /// No turn is open; how the last one ended, when one did.
@@ -72,4 +70,19 @@ pub(crate) fn turn_ended(events: &[Event]) -> bool {
         (Some(_), None) => false,
         (Some(message), Some(end)) => end > message,
     }
+}
+
+/// The turn of the last `message.received` when it has no `turn.completed`/`turn.failed`.
+pub(crate) fn open_turn(events: &[Event]) -> Option<String> {
+    let mut open = None;
+    for event in events {
+        match &event.body {
+            EventBody::MessageReceived(_) => open = event.turn_id.clone(),
+            EventBody::TurnCompleted(_) | EventBody::TurnFailed(_) if event.turn_id == open => {
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    open
 }

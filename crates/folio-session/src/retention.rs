@@ -7,43 +7,54 @@
 //! or queues), whose turn is not left open (parked on an approval) and that have no reminder
 //! still to deliver. A pass runs when the server starts and then every hour.
 
+use folio_store::RetentionReport;
 use std::time::Duration;
 
-use folio_store::RetentionReport;
-
 use crate::error::{ManagerError, store_error};
-use crate::manager::SessionManager;
+use std::sync::Arc;
+
+use crate::engine::Engine;
 
 /// How often a server with a retention period looks for expired sessions.
 const RETENTION_INTERVAL: chrono::TimeDelta = chrono::TimeDelta::hours(1);
 
-impl SessionManager {
+/// Deletes sessions idle past the agent's retention period.
+#[derive(Clone)]
+pub struct Retention {
+    pub(crate) engine: Arc<Engine>,
+}
+
+impl Retention {
     /// Deletes every idle session (see the module docs) of every principal whose last change
     /// is older than `keep`; answers how many sessions and events went.
-    pub async fn delete_expired_sessions(
-        &self,
-        keep: Duration,
-    ) -> Result<RetentionReport, ManagerError> {
+    pub async fn delete_expired(&self, keep: Duration) -> Result<RetentionReport, ManagerError> {
         let keep = chrono::Duration::from_std(keep).unwrap_or(chrono::Duration::MAX);
         // The store deletes, a few at a time, what no server holds a lease on.
-        self.inner
+        self.engine
             .store
-            .delete_expired_sessions(self.clock().now() - keep)
+            .delete_expired_sessions(self.engine.clock().now() - keep)
             .await
             .map_err(|err| store_error("cannot delete expired sessions", err))
     }
 
     /// Runs a retention pass now and then every hour until shutdown, when the agent sets
     /// `[store] keep_sessions_days`; returns at once when it keeps sessions forever.
-    pub async fn run_retention(self) {
-        let Some(days) = self.agent().definition.config.store.keep_sessions_days else {
+    pub async fn run(self) {
+        let Some(days) = self
+            .engine
+            .agent()
+            .definition
+            .config
+            .store
+            .keep_sessions_days
+        else {
             return;
         };
         let keep = Duration::from_secs(u64::from(days.get()) * 24 * 3600);
-        let clock = self.clock();
-        let shutdown = self.inner.shutdown.clone();
+        let clock = self.engine.clock();
+        let shutdown = self.engine.life.shutdown.clone();
         loop {
-            match self.delete_expired_sessions(keep).await {
+            match self.delete_expired(keep).await {
                 Ok(report) if report.sessions > 0 => tracing::info!(
                     sessions = report.sessions,
                     events = report.events,

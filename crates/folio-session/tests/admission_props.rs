@@ -75,6 +75,7 @@ async fn scenario(ops: Vec<Op>) {
     let state = tempfile::tempdir().unwrap();
     let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let created = manager
+        .sessions()
         .create(
             "local",
             "http",
@@ -90,16 +91,21 @@ async fn scenario(ops: Vec<Op>) {
             Op::Send(admission) => {
                 let text = format!("m{}", n + 1);
                 manager
+                    .turns()
                     .send("local", &id, &text, Some(admission))
                     .await
                     .unwrap();
                 sent.push(text);
             }
             Op::Stop => {
-                manager.stop("local", &id).await.unwrap();
+                manager.turns().stop("local", &id).await.unwrap();
                 last_stop = sent.len();
             }
-            Op::Tool => match manager.call_tool("local", Some(&id), "LS", json!({})).await {
+            Op::Tool => match manager
+                .tools()
+                .call("local", Some(&id), "LS", json!({}))
+                .await
+            {
                 Ok(result) => assert!(!result.is_error),
                 Err(ManagerError::Busy(_)) => {}
                 Err(err) => panic!("tool call failed: {err}"),
@@ -110,14 +116,14 @@ async fn scenario(ops: Vec<Op>) {
     // Let everything settle: the session waits with no turn open.
     let mut events = Vec::new();
     for _ in 0..500 {
-        events = manager.events("local", &id).await.unwrap();
+        events = manager.events().read("local", &id).await.unwrap();
         let settled = matches!(
             events.last().map(|e| &e.body),
             Some(EventBody::SessionWaiting(_))
         );
         if settled {
             tokio::time::sleep(Duration::from_millis(60)).await;
-            let again = manager.events("local", &id).await.unwrap();
+            let again = manager.events().read("local", &id).await.unwrap();
             if again.len() == events.len() {
                 break;
             }

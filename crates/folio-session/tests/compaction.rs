@@ -54,6 +54,7 @@ async fn a_session_past_its_window_compacts_once_per_crossing_and_keeps_its_log(
     let state = tempfile::tempdir().unwrap();
     let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let id = manager
+        .sessions()
         .create("local", "http", create(words("ask1")))
         .await
         .unwrap()
@@ -61,12 +62,13 @@ async fn a_session_past_its_window_compacts_once_per_crossing_and_keeps_its_log(
     wait_turns(&manager, &id, 1).await;
     for turn in 2..=4 {
         manager
+            .turns()
             .send("local", &id, &words(&format!("ask{turn}")), None)
             .await
             .unwrap();
         wait_turns(&manager, &id, turn).await;
     }
-    let events = manager.events("local", &id).await.unwrap();
+    let events = manager.events().read("local", &id).await.unwrap();
 
     // One compaction per crossing, each summarizing up to the turn it keeps.
     let received: Vec<u64> = events
@@ -130,12 +132,17 @@ async fn a_context_length_error_compacts_and_retries_the_step() {
     let state = tempfile::tempdir().unwrap();
     let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let id = manager
+        .sessions()
         .create("local", "http", create("one".into()))
         .await
         .unwrap()
         .session_id;
     wait_turns(&manager, &id, 1).await;
-    manager.send("local", &id, "two", None).await.unwrap();
+    manager
+        .turns()
+        .send("local", &id, "two", None)
+        .await
+        .unwrap();
     let events = wait_turns(&manager, &id, 2).await;
     let replies: Vec<&str> = events
         .iter()

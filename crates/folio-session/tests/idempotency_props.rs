@@ -103,7 +103,8 @@ fn check_race(sent: &[Body], answers: &[Result<Accepted, ManagerError>]) -> Body
 /// The texts of the session's `message.received` events carrying `key`.
 async fn keyed_texts(manager: &SessionManager, id: &str, key: &str) -> Vec<String> {
     manager
-        .events("local", id)
+        .events()
+        .read("local", id)
         .await
         .unwrap()
         .into_iter()
@@ -138,7 +139,7 @@ async fn race(key: String, bodies: Vec<Body>, picks: Vec<usize>) {
         .map(|body| {
             let manager = manager.clone();
             let request = create(body, &key);
-            tokio::spawn(async move { manager.create("local", "http", request).await })
+            tokio::spawn(async move { manager.sessions().create("local", "http", request).await })
         })
         .collect();
     let mut answers = Vec::new();
@@ -146,7 +147,11 @@ async fn race(key: String, bodies: Vec<Body>, picks: Vec<usize>) {
         answers.push(task.await.unwrap());
     }
     let winner = check_race(&sent, &answers);
-    let page = manager.list("local", 200, None, None).await.unwrap();
+    let page = manager
+        .sessions()
+        .list("local", 200, None, None)
+        .await
+        .unwrap();
     assert_eq!(page.data.len(), 1, "one key, one session");
     let created = answers.into_iter().find_map(Result::ok).unwrap();
     let id = created.session_id.clone();
@@ -157,6 +162,7 @@ async fn race(key: String, bodies: Vec<Body>, picks: Vec<usize>) {
     // A later retry of the winner still gets the first answer.
     assert_eq!(
         manager
+            .sessions()
             .create("local", "http", create(&winner, &key))
             .await
             .as_ref()
@@ -166,6 +172,7 @@ async fn race(key: String, bodies: Vec<Body>, picks: Vec<usize>) {
 
     // The create's key names the create: a follow-up sending it again is another request.
     let reused = manager
+        .turns()
         .follow_up(
             "local",
             &id,
@@ -192,7 +199,7 @@ async fn race(key: String, bodies: Vec<Body>, picks: Vec<usize>) {
             let manager = manager.clone();
             let request = follow_up(body, &key, &created.continuation_token);
             let id = id.clone();
-            tokio::spawn(async move { manager.follow_up("local", &id, request).await })
+            tokio::spawn(async move { manager.turns().follow_up("local", &id, request).await })
         })
         .collect();
     let mut answers = Vec::new();

@@ -78,12 +78,14 @@ async fn two_reads(mock: &MockModelServer, manager: &SessionManager) -> (String,
         ..SessionOptions::default()
     };
     let created = manager
+        .sessions()
         .create_with("local", "http", CreateSession::message("Read it."), options)
         .await
         .unwrap();
     let id = created.session_id.clone();
     wait_turns(manager, &id, 1).await;
     manager
+        .turns()
         .follow_up(
             "local",
             &id,
@@ -146,6 +148,7 @@ async fn read_and_write(mock: &MockModelServer, manager: &SessionManager) -> (St
     ]))
     .push(MockReply::text("Done."));
     let created = manager
+        .sessions()
         .create("local", "http", CreateSession::message("Answer the notes."))
         .await
         .unwrap();

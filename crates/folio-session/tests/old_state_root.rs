@@ -44,14 +44,22 @@ async fn a_state_root_of_the_previous_release_opens_and_its_session_continues() 
     mock.push(MockReply::text("Still here."));
     let dir = project("");
     let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
-    let page = manager.list("local", 50, None, None).await.unwrap();
+    let page = manager
+        .sessions()
+        .list("local", 50, None, None)
+        .await
+        .unwrap();
     assert_eq!(page.data.len(), 1);
     let summary = &page.data[0];
     assert_eq!(summary.status, SessionStatus::Waiting);
     let id = summary.session_id.clone();
-    assert_eq!(manager.events("local", &id).await.unwrap(), before);
+    assert_eq!(manager.events().read("local", &id).await.unwrap(), before);
 
-    manager.send("local", &id, "And now?", None).await.unwrap();
+    manager
+        .turns()
+        .send("local", &id, "And now?", None)
+        .await
+        .unwrap();
     let after = wait_turns(&manager, &id, 2).await;
     assert_eq!(
         after[..before.len()],
@@ -79,7 +87,7 @@ async fn a_state_root_of_the_previous_release_opens_and_its_session_continues() 
 
     // Reopened, it reads what the new turn wrote.
     let reopened = support::manager(agent(&mock, dir.path()).await, state.path()).await;
-    assert_eq!(reopened.events("local", &id).await.unwrap(), after);
-    let summary = reopened.get("local", &id).await.unwrap();
+    assert_eq!(reopened.events().read("local", &id).await.unwrap(), after);
+    let summary = reopened.sessions().get("local", &id).await.unwrap();
     assert_eq!((summary.status, summary.turns), (SessionStatus::Waiting, 2));
 }

@@ -31,6 +31,7 @@ async fn idle_sessions_past_the_period_go_and_parked_reminded_or_recent_ones_sta
 
     mock.push(MockReply::text("hello"));
     let idle = manager
+        .sessions()
         .create("local", "http", CreateSession::message("hi"))
         .await
         .unwrap()
@@ -38,13 +39,15 @@ async fn idle_sessions_past_the_period_go_and_parked_reminded_or_recent_ones_sta
     let idle_events = wait_turns(&manager, &idle, 1).await.len() as u64;
     mock.push(MockReply::text("I will remind you"));
     let reminded = manager
+        .sessions()
         .create("local", "http", CreateSession::message("remind me"))
         .await
         .unwrap()
         .session_id;
     wait_turns(&manager, &reminded, 1).await;
     manager
-        .set_reminder(
+        .reminders()
+        .set(
             "local",
             &reminded,
             SetReminder {
@@ -60,11 +63,12 @@ async fn idle_sessions_past_the_period_go_and_parked_reminded_or_recent_ones_sta
         json!({"target": "prod"}),
     )]));
     let parked = manager
+        .sessions()
         .create("local", "http", CreateSession::message("ship it"))
         .await
         .unwrap()
         .session_id;
-    let mut stream = manager.stream("local", &parked, 0).await.unwrap();
+    let mut stream = manager.events().stream("local", &parked, 0).await.unwrap();
     while let Some(event) = stream.rx.recv().await {
         if matches!(
             event.map(|e| e.body),
@@ -76,13 +80,13 @@ async fn idle_sessions_past_the_period_go_and_parked_reminded_or_recent_ones_sta
 
     clock.advance(DAY * 29);
     assert_eq!(
-        manager.delete_expired_sessions(KEEP).await.unwrap(),
+        manager.retention().delete_expired(KEEP).await.unwrap(),
         RetentionReport::default(),
         "29 days idle is within 30"
     );
     clock.advance(DAY * 2);
     assert_eq!(
-        manager.delete_expired_sessions(KEEP).await.unwrap(),
+        manager.retention().delete_expired(KEEP).await.unwrap(),
         RetentionReport {
             sessions: 1,
             events: idle_events,
@@ -92,7 +96,7 @@ async fn idle_sessions_past_the_period_go_and_parked_reminded_or_recent_ones_sta
         "the idle session goes, with every event of its log"
     );
     assert!(matches!(
-        manager.get("local", &idle).await,
+        manager.sessions().get("local", &idle).await,
         Err(ManagerError::NotFound(_))
     ));
     let root = folio_session::StateRoot::new(state.path());
@@ -102,11 +106,11 @@ async fn idle_sessions_past_the_period_go_and_parked_reminded_or_recent_ones_sta
     );
     assert!(!root.trace_path(&idle).exists(), "its log");
     assert!(
-        manager.get("local", &parked).await.is_ok(),
+        manager.sessions().get("local", &parked).await.is_ok(),
         "a turn waiting for an approval keeps its session"
     );
     assert!(
-        manager.get("local", &reminded).await.is_ok(),
+        manager.sessions().get("local", &reminded).await.is_ok(),
         "a reminder still to deliver keeps its session"
     );
 }

@@ -59,6 +59,7 @@ async fn a_large_mcp_result_spills_and_read_pages_through_it() {
     let state = tempfile::tempdir().unwrap();
     let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
     let id = manager
+        .sessions()
         .create(
             "local",
             "http",
@@ -97,6 +98,7 @@ async fn a_large_mcp_result_spills_and_read_pages_through_it() {
     )]));
     mock.push(MockReply::text("read it"));
     manager
+        .turns()
         .send("local", &id, "read the end", None)
         .await
         .unwrap();

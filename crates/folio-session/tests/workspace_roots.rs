@@ -36,6 +36,7 @@ async fn a_turn_runs_only_where_the_sessions_workspace_root_is_seen() {
     a.set_workspace_root(root.clone());
     mock.push(MockReply::text("noted"));
     let created = a
+        .sessions()
         .create(
             "local",
             "http",
@@ -53,7 +54,7 @@ async fn a_turn_runs_only_where_the_sessions_workspace_root_is_seen() {
         "from A\n"
     );
     assert_eq!(
-        a.workspace_dir("local", &id).await.unwrap(),
+        a.sessions().workspace_dir("local", &id).await.unwrap(),
         shared.join(&id)
     );
     a.shutdown().await;
@@ -63,6 +64,7 @@ async fn a_turn_runs_only_where_the_sessions_workspace_root_is_seen() {
     b.set_workspace_root(WorkspaceRoot::open(&disks.path().join("elsewhere")).unwrap());
     let requests = mock.requests().len();
     let accepted = b
+        .turns()
         .follow_up(
             "local",
             &id,
@@ -78,7 +80,7 @@ async fn a_turn_runs_only_where_the_sessions_workspace_root_is_seen() {
     );
     assert_eq!(mock.requests().len(), requests, "the model was not called");
     assert!(matches!(
-        b.workspace_dir("local", &id).await,
+        b.sessions().workspace_dir("local", &id).await,
         Err(ManagerError::Refused(_))
     ));
     b.shutdown().await;
@@ -89,13 +91,14 @@ async fn a_turn_runs_only_where_the_sessions_workspace_root_is_seen() {
     let c = manager(agent, state.path()).await;
     c.set_workspace_root(WorkspaceRoot::open(&mount).unwrap());
     mock.push(MockReply::text("yes"));
-    c.follow_up(
-        "local",
-        &id,
-        FollowUp::new(accepted.continuation_token, "and now?"),
-    )
-    .await
-    .unwrap();
+    c.turns()
+        .follow_up(
+            "local",
+            &id,
+            FollowUp::new(accepted.continuation_token, "and now?"),
+        )
+        .await
+        .unwrap();
     let events = wait_turns(&c, &id, 3).await;
     assert!(
         matches!(
@@ -106,10 +109,10 @@ async fn a_turn_runs_only_where_the_sessions_workspace_root_is_seen() {
         last_failure(&events)
     );
     assert_eq!(
-        c.workspace_dir("local", &id).await.unwrap(),
+        c.sessions().workspace_dir("local", &id).await.unwrap(),
         mount.join(&id)
     );
-    c.delete("local", &id).await.unwrap();
+    c.sessions().delete("local", &id).await.unwrap();
     assert!(
         !shared.join(&id).exists(),
         "deleting the session removes its workspace"

@@ -14,14 +14,11 @@
 //! 3. **No `Result<_, String>`** anywhere in a workspace crate's `src/`: errors are enums
 //!    (thiserror) whose variants carry the cause a caller can act on.
 //!
-//! Violations present today are listed in [`KNOWN_VIOLATIONS`], exactly. The tests fail on a
-//! violation that is not listed, and also on a listed one that no longer occurs, so the list
-//! can only shrink: whoever fixes a violation removes its entry (or shrinks it). A crate
-//! cycle, a dependency on `folio-server` and a `Result<_, String>` cannot be listed (none is
-//! left).
+//! No violation is allowed: the allowlist these rules started with (issue 28) is empty, and
+//! went away with its last entry, the session engine's module knot.
 //!
 //! Run: `cargo test -p folio-test-support --test architecture` (`-- --nocapture` also prints
-//! what is still listed, and the imports a `// layering:` reason left out).
+//! the imports a `// layering:` reason left out).
 //!
 //! The parser is deliberately small (a tokenizer that drops comments and literals, a reader
 //! of `use` trees and `crate::`/`super::` paths); it needs no dependency but `toml`.
@@ -30,29 +27,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
-
-/// A violation that is known and being worked on. Each entry must match what the check finds
-/// exactly; remove (or shrink) an entry in the change that fixes it.
-#[derive(Debug, Clone, Copy)]
-enum Known {
-    /// A cycle among the top-level modules of a crate: the crate and the modules of the cycle
-    /// (a strongly connected component, in any order).
-    ModuleCycle(&'static str, &'static [&'static str]),
-}
-
-/// The violations present when the rules were introduced (issue 28). The list only shrinks.
-const KNOWN_VIOLATIONS: &[Known] = &[
-    // --- The session engine's knot: `SessionManager`'s methods are `impl` blocks spread over
-    // these modules, each importing the manager and the manager importing their types. Undoing
-    // it is splitting the manager into handles by concern (issue 28, what remains).
-    Known::ModuleCycle(
-        "folio-session",
-        &[
-            "actor", "cluster", "command", "journal", "live", "manager", "recovery", "schedule",
-            "shared",
-        ],
-    ),
-];
 
 // ---------------------------------------------------------------------------------------------
 // The tests.
@@ -69,7 +43,6 @@ fn module_imports_are_acyclic() {
             for component in strongly_connected(&graph.edges) {
                 if component.len() > 1 {
                     found.push(Finding {
-                        key: Key::ModuleCycle(krate.name.clone(), component.clone()),
                         detail: describe_cycle(&workspace.root, root, &graph, &component),
                     });
                 }
@@ -88,12 +61,6 @@ fn module_imports_are_acyclic() {
          (or, where a module really must import back up, say why with `// layering: <reason>` \
          on the importing line).",
         found,
-        |known| match known {
-            Known::ModuleCycle(krate, modules) => Some(Key::ModuleCycle(
-                krate.to_string(),
-                modules.iter().map(|m| m.to_string()).collect(),
-            )),
-        },
     );
 }
 
@@ -115,7 +82,6 @@ fn only_the_cli_depends_on_the_server() {
             .collect();
         if !tables.is_empty() {
             found.push(Finding {
-                key: Key::DependsOnServer(krate.name.clone()),
                 detail: format!(
                     "{} depends on folio-server in {} ({})",
                     krate.name,
@@ -130,8 +96,6 @@ fn only_the_cli_depends_on_the_server() {
         "Depend on what the server offers through a crate below it (folio-protocol, \
          folio-store, or a trait the server implements), not on folio-server itself.",
         found,
-        // Never allowed: no crate depends on the server any more.
-        |_| None,
     );
 }
 
@@ -163,19 +127,13 @@ fn crate_dependencies_are_acyclic() {
                     }
                 }
             }
-            found.push(Finding {
-                key: Key::CrateCycle(component),
-                detail,
-            });
+            found.push(Finding { detail });
         }
     }
     judge(
         "acyclic crate dependencies",
         "Remove one dependency of the cycle: move what it needs into the lower crate.",
         found,
-        // A crate cycle is never allowed: Cargo refuses one of normal dependencies, and one
-        // through dev-dependencies is as easy to remove as it was to add.
-        |_| None,
     );
 }
 
@@ -191,7 +149,6 @@ fn no_string_errors() {
                 let relative = relative(&workspace.root, &file);
                 let list: Vec<String> = lines.iter().map(u32::to_string).collect();
                 found.push(Finding {
-                    key: Key::StringErrors(relative.clone(), lines.len()),
                     detail: format!(
                         "{relative}: {} `Result<_, String>` (lines {})",
                         lines.len(),
@@ -206,8 +163,6 @@ fn no_string_errors() {
         "Return an error enum (thiserror) whose variants carry the cause a caller can act on; \
          keep the user-facing wording in its #[error(...)] messages.",
         found,
-        // Never allowed: no crate's `src/` has one any more.
-        |_| None,
     );
 }
 
@@ -271,161 +226,27 @@ fn the_checks_see_what_they_should() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Comparing with the allowlist.
-
-/// A violation's identity, as [`KNOWN_VIOLATIONS`] names it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Key {
-    ModuleCycle(String, Vec<String>),
-    DependsOnServer(String),
-    CrateCycle(Vec<String>),
-    StringErrors(String, usize),
-}
-
-impl Key {
-    fn normalized(self) -> Key {
-        match self {
-            Key::ModuleCycle(krate, mut modules) => {
-                modules.sort();
-                Key::ModuleCycle(krate, modules)
-            }
-            Key::CrateCycle(mut crates) => {
-                crates.sort();
-                Key::CrateCycle(crates)
-            }
-            other => other,
-        }
-    }
-
-    /// The entry of [`KNOWN_VIOLATIONS`] that allows it.
-    fn as_entry(&self) -> String {
-        let list = |items: &[String]| {
-            items
-                .iter()
-                .map(|i| format!("{i:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        match self {
-            Key::ModuleCycle(krate, modules) => {
-                format!("Known::ModuleCycle({krate:?}, &[{}])", list(modules))
-            }
-            Key::DependsOnServer(krate) => {
-                format!("{krate} depends on folio-server (never allowed)")
-            }
-            Key::CrateCycle(crates) => format!("crate cycle [{}] (never allowed)", list(crates)),
-            Key::StringErrors(file, count) => {
-                format!("{file}: {count} `Result<_, String>` (never allowed)")
-            }
-        }
-    }
-}
+// Reporting.
 
 /// A violation found, and where it is.
 struct Finding {
-    key: Key,
     detail: String,
 }
 
-/// Fails when a violation is found that [`KNOWN_VIOLATIONS`] does not list, or when a listed
-/// one (of this rule) no longer occurs.
-fn judge(rule: &str, remedy: &str, found: Vec<Finding>, of_rule: impl Fn(&Known) -> Option<Key>) {
-    let known: BTreeSet<Key> = KNOWN_VIOLATIONS
-        .iter()
-        .filter_map(&of_rule)
-        .map(Key::normalized)
-        .collect();
-    let found: BTreeMap<Key, String> = found
-        .into_iter()
-        .map(|f| (f.key.normalized(), f.detail))
-        .collect();
-    // Not listed, and not what is left of a listed one that shrank (that one is reported as
-    // an entry to update).
-    let new: Vec<(&Key, &String)> = found
-        .iter()
-        .filter(|(k, _)| !known.contains(k) && !known.iter().any(|listed| shrank(k, listed)))
-        .collect();
-    let gone: Vec<&Key> = known.iter().filter(|k| !found.contains_key(k)).collect();
-    let allowed = found.len() - new.len();
-    println!("rule `{rule}`: {allowed} known violation(s) still present");
-    if new.is_empty() && gone.is_empty() {
+/// Fails when any violation of `rule` was found, saying where and what to do.
+fn judge(rule: &str, remedy: &str, found: Vec<Finding>) {
+    if found.is_empty() {
         return;
     }
-    let mut message = format!("architecture rule broken: {rule}\n");
-    if !new.is_empty() {
-        let _ = writeln!(
-            message,
-            "\n{} violation(s) not in KNOWN_VIOLATIONS (crates/folio-test-support/tests/architecture.rs):",
-            new.len()
-        );
-        for (key, detail) in &new {
-            let _ = writeln!(message, "  - {detail}");
-            if let Some(listed) = same_place(key, &known) {
-                let _ = writeln!(
-                    message,
-                    "    (KNOWN_VIOLATIONS has `{}` here: this is a change of it)",
-                    listed.as_entry()
-                );
-            }
-        }
-        let _ = writeln!(message, "  What to do: {remedy}");
+    let mut message = format!(
+        "architecture rule broken: {rule}\n\n{} violation(s):\n",
+        found.len()
+    );
+    for finding in &found {
+        let _ = writeln!(message, "  - {}", finding.detail);
     }
-    if !gone.is_empty() {
-        let _ = writeln!(
-            message,
-            "\n{} KNOWN_VIOLATIONS entr(y/ies) no longer occur(s) as listed:",
-            gone.len()
-        );
-        for key in &gone {
-            let now = found
-                .keys()
-                .find(|k| same_place(k, &BTreeSet::from([(*key).clone()])).is_some());
-            match now {
-                Some(now) => {
-                    let _ = writeln!(
-                        message,
-                        "  - `{}` is now `{}`",
-                        key.as_entry(),
-                        now.as_entry()
-                    );
-                }
-                None => {
-                    let _ = writeln!(message, "  - `{}`", key.as_entry());
-                }
-            }
-        }
-        let _ = writeln!(
-            message,
-            "  What to do: well done — remove these entries from KNOWN_VIOLATIONS (or replace them \
-             with what is left, when that only shrank), so the list only ever shrinks."
-        );
-    }
+    let _ = writeln!(message, "  What to do: {remedy}");
     panic!("{message}");
-}
-
-/// Whether `found` is what is left of the listed `known` after some of it was fixed (fewer
-/// string errors in the file, fewer modules in the cycle).
-fn shrank(found: &Key, known: &Key) -> bool {
-    match (found, known) {
-        (Key::StringErrors(a, now), Key::StringErrors(b, listed)) => a == b && now < listed,
-        (Key::ModuleCycle(a, now), Key::ModuleCycle(b, listed)) => {
-            a == b && now.len() < listed.len() && now.iter().all(|m| listed.contains(m))
-        }
-        _ => false,
-    }
-}
-
-/// The entry of `known` about the same crate or file as `key` (a cycle that changed, a count
-/// that changed).
-fn same_place<'a>(key: &Key, known: &'a BTreeSet<Key>) -> Option<&'a Key> {
-    known.iter().find(|k| match (key, k) {
-        (Key::StringErrors(a, _), Key::StringErrors(b, _)) => a == b,
-        (Key::ModuleCycle(a, x), Key::ModuleCycle(b, y)) => {
-            a == b && x.iter().any(|m| y.contains(m))
-        }
-        (Key::CrateCycle(x), Key::CrateCycle(y)) => x.iter().any(|c| y.contains(c)),
-        _ => false,
-    })
 }
 
 // ---------------------------------------------------------------------------------------------

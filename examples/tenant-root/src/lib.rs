@@ -171,7 +171,7 @@ pub async fn open(
 
 /// Waits for the turn running in `principal`'s session `id` and answers its reply.
 pub async fn reply(manager: &SessionManager, principal: &str, id: &str) -> anyhow::Result<String> {
-    let mut stream = manager.stream(principal, id, 0).await?;
+    let mut stream = manager.events().stream(principal, id, 0).await?;
     while let Some(event) = stream.rx.recv().await {
         match event.map(|e| e.body) {
             Some(EventBody::TurnCompleted(done)) => return Ok(done.reply),

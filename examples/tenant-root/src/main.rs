@@ -26,6 +26,7 @@ async fn main() -> anyhow::Result<()> {
         ..SessionOptions::default()
     };
     let accepted = manager
+        .sessions()
         .create_with(
             LOCAL,
             "example",

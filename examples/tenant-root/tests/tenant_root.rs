@@ -25,6 +25,7 @@ async fn turn(manager: &SessionManager, key: &str, message: &str) -> (Vec<Value>
         ..SessionOptions::default()
     };
     let accepted = manager
+        .sessions()
         .create_with(LOCAL, "example", CreateSession::message(message), options)
         .await
         .unwrap();
@@ -34,7 +35,7 @@ async fn turn(manager: &SessionManager, key: &str, message: &str) -> (Vec<Value>
 
 /// The outputs (or errors) of the tool calls of `principal`'s session `id`.
 async fn outputs(manager: &SessionManager, principal: &str, id: &str) -> Vec<Value> {
-    let events = manager.events(principal, id).await.unwrap();
+    let events = manager.events().read(principal, id).await.unwrap();
     all::<ActionResult>(&events)
         .into_iter()
         .map(|result| match &result.error {
@@ -172,7 +173,11 @@ async fn over_http_the_continuation_key_picks_a_tenant_its_principal_may_reach()
         std::fs::read_to_string(tenants.path().join("acme/notes.md")).unwrap(),
         "acme: prefers email\n"
     );
-    let session = manager.get("acme", &created.session_id).await.unwrap();
+    let session = manager
+        .sessions()
+        .get("acme", &created.session_id)
+        .await
+        .unwrap();
     assert_eq!(session.continuation_key.as_deref(), Some("acme:ticket-1"));
 
     // globex sends acme's key: its session gets an empty tree, not acme's folder.

@@ -1,13 +1,11 @@
 //! [`Launcher`]: how the scheduler starts a slot's task session and learns when it ended; the
-//! [`SessionManager`] is the launcher of `serve`.
+//! [`SessionManager`](crate::SessionManager) is the launcher of `serve`.
 
 use async_trait::async_trait;
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use folio_project::ScheduleSummary;
-use folio_protocol::{CreateSession, SessionMode, SessionStatus};
 
-use crate::error::{ManagerError, store_error};
-use crate::manager::SessionManager;
+use crate::error::ManagerError;
 
 /// The channel of sessions opened by schedules.
 pub const SCHEDULE_CHANNEL: &str = "schedule";
@@ -35,47 +33,5 @@ pub trait Launcher: Send + Sync + 'static {
     /// another server fired it (a server alone always wins).
     async fn claim(&self, _name: &str, _slot: DateTime<Utc>) -> Result<bool, ManagerError> {
         Ok(true)
-    }
-}
-
-#[async_trait]
-impl Launcher for SessionManager {
-    async fn start(
-        &self,
-        schedule: &ScheduleSummary,
-        slot: DateTime<Utc>,
-    ) -> Result<String, ManagerError> {
-        let request = CreateSession {
-            title: Some(format!(
-                "{} {}",
-                schedule.name,
-                slot.to_rfc3339_opts(SecondsFormat::Secs, true)
-            )),
-            mode: Some(SessionMode::Task),
-            ..CreateSession::message(schedule.prompt.clone())
-        };
-        let accepted = self
-            .create(
-                &schedule_principal(&schedule.name),
-                SCHEDULE_CHANNEL,
-                request,
-            )
-            .await?;
-        Ok(accepted.session_id)
-    }
-
-    async fn running(&self, name: &str, session_id: &str) -> bool {
-        match self.owned_meta(&schedule_principal(name), session_id).await {
-            Ok(meta) => self.current_meta(meta).await.status == SessionStatus::Running,
-            Err(_) => false,
-        }
-    }
-
-    async fn claim(&self, name: &str, slot: DateTime<Utc>) -> Result<bool, ManagerError> {
-        self.inner
-            .store
-            .claim_slot(name, slot, &self.inner.server)
-            .await
-            .map_err(|err| store_error("cannot claim the slot", err))
     }
 }

@@ -11,15 +11,12 @@
 //! others record it as skipped (`claimed by another server`). Overlap (`skip`, `buffer_one`, `allow`), catch-up
 //! after downtime (`latest`, `none`, `all` with a bound) and jitter are applied per slot.
 
-mod clock;
 mod launcher;
-mod reminders;
 mod scheduler;
 
-pub use clock::{Clock, ManualClock, SystemClock, Wait};
+pub use crate::clock::{Clock, ManualClock, SystemClock, Wait};
 pub use folio_store_disk::slots::SlotRecord;
 pub use launcher::{Launcher, SCHEDULE_CHANNEL, schedule_principal};
-pub(crate) use reminders::record_requested;
 pub use scheduler::{Scheduler, statuses_on_disk};
 
 /// Why the scheduler could not read or record a schedule's slots.

@@ -12,8 +12,8 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::ScheduleError;
-use super::clock::Clock;
 use super::launcher::Launcher;
+use crate::clock::Clock;
 use crate::state::StateRoot;
 use folio_store_disk::slots::{
     CLAIMED_ELSEWHERE, MISSED_REASON, OVERLAP_REASON, SlotLog, SlotRecord, log_path, outcome,

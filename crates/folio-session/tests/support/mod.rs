@@ -94,7 +94,7 @@ pub async fn wait_turns(
     count: usize,
 ) -> Vec<folio_protocol::Event> {
     use folio_protocol::EventBody;
-    let mut stream = manager.stream("local", id, 0).await.unwrap();
+    let mut stream = manager.events().stream("local", id, 0).await.unwrap();
     let mut seen = 0;
     while let Some(event) = stream.rx.recv().await {
         if matches!(
@@ -107,5 +107,5 @@ pub async fn wait_turns(
             }
         }
     }
-    manager.events("local", id).await.unwrap()
+    manager.events().read("local", id).await.unwrap()
 }

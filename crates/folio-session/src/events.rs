@@ -1,12 +1,16 @@
-//! Following a session: its stored events from a start index, then live ones as they are
-//! appended, with keep-alive ticks; a task session's stream ends after its final event.
+//! The [`Events`] handle: a session's stored events, and following a session: its stored
+//! events from a start index, then live ones as they are appended, with keep-alive ticks; a
+//! task session's stream ends after its final event.
+
+use std::sync::Arc;
 
 use folio_protocol::{Event, EventBody, SessionMode, SessionStatus};
 use tokio::sync::mpsc;
 
+use crate::engine::Engine;
 use crate::error::ManagerError;
-use crate::live::lock;
-use crate::manager::SessionManager;
+use crate::error::store_error;
+use crate::sync::lock;
 
 /// A stream of a session's events: stored ones from a start index, then live ones.
 pub struct EventStream {
@@ -14,7 +18,22 @@ pub struct EventStream {
     pub rx: mpsc::Receiver<Option<Event>>,
 }
 
-impl SessionManager {
+/// Reads and follows sessions' event logs.
+#[derive(Clone)]
+pub struct Events {
+    pub(crate) engine: Arc<Engine>,
+}
+
+impl Events {
+    /// Every stored event of `principal`'s session.
+    pub async fn read(
+        &self,
+        principal: &str,
+        session_id: &str,
+    ) -> Result<Vec<Event>, ManagerError> {
+        read(&self.engine, principal, session_id).await
+    }
+
     /// Streams events with `index >= start_index`: subscribes to live appends first, then
     /// replays stored events, then forwards live ones skipping any index already sent.
     pub async fn stream(
@@ -23,19 +42,18 @@ impl SessionManager {
         session_id: &str,
         start_index: u64,
     ) -> Result<EventStream, ManagerError> {
-        let live = self.owned(principal, session_id).await?;
+        let live = self.engine.owned(principal, session_id).await?;
         let mut rx = live.tx.subscribe();
         let stored = live.visible_events();
         let (tx, out) = mpsc::channel(256);
-        let shutdown = self.inner.shutdown.clone();
-        let keepalive = std::time::Duration::from_millis(
-            self.inner
-                .keepalive_ms
-                .load(std::sync::atomic::Ordering::Relaxed)
-                .max(1),
-        );
+        let shutdown = self.engine.life.shutdown.clone();
+        let keepalive = self
+            .engine
+            .settings
+            .keepalive()
+            .max(std::time::Duration::from_millis(1));
         let task = live.clone();
-        self.inner.tasks.spawn(async move {
+        self.engine.life.tasks.spawn(async move {
             let _open = folio_telemetry::metrics::stream_open();
             let live = task;
             let task_mode = lock(&live.meta).mode == SessionMode::Task;
@@ -113,4 +131,21 @@ fn is_final(event: &Event) -> bool {
         event.body,
         EventBody::SessionCompleted(_) | EventBody::SessionFailed(_)
     )
+}
+
+/// Every stored event of `principal`'s session: the live copy when the session is open here.
+pub(crate) async fn read(
+    engine: &Engine,
+    principal: &str,
+    session_id: &str,
+) -> Result<Vec<Event>, ManagerError> {
+    engine.owned_meta(principal, session_id).await?;
+    if let Some(live) = engine.live.get(session_id) {
+        return Ok(live.visible_events());
+    }
+    engine
+        .store
+        .read_events(session_id, 0, None)
+        .await
+        .map_err(|err| store_error(&format!("cannot read session {session_id}"), err))
 }
