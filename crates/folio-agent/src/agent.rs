@@ -465,7 +465,7 @@ impl Agent {
                         .register(Arc::new(tool))
                         .map_err(|duplicate| McpError::Start {
                             server: name.clone(),
-                            reason: duplicate.to_string(),
+                            reason: duplicate.into(),
                         })
                 }),
                 Err(err) => Err(err),

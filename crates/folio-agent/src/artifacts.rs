@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chrono::Utc;
-use folio_project::{ArtifactsConfig, compile_schema};
+use folio_project::{ArtifactsConfig, InvalidSchema, compile_schema};
 use folio_protocol::{ArtifactTagged, EventBody};
 use serde_json::{Value, json};
 
@@ -47,9 +47,19 @@ pub struct TagRequest {
 /// Why tagging or reading an artifact failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
-    /// The request breaks a rule (unknown kind, schema violation, empty key); one line.
+    /// The request breaks a rule (unknown kind, schema violation, empty key); one line naming
+    /// the field and the rule (a message about the input: there is no underlying error).
     #[error("{0}")]
     Invalid(String),
+    /// A kind's `schema` in `[artifacts]` does not compile.
+    #[error("kinds.{kind}.schema: {source}")]
+    Schema {
+        /// The kind.
+        kind: String,
+        /// Why its schema is invalid.
+        #[source]
+        source: InvalidSchema,
+    },
     /// Disk I/O under the store failed.
     #[error("artifact store {path}: {source}")]
     Io {
@@ -112,8 +122,10 @@ impl ArtifactStore {
         let mut validators = BTreeMap::new();
         for (name, kind) in &config.kinds {
             if let Some(schema) = &kind.schema {
-                let validator = compile_schema(schema)
-                    .map_err(|err| ArtifactError::Invalid(format!("kinds.{name}.schema: {err}")))?;
+                let validator = compile_schema(schema).map_err(|source| ArtifactError::Schema {
+                    kind: name.clone(),
+                    source,
+                })?;
                 validators.insert(name.clone(), validator);
             }
         }

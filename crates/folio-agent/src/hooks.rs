@@ -5,11 +5,13 @@
 //! skipped, and can never delay or change a turn.
 
 use std::collections::VecDeque;
-use std::process::Stdio;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use folio_fs::SharedError;
 use folio_project::HookDefinition;
 use folio_protocol::{Event, HookPayload};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -27,8 +29,40 @@ const STDERR_TAIL: usize = 2000;
 pub enum HookOutcome {
     /// Exit status 0.
     Succeeded,
-    /// It could not start, exited non-zero, or was killed by the timeout; the message says which.
-    Failed(String),
+    /// It could not start, exited non-zero, or was killed by the timeout.
+    Failed(HookFailure),
+}
+
+/// Why a hook run failed; kept in [`HookRun`]s, which are cloned out of the dispatcher (so the
+/// OS errors are [`SharedError`]s).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HookFailure {
+    /// The program could not be started (missing, not executable).
+    #[error("cannot run {}: {source}", program.display())]
+    Spawn {
+        /// The program, as resolved against the hook's folder.
+        program: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: SharedError<std::io::Error>,
+    },
+    /// It exited with a non-zero status (or was killed by a signal).
+    #[error("exited with {status}{}", if stderr.is_empty() { String::new() } else { format!(": {stderr}") })]
+    Exited {
+        /// Its exit status.
+        status: ExitStatus,
+        /// The end of what it wrote to stderr (at most 2000 bytes), trimmed; may be empty.
+        stderr: String,
+    },
+    /// Waiting for it failed.
+    #[error("wait failed: {0}")]
+    Wait(#[source] SharedError<std::io::Error>),
+    /// It ran past its `timeout_secs` and its process group was killed.
+    #[error("timed out after {}s and was killed", after.as_secs())]
+    TimedOut {
+        /// The hook's timeout.
+        after: Duration,
+    },
 }
 
 /// One finished hook run, kept for logs and tests.
@@ -201,8 +235,8 @@ async fn worker(
             HookOutcome::Succeeded => {
                 tracing::debug!(hook = %hook.name, event = %event_type, index, "hook ran");
             }
-            HookOutcome::Failed(message) => {
-                tracing::warn!(hook = %hook.name, event = %event_type, index, "hook failed (skipped): {message}");
+            HookOutcome::Failed(failure) => {
+                tracing::warn!(hook = %hook.name, event = %event_type, index, "hook failed (skipped): {failure}");
             }
         }
         if let Ok(mut runs) = recent.lock() {
@@ -240,7 +274,10 @@ async fn run_hook(hook: &HookDefinition, payload: &HookPayload) -> HookOutcome {
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(err) => {
-            return HookOutcome::Failed(format!("cannot run {}: {err}", program.display()));
+            return HookOutcome::Failed(HookFailure::Spawn {
+                program,
+                source: err.into(),
+            });
         }
     };
     let pid = child.id();
@@ -266,19 +303,17 @@ async fn run_hook(hook: &HookDefinition, payload: &HookPayload) -> HookOutcome {
             let text = String::from_utf8_lossy(&stderr);
             let text = text.trim();
             let tail = &text[text.floor_char_boundary(text.len().saturating_sub(STDERR_TAIL))..];
-            if tail.is_empty() {
-                HookOutcome::Failed(format!("exited with {status}"))
-            } else {
-                HookOutcome::Failed(format!("exited with {status}: {tail}"))
-            }
+            HookOutcome::Failed(HookFailure::Exited {
+                status,
+                stderr: tail.to_string(),
+            })
         }
-        Ok((Err(err), _)) => HookOutcome::Failed(format!("wait failed: {err}")),
+        Ok((Err(err), _)) => HookOutcome::Failed(HookFailure::Wait(err.into())),
         Err(_) => {
             kill_group(pid);
-            HookOutcome::Failed(format!(
-                "timed out after {}s and was killed",
-                hook.timeout.as_secs()
-            ))
+            HookOutcome::Failed(HookFailure::TimedOut {
+                after: hook.timeout,
+            })
         }
     }
 }

@@ -155,7 +155,7 @@ pub use artifacts::{
 pub use compaction::{ContextBudget, Summarizer};
 pub use conversation::{SUMMARY_HEADING, content_of, conversation};
 pub use folio_project::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
-pub use hooks::{HookDispatcher, HookOutcome, HookRun};
+pub use hooks::{HookDispatcher, HookFailure, HookOutcome, HookRun};
 pub use layout::StateLayout;
 pub use root::{LiveRoot, MountFailure, RootContext, RootError, RootFactory, RootHost, check_root};
 pub use sink::{AuthorizationFailure, AuthorizationRedirect, EventSink, SinkError};

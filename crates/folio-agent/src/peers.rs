@@ -34,7 +34,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::layout::StateLayout;
-use crate::mcp::{McpConnection, mcp_tool_name};
+use crate::mcp::{McpConnection, McpError, mcp_tool_name};
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// The deepest chain of peer asks a turn may start (a session asked by a person is at depth 0,
@@ -50,7 +50,15 @@ pub enum PeerError {
     /// The peer session to continue no longer exists (deleted): a new one is opened.
     #[error("peer session {0} no longer exists")]
     SessionGone(String),
-    /// Any other failure, as one line for the model.
+    /// The remote peer's `/v1/mcp` could not be reached or refused the call.
+    #[error(transparent)]
+    Mcp(#[from] McpError),
+    /// The asking turn was stopped before the remote peer answered.
+    #[error("the ask was cancelled")]
+    Cancelled,
+    /// Any other failure, as one line for the model: a peer that is not mounted, an answer
+    /// that is not an ask's result, or the peer's session manager's refusal (as its
+    /// `folio-session` caller words it).
     #[error("{0}")]
     Failed(String),
 }
@@ -196,9 +204,9 @@ impl PeerTool {
                 };
                 let result = tokio::select! {
                     result = connection.call_tool(ASK, arguments) => result,
-                    () = cancel.cancelled() => return Err(PeerError::Failed("the ask was cancelled".into())),
+                    () = cancel.cancelled() => return Err(PeerError::Cancelled),
                 };
-                let result = result.map_err(|err| PeerError::Failed(err.to_string()))?;
+                let result = result?;
                 match result
                     .structured_content
                     .clone()

@@ -42,7 +42,7 @@ pub enum SkillError {
     },
     /// The `/skills` tree could not be built from the loaded files.
     #[error("skills: {0}")]
-    Mount(String),
+    Mount(#[source] folio_fs::PathError),
 }
 
 fn load_error(skill: &Skill, reason: String) -> SkillError {
@@ -255,6 +255,6 @@ pub fn skills_mount(skills: &[SkillContent]) -> Result<Arc<dyn FileSystem>, Skil
             .iter()
             .map(move |(rel, contents)| (format!("/{}/{rel}", skill.name), contents.clone()))
     });
-    let tree = TempFs::try_from_files(files).map_err(|err| SkillError::Mount(err.to_string()))?;
+    let tree = TempFs::try_from_files(files).map_err(SkillError::Mount)?;
     Ok(overlay_fs([Arc::new(tree) as Arc<dyn FileSystem>]))
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use folio_fs::FileSystem;
-use folio_model::{ModelRequest, Provider, ResponseAssembler, ToolSpec};
+use folio_model::{ModelError, ModelRequest, Provider, ResponseAssembler, ToolSpec};
 use folio_protocol::{
     ActionApprovalRequested, ActionApprovalResolved, ActionResult, ActionsRequested,
     ApprovalDecision, Event, EventBody, FinishReason, MessageAppended, MessageCompleted,
@@ -27,11 +27,11 @@ use tracing::Instrument;
 
 use crate::compaction::ContextBudget;
 use crate::conversation::conversation;
-use crate::sink::EventSink;
+use crate::sink::{EventSink, SinkError};
 use crate::tools::{
     ScratchMode, SessionContext, TodoList, ToolContext, ToolError, ToolOutput, ToolRegistry, spill,
 };
-use crate::workspace::LazyWorkspace;
+use crate::workspace::{LazyWorkspace, PrepareError};
 
 mod compact;
 mod open;
@@ -116,10 +116,32 @@ enum Stop {
     Interrupted,
     /// The model was called `max_steps` times without answering.
     StepLimit,
-    /// A model error or an event that could not be recorded.
-    Failed(String),
+    /// A model error, an event that could not be recorded, a workspace that could not be
+    /// prepared, or a failed compaction.
+    Failed(TurnFailure),
     /// The provider refused the request as larger than the model's context window.
-    ContextOverflow(String),
+    ContextOverflow(ModelError),
+}
+
+/// Why a step loop failed, with its cause; its `Display` is the `turn.failed` message of a
+/// root turn and the `Task` call's error of a subagent.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TurnFailure {
+    /// The model call failed (or its answer could not be assembled).
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// An event could not be recorded in the log.
+    #[error("could not record an event: {0}")]
+    Record(#[source] SinkError),
+    /// The host session workspace could not be prepared for a tool call.
+    #[error(transparent)]
+    Workspace(#[from] PrepareError),
+    /// Summarizing the older conversation failed for this reason.
+    #[error("compacting the conversation failed: {0}")]
+    Compaction(#[source] Box<TurnFailure>),
+    /// The summarizer answered with no text (the cause of a [`TurnFailure::Compaction`]).
+    #[error("the model wrote an empty summary")]
+    EmptySummary,
 }
 
 impl Stop {
@@ -135,7 +157,7 @@ impl Stop {
 }
 
 /// Why a subagent run ended without a reply; its message is the `Task` tool's error.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum SubagentError {
     /// The turn was stopped or preempted while the subagent ran.
     #[error("subagent \"{id}\" was interrupted")]
@@ -152,17 +174,11 @@ pub(crate) enum SubagentError {
         max_steps: u32,
     },
     /// The subagent's turn failed (a model or event-log error, as reported).
-    #[error("{message}")]
-    Failed {
-        /// What failed.
-        message: String,
-    },
+    #[error(transparent)]
+    Failed(TurnFailure),
     /// The subagent's conversation outgrew its model's context window.
-    #[error("{message}")]
-    ContextOverflow {
-        /// What overflowed.
-        message: String,
-    },
+    #[error(transparent)]
+    ContextOverflow(ModelError),
 }
 
 /// The `action.result` of a finished call.
@@ -187,13 +203,13 @@ fn action_result(
 }
 
 /// A model error, or an interruption when the turn was cancelled while the model was called.
-fn model_stop(cancel: &CancellationToken, err: folio_model::ModelError) -> Stop {
+fn model_stop(cancel: &CancellationToken, err: ModelError) -> Stop {
     if cancel.is_cancelled() {
         Stop::Interrupted
     } else if err.is_context_overflow() {
-        Stop::ContextOverflow(err.to_string())
+        Stop::ContextOverflow(err)
     } else {
-        Stop::Failed(err.to_string())
+        Stop::Failed(err.into())
     }
 }
 
@@ -304,8 +320,8 @@ impl Harness {
                 id: id.to_string(),
                 max_steps: self.max_steps,
             },
-            Stop::Failed(message) => SubagentError::Failed { message },
-            Stop::ContextOverflow(message) => SubagentError::ContextOverflow { message },
+            Stop::Failed(failure) => SubagentError::Failed(failure),
+            Stop::ContextOverflow(err) => SubagentError::ContextOverflow(err),
         })
     }
 
@@ -364,7 +380,8 @@ impl Harness {
                         "step limit reached: the turn made {} model calls without finishing (raise max_steps in agent.toml)",
                         self.max_steps
                     ),
-                    Stop::Failed(message) | Stop::ContextOverflow(message) => message,
+                    Stop::Failed(failure) => failure.to_string(),
+                    Stop::ContextOverflow(err) => err.to_string(),
                 };
                 let body = EventBody::TurnFailed(TurnFailed {
                     message: message.clone(),
@@ -400,7 +417,7 @@ impl Harness {
                 .sink
                 .emit(Some(&turn.turn_id), body)
                 .await
-                .map_err(|err| Stop::Failed(format!("could not record an event: {err}")))
+                .map_err(|err| Stop::Failed(TurnFailure::Record(err)))
         };
         let event = match recorder.scope {
             Scope::Root => {
@@ -470,14 +487,14 @@ impl Harness {
             let mut chat = self.chat_span(recorder, &next);
             let response = match self.stream_step(turn, recorder, &next, &chat).await {
                 // The provider counts differently than we estimated: compact once and retry.
-                Err(Stop::ContextOverflow(message)) if root => {
+                Err(Stop::ContextOverflow(err)) if root => {
                     drop(chat);
                     let tokens = self.context.counter.request(&next);
                     if !self
                         .compact(turn, recorder, &next, tokens, &mut compaction_usage)
                         .await?
                     {
-                        return Err(Stop::Failed(message));
+                        return Err(Stop::Failed(err.into()));
                     }
                     next = request(turn);
                     chat = self.chat_span(recorder, &next);
@@ -643,9 +660,7 @@ impl Harness {
             }
             assembler.push(&delta);
         }
-        assembler
-            .finish()
-            .map_err(|err| Stop::Failed(err.to_string()))
+        assembler.finish().map_err(|err| Stop::Failed(err.into()))
     }
 
     /// Prepares every call and records `actions.requested`; returns the prepared calls, for
@@ -809,7 +824,7 @@ impl Harness {
                     workspace
                         .ready()
                         .await
-                        .map_err(|err| Stop::Failed(err.to_string()))?;
+                        .map_err(|err| Stop::Failed(err.into()))?;
                 }
                 let ctx = ToolContext {
                     fs: turn.fs.clone(),

@@ -6,7 +6,7 @@ mod part_b;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use folio_agent::{HookDispatcher, HookOutcome};
+use folio_agent::{HookDispatcher, HookFailure, HookOutcome};
 use folio_agent::{TurnOutcome, discover};
 use folio_protocol::{HookPayload, TurnCompleted};
 use folio_test_support::{MockModelServer, MockReply, data, read_wire};
@@ -138,21 +138,35 @@ async fn failing_and_timed_out_hooks_are_logged_and_skipped() {
     // `fails` saw every event of the turn and failed on each; later events still ran.
     let fails = of("fails");
     assert_eq!(fails.len(), sink.events().len());
-    assert_eq!(
-        fails[0],
-        HookOutcome::Failed("exited with exit status: 3: boom".into())
-    );
+    let HookOutcome::Failed(failure @ HookFailure::Exited { status, stderr }) = &fails[0] else {
+        panic!("{fails:?}");
+    };
+    assert_eq!((status.code(), stderr.as_str()), (Some(3), "boom"));
+    assert_eq!(failure.to_string(), "exited with exit status: 3: boom");
     assert_eq!(
         of("hangs"),
-        [HookOutcome::Failed(
-            "timed out after 1s and was killed".into()
-        )]
+        [HookOutcome::Failed(HookFailure::TimedOut {
+            after: Duration::from_secs(1)
+        })]
+    );
+    assert_eq!(
+        HookFailure::TimedOut {
+            after: Duration::from_secs(1)
+        }
+        .to_string(),
+        "timed out after 1s and was killed"
     );
     let missing = of("missing");
     assert_eq!(missing.len(), 1);
+    let HookOutcome::Failed(failure @ HookFailure::Spawn { program, source }) = &missing[0] else {
+        panic!("{missing:?}");
+    };
+    assert!(program.ends_with("not-there.sh"), "{program:?}");
+    assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+    let message = failure.to_string();
     assert!(
-        matches!(&missing[0], HookOutcome::Failed(m) if m.starts_with("cannot run ") && m.contains("not-there.sh")),
-        "{missing:?}"
+        message.starts_with("cannot run ") && message.contains("not-there.sh"),
+        "{message}"
     );
 }
 

@@ -7,7 +7,7 @@ mod part_b;
 use std::sync::Arc;
 use std::time::Duration;
 
-use folio_agent::mcp::{McpConnection, McpError, McpTool, McpTransport};
+use folio_agent::mcp::{McpConnection, McpError, McpTool, McpTransport, StartError};
 use folio_agent::tools::{Tool, ToolOutput};
 use folio_agent::{Severity, TurnOutcome, discover};
 use folio_project::McpServerConfig;
@@ -133,6 +133,16 @@ async fn an_unset_template_variable_fails_to_open_and_is_warned_by_discovery() {
         err.to_string(),
         "MCP server \"everything\" could not start: env API_KEY: ${FOLIO_TEST_SURELY_UNSET_VAR} is not set in the environment"
     );
+    // The cause is kept: which setting, and the variable to set.
+    let McpError::Start {
+        reason: StartError::Template { field, source },
+        ..
+    } = &err
+    else {
+        panic!("{err:?}");
+    };
+    assert_eq!(field, "env API_KEY");
+    assert_eq!(source.name, "FOLIO_TEST_SURELY_UNSET_VAR");
 }
 
 #[tokio::test]
@@ -182,13 +192,26 @@ async fn a_server_that_cannot_start_reports_why() {
         &std::env::temp_dir(),
         env_of(&[]),
     );
-    let err = connection.list_tools().await.unwrap_err().to_string();
+    let err = connection.list_tools().await.unwrap_err();
+    let message = err.to_string();
     assert!(
-        err.starts_with(
+        message.starts_with(
             "MCP server \"nothing\" could not start: cannot run /nonexistent/mcp-server:"
         ),
-        "{err}"
+        "{message}"
     );
+    let McpError::Start {
+        reason: StartError::Spawn { program, source },
+        ..
+    } = &err
+    else {
+        panic!("{err:?}");
+    };
+    assert_eq!(program, "/nonexistent/mcp-server");
+    assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+    // `source()` walks from the connection's error to the OS error.
+    let cause = std::error::Error::source(&err).expect("the start error");
+    assert!(cause.to_string().starts_with("cannot run "), "{cause}");
 }
 
 #[tokio::test]

@@ -74,10 +74,16 @@ pub enum EvalError {
     },
     /// The agent could not be loaded for a case.
     #[error("cannot load the agent: {0}")]
-    Agent(String),
-    /// The session refused a step's message or stopped.
+    Agent(#[source] folio_agent::LoadError),
+    /// The case's state root could not be opened for the agent's sessions.
+    #[error("cannot load the agent: {0}")]
+    Sessions(#[source] folio_session::OpenError),
+    /// The session refused a step's message (or a read of its events).
     #[error("the case's session failed: {0}")]
-    Send(String),
+    Send(#[source] folio_session::ManagerError),
+    /// The session's event stream closed before the step's turn ended.
+    #[error("the case's session failed: the session's stream ended before the turn did")]
+    StreamEnded,
     /// A step's message started no turn.
     #[error("step {step}: the message started no turn")]
     NoTurn {

@@ -313,10 +313,10 @@ async fn run_attempt(
         let agent = Agent::load_with(options.definition.clone(), provider, model, load)
             .await
             .map(Arc::new)
-            .map_err(|err| EvalError::Agent(err.to_string()))?;
+            .map_err(EvalError::Agent)?;
         let manager = SessionManager::open(state.clone(), agent.clone(), LogBuffer::new())
             .await
-            .map_err(|err| EvalError::Agent(err.to_string()))?;
+            .map_err(EvalError::Sessions)?;
         let judges = Judges {
             options,
             case_spec: spec.clone(),
@@ -421,7 +421,7 @@ async fn run_steps(
                     .sessions()
                     .create_with(EVAL_PRINCIPAL, EVAL_PURPOSE, request, options)
                     .await
-                    .map_err(|err| EvalError::Send(err.to_string()))?;
+                    .map_err(EvalError::Send)?;
                 attempt.session_id = Some(accepted.session_id.clone());
                 session_id = Some(accepted.session_id.clone());
                 (accepted.session_id, 0)
@@ -431,13 +431,13 @@ async fn run_steps(
                     .events()
                     .read(EVAL_PRINCIPAL, id)
                     .await
-                    .map_err(|err| EvalError::Send(err.to_string()))?;
+                    .map_err(EvalError::Send)?;
                 let from = events.last().map_or(0, |event| event.index + 1);
                 manager
                     .turns()
                     .send(EVAL_PRINCIPAL, id, &step.send, None)
                     .await
-                    .map_err(|err| EvalError::Send(err.to_string()))?;
+                    .map_err(EvalError::Send)?;
                 (id.clone(), from)
             }
         };
@@ -446,7 +446,7 @@ async fn run_steps(
             .events()
             .read(EVAL_PRINCIPAL, &id)
             .await
-            .map_err(|err| EvalError::Send(err.to_string()))?;
+            .map_err(EvalError::Send)?;
         let turn_id = turn_started_after(&events, from).ok_or(EvalError::NoTurn { step: n + 1 })?;
         let mut observed = observe(&events, &turn_id, &step.send);
         for assertion in &step.expect {
@@ -479,7 +479,7 @@ async fn settle(manager: &SessionManager, id: &str, from: u64) -> Result<(), Eva
         .events()
         .stream(EVAL_PRINCIPAL, id, from)
         .await
-        .map_err(|err| EvalError::Send(err.to_string()))?;
+        .map_err(EvalError::Send)?;
     let mut turn_ended = false;
     while let Some(item) = stream.rx.recv().await {
         let Some(event) = item else { continue };
@@ -494,7 +494,7 @@ async fn settle(manager: &SessionManager, id: &str, from: u64) -> Result<(), Eva
                         ApprovalRequest::refusal(requested, NO_APPROVER),
                     )
                     .await
-                    .map_err(|err| EvalError::Send(err.to_string()))?;
+                    .map_err(EvalError::Send)?;
             }
             EventBody::TurnCompleted(_) | EventBody::TurnFailed(_) => turn_ended = true,
             EventBody::SessionWaiting(_)
@@ -507,9 +507,7 @@ async fn settle(manager: &SessionManager, id: &str, from: u64) -> Result<(), Eva
             _ => {}
         }
     }
-    Err(EvalError::Send(
-        "the session's stream ended before the turn did".into(),
-    ))
+    Err(EvalError::StreamEnded)
 }
 
 /// The text of `path` as the case's turns see it (the workspace, or the agent's root); `None`

@@ -9,6 +9,8 @@ use std::path::Path;
 use rustix::fs::{FileType, Mode, OFlags, fstat, ftruncate, mkdirat, openat};
 use rustix::io::Errno;
 
+use crate::SharedError;
+
 /// Why [`write_beneath`] refused or failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BeneathError {
@@ -23,12 +25,13 @@ pub enum BeneathError {
     #[error("refusing to overwrite {0}: it is not a plain file of its own")]
     NotPlain(String),
     /// The operating system refused.
-    #[error("{path}: {message}")]
+    #[error("{path}: {source}")]
     Io {
         /// The relative path being written.
         path: String,
-        /// The operating system's message.
-        message: String,
+        /// The operating system's error.
+        #[source]
+        source: SharedError<io::Error>,
     },
 }
 
@@ -47,7 +50,7 @@ pub fn write_beneath(dir: &Path, rel: &str, contents: &[u8]) -> Result<(), Benea
     };
     let io_err = |err: Errno| BeneathError::Io {
         path: rel.to_string(),
-        message: io::Error::from(err).to_string(),
+        source: io::Error::from(err).into(),
     };
     let mut current = openat(
         rustix::fs::CWD,
@@ -92,7 +95,7 @@ pub fn write_beneath(dir: &Path, rel: &str, contents: &[u8]) -> Result<(), Benea
         .write_all(contents)
         .map_err(|err| BeneathError::Io {
             path: rel.to_string(),
-            message: err.to_string(),
+            source: err.into(),
         })
 }
 
@@ -103,7 +106,7 @@ fn refusal(err: Errno, shown: String, rel: &str) -> BeneathError {
         Errno::LOOP | Errno::NOTDIR | Errno::MLINK => BeneathError::Symlink(shown),
         err => BeneathError::Io {
             path: rel.to_string(),
-            message: io::Error::from(err).to_string(),
+            source: io::Error::from(err).into(),
         },
     }
 }

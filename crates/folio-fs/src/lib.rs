@@ -50,6 +50,7 @@ mod memory;
 pub mod merge;
 mod overlay;
 mod page;
+mod shared_error;
 /// The path rules live in their own dependency-free crate (folio-project needs them too).
 use folio_path as path;
 mod union;
@@ -69,6 +70,7 @@ pub use memory::{EmptyFs, TempFs, empty_fs, temp_fs};
 pub use overlay::{OverlayDiff, OverlayFs, WritableOverlayFs, overlay_fs, writable_overlay_fs};
 pub use page::{MAX_LINE_CHARS, Page, PageLine, SCAN_BYTE_CAP, page_reader};
 pub use path::{basename, is_within, join_mount, normalize_fs_path, parent, strip_mount};
+pub use shared_error::SharedError;
 pub use union::{IntoFs, UnionFs, union_fs};
 
 /// A sorted, fallible async stream of results from a walk verb.

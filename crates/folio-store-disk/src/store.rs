@@ -317,9 +317,8 @@ fn artifact_error(err: folio_agent::ArtifactError) -> StoreError {
         folio_agent::ArtifactError::Io { path, source } => {
             io(&format!("artifact {}", path.display()), source)
         }
-        invalid @ folio_agent::ArtifactError::Invalid(_) => {
-            StoreError::Backend(invalid.to_string())
-        }
+        invalid @ (folio_agent::ArtifactError::Invalid(_)
+        | folio_agent::ArtifactError::Schema { .. }) => StoreError::Backend(invalid.to_string()),
     }
 }
 

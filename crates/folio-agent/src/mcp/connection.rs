@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use folio_project::{McpServerConfig, McpTransport, expand_template};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::service::{ClientInitializeError, RoleClient, RunningService, ServiceError};
 use rmcp::transport::{
     StreamableHttpClientTransport, TokioChildProcess,
     streamable_http_client::StreamableHttpClientTransportConfig,
@@ -27,7 +27,9 @@ use tokio::sync::Mutex;
 use tracing::Instrument;
 
 use crate::env::EnvLookup;
+use crate::tools::DuplicateTool;
 use crate::tools::process::kill_group;
+use folio_fs::SharedError;
 
 /// How long starting a server (spawn + initialize + first listing) may take.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -57,8 +59,9 @@ pub enum McpError {
     Start {
         /// The server name.
         server: String,
-        /// What happened.
-        reason: String,
+        /// What failed, with its cause.
+        #[source]
+        reason: StartError,
     },
     /// The server wants OAuth authorization this client cannot ask for by itself: a
     /// principal's client under `folio serve`, whose tool call parks on it (see `McpTool`).
@@ -79,6 +82,100 @@ pub enum McpError {
         /// The server's message.
         message: String,
     },
+}
+
+/// Why an MCP server could not start, with the cause a caller can match on; the errors of
+/// rmcp, reqwest and the OS are [`SharedError`]s because [`McpError`] is kept (and cloned) in
+/// [`Agent::failed_connections`](crate::Agent::failed_connections).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartError {
+    /// A `${NAME}` template of the manifest names a variable that is not set.
+    #[error("{field}: {source}")]
+    Template {
+        /// The setting (`args`, `env KEY`, `url`, `headers.KEY`).
+        field: String,
+        /// The unset variable.
+        #[source]
+        source: folio_project::UnsetVariable,
+    },
+    /// A `headers` key is not a valid HTTP header name.
+    #[error("headers.{key}: {source}")]
+    HeaderName {
+        /// The key.
+        key: String,
+        /// Why it is invalid.
+        #[source]
+        source: SharedError<reqwest::header::InvalidHeaderName>,
+    },
+    /// A `headers` value (after expansion) is not a valid HTTP header value.
+    #[error("headers.{key}: {source}")]
+    HeaderValue {
+        /// The key.
+        key: String,
+        /// Why it is invalid.
+        #[source]
+        source: SharedError<reqwest::header::InvalidHeaderValue>,
+    },
+    /// The stdio server's program could not be run.
+    #[error("cannot run {program}: {source}")]
+    Spawn {
+        /// The program, as resolved against the manifest's folder.
+        program: String,
+        /// The OS error.
+        #[source]
+        source: SharedError<std::io::Error>,
+    },
+    /// The stdio server started but the MCP `initialize` handshake failed.
+    #[error("MCP handshake failed: {source}{}", stderr_note(stderr))]
+    Handshake {
+        /// The handshake's error.
+        #[source]
+        source: SharedError<ClientInitializeError>,
+        /// The last lines the server wrote to stderr, joined with ` | ` (may be empty).
+        stderr: String,
+    },
+    /// The HTTP server could not be opened (connection or `initialize` failed).
+    #[error("cannot open {url}: {source}")]
+    Open {
+        /// The server's URL.
+        url: String,
+        /// The client's error.
+        #[source]
+        source: SharedError<ClientInitializeError>,
+    },
+    /// The server started but listing its tools failed.
+    #[error("tools/list failed: {0}")]
+    ListTools(#[source] SharedError<ServiceError>),
+    /// The HTTP client could not be built.
+    #[error(transparent)]
+    HttpClient(SharedError<HttpClientError>),
+    /// An OAuth step failed (a `[oauth]` setting, a refusal, a failed authorization).
+    #[error(transparent)]
+    OAuth(SharedError<oauth::OAuthError>),
+    /// A peer agent without `url` can only be asked inside `folio serve`.
+    #[error("peer agent \"{agent}\" is reachable only inside `folio serve`, which mounts it")]
+    PeerOutsideServe {
+        /// The peer agent's slug.
+        agent: String,
+    },
+    /// Starting (spawn, handshake, first listing) took longer than the start timeout.
+    #[error("no answer within {}s", after.as_secs())]
+    Timeout {
+        /// The start timeout.
+        after: Duration,
+    },
+    /// One of its tools has the name of a tool already registered.
+    #[error(transparent)]
+    DuplicateTool(#[from] DuplicateTool),
+}
+
+/// ` (stderr: …)` after a failed handshake, when the server wrote anything.
+fn stderr_note(stderr: &str) -> String {
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!(" (stderr: {stderr})")
+    }
 }
 
 /// A client of one MCP server, started lazily and restarted after crashes.
@@ -110,26 +207,25 @@ struct Principals {
 
 /// Why a server did not start: what failed, or that it needs an authorization first.
 enum StartFailure {
-    Failed(String),
+    Failed(StartError),
     NeedsAuthorization(String),
 }
 
-impl From<String> for StartFailure {
-    fn from(reason: String) -> StartFailure {
-        StartFailure::Failed(reason)
+impl From<StartError> for StartFailure {
+    fn from(err: StartError) -> StartFailure {
+        StartFailure::Failed(err)
     }
 }
 
-// `McpError::Start` carries the reason as its message; these are where the start failed.
 impl From<oauth::OAuthError> for StartFailure {
     fn from(err: oauth::OAuthError) -> StartFailure {
-        StartFailure::Failed(err.to_string())
+        StartFailure::Failed(StartError::OAuth(err.into()))
     }
 }
 
 impl From<HttpClientError> for StartFailure {
     fn from(err: HttpClientError) -> StartFailure {
-        StartFailure::Failed(err.to_string())
+        StartFailure::Failed(StartError::HttpClient(err.into()))
     }
 }
 
@@ -610,7 +706,9 @@ impl McpConnection {
                 };
                 Err(McpError::Start {
                     server: self.config.name.clone(),
-                    reason: format!("no answer within {}s", START_TIMEOUT.as_secs()),
+                    reason: StartError::Timeout {
+                        after: START_TIMEOUT,
+                    },
                 })
             }
         }
@@ -636,12 +734,20 @@ impl McpConnection {
                 };
                 let mut cmd = tokio::process::Command::new(&program);
                 for arg in args {
-                    cmd.arg(expand_template(arg, env).map_err(|e| format!("args: {e}"))?);
+                    cmd.arg(
+                        expand_template(arg, env).map_err(|source| StartError::Template {
+                            field: "args".into(),
+                            source,
+                        })?,
+                    );
                 }
                 for (key, value) in vars {
                     cmd.env(
                         key,
-                        expand_template(value, env).map_err(|e| format!("env {key}: {e}"))?,
+                        expand_template(value, env).map_err(|source| StartError::Template {
+                            field: format!("env {key}"),
+                            source,
+                        })?,
                     );
                 }
                 cmd.current_dir(&self.base_dir);
@@ -650,7 +756,10 @@ impl McpConnection {
                 let (transport, child_stderr) = TokioChildProcess::builder(wrapped)
                     .stderr(std::process::Stdio::piped())
                     .spawn()
-                    .map_err(|err| format!("cannot run {program}: {err}"))?;
+                    .map_err(|err| StartError::Spawn {
+                        program: program.clone(),
+                        source: err.into(),
+                    })?;
                 let pid = transport.id();
                 if let Some(child_stderr) = child_stderr {
                     let lines = stderr.clone();
@@ -673,10 +782,9 @@ impl McpConnection {
                         .lock()
                         .map(|l| l.iter().cloned().collect::<Vec<_>>().join(" | "))
                         .unwrap_or_default();
-                    if tail.is_empty() {
-                        format!("MCP handshake failed: {err}")
-                    } else {
-                        format!("MCP handshake failed: {err} (stderr: {tail})")
+                    StartError::Handshake {
+                        source: err.into(),
+                        stderr: tail,
                     }
                 })?;
                 (service, pid, None, None)
@@ -688,15 +796,30 @@ impl McpConnection {
                 headers,
                 ..
             } => {
-                let url = expand_template(url, env).map_err(|e| format!("url: {e}"))?;
+                let url = expand_template(url, env).map_err(|source| StartError::Template {
+                    field: "url".into(),
+                    source,
+                })?;
                 let mut custom = HashMap::new();
                 for (key, value) in headers {
                     let value =
-                        expand_template(value, env).map_err(|e| format!("headers.{key}: {e}"))?;
-                    let name = reqwest::header::HeaderName::from_bytes(key.as_bytes())
-                        .map_err(|err| format!("headers.{key}: {err}"))?;
-                    let value = reqwest::header::HeaderValue::from_str(&value)
-                        .map_err(|err| format!("headers.{key}: {err}"))?;
+                        expand_template(value, env).map_err(|source| StartError::Template {
+                            field: format!("headers.{key}"),
+                            source,
+                        })?;
+                    let name =
+                        reqwest::header::HeaderName::from_bytes(key.as_bytes()).map_err(|err| {
+                            StartError::HeaderName {
+                                key: key.clone(),
+                                source: err.into(),
+                            }
+                        })?;
+                    let value = reqwest::header::HeaderValue::from_str(&value).map_err(|err| {
+                        StartError::HeaderValue {
+                            key: key.clone(),
+                            source: err.into(),
+                        }
+                    })?;
                     custom.insert(name, value);
                 }
                 let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
@@ -707,9 +830,9 @@ impl McpConnection {
             McpTransport::Peer {
                 agent, url: None, ..
             } => {
-                return Err(StartFailure::Failed(format!(
-                    "peer agent \"{agent}\" is reachable only inside `folio serve`, which mounts it"
-                )));
+                return Err(StartFailure::Failed(StartError::PeerOutsideServe {
+                    agent: agent.clone(),
+                }));
             }
         };
         let listed = match listed {
@@ -729,7 +852,7 @@ impl McpConnection {
                     http_url: None,
                 })
                 .await;
-                return Err(StartFailure::Failed(format!("tools/list failed: {err}")));
+                return Err(StartError::ListTools(err.into()).into());
             }
         };
         Ok(Running {
@@ -760,14 +883,14 @@ impl McpConnection {
         ),
         StartFailure,
     > {
-        let cannot_open = |err: &dyn std::fmt::Display| format!("cannot open {url}: {err}");
+        let cannot_open = |err: ClientInitializeError| StartError::Open {
+            url: url.to_string(),
+            source: err.into(),
+        };
         let Some(auth) = &self.auth else {
             let transport =
                 StreamableHttpClientTransport::with_client(TracedHttpClient::new()?, config);
-            let service = client
-                .serve(transport)
-                .await
-                .map_err(|err| cannot_open(&err))?;
+            let service = client.serve(transport).await.map_err(cannot_open)?;
             return list_tools(service).await;
         };
         let store = auth.store(&self.config.name);
@@ -790,13 +913,13 @@ impl McpConnection {
                             tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
                         match challenge {
                             Some(challenge) => challenge,
-                            None => return Err(format!("tools/list failed: {err}").into()),
+                            None => return Err(StartError::ListTools(err.into()).into()),
                         }
                     }
                 },
                 Err(err) => match err.auth_challenge() {
                     Some(challenge) => challenge.to_string(),
-                    None => return Err(cannot_open(&err).into()),
+                    None => return Err(cannot_open(err).into()),
                 },
             };
             if self.redirect_uri.is_some() && authorizer.needs_person() {
@@ -826,7 +949,7 @@ async fn list_tools(
         Ok(tools) => Ok((service, tools)),
         Err(err) => {
             let _ = tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
-            Err(StartFailure::Failed(format!("tools/list failed: {err}")))
+            Err(StartError::ListTools(err.into()).into())
         }
     }
 }

@@ -21,7 +21,7 @@ mod tool;
 mod traced_http;
 
 pub use crate::env::{EnvLookup, process_env};
-pub use connection::{McpConnection, McpError};
+pub use connection::{McpConnection, McpError, StartError};
 pub use elicitation::{ANNOUNCED_PROTOCOL_VERSION, ElicitationContentError, elicitation_content};
 pub use folio_project::McpTransport;
 pub use oauth::{

@@ -124,7 +124,7 @@ impl SharedCredentialsError {
 /// refusal of the server's, or a failed authorization, saying what to do. rmcp's, I/O and URL
 /// errors are kept as the source (rmcp's boxed: it is large).
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum OAuthError {
+pub enum OAuthError {
     /// A `${NAME}` template of a `[oauth]` setting names a variable that is not set.
     #[error("oauth.{field}: {source}")]
     Template {

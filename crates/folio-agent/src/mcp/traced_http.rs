@@ -25,7 +25,7 @@ const TRACE_HEADERS: [&str; 2] = ["traceparent", "tracestate"];
 /// …).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot build the HTTP client: {0}")]
-pub(crate) struct HttpClientError(#[source] reqwest::Error);
+pub struct HttpClientError(#[source] reqwest::Error);
 
 /// rmcp's reqwest client, adding each message's trace context to its request's headers.
 #[derive(Debug, Clone)]

@@ -4,7 +4,7 @@
 use folio_model::{ModelRequest, Provider};
 use folio_protocol::{ContextCompacted, Event, EventBody, Usage};
 
-use super::{Harness, Stop, Turn};
+use super::{Harness, Stop, Turn, TurnFailure};
 use crate::compaction::{cut, summary_request};
 use crate::conversation::conversation;
 use crate::turn::record::Recorder;
@@ -37,17 +37,18 @@ impl Harness {
             .call_model(turn, None, provider, &request, &chat)
             .await
             .map_err(|stop| match stop {
-                Stop::Failed(message) | Stop::ContextOverflow(message) => {
-                    Stop::Failed(format!("compacting the conversation failed: {message}"))
+                Stop::Failed(failure) => Stop::Failed(TurnFailure::Compaction(Box::new(failure))),
+                Stop::ContextOverflow(err) => {
+                    Stop::Failed(TurnFailure::Compaction(Box::new(err.into())))
                 }
                 other => other,
             })?;
         *spent = Usage::sum_reported([*spent, response.usage]);
         let summary = response.text.trim().to_string();
         if summary.is_empty() {
-            return Err(Stop::Failed(
-                "compacting the conversation failed: the model wrote an empty summary".into(),
-            ));
+            return Err(Stop::Failed(TurnFailure::Compaction(Box::new(
+                TurnFailure::EmptySummary,
+            ))));
         }
         let compacted = ContextCompacted {
             up_to_index,
