@@ -60,6 +60,13 @@ pub enum ArtifactError {
         #[source]
         source: InvalidSchema,
     },
+    /// The session store the records live in failed (`folio serve --store`).
+    #[error("the session store could not keep the artifact: {source}")]
+    Store {
+        /// The store's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// Disk I/O under the store failed.
     #[error("artifact store {path}: {source}")]
     Io {

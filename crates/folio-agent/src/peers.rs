@@ -56,11 +56,37 @@ pub enum PeerError {
     /// The asking turn was stopped before the remote peer answered.
     #[error("the ask was cancelled")]
     Cancelled,
-    /// Any other failure, as one line for the model: a peer that is not mounted, an answer
-    /// that is not an ask's result, or the peer's session manager's refusal (as its
-    /// `folio-session` caller words it).
-    #[error("{0}")]
-    Failed(String),
+    /// No agent of that slug is mounted in this server.
+    #[error(
+        "peer agent \"{agent}\" is not mounted in this server (mounted: {mounted}): serve the folder holding both projects"
+    )]
+    NotMounted {
+        /// The slug asked for.
+        agent: String,
+        /// The slugs that are mounted, comma-separated.
+        mounted: String,
+    },
+    /// A remote peer's `ask` answered something that is not an ask's result.
+    #[error(
+        "peer agent \"{agent}\" at {url} did not answer with {{status, sessionId, reply}} ({answer}): is url a Folio agent's /v1/mcp?"
+    )]
+    NotAnAsk {
+        /// The peer's name.
+        agent: String,
+        /// Where it was reached.
+        url: String,
+        /// What it answered.
+        answer: String,
+    },
+    /// The peer's session engine refused or failed the ask: its wire error code (which says
+    /// whether asking again can help: `session_busy`, `internal`, …) and message.
+    #[error("{message}")]
+    Refused {
+        /// The error code.
+        code: folio_protocol::ErrorCode,
+        /// What the engine said.
+        message: String,
+    },
 }
 
 /// An agent that answers peer asks in-process: `folio serve`'s session manager of each agent.
@@ -189,11 +215,10 @@ impl PeerTool {
         match &self.reach {
             Reach::Local(peers) => {
                 let Some(peer) = peers.get(&self.agent) else {
-                    return Err(PeerError::Failed(format!(
-                        "peer agent \"{}\" is not mounted in this server (mounted: {}): serve the folder holding both projects",
-                        self.agent,
-                        peers.slugs().join(", ")
-                    )));
+                    return Err(PeerError::NotMounted {
+                        agent: self.agent.clone(),
+                        mounted: peers.slugs().join(", "),
+                    });
                 };
                 peer.ask(principal, ask, cancel).await
             }
@@ -218,10 +243,11 @@ impl PeerTool {
                             Ok(output) => output.to_event_value().to_string(),
                             Err(err) => err.0,
                         };
-                        Err(PeerError::Failed(format!(
-                            "peer agent \"{}\" at {} did not answer with {{status, sessionId, reply}} ({text}): is url a Folio agent's /v1/mcp?",
-                            self.agent, self.connection
-                        )))
+                        Err(PeerError::NotAnAsk {
+                            agent: self.agent.clone(),
+                            url: self.connection.to_string(),
+                            answer: text,
+                        })
                     }
                 }
             }

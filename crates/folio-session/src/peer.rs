@@ -113,7 +113,10 @@ impl PeerAgent for Peers {
             .await
             .map_err(|err| match (err, continued) {
                 (ManagerError::NotFound(_), Some(id)) => PeerError::SessionGone(id),
-                (err, _) => PeerError::Failed(err.to_string()),
+                (err, _) => PeerError::Refused {
+                    code: err.code(),
+                    message: err.to_string(),
+                },
             })
     }
 }

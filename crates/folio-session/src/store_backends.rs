@@ -28,9 +28,9 @@ impl StoreArtifacts {
 }
 
 fn store_error(err: folio_store::StoreError) -> ArtifactError {
-    ArtifactError::Invalid(format!(
-        "the session store could not keep the artifact: {err}"
-    ))
+    ArtifactError::Store {
+        source: Box::new(err),
+    }
 }
 
 #[async_trait::async_trait]

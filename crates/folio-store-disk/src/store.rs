@@ -318,7 +318,8 @@ fn artifact_error(err: folio_agent::ArtifactError) -> StoreError {
             io(&format!("artifact {}", path.display()), source)
         }
         invalid @ (folio_agent::ArtifactError::Invalid(_)
-        | folio_agent::ArtifactError::Schema { .. }) => StoreError::Backend(invalid.to_string()),
+        | folio_agent::ArtifactError::Schema { .. }
+        | folio_agent::ArtifactError::Store { .. }) => StoreError::Backend(invalid.to_string()),
     }
 }
 
