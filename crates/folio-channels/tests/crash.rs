@@ -1,15 +1,15 @@
 //! Crashes and provider redeliveries on every channel kind (webhook, GitHub, Slack), through
 //! a server process of this test binary (`support::spawn_server`: the channels' router on a
 //! real listener, killed with `SIGKILL` or aborted at a `FaultPoint`) and the providers' own
-//! signing libraries: a `kill -9` right after
-//! the `202` runs the work after the restart, once; the provider's redeliveries after the
-//! restart (the same `webhook-id`, `X-GitHub-Delivery`, or Slack `event_id` with
-//! `X-Slack-Retry-Num`) are acknowledged and run nothing; a crash after a delivery reached its
-//! session but before its outcome was recorded re-runs it without a second message or a second
-//! `channel.delivery` on the session; a body changed after signing is refused (`401`, nothing
-//! recorded or run). One test runs every step over the three kinds. Each test runs on both
-//! stores: the state root's files, and PostgreSQL (`SessionManager::open_on_store`, where the restarted server takes
-//! the dead one's claims over once they expire).
+//! signing libraries: a `kill -9` right after the `202` runs the work after the restart, once;
+//! the provider's redeliveries after the restart (the same `webhook-id`, `X-GitHub-Delivery`,
+//! or Slack `event_id` with `X-Slack-Retry-Num`) are acknowledged and run nothing; a crash
+//! after a delivery reached its session but before its outcome was recorded re-runs it without
+//! a second message or a second `channel.delivery` on the session; a body changed after signing
+//! is refused (`401`, nothing recorded or run). One test runs every step over the three kinds.
+//! Each test runs on both stores: the state root's files, and PostgreSQL
+//! (`SessionManager::open_on_store`, where the restarted server takes the dead one's claims
+//! over once they expire).
 
 mod support;
 

@@ -1,8 +1,10 @@
-//! GitHub channels served in-process (the channels' router on a real listener), fed GitHub's own example payloads
-//! (`@octokit/webhooks-examples`) signed by `@octokit/webhooks-methods`, against a recording
-//! fake GitHub API: the continuation `pr:owner/repo#N`, `pr/` files before the turn, the 👀
-//! reaction, check runs (queued → in_progress → completed, details URL to the session), the
-//! reply as a PR comment, the `bot_name` loop guard and ignored events.
+//! GitHub channels served in-process (the channels' router on a real listener), fed GitHub's
+//! own example payloads (`@octokit/webhooks-examples`) signed by `@octokit/webhooks-methods`,
+//! against a recording fake GitHub API: the continuation `pr:owner/repo#N`, `pr/` files before
+//! the turn, the 👀 reaction, check runs (queued → in_progress → completed, details URL to the
+//! session), the reply as a PR comment, the `bot_name` loop guard and ignored events, and an
+//! App installation token bought with the App's JWT. (`folio github replay` is folio-cli's
+//! `channels_serve.rs`.)
 
 mod support;
 

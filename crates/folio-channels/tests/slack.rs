@@ -1,5 +1,5 @@
-//! Slack channels served in-process (the channels' router on a real listener), with Events API requests signed by
-//! `slack_sdk`, against a recording fake Slack Web API: URL verification, one thread = one
+//! Slack channels served in-process (the channels' router on a real listener), with Events API
+//! requests signed by `slack_sdk`, against a recording fake Slack Web API: URL verification, one thread = one
 //! session, a status line replaced by the answer, Slack's retries run once (and are noted on
 //! the delivery; a retry of an event never recorded runs once), a whole-message `stop` stops
 //! the turn, bot messages never wake the agent, and `stream` mode waits out Slack's `429`
