@@ -6,51 +6,13 @@ use std::process::Output;
 
 use folio_protocol::{EvalRun, RunResult};
 use folio_test_support::read_wire;
+#[allow(unused_imports)]
+pub use folio_test_support::{Project, project, write_files};
 use serde_json::Value;
 
 /// The `folio` binary under test.
 pub fn folio_bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin!("folio").to_path_buf()
-}
-
-/// Writes `files` (relative path → contents) under `dir`.
-pub fn write_files(dir: &Path, files: &[(&str, &str)]) {
-    for (path, contents) in files {
-        let path = dir.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, contents).unwrap();
-    }
-}
-
-/// A temporary project folder named `test-agent` (a valid slug, as `folio serve` mounts an
-/// agent under its directory's name), removed when dropped.
-pub struct Project {
-    _parent: tempfile::TempDir,
-    path: PathBuf,
-}
-
-impl Project {
-    /// The project directory.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-/// A project with `agent/instructions.md` and `agent/agent.toml`.
-pub fn project(agent_toml: &str) -> Project {
-    let parent = tempfile::tempdir().unwrap();
-    let path = parent.path().join("test-agent");
-    write_files(
-        &path,
-        &[
-            ("agent/instructions.md", "You are a test agent.\n"),
-            ("agent/agent.toml", agent_toml),
-        ],
-    );
-    Project {
-        _parent: parent,
-        path,
-    }
 }
 
 /// A `folio` command with the mock server's OpenAI base URL and a test key.

@@ -29,6 +29,9 @@
 //! typed values; [`data`], [`all`],
 //! [`of_type`] and [`first`] read an event's `data` as its own type ([`EventData`]).
 //!
+//! [`project`] writes an agent folder for a test; [`channels`] signs and sends channel
+//! deliveries as the providers do and reads their outcome back.
+//!
 //! [`OAuthMcpServer`] is an MCP server behind OAuth 2.1 with its own authorization server, for
 //! end-to-end tests of MCP authorization.
 //!
@@ -38,10 +41,12 @@
 #![warn(missing_docs)]
 
 mod answers;
+pub mod channels;
 mod events;
 mod fake_api;
 mod http;
 mod oauth_mcp;
+mod project;
 mod reply;
 mod server;
 mod wire;
@@ -55,5 +60,6 @@ pub use http::{
     follow_up, refused, session,
 };
 pub use oauth_mcp::OAuthMcpServer;
+pub use project::{Project, eval_project, project, python, test_deps, workspace_root, write_files};
 pub use reply::MockReply;
 pub use server::{ChatMessage, Disconnect, MockModelServer, RecordedRequest};

@@ -1,20 +1,20 @@
-//! GitHub channels through the real `folio serve`, fed GitHub's own example payloads
-//! (`@octokit/webhooks-examples`) signed by `@octokit/webhooks-methods`, against a recording
-//! fake GitHub API: the continuation `pr:owner/repo#N`, `pr/` files before the turn, the 👀
-//! reaction, check runs (queued → in_progress → completed, details URL to the session), the
-//! reply as a PR comment, the `bot_name` loop guard and ignored events.
+//! GitHub channels served in-process (the channels' router on a real listener), fed GitHub's
+//! own example payloads (`@octokit/webhooks-examples`) signed by `@octokit/webhooks-methods`,
+//! against a recording fake GitHub API: the continuation `pr:owner/repo#N`, `pr/` files before
+//! the turn, the 👀 reaction, check runs (queued → in_progress → completed, details URL to the
+//! session), the reply as a PR comment, the `bot_name` loop guard and ignored events, and an
+//! App installation token bought with the App's JWT. (`folio github replay` is folio-cli's
+//! `channels_serve.rs`.)
 
-mod channels_support;
-mod serve_support;
+mod support;
 
 use std::time::Duration;
 
-use channels_support::*;
 use folio_protocol::{ChannelDelivery, ChannelDeliveryOutcome, DeliveryAccepted, DeliveryStatus};
 use folio_test_support::{ApiCall, FakeApi, MockModelServer, MockReply, read_wire};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use serve_support::*;
+use support::*;
 
 const AGENT: &str = "name = \"reviewer\"\nmodel = \"openai:gpt-test\"\n";
 const REPO: &str = "/repos/Codertocat/Hello-World";
@@ -42,7 +42,6 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
         &mock.openai_base_url(),
         project.path(),
         state.path(),
-        &[],
         &[
             ("GITHUB_WEBHOOK_SECRET", SECRET),
             ("GITHUB_TOKEN", "ghp_test"),
@@ -142,7 +141,7 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
     );
     let workspace = state
         .path()
-        .join("test-agent/sessions")
+        .join("sessions")
         .join(&session)
         .join("workspace");
     assert_eq!(
@@ -259,85 +258,6 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn replay_turns_a_saved_payload_into_a_signed_delivery() {
-    let mock = MockModelServer::start().await;
-    let github = FakeApi::start().await;
-    let project = project(AGENT);
-    let manifest = format!(
-        "kind = \"github\"\nreactions = false\ndeliver_replies = false\napi_base_url = \"{}\"\n",
-        github.url()
-    );
-    write_files(project.path(), &[("agent/channels/gh.toml", &manifest)]);
-    let state = tempfile::tempdir().unwrap();
-    let server = serve_with_env(
-        &mock.openai_base_url(),
-        project.path(),
-        state.path(),
-        &[],
-        &[
-            ("GITHUB_WEBHOOK_SECRET", SECRET),
-            ("GITHUB_TOKEN", "ghp_test"),
-        ],
-    )
-    .await;
-    let saved = tempfile::tempdir().unwrap();
-    let payload = saved.path().join("opened.json");
-    let opened = github_examples("pull_request")
-        .into_iter()
-        .find(|p| p["action"] == "opened")
-        .unwrap();
-    std::fs::write(&payload, serde_json::to_string_pretty(&opened).unwrap()).unwrap();
-    let fixtures = saved.path().join("fixtures");
-    mock.push(MockReply::text("Looks fine."));
-    let output = tokio::process::Command::new(folio_bin())
-        .args(["github", "replay"])
-        .arg(&payload)
-        .arg("--fixtures-dir")
-        .arg(&fixtures)
-        .arg("--deliver")
-        .arg(format!("{}/v1/channels/gh", server.url))
-        .env("GITHUB_WEBHOOK_SECRET", SECRET)
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        stdout.lines().last().unwrap().starts_with("202 "),
-        "{stdout}"
-    );
-    let mut names: Vec<String> = std::fs::read_dir(&fixtures)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert_eq!(names.len(), 2, "{names:?}");
-    let body = std::fs::read_to_string(fixtures.join(&names[0])).unwrap();
-    let headers: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures.join(&names[1])).unwrap()).unwrap();
-    // GitHub's own library signs the written body exactly as the header says.
-    assert_eq!(
-        headers["X-Hub-Signature-256"],
-        json!(github_signature(&body))
-    );
-    assert_eq!(headers["X-GitHub-Event"], "pull_request");
-    let deliveries = settled(&server.url, "gh").await;
-    assert_eq!(
-        (
-            deliveries.len(),
-            deliveries[0].status,
-            deliveries[0].route.as_str()
-        ),
-        (1, DeliveryStatus::Accepted, "pull_request.opened")
-    );
-    model_requests(&mock, 1).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
 async fn an_app_installation_token_bought_with_the_apps_jwt_authenticates_every_call() {
     let mock = MockModelServer::start().await;
     let github = FakeApi::start().await;
@@ -358,7 +278,6 @@ async fn an_app_installation_token_bought_with_the_apps_jwt_authenticates_every_
         &mock.openai_base_url(),
         project.path(),
         state.path(),
-        &[],
         &[
             ("GITHUB_WEBHOOK_SECRET", SECRET),
             ("GITHUB_APP_PRIVATE_KEY", &private),

@@ -1,21 +1,21 @@
 //! Crashes and provider redeliveries on every channel kind (webhook, GitHub, Slack), through
-//! the real `folio serve` and the providers' own signing libraries: a `kill -9` right after
-//! the `202` runs the work after the restart, once; the provider's redeliveries after the
-//! restart (the same `webhook-id`, `X-GitHub-Delivery`, or Slack `event_id` with
-//! `X-Slack-Retry-Num`) are acknowledged and run nothing; a crash after a delivery reached its
-//! session but before its outcome was recorded re-runs it without a second message or a second
-//! `channel.delivery` on the session; a body changed after signing is refused (`401`, nothing
-//! recorded or run). One test runs every step over the three kinds. Each test runs on both
-//! stores: the state root's files, and PostgreSQL (`--store`, where the restarted server takes
-//! the dead one's claims over once they expire).
+//! a server process of this test binary (`support::spawn_server`: the channels' router on a
+//! real listener, killed with `SIGKILL` or aborted at a `FaultPoint`) and the providers' own
+//! signing libraries: a `kill -9` right after the `202` runs the work after the restart, once;
+//! the provider's redeliveries after the restart (the same `webhook-id`, `X-GitHub-Delivery`,
+//! or Slack `event_id` with `X-Slack-Retry-Num`) are acknowledged and run nothing; a crash
+//! after a delivery reached its session but before its outcome was recorded re-runs it without
+//! a second message or a second `channel.delivery` on the session; a body changed after signing
+//! is refused (`401`, nothing recorded or run). One test runs every step over the three kinds.
+//! Each test runs on both stores: the state root's files, and PostgreSQL
+//! (`SessionManager::open_on_store`, where the restarted server takes the dead one's claims
+//! over once they expire).
 
-mod channels_support;
-mod serve_support;
+mod support;
 
 use std::path::Path;
 use std::time::Duration;
 
-use channels_support::*;
 use folio_protocol::{
     ChannelDelivery, ChannelDeliveryOutcome, DeliveryStatus, Event, MessageReceived, TurnCompleted,
     TurnFailed,
@@ -23,7 +23,7 @@ use folio_protocol::{
 use folio_test_support::{FakeApi, MockModelServer, MockReply, all};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use serve_support::*;
+use support::*;
 
 const AGENT: &str = "name = \"crashy\"\nmodel = \"openai:gpt-test\"\n";
 
@@ -133,18 +133,22 @@ async fn serve_kinds(
     state: &Path,
     fault: Option<&str>,
 ) -> Served {
-    let mut env = vec![
+    let env = [
         ("HOOK_WHSEC", WHSEC),
         ("GITHUB_WEBHOOK_SECRET", SECRET),
         ("GITHUB_TOKEN", "ghp_test"),
         ("SLACK_SIGNING_SECRET", SECRET),
         ("SLACK_BOT_TOKEN", "xoxb-test"),
     ];
-    if let Some(fault) = fault {
-        env.push(("FOLIO_FAULT", fault));
-    }
-    let extra = store.args();
-    serve_with_env(&mock.openai_base_url(), project.path(), state, &extra, &env).await
+    spawn_server(
+        &mock.openai_base_url(),
+        project.path(),
+        state,
+        store,
+        &env,
+        fault,
+    )
+    .await
 }
 
 /// The stored events of `session`.
@@ -175,9 +179,8 @@ async fn replies_in(store: &Store, state: &Path) -> usize {
                     .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
                     .unwrap_or_default()
             };
-            entries(state)
+            entries(&state.join("channels"))
                 .iter()
-                .flat_map(|agent| entries(&agent.join("channels")))
                 .filter_map(|channel| {
                     std::fs::read_to_string(channel.join("deliveries.ndjson")).ok()
                 })
@@ -198,8 +201,9 @@ async fn replies_in(store: &Store, state: &Path) -> usize {
 /// Whether the store holds no session at all.
 async fn no_sessions(store: &Store, state: &Path) -> bool {
     match store {
-        Store::Disk => std::fs::read_dir(state.join("test-agent/sessions"))
-            .map_or(true, |mut dir| dir.next().is_none()),
+        Store::Disk => {
+            std::fs::read_dir(state.join("sessions")).map_or(true, |mut dir| dir.next().is_none())
+        }
         Store::Postgres(url) => {
             let query = folio_store::ListQuery {
                 principal: None,
@@ -398,7 +402,7 @@ async fn every_channel_kind_runs_a_delivery_once_across_kill_9_restarts_and_rede
             (202, false),
             "{kind:?}: {answer}"
         );
-        let exit = tokio::time::timeout(Duration::from_secs(30), server.child.wait())
+        let exit = tokio::time::timeout(Duration::from_secs(30), server.child().wait())
             .await
             .expect("the server reaches the fault point within 30 s")
             .unwrap();

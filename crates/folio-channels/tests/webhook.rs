@@ -1,23 +1,24 @@
-//! Webhook channels through the real `folio serve`: requests signed by the providers' own
-//! libraries (`@octokit/webhooks-methods`, Python `slack_sdk` and `standardwebhooks`, installed by
-//! `scripts/install-test-deps`), bad signatures refused before anything is recorded or run,
-//! duplicates (concurrent and after a restart) run once, a `kill -9` after the `202` runs the
-//! work after the restart, and `[deliver]` posts the reply with retries to a recording fake.
+//! Webhook channels served in-process (the channels' router on a real listener), with requests
+//! signed by the providers' own libraries (`@octokit/webhooks-methods`, Python `slack_sdk` and
+//! `standardwebhooks`, installed by `scripts/install-test-deps`): bad signatures refused before
+//! anything is recorded or run, duplicates (concurrent and after a restart) run once, a
+//! `kill -9` after the `202` runs the work after the restart (those tests serve from a child
+//! process, `support::spawn_server`), and `[deliver]` posts the reply with retries to a
+//! recording fake. That `folio serve` puts its browser guard in front of the channels is
+//! folio-cli's `channels_serve.rs`.
 
-mod channels_support;
-mod serve_support;
+mod support;
 
 use std::path::Path;
 use std::time::Duration;
 
-use channels_support::*;
 use folio_protocol::{
     ChannelDelivery, ChannelDeliveryOutcome, DeliveryStatus, ErrorBody, ErrorCode,
 };
 use folio_test_support::{FakeApi, MockModelServer, MockReply, all, read_wire};
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use serve_support::*;
+use support::*;
 
 const AGENT: &str = "name = \"hooks\"\nmodel = \"openai:gpt-test\"\n";
 fn route(auth: &str) -> String {
@@ -61,7 +62,6 @@ async fn every_auth_scheme_refuses_bad_signatures_and_admits_its_providers_signa
         &mock.openai_base_url(),
         project.path(),
         state.path(),
-        &[],
         &[
             ("HOOK_SECRET", SECRET),
             ("HOOK_WHSEC", WHSEC),
@@ -117,24 +117,6 @@ async fn every_auth_scheme_refuses_bad_signatures_and_admits_its_providers_signa
         let refused: ErrorBody = read_wire(&answer);
         assert_eq!(refused.error, ErrorCode::Unauthorized, "{channel}");
     }
-    // A web page on this machine is a caller too: a correctly signed delivery that a browser
-    // sends (it carries an `Origin`) is refused before the channel sees it.
-    let signed = format!(
-        "sha256={}",
-        folio_channels::sign_hex(SECRET.as_bytes(), &[body.as_bytes()])
-    );
-    let (status, answer) = deliver(
-        &format!("{url}/v1/channels/generic/ticket"),
-        body,
-        &[
-            ("x-signature-256", signed),
-            ("origin", "https://evil.example.com".into()),
-        ],
-    )
-    .await;
-    assert_eq!(status, 403, "{answer}");
-    let refused: ErrorBody = read_wire(&answer);
-    assert_eq!(refused.error, ErrorCode::Forbidden);
     for channel in ["gh", "slack", "std", "generic", "bearer"] {
         assert_eq!(settled(url, channel).await, [], "{channel}");
     }
@@ -214,17 +196,24 @@ async fn every_auth_scheme_refuses_bad_signatures_and_admits_its_providers_signa
     );
 }
 
+/// The `tickets` project served in a process of its own (the tests below kill it), with the
+/// crash-test `fault` point armed.
 async fn serve_tickets(
     mock: &MockModelServer,
     project: &Project,
     state: &Path,
     fault: Option<&str>,
 ) -> Served {
-    let mut env = vec![("HOOK_WHSEC", WHSEC), ("TICKETS_TOKEN", "tk-1")];
-    if let Some(fault) = fault {
-        env.push(("FOLIO_FAULT", fault));
-    }
-    serve_with_env(&mock.openai_base_url(), project.path(), state, &[], &env).await
+    let env = [("HOOK_WHSEC", WHSEC), ("TICKETS_TOKEN", "tk-1")];
+    spawn_server(
+        &mock.openai_base_url(),
+        project.path(),
+        state,
+        &Store::Disk,
+        &env,
+        fault,
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]

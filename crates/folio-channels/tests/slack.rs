@@ -1,21 +1,19 @@
-//! Slack channels through the real `folio serve`, with Events API requests signed by
-//! `slack_sdk`, against a recording fake Slack Web API: URL verification, one thread = one
+//! Slack channels served in-process (the channels' router on a real listener), with Events API
+//! requests signed by `slack_sdk`, against a recording fake Slack Web API: URL verification, one thread = one
 //! session, a status line replaced by the answer, Slack's retries run once (and are noted on
 //! the delivery; a retry of an event never recorded runs once), a whole-message `stop` stops
 //! the turn, bot messages never wake the agent, and `stream` mode waits out Slack's `429`
 //! (`Retry-After`) without losing or repeating text, its queued update dropped by `stop`.
 
-mod channels_support;
-mod serve_support;
+mod support;
 
 use std::time::Duration;
 
-use channels_support::*;
 use folio_protocol::{DeliveryRetry, DeliveryStatus, UrlVerification};
 use folio_test_support::{ApiCall, FakeApi, MockModelServer, MockReply, read_wire};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use serve_support::*;
+use support::*;
 
 const AGENT: &str = "name = \"triage\"\nmodel = \"openai:gpt-test\"\n";
 
@@ -26,7 +24,7 @@ fn calls_of(calls: &[ApiCall]) -> Vec<(String, Value)> {
         .collect()
 }
 
-/// A `folio serve` with one Slack channel `channel` (manifest `settings` plus the fake Slack
+/// A server with one Slack channel `channel` (manifest `settings` plus the fake Slack
 /// API's base URL), its signing secret and bot token (`xoxb-test`) under `env_prefix`.
 struct SlackServe {
     mock: MockModelServer,
@@ -55,7 +53,6 @@ async fn serve_slack(channel: &str, settings: &str, env_prefix: &str) -> SlackSe
         &mock.openai_base_url(),
         project.path(),
         state.path(),
-        &[],
         &[(secret.as_str(), SECRET), (token.as_str(), "xoxb-test")],
     )
     .await;

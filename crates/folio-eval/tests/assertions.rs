@@ -1,15 +1,17 @@
-//! `folio eval` through the binary with the mock model: every assertion kind passing and
-//! failing, trajectory scores and argument modes, with expected vs actual in the report.
+//! The eval runner (what `folio eval` runs) in process with the mock model: every assertion
+//! kind passing and failing, trajectory scores and argument modes, with expected vs actual in
+//! the run.
 
-mod eval_support;
+mod support;
 
 use std::time::Duration;
 
-use eval_support::*;
+use folio_eval::EvalOptions;
 use folio_protocol::Usage;
 use folio_test_support::{MockModelServer, MockReply};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use support::*;
 
 const PASSING: &str = r#"
 description = "Every assertion kind, passing"
@@ -118,14 +120,13 @@ async fn every_assertion_kind_passes_and_fails_with_expected_and_actual() {
         ("kinds/b.eval.toml", FAILING),
     ]);
     write_files(dir.path(), &[("agent/tools/label.toml", LABEL_TOOL)]);
-    let output = eval(
-        &mock.openai_base_url(),
-        dir.path(),
-        &["--json", "--max-concurrency", "1"],
-    )
-    .await;
-    assert_eq!(output.status.code(), Some(1), "{}", texts(&output));
-    let run = run_of(&output);
+    let options = EvalOptions {
+        max_concurrency: Some(1),
+        ..options(&mock.openai_base_url(), dir.path())
+    };
+    let run = eval(dir.path(), &options).await.unwrap();
+    // `folio eval` exits 1 on a run that is not ok.
+    assert!(!run.ok, "{run:#?}");
     let cases: Vec<(&str, &str, bool)> = run
         .cases
         .iter()
