@@ -2,7 +2,8 @@
 //! kebab-case names such as `agent`) and of every wire type (folio-protocol, type names such as
 //! `Event`) as `<name>.json`, and the wire types as TypeScript declarations
 //! ([`crate::schema_ts`], `folio-api.d.ts`). The repository commits them under `docs/schema/`;
-//! a test fails when they drift from the Rust types.
+//! a test fails when they drift from the Rust types. `--openapi FILE` writes the HTTP API's
+//! OpenAPI 3.1 document (`folio_protocol::openapi`, committed as `docs/openapi.json`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,6 +17,10 @@ pub(crate) struct SchemaArgs {
     /// Write every schema as DIR/<name>.json (default: print them as one JSON object).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Write the HTTP API's OpenAPI 3.1 document to FILE (the repository's is docs/openapi.json);
+    /// without --out, only that.
+    #[arg(long, value_name = "FILE")]
+    openapi: Option<PathBuf>,
 }
 
 /// Every schema Folio publishes, as `(file name, pretty JSON with a final newline)`, sorted.
@@ -41,6 +46,15 @@ pub(crate) fn schema_files() -> Vec<(String, String)> {
 
 /// Prints the schemas, or writes them into `--out`.
 pub(crate) fn schema(args: SchemaArgs) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &args.openapi {
+        let document = folio_protocol::openapi_json(folio_protocol::ApiServers::Any);
+        std::fs::write(path, document)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("wrote the OpenAPI document to {}", path.display());
+        if args.out.is_none() {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     let files = schema_files();
     let Some(dir) = args.out else {
         let mut all = Map::new();

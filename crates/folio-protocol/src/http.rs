@@ -188,6 +188,9 @@ pub struct SessionResponse {
 /// A page of a list: `GET /v1/sessions` (newest first, with a cursor) and `GET /v1/artifacts`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+// One schema name per item type (`SessionSummaryPage`): OpenAPI's `components/schemas` needs
+// distinct names.
+#[schemars(rename = "{T}Page")]
 pub struct Page<T> {
     /// Always `true`.
     pub ok: OkTrue,

@@ -1,7 +1,8 @@
 //! Wire types shared by the Folio server, CLI, evals and clients.
 //!
 //! Fields are camelCase on the wire; tagged unions carry an explicit `type` tag. The crate knows
-//! nothing about HTTP, models or sessions: it only says what the bytes look like.
+//! nothing about serving HTTP, models or sessions: it only says what the bytes look like, and
+//! which route takes and answers which bytes.
 //!
 //! - [`Event`] is one line of a session's NDJSON event log: the envelope
 //!   `{"type", "index", "sessionId", "turnId"?, "at", "data"}` with a typed [`EventBody`].
@@ -20,6 +21,9 @@
 //! - Stored eval runs: [`EvalRun`] and its cases, attempts, steps and assertion verdicts.
 //! - Contract strings such as [`TURN_INTERRUPTED`] and [`SERVER_RESTARTED`].
 //! - [`schemas`] lists the JSON Schema of every wire type.
+//! - [`routes`] is the HTTP API's route table (method, path, bodies, answers per status, auth),
+//!   which `folio-server` builds its router from, and [`openapi`] the OpenAPI 3.1 document
+//!   generated from it (`GET /v1/openapi.json`, `docs/openapi.json`).
 //!
 //! ```
 //! use folio_protocol::{Event, EventBody, MessageCompleted};
@@ -43,8 +47,10 @@ mod hook;
 mod http;
 mod mcp;
 mod ok;
+mod openapi;
 mod reminder;
 mod result;
+mod route;
 mod schedule;
 mod schema;
 mod usage;
@@ -88,10 +94,15 @@ pub use http::{
 };
 pub use mcp::{AskArguments, AskResult, AskStatus, CheckArguments, CheckResult};
 pub use ok::{OkFalse, OkTrue};
+pub use openapi::{ApiServers, OPENAPI_VERSION, error_codes, openapi, openapi_json, operation_id};
 pub use reminder::{
     Reminder, ReminderCancelled, ReminderFired, ReminderResponse, ReminderSet, SetReminder,
 };
 pub use result::{CompactionPoint, RunResult, ToolCallRecord, TurnSummary};
+pub use route::{
+    Access, Answer, Body, Method, Operation, Param, ParamType, RequestBody, Route, SchemaFn, Scope,
+    routes,
+};
 pub use schedule::{NextFire, ScheduleStatus, SchedulesResponse, SlotOutcome, SlotOutcomeKind};
 pub use schema::schemas;
 pub use usage::Usage;

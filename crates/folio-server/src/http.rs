@@ -13,14 +13,14 @@ use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequest, Path, Query, Req
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{MethodFilter, MethodRouter, get, on};
 use axum::{Extension, Json, Router};
 use folio_protocol::{
-    Acknowledged, AgentDescription, AgentHeader, AgentSummary, ApprovalRequest, ArtifactResponse,
-    ConnectionDescription, CreateSession, DiagnosticInfo, Empty, ErrorBody, ErrorCode,
-    EvalRunResponse, FollowUp, FollowUpAccepted, ForkSession, LogsResponse, OkTrue, Page,
-    ReminderResponse, SaveEvalCase, SchedulesResponse, SessionCreated, SessionResponse,
-    SetReminder, ToolCallRequest, ToolDescription, Visibility,
+    Access, Acknowledged, AgentDescription, AgentHeader, AgentSummary, ApiServers, ApprovalRequest,
+    ArtifactResponse, ConnectionDescription, CreateSession, DiagnosticInfo, Empty, ErrorBody,
+    ErrorCode, EvalRunResponse, FollowUp, FollowUpAccepted, ForkSession, LogsResponse, OkTrue,
+    Operation, Page, ReminderResponse, SaveEvalCase, SchedulesResponse, Scope, SessionCreated,
+    SessionResponse, SetReminder, ToolCallRequest, ToolDescription, Visibility,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -177,6 +177,8 @@ struct AgentState {
     dev: bool,
     /// Browser rules and body limit (also handed to `/v1/mcp`).
     guard: Arc<Guard>,
+    /// `GET /v1/openapi.json`: the API's document with this agent's prefix as its server.
+    openapi: Bytes,
 }
 
 /// The router of every mount, with auth, body limit and timeouts; serve it with
@@ -207,15 +209,20 @@ pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, R
     let mut pages = Router::new();
     // The OAuth redirects of MCP authorizations come from a browser, which carries no caller
     // credentials: served without authentication (the single-use `state` is the capability),
-    // behind the same browser guard.
+    // behind the same browser guard. So are the route table's open routes (the OpenAPI
+    // document, which holds no data).
     let mut callbacks = Router::new();
     for mount in &mounts {
         let prefix = match config.layout {
             Layout::Multi => format!("/{}", mount.slug),
             Layout::Single => String::new(),
         };
-        let routes = agent_routes(AgentState {
+        let (routes, open) = agent_routes(AgentState {
             mount: Arc::new(mount.clone()),
+            openapi: folio_protocol::openapi_json(ApiServers::Prefixes(std::slice::from_ref(
+                &prefix,
+            )))
+            .into(),
             prefix: prefix.clone(),
             dev: config.dev,
             guard: guard.clone(),
@@ -223,7 +230,8 @@ pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, R
         let page = crate::playground::routes();
         let callback = Router::new()
             .route(MCP_AUTH_CALLBACK, get(mcp_auth_callback))
-            .with_state(mount.manager.clone());
+            .with_state(mount.manager.clone())
+            .merge(open);
         (app, pages, callbacks) = match config.layout {
             Layout::Multi => (
                 app.nest(&prefix, routes),
@@ -237,12 +245,23 @@ pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, R
             ),
         };
     }
+    if config.layout == Layout::Multi {
+        // The host's own copy of the document names every agent's prefix as a server.
+        let prefixes: Vec<String> = mounts.iter().map(|m| format!("/{}", m.slug)).collect();
+        let document = Bytes::from(folio_protocol::openapi_json(ApiServers::Prefixes(
+            &prefixes,
+        )));
+        callbacks = callbacks.route(
+            route_path(Operation::OpenApi),
+            get(move || async move { json_document(document) }),
+        );
+    }
     let index_agents = agents.clone();
     let layout = config.layout;
     let playground = config.playground;
     app = app
         .route(
-            "/v1/agents",
+            route_path(Operation::ListAgents),
             get(move || {
                 let agents = agents.clone();
                 async move { Json(agents) }
@@ -290,51 +309,86 @@ pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, R
         ))
 }
 
-fn agent_routes(state: AgentState) -> Router {
-    Router::new()
-        .route("/v1/session", post(create_session))
-        .route(
-            "/v1/session/{id}",
-            post(follow_up).get(get_session).delete(delete_session),
-        )
-        .route("/v1/session/{id}/stop", post(stop_session))
-        .route("/v1/session/{id}/fork", post(fork_session))
-        .route("/v1/session/{id}/token", post(issue_token))
-        .route("/v1/session/{id}/eval-case", post(save_eval_case))
-        .route("/v1/session/{id}/stream", get(stream_session))
-        .route("/v1/session/{id}/events", get(session_events))
-        .route(
-            "/v1/session/{id}/approvals/{call_id}",
-            post(resolve_approval),
-        )
-        .route("/v1/session/{id}/tools/{name}", post(session_tool))
-        .route(
-            "/v1/session/{id}/reminders",
-            post(set_reminder).get(list_reminders),
-        )
-        .route(
-            "/v1/session/{id}/reminders/{reminder_id}",
-            axum::routing::delete(cancel_reminder),
-        )
-        .route("/v1/sessions", get(list_sessions))
-        .route("/v1/tools/{name}", post(unscoped_tool))
-        .route("/v1/agent", get(agent_info))
-        .route("/v1/schedules", get(list_schedules))
-        .route("/v1/logs", get(logs))
-        .route_service(
-            "/v1/mcp",
-            crate::mcp::service(
-                state.mount.manager.clone(),
-                state.mount.manager.shutdown_token(),
-                &state.guard,
-            ),
-        )
-        .route("/v1/artifacts", get(list_artifacts))
-        .route("/v1/artifacts/{id}", get(get_artifact))
-        .route("/v1/artifacts/{id}/content", get(artifact_content))
-        .route("/v1/evals", get(list_evals))
-        .route("/v1/evals/{run_id}", get(get_eval))
-        .with_state(state)
+/// The agent routes of the route table (`folio_protocol::routes`, which the OpenAPI document is
+/// generated from) and `/v1/mcp`: those behind the caller's auth, and the open ones.
+fn agent_routes(state: AgentState) -> (Router, Router) {
+    let mut routes = Router::new();
+    let mut open = Router::new();
+    for route in folio_protocol::routes() {
+        if route.scope != Scope::Agent {
+            continue;
+        }
+        let method = match route.method {
+            folio_protocol::Method::Get => MethodFilter::GET,
+            folio_protocol::Method::Post => MethodFilter::POST,
+            folio_protocol::Method::Delete => MethodFilter::DELETE,
+        };
+        let Some(handler) = handler(route.operation, method) else {
+            continue;
+        };
+        match route.access {
+            Access::Caller => routes = routes.route(route.path, handler),
+            Access::Open => open = open.route(route.path, handler),
+        }
+    }
+    // The agent as an MCP server: a protocol of its own, not in the route table.
+    let routes = routes.route_service(
+        "/v1/mcp",
+        crate::mcp::service(
+            state.mount.manager.clone(),
+            state.mount.manager.shutdown_token(),
+            &state.guard,
+        ),
+    );
+    (routes.with_state(state.clone()), open.with_state(state))
+}
+
+/// The handler of each agent operation of the route table; `None` for host routes.
+fn handler(operation: Operation, method: MethodFilter) -> Option<MethodRouter<AgentState>> {
+    Some(match operation {
+        Operation::CreateSession => on(method, create_session),
+        Operation::FollowUp => on(method, follow_up),
+        Operation::GetSession => on(method, get_session),
+        Operation::DeleteSession => on(method, delete_session),
+        Operation::StopSession => on(method, stop_session),
+        Operation::ForkSession => on(method, fork_session),
+        Operation::IssueToken => on(method, issue_token),
+        Operation::SaveEvalCase => on(method, save_eval_case),
+        Operation::StreamSession => on(method, stream_session),
+        Operation::SessionEvents => on(method, session_events),
+        Operation::ResolveApproval => on(method, resolve_approval),
+        Operation::CallSessionTool => on(method, session_tool),
+        Operation::SetReminder => on(method, set_reminder),
+        Operation::ListReminders => on(method, list_reminders),
+        Operation::CancelReminder => on(method, cancel_reminder),
+        Operation::ListSessions => on(method, list_sessions),
+        Operation::CallTool => on(method, unscoped_tool),
+        Operation::DescribeAgent => on(method, agent_info),
+        Operation::ListSchedules => on(method, list_schedules),
+        Operation::Logs => on(method, logs),
+        Operation::ListArtifacts => on(method, list_artifacts),
+        Operation::GetArtifact => on(method, get_artifact),
+        Operation::ArtifactContent => on(method, artifact_content),
+        Operation::ListEvals => on(method, list_evals),
+        Operation::GetEval => on(method, get_eval),
+        Operation::OpenApi => on(method, |State(state): State<AgentState>| async move {
+            json_document(state.openapi)
+        }),
+        Operation::ListAgents => return None,
+    })
+}
+
+/// The path of `operation` in the route table.
+fn route_path(operation: Operation) -> &'static str {
+    folio_protocol::routes()
+        .iter()
+        .find(|route| route.operation == operation)
+        .map_or("/", |route| route.path)
+}
+
+/// A JSON document served as is.
+fn json_document(document: Bytes) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], document).into_response()
 }
 
 /// The route an MCP server's authorization server redirects a principal's browser to, under
