@@ -84,6 +84,10 @@ async fn the_page_and_its_modules_are_embedded_and_served_without_auth_behind_th
         "{csp}"
     );
     assert!(csp.contains("connect-src 'self'"), "{csp}");
+    assert!(
+        csp.ends_with("require-trusted-types-for 'script'; trusted-types dompurify"),
+        "{csp}"
+    );
     let html = page.text().await.unwrap();
     assert!(
         html.contains(r#"<script type="module" src="playground/assets/app.js">"#),
@@ -109,6 +113,26 @@ async fn the_page_and_its_modules_are_embedded_and_served_without_auth_behind_th
         assert!(
             !text.contains("http://") && !text.contains("https://"),
             "{file} names an external URL"
+        );
+    }
+    // The vendored Markdown libraries are modules too (their license headers name URLs).
+    for file in [
+        "vendor/markdown-it.esm.min.mjs",
+        "vendor/purify.es.mjs",
+        "vendor/highlight.min.js",
+    ] {
+        let asset = client()
+            .get(format!("{url}/playground/assets/{file}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                asset.status().as_u16(),
+                asset.headers()["content-type"].to_str().unwrap()
+            ),
+            (200, "text/javascript; charset=utf-8"),
+            "{file}"
         );
     }
     let (status, missing) = refused(

@@ -3,6 +3,7 @@
 //! `folio serve` with the mock model and runs one node script of tests/playground/. Without the
 //! browser or the npm package each test says so and passes without running.
 
+mod hostile_support;
 mod serve_support;
 
 use std::path::{Path, PathBuf};
@@ -14,9 +15,10 @@ use folio_protocol::{
     StepCompleted, TurnCompleted, TurnFailed, Usage,
 };
 use folio_test_support::{MockModelServer, MockReply};
+use hostile_support::{hostile_placements, hostile_replies, hostile_vectors};
 use pretty_assertions::assert_eq;
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 use serve_support::*;
 
 /// Where the browser and the driver are, or why the scenarios cannot run here.
@@ -157,6 +159,61 @@ async fn chat_shows_a_tool_call_with_its_arguments_and_result_and_the_trace() {
     )
     .await;
     scenario(&s.served, "chat_tool.mjs", &[]).await;
+}
+
+/// A reply with most of what Markdown does, a raw HTML tag and a script link.
+const MARKDOWN: &str = r#"Here is **bold**, *italic*, `inline code` and ~~struck~~ text.
+
+- one
+- two
+
+3. three
+4. four
+
+| Name | Count |
+| :--- | ----: |
+| apples | 3 |
+
+```rust
+fn main() {
+    println!("hi");
+}
+```
+
+See [the docs](https://example.com/docs "Docs"), <ops@example.com>, https://example.com/bare and ![a diagram](https://example.com/d.png).
+
+<b>not bold</b> and a [script link](javascript:alert(1))"#;
+
+#[tokio::test]
+async fn model_text_renders_as_markdown_and_no_hostile_reply_tool_input_or_result_runs() {
+    let replies = hostile_replies();
+    let vectors = hostile_vectors();
+    let mut script = vec![MockReply::text(MARKDOWN)];
+    script.extend(replies.iter().map(MockReply::text));
+    // Every vector as echo's arguments (its result echoes them), and one as a tool name.
+    let mut calls: Vec<(String, Value)> = vectors
+        .iter()
+        .map(|vector| ("echo".to_string(), json!({ "text": vector })))
+        .collect();
+    calls.push((
+        "<img src=x onerror=alert(0)>".into(),
+        json!({ "text": "<svg onload=alert(0)>" }),
+    ));
+    script.push(MockReply::tool_calls(calls));
+    script.push(MockReply::text("Done <img src=x onerror=alert(0)>."));
+    let s = setup(script, &[]).await;
+    let cases = tempfile::NamedTempFile::new().unwrap();
+    let body = json!({ "replies": replies.len(), "vectors": vectors });
+    std::fs::write(cases.path(), body.to_string()).unwrap();
+    let Some(report) = scenario(&s.served, "markdown.mjs", &[cases.path().to_str().unwrap()]).await
+    else {
+        return;
+    };
+    eprintln!(
+        "{} vectors in {} placements: {report}",
+        vectors.len(),
+        hostile_placements()
+    );
 }
 
 #[tokio::test]

@@ -6,13 +6,14 @@ const require = createRequire(import.meta.url);
 const { chromium } = require(process.env.PLAYWRIGHT_CORE);
 
 /** Starts headless chromium and opens a page (a laptop screen unless `viewport` says
- * otherwise); every page error, failed request or external request fails the scenario. */
-export async function browser(viewport = { width: 1100, height: 800 }) {
+ * otherwise; `options` are more of Playwright's context options); every page error, failed
+ * request or external request fails the scenario. */
+export async function browser(viewport = { width: 1100, height: 800 }, options = {}) {
   const instance = await chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
-  const context = await instance.newContext({ viewport });
+  const context = await instance.newContext({ viewport, ...options });
   const page = await context.newPage();
   page.setDefaultTimeout(20000);
   const problems = [];

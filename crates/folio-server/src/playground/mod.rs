@@ -2,7 +2,11 @@
 //! playground").
 //! Its files (plain ES modules and CSS, no build step) are embedded with `rust-embed`; the page
 //! fetches nothing from anywhere else and calls the HTTP API same-origin, so the guard's
-//! browser rules (Host, Origin, `Sec-Fetch-Site`) apply to it unchanged.
+//! browser rules (Host, Origin, `Sec-Fetch-Site`) apply to it unchanged. The model's text renders
+//! as Markdown through three libraries vendored unchanged from npm under `assets/vendor/`
+//! (markdown-it, DOMPurify, highlight.js; pinned in `vendor.txt`, copied by
+//! `scripts/vendor-playground`): the page renders as the events stream in, so the server keeps
+//! serving the event log as it is, and one sanitizer sees every piece of HTML the page makes.
 
 use axum::Router;
 use axum::extract::Path;
@@ -17,8 +21,10 @@ use folio_protocol::{ErrorBody, ErrorCode};
 struct Assets;
 
 /// A Content-Security-Policy that lets the page load only its own files and call only its own
-/// server: no CDN, no external fetch.
-const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/// server: no CDN, no external fetch, no inline script or style. Trusted Types are required for
+/// every HTML sink, and the only policy allowed is DOMPurify's, so no string reaches the DOM as
+/// HTML without the sanitizer.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types dompurify";
 
 /// The playground's routes, to nest under an agent's prefix: `/playground` (the page) and
 /// `/playground/assets/<file>` (its modules and styles).
@@ -56,10 +62,11 @@ fn asset(name: &str) -> Response {
 fn content_type(name: &str) -> &'static str {
     match name.rsplit_once('.').map(|(_, ext)| ext) {
         Some("html") => "text/html; charset=utf-8",
-        Some("js") => "text/javascript; charset=utf-8",
+        Some("js" | "mjs") => "text/javascript; charset=utf-8",
         Some("css") => "text/css; charset=utf-8",
         Some("svg") => "image/svg+xml",
         Some("png") => "image/png",
+        Some("txt") => "text/plain; charset=utf-8",
         _ => "application/octet-stream",
     }
 }

@@ -2,9 +2,12 @@
 // The Chat view: one session's events as a conversation — user messages (each can be forked),
 // streaming reasoning (collapsible) and text, tool calls inline with their arguments, results,
 // errors and durations, subagent calls nested in their call, approvals as Approve / Deny, an MCP
-// server's questions (elicitations) as a JSON answer with Accept / Decline / Cancel.
+// server's questions (elicitations) as a JSON answer with Accept / Decline / Cancel. The model's
+// text renders as Markdown (markdown.js); everything else, tool arguments and results included,
+// is shown as text.
 
 import { duration, el, json, tokens } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
 
 /** @typedef {import("folio-api").Event} FolioEvent */
 /** @typedef {import("folio-api").RequestedCall} RequestedCall */
@@ -43,6 +46,10 @@ export class ChatView {
     this.nested = [];
     /** Messages queued (`coalesce`) that no turn took yet. @type {HTMLElement[]} */
     this.pending = [];
+    /** The Markdown source of each text box shown. @type {WeakMap<HTMLElement, string>} */
+    this.sources = new WeakMap();
+    /** Text boxes with deltas not rendered yet (rendered once per batch of events). @type {Set<HTMLElement>} */
+    this.stale = new Set();
   }
 
   /** Empties the view (another session is shown). */
@@ -55,6 +62,8 @@ export class ChatView {
     this.calls = new Map();
     this.nested = [];
     this.pending = [];
+    this.sources = new WeakMap();
+    this.stale = new Set();
   }
 
   /**
@@ -107,11 +116,19 @@ export class ChatView {
       case "reasoning.completed":
         this.reasoningBox().textContent = event.data.text;
         break;
-      case "message.appended":
-        this.textBox().textContent += event.data.delta;
+      case "message.appended": {
+        const box = this.textBox();
+        this.sources.set(box, (this.sources.get(box) || "") + event.data.delta);
+        this.renderSoon(box);
         break;
+      }
       case "message.completed":
-        if (event.data.text) this.textBox().textContent = event.data.text;
+        if (event.data.text) {
+          const box = this.textBox();
+          this.sources.set(box, event.data.text);
+          this.stale.delete(box);
+          renderMarkdown(box, event.data.text);
+        }
         break;
       case "actions.requested":
         for (const call of event.data.calls) this.call(call);
@@ -251,9 +268,22 @@ export class ChatView {
     area.focus();
   }
 
+  /**
+   * Renders a text box's Markdown after the events being handled now: a reply replayed or
+   * streamed in many deltas is parsed once per batch, not once per delta.
+   */
+  renderSoon(/** @type {HTMLElement} */ box) {
+    if (this.stale.has(box)) return;
+    this.stale.add(box);
+    queueMicrotask(() => {
+      if (!this.stale.delete(box)) return;
+      renderMarkdown(box, this.sources.get(box) || "");
+    });
+  }
+
   textBox() {
     if (!this.text) {
-      this.text = el("div", { cls: "text" });
+      this.text = el("div", { cls: "text markdown" });
       this.currentTurn().append(this.text);
     }
     return this.text;
