@@ -30,6 +30,7 @@
 //!     ..SessionOptions::default()
 //! };
 //! manager
+//!     .sessions()
 //!     .create_with("local", "example", CreateSession::message("What do my notes say?"), options)
 //!     .await?;
 //! # Ok(())
