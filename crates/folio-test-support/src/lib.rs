@@ -61,5 +61,5 @@ pub use http::{
 };
 pub use oauth_mcp::OAuthMcpServer;
 pub use project::{Project, eval_project, project, python, test_deps, workspace_root, write_files};
-pub use reply::MockReply;
+pub use reply::{MockReply, ReplySpec, ToolCallSpec};
 pub use server::{ChatMessage, Disconnect, MockModelServer, RecordedRequest};

@@ -3,7 +3,76 @@
 use std::time::Duration;
 
 use folio_protocol::Usage;
+use serde::Deserialize;
 use serde_json::Value;
+
+/// A scripted reply as JSON, for the mock server's control API (`POST /mock/replies`).
+///
+/// `{"status": 503, "message": "…"}` answers an HTTP error; otherwise the reply streams `text`
+/// and then calls `toolCalls` in order. Delays are in milliseconds.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReplySpec {
+    /// The answer's text.
+    #[serde(default)]
+    pub text: String,
+    /// Tool calls the answer makes, in order.
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCallSpec>,
+    /// Answer this HTTP status instead of a stream.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// The error message of a `status` answer.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// Wait this long before the first byte.
+    #[serde(default)]
+    pub first_byte_delay_ms: u64,
+    /// Wait this long between streamed chunks.
+    #[serde(default)]
+    pub chunk_delay_ms: u64,
+    /// Cut the stream after this many chunks.
+    #[serde(default)]
+    pub drop_after_chunks: Option<usize>,
+}
+
+/// One tool call of a [`ReplySpec`].
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCallSpec {
+    /// The tool's name.
+    pub name: String,
+    /// Its input.
+    #[serde(default)]
+    pub input: Value,
+}
+
+impl From<ReplySpec> for MockReply {
+    fn from(spec: ReplySpec) -> MockReply {
+        let mut reply = match spec.status {
+            Some(status) => {
+                let mut reply = MockReply::status(status);
+                if let Some(message) = spec.message {
+                    reply = reply.with_message(message);
+                }
+                reply
+            }
+            None => spec
+                .tool_calls
+                .into_iter()
+                .fold(MockReply::text(spec.text), |reply, call| {
+                    reply.with_tool_call(call.name, call.input)
+                }),
+        };
+        reply = reply
+            .first_byte_delay(Duration::from_millis(spec.first_byte_delay_ms))
+            .chunk_delay(Duration::from_millis(spec.chunk_delay_ms));
+        match spec.drop_after_chunks {
+            Some(chunks) => reply.drop_after_chunks(chunks),
+            None => reply,
+        }
+    }
+}
 
 /// One scripted answer: a streamed response or an HTTP error, with optional failure modes.
 #[derive(Debug, Clone, PartialEq)]

@@ -11,14 +11,14 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use bytes::Bytes;
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use crate::reply::{MockReply, Outcome};
+use crate::reply::{MockReply, Outcome, ReplySpec};
 use crate::wire;
 
 /// A request the mock server received.
@@ -178,24 +178,37 @@ impl MockModelServer {
     /// # Panics
     /// When no loopback port can be bound (a broken test machine, not a test failure).
     pub async fn start() -> MockModelServer {
+        MockModelServer::start_on(0)
+            .await
+            .expect("mock model server: cannot bind 127.0.0.1:0")
+    }
+
+    /// Starts a server on 127.0.0.1:`port` (`0`: a free port).
+    ///
+    /// Besides the two model routes it serves a control API for scripts in other languages
+    /// (the `folio-mock-model` binary): `POST /mock/replies` appends a JSON list of
+    /// [`ReplySpec`]s to the script, `GET /mock/requests` answers the request bodies received so
+    /// far (`[{"path", "body"}]`).
+    ///
+    /// # Errors
+    /// When the port cannot be bound.
+    pub async fn start_on(port: u16) -> std::io::Result<MockModelServer> {
         let shared = Arc::new(Shared::default());
         let app = Router::new()
             .route("/v1/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
+            .route("/mock/replies", post(push_replies))
+            .route("/mock/requests", get(list_requests))
             .fallback(not_found)
             .with_state(Arc::clone(&shared));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("mock model server: cannot bind 127.0.0.1:0");
-        let addr = listener
-            .local_addr()
-            .expect("mock model server: no local address");
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        let addr = listener.local_addr()?;
         let task = tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, app).await {
                 eprintln!("mock model server stopped: {error}");
             }
         });
-        MockModelServer { addr, shared, task }
+        Ok(MockModelServer { addr, shared, task })
     }
 
     /// Appends a reply to the script.
@@ -265,6 +278,31 @@ async fn anthropic(
     body: Bytes,
 ) -> Response {
     answer(shared, Format::Anthropic, uri, headers, body).await
+}
+
+/// `POST /mock/replies`: appends each [`ReplySpec`] of the JSON list to the script.
+async fn push_replies(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    match serde_json::from_slice::<Vec<ReplySpec>>(&body) {
+        Ok(specs) => {
+            let count = specs.len();
+            lock(&shared.script).extend(specs.into_iter().map(MockReply::from));
+            axum::Json(serde_json::json!({ "queued": count })).into_response()
+        }
+        Err(error) => (
+            StatusCode::BAD_REQUEST,
+            format!("mock model server: POST /mock/replies takes a JSON list of replies ({error})"),
+        )
+            .into_response(),
+    }
+}
+
+/// `GET /mock/requests`: the path and JSON body of every model request so far, in order.
+async fn list_requests(State(shared): State<Arc<Shared>>) -> Response {
+    let requests: Vec<Value> = lock(&shared.requests)
+        .iter()
+        .map(|request| serde_json::json!({ "path": request.path, "body": request.body }))
+        .collect();
+    axum::Json(requests).into_response()
 }
 
 async fn not_found(uri: Uri) -> Response {
