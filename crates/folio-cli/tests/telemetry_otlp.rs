@@ -1,27 +1,24 @@
-//! OpenTelemetry export end to end, against a real OTLP receiver nobody here wrote: the
-//! `HttpSink` and `GrpcSink` of PyPI's `oteltest` (what its `otelsink` command runs; installed
-//! by `scripts/install-test-deps` into `target/test-deps/venv`), which parse each OTLP request
-//! (HTTP protobuf or JSON, or gRPC) with the official protobuf types. A small driver starts one
-//! on a free port and prints what it received, with the request's headers, as JSON lines.
+//! OpenTelemetry from `folio run` and `folio serve`, end to end, against a real OTLP receiver
+//! nobody here wrote ([`folio_test_support::otlp`]: PyPI `oteltest`'s sinks).
 //!
 //! One test runs the scenarios in order, each against its own sink: the span tree of a
 //! `folio run` turn with two tool calls and a subagent (names, parents, GenAI attributes,
 //! event-index ranges against the session log), the trace context sent to the model, headers,
 //! resource attributes, metrics; an incoming `traceparent` on `folio serve` parenting the turn,
-//! and the server's metrics (open streams, event-log fsyncs through the group commit); nothing
-//! exported under `OTEL_SDK_DISABLED` or with no endpoint; `[telemetry]` in `folio.toml`;
-//! OTLP/HTTP JSON; OTLP/gRPC; a collector that is down or never answers failing and slowing no
-//! turn, the spans that do not fit the queue dropped and counted; an MCP call over streamable
-//! HTTP carrying its trace context in `params._meta` and its `traceparent` header, as seen by a
-//! server on the official Python MCP SDK; the server's gauges (approvals pending, turns running
-//! and queued) following a parked approval under a one-turn cap.
+//! and the server's metrics (open streams, event-log fsyncs through the group commit);
+//! `[telemetry]` in `folio.toml`; captured contents and a failed tool's `error.type`; an MCP
+//! call over streamable HTTP carrying its trace context in `params._meta` and its `traceparent`
+//! header, as seen by a server on the official Python MCP SDK; the server's gauges (approvals
+//! pending, turns running and queued) following a parked approval under a one-turn cap; a
+//! channel delivery joining its sender's trace. The export itself (each wire format, headers,
+//! temporalities, a collector that is down or stalled, nothing exported unless configured) is
+//! tested in `folio-telemetry/tests/otlp_export.rs`.
 
 mod serve_support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use folio_protocol::{
@@ -29,63 +26,15 @@ use folio_protocol::{
     ApprovalRequest, CreateSession, Event, LogLevel, LogsResponse, RunResult, SessionCreated,
     Usage,
 };
+use folio_test_support::otlp::{Sink, Span, Transport, free_port, tree};
 use folio_test_support::{
-    MockModelServer, MockReply, NO_BODY, create_session, data, events, expect, read_ndjson,
-    read_wire,
+    MockModelServer, MockReply, NO_BODY, create_session, data, events, expect, python, read_ndjson,
+    read_wire, test_deps,
 };
 use pretty_assertions::assert_eq;
 use reqwest::Method;
 use serde_json::{Value, json};
 use serve_support::{Stream, client, folio_bin, serve_with_env, write_files};
-use tokio::io::{AsyncBufReadExt, BufReader};
-
-/// Starts oteltest's `HttpSink` (argv[2] `http`) or `GrpcSink` (`grpc`) on the port in argv[1]
-/// and prints every export it parses as a JSON line (`{"kind": "traces"|"metrics"|"logs",
-/// "headers": {…}, "body": …}`, header names lower-cased, ids as hex).
-const SINK_DRIVER: &str = r#"
-import base64, json, logging, sys
-from google.protobuf.json_format import MessageToDict
-from oteltest.sink import GrpcSink, HttpSink
-from oteltest.sink.handler import RequestHandler
-
-IDS = ("traceId", "spanId", "parentSpanId")
-
-def hexids(node):
-    if isinstance(node, dict):
-        return {k: base64.b64decode(v).hex() if k in IDS and isinstance(v, str) else hexids(v)
-                for k, v in node.items()}
-    if isinstance(node, list):
-        return [hexids(v) for v in node]
-    return node
-
-class Lines(RequestHandler):
-    def emit(self, kind, request, headers):
-        headers = {str(k).lower(): str(v) for k, v in headers.items()}
-        body = hexids(MessageToDict(request))
-        print(json.dumps({"kind": kind, "headers": headers, "body": body}), flush=True)
-    def handle_logs(self, request, headers):
-        self.emit("logs", request, headers)
-    def handle_metrics(self, request, headers):
-        self.emit("metrics", request, headers)
-    def handle_trace(self, request, headers):
-        self.emit("traces", request, headers)
-
-class Sink(HttpSink):
-    # HttpSink looks "Content-Type" up case-sensitively to tell JSON from protobuf; header names
-    # are case-insensitive in HTTP, and the Rust client sends them lower-cased.
-    def handle_trace(self, post_data, headers):
-        super().handle_trace(post_data, {k.title(): v for k, v in headers.items()})
-    def handle_metrics(self, post_data, headers):
-        super().handle_metrics(post_data, {k.title(): v for k, v in headers.items()})
-
-port, transport = int(sys.argv[1]), sys.argv[2]
-if transport == "grpc":
-    sink = GrpcSink(Lines(), logging.getLogger("otelsink"), port=port)
-    sink.start()
-    sink.wait_for_termination()
-else:
-    Sink(Lines(), logging.getLogger("otelsink"), port=port, daemon=False).start()
-"#;
 
 /// A streamable-HTTP MCP server on the official Python SDK (port in argv[1]), whose one tool
 /// answers with the W3C `traceparent` its call carried in `params._meta` and in the HTTP
@@ -108,329 +57,6 @@ def trace_context(ctx: Context) -> str:
 server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
 "#;
 
-/// How the sink receives OTLP.
-#[derive(Debug, Clone, Copy)]
-enum Transport {
-    /// OTLP/HTTP (protobuf or JSON), as on a collector's port 4318.
-    Http,
-    /// OTLP/gRPC, as on a collector's port 4317.
-    Grpc,
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .to_path_buf()
-}
-
-/// A free TCP port on 127.0.0.1.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A running OTLP sink and what it received so far.
-struct Sink {
-    _child: tokio::process::Child,
-    endpoint: String,
-    received: Arc<Mutex<Vec<Value>>>,
-}
-
-impl Sink {
-    async fn start(transport: Transport) -> Sink {
-        let python = workspace_root().join("target/test-deps/venv/bin/python");
-        let ready = std::process::Command::new(&python)
-            .args(["-c", "import oteltest.sink"])
-            .status()
-            .is_ok_and(|status| status.success());
-        assert!(
-            ready,
-            "{} cannot import oteltest: run scripts/install-test-deps first",
-            python.display()
-        );
-        let port = free_port();
-        let transport = match transport {
-            Transport::Http => "http",
-            Transport::Grpc => "grpc",
-        };
-        let mut child = tokio::process::Command::new(python)
-            .args(["-c", SINK_DRIVER, &port.to_string(), transport])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let received = Arc::new(Mutex::new(Vec::new()));
-        let sink = received.clone();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                sink.lock()
-                    .unwrap()
-                    .push(serde_json::from_str(&line).unwrap());
-            }
-        });
-        let address = format!("127.0.0.1:{port}");
-        tokio::time::timeout(Duration::from_secs(30), async {
-            while tokio::net::TcpStream::connect(&address).await.is_err() {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        })
-        .await
-        .expect("the OTLP sink listens within 30 s");
-        Sink {
-            _child: child,
-            endpoint: format!("http://{address}"),
-            received,
-        }
-    }
-
-    /// Every export of `kind` received so far.
-    fn bodies(&self, kind: &str) -> Vec<Value> {
-        self.received
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|line| line["kind"] == kind)
-            .map(|line| line["body"].clone())
-            .collect()
-    }
-
-    /// Every span received so far, with its resource's attributes.
-    fn spans(&self) -> Vec<Span> {
-        let mut spans = Vec::new();
-        for body in self.bodies("traces") {
-            for resource in body["resourceSpans"].as_array().unwrap() {
-                let service = attributes(&resource["resource"]["attributes"]);
-                for scope in resource["scopeSpans"].as_array().unwrap() {
-                    for span in scope["spans"].as_array().unwrap() {
-                        spans.push(Span {
-                            name: span["name"].as_str().unwrap().to_string(),
-                            trace_id: span["traceId"].as_str().unwrap().to_string(),
-                            span_id: span["spanId"].as_str().unwrap().to_string(),
-                            parent: span["parentSpanId"].as_str().map(str::to_string),
-                            start: span["startTimeUnixNano"].as_str().unwrap().parse().unwrap(),
-                            attributes: attributes(&span["attributes"]),
-                            resource: service.clone(),
-                        });
-                    }
-                }
-            }
-        }
-        spans.sort_by_key(|span| span.start);
-        spans
-    }
-
-    /// Waits until `done` holds for the spans received (at most 30 s).
-    async fn wait_spans(&self, done: impl Fn(&[Span]) -> bool) -> Vec<Span> {
-        tokio::time::timeout(Duration::from_secs(30), async {
-            loop {
-                let spans = self.spans();
-                if done(&spans) {
-                    return spans;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        })
-        .await
-        .expect("the expected spans arrive within 30 s")
-    }
-
-    /// The names of every metric received so far.
-    fn metric_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .bodies("metrics")
-            .iter()
-            .flat_map(|body| {
-                body["resourceMetrics"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .flat_map(|resource| {
-                resource["scopeMetrics"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .flat_map(|scope| scope["metrics"].as_array().cloned().unwrap_or_default())
-            .map(|metric| metric["name"].as_str().unwrap().to_string())
-            .collect();
-        names.sort();
-        names.dedup();
-        names
-    }
-
-    /// The headers of every export of `kind` received so far.
-    fn headers(&self, kind: &str) -> Vec<BTreeMap<String, String>> {
-        self.received
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|line| line["kind"] == kind)
-            .map(|line| serde_json::from_value(line["headers"].clone()).unwrap())
-            .collect()
-    }
-
-    /// Every metric named `name` received so far (the OTLP `Metric` as JSON).
-    fn metrics(&self, name: &str) -> Vec<Value> {
-        self.bodies("metrics")
-            .iter()
-            .flat_map(|body| {
-                body["resourceMetrics"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .flat_map(|resource| {
-                resource["scopeMetrics"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .flat_map(|scope| scope["metrics"].as_array().cloned().unwrap_or_default())
-            .filter(|metric| metric["name"] == name)
-            .collect()
-    }
-
-    /// Every data point of the metric `name` received so far: its attributes, and its value
-    /// (a sum's value, or a histogram's count).
-    fn points(&self, name: &str) -> Vec<(BTreeMap<String, Value>, i64)> {
-        self.metrics(name)
-            .iter()
-            .flat_map(|metric| {
-                ["sum", "histogram"]
-                    .iter()
-                    .filter_map(|kind| metric[kind]["dataPoints"].as_array())
-                    .flatten()
-                    .cloned()
-                    .collect::<Vec<_>>()
-            })
-            .map(|point| {
-                let value = ["asInt", "count"]
-                    .iter()
-                    .find_map(|key| point[key].as_str())
-                    .map_or(0, |text| text.parse().unwrap());
-                (attributes(&point["attributes"]), value)
-            })
-            .collect()
-    }
-
-    /// The value of the up-down counter `name` in the last export that carried it (summed over
-    /// its attribute sets).
-    fn latest(&self, name: &str) -> Option<i64> {
-        self.bodies("metrics")
-            .iter()
-            .filter_map(|body| {
-                let points: Vec<i64> = body["resourceMetrics"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .flat_map(|resource| resource["scopeMetrics"].as_array().into_iter().flatten())
-                    .flat_map(|scope| scope["metrics"].as_array().into_iter().flatten())
-                    .filter(|metric| metric["name"] == name)
-                    .flat_map(|metric| metric["sum"]["dataPoints"].as_array().into_iter().flatten())
-                    .map(|point| {
-                        point["asInt"]
-                            .as_str()
-                            .map_or(0, |text| text.parse().unwrap())
-                    })
-                    .collect();
-                (!points.is_empty()).then(|| points.iter().sum())
-            })
-            .next_back()
-    }
-
-    /// Waits until `done` holds for the metrics received (at most 30 s).
-    async fn wait_metrics(&self, what: &str, done: impl Fn(&Sink) -> bool) {
-        tokio::time::timeout(Duration::from_secs(30), async {
-            while !done(self) {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        })
-        .await
-        .unwrap_or_else(|_| panic!("{what} within 30 s; got {:?}", self.metric_names()));
-    }
-}
-
-/// One received span.
-#[derive(Debug, Clone)]
-struct Span {
-    name: String,
-    trace_id: String,
-    span_id: String,
-    parent: Option<String>,
-    start: u128,
-    attributes: BTreeMap<String, Value>,
-    resource: BTreeMap<String, Value>,
-}
-
-impl Span {
-    fn attr(&self, key: &str) -> Value {
-        self.attributes.get(key).cloned().unwrap_or(Value::Null)
-    }
-
-    fn index(&self, end: &str) -> usize {
-        match self.attr(&format!("agent_sdk.event_index.{end}")) {
-            Value::String(text) => text.parse().unwrap(),
-            other => panic!("{} has no event_index.{end}: {other}", self.name),
-        }
-    }
-}
-
-/// OTLP attributes as key → plain JSON value (ints stay the strings OTLP/JSON writes).
-fn attributes(list: &Value) -> BTreeMap<String, Value> {
-    list.as_array()
-        .map(|list| {
-            list.iter()
-                .map(|kv| {
-                    let value = kv["value"]
-                        .as_object()
-                        .and_then(|value| value.values().next().cloned())
-                        .unwrap_or(Value::Null);
-                    (kv["key"].as_str().unwrap().to_string(), value)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The span tree as indented lines (from the spans whose parent is not among them): name, and
-/// the tool or subagent it is about.
-fn tree(spans: &[Span]) -> Vec<String> {
-    fn walk(spans: &[Span], span: &Span, depth: usize, out: &mut Vec<String>) {
-        let about = match span.name.as_str() {
-            "agent_sdk.tool" => format!(" {}", span.attr("gen_ai.tool.name").as_str().unwrap()),
-            "agent_sdk.subagent" => {
-                format!(" {}", span.attr("agent_sdk.subagent").as_str().unwrap())
-            }
-            _ => String::new(),
-        };
-        out.push(format!("{}{}{about}", "  ".repeat(depth), span.name));
-        for child in spans
-            .iter()
-            .filter(|child| child.parent.as_deref() == Some(span.span_id.as_str()))
-        {
-            walk(spans, child, depth + 1, out);
-        }
-    }
-    let ids: Vec<&str> = spans.iter().map(|span| span.span_id.as_str()).collect();
-    let mut out = Vec::new();
-    for root in spans.iter().filter(|span| {
-        span.parent
-            .as_deref()
-            .is_none_or(|parent| !ids.contains(&parent))
-    }) {
-        walk(spans, root, 0, &mut out);
-    }
-    out
-}
-
 fn usage(input_tokens: u64, output_tokens: u64) -> Usage {
     Usage {
         input_tokens,
@@ -442,9 +68,8 @@ fn usage(input_tokens: u64, output_tokens: u64) -> Usage {
 /// A project whose agent has a `critic` subagent and the MCP reference server (installed by
 /// `scripts/install-test-deps`).
 fn agent_project() -> serve_support::Project {
-    let server = workspace_root().join(
-        "target/test-deps/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
+    let server =
+        test_deps().join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     assert!(
         server.is_file(),
         "{} is missing: run scripts/install-test-deps first",
@@ -916,57 +541,6 @@ async fn incoming_traceparent_parents_the_turn() {
     );
 }
 
-/// Nothing reaches a collector when export is disabled or unset, and the model sees no trace.
-async fn nothing_is_exported_unless_configured() {
-    let sink = Sink::start(Transport::Http).await;
-    let mock = MockModelServer::start().await;
-    mock.push(MockReply::text("One."));
-    mock.push(MockReply::text("Two."));
-    let project = agent_project();
-    let state = tempfile::tempdir().unwrap();
-    let disabled = [
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", sink.endpoint.as_str()),
-        ("OTEL_SDK_DISABLED", "true"),
-    ];
-    run(&mock, project.path(), state.path(), &disabled).await;
-    run(&mock, project.path(), state.path(), &[]).await;
-    // Both processes have exited, so anything they exported has arrived.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(sink.received.lock().unwrap().len(), 0);
-    let traced: Vec<bool> = mock
-        .requests()
-        .iter()
-        .map(|request| request.header("traceparent").is_some())
-        .collect();
-    assert_eq!(traced, [false, false]);
-}
-
-/// `OTEL_EXPORTER_OTLP_PROTOCOL=http/json` exports the same spans as JSON. (The sink's parser
-/// reads OTLP/JSON's hex ids as base64, so only the names are compared.)
-async fn http_json_exports_the_spans() {
-    let sink = Sink::start(Transport::Http).await;
-    let mock = MockModelServer::start().await;
-    mock.push(MockReply::text("Hello."));
-    let project = agent_project();
-    let state = tempfile::tempdir().unwrap();
-    let env = [
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", sink.endpoint.as_str()),
-        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
-    ];
-    run(&mock, project.path(), state.path(), &env).await;
-    let spans = sink
-        .wait_spans(|spans| spans.iter().any(|span| span.name == "agent_sdk.turn"))
-        .await;
-    let mut names: Vec<&str> = spans.iter().map(|span| span.name.as_str()).collect();
-    names.sort();
-    assert_eq!(names, ["agent_sdk.turn", "chat gpt-test"]);
-    assert!(
-        sink.metric_names()
-            .iter()
-            .any(|m| m == "agent_sdk.turn.count")
-    );
-}
-
 /// `[telemetry]` in `folio.toml` configures the export when no variable does.
 async fn folio_toml_configures_the_export() {
     let sink = Sink::start(Transport::Http).await;
@@ -987,13 +561,12 @@ async fn folio_toml_configures_the_export() {
     assert_eq!(turn.resource["service.name"], "from-folio-toml");
 }
 
-/// `OTEL_EXPORTER_OTLP_PROTOCOL=grpc` exports over OTLP/gRPC (the endpoint taken as written),
-/// with the headers as gRPC metadata; metrics in the cumulative temporality asked for. Opted in
-/// with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, spans carry the tool's arguments
-/// and result and the model's input messages and answer; a failed tool call carries
-/// `error.type`.
-async fn grpc_exports_spans_and_metrics() {
-    let sink = Sink::start(Transport::Grpc).await;
+/// Opted in with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, spans carry the tool's
+/// arguments and result and the model's input messages and answer; a failed tool call carries
+/// `error.type`. (The wire formats, headers and temporalities of the export itself are
+/// folio-telemetry's tests.)
+async fn captured_contents_and_tool_errors_on_spans() {
+    let sink = Sink::start(Transport::Http).await;
     let mock = MockModelServer::start().await;
     mock.push(MockReply::tool_calls([(
         "Read",
@@ -1004,12 +577,6 @@ async fn grpc_exports_spans_and_metrics() {
     let state = tempfile::tempdir().unwrap();
     let env = [
         ("OTEL_EXPORTER_OTLP_ENDPOINT", sink.endpoint.as_str()),
-        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
-        ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=over-grpc"),
-        (
-            "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE",
-            "cumulative",
-        ),
         ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"),
     ];
     let result = run(&mock, project.path(), state.path(), &env).await;
@@ -1104,90 +671,6 @@ async fn grpc_exports_spans_and_metrics() {
         .unwrap()
         .to_string();
     assert_eq!(sent, format!("00-{}-{}-01", turn.trace_id, chat.span_id));
-    for headers in sink.headers("traces") {
-        assert_eq!(
-            headers.get("x-api-key").map(String::as_str),
-            Some("over-grpc")
-        );
-    }
-    let turns = sink.metrics("agent_sdk.turn.count");
-    assert!(!turns.is_empty(), "{:?}", sink.metric_names());
-    assert_eq!(
-        turns[0]["sum"]["aggregationTemporality"],
-        "AGGREGATION_TEMPORALITY_CUMULATIVE"
-    );
-}
-
-/// A collector that refuses connections fails no turn; one that accepts and never answers
-/// (each export waits out its 5 s timeout) slows no turn either: with a queue of one span the
-/// others are dropped and counted (`otel.sdk.processor.span.processed`, `error.type =
-/// queue_full`), the count exported to the metrics collector.
-async fn a_collector_that_is_down_fails_and_slows_no_turn() {
-    let mock = MockModelServer::start().await;
-    script_turn(&mock);
-    let project = agent_project();
-    let state = tempfile::tempdir().unwrap();
-    let down = format!("http://127.0.0.1:{}", free_port());
-    let result = run(
-        &mock,
-        project.path(),
-        state.path(),
-        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &down)],
-    )
-    .await;
-    assert_eq!(result.reply, "Done: the critic says fine.");
-
-    let sink = Sink::start(Transport::Http).await;
-    let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let stalled_url = format!("http://{}/v1/traces", stalled.local_addr().unwrap());
-    // Accepts every connection and holds it, reading nothing and answering nothing.
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for connection in stalled.incoming() {
-            held.push(connection);
-        }
-    });
-    let mock = MockModelServer::start().await;
-    for step in 0..3 {
-        mock.push(MockReply::tool_calls([
-            (
-                "Write",
-                json!({"path": format!("f{step}.txt"), "contents": "x"}),
-            ),
-            ("Read", json!({"path": format!("f{step}.txt")})),
-        ]));
-    }
-    mock.push(MockReply::text("Written."));
-    let project = serve_support::project("model = \"openai:gpt-test\"\n");
-    let state = tempfile::tempdir().unwrap();
-    let metrics_url = format!("{}/v1/metrics", sink.endpoint);
-    let result = run(
-        &mock,
-        project.path(),
-        state.path(),
-        &[
-            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", stalled_url.as_str()),
-            ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", metrics_url.as_str()),
-            ("OTEL_BSP_MAX_QUEUE_SIZE", "1"),
-        ],
-    )
-    .await;
-    assert_eq!(result.reply, "Written.");
-    // Eleven spans (the turn, four model calls, six tools) ended while the first export waited
-    // on the stalled collector, which holds it for 5 s.
-    assert!(
-        result.turns[0].duration_ms < 5_000,
-        "the turn took {} ms: it waited on the stalled collector",
-        result.turns[0].duration_ms
-    );
-    sink.wait_metrics("the dropped spans' count", |sink| {
-        sink.points("otel.sdk.processor.span.processed")
-            .iter()
-            .any(|(attributes, dropped)| {
-                attributes.get("error.type") == Some(&json!("queue_full")) && *dropped >= 1
-            })
-    })
-    .await;
 }
 
 /// `folio serve` reports its gauges as they change: a call waiting for approval
@@ -1273,7 +756,7 @@ async fn server_gauges_follow_approvals_and_the_queue() {
 /// Python SDK) sees them.
 async fn mcp_calls_carry_the_trace_context() {
     let sink = Sink::start(Transport::Http).await;
-    let python = workspace_root().join("target/test-deps/venv/bin/python");
+    let python = python();
     let port = free_port();
     let _server = tokio::process::Command::new(python)
         .args(["-c", TRACE_ECHO_SERVER, &port.to_string()])
@@ -1391,11 +874,8 @@ async fn a_channel_delivery_joins_the_senders_trace() {
 async fn otlp_export_end_to_end() {
     traced_run_exports_the_turn_tree().await;
     incoming_traceparent_parents_the_turn().await;
-    nothing_is_exported_unless_configured().await;
     folio_toml_configures_the_export().await;
-    http_json_exports_the_spans().await;
-    grpc_exports_spans_and_metrics().await;
-    a_collector_that_is_down_fails_and_slows_no_turn().await;
+    captured_contents_and_tool_errors_on_spans().await;
     mcp_calls_carry_the_trace_context().await;
     server_gauges_follow_approvals_and_the_queue().await;
     a_channel_delivery_joins_the_senders_trace().await;

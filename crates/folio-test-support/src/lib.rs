@@ -32,6 +32,8 @@
 //! [`project`] writes an agent folder for a test; [`channels`] signs and sends channel
 //! deliveries as the providers do and reads their outcome back.
 //!
+//! [`otlp::Sink`] is an OTLP receiver (PyPI's `oteltest`) for telemetry tests.
+//!
 //! [`OAuthMcpServer`] is an MCP server behind OAuth 2.1 with its own authorization server, for
 //! end-to-end tests of MCP authorization.
 //!
@@ -46,6 +48,7 @@ mod events;
 mod fake_api;
 mod http;
 mod oauth_mcp;
+pub mod otlp;
 mod project;
 mod reply;
 mod server;
