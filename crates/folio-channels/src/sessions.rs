@@ -269,5 +269,5 @@ async fn bound_session(
 
 /// A store error of the channel's deliveries, as the session manager reports errors.
 fn store_error(err: folio_store::StoreError) -> ManagerError {
-    ManagerError::Internal(format!("the channel's deliveries: {err}"))
+    ManagerError::internal_from("the channel's deliveries", err)
 }

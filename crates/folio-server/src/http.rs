@@ -293,8 +293,8 @@ pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, R
     app.layer(DefaultBodyLimit::max(config.body_limit))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             |_panic: Box<dyn std::any::Any + Send>| {
-                ApiError::from(ManagerError::Internal(
-                    "the server failed while answering; see its log".into(),
+                ApiError::from(ManagerError::internal(
+                    "the server failed while answering; see its log",
                 ))
                 .into_response()
             },
@@ -883,7 +883,7 @@ async fn list_schedules(State(state): State<AgentState>) -> ApiResult {
         &manager.agent().definition.schedules,
         manager.clock().now(),
     )
-    .map_err(|err| ApiError::from(ManagerError::Internal(err.to_string())))?;
+    .map_err(|err| ApiError::from(ManagerError::internal_from("the schedules' status", err)))?;
     ok(
         StatusCode::OK,
         SchedulesResponse {
@@ -917,7 +917,7 @@ async fn logs(
 }
 
 fn artifact_error(err: folio_agent::ArtifactError) -> ApiError {
-    ApiError::from(ManagerError::Internal(err.to_string()))
+    ApiError::from(ManagerError::internal_from("the artifacts", err))
 }
 
 async fn list_artifacts(State(state): State<AgentState>) -> ApiResult {
@@ -965,7 +965,7 @@ async fn artifact_content(State(state): State<AgentState>, Path(id): Path<String
 }
 
 fn eval_error(err: folio_store_disk::EvalRunError) -> ApiError {
-    ApiError::from(ManagerError::Internal(err.to_string()))
+    ApiError::from(ManagerError::internal_from("the stored eval runs", err))
 }
 
 async fn list_evals(State(state): State<AgentState>) -> ApiResult {

@@ -922,12 +922,11 @@ pub(crate) async fn direct_call(
             },
         )
         .await
-        .map_err(|err| ManagerError::Internal(err.to_string()))?;
+        .map_err(|err| ManagerError::internal_from("cannot bind the tool to the session", err))?;
     if let Some(prepare) = &bound.prepare {
-        prepare
-            .ready()
-            .await
-            .map_err(|err| ManagerError::Internal(err.to_string()))?;
+        prepare.ready().await.map_err(|err| {
+            ManagerError::internal_from("cannot prepare the session's tools", err)
+        })?;
     }
     let call_id = format!("direct_{}", ulid::Ulid::generate());
     let ctx = ToolContext {

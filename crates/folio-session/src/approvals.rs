@@ -200,8 +200,8 @@ async fn relay_authorization(
         }
         match tokio::time::timeout(AUTHORIZE_DONE, steps.recv()).await {
             Ok(Some(AuthorizeStep::Done(failed))) => done(failed),
-            _ => Err(ManagerError::Internal(
-                "the server running the turn did not say whether the authorization completed; the session shows whether the turn went on".into(),
+            _ => Err(ManagerError::internal(
+                "the server running the turn did not say whether the authorization completed; the session shows whether the turn went on",
             )),
         }
     };

@@ -90,15 +90,15 @@ impl Engine {
         make: impl FnOnce(oneshot::Sender<T>) -> Command,
     ) -> Result<T, ManagerError> {
         if let Owner::Done = self.own(live, remote).await? {
-            return Err(ManagerError::Internal(
-                "the server running the turn did it already".into(),
+            return Err(ManagerError::internal(
+                "the server running the turn did it already",
             ));
         }
         let (reply, answer) = oneshot::channel();
         self.post(live, make(reply))?;
         answer
             .await
-            .map_err(|_| ManagerError::Internal("the session's actor stopped".into()))
+            .map_err(|_| ManagerError::internal("the session's actor stopped"))
     }
 
     /// Appends one event to the session outside a turn, unless `unless` holds for its log,
@@ -125,7 +125,7 @@ impl Engine {
         let sender = match lock(&live.mailbox).as_ref() {
             Some(sender) if !sender.is_closed() => sender.clone(),
             _ => {
-                return Err(ManagerError::Internal(format!(
+                return Err(ManagerError::internal(format!(
                     "session {}: this server no longer owns the session's turn; try again",
                     live.id
                 )));
@@ -133,7 +133,7 @@ impl Engine {
         };
         sender
             .send(command)
-            .map_err(|_| ManagerError::Internal("the session's actor stopped".into()))
+            .map_err(|_| ManagerError::internal("the session's actor stopped"))
     }
 
     /// Makes this server the owner of `live`'s session (its actor running here under the
@@ -191,7 +191,7 @@ impl Engine {
                 }
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(ManagerError::Internal(format!(
+                return Err(ManagerError::internal(format!(
                     "session {}: the server running its turn did not finish or answer within {} s; try again",
                     live.id,
                     REMOTE_PATIENCE.as_secs()
@@ -200,7 +200,7 @@ impl Engine {
             tokio::select! {
                 () = tokio::time::sleep(REMOTE_POLL) => {}
                 () = self.life.shutdown.cancelled() => {
-                    return Err(ManagerError::Internal("the server is shutting down".into()));
+                    return Err(ManagerError::internal("the server is shutting down"));
                 }
             }
         }

@@ -188,7 +188,7 @@ impl Lifecycle {
     /// Refuses new work once shutdown started.
     pub(crate) fn refuse_when_closing(&self) -> Result<(), ManagerError> {
         if self.closing.load(Ordering::SeqCst) {
-            return Err(ManagerError::Internal("the server is shutting down".into()));
+            return Err(ManagerError::internal("the server is shutting down"));
         }
         Ok(())
     }

@@ -1,5 +1,7 @@
 //! [`ManagerError`]: why a session operation was refused, one wire error code each.
 
+use std::sync::Arc;
+
 use folio_protocol::ErrorCode;
 
 use folio_store_disk::LogError;
@@ -44,12 +46,76 @@ pub enum ManagerError {
         "the idempotency key {0:?} was already used with a different request: a retry must repeat the first request exactly; send a new key (Idempotency-Key / clientMessageId) for a new request"
     )]
     KeyReused(String),
-    /// Anything else (`500 internal`).
-    #[error("{0}")]
-    Internal(String),
+    /// Anything else (`500 internal`): what failed, and the error that stopped it.
+    #[error(transparent)]
+    Internal(InternalError),
 }
 
+/// A failure the caller cannot fix by changing the request (`500 internal`): what was being
+/// done, and the underlying error when there is one ([`std::error::Error::source`]).
+///
+/// It displays as `what: cause`, so the wire message names both; clones share the cause, and
+/// two are equal when they display the same.
+#[derive(Debug, Clone)]
+pub struct InternalError {
+    /// What was being done (or, without a cause, what went wrong).
+    what: String,
+    /// The error that stopped it.
+    cause: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl InternalError {
+    /// What was being done when it failed.
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+}
+
+impl std::fmt::Display for InternalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.cause {
+            Some(cause) => write!(f, "{}: {cause}", self.what),
+            None => f.write_str(&self.what),
+        }
+    }
+}
+
+impl std::error::Error for InternalError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|cause| cause as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl PartialEq for InternalError {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for InternalError {}
+
 impl ManagerError {
+    /// An internal error saying what went wrong, with no underlying error.
+    pub fn internal(what: impl Into<String>) -> ManagerError {
+        ManagerError::Internal(InternalError {
+            what: what.into(),
+            cause: None,
+        })
+    }
+
+    /// An internal error: `cause` stopped `what`.
+    pub fn internal_from(
+        what: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> ManagerError {
+        ManagerError::Internal(InternalError {
+            what: what.into(),
+            cause: Some(Arc::new(cause)),
+        })
+    }
+
     /// The wire error code (which fixes the HTTP status).
     pub fn code(&self) -> ErrorCode {
         match self {
@@ -71,13 +137,13 @@ impl ManagerError {
 
 impl From<LogError> for ManagerError {
     fn from(err: LogError) -> Self {
-        ManagerError::Internal(err.to_string())
+        ManagerError::internal_from("the session's event log", err)
     }
 }
 
 /// An I/O failure while doing `what`, as an internal error.
 pub(crate) fn io_error(what: &str, err: std::io::Error) -> ManagerError {
-    ManagerError::Internal(format!("{what}: {err}"))
+    ManagerError::internal_from(what, err)
 }
 
 /// A shared session store's failure while doing `what`: what it does not have is not found,
@@ -85,7 +151,7 @@ pub(crate) fn io_error(what: &str, err: std::io::Error) -> ManagerError {
 pub(crate) fn store_error(what: &str, err: folio_store::StoreError) -> ManagerError {
     match err {
         folio_store::StoreError::NotFound(_) => ManagerError::NotFound(format!("{what}: {err}")),
-        err => ManagerError::Internal(format!("{what}: {err}")),
+        err => ManagerError::internal_from(what, err),
     }
 }
 

@@ -49,7 +49,7 @@ impl Evals {
         let written = path.clone();
         tokio::task::spawn_blocking(move || write_new_eval(&written, &text))
             .await
-            .map_err(|err| ManagerError::Internal(format!("the eval case writer failed: {err}")))?
+            .map_err(|err| ManagerError::internal_from("the eval case writer failed", err))?
             .map_err(refused)?;
         let relative = path.strip_prefix(&project).unwrap_or(&path);
         Ok(EvalCaseSaved {
@@ -68,6 +68,8 @@ fn refused(err: SaveCaseError) -> ManagerError {
         SaveCaseError::InvalidName(_) => ManagerError::Invalid(format!("name: {message}")),
         SaveCaseError::Exists(_) => ManagerError::Exists(message),
         SaveCaseError::ReadOnly { .. } => ManagerError::Refused(message),
-        SaveCaseError::Io { .. } => ManagerError::Internal(message),
+        err @ SaveCaseError::Io { .. } => {
+            ManagerError::internal_from("cannot save the eval case", err)
+        }
     }
 }

@@ -157,7 +157,7 @@ impl Journal {
             return Ok(Vec::new());
         };
         let Some(fence) = fence else {
-            return Err(LogError::Store(folio_store::StoreError::Backend(format!(
+            return Err(LogError::Store(folio_store::StoreError::backend(format!(
                 "session {}: this server holds no lease on the session, so it cannot write its log",
                 self.session_id
             ))));

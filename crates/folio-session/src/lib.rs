@@ -86,7 +86,7 @@ pub use approvals::Approvals;
 pub use channels::Channels;
 pub use cluster::DEFAULT_LEASE_TTL;
 pub use direct::Tools;
-pub use error::{ManagerError, OpenError};
+pub use error::{InternalError, ManagerError, OpenError};
 pub use eval_case::Evals;
 pub use events::{EventStream, Events};
 pub use fault::{FaultPoint, UnknownFaultPoint};

@@ -228,7 +228,7 @@ impl Live {
         meta.updated_at = chrono::Utc::now();
         self.commit_with(Some(&meta))
             .await
-            .map_err(|err| ManagerError::Internal(format!("cannot save the session: {err}")))?;
+            .map_err(|err| ManagerError::internal_from("cannot save the session", err))?;
         self.saved_turns.store(meta.turns, Ordering::SeqCst);
         *lock(&self.meta) = meta;
         Ok(())

@@ -106,8 +106,8 @@ impl SessionManager {
         lease_ttl: Duration,
     ) -> Result<Self, OpenError> {
         if tokio::runtime::Handle::try_current().is_err() {
-            return Err(OpenError::Io(
-                "a SessionManager is opened inside a tokio runtime".into(),
+            return Err(OpenError::Unusable(
+                "a SessionManager is opened inside a tokio runtime: open it from async code".into(),
             ));
         }
         let engine = Arc::new(Engine::new(

@@ -77,7 +77,7 @@ impl Peers {
                 event = stream.rx.recv() => event,
                 () = cancel.cancelled() => {
                     turns.stop(principal, &id).await?;
-                    return Err(ManagerError::Internal(format!(
+                    return Err(ManagerError::internal(format!(
                         "the ask was cancelled, and the turn it started in session {id} was stopped"
                     )));
                 }
@@ -94,7 +94,7 @@ impl Peers {
                 reply,
             });
         }
-        Err(ManagerError::Internal(format!(
+        Err(ManagerError::internal(format!(
             "session {id} ended before the turn finished (the server is shutting down): ask again"
         )))
     }

@@ -77,7 +77,7 @@ impl Remote {
         resolved: &folio_protocol::ActionApprovalResolved,
     ) -> Result<Self, ManagerError> {
         let json = serde_json::to_string(resolved)
-            .map_err(|err| ManagerError::Internal(format!("cannot encode the decision: {err}")))?;
+            .map_err(|err| ManagerError::internal_from("cannot encode the decision", err))?;
         let call_id = resolved.call_id.clone();
         Ok(Remote::AskUntil(
             format!("{RESOLVE_SIGNAL}{json}"),

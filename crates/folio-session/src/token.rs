@@ -57,7 +57,7 @@ pub(crate) fn check_key(key: &str) -> Result<(), ManagerError> {
 /// declaration order, maps sorted.
 pub(crate) fn request_digest(request: &impl serde::Serialize) -> Result<String, ManagerError> {
     let json = serde_json::to_string(request)
-        .map_err(|err| ManagerError::Internal(format!("cannot digest the request: {err}")))?;
+        .map_err(|err| ManagerError::internal_from("cannot digest the request", err))?;
     Ok(sha256_hex(&format!("folio-request\0{json}")))
 }
 

@@ -117,7 +117,7 @@ impl Turns {
             .command(&live, &Remote::Busy, |reply| Command::Send { admit, reply })
             .await??
             .ok_or_else(|| {
-                ManagerError::Internal("the session accepted the message without a token".into())
+                ManagerError::internal("the session accepted the message without a token")
             })?;
         self.engine.fault(FaultPoint::BeforeReply);
         Ok(Accepted {

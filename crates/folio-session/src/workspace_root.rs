@@ -30,10 +30,13 @@ impl WorkspaceRoot {
     /// opening one new root at once agree on one id.
     pub fn open(path: &Path) -> Result<WorkspaceRoot, OpenError> {
         let io = |what: &str, err: std::io::Error| {
-            OpenError::Io(format!(
-                "workspace root {}: {what}: {err} (pass --workspace-root a directory this server can write)",
-                path.display()
-            ))
+            OpenError::io(
+                format!(
+                    "workspace root {} (pass --workspace-root a directory this server can write): {what}",
+                    path.display()
+                ),
+                err,
+            )
         };
         std::fs::create_dir_all(path).map_err(|e| io("cannot create it", e))?;
         let marker = path.join(MARKER);
@@ -62,7 +65,7 @@ impl WorkspaceRoot {
         let text = std::fs::read_to_string(&marker).map_err(|e| io("cannot read its id", e))?;
         let id = text.trim();
         if !id.starts_with("wsr_") || id.len() != 30 {
-            return Err(OpenError::Io(format!(
+            return Err(OpenError::Unusable(format!(
                 "workspace root {}: {} does not hold a workspace root id; it is not a folio workspace root (or was edited): pass another directory",
                 path.display(),
                 marker.display()

@@ -439,7 +439,7 @@ fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, Sto
         .filter(|(_, line)| !line.is_empty())
         .map(|(number, line)| {
             serde_json::from_slice(line).map_err(|err| {
-                StoreError::Backend(format!(
+                StoreError::backend(format!(
                     "{} line {}: not a record this folio reads ({err}); move the file aside to start the channel's record afresh, or run the folio that wrote it",
                     path.display(),
                     number + 1
@@ -472,7 +472,7 @@ impl DiskDeliveries {
             return Ok(record.clone());
         }
         if channel.is_empty() || channel.contains(['/', '\\']) || channel.starts_with('.') {
-            return Err(StoreError::Backend(format!(
+            return Err(StoreError::backend(format!(
                 "{channel:?} is not a channel id (a channel's file name without .toml)"
             )));
         }
@@ -490,7 +490,7 @@ impl DiskDeliveries {
         let record = self.record(channel)?;
         tokio::task::spawn_blocking(move || work(record))
             .await
-            .map_err(|err| StoreError::Backend(format!("a delivery record write stopped: {err}")))?
+            .map_err(|err| StoreError::backend_from("a delivery record write stopped", err))?
     }
 }
 
@@ -662,9 +662,10 @@ impl DeliveryStore for DiskDeliveries {
                 record.write(&mut inner, unfollow)?;
             }
             let ticket = record.write(&mut inner, line)?;
-            let followed = inner.follows.get_mut(&session_id).ok_or_else(|| {
-                StoreError::Backend("a follow vanished while it was recorded".into())
-            })?;
+            let followed = inner
+                .follows
+                .get_mut(&session_id)
+                .ok_or_else(|| StoreError::backend("a follow vanished while it was recorded"))?;
             if queued_check.is_some() {
                 followed.follow.queued_check = queued_check;
             }

@@ -54,8 +54,28 @@ pub enum OpenError {
     )]
     InUse(std::path::PathBuf),
     /// The state root or its sessions could not be created or read.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done, naming the path.
+        what: String,
+        /// The OS error.
+        #[source]
+        source: folio_fs::SharedError<std::io::Error>,
+    },
+    /// The state root cannot be used as it is (its content or the caller's setup is wrong); the
+    /// message says what to do.
     #[error("{0}")]
-    Io(String),
+    Unusable(String),
+}
+
+impl OpenError {
+    /// `source` stopped `what`.
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> OpenError {
+        OpenError::Io {
+            what: what.into(),
+            source: source.into(),
+        }
+    }
 }
 
 /// Locks a std mutex, recovering from poisoning (state stays consistent per operation).

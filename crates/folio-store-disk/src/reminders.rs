@@ -60,7 +60,7 @@ pub fn stored_reminders_of(
         }
         let bytes = std::fs::read(&path).map_err(|e| io("cannot read a reminder", e))?;
         let reminder: Reminder = serde_json::from_slice(&bytes).map_err(|err| {
-            StoreError::Backend(format!(
+            StoreError::backend(format!(
                 "the reminder {} is not valid JSON ({err}): remove it",
                 path.display()
             ))
@@ -75,7 +75,7 @@ pub fn stored_reminders_of(
 pub async fn write_reminder_file(state: &StateRoot, reminder: &Reminder) -> Result<(), StoreError> {
     let dir = session_dir(state, &reminder.session_id);
     let bytes = serde_json::to_vec_pretty(reminder)
-        .map_err(|e| StoreError::Backend(format!("cannot encode the reminder: {e}")))?;
+        .map_err(|e| StoreError::backend_from("cannot encode the reminder", e))?;
     write_durably(&dir.join(format!("{}.json", reminder.reminder_id)), &bytes)
         .await
         .map_err(|e| io("cannot store the reminder", e))

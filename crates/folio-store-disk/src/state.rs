@@ -365,17 +365,17 @@ pub fn lock_state_root(state: &StateRoot) -> Result<std::fs::File, OpenError> {
     use std::os::fd::AsRawFd;
     let path = state.path().join(".lock");
     std::fs::create_dir_all(state.path()).map_err(|err| {
-        OpenError::Io(format!(
-            "cannot create the state root {}: {err}",
-            state.path().display()
-        ))
+        OpenError::io(
+            format!("cannot create the state root {}", state.path().display()),
+            err,
+        )
     })?;
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&path)
-        .map_err(|err| OpenError::Io(format!("cannot open {}: {err}", path.display())))?;
+        .map_err(|err| OpenError::io(format!("cannot open {}", path.display()), err))?;
     // SAFETY: flock on a descriptor this function owns; it only sets an advisory lock.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         return Err(OpenError::InUse(state.path().to_path_buf()));

@@ -139,10 +139,10 @@ impl DiskStore {
     fn settle_stopped_process(&self) -> Result<(), OpenError> {
         let state = &self.state;
         let ids = session_ids(state).map_err(|err| {
-            OpenError::Io(format!(
-                "cannot read {}: {err}",
-                state.sessions_dir().display()
-            ))
+            OpenError::io(
+                format!("cannot read {}", state.sessions_dir().display()),
+                err,
+            )
         })?;
         let stopped = Utc::now() - chrono::Duration::seconds(1);
         let mut leases = lock(&self.leases);
@@ -188,7 +188,7 @@ impl DiskStore {
     ) -> Result<folio_agent::mcp::McpCredentialStore, StoreError> {
         if connection.is_empty() || connection.contains(['/', '\\']) || connection.starts_with('.')
         {
-            return Err(StoreError::Backend(format!(
+            return Err(StoreError::backend(format!(
                 "{connection:?} is not an MCP connection name"
             )));
         }
@@ -306,7 +306,10 @@ fn io(context: &str, source: std::io::Error) -> StoreError {
 fn log_error(err: LogError) -> StoreError {
     match err {
         LogError::Io { path, source } => io(&format!("event log {}", path.display()), source),
-        corrupt @ LogError::Corrupt { .. } => StoreError::Backend(corrupt.to_string()),
+        corrupt @ LogError::Corrupt { .. } => StoreError::Backend {
+            message: corrupt.to_string(),
+            source: Some(Box::new(corrupt)),
+        },
         LogError::Store(err) => err,
     }
 }
@@ -319,7 +322,10 @@ fn artifact_error(err: folio_agent::ArtifactError) -> StoreError {
         }
         invalid @ (folio_agent::ArtifactError::Invalid(_)
         | folio_agent::ArtifactError::Schema { .. }
-        | folio_agent::ArtifactError::Store { .. }) => StoreError::Backend(invalid.to_string()),
+        | folio_agent::ArtifactError::Store { .. }) => StoreError::Backend {
+            message: invalid.to_string(),
+            source: Some(Box::new(invalid)),
+        },
     }
 }
 
@@ -340,7 +346,7 @@ impl SessionStore for DiskStore {
     async fn create_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
         let id = &meta.session_id;
         if !valid_session_id(id) {
-            return Err(StoreError::Backend(format!(
+            return Err(StoreError::backend(format!(
                 "{id} is not a session id (ses_ + 26 ULID characters)"
             )));
         }
@@ -790,7 +796,7 @@ impl SessionStore for DiskStore {
         _owner: &str,
     ) -> Result<bool, StoreError> {
         if !valid_schedule_name(schedule) {
-            return Err(StoreError::Backend(format!(
+            return Err(StoreError::backend(format!(
                 "{schedule:?} is not a schedule name: `/`-separated segments of letters, digits, `_`, `-` and `.`, none of them `.` or `..`"
             )));
         }
@@ -799,7 +805,10 @@ impl SessionStore for DiskStore {
             return Ok(false);
         }
         let path = log_path(&slots_dir(&self.state), schedule);
-        let records = read_records(&path).map_err(|err| StoreError::Backend(err.to_string()))?;
+        let records = read_records(&path).map_err(|err| StoreError::Backend {
+            message: err.to_string(),
+            source: Some(Box::new(err)),
+        })?;
         let recorded = records
             .iter()
             .any(|record| matches!(record, SlotRecord::Claimed { slot: claimed, .. } if *claimed == slot));
@@ -906,8 +915,8 @@ impl SessionStore for DiskStore {
 }
 
 /// An MCP credentials operation's error, as the store reports it.
-fn credentials_error(err: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(format!("MCP credentials: {err}"))
+fn credentials_error(err: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::backend_from("MCP credentials", err)
 }
 
 /// Whether `name` can name a slot log under the state root: relative, `/`-separated segments
@@ -948,7 +957,7 @@ mod tests {
             assert!(
                 matches!(
                     store.claim_slot(name, slot, "a").await,
-                    Err(StoreError::Backend(_))
+                    Err(StoreError::Backend { .. })
                 ),
                 "{name:?}"
             );

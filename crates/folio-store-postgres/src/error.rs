@@ -145,7 +145,10 @@ impl From<PgError> for StoreError {
             | PgError::Refused { .. }
             | PgError::Corrupt { .. }
             | PgError::Migrate(_)
-            | PgError::Database(_)) => StoreError::Backend(other.to_string()),
+            | PgError::Database(_)) => StoreError::Backend {
+                message: other.to_string(),
+                source: Some(Box::new(other)),
+            },
         }
     }
 }

@@ -403,6 +403,6 @@ async fn a_stored_event_that_does_not_parse_is_reported_as_corrupt() {
         .await
         .unwrap();
     let err = store.read_events(&id, 0, None).await.unwrap_err();
-    assert!(matches!(err, StoreError::Backend(_)), "{err:?}");
+    assert!(matches!(err, StoreError::Backend { .. }), "{err:?}");
     assert!(err.to_string().contains("event 0 of session"), "{err}");
 }

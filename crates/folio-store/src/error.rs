@@ -71,11 +71,36 @@ pub enum StoreError {
     },
     /// The backend failed in a way not covered above (a corrupt record, a database error);
     /// the message says what and where.
-    #[error("{0}")]
-    Backend(String),
+    #[error("{message}")]
+    Backend {
+        /// What failed and where (with the underlying error's text when there is one).
+        message: String,
+        /// The error underneath (a database or encoding error), when there is one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
 }
 
 impl StoreError {
+    /// A backend failure the message describes (a corrupt record, a name it refuses).
+    pub fn backend(message: impl Into<String>) -> StoreError {
+        StoreError::Backend {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A backend failure: `source` stopped `what`.
+    pub fn backend_from(
+        what: impl std::fmt::Display,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> StoreError {
+        StoreError::Backend {
+            message: format!("{what}: {source}"),
+            source: Some(Box::new(source)),
+        }
+    }
+
     /// Whether retrying the same operation later may succeed (a lost index race or a store
     /// that is briefly unreachable).
     pub fn is_retryable(&self) -> bool {
