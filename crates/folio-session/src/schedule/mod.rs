@@ -30,5 +30,5 @@ pub enum ScheduleError {
     Unknown(String),
     /// The shared session store did not answer the slot's claim.
     #[error("cannot claim the slot in the shared session store: {0}")]
-    Claim(String),
+    Claim(#[source] crate::ManagerError),
 }

@@ -414,7 +414,7 @@ impl Track {
             && !launcher
                 .claim(&self.schedule.name, slot)
                 .await
-                .map_err(|err| ScheduleError::Claim(err.to_string()))?
+                .map_err(ScheduleError::Claim)?
         {
             self.skip(SlotRecord::Skipped {
                 slot,
