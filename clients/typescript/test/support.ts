@@ -189,7 +189,8 @@ export class Server {
 /**
  * A proxy in front of `target` that forwards every request; while `dropNext(pred)` is armed, the
  * first matching request is forwarded, its answer read in full, and the client's connection
- * destroyed instead of answering (a lost answer).
+ * destroyed instead of answering (a lost answer). `files` maps URL paths it answers itself
+ * (a web app's files, like a dev server that proxies its API) to files on disk.
  */
 export class DroppingProxy {
   url = "";
@@ -197,8 +198,21 @@ export class DroppingProxy {
   private readonly server: http.Server;
   private drop: ((req: http.IncomingMessage) => boolean) | undefined;
 
-  constructor(private readonly target: string) {
-    this.server = http.createServer((req, res) => this.forward(req, res));
+  constructor(
+    /** Where requests go (settable after start, e.g. to a server that must know the proxy's origin). */
+    public target: string,
+    private readonly files: Record<string, string> = {},
+  ) {
+    this.server = http.createServer((req, res) => (this.serveFile(req, res) ? undefined : this.forward(req, res)));
+  }
+
+  private serveFile(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+    const file = this.files[new URL(req.url ?? "/", "http://x").pathname];
+    if (!file) return false;
+    const types: Record<string, string> = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript" };
+    res.writeHead(200, { "content-type": types[path.extname(file)] ?? "application/octet-stream", "cache-control": "no-store" });
+    res.end(readFileSync(file));
+    return true;
   }
 
   async start(): Promise<this> {
