@@ -6,7 +6,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Folio, FolioError, type EventOf, type FolioEvent, type Session, type SessionState } from "@folio/client";
 import { emptyConversation, reduceEvent } from "@folio/client/react";
-import { agentDir, cleanup, DEPLOY_TOOL, DroppingProxy, eventually, folioBin, folioEnv, MockModel, Server } from "./support.js";
+import { agentDir, cleanup, packageDir, DEPLOY_TOOL, DroppingProxy, eventually, folioBin, folioEnv, MockModel, Server } from "./support.js";
 
 const ECHO_TOOL = `description = "Echo the input."
 command = ["cat"]
@@ -374,6 +374,17 @@ describe("the rest of the surface", () => {
     // Delete.
     await fork.delete();
     await assert.rejects(fork.get(), { code: "not_found", status: 404 });
+  });
+
+  test("the README's quickstart runs", async () => {
+    await model.push({ text: "Steam over the cup" }, { text: "Dark roast at dawn" });
+    const run = spawnSync(process.execPath, [path.join(packageDir, "examples/quickstart.mjs")], {
+      env: { ...process.env, FOLIO_URL: server.agentUrl },
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+    assert.equal(run.status, 0, run.stderr);
+    assert.match(run.stdout, /^session ses_\w+\nSteam over the cup\nreply: Dark roast at dawn\nstatus: waiting\nerror: 409 stale_continuation_token\n$/);
   });
 
   test("an unreachable server is a retryable network error", async () => {
