@@ -21,13 +21,14 @@ await session.send("Now one about coffee.");
 const result = await session.waitForIdle();
 console.log("reply:", result.reply);
 
-// Later (another process, after a reload): resume from the stored state.
+// Later (another process, after a reload): resume from the stored state and go on.
 const again = folio.sessions.resume(session.sessionId, session.continuationToken);
-console.log("status:", (await again.get()).status);
+await again.send("And one about water.");
+console.log("resumed:", (await again.waitForIdle()).reply);
 
-// Errors are typed.
+// Errors are typed: the first handle's token went stale when `again` sent.
 try {
-  await folio.sessions.resume(session.sessionId, "http:stale").send("hi");
+  await session.send("hi");
 } catch (err) {
   if (err instanceof FolioError) console.log("error:", err.status, err.code);
 }

@@ -525,16 +525,19 @@ export class Session {
       }
       return undefined;
     };
-    for (const e of stored) {
-      const done = settle(e);
-      if (done) return done;
+    let done: TurnResult | undefined;
+    for (const e of stored) done ??= settle(e);
+    if (!done) {
+      const from = stored.length ? stored[stored.length - 1].index + 1 : 0;
+      for await (const e of this.events({ from, signal: options.signal })) {
+        if ((done = settle(e))) break;
+      }
     }
-    const from = stored.length ? stored[stored.length - 1].index + 1 : 0;
-    for await (const e of this.events({ from, signal: options.signal })) {
-      const done = settle(e);
-      if (done) return done;
-    }
-    throw new FolioError("invalid_response", 0, `stream of ${this.sessionId} ended before the session was idle`);
+    if (!done) throw new FolioError("invalid_response", 0, `stream of ${this.sessionId} ended before the session was idle`);
+    // The summary (session.json) takes a turn's end just after its event: wait for it (briefly),
+    // so that what follows (get(), saving an eval case) sees the session idle too.
+    for (let tries = 0; tries < 40 && (await this.get()).status === "running"; tries++) await sleep(25, options.signal);
+    return done;
   }
 
   /** The session's summary (status, turns, last index, usage). */
