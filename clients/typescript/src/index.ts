@@ -354,7 +354,7 @@ export class Session {
   /** Sends run one at a time: each presents the token the previous one got. */
   #sending: Promise<unknown> = Promise.resolve();
 
-  /** @internal Use `folio.sessions.create` or `folio.sessions.resume`. */
+  /** Prefer `folio.sessions.create` / `folio.sessions.resume`, which build it. */
   constructor(folio: Folio, sessionId: string, token: string | undefined, onToken?: TokenListener, lastKey?: string) {
     this.#folio = folio;
     this.sessionId = sessionId;
@@ -471,6 +471,9 @@ export class Session {
           if (event.type === "session.completed" || event.type === "session.failed") ended = true;
         }
         if (ended) return; // a task's stream ends after its final event
+        // A clean end without one: a task that ended before `from`, or a server shutting down.
+        const summary = await this.get();
+        if (summary.status !== "running" && summary.status !== "waiting" && next > summary.lastIndex) return;
       } catch (err) {
         if (options.signal?.aborted) return;
         if (err instanceof FolioError && !err.retryable && err.code !== "network_error") throw err;

@@ -117,6 +117,11 @@ describe("sessions", () => {
     const again = folio.sessions.resume(session.sessionId, session.continuationToken);
     await again.send("third");
     assert.equal((await again.waitForIdle()).reply, "Third.");
+
+    // Sends on one handle run in order: neither presents a token the other made stale.
+    await model.push({ text: "A." }, { text: "B." });
+    await Promise.all([again.send("a", { admission: "coalesce" }), again.send("b", { admission: "coalesce" })]);
+    assert.equal((await again.waitForIdle()).reply, "B.");
   });
 
   test("a stale continuation token is a typed 409", async () => {
@@ -153,6 +158,9 @@ describe("sessions", () => {
     assert.equal(events.at(-1)?.type, "session.completed");
     assertGapless(events);
     assert.deepEqual((await task.waitForIdle()).status, "completed");
+    const past: FolioEvent[] = [];
+    for await (const event of task.events({ from: events.length })) past.push(event);
+    assert.deepEqual(past, [], "a stream from past a finished task's end ends at once");
     await assert.rejects(task.send("more"), { code: "session_not_followable", status: 409 });
   });
 
