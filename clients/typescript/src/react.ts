@@ -37,14 +37,14 @@ export interface PendingApproval {
 }
 
 /** Where the session is: `idle` before any session, `running` a turn, `waiting` for a message, or ended. */
-export type SessionStatus = "idle" | "running" | "awaiting_approval" | "waiting" | "completed" | "failed";
+export type ChatStatus = "idle" | "running" | "awaiting_approval" | "waiting" | "completed" | "failed";
 
 /** The conversation as rebuilt from events (what {@link reduceEvent} folds). */
 export interface ConversationState {
   messages: ChatMessage[];
   toolCalls: ToolCall[];
   pendingApprovals: PendingApproval[];
-  status: SessionStatus;
+  status: ChatStatus;
   /** The last turn's failure (`turn.failed`), cleared by the next turn. */
   lastError: string | null;
   /** The index of the last event folded, -1 before any. */
