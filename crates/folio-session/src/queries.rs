@@ -5,6 +5,7 @@ use folio_protocol::{Event, Page, SessionSummary};
 
 use crate::engine::Engine;
 use crate::error::{ManagerError, store_error};
+use crate::live::Live;
 use crate::state::SessionMeta;
 use crate::sync::lock;
 
@@ -17,7 +18,7 @@ pub(crate) async fn get(
     let stored = engine.owned_meta(principal, session_id).await?;
     let last = |events: &[Event]| events.last().map_or(0, |e| e.index);
     let (meta, last_index) = match engine.live.get(session_id) {
-        Some(live) => (lock(&live.meta).clone(), live.with_events(last)),
+        Some(live) => (live_meta(&live), live.with_events(last)),
         None => {
             let last = last_stored_event(engine, session_id).await?;
             let mut meta = stored;
@@ -80,7 +81,7 @@ async fn list_from_store(
                 return Ok(Page::new(data, next));
             }
             meta = match engine.live.get(&meta.session_id) {
-                Some(live) => lock(&live.meta).clone(),
+                Some(live) => live_meta(&live),
                 None => {
                     let last = last_stored_event(engine, &meta.session_id)
                         .await
@@ -117,11 +118,20 @@ async fn last_stored_event(
 /// session says why.
 pub(crate) async fn current_meta(engine: &Engine, mut stored: SessionMeta) -> SessionMeta {
     if let Some(live) = engine.live.get(&stored.session_id) {
-        return lock(&live.meta).clone();
+        return live_meta(&live);
     }
     let last = last_stored_event(engine, &stored.session_id).await;
     stored.settle(last.ok().flatten().as_ref());
     stored
+}
+
+/// A live session's metadata, settled from its last event: a turn's end is in the log (and
+/// streamed) a moment before the actor saves the status it leaves, and a reader that has seen
+/// `session.waiting` must not be told the session is still running.
+fn live_meta(live: &Live) -> SessionMeta {
+    let mut meta = lock(&live.meta).clone();
+    live.with_events(|events| meta.settle(events.last()));
+    meta
 }
 
 /// The summary of a session's metadata (`lastIndex` as of its last turn boundary).
