@@ -537,9 +537,6 @@ export class Session {
       }
     }
     if (!done) throw new FolioError("invalid_response", 0, `stream of ${this.sessionId} ended before the session was idle`);
-    // The summary (session.json) takes a turn's end just after its event: wait for it (briefly),
-    // so that what follows (get(), saving an eval case) sees the session idle too.
-    for (let tries = 0; tries < 40 && (await this.get()).status === "running"; tries++) await sleep(25, options.signal);
     return done;
   }
 
