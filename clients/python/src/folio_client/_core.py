@@ -17,6 +17,8 @@ RETRYABLE_STATUS = frozenset({408, 502, 503, 504})
 # Events after which a session waits (chat) or is over (task).
 IDLE_TYPES = frozenset({"session.waiting", "session.completed", "session.failed"})
 FINAL_TYPES = frozenset({"session.completed", "session.failed"})
+# Events after which a session has work to do (a message, a turn).
+BUSY_TYPES = frozenset({"message.received", "message.queued", "turn.queued", "turn.started"})
 # A stream sends an empty line every 15 s; a read that waits longer means the connection died.
 STREAM_TIMEOUT = httpx.Timeout(30.0, read=45.0)
 
