@@ -406,10 +406,8 @@ class AsyncSession:
 
     async def history(self) -> list[Event]:
         """Every stored event of the session (the server's log), without following."""
-        response = await self._folio._http.get(f"{self._path}/events")
-        if not response.is_success:
-            raise error_from_response(response)
-        return parse_events(response.text)
+        body = await self._folio._get_bytes(f"{self._path}/events")
+        return parse_events(body.decode())
 
     async def wait_for_idle(self) -> TurnResult:
         """Waits until the session is idle (``session.waiting``, or a task's end) with no

@@ -408,10 +408,8 @@ class Session:
 
     def history(self) -> list[Event]:
         """Every stored event of the session (the server's log), without following."""
-        response = self._folio._http.get(f"{self._path}/events")
-        if not response.is_success:
-            raise error_from_response(response)
-        return parse_events(response.text)
+        body = self._folio._get_bytes(f"{self._path}/events")
+        return parse_events(body.decode())
 
     def wait_for_idle(self) -> TurnResult:
         """Waits until the session is idle (``session.waiting``, or a task's end) with no
