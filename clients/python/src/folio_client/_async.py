@@ -1,6 +1,6 @@
 """The client classes: `AsyncFolio`, `AsyncSession` and their helpers.
 
-The source of both clients: `scripts/generate.py` rewrites this module into `_sync.py`.
+Both clients come from one source, `_async.py`: `scripts/generate.py` writes `_sync.py` from it.
 """
 
 from __future__ import annotations

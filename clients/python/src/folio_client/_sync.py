@@ -1,7 +1,7 @@
 # Generated from _async.py by clients/python/scripts/generate.py: do not edit.
 """The client classes: `Folio`, `Session` and their helpers.
 
-The source of both clients: `scripts/generate.py` rewrites this module into `_sync.py`.
+Both clients come from one source, `_async.py`: `scripts/generate.py` writes `_sync.py` from it.
 """
 
 from __future__ import annotations
