@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from urllib.parse import urlparse
@@ -332,3 +333,33 @@ def test_a_task_stream_ends_after_its_final_event(folio: Folio, model: MockModel
     with pytest.raises(ConflictError) as not_followable:
         session.send("more")
     assert not_followable.value.code == "session_not_followable"
+
+
+def test_a_stream_opened_past_a_just_finished_task_ends(folio: Folio, model: MockModel) -> None:
+    # The server may keep a stream that starts after a task's final event open when it is
+    # opened right after that event (its status is not settled yet); the client must not.
+    for _ in range(5):
+        model.push(*TAGGING)
+        session = folio.sessions.create("tag it", mode="task")
+        for event in session.events():
+            if event["type"] == "session.completed":
+                assert list(session.events(start=event["index"] + 1)) == []
+                break
+
+
+def test_a_send_while_the_server_is_down_is_retried_until_it_is_back(
+    folio: Folio, server: Server, model: MockModel
+) -> None:
+    model.push({"text": "before"}, {"text": "after"})
+    session = folio.sessions.create("before the outage")
+    session.wait_for_idle()
+    server.kill()
+    restart = threading.Timer(1.0, server.restart)
+    restart.start()
+    try:
+        session.send("during the outage")  # refused connections, then accepted
+    finally:
+        restart.join()
+    assert session.wait_for_idle().reply == "after"
+    texts = [e["data"]["text"] for e in session.history() if e["type"] == "message.received"]
+    assert texts == ["before the outage", "during the outage"]
