@@ -153,7 +153,13 @@ class Folio:
                     method, path, json=json, params=params, headers=headers
                 )
             except httpx.TransportError as err:
-                if not retryable or attempt >= self.retry.attempts:
+                if not retryable:
+                    # Not safe to repeat: the server may or may not have acted on it.
+                    raise connection_error(
+                        f"{method} {path} (not retried: it may have been applied; check "
+                        "the session before sending it again)", err, attempt
+                    ) from err
+                if attempt >= self.retry.attempts:
                     raise connection_error(f"{method} {path}", err, attempt) from err
             else:
                 if not (retryable and response.status_code in RETRYABLE_STATUS) or (
