@@ -72,17 +72,22 @@ impl Events {
                 }
                 (batch, false)
             };
+            // A task whose final event the log holds has ended, whatever its saved status says
+            // yet (the actor saves it a moment after the event): a stream opened past that event
+            // ends at once instead of waiting for events that never come.
+            let final_stored = task_mode && stored.last().is_some_and(is_final);
             let (batch, done) = send_from(stored, &mut next);
             for event in batch {
                 if tx.send(Some(event)).await.is_err() {
                     return;
                 }
             }
-            let ended = task_mode
-                && matches!(
-                    lock(&live.meta).status,
-                    SessionStatus::Completed | SessionStatus::Failed
-                );
+            let ended = final_stored
+                || task_mode
+                    && matches!(
+                        lock(&live.meta).status,
+                        SessionStatus::Completed | SessionStatus::Failed
+                    );
             if done || ended {
                 return;
             }
