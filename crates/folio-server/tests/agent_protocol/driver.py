@@ -171,5 +171,25 @@ async def main():
         check(err.response.status_code == 404, "deleted thread")
     print("ok stateless")
 
+    # Double-texting with interrupt preempts the running turn; cancel stops one.
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    first = await client.runs.create(tid, A, input=human("long task"))
+    second = await client.runs.create(tid, A, input=human("never mind"),
+                                      multitask_strategy="interrupt")
+    out = await client.runs.join(tid, second["run_id"])
+    check(out["messages"][-1]["content"] == "preempting reply", f"interrupting run: {out}")
+    statuses = {r["run_id"]: r["status"] for r in await client.runs.list(tid)}
+    check(statuses == {first["run_id"]: "interrupted", second["run_id"]: "success"}, f"{statuses}")
+    third = await client.runs.create(tid, A, input=human("stop me"))
+    await client.runs.cancel(tid, third["run_id"], wait=True)
+    check((await client.runs.get(tid, third["run_id"]))["status"] == "interrupted", "cancel")
+    try:
+        await client.runs.cancel(tid, third["run_id"])
+        raise AssertionError("cancelling an ended run was accepted")
+    except httpx.HTTPStatusError as err:
+        check(err.response.status_code == 409, f"cancel ended run: {err.response.status_code}")
+    print("ok interrupt-strategy")
+
 
 asyncio.run(main())
