@@ -1056,3 +1056,78 @@ async fn stateless_wait(
     let thread_id = stateless_thread(&state, &caller.0, &value).await?;
     wait_run(State(state), Extension(caller), Path(thread_id), body).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_is_the_human_messages_text_and_anything_else_says_what_to_send() {
+        let input = json!({"messages": [
+            {"role": "user", "content": "one"},
+            {"type": "human", "content": [{"type": "text", "text": "two"}]},
+        ]});
+        assert_eq!(input_text(Some(&input)).unwrap(), "one\n\ntwo");
+        let ai = json!({"messages": [{"role": "assistant", "content": "x"}]});
+        assert!(
+            input_text(Some(&ai))
+                .unwrap_err()
+                .1
+                .contains("only user (human)")
+        );
+        assert!(
+            input_text(None)
+                .unwrap_err()
+                .1
+                .contains("input: {\"messages\"")
+        );
+        let image = json!({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]});
+        assert!(
+            input_text(Some(&image))
+                .unwrap_err()
+                .1
+                .contains("only text")
+        );
+    }
+
+    #[test]
+    fn stream_modes_default_to_values_and_unknown_ones_are_named() {
+        assert_eq!(stream_modes(None).unwrap(), vec!["values"]);
+        assert_eq!(
+            stream_modes(Some(&json!(["updates", "messages-tuple"]))).unwrap(),
+            vec!["updates", "messages-tuple"]
+        );
+        let err = stream_modes(Some(&json!("tasks"))).unwrap_err();
+        assert_eq!(err.0, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(err.1.contains("\"tasks\""), "{}", err.1);
+    }
+
+    #[test]
+    fn a_resume_answers_the_one_pending_interrupt_or_a_map_of_them() {
+        let one: std::collections::BTreeMap<String, (Option<String>, Value)> =
+            [("call_1".to_string(), (None, json!({})))].into();
+        let answered = decisions(&json!({"decision": "approve"}), &one).unwrap();
+        assert_eq!(answered[0].0, "call_1");
+        assert_eq!(decisions(&json!("deny"), &one).unwrap().len(), 1);
+        assert!(
+            decisions(&json!({"decision": "maybe"}), &one)
+                .unwrap_err()
+                .1
+                .contains("approve")
+        );
+        let mut two = one.clone();
+        two.insert("call_2".into(), (None, json!({})));
+        assert!(
+            decisions(&json!({"decision": "approve"}), &two)
+                .unwrap_err()
+                .1
+                .contains("map")
+        );
+        let map = json!({"call_1": {"decision": "approve"}, "call_2": {"decision": "deny"}});
+        assert_eq!(decisions(&map, &two).unwrap().len(), 2);
+        let empty = std::collections::BTreeMap::new();
+        assert_eq!(decisions(&map, &empty).unwrap_err().0, StatusCode::CONFLICT);
+        assert_eq!(stream::parse_id("12-3"), Some((12, 3)));
+        assert_eq!(stream::parse_id("x"), None);
+    }
+}

@@ -129,3 +129,73 @@ impl Run {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use folio_protocol::{Event, EventBody, MessageReceived, TurnFailed};
+
+    use super::*;
+
+    fn event(index: u64, turn: &str, body: EventBody) -> Event {
+        Event {
+            index,
+            session_id: "ses_x".into(),
+            turn_id: Some(turn.into()),
+            at: Utc::now(),
+            body,
+        }
+    }
+
+    fn received(index: u64, turn: &str) -> Event {
+        let body = serde_json::from_value::<MessageReceived>(json!({"text": "hi"})).unwrap();
+        event(index, turn, EventBody::MessageReceived(body))
+    }
+
+    fn failed(index: u64, turn: &str, message: &str) -> Event {
+        let body = TurnFailed {
+            message: message.into(),
+        };
+        event(index, turn, EventBody::TurnFailed(body))
+    }
+
+    fn run(start: u64) -> Run {
+        Run {
+            run_id: "r".into(),
+            thread_id: "t".into(),
+            assistant_id: "a".into(),
+            created_at: Utc::now(),
+            metadata: json!({}),
+            multitask_strategy: "interrupt".into(),
+            stream_modes: vec!["values".into()],
+            start,
+            turn: None,
+        }
+    }
+
+    #[test]
+    fn a_run_follows_its_own_turn_not_the_one_it_preempted() {
+        // Run 1 started turn a at 0; run 2 began at 1 and preempted it.
+        let log = vec![
+            received(0, "a"),
+            failed(1, "a", INTERRUPTED),
+            received(2, "b"),
+        ];
+        assert_eq!(run(0).status(&log), Status::Interrupted);
+        assert_eq!(run(1).status(&log), Status::Running);
+        assert_eq!(run(3).status(&log), Status::Pending);
+        let mut log = log;
+        log.push(failed(3, "b", "the model failed"));
+        assert_eq!(run(1).status(&log), Status::Error);
+        let mut turn = None;
+        let steps: Vec<Step> = log.iter().map(|e| run(1).step(&mut turn, e)).collect();
+        assert_eq!(
+            steps,
+            vec![
+                Step::Outside,
+                Step::Outside,
+                Step::Inside,
+                Step::End(Status::Error, Some("the model failed".into())),
+            ]
+        );
+    }
+}
