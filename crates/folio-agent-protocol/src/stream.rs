@@ -40,6 +40,8 @@ pub(crate) struct Frames {
     /// The run ended and `end` was written.
     pub(crate) done: bool,
     started: bool,
+    /// Messages whose `messages/metadata` frame was sent (the `messages` mode).
+    described: std::collections::BTreeSet<String>,
 }
 
 impl Frames {
@@ -53,6 +55,7 @@ impl Frames {
             after,
             done: false,
             started: false,
+            described: std::collections::BTreeSet::new(),
         }
     }
 
@@ -68,6 +71,17 @@ impl Frames {
             "event: {event}\nid: {}-{}\ndata: {data}\n\n",
             id.0, id.1
         )));
+    }
+
+    /// `messages/metadata` the first time the `messages` mode shows `message`.
+    fn describe(&mut self, out: &mut Vec<Bytes>, id: FrameId, message: &Value, node: &str) {
+        let Some(key) = message["id"].as_str() else {
+            return;
+        };
+        if self.described.insert(key.to_string()) {
+            let data = json!({ key: {"metadata": self.message_metadata(node)} });
+            self.frame(out, id, "messages/metadata", &data);
+        }
     }
 
     /// The per-message metadata of the `messages` modes.
@@ -126,8 +140,9 @@ impl Frames {
                     self.frame(&mut out, next(), "messages", &data);
                 }
                 if self.wants("messages") {
-                    let data = json!([message]);
-                    self.frame(&mut out, next(), "messages/partial", &data);
+                    let message = message.clone();
+                    self.describe(&mut out, next(), &message, "agent");
+                    self.frame(&mut out, next(), "messages/partial", &json!([message]));
                 }
             }
             Change::Ai(at) => {
@@ -156,6 +171,7 @@ impl Frames {
                     self.frame(&mut out, next(), "messages", &data);
                 }
                 if self.wants("messages") {
+                    self.describe(&mut out, next(), &message, "agent");
                     self.frame(&mut out, next(), "messages/complete", &json!([message]));
                 }
             }
@@ -166,6 +182,7 @@ impl Frames {
                     self.frame(&mut out, next(), "messages", &data);
                 }
                 if self.wants("messages") {
+                    self.describe(&mut out, next(), &message, "tools");
                     self.frame(&mut out, next(), "messages/complete", &json!([message]));
                 }
                 if self.wants("updates") {

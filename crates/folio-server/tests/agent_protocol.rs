@@ -67,6 +67,11 @@ async fn langgraph_sdk_drives_assistants_threads_runs_interrupts_and_double_text
     mock.push(MockReply::text("preempted reply").first_byte_delay(Duration::from_millis(3000)));
     mock.push(MockReply::text("preempting reply"));
     mock.push(MockReply::text("cancelled reply").first_byte_delay(Duration::from_millis(3000)));
+    mock.push(MockReply::tool_calls([(
+        "Deploy",
+        json!({"target": "prod"}),
+    )]));
+    mock.push(MockReply::text("not deployed"));
     let dir = project("");
     let state = tempfile::tempdir().unwrap();
     let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
@@ -95,6 +100,7 @@ async fn langgraph_sdk_drives_assistants_threads_runs_interrupts_and_double_text
         "join_stream",
         "stateless",
         "interrupt-strategy",
+        "deny",
     ] {
         assert!(
             stdout.contains(&format!("ok {step}\n")),

@@ -191,5 +191,34 @@ async def main():
         check(err.response.status_code == 409, f"cancel ended run: {err.response.status_code}")
     print("ok interrupt-strategy")
 
+    # A streamed interrupt (updates carry __interrupt__), resumed with deny and a reason.
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    parts = [
+        p
+        async for p in client.runs.stream(
+            tid, A, input=human("ship it"), stream_mode=["updates", "messages", "values"]
+        )
+    ]
+    kinds = [p.event for p in parts]
+    check(kinds[0] == "metadata" and kinds[-1] == "end", f"interrupt stream: {kinds}")
+    interrupts = [p.data["__interrupt__"] for p in parts
+                  if p.event == "updates" and "__interrupt__" in p.data]
+    check(interrupts and interrupts[0][0]["value"]["tool"] == "Deploy", f"updates: {kinds}")
+    check("messages/metadata" in kinds and "messages/complete" in kinds, f"messages: {kinds}")
+    check((await client.runs.list(tid))[0]["status"] == "interrupted", "streamed interrupt")
+    parts = [
+        p
+        async for p in client.runs.stream(
+            tid, A, command={"resume": {"decision": "deny", "reason": "not today"}},
+            stream_mode="values",
+        )
+    ]
+    final = [p.data for p in parts if p.event == "values"][-1]
+    tool = [m for m in final["messages"] if m["type"] == "tool"][-1]
+    check(tool["status"] == "error" and "not today" in tool["content"], f"denied: {tool}")
+    check(final["messages"][-1]["content"] == "not deployed", f"after deny: {final}")
+    print("ok deny")
+
 
 asyncio.run(main())
