@@ -132,6 +132,9 @@ struct Thread {
     updated_at: DateTime<Utc>,
     metadata: Value,
     runs: Vec<Run>,
+    /// Held while a run starts: runs of one thread start one at a time (the map's lock is not
+    /// held while the engine admits a message).
+    starting: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// An error answer, `{"detail": "..."}` as LangGraph servers answer.
@@ -331,6 +334,7 @@ impl Inner {
             updated_at: now,
             metadata: body.get("metadata").cloned().unwrap_or_else(|| json!({})),
             runs: Vec::new(),
+            starting: Arc::default(),
         };
         threads.insert(id, thread.clone());
         Ok(thread)
@@ -366,9 +370,11 @@ impl Inner {
                     .await?;
             }
         }
-        let mut threads = self.threads.lock().await;
-        let thread = Inner::owned(&mut threads, caller, thread_id)?;
-        let events = self.events(caller, thread).await?;
+        let starting = self.thread(caller, thread_id).await?.starting;
+        let _starting = starting.lock().await;
+        // Read again under the thread's start lock: the run before may have set its session.
+        let mut thread = self.thread(caller, thread_id).await?;
+        let events = self.events(caller, &thread).await?;
         let start = events.last().map_or(0, |e| e.index + 1);
         let busy = thread
             .runs
@@ -436,8 +442,12 @@ impl Inner {
             }
             (None, None) => return Err(ApError::invalid("input or command: one is required")),
         }
-        thread.updated_at = Utc::now();
-        thread.runs.push(run.clone());
+        let mut threads = self.threads.lock().await;
+        // Deleted while the run started: 404 (a session just made for it stays, as any session).
+        let record = Inner::owned(&mut threads, caller, thread_id)?;
+        record.session_id = thread.session_id;
+        record.updated_at = Utc::now();
+        record.runs.push(run.clone());
         Ok(run)
     }
 
