@@ -227,6 +227,16 @@ pub fn router_with(mounts: Vec<Mount>, config: HttpConfig, extra: Vec<(String, R
             dev: config.dev,
             guard: guard.clone(),
         });
+        // The Agent Protocol (LangGraph clients) next to Folio's routes, behind the same auth.
+        let def = &mount.manager.agent().definition;
+        let routes = routes.merge(folio_agent_protocol::router(
+            folio_agent_protocol::AgentMount {
+                slug: mount.slug.clone(),
+                name: def.name.clone(),
+                description: def.description.clone(),
+                manager: mount.manager.clone(),
+            },
+        ));
         let page = crate::playground::routes();
         let callback = Router::new()
             .route(MCP_AUTH_CALLBACK, get(mcp_auth_callback))
@@ -444,6 +454,9 @@ async fn authenticate(auth: Arc<Auth>, mut req: Request, next: Next) -> Response
         .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
     match auth.authenticate(req.headers(), peer) {
         Ok(principal) => {
+            // The Agent Protocol routes read the same principal.
+            req.extensions_mut()
+                .insert(folio_agent_protocol::Caller(principal.clone()));
             req.extensions_mut().insert(Principal(principal));
             req.extensions_mut().insert(Peer(peer));
             next.run(req).await
