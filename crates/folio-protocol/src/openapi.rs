@@ -9,7 +9,9 @@
 
 use std::collections::BTreeMap;
 
+use schemars::Schema;
 use schemars::generate::SchemaSettings;
+use schemars::transform::RecursiveTransform;
 use serde_json::{Map, Value, json};
 
 use crate::route::{Access, Body, Param, ParamType, Route, Scope, routes};
@@ -47,6 +49,7 @@ pub fn openapi(servers: ApiServers<'_>) -> Value {
             settings.definitions_path = "/components/schemas".into();
             settings.meta_schema = None;
         })
+        .with_transform(RecursiveTransform(string_enum))
         .into_generator();
     let error_body = generator.subschema_for::<ErrorBody>().to_value();
     let mut paths: BTreeMap<&str, Map<String, Value>> = BTreeMap::new();
@@ -84,6 +87,58 @@ pub fn openapi(servers: ApiServers<'_>) -> Value {
             }
         }
     })
+}
+
+/// Writes a `oneOf` whose every branch is one string `const` (how schemars writes a documented
+/// unit enum) as `{"type": "string", "enum": [...]}`, the variants' descriptions moved into the
+/// schema's own as a list. Both say the same in JSON Schema, but client generators read `enum`
+/// as an enumeration and a `oneOf` of constants as a union of single-value types (one of them,
+/// `openapi-python-client`, then decodes only the first value).
+fn string_enum(schema: &mut Schema) {
+    let Some(branches) = schema.get("oneOf").and_then(Value::as_array) else {
+        return;
+    };
+    let constants: Option<Vec<(Value, Option<String>)>> = branches
+        .iter()
+        .map(|branch| {
+            let constant = branch.get("const").filter(|value| value.is_string())?;
+            let description = branch
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            Some((constant.clone(), description))
+        })
+        .collect();
+    let Some(constants) = constants.filter(|constants| !constants.is_empty()) else {
+        return;
+    };
+    let listed: Vec<String> = constants
+        .iter()
+        .filter_map(|(value, description)| {
+            let name = value.as_str()?;
+            description
+                .as_ref()
+                .map(|description| format!("- `{name}`: {description}"))
+        })
+        .collect();
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("oneOf");
+        object.insert("type".into(), json!("string"));
+        object.insert(
+            "enum".into(),
+            Value::Array(constants.into_iter().map(|(value, _)| value).collect()),
+        );
+        if !listed.is_empty() {
+            let description = object
+                .get("description")
+                .and_then(Value::as_str)
+                .map_or_else(String::new, |text| format!("{text}\n\n"));
+            object.insert(
+                "description".into(),
+                json!(format!("{description}{}", listed.join("\n"))),
+            );
+        }
+    }
 }
 
 /// [`openapi`] as the bytes served and committed: pretty JSON with a final newline.
@@ -285,6 +340,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn unit_enums_are_string_enums_with_their_variants_described() {
+        let document = openapi(ApiServers::Any);
+        let schemas = document["components"]["schemas"].as_object().unwrap();
+        for (name, schema) in schemas {
+            let branches = schema["oneOf"].as_array().into_iter().flatten();
+            assert!(
+                branches.clone().count() == 0 || branches.clone().any(|b| b.get("const").is_none()),
+                "{name} is a oneOf of constants: {schema}"
+            );
+        }
+        let status = &schemas["SessionStatus"];
+        assert_eq!(
+            (&status["type"], &status["enum"]),
+            (
+                &json!("string"),
+                &json!(["running", "waiting", "completed", "failed"])
+            )
+        );
+        assert!(
+            status["description"]
+                .as_str()
+                .is_some_and(|text| text.contains("- `waiting`: ")),
+            "{status}"
+        );
     }
 
     #[test]

@@ -120,6 +120,9 @@ class ActionResult(TypedDict):
 Admission: TypeAlias = Literal['preempt', 'coalesce']
 """
 What happens when a message reaches a busy session.
+
+- `preempt`: Cancel the running turn, then run the new message.
+- `coalesce`: Queue the message and drain the queue into one follow-up turn.
 """
 
 
@@ -183,6 +186,12 @@ class AgentSummary(TypedDict):
 ApprovalDecision: TypeAlias = Literal['approve', 'deny', 'accept', 'decline', 'cancel']
 """
 An approval decision.
+
+- `approve`: Run the call.
+- `deny`: Do not run the call.
+- `accept`: Answer an elicitation with `content` (missing fields take the schema's defaults).
+- `decline`: Refuse an elicitation.
+- `cancel`: Dismiss an elicitation without a choice.
 """
 
 
@@ -378,6 +387,11 @@ class AssertionResult(TypedDict):
 ChannelDeliveryOutcome: TypeAlias = Literal['received', 'replied', 'reply_failed']
 """
 What a `channel.delivery` event reports.
+
+- `received`: A delivery's message reached the session.
+- `replied`: The turn's answer went back to the provider (comment, thread message, `[deliver]` POST).
+- `reply_failed`: The turn's answer could not be delivered (see `message`): retries ran out or the provider
+refused it.
 """
 
 
@@ -464,6 +478,23 @@ ErrorCode: TypeAlias = Literal[
 ]
 """
 The `error` code of an [`ErrorBody`]; each goes with one HTTP status.
+
+- `invalid_request`: `400`: the body or a parameter is invalid (the message names the field).
+- `unauthorized`: `401`: missing or bad credentials.
+- `forbidden`: `403`: not the caller's session, or a refused caller.
+- `not_found`: `404`: no such session, tool, approval, artifact, agent or route.
+- `stale_continuation_token`: `409`: the continuation token is not the current one.
+- `session_not_followable`: `409`: a follow-up to a task session.
+- `session_busy`: `409`: a session-bound tool call while a turn runs.
+- `approval_resolved`: `409`: a second decision on one approval.
+- `already_exists`: `409`: what the request would create exists already (an eval case of that name).
+- `idempotency_key_reused`: `422`: an idempotency key sent again with a different request (a retry must repeat the
+first request exactly; a new request needs a new key).
+- `method_not_allowed`: `405`: the route exists but not with this method.
+- `request_timeout`: `408`: the request took too long to answer.
+- `payload_too_large`: `413`: the body is over the limit.
+- `unsupported_media_type`: `415`: a body that is not JSON (browser guard, docs/http-api.md).
+- `internal`: `500`: anything else (never a stack trace).
 """
 
 
@@ -843,6 +874,10 @@ JudgeVerdict = TypedDict(
 LogLevel: TypeAlias = Literal['info', 'warn', 'error']
 """
 How serious a server log line is.
+
+- `info`: Something happened.
+- `warn`: Something is worth a look.
+- `error`: Something failed.
 """
 
 
@@ -1215,6 +1250,9 @@ class SessionFailed(TypedDict):
 SessionMode: TypeAlias = Literal['chat', 'task']
 """
 How a session runs: `chat` parks after each turn, `task` ends after its turn.
+
+- `chat`: Parks in `session.waiting` after each turn and takes follow-ups.
+- `task`: Ends in `session.completed` or `session.failed`.
 """
 
 
@@ -1249,6 +1287,11 @@ class SessionStarted(TypedDict):
 SessionStatus: TypeAlias = Literal['running', 'waiting', 'completed', 'failed']
 """
 Where a session is in its life.
+
+- `running`: A turn is running.
+- `waiting`: A chat session waiting for a follow-up.
+- `completed`: A task session that finished.
+- `failed`: A task session that failed.
 """
 
 
@@ -1271,12 +1314,19 @@ SetReminder = TypedDict(
 Severity: TypeAlias = Literal['error', 'warning']
 """
 How bad a discovery diagnostic is.
+
+- `error`: Discovery fails; `validate` exits 1; `run`/`serve` refuse to start.
+- `warning`: Worth fixing; the agent still runs.
 """
 
 
 SkillForm: TypeAlias = Literal['flat', 'packaged', 'generated']
 """
 How a skill is authored.
+
+- `flat`: `skills/<name>.md`.
+- `packaged`: `skills/<name>/SKILL.md` plus siblings.
+- `generated`: `skills/<name>.toml` with a generating command.
 """
 
 
@@ -1323,6 +1373,12 @@ class SkillInfo(TypedDict):
 SlotOutcomeKind: TypeAlias = Literal['fired', 'skipped', 'abandoned', 'failed']
 """
 The fate of a slot.
+
+- `fired`: Its task session started.
+- `skipped`: It did not fire, by policy (overlap, catch-up, or missed while no server ran).
+- `abandoned`: It was claimed, then the process died before its session was recorded as started; it
+is not run again.
+- `failed`: Starting its task session failed.
 """
 
 
@@ -1606,6 +1662,9 @@ class Usage(TypedDict):
 Visibility: TypeAlias = Literal['model', 'host']
 """
 Who sees a connection's tools.
+
+- `model`: The model calls its tools.
+- `host`: Only the host (tools and hooks) calls them.
 """
 
 

@@ -513,7 +513,13 @@ export interface components {
             /** @description The tool calls of one step, in the model's order. */
             calls: components["schemas"]["RequestedCall"][];
         };
-        /** @description What happens when a message reaches a busy session. */
+        /**
+         * @description What happens when a message reaches a busy session.
+         *
+         *     - `preempt`: Cancel the running turn, then run the new message.
+         *     - `coalesce`: Queue the message and drain the queue into one follow-up turn.
+         * @enum {string}
+         */
         Admission: "preempt" | "coalesce";
         /** @description `agent.bound` data (reserved). */
         AgentBound: {
@@ -570,7 +576,16 @@ export interface components {
             /** @description The URL segment of the agent. */
             slug: string;
         };
-        /** @description An approval decision. */
+        /**
+         * @description An approval decision.
+         *
+         *     - `approve`: Run the call.
+         *     - `deny`: Do not run the call.
+         *     - `accept`: Answer an elicitation with `content` (missing fields take the schema's defaults).
+         *     - `decline`: Refuse an elicitation.
+         *     - `cancel`: Dismiss an elicitation without a choice.
+         * @enum {string}
+         */
         ApprovalDecision: "approve" | "deny" | "accept" | "decline" | "cancel";
         /** @description `POST /v1/session/:id/approvals/:callId`: the decision on a parked call. */
         ApprovalRequest: {
@@ -752,7 +767,15 @@ export interface components {
             /** @description The route, event or Slack event type of the delivery (`received`). */
             route?: string | null;
         };
-        /** @description What a `channel.delivery` event reports. */
+        /**
+         * @description What a `channel.delivery` event reports.
+         *
+         *     - `received`: A delivery's message reached the session.
+         *     - `replied`: The turn's answer went back to the provider (comment, thread message, `[deliver]` POST).
+         *     - `reply_failed`: The turn's answer could not be delivered (see `message`): retries ran out or the provider
+         *     refused it.
+         * @enum {string}
+         */
         ChannelDeliveryOutcome: "received" | "replied" | "reply_failed";
         /** @description A channel as discovery found it. */
         ChannelInfo: {
@@ -868,7 +891,27 @@ export interface components {
              */
             ok: false;
         };
-        /** @description The `error` code of an [`ErrorBody`]; each goes with one HTTP status. */
+        /**
+         * @description The `error` code of an [`ErrorBody`]; each goes with one HTTP status.
+         *
+         *     - `invalid_request`: `400`: the body or a parameter is invalid (the message names the field).
+         *     - `unauthorized`: `401`: missing or bad credentials.
+         *     - `forbidden`: `403`: not the caller's session, or a refused caller.
+         *     - `not_found`: `404`: no such session, tool, approval, artifact, agent or route.
+         *     - `stale_continuation_token`: `409`: the continuation token is not the current one.
+         *     - `session_not_followable`: `409`: a follow-up to a task session.
+         *     - `session_busy`: `409`: a session-bound tool call while a turn runs.
+         *     - `approval_resolved`: `409`: a second decision on one approval.
+         *     - `already_exists`: `409`: what the request would create exists already (an eval case of that name).
+         *     - `idempotency_key_reused`: `422`: an idempotency key sent again with a different request (a retry must repeat the
+         *     first request exactly; a new request needs a new key).
+         *     - `method_not_allowed`: `405`: the route exists but not with this method.
+         *     - `request_timeout`: `408`: the request took too long to answer.
+         *     - `payload_too_large`: `413`: the body is over the limit.
+         *     - `unsupported_media_type`: `415`: a body that is not JSON (browser guard, docs/http-api.md).
+         *     - `internal`: `500`: anything else (never a stack trace).
+         * @enum {string}
+         */
         ErrorCode: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "stale_continuation_token" | "session_not_followable" | "session_busy" | "approval_resolved" | "already_exists" | "idempotency_key_reused" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "internal";
         /** @description The answer to [`SaveEvalCase`]: where the case was written and how `folio eval` names it. */
         EvalCaseSaved: {
@@ -1187,7 +1230,14 @@ export interface components {
              */
             score: number;
         };
-        /** @description How serious a server log line is. */
+        /**
+         * @description How serious a server log line is.
+         *
+         *     - `info`: Something happened.
+         *     - `warn`: Something is worth a look.
+         *     - `error`: Something failed.
+         * @enum {string}
+         */
         LogLevel: "info" | "warn" | "error";
         /** @description One server log line. */
         LogLine: {
@@ -1438,7 +1488,13 @@ export interface components {
             /** @description Why the session failed. */
             message: string;
         };
-        /** @description How a session runs: `chat` parks after each turn, `task` ends after its turn. */
+        /**
+         * @description How a session runs: `chat` parks after each turn, `task` ends after its turn.
+         *
+         *     - `chat`: Parks in `session.waiting` after each turn and takes follow-ups.
+         *     - `task`: Ends in `session.completed` or `session.failed`.
+         * @enum {string}
+         */
         SessionMode: "chat" | "task";
         /** @description `GET /v1/session/:id`. */
         SessionResponse: {
@@ -1466,7 +1522,15 @@ export interface components {
             /** @description Optional session title. */
             title?: string | null;
         };
-        /** @description Where a session is in its life. */
+        /**
+         * @description Where a session is in its life.
+         *
+         *     - `running`: A turn is running.
+         *     - `waiting`: A chat session waiting for a follow-up.
+         *     - `completed`: A task session that finished.
+         *     - `failed`: A task session that failed.
+         * @enum {string}
+         */
         SessionStatus: "running" | "waiting" | "completed" | "failed";
         /** @description A session as lists and `GET /v1/session/:id` show it. */
         SessionSummary: {
@@ -1538,9 +1602,22 @@ export interface components {
             /** @description The message delivered to the session as a follow-up (coalesce admission). */
             message: string;
         };
-        /** @description How bad a discovery diagnostic is. */
+        /**
+         * @description How bad a discovery diagnostic is.
+         *
+         *     - `error`: Discovery fails; `validate` exits 1; `run`/`serve` refuse to start.
+         *     - `warning`: Worth fixing; the agent still runs.
+         * @enum {string}
+         */
         Severity: "error" | "warning";
-        /** @description How a skill is authored. */
+        /**
+         * @description How a skill is authored.
+         *
+         *     - `flat`: `skills/<name>.md`.
+         *     - `packaged`: `skills/<name>/SKILL.md` plus siblings.
+         *     - `generated`: `skills/<name>.toml` with a generating command.
+         * @enum {string}
+         */
         SkillForm: "flat" | "packaged" | "generated";
         /** @description A skill's frontmatter, as written. */
         SkillFrontmatterInfo: {
@@ -1584,7 +1661,16 @@ export interface components {
              */
             slot: string;
         };
-        /** @description The fate of a slot. */
+        /**
+         * @description The fate of a slot.
+         *
+         *     - `fired`: Its task session started.
+         *     - `skipped`: It did not fire, by policy (overlap, catch-up, or missed while no server ran).
+         *     - `abandoned`: It was claimed, then the process died before its session was recorded as started; it
+         *     is not run again.
+         *     - `failed`: Starting its task session failed.
+         * @enum {string}
+         */
         SlotOutcomeKind: "fired" | "skipped" | "abandoned" | "failed";
         /** @description `step.completed` data. */
         StepCompleted: {
@@ -1841,7 +1927,13 @@ export interface components {
              */
             outputTokens: number;
         };
-        /** @description Who sees a connection's tools. */
+        /**
+         * @description Who sees a connection's tools.
+         *
+         *     - `model`: The model calls its tools.
+         *     - `host`: Only the host (tools and hooks) calls them.
+         * @enum {string}
+         */
         Visibility: "model" | "host";
     };
     responses: never;
