@@ -235,6 +235,23 @@ async fn traced_run_exports_the_turn_tree() {
     let mut got = turn.attributes.clone();
     got.retain(|key, _| !key.starts_with("agent_sdk.event_index"));
     assert_eq!(got, expected);
+    // Counts and indexes are OTLP integers (OTLP/JSON writes int64 as a string), which a
+    // backend can sum; text would not be.
+    let numbers: Vec<(&str, Option<&str>)> = [
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.output_tokens",
+        "gen_ai.usage.cache_read.input_tokens",
+        "gen_ai.usage.cache_creation.input_tokens",
+        "agent_sdk.event_index.first",
+        "agent_sdk.event_index.last",
+    ]
+    .into_iter()
+    .map(|key| (key, turn.kinds.get(key).map(String::as_str)))
+    .collect();
+    assert!(
+        numbers.iter().all(|(_, kind)| *kind == Some("intValue")),
+        "{numbers:?}"
+    );
 
     // Every span's event range leads to the exact events of the session log.
     let log = event_log(state.path(), session);
@@ -457,6 +474,15 @@ async fn incoming_traceparent_parents_the_turn() {
         (trace_id, Some(parent))
     );
     assert_eq!(http.attr("http.route"), "/test-agent/v1/session");
+    assert_eq!(
+        [
+            "http.response.status_code",
+            "agent_sdk.event_index.first",
+            "agent_sdk.event_index.last"
+        ]
+        .map(|key| http.kinds.get(key).map(String::as_str)),
+        [Some("intValue"); 3]
+    );
     // The create covers the events appended while it was answered: from `session.started`
     // through the first message's `message.received`.
     let log = events(&served.url, session).await;

@@ -46,10 +46,16 @@ pub(crate) async fn traced(req: Request, next: Next) -> Response {
         .instrument(span.clone())
         .await;
     let status = response.status().as_u16();
-    span.record("http.response.status_code", status);
+    span.record("http.response.status_code", i64::from(status));
     if let Some(Covered(events)) = response.extensions().get::<Covered>() {
-        span.record("agent_sdk.event_index.first", events.start());
-        span.record("agent_sdk.event_index.last", events.end());
+        span.record(
+            "agent_sdk.event_index.first",
+            folio_telemetry::int(*events.start()),
+        );
+        span.record(
+            "agent_sdk.event_index.last",
+            folio_telemetry::int(*events.end()),
+        );
     }
     if response.status().is_server_error() {
         span.record("otel.status_code", "ERROR");

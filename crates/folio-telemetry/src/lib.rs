@@ -23,6 +23,13 @@ pub use forward::{ALREADY_LOGGED, Forwarding, LogRecord, forward_logs};
 pub use install::{LogFormat, Telemetry, install, log_filter};
 pub use json::JsonLogLine;
 
+/// An unsigned count or index as the integer a span attribute must carry (`intValue` in OTLP):
+/// `tracing-opentelemetry` records a `u64` field as its text, which backends cannot sum.
+/// Record counts through this (`span.record("gen_ai.usage.input_tokens", int(tokens))`).
+pub fn int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
 /// Why telemetry could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum TelemetryError {

@@ -58,10 +58,12 @@ fn child() {
             parent: None,
             "agent_sdk.turn",
             gen_ai.operation.name = "invoke_agent",
-            agent_sdk.turn_index = index,
+            agent_sdk.turn_index = folio_telemetry::int(index as u64),
+            gen_ai.usage.input_tokens = tracing::field::Empty,
         );
         adopt_parent(&turn, incoming.as_deref());
         let _entered = turn.enter();
+        turn.record("gen_ai.usage.input_tokens", folio_telemetry::int(22));
         metrics::turn("test-agent", "completed");
         let chat = tracing::info_span!(
             target: "folio_test",
@@ -141,7 +143,8 @@ async fn turn_count_temporality(sink: &Sink) -> Value {
     sink.metrics("agent_sdk.turn.count")[0]["sum"]["aggregationTemporality"].clone()
 }
 
-/// OTLP/HTTP protobuf (the default): the span tree with its attributes, the resource (service
+/// OTLP/HTTP protobuf (the default): the span tree with its attributes (counts as OTLP
+/// integers, which backends can sum), the resource (service
 /// name, `OTEL_RESOURCE_ATTRIBUTES`, the framework), the headers percent-decoded, and the turn
 /// counter in the delta temporality.
 #[tokio::test]
@@ -163,6 +166,10 @@ async fn http_protobuf_exports_spans_resource_headers_and_metrics() {
             turn.resource.get("service.name").cloned(),
             turn.resource.get("deployment.environment").cloned(),
             turn.resource.get("agent_sdk.framework").cloned(),
+            turn.kinds
+                .get("gen_ai.usage.input_tokens")
+                .map(String::as_str),
+            turn.kinds.get("agent_sdk.turn_index").map(String::as_str),
         ),
         (
             json!("invoke_agent"),
@@ -170,6 +177,8 @@ async fn http_protobuf_exports_spans_resource_headers_and_metrics() {
             Some(json!("telemetry-suite")),
             Some(json!("test")),
             Some(json!("folio")),
+            Some("intValue"),
+            Some("intValue"),
         )
     );
     let headers: Vec<Option<String>> = sink

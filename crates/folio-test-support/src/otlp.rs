@@ -174,6 +174,7 @@ impl Sink {
                             parent: span["parentSpanId"].as_str().map(str::to_string),
                             start: span["startTimeUnixNano"].as_str().unwrap().parse().unwrap(),
                             attributes: attributes(&span["attributes"]),
+                            kinds: kinds(&span["attributes"]),
                             resource: service.clone(),
                         });
                     }
@@ -333,6 +334,8 @@ pub struct Span {
     pub attributes: BTreeMap<String, Value>,
     /// Its resource's attributes.
     pub resource: BTreeMap<String, Value>,
+    /// The OTLP type of each attribute's value (`stringValue`, `intValue`, `doubleValue`, …).
+    pub kinds: BTreeMap<String, String>,
 }
 
 impl Span {
@@ -368,6 +371,18 @@ fn attributes(list: &Value) -> BTreeMap<String, Value> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// OTLP attributes as key → the type of its value (`intValue`, `stringValue`, …).
+fn kinds(list: &Value) -> BTreeMap<String, String> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|kv| {
+            let kind = kv["value"].as_object()?.keys().next()?.clone();
+            Some((kv["key"].as_str()?.to_string(), kind))
+        })
+        .collect()
 }
 
 /// The span tree as indented lines (from the spans whose parent is not among them): name, and

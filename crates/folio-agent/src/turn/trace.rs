@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use folio_protocol::{Event, EventBody, SessionMode, Usage};
+use folio_telemetry::int;
 use serde_json::Value;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
@@ -108,8 +109,8 @@ impl Drop for Covering<'_> {
 /// Records `first..=last` on `span` when both are known.
 fn record_range(span: &Span, first: Option<u64>, last: Option<u64>) {
     if let (Some(first), Some(last)) = (first, last) {
-        span.record("agent_sdk.event_index.first", first);
-        span.record("agent_sdk.event_index.last", last);
+        span.record("agent_sdk.event_index.first", int(first));
+        span.record("agent_sdk.event_index.last", int(last));
     }
 }
 
@@ -202,15 +203,15 @@ pub(super) fn turn_ended(
 }
 
 fn record_usage(span: &Span, usage: &Usage) {
-    span.record("gen_ai.usage.input_tokens", usage.input_tokens);
-    span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+    span.record("gen_ai.usage.input_tokens", int(usage.input_tokens));
+    span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
     span.record(
         "gen_ai.usage.cache_read.input_tokens",
-        usage.cache_read_tokens,
+        int(usage.cache_read_tokens),
     );
     span.record(
         "gen_ai.usage.cache_creation.input_tokens",
-        usage.cache_write_tokens,
+        int(usage.cache_write_tokens),
     );
 }
 
@@ -396,8 +397,8 @@ pub(super) fn chat_ended(
                 span.record("gen_ai.response.finish_reasons", reason.as_str());
             }
             if let Some(usage) = &response.usage {
-                span.record("gen_ai.usage.input_tokens", usage.input_tokens);
-                span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+                span.record("gen_ai.usage.input_tokens", int(usage.input_tokens));
+                span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
                 tokens = Some([
                     usage.input_tokens,
                     usage.output_tokens,
