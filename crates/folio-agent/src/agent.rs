@@ -620,11 +620,28 @@ fn sandbox_policy(definition: &AgentDefinition) -> Option<SandboxPolicy> {
 
 /// The model client settings of an agent's `[provider]` section.
 pub fn provider_config(section: &ProviderSection) -> ProviderConfig {
+    let defaults = ProviderConfig::default();
+    let millis = |value: Option<std::num::NonZeroU64>, default: std::time::Duration| {
+        value.map_or(default, |ms| std::time::Duration::from_millis(ms.get()))
+    };
     ProviderConfig {
         base_url: section.base_url.clone(),
         api_key_env: section.api_key_env.clone(),
         stream: section.stream.unwrap_or(true),
-        ..ProviderConfig::default()
+        cache: section.cache.unwrap_or(false),
+        timeouts: folio_model::Timeouts {
+            connect: millis(section.connect_timeout_ms, defaults.timeouts.connect),
+            first_byte: millis(section.timeout_ms, defaults.timeouts.first_byte),
+            idle: millis(section.timeout_ms, defaults.timeouts.idle),
+        },
+        retry: folio_model::RetryPolicy {
+            max_attempts: section
+                .max_retries
+                .map_or(defaults.retry.max_attempts, |retries| {
+                    retries.saturating_add(1)
+                }),
+            ..defaults.retry
+        },
     }
 }
 

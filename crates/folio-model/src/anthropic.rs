@@ -16,7 +16,7 @@ use crate::{
 };
 use wire::{
     BlockDelta, CacheControl, ContentBlock, ImageSource, MessagesRequest, RequestBlock,
-    RequestMessage, Role, StreamEvent, ToolDefinition, ToolResultPart, WireUsage,
+    RequestMessage, Role, StreamEvent, System, ToolDefinition, ToolResultPart, WireUsage,
 };
 
 /// The `anthropic-version` header value.
@@ -29,15 +29,19 @@ pub(crate) struct AnthropicProvider {
     transport: HttpTransport,
     url: String,
     api_key: String,
+    /// Mark the system prompt as a prompt-cache breakpoint ([`crate::ProviderConfig::cache`]).
+    cache: bool,
 }
 
 impl AnthropicProvider {
-    /// A client posting to `{base}/v1/messages` with `api_key`.
-    pub(crate) fn new(transport: HttpTransport, base: &str, api_key: String) -> Self {
+    /// A client posting to `{base}/v1/messages` with `api_key`; `cache` sends the system prompt
+    /// as a cached content block instead of a plain string.
+    pub(crate) fn new(transport: HttpTransport, base: &str, api_key: String, cache: bool) -> Self {
         AnthropicProvider {
             transport,
             url: format!("{}/v1/messages", base.trim_end_matches('/')),
             api_key,
+            cache,
         }
     }
 }
@@ -53,7 +57,7 @@ impl Provider for AnthropicProvider {
         request: &ModelRequest,
         cancel: CancellationToken,
     ) -> Result<DeltaStream, ModelError> {
-        let body = request_body(request);
+        let body = request_body(request, self.cache);
         let build = || {
             self.transport
                 .client()
@@ -69,13 +73,19 @@ impl Provider for AnthropicProvider {
 }
 
 /// The Messages request body: `[model_params]` passed through, then the fields Folio owns (which
-/// win over a param of the same name; `max_tokens` only defaults).
-pub(crate) fn request_body(request: &ModelRequest) -> MessagesRequest<'_> {
+/// win over a param of the same name; `max_tokens` only defaults). The system prompt is a plain
+/// string, or with `cache` one text block marked as a prompt-cache breakpoint (some servers and
+/// proxies speaking the format reject blocks there).
+pub(crate) fn request_body(request: &ModelRequest, cache: bool) -> MessagesRequest<'_> {
     let system = (!request.system.is_empty()).then(|| {
-        vec![RequestBlock::Text {
-            text: &request.system,
-            cache_control: Some(CacheControl::Ephemeral),
-        }]
+        if cache {
+            System::Blocks(vec![RequestBlock::Text {
+                text: &request.system,
+                cache_control: Some(CacheControl::Ephemeral),
+            }])
+        } else {
+            System::Text(&request.system)
+        }
     });
     let tools = (!request.tools.is_empty()).then(|| {
         request
@@ -419,7 +429,7 @@ mod tests {
             params: Map::new(),
         };
         assert_eq!(
-            serde_json::to_value(request_body(&request)).unwrap(),
+            serde_json::to_value(request_body(&request, true)).unwrap(),
             json!({
                 "model": "claude-test",
                 "max_tokens": 8192,
@@ -443,6 +453,23 @@ mod tests {
                 ],
                 "tools": [{"name": "Read", "description": "read", "input_schema": {"type": "object"}}]
             })
+        );
+    }
+
+    #[test]
+    fn the_system_prompt_is_a_plain_string_unless_caching_is_on() {
+        let request = ModelRequest {
+            model: "claude-test".into(),
+            system: "sys".into(),
+            messages: vec![Message::User { text: "hi".into() }],
+            tools: vec![],
+            params: Map::new(),
+        };
+        let body = |cache| serde_json::to_value(request_body(&request, cache)).unwrap();
+        assert_eq!(body(false)["system"], json!("sys"));
+        assert_eq!(
+            body(true)["system"],
+            json!([{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}])
         );
     }
 

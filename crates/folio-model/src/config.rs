@@ -22,6 +22,10 @@ pub struct ProviderConfig {
     /// Stream responses (default). `false` asks OpenAI-compatible servers for one whole
     /// response instead, for servers that stream badly or leave usage out of streams.
     pub stream: bool,
+    /// Mark the system prompt as a prompt-cache breakpoint (Anthropic: a `cache_control` text
+    /// block). Off by default: the system prompt goes as a plain string, which every server and
+    /// proxy speaking the format accepts.
+    pub cache: bool,
 }
 
 impl Default for ProviderConfig {
@@ -32,6 +36,7 @@ impl Default for ProviderConfig {
             timeouts: Timeouts::default(),
             retry: RetryPolicy::default(),
             stream: true,
+            cache: false,
         }
     }
 }

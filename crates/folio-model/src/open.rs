@@ -75,7 +75,12 @@ pub fn open_provider(
                 .unwrap_or_else(|| ANTHROPIC_DEFAULT_BASE.to_string());
             let api_key = key("ANTHROPIC_API_KEY")?;
             let transport = HttpTransport::new("anthropic", config)?;
-            Arc::new(AnthropicProvider::new(transport, &base, api_key))
+            Arc::new(AnthropicProvider::new(
+                transport,
+                &base,
+                api_key,
+                config.cache,
+            ))
         }
         "replay" => Arc::new(ReplayProvider::open(model)?),
         other => {

@@ -93,6 +93,17 @@ pub struct ProviderSection {
     /// `false` asks an OpenAI-compatible server for whole responses instead of streams (for
     /// servers that leave usage out of streams); default `true`.
     pub stream: Option<bool>,
+    /// `true` marks the system prompt as a prompt-cache breakpoint (Anthropic `cache_control`);
+    /// default `false`: a plain string, which every server speaking the format accepts.
+    pub cache: Option<bool>,
+    /// How long to wait for the model's first streamed byte, and then between two chunks, in
+    /// milliseconds (default 120000).
+    pub timeout_ms: Option<std::num::NonZeroU64>,
+    /// How long to wait for the connection to the model server, in milliseconds (default 10000).
+    pub connect_timeout_ms: Option<std::num::NonZeroU64>,
+    /// Retries of a call that failed before its first token (429, 5xx, connection errors), with
+    /// exponential backoff (default 3; 0 never retries).
+    pub max_retries: Option<u32>,
 }
 
 /// `[local]`: host-default workspace options.

@@ -22,9 +22,9 @@ pub(crate) struct MessagesRequest<'a> {
     /// `params`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) max_tokens: Option<u64>,
-    /// The system prompt as one cached text block; absent when empty.
+    /// The system prompt; absent when empty.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) system: Option<Vec<RequestBlock<'a>>>,
+    pub(crate) system: Option<System<'a>>,
     /// The conversation, roles alternating.
     pub(crate) messages: Vec<RequestMessage<'a>>,
     /// Tools the model may call; absent when there are none.
@@ -32,6 +32,16 @@ pub(crate) struct MessagesRequest<'a> {
     pub(crate) tools: Option<Vec<ToolDefinition<'a>>>,
     /// Always `true`: Folio reads the Messages API as a stream.
     pub(crate) stream: bool,
+}
+
+/// The system prompt as the Messages API takes it.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum System<'a> {
+    /// A plain string: what every server speaking the format accepts.
+    Text(&'a str),
+    /// Content blocks, for a prompt-cache breakpoint on the system prompt.
+    Blocks(Vec<RequestBlock<'a>>),
 }
 
 /// Who sent a message.

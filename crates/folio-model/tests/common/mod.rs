@@ -38,6 +38,7 @@ pub fn config(base: String) -> ProviderConfig {
             max_backoff: Duration::from_secs(3),
         },
         stream: true,
+        cache: false,
     }
 }
 
