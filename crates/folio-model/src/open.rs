@@ -10,7 +10,10 @@ use crate::replay::ReplayProvider;
 use crate::{ModelError, Provider};
 
 /// Opens the provider named by `spec` (`openai:MODEL`, `anthropic:MODEL`,
-/// `openai-compatible:MODEL`, `replay:PATH`) and returns it with the model id to put in requests.
+/// `openai-compatible:MODEL`, `ollama:MODEL`, `llama-cpp:MODEL`, `replay:PATH`) and returns it
+/// with the model id to put in requests. `ollama` and `llama-cpp` are OpenAI-compatible presets:
+/// the local server's address (`OLLAMA_HOST`, default `127.0.0.1:11434`; `LLAMA_CPP_HOST`,
+/// default `127.0.0.1:8080`) and no key unless `api_key_env` names one.
 ///
 /// Credentials and base URLs are read through `env` (the CLI passes `std::env::var`), never from
 /// the process environment directly. A missing API key fails here, naming the variable to set.
@@ -21,7 +24,7 @@ pub fn open_provider(
 ) -> Result<(Arc<dyn Provider>, String), ModelError> {
     let (kind, model) = spec.split_once(':').ok_or_else(|| {
         ModelError::Config(format!(
-            "model `{spec}` must be `provider:model` (openai, anthropic, openai-compatible, replay)"
+            "model `{spec}` must be `provider:model` (openai, anthropic, openai-compatible, ollama, llama-cpp, replay)"
         ))
     })?;
     if model.is_empty() {
@@ -47,19 +50,26 @@ pub fn open_provider(
             let transport = HttpTransport::new("openai", config)?;
             Arc::new(OpenAiProvider::new(transport, &base, Some(api_key)))
         }
-        "openai-compatible" => {
-            let base = config.base_url.clone().ok_or_else(|| {
-                ModelError::Config(
-                    "openai-compatible needs base_url in agent.toml [provider]".to_string(),
-                )
-            })?;
+        "openai-compatible" | "ollama" | "llama-cpp" => {
+            let base = match (config.base_url.clone(), kind) {
+                (Some(base), _) => base,
+                (None, "ollama") => local_server_base(lookup("OLLAMA_HOST"), "127.0.0.1:11434"),
+                (None, "llama-cpp") => {
+                    local_server_base(lookup("LLAMA_CPP_HOST"), "127.0.0.1:8080")
+                }
+                (None, _) => {
+                    return Err(ModelError::Config(
+                        "openai-compatible needs base_url in agent.toml [provider]".to_string(),
+                    ));
+                }
+            };
             let api_key = match &config.api_key_env {
                 Some(var) => {
                     Some(lookup(var).ok_or_else(|| ModelError::MissingKey { var: var.clone() })?)
                 }
                 None => None,
             };
-            let transport = HttpTransport::new("openai-compatible", config)?;
+            let transport = HttpTransport::new(kind_name(kind), config)?;
             Arc::new(OpenAiProvider::new(transport, &base, api_key))
         }
         "anthropic" if !config.stream => {
@@ -85,11 +95,34 @@ pub fn open_provider(
         "replay" => Arc::new(ReplayProvider::open(model)?),
         other => {
             return Err(ModelError::Config(format!(
-                "unknown provider `{other}` in `{spec}` (expected openai, anthropic, openai-compatible or replay)"
+                "unknown provider `{other}` in `{spec}` (expected openai, anthropic, openai-compatible, ollama, llama-cpp or replay)"
             )));
         }
     };
     Ok((provider, model.to_string()))
+}
+
+/// The OpenAI-compatible base URL of a local model server: `host` as its own variable spells it
+/// (`OLLAMA_HOST=0.0.0.0:11434`, with or without a scheme), else `default`; the API under `/v1`.
+fn local_server_base(host: Option<String>, default: &str) -> String {
+    let host = host.unwrap_or_else(|| default.to_string());
+    let host = host.trim_end_matches('/');
+    let url = if host.contains("://") {
+        host.to_string()
+    } else {
+        format!("http://{host}")
+    };
+    // A server listening on every interface is reached on loopback.
+    format!("{}/v1", url.replacen("://0.0.0.0", "://127.0.0.1", 1))
+}
+
+/// The provider name errors and spans use for a spec's provider kind.
+fn kind_name(kind: &str) -> &'static str {
+    match kind {
+        "ollama" => "ollama",
+        "llama-cpp" => "llama-cpp",
+        _ => "openai-compatible",
+    }
 }
 
 /// A provider whose API key is not set: every request fails at once with the error that names

@@ -343,3 +343,34 @@ async fn params_pass_through() {
         (&json!(1024), &json!(0.5))
     );
 }
+
+/// `ollama:` and `llama-cpp:` are OpenAI-compatible presets: the server named by `OLLAMA_HOST`
+/// / `LLAMA_CPP_HOST` (as those servers spell it, scheme optional), no API key sent.
+#[tokio::test]
+async fn local_server_presets_find_their_server_and_send_no_key() {
+    let server = MockModelServer::start().await;
+    server.push(MockReply::text("from ollama"));
+    server.push(MockReply::text("from llama.cpp"));
+    let addr = server.addr().to_string();
+    let wildcard = format!("http://0.0.0.0:{}", server.addr().port());
+    for (spec, var, value) in [
+        ("ollama:qwen3", "OLLAMA_HOST", addr.as_str()),
+        ("llama-cpp:local", "LLAMA_CPP_HOST", wildcard.as_str()),
+    ] {
+        let env = |name: &str| (name == var).then(|| value.to_string());
+        let config = ProviderConfig {
+            base_url: None,
+            ..config(String::new())
+        };
+        let (provider, model) = folio_model::open_provider(spec, &config, &env).unwrap();
+        let deltas = collect(provider.as_ref(), &request("hi")).await.unwrap();
+        assert!(!deltas.is_empty(), "{spec}");
+        assert_eq!(model, spec.split_once(':').unwrap().1);
+    }
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert_eq!(request.path, "/v1/chat/completions");
+        assert_eq!(request.header("authorization"), None);
+    }
+}
