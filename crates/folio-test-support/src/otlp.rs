@@ -203,21 +203,8 @@ impl Sink {
     /// The names of every metric received so far.
     pub fn metric_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
-            .bodies("metrics")
+            .all_metrics()
             .iter()
-            .flat_map(|body| {
-                body["resourceMetrics"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .flat_map(|resource| {
-                resource["scopeMetrics"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .flat_map(|scope| scope["metrics"].as_array().cloned().unwrap_or_default())
             .map(|metric| metric["name"].as_str().unwrap().to_string())
             .collect();
         names.sort();
@@ -238,6 +225,14 @@ impl Sink {
 
     /// Every metric named `name` received so far (the OTLP `Metric` as JSON).
     pub fn metrics(&self, name: &str) -> Vec<Value> {
+        self.all_metrics()
+            .into_iter()
+            .filter(|metric| metric["name"] == name)
+            .collect()
+    }
+
+    /// Every metric received so far (the OTLP `Metric`s as JSON), in arrival order.
+    fn all_metrics(&self) -> Vec<Value> {
         self.bodies("metrics")
             .iter()
             .flat_map(|body| {
@@ -253,7 +248,6 @@ impl Sink {
                     .unwrap_or_default()
             })
             .flat_map(|scope| scope["metrics"].as_array().cloned().unwrap_or_default())
-            .filter(|metric| metric["name"] == name)
             .collect()
     }
 
