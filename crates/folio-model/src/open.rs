@@ -166,11 +166,11 @@ mod tests {
         };
         assert_eq!(
             message("gpt-4"),
-            "invalid model configuration: model `gpt-4` must be `provider:model` (openai, anthropic, openai-compatible, replay)"
+            "invalid model configuration: model `gpt-4` must be `provider:model` (openai, anthropic, openai-compatible, ollama, llama-cpp, replay)"
         );
         assert_eq!(
             message("mistral:large"),
-            "invalid model configuration: unknown provider `mistral` in `mistral:large` (expected openai, anthropic, openai-compatible or replay)"
+            "invalid model configuration: unknown provider `mistral` in `mistral:large` (expected openai, anthropic, openai-compatible, ollama, llama-cpp or replay)"
         );
         assert_eq!(
             message("openai-compatible:llama"),
