@@ -1,8 +1,8 @@
-//! The Agent Protocol routes (LangGraph clients) against the real `langgraph-sdk` from PyPI:
-//! the router on a loopback port, the engine answering through the mock model, and
-//! `tests/agent_protocol/driver.py` run with the test venv's Python
-//! (`scripts/install-test-deps`). Without the venv the test is skipped, saying so, unless
-//! `FOLIO_TEST_DEPS_REQUIRED=1`, where it fails.
+//! The Agent Protocol routes (LangGraph clients) against the real `langgraph-sdk` from PyPI and
+//! `@langchain/langgraph-sdk` from npm: the router on a loopback port, the engine answering
+//! through the mock model, and `tests/agent_protocol/driver.py` run with the test venv's Python,
+//! `driver.mjs` with Node (both installed by `scripts/install-test-deps`). Without them a test is
+//! skipped, saying so, unless `FOLIO_TEST_DEPS_REQUIRED=1`, where it fails.
 
 mod support;
 
@@ -14,10 +14,24 @@ use folio_test_support::{MockModelServer, MockReply};
 use serde_json::json;
 use support::*;
 
+/// The repository's root.
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `None` after saying why a peer is missing, or a failure under `FOLIO_TEST_DEPS_REQUIRED=1`.
+fn missing<T>(why: String) -> Option<T> {
+    assert!(
+        std::env::var("FOLIO_TEST_DEPS_REQUIRED").as_deref() != Ok("1"),
+        "a LangGraph client is required here: {why}"
+    );
+    eprintln!("skipping: {why}");
+    None
+}
+
 /// The test venv's Python with langgraph-sdk, or why it is missing.
 fn python() -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let python = root.join("target/test-deps/venv/bin/python");
+    let python = root().join("target/test-deps/venv/bin/python");
     let why = if !python.exists() {
         format!(
             "missing {} (run scripts/install-test-deps)",
@@ -36,12 +50,76 @@ fn python() -> Option<PathBuf> {
             python.display()
         )
     };
+    missing(why)
+}
+
+/// LangGraph's JS client (`node_modules` of `target/test-deps/langgraph-js`), or why it is missing.
+fn langgraph_js() -> Option<PathBuf> {
+    let modules = root().join("target/test-deps/langgraph-js/node_modules");
+    if modules
+        .join("@langchain/langgraph-sdk/package.json")
+        .is_file()
+    {
+        return Some(modules);
+    }
+    missing(format!(
+        "missing {} (run scripts/install-test-deps)",
+        modules.join("@langchain/langgraph-sdk").display()
+    ))
+}
+
+/// The JS SDK streams a run (`values` and `messages-tuple`) and reads the thread's state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_js_langgraph_sdk_streams_a_run() {
+    let Some(modules) = langgraph_js() else {
+        return;
+    };
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("hello from folio"));
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let manager = manager(agent(&mock, dir.path()).await, state.path()).await;
+    let url = http(manager.clone()).await;
+    // Node resolves an ES module's imports from the script's folder: the driver runs from a
+    // folder whose node_modules is the installed one.
+    let run = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&modules, run.path().join("node_modules")).unwrap();
+    let driver = run.path().join("driver.mjs");
+    std::fs::copy(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agent_protocol/driver.mjs"),
+        &driver,
+    )
+    .unwrap();
+    let output = tokio::process::Command::new("node")
+        .arg(&driver)
+        .arg(&url)
+        .output()
+        .await
+        .unwrap();
     assert!(
-        std::env::var("FOLIO_TEST_DEPS_REQUIRED").as_deref() != Ok("1"),
-        "langgraph-sdk is required here: {why}"
+        output.status.success(),
+        "the JS driver failed: {}",
+        String::from_utf8_lossy(&output.stderr)
     );
-    eprintln!("skipping: {why}");
-    None
+    let seen: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (
+            &seen["assistant"],
+            seen["events"].as_array().and_then(|e| e.first()),
+            seen["events"].as_array().and_then(|e| e.last()),
+            &seen["reply"],
+            &seen["tokens"],
+            &seen["messages"],
+        ),
+        (
+            &json!("t"),
+            Some(&json!("metadata")),
+            Some(&json!("end")),
+            &json!("hello from folio"),
+            &json!("hello from folio"),
+            &json!([["human", "hi from js"], ["ai", "hello from folio"]]),
+        )
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
