@@ -198,6 +198,8 @@ event_body! {
     "action.authorization_requested" => ActionAuthorizationRequested(ActionAuthorizationRequested),
     /// A pending MCP authorization ended (authorized, refused or abandoned).
     "action.authorization_resolved" => ActionAuthorizationResolved(ActionAuthorizationResolved),
+    /// A process of a tool call, hook run or skill command called the host API.
+    "action.host_call" => ActionHostCall(crate::host::ActionHostCall),
     /// A subagent was called.
     "subagent.called" => SubagentCalled(SubagentCalled),
     /// A subagent finished.

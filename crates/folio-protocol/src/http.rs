@@ -366,6 +366,11 @@ pub enum ErrorCode {
     ApprovalResolved,
     /// `409`: what the request would create exists already (an eval case of that name).
     AlreadyExists,
+    /// `409`: a compare-and-set write found another version (storage `ifVersion`).
+    VersionConflict,
+    /// `429`: too many requests or too much stored; the `Retry-After` header says when to
+    /// try again (when waiting helps).
+    RateLimited,
     /// `422`: an idempotency key sent again with a different request (a retry must repeat the
     /// first request exactly; a new request needs a new key).
     IdempotencyKeyReused,
@@ -395,6 +400,8 @@ impl ErrorCode {
             ErrorCode::ApprovalResolved => "approval_resolved",
             ErrorCode::AlreadyExists => "already_exists",
             ErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
+            ErrorCode::VersionConflict => "version_conflict",
+            ErrorCode::RateLimited => "rate_limited",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::RequestTimeout => "request_timeout",
             ErrorCode::PayloadTooLarge => "payload_too_large",
@@ -414,7 +421,9 @@ impl ErrorCode {
             | ErrorCode::SessionNotFollowable
             | ErrorCode::SessionBusy
             | ErrorCode::ApprovalResolved
-            | ErrorCode::AlreadyExists => 409,
+            | ErrorCode::AlreadyExists
+            | ErrorCode::VersionConflict => 409,
+            ErrorCode::RateLimited => 429,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::RequestTimeout => 408,
             ErrorCode::PayloadTooLarge => 413,

@@ -44,6 +44,7 @@ mod eval;
 mod event;
 mod fork;
 mod hook;
+mod host;
 mod http;
 mod mcp;
 mod ok;
@@ -86,6 +87,13 @@ pub use event::{
 };
 pub use fork::{ForkOrigin, ForkSession};
 pub use hook::HookPayload;
+pub use host::{
+    ActionHostCall, CallConnectionTool, CancelReminder, GetArtifact, HOST_TOKEN_ENV, HOST_URL_ENV,
+    HostArtifact, HostArtifacts, HostConnectionTools, HostConnections, HostIdentity, HostOutput,
+    HostReminders, KvDelete, KvEntryResponse, KvGet, KvList, KvListResponse, KvPut,
+    ListArtifacts, MetricKind, PutArtifact, RecordMetric, SpanAttributes, StorageEntry,
+    StorageScope, WriteLog,
+};
 pub use http::{
     Acknowledged, AgentSummary, ApprovalRequest, ArtifactRecord, ArtifactResponse, CreateSession,
     Empty, ErrorBody, ErrorCode, FollowUp, FollowUpAccepted, LogLevel, LogLine, LogsResponse, Page,

@@ -56,6 +56,7 @@
 mod deliveries;
 mod error;
 mod meta;
+pub mod storage;
 #[cfg(feature = "suite")]
 pub mod suite;
 
@@ -70,6 +71,10 @@ pub use deliveries::{
     dedup_window,
 };
 pub use error::StoreError;
+pub use storage::{
+    Condition, EntryPage, MAX_KEY_BYTES, MAX_LIST, MAX_VALUE_BYTES, Namespace, StorageStore,
+    StorageUsage, Written,
+};
 pub use meta::{
     AcceptedKey, SessionMeta, boundary_status, new_session_id, new_turn_id, valid_session_id,
 };
