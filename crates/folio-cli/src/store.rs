@@ -17,7 +17,8 @@ pub(crate) enum StoreCommand {
     /// Check that the database answers and that its schema is not newer than this folio's;
     /// exit 1 when it is unreachable or newer.
     Check(StoreArgs),
-    /// Count sessions, events, leases, create keys, slot claims, reminders and artifacts; the tables' sizes.
+    /// Count sessions, events, leases, create keys, slot claims, reminders, artifacts,
+    /// deliveries and storage entries; the tables' sizes.
     Stats(StoreArgs),
 }
 
@@ -136,9 +137,15 @@ async fn stats(args: StoreArgs) -> anyhow::Result<ExitCode> {
         ("reminders", stats.reminders),
         ("artifacts", stats.artifacts),
         ("deliveries", stats.deliveries),
+        ("storage entries", stats.storage_entries),
     ] {
         println!("  {what:<16}{count:>12}");
     }
+    println!(
+        "  {:<16}{:>12}",
+        "storage bytes",
+        human_bytes(stats.storage_bytes)
+    );
     for table in &stats.tables {
         println!("  {:<24}{:>12}", table.name, human_bytes(table.bytes));
     }

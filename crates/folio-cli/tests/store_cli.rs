@@ -13,7 +13,7 @@ use sqlx::ConnectOptions;
 
 /// The schema version this folio migrates to: its newest migration
 /// (`crates/folio-store-postgres/migrations/`).
-const SCHEMA: i64 = 6;
+const SCHEMA: i64 = 7;
 
 fn folio_store(args: &[&str], store: &str) -> Output {
     Command::new(folio_bin())
@@ -108,11 +108,13 @@ async fn migrate_check_and_stats_on_a_fresh_database_then_a_newer_schema_is_refu
             stats.slot_claims,
             stats.reminders,
             stats.artifacts,
-            stats.deliveries
+            stats.deliveries,
+            stats.storage_entries,
+            stats.storage_bytes
         ),
-        (0, 0, 0, 0, 0, 0, 0)
+        (0, 0, 0, 0, 0, 0, 0, 0, 0)
     );
-    assert_eq!(stats.tables.len(), 12);
+    assert_eq!(stats.tables.len(), 13);
     let text = ok(folio_store(&["stats"], &url));
     assert!(
         text.starts_with(&format!("{location} (schema version {SCHEMA})\n")),

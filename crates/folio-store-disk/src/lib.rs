@@ -10,6 +10,7 @@
 //! - `reminders/<id>/<reminder>.json`: reminders ([`reminders`]);
 //! - `channels/deliveries.ndjson`: channel deliveries ([`DiskDeliveries`]);
 //! - `evals/<runId>.json`: stored eval runs ([`eval_runs`]);
+//! - `storage/<scope>/<agent>/<owner>/<key>.entry`: storage entries ([`DiskStorage`]);
 //! - `.lock`: held by the one process that has the state root open.
 //!
 //! Files become durable through one group commit ([`state::commit`]): concurrent sessions'
@@ -36,12 +37,14 @@ mod event_log;
 pub mod reminders;
 pub mod slots;
 pub mod state;
+mod storage;
 mod store;
 
 pub use deliveries::DiskDeliveries;
 pub use eval_runs::{EvalRunError, list_eval_runs, read_eval_run, write_eval_run};
 pub use event_log::{EventLog, LogError, last_event, now_millis, read_events};
 pub use state::{StateRoot, load_meta};
+pub use storage::DiskStorage;
 pub use store::DiskStore;
 
 /// Why a state root could not be opened.

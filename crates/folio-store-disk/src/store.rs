@@ -11,7 +11,9 @@
 //! - create keys: `idempotency/<sha256(principal, key)>`, the session id and the request's
 //!   digest, synced before the call returns;
 //! - slot claims: a `claimed` record in the schedule's slot log (`schedules/<name>.ndjson`),
-//!   synced before the call returns.
+//!   synced before the call returns;
+//! - storage entries: one file each under `storage/` ([`DiskStorage`]), a session's own removed
+//!   with it.
 //!
 //! One process opens a state root at a time (it holds `<state-root>/.lock`), so leases and
 //! their fencing tokens live in this process's memory (a lease only orders this process's own
@@ -27,7 +29,7 @@ use chrono::{DateTime, Utc};
 use folio_protocol::Event;
 use folio_store::{
     Appends, CreateKey, DeliveryStore, Lease, ListQuery, NewEvent, RetentionReport, SessionMeta,
-    SessionStore, Signal, Signals, StoreError,
+    SessionStore, Signal, Signals, StorageStore, StoreError,
 };
 use tokio::sync::{broadcast, watch};
 
@@ -43,6 +45,7 @@ use crate::state::{
     MetaFile, StateRoot, load_meta, lock_state_root, meta_never_written, new_session_targets,
     session_ids, valid_session_id,
 };
+use crate::storage::DiskStorage;
 
 /// How many session logs stay open without followers; past it, the least recently used idle
 /// ones are closed (and reopened, reading the log once, on their next use).
@@ -68,6 +71,8 @@ pub struct DiskStore {
     artifacts: folio_agent::DirArtifacts,
     /// `<state-root>/channels`, as `folio serve` keeps them.
     deliveries: Arc<DiskDeliveries>,
+    /// `<state-root>/storage`.
+    storage: Arc<DiskStorage>,
     /// Slots claimed by this process since it opened the state root (see
     /// [`SessionStore::claim_slot`] below).
     claimed: Mutex<std::collections::HashSet<(String, DateTime<Utc>)>>,
@@ -122,6 +127,7 @@ impl DiskStore {
         let store = DiskStore {
             artifacts: folio_agent::DirArtifacts::new(state.path().join("artifacts")),
             deliveries: Arc::new(DiskDeliveries::new(state.path())),
+            storage: Arc::new(DiskStorage::new(state.path())),
             state,
             signals: broadcast::Sender::new(SIGNALS),
             logs: Mutex::new(HashMap::new()),
@@ -343,6 +349,10 @@ impl SessionStore for DiskStore {
         self.deliveries.clone()
     }
 
+    fn storage(&self) -> Arc<dyn StorageStore> {
+        self.storage.clone()
+    }
+
     async fn create_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
         let id = &meta.session_id;
         if !valid_session_id(id) {
@@ -432,6 +442,9 @@ impl SessionStore for DiskStore {
         if !self.exists(session_id)? {
             return Err(StoreError::NotFound(format!("session {session_id}")));
         }
+        // Its storage entries first: a crash before the session's folder goes leaves the
+        // session, whose next deletion (or retention) removes the rest.
+        self.storage.delete_session_entries(session_id).await?;
         // Dropping the open log drops its watch: followers' streams end.
         lock(&self.logs).remove(session_id);
         lock(&self.leases).held.remove(session_id);

@@ -40,6 +40,9 @@ impl SessionStore for Mutant {
     fn deliveries(&self) -> Arc<dyn DeliveryStore> {
         self.inner.deliveries()
     }
+    fn storage(&self) -> Arc<dyn folio_store::StorageStore> {
+        self.inner.storage()
+    }
     fn publish_interval(&self) -> Duration {
         self.inner.publish_interval()
     }

@@ -11,7 +11,9 @@
 //! - **create keys** and **slot claims**: `INSERT … ON CONFLICT DO NOTHING`, so one create per
 //!   idempotency key and one firing per `(schedule, slot)` across every server;
 //! - **reminders**: one row each until delivered or cancelled, read by due time;
-//! - **artifacts**: the agent's records, upserted by `(kind, key)`, evicted past the cap.
+//! - **artifacts**: the agent's records, upserted by `(kind, key)`, evicted past the cap;
+//! - **storage**: the host API's key-value entries, one row per `(scope, agent, owner, key)`
+//!   written with compare-and-set in one statement; a session's own go with it.
 //!
 //! Every append notifies `folio_events` (payload `<session id>:<index>`); followers on every
 //! server are woken by one `LISTEN` connection per process, and re-read the log's end when that
@@ -52,6 +54,7 @@ mod retry;
 mod schema;
 mod sessions;
 mod stats;
+mod storage;
 mod store;
 #[cfg(feature = "test-support")]
 pub mod testing;

@@ -82,7 +82,7 @@ impl PgStore {
 
     /// Runs `delete` (binding the cutoff instant and a batch size) until a batch deletes
     /// fewer rows than the batch size; how many rows it deleted.
-    async fn delete_older(
+    pub(crate) async fn delete_older(
         &self,
         what: &str,
         delete: &str,

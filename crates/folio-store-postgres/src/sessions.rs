@@ -111,9 +111,9 @@ impl PgStore {
             .collect()
     }
 
-    /// Deletes a session: its events (in batches of [`DELETE_BATCH`]), lease, create keys and
-    /// row, then tells its followers on every server. [`PgError::NotFound`] when it does not
-    /// exist.
+    /// Deletes a session: its events (in batches of [`DELETE_BATCH`]), lease, create keys,
+    /// reminders, session-scope storage entries and row, then tells its followers on every
+    /// server. [`PgError::NotFound`] when it does not exist.
     pub(crate) async fn delete(&self, session_id: &str) -> Result<(), PgError> {
         self.delete_events(session_id).await?;
         let deleted = self
@@ -129,6 +129,7 @@ impl PgStore {
                     "DELETE FROM folio_leases WHERE session_id = $1",
                     "DELETE FROM folio_create_keys WHERE session_id = $1",
                     "DELETE FROM folio_reminders WHERE session_id = $1",
+                    "DELETE FROM folio_storage WHERE scope = 'session' AND owner = $1",
                 ] {
                     sqlx::query(statement)
                         .bind(session_id)
@@ -153,7 +154,8 @@ impl PgStore {
     }
 
     /// Deletes the sessions created in the hour before `older_than_ms` ago whose log is empty
-    /// and that no lease holds, and tells their followers; their metadata.
+    /// and that no lease holds (with their session-scope storage entries), and tells their
+    /// followers; their metadata.
     pub(crate) async fn delete_unacknowledged(
         &self,
         older_than_ms: i64,
@@ -174,6 +176,10 @@ impl PgStore {
                 .await?;
                 for row in &rows {
                     let id: &str = row.get("id");
+                    sqlx::query("DELETE FROM folio_storage WHERE scope = 'session' AND owner = $1")
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
                     sqlx::query("SELECT pg_notify($1, $2)")
                         .bind(DELETED_CHANNEL)
                         .bind(id)

@@ -28,6 +28,11 @@ pub struct StoreStats {
     pub artifacts: i64,
     /// Channel deliveries recorded.
     pub deliveries: i64,
+    /// Storage entries (the host API's key-value storage; expired ones not yet purged
+    /// included).
+    pub storage_entries: i64,
+    /// The bytes of the storage entries' keys and values.
+    pub storage_bytes: i64,
     /// Each table's size on disk, indexes and TOAST included.
     pub tables: Vec<TableStats>,
     /// The whole database's size in bytes.
@@ -44,7 +49,7 @@ pub struct TableStats {
     pub bytes: i64,
 }
 
-const TABLES: [&str; 12] = [
+const TABLES: [&str; 13] = [
     "folio_sessions",
     "folio_events",
     "folio_leases",
@@ -57,6 +62,7 @@ const TABLES: [&str; 12] = [
     "folio_channel_replies",
     "folio_channel_follows",
     "folio_mcp_credentials",
+    "folio_storage",
 ];
 
 impl PgStore {
@@ -74,6 +80,8 @@ impl PgStore {
                             (SELECT count(*) FROM folio_reminders) AS reminders,
                             (SELECT count(*) FROM folio_artifacts) AS artifacts,
                             (SELECT count(*) FROM folio_channel_deliveries) AS deliveries,
+                            (SELECT count(*) FROM folio_storage) AS storage_entries,
+                            (SELECT coalesce(sum(bytes), 0)::bigint FROM folio_storage) AS storage_bytes,
                             pg_database_size(current_database()) AS database_bytes,
                             ARRAY(SELECT pg_total_relation_size(t::regclass) FROM unnest($1::text[]) t) AS sizes",
                 )
@@ -94,6 +102,8 @@ impl PgStore {
             reminders: row.get("reminders"),
             artifacts: row.get("artifacts"),
             deliveries: row.get("deliveries"),
+            storage_entries: row.get("storage_entries"),
+            storage_bytes: row.get("storage_bytes"),
             tables: TABLES
                 .iter()
                 .zip(sizes)

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use folio_protocol::{ArtifactRecord, Event, Reminder};
 use folio_store::{
     Appends, CreateKey, DeliveryStore, Lease, ListQuery, NewEvent, RetentionReport, SessionMeta,
-    SessionStore, Signal, Signals, StoreError,
+    SessionStore, Signal, Signals, StorageStore, StoreError,
 };
 
 use tokio::sync::broadcast;
@@ -27,6 +27,10 @@ impl SessionStore for PgStore {
     }
 
     fn deliveries(&self) -> std::sync::Arc<dyn DeliveryStore> {
+        std::sync::Arc::new(self.clone())
+    }
+
+    fn storage(&self) -> std::sync::Arc<dyn StorageStore> {
         std::sync::Arc::new(self.clone())
     }
 

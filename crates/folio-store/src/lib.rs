@@ -4,7 +4,9 @@
 //! log, and, shared between every server using it: the lease that says which server runs a
 //! session's turn (with a fencing token checked on every append), the records of idempotent
 //! creates, the claims of schedule slots, and the signals (stop, preempt) that reach a turn's
-//! owner; retention deletes old idle sessions. Two backends implement it: the embedded disk
+//! owner; beside them, channel deliveries ([`DeliveryStore`]) and the host API's key-value
+//! storage ([`StorageStore`], in the [`storage`] module); retention deletes old idle sessions.
+//! Two backends implement it: the embedded disk
 //! store (`folio_store_disk::DiskStore`, over the state root's files; one process per state root,
 //! so its leases and signals live in memory) and PostgreSQL (`folio_store_postgres::PgStore`,
 //! any number of servers). Both run the same conformance suite, `suite` (feature `suite`, for backends' tests).
@@ -71,12 +73,12 @@ pub use deliveries::{
     dedup_window,
 };
 pub use error::StoreError;
-pub use storage::{
-    Condition, EntryPage, MAX_KEY_BYTES, MAX_LIST, MAX_VALUE_BYTES, Namespace, StorageStore,
-    StorageUsage, Written,
-};
 pub use meta::{
     AcceptedKey, SessionMeta, boundary_status, new_session_id, new_turn_id, valid_session_id,
+};
+pub use storage::{
+    Condition, EntryPage, MAX_KEY_BYTES, MAX_LIST, MAX_VALUE_BYTES, Namespace, StorageStore,
+    StorageUsage, Written, check_key, value_text,
 };
 
 /// An event to append: the store gives it its index, session and time.
@@ -175,7 +177,8 @@ pub struct RetentionReport {
 
 /// Where sessions, event logs, leases, idempotent creates, schedule claims, reminders, the
 /// agent's artifacts, the principals' MCP credentials and (through
-/// [`SessionStore::deliveries`]) channel deliveries are kept.
+/// [`SessionStore::deliveries`] and [`SessionStore::storage`]) channel deliveries and storage
+/// entries are kept.
 ///
 /// Object-safe: servers hold an `Arc<dyn SessionStore>`. Every method may fail with
 /// [`StoreError::Unavailable`] (retryable) or a backend error besides those it lists.
@@ -186,6 +189,11 @@ pub trait SessionStore: Send + Sync {
 
     /// The channel deliveries kept beside the sessions.
     fn deliveries(&self) -> std::sync::Arc<dyn DeliveryStore>;
+
+    /// The storage entries (the host API's key-value storage) kept beside the sessions; a
+    /// session's own entries go with it ([`delete_session`](SessionStore::delete_session) and
+    /// retention).
+    fn storage(&self) -> std::sync::Arc<dyn StorageStore>;
 
     /// How long a session's owner gathers a running turn's appends before it writes them in
     /// one [`append`](SessionStore::append) (what streams on other servers wait at most);
@@ -219,7 +227,8 @@ pub trait SessionStore: Send + Sync {
     /// Sessions matching `query`, newest first (descending session id).
     async fn list_sessions(&self, query: &ListQuery) -> Result<Vec<SessionMeta>, StoreError>;
 
-    /// Removes the session: its metadata, log and lease. Its followers' streams end.
+    /// Removes the session: its metadata, log, lease and session-scope storage entries. Its
+    /// followers' streams end.
     /// [`StoreError::NotFound`] when it does not exist.
     async fn delete_session(&self, session_id: &str) -> Result<(), StoreError>;
 
@@ -306,9 +315,10 @@ pub trait SessionStore: Send + Sync {
 
     /// Retention (`[store] keep_sessions_days`): deletes every session whose metadata was last
     /// updated before `before` (the caller's clock less the period), whose turn no server holds
-    /// a lease on and that has no reminder to deliver, with its events (and, where the backend
-    /// keeps them apart, slot claims from before `before`), a few at a time so that no single
-    /// step holds much.
+    /// a lease on and that has no reminder to deliver, with its events and session-scope storage
+    /// entries (and, where the backend keeps them apart, slot claims from before `before`), a
+    /// few at a time so that no single step holds much. Expired storage entries of live
+    /// sessions are [`StorageStore::purge_expired`]'s.
     async fn delete_expired_sessions(
         &self,
         before: DateTime<Utc>,

@@ -6,11 +6,65 @@
 //! 1 and raised by each write, so a writer can compare-and-set; an entry may expire, and an
 //! expired entry reads as absent (and is removed by [`StorageStore::purge_expired`]). Entries
 //! are durable when a call returns.
+//!
+//! Keys are compared and listed in byte order (UTF-8 bytes). A backend keeps times to the
+//! microsecond at least, and counts an entry's bytes as its key's plus its value's JSON text
+//! ([`value_text`]).
 
 use chrono::{DateTime, Utc};
 use folio_protocol::{StorageEntry, StorageScope};
 
 use crate::StoreError;
+
+/// Refuses a key no backend can store: empty, longer than [`MAX_KEY_BYTES`], or holding a NUL
+/// character.
+pub fn check_key(key: &str) -> Result<(), StoreError> {
+    if key.is_empty() || key.len() > MAX_KEY_BYTES || key.contains('\0') {
+        return Err(StoreError::backend(format!(
+            "storage key {:?} is not 1 to {MAX_KEY_BYTES} bytes without NUL characters",
+            truncated(key)
+        )));
+    }
+    Ok(())
+}
+
+/// The JSON text a backend stores for `value`; refused past [`MAX_VALUE_BYTES`] or with a NUL
+/// character in a string (which PostgreSQL's `jsonb` cannot hold).
+pub fn value_text(value: &serde_json::Value) -> Result<String, StoreError> {
+    let text = serde_json::to_string(value)
+        .map_err(|err| StoreError::backend_from("cannot encode a storage value", err))?;
+    if text.len() > MAX_VALUE_BYTES {
+        return Err(StoreError::backend(format!(
+            "a storage value is {} bytes of JSON, more than the {MAX_VALUE_BYTES} allowed",
+            text.len()
+        )));
+    }
+    if holds_nul(value) {
+        return Err(StoreError::backend(
+            "a storage value holds a NUL character (\\u0000), which cannot be stored",
+        ));
+    }
+    Ok(text)
+}
+
+/// Whether a string of `value` (a key of an object included) holds a NUL character.
+fn holds_nul(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::String(text) => text.contains('\0'),
+        serde_json::Value::Array(items) => items.iter().any(holds_nul),
+        serde_json::Value::Object(map) => map
+            .iter()
+            .any(|(key, value)| key.contains('\0') || holds_nul(value)),
+        serde_json::Value::Null | serde_json::Value::Bool(_) | serde_json::Value::Number(_) => {
+            false
+        }
+    }
+}
+
+/// The first 64 characters of `key`, for messages.
+fn truncated(key: &str) -> String {
+    key.chars().take(64).collect()
+}
 
 /// The largest value a put may store: its JSON text, in bytes.
 pub const MAX_VALUE_BYTES: usize = 256 * 1024;
@@ -97,9 +151,10 @@ pub trait StorageStore: Send + Sync {
         now: DateTime<Utc>,
     ) -> Result<Option<StorageEntry>, StoreError>;
 
-    /// Writes `value` (JSON text at most [`MAX_VALUE_BYTES`]) at `key` when `condition` holds
-    /// at `now` (an expired entry counts as absent), with the next version (1 for a new key),
-    /// `updated_at = now` and `expires_at`. Durable when it returns.
+    /// Writes `value` (JSON text at most [`MAX_VALUE_BYTES`]: [`value_text`]) at `key`
+    /// ([`check_key`]) when `condition` holds at `now` (an expired entry counts as absent),
+    /// with the next version (1 for a new key or one whose entry expired), `updated_at = now`
+    /// and `expires_at`. Durable when it returns.
     async fn put(
         &self,
         namespace: &Namespace,
@@ -110,8 +165,9 @@ pub trait StorageStore: Send + Sync {
         now: DateTime<Utc>,
     ) -> Result<Written, StoreError>;
 
-    /// Removes the entry at `key` when `condition` holds (`Absent` is not a delete condition:
-    /// treated as `Any`). Durable when it returns.
+    /// Removes the entry at `key` when `condition` holds at `now` (`Absent` is not a delete
+    /// condition: treated as `Any`; an expired entry counts as absent, and is removed by `Any`
+    /// with `Done(None)`). Durable when it returns.
     async fn delete(
         &self,
         namespace: &Namespace,
@@ -121,7 +177,7 @@ pub trait StorageStore: Send + Sync {
     ) -> Result<Written, StoreError>;
 
     /// The unexpired entries whose key starts with `prefix`, in key order, after the key
-    /// `after` (exclusive), at most `limit` (capped at [`MAX_LIST`]).
+    /// `after` (exclusive), at most `limit` (capped at [`MAX_LIST`]; 0 answers an empty page).
     async fn list(
         &self,
         namespace: &Namespace,

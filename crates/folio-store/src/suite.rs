@@ -11,6 +11,9 @@
 //! ```
 //!
 //! A case panics (with the backend's name and what broke) when the store breaks a promise.
+//! The storage cases ([`SessionStore::storage`]) are in [`storage`].
+
+pub mod storage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,6 +52,14 @@ pub async fn run_all(make: impl AsyncFn() -> Arc<dyn SessionStore>) {
     a_session_is_followed_by_one_server(make().await).await;
     mcp_credentials_are_kept_per_principal_and_connection(make().await).await;
     unacknowledged_creates_are_deleted(make().await).await;
+    storage::storage_round_trips_with_versions(make().await).await;
+    storage::storage_conditions_conflict_without_writing(make().await).await;
+    storage::storage_entries_expire(make().await).await;
+    storage::storage_lists_by_prefix_in_byte_order(make().await).await;
+    storage::storage_namespaces_are_isolated(make().await).await;
+    storage::storage_usage_counts_entries_and_bytes(make().await).await;
+    storage::storage_session_entries_go_with_the_session(make().await).await;
+    storage::storage_compare_and_set_counts_every_increment(make().await).await;
 }
 
 /// A chat session of `principal` with a fresh id, status `running`.
