@@ -293,6 +293,7 @@ impl Agent {
                 NativeTool::UpdateTodos => Arc::new(TodosTool::Update),
                 NativeTool::ReadTodos => Arc::new(TodosTool::Read),
                 NativeTool::SetReminder => Arc::new(crate::tools::SetReminderTool),
+                NativeTool::Storage(op) => Arc::new(crate::tools::StorageTool(*op)),
                 NativeTool::WebSearch => {
                     // Resolved only when `[tools.web_search]` is set.
                     let Some(config) = definition

@@ -17,6 +17,7 @@ use folio_protocol::{Event, HookPayload};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use crate::host::{HostBroker, HostCaller, HostGrant};
 use crate::tools::process::kill_group;
 
 /// Hook runs remembered for [`HookDispatcher::recent_runs`].
@@ -83,7 +84,7 @@ pub struct HookRun {
 /// Sends recorded events to the hooks that subscribe to them, in the background.
 #[derive(Clone, Default)]
 pub struct HookDispatcher {
-    queues: Vec<(Arc<HookDefinition>, mpsc::UnboundedSender<Arc<HookPayload>>)>,
+    queues: Vec<(Arc<HookDefinition>, mpsc::UnboundedSender<Queued>)>,
     recent: Arc<Mutex<VecDeque<HookRun>>>,
     pending: Arc<Pending>,
     /// The session's channel, added to every payload.
@@ -92,7 +93,12 @@ pub struct HookDispatcher {
     purpose: Option<String>,
     /// Whether the session is a dry run, added to every payload.
     dry_run: bool,
+    /// Issues the host API credentials of the session's hook runs.
+    host: Option<Arc<dyn HostBroker>>,
 }
+
+/// One hook run waiting for its worker: the payload, and who grants it host access.
+type Queued = (Arc<HookPayload>, Option<Arc<dyn HostBroker>>);
 
 impl std::fmt::Debug for HookDispatcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -129,6 +135,7 @@ impl HookDispatcher {
             channel: None,
             purpose: None,
             dry_run: false,
+            host: None,
         }
     }
 
@@ -142,7 +149,14 @@ impl HookDispatcher {
             channel: channel.map(str::to_string).or_else(|| self.channel.clone()),
             purpose: purpose.map(str::to_string).or_else(|| self.purpose.clone()),
             dry_run: self.dry_run,
+            host: self.host.clone(),
         }
+    }
+
+    /// Gives the session's hook runs host API credentials from `host`.
+    pub fn with_host(mut self, host: Option<Arc<dyn HostBroker>>) -> Self {
+        self.host = host;
+        self
     }
 
     /// Adds `"dryRun": true` to every payload when `dry_run` (a dry-run session, e.g. an eval
@@ -174,7 +188,7 @@ impl HookDispatcher {
                 })
             });
             self.pending.count.fetch_add(1, Ordering::SeqCst);
-            if queue.send(payload.clone()).is_err() {
+            if queue.send((payload.clone(), self.host.clone())).is_err() {
                 self.pending.done();
                 tracing::warn!(hook = %hook.name, "hook worker stopped; event dropped");
             }
@@ -222,13 +236,24 @@ impl Pending {
 
 async fn worker(
     hook: Arc<HookDefinition>,
-    mut queue: mpsc::UnboundedReceiver<Arc<HookPayload>>,
+    mut queue: mpsc::UnboundedReceiver<Queued>,
     recent: Arc<Mutex<VecDeque<HookRun>>>,
     pending: Arc<Pending>,
 ) {
-    while let Some(payload) = queue.recv().await {
+    while let Some((payload, host)) = queue.recv().await {
         let started = Instant::now();
-        let outcome = run_hook(&hook, &payload).await;
+        let grant = crate::host::grant_for(
+            host.as_ref(),
+            HostCaller::Hook {
+                hook: hook.name.clone(),
+                session_id: payload.event.session_id.clone(),
+                index: payload.event.index,
+            },
+        )
+        .await;
+        let outcome = run_hook(&hook, &payload, grant.as_ref()).await;
+        // The hook's process has ended: its token stops working now.
+        drop(grant);
         let event_type = payload.event.event_type().to_string();
         let index = payload.event.index;
         match &outcome {
@@ -255,7 +280,11 @@ async fn worker(
     }
 }
 
-async fn run_hook(hook: &HookDefinition, payload: &HookPayload) -> HookOutcome {
+async fn run_hook(
+    hook: &HookDefinition,
+    payload: &HookPayload,
+    grant: Option<&HostGrant>,
+) -> HookOutcome {
     let program = &hook.command[0];
     let program = if program.starts_with("./") || program.starts_with("../") {
         hook.dir.join(program)
@@ -271,6 +300,9 @@ async fn run_hook(hook: &HookDefinition, payload: &HookPayload) -> HookOutcome {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(grant) = grant {
+        grant.apply(&mut command);
+    }
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(err) => {

@@ -110,6 +110,7 @@
 //!     todos: TodoList::default(),
 //!     context: Default::default(),
 //!     trace: Default::default(),
+//!     host: None,
 //! };
 //! let outcome = agent.harness.run_turn(turn, &sink).await;
 //! let TurnOutcome::Completed { reply } = outcome else {
@@ -133,6 +134,7 @@ mod compaction;
 mod conversation;
 mod env;
 mod hooks;
+mod host;
 mod layout;
 pub mod mcp;
 pub mod peers;
@@ -156,6 +158,7 @@ pub use compaction::{ContextBudget, Summarizer};
 pub use conversation::{SUMMARY_HEADING, content_of, conversation};
 pub use folio_project::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
 pub use hooks::{HookDispatcher, HookFailure, HookOutcome, HookRun};
+pub use host::{HostBroker, HostCaller, HostGrant, StorageRequest};
 pub use layout::StateLayout;
 pub use root::{LiveRoot, MountFailure, RootContext, RootError, RootFactory, RootHost, check_root};
 pub use sink::{AuthorizationFailure, AuthorizationRedirect, EventSink, SinkError};

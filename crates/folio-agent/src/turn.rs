@@ -92,6 +92,9 @@ pub struct Turn {
     pub context: SessionContext,
     /// Where the turn came from, for its span.
     pub trace: TurnTrace,
+    /// Issues host API credentials to the processes the turn's tool calls start (`None`: no
+    /// host API, as under `folio run`).
+    pub host: Option<Arc<dyn crate::host::HostBroker>>,
 }
 
 /// How a turn ended.
@@ -284,6 +287,7 @@ impl Harness {
                 peer_depth: ctx.peer_depth,
             },
             trace: TurnTrace::default(),
+            host: ctx.host.clone(),
         };
         let span = trace::subagent_span(&self.agent, id, &ctx.session_id, turn_id);
         let range = LogRange::new();
@@ -839,6 +843,8 @@ impl Harness {
                     continuation_key: turn.context.continuation_key.clone(),
                     principal: turn.context.principal.clone(),
                     peer_depth: turn.context.peer_depth,
+                    turn_id: Some(turn.turn_id.clone()),
+                    host: turn.host.clone(),
                 };
                 self.invoke(&call.name, input, &ctx, recorder.sink, &turn.turn_id)
                     .await

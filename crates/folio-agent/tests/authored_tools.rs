@@ -61,6 +61,8 @@ fn context(workspace: &Path) -> ToolContext {
         continuation_key: Some("ticket:42".into()),
         principal: "local".into(),
         peer_depth: 0,
+        turn_id: None,
+        host: None,
     }
 }
 

@@ -32,6 +32,8 @@ async fn call(fs: &Arc<dyn FileSystem>, tool: &str, input: Value) -> String {
         continuation_key: None,
         principal: "local".into(),
         peer_depth: 0,
+        turn_id: None,
+        host: None,
     };
     match registry.call(tool, input, &ctx).await {
         Ok(ToolOutput::Text(text)) => text,

@@ -38,6 +38,8 @@ async fn call(fs: &Arc<dyn FileSystem>, workspace: &Path, tool: &str, input: Val
         continuation_key: None,
         principal: "local".into(),
         peer_depth: 0,
+        turn_id: None,
+        host: None,
     };
     match registry().call(tool, input, &ctx).await {
         Ok(ToolOutput::Text(text)) => text,

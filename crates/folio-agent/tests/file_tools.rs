@@ -34,6 +34,8 @@ fn context(fs: Arc<dyn FileSystem>) -> ToolContext {
         continuation_key: None,
         principal: "local".into(),
         peer_depth: 0,
+        turn_id: None,
+        host: None,
     }
 }
 

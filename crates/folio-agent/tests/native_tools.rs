@@ -41,6 +41,8 @@ fn context(fs: Arc<dyn FileSystem>, workspace: &Path, scratch: ScratchMode) -> T
         continuation_key: None,
         principal: "local".into(),
         peer_depth: 0,
+        turn_id: None,
+        host: None,
     }
 }
 

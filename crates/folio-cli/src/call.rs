@@ -81,6 +81,8 @@ async fn call_async(args: CallArgs) -> anyhow::Result<ExitCode> {
         continuation_key: None,
         principal: "local".to_string(),
         peer_depth: 0,
+        turn_id: None,
+        host: None,
     };
     let (result, is_error) = match tool.prepare(input) {
         Err(invalid) => {

@@ -14,6 +14,7 @@ mod dev;
 mod eval;
 mod github;
 mod help;
+mod host;
 mod info;
 mod init;
 mod mcp;
@@ -85,6 +86,10 @@ enum Command {
     /// Look after a PostgreSQL session store: `migrate` its schema, `check` it, show `stats`.
     #[command(subcommand)]
     Store(store::StoreCommand),
+    /// The host API from inside a session's tool or hook: storage, files, reminders,
+    /// artifacts, host connections, telemetry (prints JSON).
+    #[command(subcommand)]
+    Host(host::HostCommand),
 }
 
 /// Arguments of `folio trajectory`.
@@ -144,6 +149,7 @@ fn main() -> ExitCode {
         Command::Github(command) => github::github(command),
         Command::Mcp(command) => mcp::mcp(command),
         Command::Store(command) => store::store(command),
+        Command::Host(command) => host::host(command),
     };
     telemetry.shutdown();
     match result {

@@ -96,9 +96,11 @@ async fn run_async(args: RunArgs) -> anyhow::Result<ExitCode> {
         .await
         .map_err(anyhow::Error::msg)?;
     let agent = Arc::new(agent);
-    let manager = SessionManager::open(state, agent.clone(), LogBuffer::new())
+    let manager = SessionManager::open(state.clone(), agent.clone(), LogBuffer::new())
         .await
         .map_err(anyhow::Error::msg)?;
+    // The run's tools and hooks reach their session as under `folio serve`.
+    folio_server::host::serve_host_api(&manager, state.path()).await?;
     let ran = run_session(&manager, &args.message, args.accept_elicitation_defaults).await;
     settle(&manager, &agent, ran, args.json).await
 }

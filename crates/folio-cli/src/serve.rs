@@ -332,6 +332,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         .map_err(anyhow::Error::msg)?;
         manager.set_fault(fault);
         manager.set_clock(clock.clone());
+        folio_server::host::serve_host_api(&manager, state.path()).await?;
         if let Some(dir) = &args.workspace_root {
             let root = WorkspaceRoot::open(dir).map_err(anyhow::Error::msg)?;
             manager.set_workspace_root(match layout {

@@ -71,6 +71,22 @@ pub enum NativeTool {
     WebSearch,
     /// `ReadLints` (host default only), when `[tools.read_lints]` configures linters.
     ReadLints,
+    /// `storage_get`, `storage_put`, `storage_delete`, `storage_list` (opt-in: `storage`):
+    /// the session engine's key-value storage.
+    Storage(StorageOp),
+}
+
+/// One of the four storage tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum StorageOp {
+    /// `storage_get`.
+    Get,
+    /// `storage_put`.
+    Put,
+    /// `storage_delete`.
+    Delete,
+    /// `storage_list`.
+    List,
 }
 
 impl NativeTool {
@@ -86,6 +102,10 @@ impl NativeTool {
             NativeTool::SetReminder => "set_reminder",
             NativeTool::WebSearch => "WebSearch",
             NativeTool::ReadLints => "ReadLints",
+            NativeTool::Storage(StorageOp::Get) => "storage_get",
+            NativeTool::Storage(StorageOp::Put) => "storage_put",
+            NativeTool::Storage(StorageOp::Delete) => "storage_delete",
+            NativeTool::Storage(StorageOp::List) => "storage_list",
         }
     }
 }
@@ -108,6 +128,7 @@ pub const ALLOWLIST_NAMES: &[&str] = &[
     "readLints",
     "mcp",
     "setReminder",
+    "storage",
 ];
 
 /// Names that cannot be granted under an authored root (they need the host disk).
@@ -222,6 +243,15 @@ pub fn resolve(
             "updateTodos" => out.tools.push(NativeTool::UpdateTodos),
             "readTodos" => out.tools.push(NativeTool::ReadTodos),
             "setReminder" => out.tools.push(NativeTool::SetReminder),
+            "storage" => out.tools.extend(
+                [
+                    StorageOp::Get,
+                    StorageOp::Put,
+                    StorageOp::Delete,
+                    StorageOp::List,
+                ]
+                .map(NativeTool::Storage),
+            ),
             "task" if has_subagents => out.tools.push(NativeTool::Task),
             "task" => out
                 .warnings

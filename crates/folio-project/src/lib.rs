@@ -58,7 +58,7 @@ mod tools;
 mod tools_config;
 
 pub use allowlist::{
-    ALLOWLIST_NAMES, Backends, FileTool, NativeTool, ROOT_FORBIDDEN, Resolved, resolve,
+    ALLOWLIST_NAMES, Backends, FileTool, NativeTool, ROOT_FORBIDDEN, Resolved, StorageOp, resolve,
 };
 pub use artifacts::{ArtifactKind, ArtifactKindManifest, ArtifactsConfig, ArtifactsManifest};
 pub use channels::{

@@ -90,9 +90,8 @@ pub use hook::HookPayload;
 pub use host::{
     ActionHostCall, CallConnectionTool, CancelReminder, GetArtifact, HOST_TOKEN_ENV, HOST_URL_ENV,
     HostArtifact, HostArtifacts, HostConnectionTools, HostConnections, HostIdentity, HostOutput,
-    HostReminders, KvDelete, KvEntryResponse, KvGet, KvList, KvListResponse, KvPut,
-    ListArtifacts, MetricKind, PutArtifact, RecordMetric, SpanAttributes, StorageEntry,
-    StorageScope, WriteLog,
+    HostReminders, KvDelete, KvEntryResponse, KvGet, KvList, KvListResponse, KvPut, ListArtifacts,
+    MetricKind, PutArtifact, RecordMetric, SpanAttributes, StorageEntry, StorageScope, WriteLog,
 };
 pub use http::{
     Acknowledged, AgentSummary, ApprovalRequest, ArtifactRecord, ArtifactResponse, CreateSession,

@@ -42,6 +42,10 @@ Not described here, as protocols of their own: `POST /v1/mcp` (the agent as an M
 
 const AUTH_DESCRIPTION: &str = "`Authorization: Bearer <token>` when the server runs with `--bearer-token` or `--tokens-file` (each token authenticates as its principal). Under the default `local-dev-strict` (direct loopback callers only, no proxy-forwarding headers) and with `--allow-anonymous`, no credentials are sent. Whatever the mode, sessions answer only the principal that created them (`403`).";
 
+const HOST_API_SERVER: &str = "The host API: where `FOLIO_HOST_URL` points (`unix:<state-root>/host.sock`, or `http://127.0.0.1:<port>` where a socket cannot be made). Only the processes Folio starts for a session (authored tools, hooks) are given it.";
+
+const HOST_TOKEN_DESCRIPTION: &str = "`Authorization: Bearer $FOLIO_HOST_TOKEN`: the token Folio gives one process of a session (an authored tool's call, a hook's run), valid while that process runs and only for that session's data.";
+
 /// The OpenAPI 3.1 document of every route, with `servers` as given.
 pub fn openapi(servers: ApiServers<'_>) -> Value {
     let mut generator = SchemaSettings::draft2020_12()
@@ -55,11 +59,20 @@ pub fn openapi(servers: ApiServers<'_>) -> Value {
     let mut paths: BTreeMap<&str, Map<String, Value>> = BTreeMap::new();
     for route in routes() {
         let item = paths.entry(route.path).or_default();
-        if route.scope == Scope::Host {
-            item.insert(
-                "servers".into(),
-                json!([{"url": "/", "description": "The host's root."}]),
-            );
+        match route.scope {
+            Scope::Host => {
+                item.insert(
+                    "servers".into(),
+                    json!([{"url": "/", "description": "The host's root."}]),
+                );
+            }
+            Scope::Call => {
+                item.insert(
+                    "servers".into(),
+                    json!([{"url": "/", "description": HOST_API_SERVER}]),
+                );
+            }
+            Scope::Agent => {}
         }
         item.insert(
             route.method.as_str().to_ascii_lowercase(),
@@ -83,6 +96,11 @@ pub fn openapi(servers: ApiServers<'_>) -> Value {
                     "type": "http",
                     "scheme": "bearer",
                     "description": AUTH_DESCRIPTION,
+                },
+                "hostToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": HOST_TOKEN_DESCRIPTION,
                 }
             }
         }
@@ -256,6 +274,7 @@ fn operation(
     operation.insert("responses".into(), responses.into());
     let security = match route.access {
         Access::Caller => json!([{"bearer": []}]),
+        Access::HostToken => json!([{"hostToken": []}]),
         Access::Open => json!([]),
     };
     operation.insert("security".into(), security);
@@ -270,7 +289,7 @@ pub fn error_codes(route: &Route) -> BTreeMap<u16, Vec<ErrorCode>> {
         ErrorCode::RequestTimeout,
         ErrorCode::Internal,
     ];
-    if route.access == Access::Caller {
+    if matches!(route.access, Access::Caller | Access::HostToken) {
         codes.push(ErrorCode::Unauthorized);
     }
     if route.request.is_some() {

@@ -97,6 +97,40 @@ pub enum Operation {
     OpenApi,
     /// `GET /v1/agents` (host).
     ListAgents,
+    /// `GET /v1/host/whoami` (host API socket).
+    HostWhoami,
+    /// `POST /v1/host/files/{operation}` (host API socket).
+    HostFiles,
+    /// `POST /v1/host/kv/get` (host API socket).
+    HostKvGet,
+    /// `POST /v1/host/kv/put` (host API socket).
+    HostKvPut,
+    /// `POST /v1/host/kv/delete` (host API socket).
+    HostKvDelete,
+    /// `POST /v1/host/kv/list` (host API socket).
+    HostKvList,
+    /// `POST /v1/host/reminders/set` (host API socket).
+    HostSetReminder,
+    /// `POST /v1/host/reminders/list` (host API socket).
+    HostListReminders,
+    /// `POST /v1/host/reminders/cancel` (host API socket).
+    HostCancelReminder,
+    /// `POST /v1/host/artifacts/put` (host API socket).
+    HostPutArtifact,
+    /// `POST /v1/host/artifacts/get` (host API socket).
+    HostGetArtifact,
+    /// `POST /v1/host/artifacts/list` (host API socket).
+    HostListArtifacts,
+    /// `POST /v1/host/connections/list` (host API socket).
+    HostListConnections,
+    /// `POST /v1/host/connections/call` (host API socket).
+    HostCallConnection,
+    /// `POST /v1/host/telemetry/attributes` (host API socket).
+    HostSpanAttributes,
+    /// `POST /v1/host/telemetry/metric` (host API socket).
+    HostMetric,
+    /// `POST /v1/host/telemetry/log` (host API socket).
+    HostLog,
 }
 
 /// Where a route is mounted.
@@ -106,6 +140,8 @@ pub enum Scope {
     Agent,
     /// At the host's root, whatever the layout.
     Host,
+    /// On the host API socket (`FOLIO_HOST_URL`), for a session's processes only.
+    Call,
 }
 
 /// Whether a route needs the caller's credentials.
@@ -115,6 +151,8 @@ pub enum Access {
     Caller,
     /// Open to anyone the browser guard admits: the answer holds no data.
     Open,
+    /// The call's `FOLIO_HOST_TOKEN`, valid while the process it was issued for runs.
+    HostToken,
 }
 
 /// The schema of a body, from the one generator of the document (a `$ref` into
@@ -257,6 +295,30 @@ const IDEMPOTENCY_KEY: Param = Param {
     description: "An idempotency key (the same as the body's `clientMessageId`; both given, they must agree): a retry of the same request with the same key gets the first answer; the key with another request is refused (`422 idempotency_key_reused`).",
     kind: ParamType::Text,
 };
+
+/// A host API route (on the socket, behind the call's token; every one may answer `429`
+/// past the session's call budget), answering `200` with `$answer`.
+macro_rules! host_route {
+    ($operation:ident, $method:ident, $path:literal, $summary:literal, $request:expr, $answer:ty, [$($error:ident),*]) => {
+        Route {
+            operation: Operation::$operation,
+            method: Method::$method,
+            path: $path,
+            scope: Scope::Call,
+            access: Access::HostToken,
+            summary: $summary,
+            query: &[],
+            headers: &[],
+            request: $request,
+            answers: &[Answer {
+                status: 200,
+                description: OK,
+                body: json::<$answer>(),
+            }],
+            errors: &[ErrorCode::RateLimited, $(ErrorCode::$error),*],
+        }
+    };
+}
 
 const ROUTES: &[Route] = &[
     Route {
@@ -756,6 +818,159 @@ const ROUTES: &[Route] = &[
         }],
         errors: &[],
     },
+    host_route!(
+        HostWhoami,
+        Get,
+        "/v1/host/whoami",
+        "Who the token acts for: the session, the call, the principal and the agent.",
+        None,
+        crate::HostIdentity,
+        []
+    ),
+    host_route!(
+        HostFiles,
+        Post,
+        "/v1/host/files/{operation}",
+        "Runs a file tool on the session's FileSystem (`read`, `write`, `edit`, `delete`, `list`, `glob`, `grep`: Read, Write, StrReplace, Delete, LS, Glob, Grep), the body being that tool's input; the same confinement and limits as the model's calls.",
+        request::<serde_json::Map<String, serde_json::Value>>(),
+        crate::HostOutput,
+        [NotFound]
+    ),
+    host_route!(
+        HostKvGet,
+        Post,
+        "/v1/host/kv/get",
+        "One storage entry (`entry: null` when there is none or it expired).",
+        request::<crate::KvGet>(),
+        crate::KvEntryResponse,
+        []
+    ),
+    host_route!(
+        HostKvPut,
+        Post,
+        "/v1/host/kv/put",
+        "Writes a storage entry (compare-and-set with `ifVersion`; `ifVersion: 0` only when there is none); durable when answered.",
+        request::<crate::KvPut>(),
+        crate::KvEntryResponse,
+        [VersionConflict]
+    ),
+    host_route!(
+        HostKvDelete,
+        Post,
+        "/v1/host/kv/delete",
+        "Removes a storage entry (only at `ifVersion` when given); answers the entry removed, or `null`.",
+        request::<crate::KvDelete>(),
+        crate::KvEntryResponse,
+        [VersionConflict]
+    ),
+    host_route!(
+        HostKvList,
+        Post,
+        "/v1/host/kv/list",
+        "A page of a scope's entries in key order, by prefix.",
+        request::<crate::KvList>(),
+        crate::KvListResponse,
+        []
+    ),
+    host_route!(
+        HostSetReminder,
+        Post,
+        "/v1/host/reminders/set",
+        "Sets a reminder on the session (the same reminders as the HTTP API).",
+        request::<SetReminder>(),
+        ReminderResponse,
+        [SessionNotFollowable]
+    ),
+    host_route!(
+        HostListReminders,
+        Post,
+        "/v1/host/reminders/list",
+        "The session's pending reminders, earliest first.",
+        NO_FIELDS,
+        crate::HostReminders,
+        []
+    ),
+    host_route!(
+        HostCancelReminder,
+        Post,
+        "/v1/host/reminders/cancel",
+        "Cancels a pending reminder of the session.",
+        request::<crate::CancelReminder>(),
+        Acknowledged,
+        [NotFound]
+    ),
+    host_route!(
+        HostPutArtifact,
+        Post,
+        "/v1/host/artifacts/put",
+        "Tags (upserts by kind and key) an artifact of the session; records `artifact.tagged`.",
+        request::<crate::PutArtifact>(),
+        crate::HostArtifact,
+        []
+    ),
+    host_route!(
+        HostGetArtifact,
+        Post,
+        "/v1/host/artifacts/get",
+        "One artifact of the agent, by id or by kind and key, with its contents as text.",
+        request::<crate::GetArtifact>(),
+        crate::HostArtifact,
+        [NotFound]
+    ),
+    host_route!(
+        HostListArtifacts,
+        Post,
+        "/v1/host/artifacts/list",
+        "The agent's artifacts (or the session's), most recently updated first.",
+        request::<crate::ListArtifacts>(),
+        crate::HostArtifacts,
+        []
+    ),
+    host_route!(
+        HostListConnections,
+        Post,
+        "/v1/host/connections/list",
+        "The agent's host connections (agent/host-connections/) and their tools.",
+        NO_FIELDS,
+        crate::HostConnections,
+        []
+    ),
+    host_route!(
+        HostCallConnection,
+        Post,
+        "/v1/host/connections/call",
+        "Calls a tool of a host connection.",
+        request::<crate::CallConnectionTool>(),
+        ToolCallResult,
+        [NotFound]
+    ),
+    host_route!(
+        HostSpanAttributes,
+        Post,
+        "/v1/host/telemetry/attributes",
+        "Sets attributes on the span of the calling tool call.",
+        request::<crate::SpanAttributes>(),
+        Acknowledged,
+        []
+    ),
+    host_route!(
+        HostMetric,
+        Post,
+        "/v1/host/telemetry/metric",
+        "Records a counter or histogram point (names dotted lowercase, not Folio's prefixes).",
+        request::<crate::RecordMetric>(),
+        Acknowledged,
+        []
+    ),
+    host_route!(
+        HostLog,
+        Post,
+        "/v1/host/telemetry/log",
+        "Writes a log line about the session (`GET /v1/logs`, OTLP logs), inside the call's span.",
+        request::<crate::WriteLog>(),
+        Acknowledged,
+        []
+    ),
 ];
 
 /// An OpenAPI document: a JSON object (its schema is OpenAPI's own).

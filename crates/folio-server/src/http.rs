@@ -94,10 +94,10 @@ struct Peer(SocketAddr);
 
 /// An error answer: an [`ErrorBody`] with the status of its code.
 #[derive(Debug)]
-struct ApiError(ErrorBody);
+pub(crate) struct ApiError(ErrorBody);
 
 impl ApiError {
-    fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ApiError(ErrorBody::new(code, message))
     }
 
@@ -105,7 +105,7 @@ impl ApiError {
         ApiError::new(ErrorCode::InvalidRequest, message)
     }
 
-    fn not_found(message: impl Into<String>) -> Self {
+    pub(crate) fn not_found(message: impl Into<String>) -> Self {
         ApiError::new(ErrorCode::NotFound, message)
     }
 
@@ -136,7 +136,7 @@ fn ok(status: StatusCode, body: impl Serialize) -> ApiResult {
 }
 
 /// A JSON body: over the limit → 413, malformed or unknown field → 400 naming the field.
-struct ApiJson<T>(T);
+pub(crate) struct ApiJson<T>(pub(crate) T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
@@ -339,6 +339,8 @@ fn agent_routes(state: AgentState) -> (Router, Router) {
         match route.access {
             Access::Caller => routes = routes.route(route.path, handler),
             Access::Open => open = open.route(route.path, handler),
+            // The host API's routes are served on its socket (`crate::host`), never here.
+            Access::HostToken => {}
         }
     }
     // The agent as an MCP server: a protocol of its own, not in the route table.
@@ -353,7 +355,8 @@ fn agent_routes(state: AgentState) -> (Router, Router) {
     (routes.with_state(state.clone()), open.with_state(state))
 }
 
-/// The handler of each agent operation of the route table; `None` for host routes.
+/// The handler of each agent operation of the route table; `None` for the host's routes and
+/// the host API's.
 fn handler(operation: Operation, method: MethodFilter) -> Option<MethodRouter<AgentState>> {
     Some(match operation {
         Operation::CreateSession => on(method, create_session),
@@ -384,7 +387,24 @@ fn handler(operation: Operation, method: MethodFilter) -> Option<MethodRouter<Ag
         Operation::OpenApi => on(method, |State(state): State<AgentState>| async move {
             json_document(state.openapi)
         }),
-        Operation::ListAgents => return None,
+        Operation::ListAgents
+        | Operation::HostWhoami
+        | Operation::HostFiles
+        | Operation::HostKvGet
+        | Operation::HostKvPut
+        | Operation::HostKvDelete
+        | Operation::HostKvList
+        | Operation::HostSetReminder
+        | Operation::HostListReminders
+        | Operation::HostCancelReminder
+        | Operation::HostPutArtifact
+        | Operation::HostGetArtifact
+        | Operation::HostListArtifacts
+        | Operation::HostListConnections
+        | Operation::HostCallConnection
+        | Operation::HostSpanAttributes
+        | Operation::HostMetric
+        | Operation::HostLog => return None,
     })
 }
 

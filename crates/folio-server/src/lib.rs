@@ -33,6 +33,7 @@
 #![warn(missing_docs)]
 
 mod guard;
+pub mod host;
 pub mod http;
 mod http_trace;
 mod listener;

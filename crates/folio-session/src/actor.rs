@@ -828,6 +828,7 @@ async fn run_turn(
                 session_mode: Some(meta.mode),
             }
         },
+        host: Some(engine.host_broker()),
     };
     let sink = LiveSink(live.clone());
     if resume {
@@ -942,6 +943,10 @@ pub(crate) async fn direct_call(
         continuation_key: context.continuation_key,
         principal: context.principal,
         peer_depth: context.peer_depth,
+        turn_id: None,
+        // A direct call runs inside the session's actor, which records the host API's calls:
+        // its processes get no host API (they would wait on the actor that waits on them).
+        host: None,
     };
     let traceparent = folio_telemetry::incoming_traceparent();
     let traced = folio_agent::trace_direct_call(

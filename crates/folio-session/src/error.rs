@@ -46,6 +46,18 @@ pub enum ManagerError {
         "the idempotency key {0:?} was already used with a different request: a retry must repeat the first request exactly; send a new key (Idempotency-Key / clientMessageId) for a new request"
     )]
     KeyReused(String),
+    /// Too many calls, or too much stored: refused now (`429`), with how long to wait when
+    /// waiting helps.
+    #[error("{message}")]
+    Limited {
+        /// What limit was reached and what to do.
+        message: String,
+        /// When a retry may succeed (`Retry-After`).
+        retry_after: Option<std::time::Duration>,
+    },
+    /// A compare-and-set write found another version (`409 version_conflict`).
+    #[error("{0}")]
+    Conflict(String),
     /// Anything else (`500 internal`): what failed, and the error that stopped it.
     #[error(transparent)]
     Internal(InternalError),
@@ -130,6 +142,8 @@ impl ManagerError {
             ManagerError::Busy(_) => ErrorCode::SessionBusy,
             ManagerError::ApprovalResolved(_) => ErrorCode::ApprovalResolved,
             ManagerError::KeyReused(_) => ErrorCode::IdempotencyKeyReused,
+            ManagerError::Limited { .. } => ErrorCode::RateLimited,
+            ManagerError::Conflict(_) => ErrorCode::VersionConflict,
             ManagerError::Internal(_) => ErrorCode::Internal,
         }
     }

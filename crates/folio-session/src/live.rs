@@ -284,7 +284,11 @@ impl Live {
     }
 
     /// Binds the agent's hooks to this session.
-    pub(crate) fn bind_hooks(&self, hooks: &HookDispatcher) {
+    pub(crate) fn bind_hooks(
+        &self,
+        hooks: &HookDispatcher,
+        host: Option<std::sync::Arc<dyn folio_agent::HostBroker>>,
+    ) {
         let (channel, purpose, dry_run) = {
             let meta = lock(&self.meta);
             (meta.channel.clone(), meta.purpose.clone(), meta.dry_run)
@@ -292,7 +296,8 @@ impl Live {
         *lock(&self.hooks) = Some(
             hooks
                 .for_session(Some(&channel), purpose.as_deref())
-                .with_dry_run(dry_run),
+                .with_dry_run(dry_run)
+                .with_host(host),
         );
     }
 

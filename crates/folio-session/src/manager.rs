@@ -201,6 +201,13 @@ impl SessionManager {
         &self.channels
     }
 
+    /// The host API: what a session's tools and hooks may do through their token.
+    pub fn host(&self) -> crate::host::Host {
+        crate::host::Host {
+            engine: self.engine.clone(),
+        }
+    }
+
     /// What the agent keeps in the store the sessions are in (artifacts, MCP credentials), for
     /// an agent reloaded by `folio dev`.
     pub fn shared_backends(&self) -> folio_agent::SharedBackends {

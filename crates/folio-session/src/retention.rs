@@ -5,7 +5,8 @@
 //! The period counts from a session's last change (`updatedAt`), read by the manager's clock;
 //! the store deletes, a few at a time, the sessions no server holds a lease on (no turn runs
 //! or queues), whose turn is not left open (parked on an approval) and that have no reminder
-//! still to deliver. A pass runs when the server starts and then every hour.
+//! still to deliver. A pass runs when the server starts and then every hour; it also removes
+//! the storage entries whose time to live has passed (whatever the period).
 
 use folio_store::RetentionReport;
 use std::time::Duration;
@@ -37,31 +38,39 @@ impl Retention {
             .map_err(|err| store_error("cannot delete expired sessions", err))
     }
 
-    /// Runs a retention pass now and then every hour until shutdown, when the agent sets
-    /// `[store] keep_sessions_days`; returns at once when it keeps sessions forever.
+    /// Runs a retention pass now and then every hour until shutdown: removes the storage
+    /// entries whose time to live has passed, and, when the agent sets
+    /// `[store] keep_sessions_days`, the sessions idle for longer (with their session-scope
+    /// entries).
     pub async fn run(self) {
-        let Some(days) = self
+        let days = self
             .engine
             .agent()
             .definition
             .config
             .store
-            .keep_sessions_days
-        else {
-            return;
-        };
-        let keep = Duration::from_secs(u64::from(days.get()) * 24 * 3600);
+            .keep_sessions_days;
         let clock = self.engine.clock();
         let shutdown = self.engine.life.shutdown.clone();
         loop {
-            match self.delete_expired(keep).await {
-                Ok(report) if report.sessions > 0 => tracing::info!(
-                    sessions = report.sessions,
-                    events = report.events,
-                    "retention deleted sessions idle for more than {days} days"
-                ),
-                Ok(_) => {}
-                Err(err) => tracing::error!("retention: {err}"),
+            if let Some(days) = days {
+                let keep = Duration::from_secs(u64::from(days.get()) * 24 * 3600);
+                match self.delete_expired(keep).await {
+                    Ok(report) if report.sessions > 0 => tracing::info!(
+                        sessions = report.sessions,
+                        events = report.events,
+                        "retention deleted sessions idle for more than {days} days"
+                    ),
+                    Ok(_) => {}
+                    Err(err) => tracing::error!("retention: {err}"),
+                }
+            }
+            match self.engine.store.storage().purge_expired(clock.now()).await {
+                Ok(0) => {}
+                Ok(purged) => tracing::info!(purged, "retention removed expired storage entries"),
+                Err(err) => {
+                    tracing::error!("retention: cannot remove expired storage entries: {err}")
+                }
             }
             tokio::select! {
                 _ = shutdown.cancelled() => return,

@@ -290,7 +290,7 @@ impl Sessions {
         self.engine.fault(FaultPoint::SessionCreated);
         let live = self.engine.open_live(meta).await?;
         folio_telemetry::metrics::session(&self.engine.agent().definition.name, channel);
-        live.bind_hooks(&self.engine.agent().hooks);
+        live.bind_hooks(&self.engine.agent().hooks, Some(self.engine.host_broker()));
         live.append(
             None,
             EventBody::SessionStarted(SessionStarted {

@@ -10,6 +10,7 @@
 
 mod config;
 mod context;
+pub mod custom;
 mod forward;
 mod install;
 mod json;

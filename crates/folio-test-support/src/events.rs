@@ -3,12 +3,12 @@
 
 use folio_protocol::{
     AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionAuthorizationRequested,
-    ActionAuthorizationResolved, ActionResult, ActionsRequested, AgentBound, ArtifactTagged,
-    ChannelDelivery, ContextCompacted, Event, EventBody, MessageAppended, MessageCompleted,
-    MessageQueued, MessageReceived, ReasoningAppended, ReasoningCompleted, ReminderCancelled,
-    ReminderFired, ReminderSet, SessionCompleted, SessionFailed, SessionStarted, SessionWaiting,
-    StepCompleted, StepStarted, SubagentCalled, SubagentCompleted, TurnCompleted, TurnFailed,
-    TurnQueued, TurnStarted,
+    ActionAuthorizationResolved, ActionHostCall, ActionResult, ActionsRequested, AgentBound,
+    ArtifactTagged, ChannelDelivery, ContextCompacted, Event, EventBody, MessageAppended,
+    MessageCompleted, MessageQueued, MessageReceived, ReasoningAppended, ReasoningCompleted,
+    ReminderCancelled, ReminderFired, ReminderSet, SessionCompleted, SessionFailed, SessionStarted,
+    SessionWaiting, StepCompleted, StepStarted, SubagentCalled, SubagentCompleted, TurnCompleted,
+    TurnFailed, TurnQueued, TurnStarted,
 };
 
 use crate::answers::read_wire;
@@ -59,6 +59,7 @@ event_data!(
     ActionApprovalResolved,
     ActionAuthorizationRequested,
     ActionAuthorizationResolved,
+    ActionHostCall,
     SubagentCalled,
     SubagentCompleted,
     ArtifactTagged,

@@ -17,6 +17,7 @@ from ._errors import (
     FolioError,
     IdempotencyKeyReusedError,
     NotFoundError,
+    RateLimitedError,
     StaleTokenError,
 )
 from ._models import Event
@@ -41,6 +42,7 @@ __all__ = [
     "FolioError",
     "IdempotencyKeyReusedError",
     "NotFoundError",
+    "RateLimitedError",
     "RetryPolicy",
     "Session",
     "Sessions",

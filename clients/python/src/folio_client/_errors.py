@@ -54,6 +54,20 @@ class IdempotencyKeyReusedError(FolioError):
     """``422 idempotency_key_reused``: one idempotency key sent with two different requests."""
 
 
+class RateLimitedError(FolioError):
+    """``429 rate_limited``: too many calls, or a storage quota is full.
+
+    ``retry_after`` is the seconds the server asked to wait (``None`` when waiting does not
+    help, as with a full quota).
+    """
+
+    def __init__(
+        self, code: str, status: int | None, message: str, retry_after: float | None = None
+    ) -> None:
+        super().__init__(code, status, message)
+        self.retry_after = retry_after
+
+
 class FolioConnectionError(FolioError):
     """The server could not be reached (or the connection kept failing) after every retry."""
 
@@ -68,6 +82,7 @@ _BY_STATUS: dict[int, type[FolioError]] = {
     403: AuthError,
     404: NotFoundError,
     409: ConflictError,
+    429: RateLimitedError,
 }
 
 
@@ -85,6 +100,11 @@ def error_from_response(response: httpx.Response) -> FolioError:
             f"without a Folio error body{': ' + text[:200] if text else ''}"
         )
     kind = _BY_CODE.get(code) or _BY_STATUS.get(response.status_code, FolioError)
+    if kind is RateLimitedError:
+        wait = response.headers.get("retry-after")
+        return RateLimitedError(
+            code, response.status_code, message, float(wait) if wait and wait.isdigit() else None
+        )
     return kind(code, response.status_code, message)
 
 

@@ -186,6 +186,17 @@ impl Tool for AuthoredTool {
             .env("FOLIO_WORKSPACE", &ctx.workspace)
             .env("FOLIO_SESSION_ID", &ctx.session_id)
             .env("FOLIO_TOOL_CALL_ID", &ctx.call_id);
+        let grant = crate::host::grant_for(
+            ctx.host.as_ref(),
+            crate::host::HostCaller::Tool {
+                tool: self.name.clone(),
+                context: Box::new(ctx.clone()),
+            },
+        )
+        .await;
+        if let Some(grant) = &grant {
+            grant.apply(&mut command);
+        }
         let Finished {
             outcome,
             stdout,
@@ -203,6 +214,8 @@ impl Tool for AuthoredTool {
                 self.name, self.command[0]
             ))
         })?;
+        // The process has ended: its token stops working now.
+        drop(grant);
         let tail = tail_lines(&stderr, STDERR_TAIL_LINES);
         let with_tail = |message: String| {
             if tail.is_empty() {

@@ -22,6 +22,7 @@ mod sandbox;
 mod search;
 mod shell;
 mod spill;
+mod storage;
 mod todos;
 mod web;
 
@@ -32,6 +33,7 @@ pub use reminder::{SET_REMINDER, SetReminderTool};
 pub use sandbox::{SandboxError, SandboxPolicy};
 pub use search::WebSearchTool;
 pub use shell::ShellTool;
+pub use storage::StorageTool;
 pub use todos::{Todo, TodoList, TodosTool};
 pub use web::{WebClientError, WebFetchTool};
 
@@ -159,6 +161,11 @@ pub struct ToolContext {
     pub principal: String,
     /// How many peer asks deep the session is (0: asked by a person or a channel).
     pub peer_depth: u32,
+    /// The turn the call belongs to (`None`: a direct call outside a turn).
+    pub turn_id: Option<String>,
+    /// Issues the host API credentials of the processes the call starts (`None`: no host
+    /// API here).
+    pub host: Option<Arc<dyn crate::host::HostBroker>>,
 }
 
 /// What a session tells its tools about itself, beyond its id.

@@ -202,6 +202,7 @@ pub async fn run_turn_until(
         todos: TodoList::default(),
         context: Default::default(),
         trace: Default::default(),
+        host: None,
     };
     agent.harness.run_turn(turn, sink).await
 }

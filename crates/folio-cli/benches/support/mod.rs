@@ -45,5 +45,6 @@ pub fn rooted_turn(
         todos: TodoList::default(),
         context: Default::default(),
         trace: Default::default(),
+        host: None,
     }
 }
