@@ -75,6 +75,24 @@ export type ActionAuthorizationResolved = {
   reason?: string | null;
 };
 
+/**
+ * `action.host_call` data: a process of a tool call (or hook run, or skill command) called
+ * the host API. Recorded in the session's log inside that call.
+ */
+export type ActionHostCall = {
+  /** The tool call (or `hook_…`/`skill_…` run) whose process called. */
+  callId: string;
+  /**
+   * What was read or written: the key and version, the path, the reminder, the artifact,
+   * the connection and tool (never a stored value or a file's contents).
+   */
+  detail: unknown;
+  /** Why it was refused, when it was. */
+  error?: string | null;
+  /** The route's group and verb (`kv.put`, `files.read`, `reminders.set`, …). */
+  operation: string;
+};
+
 /** `action.result` data. */
 export type ActionResult = {
   /** The call this result answers. */
@@ -702,7 +720,7 @@ export type ErrorBody = {
 };
 
 /** The `error` code of an [`ErrorBody`]; each goes with one HTTP status. */
-export type ErrorCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "stale_continuation_token" | "session_not_followable" | "session_busy" | "approval_resolved" | "already_exists" | "idempotency_key_reused" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "internal";
+export type ErrorCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "stale_continuation_token" | "session_not_followable" | "session_busy" | "approval_resolved" | "already_exists" | "version_conflict" | "rate_limited" | "idempotency_key_reused" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "internal";
 
 /** The answer to [`SaveEvalCase`]: where the case was written and how `folio eval` names it. */
 export type EvalCaseSaved = {
@@ -850,6 +868,9 @@ export type Event = {
 } | {
   data: ActionAuthorizationResolved;
   type: "action.authorization_resolved";
+} | {
+  data: ActionHostCall;
+  type: "action.host_call";
 } | {
   data: SubagentCalled;
   type: "subagent.called";
@@ -1038,6 +1059,9 @@ export type HookPayload = {
 } | {
   data: ActionAuthorizationResolved;
   type: "action.authorization_resolved";
+} | {
+  data: ActionHostCall;
+  type: "action.host_call";
 } | {
   data: SubagentCalled;
   type: "subagent.called";
