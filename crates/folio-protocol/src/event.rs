@@ -199,7 +199,7 @@ event_body! {
     /// A pending MCP authorization ended (authorized, refused or abandoned).
     "action.authorization_resolved" => ActionAuthorizationResolved(ActionAuthorizationResolved),
     /// A process of a tool call, hook run or skill command called the host API.
-    "action.host_call" => ActionHostCall(crate::host::ActionHostCall),
+    "action.host_call" => ActionHostCall(ActionHostCall),
     /// A subagent was called.
     "subagent.called" => SubagentCalled(SubagentCalled),
     /// A subagent finished.
@@ -695,4 +695,21 @@ pub struct ArtifactTagged {
     pub key: String,
     /// Human title.
     pub title: String,
+}
+
+/// `action.host_call` data: a process of a tool call (or hook run, or skill command) called
+/// the host API. Recorded in the session's log inside that call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionHostCall {
+    /// The tool call (or `hook_…`/`skill_…` run) whose process called.
+    pub call_id: String,
+    /// The route's group and verb (`kv.put`, `files.read`, `reminders.set`, …).
+    pub operation: String,
+    /// What was read or written: the key and version, the path, the reminder, the artifact,
+    /// the connection and tool (never a stored value or a file's contents).
+    pub detail: Value,
+    /// Why it was refused, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }

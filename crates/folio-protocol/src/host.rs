@@ -1,6 +1,7 @@
 //! The host API on the wire: what a process Folio starts for a session (an authored tool, a
 //! hook, a skill command) sends to `FOLIO_HOST_URL` with `FOLIO_HOST_TOKEN`, and what it gets
-//! back, and the `action.host_call` event that records each call in the session's log.
+//! back (each call is recorded in the session's log as `action.host_call`,
+//! [`crate::ActionHostCall`]).
 //!
 //! Every route is `POST /v1/host/<group>/<verb>` with a JSON body (RPC style, so that a key or a
 //! path never has to be escaped into a URL), except `GET /v1/host/whoami`. Errors are the HTTP
@@ -353,21 +354,4 @@ pub struct WriteLog {
 
 fn info_level() -> crate::LogLevel {
     crate::LogLevel::Info
-}
-
-/// `action.host_call` data: a process of a tool call (or hook run, or skill command) called
-/// the host API. Recorded in the session's log inside that call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ActionHostCall {
-    /// The tool call (or `hook_…`/`skill_…` run) whose process called.
-    pub call_id: String,
-    /// The route's group and verb (`kv.put`, `files.read`, `reminders.set`, …).
-    pub operation: String,
-    /// What was read or written: the key and version, the path, the reminder, the artifact,
-    /// the connection and tool (never a stored value or a file's contents).
-    pub detail: Value,
-    /// Why it was refused, when it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }

@@ -78,8 +78,8 @@ pub use eval::{
 };
 pub use event::{
     AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionAuthorizationRequested,
-    ActionAuthorizationResolved, ActionResult, ActionsRequested, Admission, AgentBound,
-    ApprovalDecision, ArtifactTagged, ContextCompacted, Elicitation, Event, EventBody,
+    ActionAuthorizationResolved, ActionHostCall, ActionResult, ActionsRequested, Admission,
+    AgentBound, ApprovalDecision, ArtifactTagged, ContextCompacted, Elicitation, Event, EventBody,
     FinishReason, MessageAppended, MessageCompleted, MessageQueued, MessageReceived,
     ReasoningAppended, ReasoningCompleted, RequestedCall, SessionCompleted, SessionFailed,
     SessionMode, SessionStarted, SessionWaiting, StepCompleted, StepStarted, SubagentCalled,
@@ -88,10 +88,10 @@ pub use event::{
 pub use fork::{ForkOrigin, ForkSession};
 pub use hook::HookPayload;
 pub use host::{
-    ActionHostCall, CallConnectionTool, CancelReminder, GetArtifact, HOST_TOKEN_ENV, HOST_URL_ENV,
-    HostArtifact, HostArtifacts, HostConnectionTools, HostConnections, HostIdentity, HostOutput,
-    HostReminders, KvDelete, KvEntryResponse, KvGet, KvList, KvListResponse, KvPut, ListArtifacts,
-    MetricKind, PutArtifact, RecordMetric, SpanAttributes, StorageEntry, StorageScope, WriteLog,
+    CallConnectionTool, CancelReminder, GetArtifact, HOST_TOKEN_ENV, HOST_URL_ENV, HostArtifact,
+    HostArtifacts, HostConnectionTools, HostConnections, HostIdentity, HostOutput, HostReminders,
+    KvDelete, KvEntryResponse, KvGet, KvList, KvListResponse, KvPut, ListArtifacts, MetricKind,
+    PutArtifact, RecordMetric, SpanAttributes, StorageEntry, StorageScope, WriteLog,
 };
 pub use http::{
     Acknowledged, AgentSummary, ApprovalRequest, ArtifactRecord, ArtifactResponse, CreateSession,

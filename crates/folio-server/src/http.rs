@@ -161,6 +161,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
         } else {
             bytes
         };
+        // Every body is a JSON object: serde would also read a struct from an array.
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(ApiError::invalid(
+                "body: expected a JSON object ({...}); see the route's request schema",
+            ));
+        }
         serde_json::from_slice(&bytes)
             .map(ApiJson)
             .map_err(|err| ApiError::invalid(format!("body: {err}")))
