@@ -30,7 +30,8 @@ pub(crate) async fn acknowledge(channel: Arc<Channel>, received: Received) -> Re
     let withheld = channel.manager.fault_armed(FaultPoint::ChannelAcknowledged);
     if !duplicate && !withheld {
         // The work outlives the request: it takes the delivery's `traceparent` along, so the
-        // turn it wakes joins the sender's trace (a delivery resumed after a restart has none).
+        // turn it wakes is joined to the sender's trace, linked or parented (a delivery resumed
+        // after a restart has none).
         let traceparent = folio_telemetry::incoming_traceparent();
         tokio::spawn(folio_telemetry::with_incoming(
             traceparent,

@@ -4,8 +4,10 @@
 
 use std::path::Path;
 
-use folio_project::{ProjectConfig, TelemetrySection};
-use folio_telemetry::{LogFormat, Telemetry, TelemetryConfig, TelemetryError, TelemetrySettings};
+use folio_project::{ProjectConfig, TelemetryDestination, TelemetrySection};
+use folio_telemetry::{
+    DestinationSettings, LogFormat, Telemetry, TelemetryConfig, TelemetryError, TelemetrySettings,
+};
 
 /// The service name when neither `OTEL_SERVICE_NAME`, `[telemetry]` nor a project names one.
 const DEFAULT_SERVICE: &str = "folio";
@@ -37,6 +39,8 @@ fn settings(section: TelemetrySection) -> TelemetrySettings {
         service_name,
         capture_message_content,
         metrics_temporality,
+        traceparent,
+        destinations,
     } = section;
     TelemetrySettings {
         endpoint,
@@ -45,6 +49,24 @@ fn settings(section: TelemetrySection) -> TelemetrySettings {
         service_name,
         capture_message_content,
         metrics_temporality,
+        traceparent,
+        destinations: destinations.into_iter().map(destination).collect(),
+    }
+}
+
+/// One `[[telemetry.destinations]]` entry as folio-telemetry takes it.
+fn destination(destination: TelemetryDestination) -> DestinationSettings {
+    let TelemetryDestination {
+        endpoint,
+        protocol,
+        headers,
+        signals,
+    } = destination;
+    DestinationSettings {
+        endpoint,
+        protocol,
+        headers,
+        signals,
     }
 }
 

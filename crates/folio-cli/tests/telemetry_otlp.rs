@@ -4,13 +4,15 @@
 //! One test runs the scenarios in order, each against its own sink: the span tree of a
 //! `folio run` turn with two tool calls and a subagent (names, parents, GenAI attributes,
 //! event-index ranges against the session log), the trace context sent to the model, headers,
-//! resource attributes, metrics; an incoming `traceparent` on `folio serve` parenting the turn,
-//! and the server's metrics (open streams, event-log fsyncs through the group commit);
-//! `[telemetry]` in `folio.toml`; captured contents and a failed tool's `error.type`; an MCP
-//! call over streamable HTTP carrying its trace context in `params._meta` and its `traceparent`
-//! header, as seen by a server on the official Python MCP SDK; the server's gauges (approvals
-//! pending, turns running and queued) following a parked approval under a one-turn cap; a
-//! channel delivery joining its sender's trace. The export itself (each wire format, headers,
+//! resource attributes, metrics, and every session event as a log record in its span; an
+//! incoming `traceparent` on `folio serve` linked from the turn, the server's metrics (open
+//! streams, event-log fsyncs through the group commit) and a log line of the server's as a log
+//! record in the turn's trace; `[telemetry]` and `[[telemetry.destinations]]` in `folio.toml`;
+//! captured contents and a failed tool's `error.type`; an MCP call over streamable HTTP
+//! carrying its trace context in `params._meta` and its `traceparent` header, as seen by a
+//! server on the official Python MCP SDK; the server's gauges (approvals pending, turns running
+//! and queued) following a parked approval under a one-turn cap; a channel delivery joining its
+//! sender's trace in the `parent` mode. The export itself (each wire format, headers,
 //! temporalities, a collector that is down or stalled, nothing exported unless configured) is
 //! tested in `folio-telemetry/tests/otlp_export.rs`.
 
@@ -26,7 +28,7 @@ use folio_protocol::{
     ApprovalRequest, CreateSession, Event, LogLevel, LogsResponse, RunResult, SessionCreated,
     Usage,
 };
-use folio_test_support::otlp::{Sink, Span, Transport, free_port, tree};
+use folio_test_support::otlp::{Log, Sink, Span, Transport, free_port, tree};
 use folio_test_support::{
     MockModelServer, MockReply, NO_BODY, create_session, data, events, expect, python, read_ndjson,
     read_wire, test_deps,
@@ -155,8 +157,24 @@ fn script_turn(mock: &MockModelServer) {
     mock.push(MockReply::text("Done: the critic says fine.").with_usage(usage(150, 15)));
 }
 
+/// The log records of session events (those with an event index), by index.
+fn event_records(logs: &[Log]) -> Vec<&Log> {
+    let mut records: Vec<&Log> = logs
+        .iter()
+        .filter(|log| !log.attr("agent_sdk.event.index").is_null())
+        .collect();
+    records.sort_by_key(|log| {
+        log.attr("agent_sdk.event.index")
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    });
+    records
+}
+
 /// The span tree of a run, its attributes and event ranges, the model's trace context, the
-/// export headers and resource attributes, metrics.
+/// export headers and resource attributes, metrics; the session's events as log records.
 async fn traced_run_exports_the_turn_tree() {
     let sink = Sink::start(Transport::Http).await;
     let mock = MockModelServer::start().await;
@@ -419,12 +437,75 @@ async fn traced_run_exports_the_turn_tree() {
             .iter()
             .all(|(attributes, _)| !attributes.contains_key("error.type"))
     );
+
+    // Every event of the log is one log record: its type, index (an OTLP integer), session and
+    // turn; those the turn appended (from its `turn.started` to its end) carry the turn's trace
+    // and the span they were appended in (an `action.result` its tool call's), the session's
+    // own before and after it none.
+    let logs = sink
+        .wait_logs(|logs| event_records(logs).len() >= log.len())
+        .await;
+    let records = event_records(&logs);
+    let span_name = |id: &Option<String>| {
+        spans
+            .iter()
+            .find(|span| Some(&span.span_id) == id.as_ref())
+            .map(|span| span.name.as_str())
+    };
+    let started = log
+        .iter()
+        .position(|event| event.event_type() == "turn.started")
+        .unwrap();
+    let ended = log
+        .iter()
+        .position(|event| event.event_type() == "turn.completed")
+        .unwrap();
+    for (record, event) in records.iter().zip(&log) {
+        let inside = (started..=ended).contains(&(event.index as usize));
+        assert_eq!(
+            (
+                record.body.clone(),
+                record.severity.as_deref(),
+                record.attr("agent_sdk.event.type"),
+                record.attr("agent_sdk.event.index"),
+                record.kinds["agent_sdk.event.index"].as_str(),
+                record.attr("agent_sdk.session.id"),
+                record.attr("agent_sdk.turn.id"),
+                record.trace_id.as_deref(),
+                span_name(&record.span_id).is_some(),
+            ),
+            (
+                json!(event.event_type()),
+                Some("INFO"),
+                json!(event.event_type()),
+                json!(event.index.to_string()),
+                "intValue",
+                json!(session),
+                event
+                    .turn_id
+                    .as_ref()
+                    .map_or(Value::Null, |turn| json!(turn)),
+                inside.then_some(turn.trace_id.as_str()),
+                inside,
+            ),
+            "{record:#?}"
+        );
+    }
+    assert_eq!(records.len(), log.len());
+    for tool in spans.iter().filter(|s| s.name == "agent_sdk.tool") {
+        assert_eq!(
+            records[tool.index("last")].span_id.as_deref(),
+            Some(tool.span_id.as_str())
+        );
+    }
 }
 
-/// `folio serve`: a request's `traceparent` parents the turn it starts; the server's metrics
+/// `folio serve`: the turn a request starts is the root of a trace of its own, with a span link
+/// to the request's `traceparent` (which parents the request's own span); the server's metrics
 /// (an open stream, event-log fsyncs through the group commit) arrive while it runs; a line the
-/// subscriber logs inside the turn reaches `GET /v1/logs`.
-async fn incoming_traceparent_parents_the_turn() {
+/// subscriber logs inside the turn reaches `GET /v1/logs`, and the collector as a log record in
+/// the turn's trace.
+async fn incoming_traceparent_is_linked_from_the_turn() {
     let sink = Sink::start(Transport::Http).await;
     let mock = MockModelServer::start().await;
     // A rate-limited first attempt makes the model client log a warning inside the turn.
@@ -461,9 +542,10 @@ async fn incoming_traceparent_parents_the_turn() {
         .wait_spans(|spans| spans.iter().any(|span| span.name == "agent_sdk.turn"))
         .await;
     let turn = spans.iter().find(|s| s.name == "agent_sdk.turn").unwrap();
+    assert_ne!(turn.trace_id, trace_id);
     assert_eq!(
-        (turn.trace_id.as_str(), turn.parent.as_deref()),
-        (trace_id, Some(parent))
+        (turn.parent.as_deref(), turn.links.clone()),
+        (None, vec![(trace_id.to_string(), parent.to_string())])
     );
     let http = spans
         .iter()
@@ -495,7 +577,10 @@ async fn incoming_traceparent_parents_the_turn() {
         .header("traceparent")
         .unwrap()
         .to_string();
-    assert!(sent.starts_with(&format!("00-{trace_id}-")), "{sent}");
+    assert!(
+        sent.starts_with(&format!("00-{}-", turn.trace_id)),
+        "{sent}"
+    );
 
     // While a stream is open the server reports it; the turn's log was synced by the group
     // commit, and the fsync's latency recorded.
@@ -524,8 +609,41 @@ async fn incoming_traceparent_parents_the_turn() {
         "{:#?}",
         logs.lines
     );
+    let records = sink
+        .wait_logs(|logs| {
+            logs.iter().any(|log| {
+                log.body
+                    .as_str()
+                    .is_some_and(|body| body.starts_with("model request failed, retrying"))
+            })
+        })
+        .await;
+    let retry = records
+        .iter()
+        .find(|log| {
+            log.body
+                .as_str()
+                .is_some_and(|body| body.starts_with("model request failed, retrying"))
+        })
+        .unwrap();
+    let chat = spans
+        .iter()
+        .find(|s| s.name == "chat gpt-test")
+        .expect("the model call's span");
+    assert_eq!(
+        (
+            retry.severity.as_deref(),
+            retry.trace_id.as_deref(),
+            retry.span_id.as_deref()
+        ),
+        (
+            Some("WARN"),
+            Some(turn.trace_id.as_str()),
+            Some(chat.span_id.as_str())
+        )
+    );
 
-    // A direct tool call opens a synthetic turn span, parented on its request's traceparent.
+    // A direct tool call opens a synthetic turn span, linked to its request's traceparent.
     let direct_trace = "0af7651916cd43dd8448eb211c80319c";
     let direct_parent = "b7ad6b7169203331";
     let mut attempts = 0;
@@ -548,43 +666,87 @@ async fn incoming_traceparent_parents_the_turn() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(status, 200);
+    let link = (direct_trace.to_string(), direct_parent.to_string());
     let spans = sink
-        .wait_spans(|spans| spans.iter().any(|span| span.trace_id == direct_trace))
+        .wait_spans(|spans| spans.iter().any(|span| span.links.contains(&link)))
         .await;
+    let synthetic = spans
+        .iter()
+        .find(|span| span.links.contains(&link))
+        .unwrap();
     let direct: Vec<Span> = spans
-        .into_iter()
-        .filter(|span| span.trace_id == direct_trace && span.name != "agent_sdk.http")
+        .iter()
+        .filter(|span| span.trace_id == synthetic.trace_id)
+        .cloned()
         .collect();
     assert_eq!(tree(&direct), ["agent_sdk.turn", "  agent_sdk.tool LS"]);
-    let synthetic = &direct[0];
     assert_eq!(
         (
             synthetic.parent.as_deref(),
             synthetic.attr("agent_sdk.synthetic"),
             synthetic.attr("agent_sdk.session_id")
         ),
-        (Some(direct_parent), json!(true), json!(session))
+        (None, json!(true), json!(session))
     );
 }
 
-/// `[telemetry]` in `folio.toml` configures the export when no variable does.
+/// The first `agent_sdk.turn` span `sink` receives.
+async fn turn_span(sink: &Sink) -> Span {
+    let spans = sink
+        .wait_spans(|spans| spans.iter().any(|span| span.name == "agent_sdk.turn"))
+        .await;
+    spans
+        .into_iter()
+        .find(|s| s.name == "agent_sdk.turn")
+        .unwrap()
+}
+
+/// `[telemetry]` in `folio.toml` configures the export when no variable does, and each
+/// `[[telemetry.destinations]]` entry receives only the signals it lists.
 async fn folio_toml_configures_the_export() {
     let sink = Sink::start(Transport::Http).await;
+    let logs_only = Sink::start(Transport::Http).await;
+    let traces_only = Sink::start(Transport::Grpc).await;
     let mock = MockModelServer::start().await;
     mock.push(MockReply::text("Hello."));
     let project = agent_project();
     let folio_toml = format!(
-        "[telemetry]\nendpoint = \"{}\"\nservice_name = \"from-folio-toml\"\n",
-        sink.endpoint
+        "[telemetry]\nendpoint = \"{}\"\nservice_name = \"from-folio-toml\"\n\n\
+         [[telemetry.destinations]]\nendpoint = \"{}\"\nsignals = [\"logs\"]\n\n\
+         [[telemetry.destinations]]\nendpoint = \"{}\"\nprotocol = \"grpc\"\nsignals = [\"traces\"]\n",
+        sink.endpoint, logs_only.endpoint, traces_only.endpoint
     );
     write_files(project.path(), &[("folio.toml", &folio_toml)]);
     let state = tempfile::tempdir().unwrap();
-    run(&mock, project.path(), state.path(), &[]).await;
-    let spans = sink
-        .wait_spans(|spans| spans.iter().any(|span| span.name == "agent_sdk.turn"))
-        .await;
-    let turn = spans.iter().find(|s| s.name == "agent_sdk.turn").unwrap();
+    let result = run(&mock, project.path(), state.path(), &[]).await;
+    let turn = turn_span(&sink).await;
     assert_eq!(turn.resource["service.name"], "from-folio-toml");
+    assert_eq!(turn_span(&traces_only).await.span_id, turn.span_id);
+    let events = event_log(state.path(), &result.session_id).len();
+    for sink in [&sink, &logs_only] {
+        sink.wait_logs(|logs| event_records(logs).len() >= events)
+            .await;
+    }
+    sink.wait_metrics("the turn counter", |sink| {
+        !sink.points("agent_sdk.turn.count").is_empty()
+    })
+    .await;
+    // `folio run` has exited: everything it exported has arrived.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let kinds = |sink: &Sink| {
+        ["traces", "metrics", "logs"]
+            .into_iter()
+            .filter(|kind| !sink.bodies(kind).is_empty())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        [kinds(&sink), kinds(&logs_only), kinds(&traces_only)],
+        [
+            vec!["traces", "metrics", "logs"],
+            vec!["logs"],
+            vec!["traces"]
+        ]
+    );
 }
 
 /// Opted in with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, spans carry the tool's
@@ -836,8 +998,9 @@ async fn mcp_calls_carry_the_trace_context() {
     assert_eq!(seen, json!({"meta": expected, "header": expected}));
 }
 
-/// A channel delivery's `traceparent` parents the turn it wakes, although the work runs after
-/// the `202`; the delivery's request has its `agent_sdk.http` span in the same trace.
+/// Under `FOLIO_TRACEPARENT_MODE=parent` a channel delivery's `traceparent` parents the turn it
+/// wakes, although the work runs after the `202`; the delivery's request has its
+/// `agent_sdk.http` span in the same trace.
 async fn a_channel_delivery_joins_the_senders_trace() {
     let sink = Sink::start(Transport::Http).await;
     let mock = MockModelServer::start().await;
@@ -859,6 +1022,7 @@ async fn a_channel_delivery_joins_the_senders_trace() {
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", sink.endpoint.as_str()),
             ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+            ("FOLIO_TRACEPARENT_MODE", "parent"),
         ],
     )
     .await;
@@ -899,7 +1063,7 @@ async fn a_channel_delivery_joins_the_senders_trace() {
 #[tokio::test]
 async fn otlp_export_end_to_end() {
     traced_run_exports_the_turn_tree().await;
-    incoming_traceparent_parents_the_turn().await;
+    incoming_traceparent_is_linked_from_the_turn().await;
     folio_toml_configures_the_export().await;
     captured_contents_and_tool_errors_on_spans().await;
     mcp_calls_carry_the_trace_context().await;

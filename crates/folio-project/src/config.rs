@@ -18,14 +18,14 @@ pub struct ProjectConfig {
     pub telemetry: TelemetrySection,
 }
 
-/// `[telemetry]` in `folio.toml`: where traces and metrics are exported over OTLP. Nothing is
-/// exported without an endpoint; the standard `OTEL_*` variables override each key.
+/// `[telemetry]` in `folio.toml`: where traces, metrics and logs are exported over OTLP. Nothing
+/// is exported without an endpoint; the standard `OTEL_*` variables override each key.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TelemetrySection {
     /// OTLP base endpoint, e.g. `http://127.0.0.1:4318` (`OTEL_EXPORTER_OTLP_ENDPOINT`); over
-    /// HTTP `/v1/traces` and `/v1/metrics` are appended, over gRPC it is used as written
-    /// (`http://127.0.0.1:4317`).
+    /// HTTP `/v1/traces`, `/v1/metrics` and `/v1/logs` are appended, over gRPC it is used as
+    /// written (`http://127.0.0.1:4317`).
     pub endpoint: Option<String>,
     /// `http/protobuf` (default), `http/json` or `grpc` (`OTEL_EXPORTER_OTLP_PROTOCOL`).
     pub protocol: Option<String>,
@@ -40,6 +40,30 @@ pub struct TelemetrySection {
     /// `delta` (default) or `cumulative` metrics
     /// (`OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`).
     pub metrics_temporality: Option<String>,
+    /// How a request's W3C `traceparent` joins the turn it starts: `link` (default: the turn
+    /// starts its own trace and links the caller's span) or `parent` (the caller's span parents
+    /// the turn) (`FOLIO_TRACEPARENT_MODE`).
+    pub traceparent: Option<String>,
+    /// More collectors (`[[telemetry.destinations]]`), each with the signals it receives; the
+    /// `OTEL_*` variables configure only the default one above.
+    #[serde(default)]
+    pub destinations: Vec<TelemetryDestination>,
+}
+
+/// One `[[telemetry.destinations]]` entry: another OTLP collector and what it receives.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryDestination {
+    /// OTLP base endpoint (over HTTP each signal's path is appended; over gRPC it is used as
+    /// written).
+    pub endpoint: String,
+    /// `http/protobuf` (default), `http/json` or `grpc`.
+    pub protocol: Option<String>,
+    /// Headers sent with every export to it, e.g. a backend's API key.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Which signals it receives: any of `traces`, `metrics` and `logs` (default: all three).
+    pub signals: Option<Vec<String>>,
 }
 
 /// `agent/agent.toml`; every field is optional.

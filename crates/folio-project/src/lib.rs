@@ -68,7 +68,7 @@ pub use channels::{
 pub use config::{
     AgentConfig, ConcurrencySection, ContextSection, Effect, Execution, GeneratedSkillManifest,
     LocalSection, MountSpec, ProjectConfig, ProviderSection, ScheduleFrontmatter, SkillFrontmatter,
-    StoreSection, TelemetrySection, ToolManifest,
+    StoreSection, TelemetryDestination, TelemetrySection, ToolManifest,
 };
 pub use diagnostic::{Diagnostic, Severity};
 pub use discovery::{AgentDefinition, Discovery, ScheduleSummary, discover};

@@ -1,5 +1,5 @@
 //! The `agent_sdk.http` span: one SERVER span per inbound request, parented on its W3C
-//! `traceparent`, which the turns the request starts are parented on too (not on this span).
+//! `traceparent`, which the turns the request starts link (or are parented on) too, not this span.
 //! A request that appends to a session's log (a create or a follow-up) records the range of
 //! events appended while it was answered (`agent_sdk.event_index.first` / `.last`); any other
 //! request appends no event (a direct tool call's own synthetic turn span covers its call), so

@@ -896,7 +896,7 @@ pub(crate) fn record_end(
     Ok((live.append(None, body)?, status))
 }
 
-/// Prepares and runs a tool directly (no approval gate), in a synthetic turn's span parented on
+/// Prepares and runs a tool directly (no approval gate), in a synthetic turn's span joined to
 /// the incoming request's `traceparent` ([`folio_telemetry::with_incoming`]).
 pub(crate) async fn direct_call(
     agent: &Agent,

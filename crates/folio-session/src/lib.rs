@@ -60,6 +60,7 @@ mod dispatch;
 mod engine;
 mod error;
 mod eval_case;
+mod event_records;
 mod events;
 mod fault;
 mod host;

@@ -147,7 +147,8 @@ impl Live {
     }
 
     /// Appends one event; streams see it once it is written to the store (at once where the
-    /// store's appends are local writes, else at [`Live::publish`] or [`Live::commit`]).
+    /// store's appends are local writes, else at [`Live::publish`] or [`Live::commit`]). It is
+    /// exported as a log record in the current span (the logs signal).
     pub(crate) fn append(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, LogError> {
         let _order = lock(&self.append);
         let (event, written) = self.log.append(turn_id, body);
@@ -160,6 +161,7 @@ impl Live {
         if let Some(hooks) = &*lock(&self.hooks) {
             hooks.dispatch(&event);
         }
+        crate::event_records::export(&event);
         Ok(event)
     }
 

@@ -1,11 +1,14 @@
-//! W3C trace context in (an incoming `traceparent` parents a turn) and out (outgoing model and
-//! MCP requests carry the current span's), and the ids every log line inside a turn carries.
+//! W3C trace context in (an incoming `traceparent` is linked from a turn, or parents it) and out
+//! (outgoing model and MCP requests carry the current span's), and the ids every log line inside
+//! a turn carries.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::TraceContextExt;
+
+use crate::config::TraceparentMode;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::registry::{LookupSpan, Registry};
@@ -28,12 +31,37 @@ fn remote_context(traceparent: &str) -> Option<opentelemetry::Context> {
     context.span().span_context().is_valid().then_some(context)
 }
 
-/// Parents `span` on `traceparent` (a W3C header value) when that is valid. Call it right
-/// after creating the span, before entering it.
+/// Parents `span` on `traceparent` (a W3C header value) when that is valid, as a server span
+/// (`agent_sdk.http`) is. Call it right after creating the span, before entering it.
 pub fn adopt_parent(span: &tracing::Span, traceparent: Option<&str>) {
     if let Some(parent) = traceparent.and_then(remote_context) {
         // Fails only when nothing is exported (no OpenTelemetry layer): the span stays local.
         let _ = span.set_parent(parent);
+    }
+}
+
+/// Whether an incoming `traceparent` parents a turn ([`TraceparentMode::Parent`]) rather than
+/// being linked from it (the default).
+static PARENT_TURNS: AtomicBool = AtomicBool::new(false);
+
+/// Sets how an incoming `traceparent` joins a turn (from `[telemetry] traceparent`).
+pub(crate) fn set_traceparent_mode(mode: TraceparentMode) {
+    PARENT_TURNS.store(mode == TraceparentMode::Parent, Ordering::Relaxed);
+}
+
+/// Joins the root span of a turn, `span`, to the caller's `traceparent` (a W3C header value)
+/// when that is valid: by default the turn stays the root of its own trace and carries a span
+/// link to the caller's span; under [`TraceparentMode::Parent`] the caller's span parents it.
+/// Call it right after creating the span, before entering it.
+pub fn adopt_caller(span: &tracing::Span, traceparent: Option<&str>) {
+    let Some(caller) = traceparent.and_then(remote_context) else {
+        return;
+    };
+    if PARENT_TURNS.load(Ordering::Relaxed) {
+        // Fails only when nothing is exported (no OpenTelemetry layer): the span stays local.
+        let _ = span.set_parent(caller);
+    } else {
+        span.add_link(caller.span().span_context().clone());
     }
 }
 
@@ -43,7 +71,7 @@ tokio::task_local! {
 }
 
 /// Runs `work` (answering a request) with the request's `traceparent` header at hand, so the
-/// turns it starts are parented on it ([`incoming_traceparent`]).
+/// turns it starts are joined to it ([`incoming_traceparent`], [`adopt_caller`]).
 pub async fn with_incoming<F: Future>(traceparent: Option<String>, work: F) -> F::Output {
     INCOMING.scope(traceparent, work).await
 }
@@ -53,17 +81,17 @@ pub fn incoming_traceparent() -> Option<String> {
     INCOMING.try_with(Clone::clone).ok().flatten()
 }
 
-/// Marks `span` as turn `turn_id` of session `session_id`: parents it on `traceparent` (the
-/// header of the request that started the turn) when that is valid, and makes every log line
-/// inside the span carry the session, turn and trace ids. Call it right after creating the
-/// span, before entering it.
+/// Marks `span` as turn `turn_id` of session `session_id`: joins it to `traceparent` (the
+/// header of the request that started the turn, [`adopt_caller`]) when that is valid, and makes
+/// every log line inside the span carry the session, turn and trace ids. Call it right after
+/// creating the span, before entering it.
 pub fn enter_turn(
     span: &tracing::Span,
     session_id: &str,
     turn_id: &str,
     traceparent: Option<&str>,
 ) {
-    adopt_parent(span, traceparent);
+    adopt_caller(span, traceparent);
     let context = span.context();
     let span_context = context.span().span_context().clone();
     let ids = TurnIds {

@@ -1,7 +1,8 @@
 //! Folio's telemetry: the `tracing` subscriber every binary installs (human or JSON log lines
-//! on stderr, `RUST_LOG` filters), OpenTelemetry export over OTLP when configured (traces and
-//! metrics; nothing is exported otherwise), W3C trace context in and out, and the metric
-//! instruments the crates record into.
+//! on stderr, `RUST_LOG` filters), OpenTelemetry export over OTLP when configured (traces,
+//! metrics and logs, to one or more destinations, each with the signals it takes; nothing is
+//! exported otherwise), W3C trace context in and out, session events as log records, and the
+//! metric instruments the crates record into.
 //!
 //! Instrumentation stays where the work is: the turn loop, the model client and the server
 //! open `tracing` spans with the names and attributes of the observability spec; this crate
@@ -11,18 +12,26 @@
 mod config;
 mod context;
 pub mod custom;
+mod export;
 mod forward;
 mod install;
 mod json;
+mod logs;
 pub mod metrics;
 
-pub use config::{ExportConfig, Protocol, TelemetryConfig, TelemetrySettings, Temporality};
-pub use context::{
-    adopt_parent, capture_content, enter_turn, incoming_traceparent, trace_headers, with_incoming,
+pub use config::{
+    DestinationSettings, ExportConfig, Protocol, Signal, SignalExport, TelemetryConfig,
+    TelemetrySettings, Temporality, TraceparentMode,
 };
+pub use context::{
+    adopt_caller, adopt_parent, capture_content, enter_turn, incoming_traceparent, trace_headers,
+    with_incoming,
+};
+pub use export::Telemetry;
 pub use forward::{ALREADY_LOGGED, Forwarding, LogRecord, forward_logs};
-pub use install::{LogFormat, Telemetry, install, log_filter};
+pub use install::{LogFormat, install, log_filter};
 pub use json::JsonLogLine;
+pub use logs::{SessionEvent, session_event};
 
 /// An unsigned count or index as the integer a span attribute must carry (`intValue` in OTLP):
 /// `tracing-opentelemetry` records a `u64` field as its text, which backends cannot sum.
@@ -52,7 +61,7 @@ pub enum TelemetryError {
     },
     /// The OTLP exporter could not be built.
     #[error(
-        "could not set up the OTLP exporter for {endpoint}: {source}; check OTEL_EXPORTER_OTLP_ENDPOINT"
+        "could not set up the OTLP exporter for {endpoint}: {source}; check OTEL_EXPORTER_OTLP_ENDPOINT or [telemetry]"
     )]
     Exporter {
         /// The endpoint it was for.

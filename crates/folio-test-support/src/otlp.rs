@@ -3,7 +3,7 @@
 //! into `target/test-deps/venv`), which parse each OTLP request (HTTP protobuf or JSON, or gRPC)
 //! with the official protobuf types. [`Sink::start`] runs one on a free port through a small
 //! driver that prints what it received, with the request's headers, as JSON lines; [`Sink`]
-//! reads them back as spans, metrics and headers.
+//! reads them back as spans, metrics, log records and headers.
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
@@ -53,6 +53,8 @@ class Sink(HttpSink):
         super().handle_trace(post_data, {k.title(): v for k, v in headers.items()})
     def handle_metrics(self, post_data, headers):
         super().handle_metrics(post_data, {k.title(): v for k, v in headers.items()})
+    def handle_logs(self, post_data, headers):
+        super().handle_logs(post_data, {k.title(): v for k, v in headers.items()})
 
 port, transport = int(sys.argv[1]), sys.argv[2]
 if transport == "grpc":
@@ -172,6 +174,17 @@ impl Sink {
                             trace_id: span["traceId"].as_str().unwrap().to_string(),
                             span_id: span["spanId"].as_str().unwrap().to_string(),
                             parent: span["parentSpanId"].as_str().map(str::to_string),
+                            links: span["links"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .map(|link| {
+                                    (
+                                        link["traceId"].as_str().unwrap().to_string(),
+                                        link["spanId"].as_str().unwrap().to_string(),
+                                    )
+                                })
+                                .collect(),
                             start: span["startTimeUnixNano"].as_str().unwrap().parse().unwrap(),
                             attributes: attributes(&span["attributes"]),
                             kinds: kinds(&span["attributes"]),
@@ -198,6 +211,61 @@ impl Sink {
         })
         .await
         .expect("the expected spans arrive within 30 s")
+    }
+
+    /// Every log record received so far, in arrival order.
+    pub fn logs(&self) -> Vec<Log> {
+        let mut logs = Vec::new();
+        for body in self.bodies("logs") {
+            for resource in body["resourceLogs"].as_array().unwrap() {
+                let service = attributes(&resource["resource"]["attributes"]);
+                for scope in resource["scopeLogs"].as_array().unwrap() {
+                    for record in scope["logRecords"].as_array().into_iter().flatten() {
+                        // OTLP/JSON leaves an all-zero id out; protobuf sends it empty.
+                        let id = |key: &str| {
+                            record[key]
+                                .as_str()
+                                .filter(|id| !id.is_empty())
+                                .map(str::to_string)
+                        };
+                        logs.push(Log {
+                            severity: record["severityText"].as_str().map(str::to_string),
+                            body: record["body"]
+                                .as_object()
+                                .and_then(|value| value.values().next().cloned())
+                                .unwrap_or(Value::Null),
+                            trace_id: id("traceId"),
+                            span_id: id("spanId"),
+                            scope: scope["scope"]["name"].as_str().map(str::to_string),
+                            attributes: attributes(&record["attributes"]),
+                            kinds: kinds(&record["attributes"]),
+                            resource: service.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        logs
+    }
+
+    /// Waits until `done` holds for the log records received (at most 30 s).
+    pub async fn wait_logs(&self, done: impl Fn(&[Log]) -> bool) -> Vec<Log> {
+        tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                let logs = self.logs();
+                if done(&logs) {
+                    return logs;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "the expected log records within 30 s; got {:#?}",
+                self.logs()
+            )
+        })
     }
 
     /// The names of every metric received so far.
@@ -322,6 +390,8 @@ pub struct Span {
     pub span_id: String,
     /// Its parent's span id (hex), if any.
     pub parent: Option<String>,
+    /// Its links: each linked span's trace id and span id (hex).
+    pub links: Vec<(String, String)>,
     /// When it started (Unix nanoseconds).
     pub start: u128,
     /// Its attributes ([`attributes`] form).
@@ -347,6 +417,34 @@ impl Span {
             Value::String(text) => text.parse().unwrap(),
             other => panic!("{} has no event_index.{end}: {other}", self.name),
         }
+    }
+}
+
+/// One received log record.
+#[derive(Debug, Clone)]
+pub struct Log {
+    /// Its severity text (`INFO`, `WARN`, …).
+    pub severity: Option<String>,
+    /// Its body (a string body as a JSON string).
+    pub body: Value,
+    /// The trace id of the span it was emitted in (hex), if any.
+    pub trace_id: Option<String>,
+    /// The span id of the span it was emitted in (hex), if any.
+    pub span_id: Option<String>,
+    /// Its instrumentation scope's name.
+    pub scope: Option<String>,
+    /// Its attributes ([`attributes`] form).
+    pub attributes: BTreeMap<String, Value>,
+    /// The OTLP type of each attribute's value (`stringValue`, `intValue`, …).
+    pub kinds: BTreeMap<String, String>,
+    /// Its resource's attributes.
+    pub resource: BTreeMap<String, Value>,
+}
+
+impl Log {
+    /// An attribute's value (`null` when absent).
+    pub fn attr(&self, key: &str) -> Value {
+        self.attributes.get(key).cloned().unwrap_or(Value::Null)
     }
 }
 

@@ -117,7 +117,8 @@ fn record_range(span: &Span, first: Option<u64>, last: Option<u64>) {
 /// Where a turn came from, as its span records it.
 #[derive(Debug, Clone, Default)]
 pub struct TurnTrace {
-    /// The W3C `traceparent` of the request that started the turn, which parents its span.
+    /// The W3C `traceparent` of the request that started the turn, which its span links (or,
+    /// in the `parent` mode, is parented on: [`folio_telemetry::adopt_caller`]).
     pub parent: Option<String>,
     /// The session's channel (`agent_sdk.channel`: `http`, `cli`, …).
     pub channel: Option<String>,
@@ -125,7 +126,7 @@ pub struct TurnTrace {
     pub session_mode: Option<SessionMode>,
 }
 
-/// The ROOT span of a turn (`agent_sdk.turn`, GenAI `invoke_agent`), parented on the W3C
+/// The ROOT span of a turn (`agent_sdk.turn`, GenAI `invoke_agent`), joined to the W3C
 /// `traceparent` of the request that started it, when there is one.
 pub(super) fn turn_span(
     agent: &str,
@@ -431,7 +432,7 @@ pub(super) fn chat_ended(
 }
 
 /// Runs `call`, tool `tool` called directly (without a model or a turn), inside a synthetic
-/// `agent_sdk.turn` span, parented on `traceparent` when given, and its `agent_sdk.tool` span,
+/// `agent_sdk.turn` span, joined to `traceparent` when given, and its `agent_sdk.tool` span,
 /// so a direct call traces like a turn's.
 pub async fn trace_direct_call(
     agent: &str,
@@ -453,7 +454,7 @@ pub async fn trace_direct_call(
         gen_ai.operation.name = "invoke_agent",
         agent_sdk.synthetic = true,
     );
-    folio_telemetry::adopt_parent(&turn, traceparent);
+    folio_telemetry::adopt_caller(&turn, traceparent);
     let span = turn.in_scope(|| tool_span(tool, call_id, None, input));
     let result = call.instrument(span.clone()).await;
     let output = match &result {
