@@ -101,10 +101,10 @@ fn find(root: &Path, name: &str) -> Option<PathBuf> {
         if entry.file_name() == name {
             return Some(root.to_path_buf());
         }
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            if let Some(found) = find(&path, name) {
-                return Some(found);
-            }
+        if entry.file_type().is_ok_and(|t| t.is_dir())
+            && let Some(found) = find(&path, name)
+        {
+            return Some(found);
         }
     }
     None
