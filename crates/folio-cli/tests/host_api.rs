@@ -220,3 +220,124 @@ async fn a_tool_reaches_its_own_session_through_the_host_api_and_its_token_dies_
         String::from_utf8_lossy(&outside.stderr)
     );
 }
+
+/// A hook's run gets a token for the event's session: it writes a storage entry and a log
+/// line, recorded under `hook_<name>_<index>`.
+#[tokio::test]
+async fn a_hook_reaches_the_session_of_its_event() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("done"));
+    let dir = project(AGENT);
+    write_files(
+        dir.path(),
+        &[(
+            "agent/hooks/note.toml",
+            "events = [\"turn.completed\"]\ncommand = \"cat >/dev/null; \\\"$FOLIO_BIN\\\" host kv put last-turn done > \\\"$OUT\\\"\"\n",
+        )],
+    );
+    let state = tempfile::tempdir().unwrap();
+    let out = state.path().join("hook-out.json");
+    let folio = folio_bin();
+    let server = serve_with_env(
+        &mock.openai_base_url(),
+        dir.path(),
+        state.path(),
+        &["--mode", "single"],
+        &[
+            ("FOLIO_BIN", folio.to_str().unwrap()),
+            ("OUT", out.to_str().unwrap()),
+        ],
+    )
+    .await;
+    let created = create_session(&server.url, &CreateSession::message("hi")).await;
+    let id = created.session_id;
+    let written = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&out)
+                && let Ok(value) = serde_json::from_str::<Value>(&text)
+            {
+                return value;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the hook ran");
+    assert_eq!(written["entry"]["key"], json!("last-turn"), "{written}");
+    assert_eq!(written["entry"]["version"], json!(1));
+    let events = events(&server.url, &id).await;
+    let completed = events
+        .iter()
+        .find(|e| e.event_type() == "turn.completed")
+        .unwrap()
+        .index;
+    let calls = all::<ActionHostCall>(&events);
+    assert_eq!(calls.len(), 1, "{calls:#?}");
+    assert_eq!(calls[0].operation, "kv.put");
+    assert_eq!(calls[0].call_id, format!("hook_note_{completed}"));
+}
+
+/// `storage` in the allowlist: the model keeps notes in the same storage, per scope.
+#[tokio::test]
+async fn the_model_keeps_notes_with_the_storage_tools() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([(
+        "storage_put",
+        json!({"key": "plan", "value": {"step": 1}, "scope": "principal"}),
+    )]));
+    mock.push(MockReply::tool_calls([(
+        "storage_put",
+        json!({"key": "plan", "value": {"step": 2}, "scope": "principal", "ifVersion": 5}),
+    )]));
+    mock.push(MockReply::tool_calls([(
+        "storage_list",
+        json!({"scope": "principal"}),
+    )]));
+    mock.push(MockReply::text("noted"));
+    mock.push(MockReply::tool_calls([(
+        "storage_get",
+        json!({"key": "plan", "scope": "principal"}),
+    )]));
+    mock.push(MockReply::text("read"));
+    let dir = project(
+        "name = \"Host Agent\"\nmodel = \"openai:gpt-test\"\ntools = [\"read\", \"storage\"]\n",
+    );
+    let state = tempfile::tempdir().unwrap();
+    let server = serve(
+        &mock.openai_base_url(),
+        dir.path(),
+        state.path(),
+        &["--mode", "single"],
+    )
+    .await;
+    let first = create_session(&server.url, &CreateSession::message("plan")).await;
+    let mut stream = Stream::open(&server.url, &first.session_id, 0, None).await;
+    stream.until("turn.completed").await;
+    let results: Vec<ActionResult> =
+        all::<ActionResult>(&events(&server.url, &first.session_id).await)
+            .into_iter()
+            .cloned()
+            .collect();
+    assert_eq!(results.len(), 3, "{results:#?}");
+    assert!(!results[0].is_error, "{results:#?}");
+    assert_eq!(results[0].output.as_ref().unwrap()["version"], json!(1));
+    assert!(results[1].is_error, "a stale ifVersion is the tool's error");
+    assert!(
+        results[1]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("expected version 5, but it is at version 1"),
+        "{results:#?}"
+    );
+    assert_eq!(
+        results[2].output.as_ref().unwrap()["entries"][0]["value"],
+        json!({"step": 1})
+    );
+    // Another session of the same principal reads the note.
+    let second = create_session(&server.url, &CreateSession::message("recall")).await;
+    let mut stream = Stream::open(&server.url, &second.session_id, 0, None).await;
+    stream.until("turn.completed").await;
+    let read = all::<ActionResult>(&events(&server.url, &second.session_id).await)[0].clone();
+    assert_eq!(read.output.unwrap()["value"], json!({"step": 1}));
+}
