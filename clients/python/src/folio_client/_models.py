@@ -86,6 +86,31 @@ class ActionAuthorizationResolved(TypedDict):
     """
 
 
+class ActionHostCall(TypedDict):
+    """
+    `action.host_call` data: a process of a tool call (or hook run, or skill command) called
+    the host API. Recorded in the session's log inside that call.
+    """
+
+    callId: str
+    """
+    The tool call (or `hook_…`/`skill_…` run) whose process called.
+    """
+    detail: Any
+    """
+    What was read or written: the key and version, the path, the reminder, the artifact,
+    the connection and tool (never a stored value or a file's contents).
+    """
+    error: NotRequired[str | None]
+    """
+    Why it was refused, when it was.
+    """
+    operation: str
+    """
+    The route's group and verb (`kv.put`, `files.read`, `reminders.set`, …).
+    """
+
+
 class ActionResult(TypedDict):
     """
     `action.result` data.
@@ -384,6 +409,36 @@ class AssertionResult(TypedDict):
     """
 
 
+class CallConnectionTool(TypedDict):
+    """
+    `POST /v1/host/connections/call`: call a tool of a host connection.
+    """
+
+    arguments: NotRequired[dict[str, Any]]
+    """
+    Its arguments.
+    """
+    connection: str
+    """
+    The connection.
+    """
+    tool: str
+    """
+    The tool's name on that server.
+    """
+
+
+class CancelReminder(TypedDict):
+    """
+    `POST /v1/host/reminders/cancel`.
+    """
+
+    reminderId: str
+    """
+    `rem_…`.
+    """
+
+
 ChannelDeliveryOutcome: TypeAlias = Literal['received', 'replied', 'reply_failed']
 """
 What a `channel.delivery` event reports.
@@ -469,6 +524,8 @@ ErrorCode: TypeAlias = Literal[
     'session_busy',
     'approval_resolved',
     'already_exists',
+    'version_conflict',
+    'rate_limited',
     'idempotency_key_reused',
     'method_not_allowed',
     'request_timeout',
@@ -488,6 +545,9 @@ The `error` code of an [`ErrorBody`]; each goes with one HTTP status.
 - `session_busy`: `409`: a session-bound tool call while a turn runs.
 - `approval_resolved`: `409`: a second decision on one approval.
 - `already_exists`: `409`: what the request would create exists already (an eval case of that name).
+- `version_conflict`: `409`: a compare-and-set write found another version (storage `ifVersion`).
+- `rate_limited`: `429`: too many requests or too much stored; the `Retry-After` header says when to
+try again (when waiting helps).
 - `idempotency_key_reused`: `422`: an idempotency key sent again with a different request (a retry must repeat the
 first request exactly; a new request needs a new key).
 - `method_not_allowed`: `405`: the route exists but not with this method.
@@ -700,6 +760,31 @@ class EventActionAuthorizationResolved(TypedDict):
     type: Literal['action.authorization_resolved']
 
 
+class EventActionHostCall(TypedDict):
+    """
+    A process of a tool call, hook run or skill command called the host API.
+    """
+
+    at: str
+    """
+    When the event was appended: RFC 3339 UTC with milliseconds.
+    """
+    index: int
+    """
+    Position in the session's log: 0, 1, 2, … without gaps.
+    """
+    sessionId: str
+    """
+    The session this event belongs to (`ses_…`).
+    """
+    turnId: NotRequired[str | None]
+    """
+    The turn this event belongs to (`turn_…`), for turn-scoped events.
+    """
+    data: ActionHostCall
+    type: Literal['action.host_call']
+
+
 class EventArtifactTagged(TypedDict):
     """
     An artifact was tagged for this session.
@@ -841,6 +926,25 @@ class ForkSession(TypedDict):
     """
 
 
+class GetArtifact(TypedDict):
+    """
+    `POST /v1/host/artifacts/get`: one artifact by id, or by kind and key.
+    """
+
+    artifactId: NotRequired[str | None]
+    """
+    `art_…` (or give `key`, with `kind`).
+    """
+    key: NotRequired[str | None]
+    """
+    The upsert key.
+    """
+    kind: NotRequired[str | None]
+    """
+    The kind, with `key`.
+    """
+
+
 class HookInfo(TypedDict):
     """
     A hook as discovery found it.
@@ -860,6 +964,82 @@ class HookInfo(TypedDict):
     """
 
 
+class HostArtifact(TypedDict):
+    """
+    An artifact with its text contents (`artifacts/get`, `artifacts/put`).
+    """
+
+    artifact: ArtifactRecord
+    """
+    The record.
+    """
+    contents: NotRequired[str | None]
+    """
+    Its contents as text (lossy UTF-8), when it has any.
+    """
+    ok: Literal[True]
+    """
+    Always `true`.
+    """
+
+
+class HostArtifacts(TypedDict):
+    """
+    The answer of `artifacts/list`.
+    """
+
+    artifacts: list[ArtifactRecord]
+    """
+    Most recently updated first.
+    """
+    ok: Literal[True]
+    """
+    Always `true`.
+    """
+
+
+class HostIdentity(TypedDict):
+    """
+    Who a host API call acts for (`GET /v1/host/whoami`).
+    """
+
+    agent: str
+    """
+    The agent.
+    """
+    callId: str
+    """
+    The tool call, hook run or skill command the token was issued for.
+    """
+    ok: Literal[True]
+    """
+    Always `true`.
+    """
+    principal: str
+    """
+    The session's principal.
+    """
+    sessionId: str
+    """
+    The session.
+    """
+
+
+class HostOutput(TypedDict):
+    """
+    The answer of a `files/<op>` call: what the file tool of that name answers the model.
+    """
+
+    ok: Literal[True]
+    """
+    Always `true`.
+    """
+    output: Any
+    """
+    The tool's output (text, or JSON for structured results).
+    """
+
+
 JudgeVerdict = TypedDict(
     'JudgeVerdict',
     {
@@ -869,6 +1049,21 @@ JudgeVerdict = TypedDict(
         'score': float,
     },
 )
+
+
+class ListArtifacts(TypedDict):
+    """
+    `POST /v1/host/artifacts/list`.
+    """
+
+    kind: NotRequired[str | None]
+    """
+    Only this kind.
+    """
+    sessionOnly: NotRequired[bool]
+    """
+    Only the calling session's (default `false`: every artifact of the agent).
+    """
 
 
 LogLevel: TypeAlias = Literal['info', 'warn', 'error']
@@ -994,6 +1189,15 @@ class MessageReceived(TypedDict):
     """
 
 
+MetricKind: TypeAlias = Literal['counter', 'histogram']
+"""
+The kind of a metric point.
+
+- `counter`: A monotonic sum: the value is added (must be ≥ 0).
+- `histogram`: A distribution: the value is recorded.
+"""
+
+
 class NextFire(TypedDict):
     """
     A slot to come, in UTC and in the schedule's zone.
@@ -1006,6 +1210,37 @@ class NextFire(TypedDict):
     utc: str
     """
     The instant.
+    """
+
+
+class PutArtifact(TypedDict):
+    """
+    `POST /v1/host/artifacts/put`: tag (upsert by kind and key) an artifact of the session.
+    """
+
+    contentType: NotRequired[str | None]
+    """
+    The contents' MIME type (default `text/plain`).
+    """
+    contents: NotRequired[str | None]
+    """
+    Text contents.
+    """
+    data: NotRequired[Any]
+    """
+    Structured data (checked against the kind's schema).
+    """
+    key: str
+    """
+    The upsert key.
+    """
+    kind: NotRequired[str | None]
+    """
+    The kind (`artifacts.toml`; default `artifact` when none are configured).
+    """
+    title: str
+    """
+    A title.
     """
 
 
@@ -1032,6 +1267,34 @@ class ReasoningCompleted(TypedDict):
     text: str
     """
     The step's full reasoning text.
+    """
+
+
+class RecordMetric(TypedDict):
+    """
+    `POST /v1/host/telemetry/metric`: one metric point.
+    """
+
+    attributes: NotRequired[dict[str, Any]]
+    """
+    Attributes of the point (string, number or boolean).
+    """
+    kind: MetricKind
+    """
+    `counter` or `histogram`.
+    """
+    name: str
+    """
+    Dotted lowercase, 1 to 255 characters (`app.documents.indexed`); the `agent_sdk.`,
+    `gen_ai.` and `cursor.` prefixes are Folio's.
+    """
+    unit: NotRequired[str | None]
+    """
+    A UCUM unit (`s`, `ms`, `By`, `{document}`), at most 63 characters.
+    """
+    value: float
+    """
+    The value.
     """
 
 
@@ -1382,6 +1645,17 @@ is not run again.
 """
 
 
+class SpanAttributes(TypedDict):
+    """
+    `POST /v1/host/telemetry/attributes`: attributes for the span of the calling tool call.
+    """
+
+    attributes: dict[str, Any]
+    """
+    Name → string, number or boolean. Names are dotted lowercase (`app.cache.hit`).
+    """
+
+
 class StepStarted(TypedDict):
     """
     `step.started` data.
@@ -1391,6 +1665,43 @@ class StepStarted(TypedDict):
     """
     1-based step number within the turn.
     """
+
+
+class StorageEntry(TypedDict):
+    """
+    One stored value.
+    """
+
+    expiresAt: NotRequired[str | None]
+    """
+    When it expires (`null`: never).
+    """
+    key: str
+    """
+    Its key.
+    """
+    updatedAt: str
+    """
+    When it was last written.
+    """
+    value: Any
+    """
+    The JSON value.
+    """
+    version: int
+    """
+    1 when first written, raised by every write (compare-and-set on it).
+    """
+
+
+StorageScope: TypeAlias = Literal['session', 'agent', 'principal']
+"""
+Whose storage an entry is in.
+
+- `session`: The calling session's own entries (removed with the session).
+- `agent`: Shared by every session of the agent.
+- `principal`: Shared by every session of the agent that the session's principal owns.
+"""
 
 
 class SubagentCalled(TypedDict):
@@ -1666,6 +1977,21 @@ Who sees a connection's tools.
 - `model`: The model calls its tools.
 - `host`: Only the host (tools and hooks) calls them.
 """
+
+
+class WriteLog(TypedDict):
+    """
+    `POST /v1/host/telemetry/log`: a log line about the session.
+    """
+
+    level: NotRequired[LogLevel]
+    """
+    `info` (default), `warn` or `error`.
+    """
+    message: str
+    """
+    The line (at most 8 KiB).
+    """
 
 
 class ActionApprovalRequested(TypedDict):
@@ -2448,6 +2774,175 @@ class EventChannelDelivery(TypedDict):
     type: Literal['channel.delivery']
 
 
+class HostConnectionTools(TypedDict):
+    """
+    One host connection and its tools (`connections/list`).
+    """
+
+    connection: str
+    """
+    The connection (`agent/host-connections/<name>.toml`).
+    """
+    error: NotRequired[str | None]
+    """
+    Why it could not be reached.
+    """
+    tools: list[ToolDescription]
+    """
+    Its tools (empty when it could not be reached).
+    """
+
+
+class HostConnections(TypedDict):
+    """
+    The answer of `connections/list`.
+    """
+
+    connections: list[HostConnectionTools]
+    """
+    Every host connection of the agent.
+    """
+    ok: Literal[True]
+    """
+    Always `true`.
+    """
+
+
+class HostReminders(TypedDict):
+    """
+    The answer of `reminders/list`.
+    """
+
+    ok: Literal[True]
+    """
+    Always `true`.
+    """
+    reminders: list[Reminder]
+    """
+    The session's pending reminders, earliest first.
+    """
+
+
+class KvDelete(TypedDict):
+    """
+    `POST /v1/host/kv/delete` and the `storage_delete` tool: remove one entry.
+    """
+
+    ifVersion: NotRequired[int | None]
+    """
+    Delete only when the entry's version is this one.
+    """
+    key: str
+    """
+    The key.
+    """
+    scope: NotRequired[StorageScope]
+    """
+    `session` (default), `agent` or `principal`.
+    """
+
+
+class KvEntryResponse(TypedDict):
+    """
+    The answer of `kv/get`, `kv/put` and `kv/delete`: the entry (as read, as written, or as
+    removed; `null` when there is none).
+    """
+
+    entry: NotRequired[StorageEntry | None]
+    """
+    The entry.
+    """
+    ok: Literal[True]
+    """
+    Always `true`.
+    """
+
+
+class KvGet(TypedDict):
+    """
+    `POST /v1/host/kv/get` and the `storage_get` tool: one entry.
+    """
+
+    key: str
+    """
+    The key (1 to 512 bytes).
+    """
+    scope: NotRequired[StorageScope]
+    """
+    `session` (default), `agent` or `principal`.
+    """
+
+
+class KvList(TypedDict):
+    """
+    `POST /v1/host/kv/list` and the `storage_list` tool: a page of entries in key order.
+    """
+
+    after: NotRequired[str | None]
+    """
+    Only keys after this one (the previous page's `next`).
+    """
+    limit: NotRequired[int | None]
+    """
+    At most this many (default and cap 1000).
+    """
+    prefix: NotRequired[str | None]
+    """
+    Only keys that start with this.
+    """
+    scope: NotRequired[StorageScope]
+    """
+    `session` (default), `agent` or `principal`.
+    """
+
+
+class KvListResponse(TypedDict):
+    """
+    The answer of `kv/list`.
+    """
+
+    entries: list[StorageEntry]
+    """
+    The entries, in key order.
+    """
+    next: NotRequired[str | None]
+    """
+    Pass as `after` for the next page (`null`: this was the last).
+    """
+    ok: Literal[True]
+    """
+    Always `true`.
+    """
+
+
+class KvPut(TypedDict):
+    """
+    `POST /v1/host/kv/put` and the `storage_put` tool: write one entry.
+    """
+
+    ifVersion: NotRequired[int | None]
+    """
+    Write only when the entry's version is this one (compare-and-set); `0` means only when
+    the key has no entry.
+    """
+    key: str
+    """
+    The key (1 to 512 bytes).
+    """
+    scope: NotRequired[StorageScope]
+    """
+    `session` (default), `agent` or `principal`.
+    """
+    ttlSeconds: NotRequired[int | None]
+    """
+    Seconds until the entry expires (none: it stays).
+    """
+    value: Any
+    """
+    Any JSON value, at most 256 KiB as JSON text.
+    """
+
+
 class SessionSummary(TypedDict):
     """
     A session as lists and `GET /v1/session/:id` show it.
@@ -2908,6 +3403,7 @@ Event: TypeAlias = (
     | EventActionApprovalResolved
     | EventActionAuthorizationRequested
     | EventActionAuthorizationResolved
+    | EventActionHostCall
     | EventSubagentCalled
     | EventSubagentCompleted
     | EventArtifactTagged
