@@ -17,7 +17,7 @@ use folio_protocol::{Event, HookPayload};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::host::{HostBroker, HostCaller, HostGrant};
+use crate::tools::host::{HostBroker, HostCaller, HostGrant};
 use crate::tools::process::kill_group;
 
 /// Hook runs remembered for [`HookDispatcher::recent_runs`].
@@ -242,7 +242,7 @@ async fn worker(
 ) {
     while let Some((payload, host)) = queue.recv().await {
         let started = Instant::now();
-        let grant = crate::host::grant_for(
+        let grant = crate::tools::host::grant_for(
             host.as_ref(),
             HostCaller::Hook {
                 hook: hook.name.clone(),

@@ -134,7 +134,6 @@ mod compaction;
 mod conversation;
 mod env;
 mod hooks;
-mod host;
 mod layout;
 pub mod mcp;
 pub mod peers;
@@ -158,11 +157,11 @@ pub use compaction::{ContextBudget, Summarizer};
 pub use conversation::{SUMMARY_HEADING, content_of, conversation};
 pub use folio_project::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
 pub use hooks::{HookDispatcher, HookFailure, HookOutcome, HookRun};
-pub use host::{HostBroker, HostCaller, HostGrant, StorageRequest};
 pub use layout::StateLayout;
 pub use root::{LiveRoot, MountFailure, RootContext, RootError, RootFactory, RootHost, check_root};
 pub use sink::{AuthorizationFailure, AuthorizationRedirect, EventSink, SinkError};
 pub use subagents::{Subagent, TASK_TOOL, TaskTool};
+pub use tools::host::{HostBroker, HostCaller, HostGrant, StorageError, StorageRequest};
 pub use turn::{
     Harness, TURN_INTERRUPTED, Turn, TurnOutcome, TurnTrace, denied_message, pending_approvals,
     restart_answers, trace_direct_call,

@@ -94,7 +94,7 @@ pub struct Turn {
     pub trace: TurnTrace,
     /// Issues host API credentials to the processes the turn's tool calls start (`None`: no
     /// host API, as under `folio run`).
-    pub host: Option<Arc<dyn crate::host::HostBroker>>,
+    pub host: Option<Arc<dyn crate::tools::host::HostBroker>>,
 }
 
 /// How a turn ended.

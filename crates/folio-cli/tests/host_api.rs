@@ -341,3 +341,44 @@ async fn the_model_keeps_notes_with_the_storage_tools() {
     let read = all::<ActionResult>(&events(&server.url, &second.session_id).await)[0].clone();
     assert_eq!(read.output.unwrap()["value"], json!({"step": 1}));
 }
+
+/// A state root too deep for a socket address: the host API is served on a loopback port.
+#[tokio::test]
+async fn a_state_root_too_long_for_a_socket_gets_a_loopback_port() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([("where", json!({}))]));
+    mock.push(MockReply::text("here"));
+    let dir = project(AGENT);
+    write_files(
+        dir.path(),
+        &[(
+            "agent/tools/where.toml",
+            "description = \"Where is the host API?\"\ncommand = [\"sh\", \"-c\", \"cat >/dev/null; printf '{\\\"url\\\": \\\"%s\\\", \\\"who\\\": %s}' \\\"$FOLIO_HOST_URL\\\" \\\"$(\\\"$FOLIO_BIN\\\" host whoami)\\\"\"]\neffect = \"read\"\n[input_schema]\ntype = \"object\"\n",
+        )],
+    );
+    let state = tempfile::tempdir().unwrap();
+    let deep = state.path().join("a-state-root-nested-deeply".repeat(5));
+    let folio = folio_bin();
+    let server = serve_with_env(
+        &mock.openai_base_url(),
+        dir.path(),
+        &deep,
+        &["--mode", "single"],
+        &[("FOLIO_BIN", folio.to_str().unwrap())],
+    )
+    .await;
+    let created = create_session(&server.url, &CreateSession::message("where")).await;
+    let mut stream = Stream::open(&server.url, &created.session_id, 0, None).await;
+    stream.until("turn.completed").await;
+    let events = events(&server.url, &created.session_id).await;
+    let result = all::<ActionResult>(&events)[0].clone();
+    let output = result.output.clone().unwrap_or_else(|| panic!("{result:#?}"));
+    assert!(
+        output["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:"),
+        "{output}"
+    );
+    assert_eq!(output["who"]["sessionId"], json!(created.session_id));
+}

@@ -13,6 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use folio_protocol::{CreateSession, ErrorBody, Scope, SessionCreated};
 use folio_test_support::{MockModelServer, MockReply};
+use futures::StreamExt;
 use http_body_util::{BodyExt, Full};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -473,21 +474,32 @@ async fn every_attack_on_the_host_api_is_refused_and_writes_nothing() {
 
     // A flood of writes: past the session's budget, 429 with Retry-After; never a 500; and
     // the refused writes are not there.
+    // 1,200 writes, 24 at a time: however slow the machine, far more than the burst plus what
+    // refills while they run.
+    let answers: Vec<(u16, Option<String>, Value)> = futures::stream::iter(0..1200)
+        .map(|n| {
+            let (url, token) = (url.clone(), bob.token.clone());
+            async move {
+                post(
+                    &url,
+                    &token,
+                    "kv/put",
+                    json!({"key": format!("flood/{n:04}"), "value": n}),
+                )
+                .await
+            }
+        })
+        .buffer_unordered(24)
+        .collect()
+        .await;
     let mut limited = 0;
     let mut written = 0;
-    for n in 0..320 {
-        let answer = post(
-            &url,
-            &bob.token,
-            "kv/put",
-            json!({"key": format!("flood/{n:04}"), "value": n}),
-        )
-        .await;
+    for answer in &answers {
         match answer.0 {
             200 => written += 1,
             429 => {
                 limited += 1;
-                refused(&answer, 429, "rate_limited", "a flood");
+                refused(answer, 429, "rate_limited", "a flood");
                 let wait: u64 = answer.1.as_deref().expect("Retry-After").parse().unwrap();
                 assert!(wait >= 1, "Retry-After {wait}");
             }
@@ -508,12 +520,24 @@ async fn every_attack_on_the_host_api_is_refused_and_writes_nothing() {
         "flood keys were session scope"
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let after = post(&url, &bob.token, "kv/list", json!({"prefix": "flood/"})).await;
-    assert_eq!(
-        after.2["entries"].as_array().unwrap().len(),
-        written,
-        "exactly the accepted writes"
-    );
+    let mut kept = 0;
+    let mut next = Value::Null;
+    loop {
+        let page = post(
+            &url,
+            &bob.token,
+            "kv/list",
+            json!({"prefix": "flood/", "after": next}),
+        )
+        .await;
+        assert_eq!(page.0, 200, "{}", page.2);
+        kept += page.2["entries"].as_array().unwrap().len();
+        next = page.2["next"].clone();
+        if next.is_null() {
+            break;
+        }
+    }
+    assert_eq!(kept, written, "exactly the accepted writes");
 
     // Each call ends; its token is refused from then on.
     for held in [&alice, &bob, &alice2] {

@@ -339,6 +339,9 @@ fn path_param_description(name: &str) -> Option<&'static str> {
         "reminderId" => "The reminder (`rem_…`).",
         "artifactId" => "The artifact (`art_…`).",
         "runId" => "The eval run.",
+        "operation" => {
+            "The file tool to run: `read`, `write`, `edit`, `delete`, `list`, `glob` or `grep`."
+        }
         _ => return None,
     })
 }

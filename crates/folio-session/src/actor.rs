@@ -828,7 +828,7 @@ async fn run_turn(
                 session_mode: Some(meta.mode),
             }
         },
-        host: Some(engine.host_broker()),
+        host: Some(crate::host::broker(&engine)),
     };
     let sink = LiveSink(live.clone());
     if resume {

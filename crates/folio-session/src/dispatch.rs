@@ -70,7 +70,7 @@ impl Engine {
             .await
             .map_err(|err| store_error(&what, err))?;
         let live = Arc::new(Live::new(self.store.clone(), meta, events));
-        live.bind_hooks(&self.agent().hooks, Some(self.host_broker()));
+        live.bind_hooks(&self.agent().hooks, Some(crate::host::broker(self)));
         let kept = self.live.keep(live.clone());
         if Arc::ptr_eq(&kept, &live) {
             self.life

@@ -56,7 +56,7 @@ pub(crate) struct Engine {
     /// The server log of this agent.
     pub(crate) logs: LogBuffer,
     /// The host API's live tokens and call budgets.
-    pub(crate) host: crate::host::HostGrants,
+    pub(crate) host: crate::host_grants::HostGrants,
 }
 
 /// The agent new turns run with, swapped by `folio dev`.
@@ -325,13 +325,8 @@ impl Engine {
             timers: Timers::new(),
             settings: Settings::new(),
             logs,
-            host: crate::host::HostGrants::default(),
+            host: crate::host_grants::HostGrants::default(),
         }
-    }
-
-    /// Issues host API grants for this engine's sessions.
-    pub(crate) fn host_broker(self: &Arc<Self>) -> Arc<dyn folio_agent::HostBroker> {
-        Arc::new(crate::host::Broker(Arc::downgrade(self)))
     }
 
     /// The agent new turns run with.

@@ -12,12 +12,10 @@
 //! Calls are limited per session: a token bucket of [`BURST`] calls refilled at
 //! [`CALLS_PER_SECOND`]; past it a call is refused with `429` and a `Retry-After`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Weak};
 
 use folio_agent::tools::{FileTool, TodoList, Tool, ToolContext};
-use folio_agent::{HostBroker, HostCaller, HostGrant, StorageRequest, TurnSession};
+use folio_agent::{HostBroker, HostCaller, HostGrant, StorageError, StorageRequest, TurnSession};
 use folio_protocol::{
     ActionHostCall, CallConnectionTool, EventBody, GetArtifact, HostArtifact, HostArtifacts,
     HostConnectionTools, HostConnections, HostIdentity, KvDelete, KvEntryResponse, KvGet, KvList,
@@ -28,78 +26,18 @@ use serde_json::{Value, json};
 
 use crate::engine::Engine;
 use crate::error::ManagerError;
+use crate::host_grants::{BURST, CALLS_PER_SECOND, Grant, MAX_LOG_BYTES};
 use crate::host_storage::{self, Owner};
 use crate::reminders::Reminders;
 use crate::sync::lock;
 
-/// Calls a session's processes may make at once before the bucket empties.
-pub const BURST: u32 = 200;
-/// Calls per second the bucket refills.
-pub const CALLS_PER_SECOND: u32 = 50;
-/// The longest log line a call may write, in bytes.
-pub const MAX_LOG_BYTES: usize = 8 * 1024;
-
-/// What a token grants: one call's session, principal, agent and (for a tool) its context.
-pub struct Grant {
-    /// The session.
-    pub session_id: String,
-    /// The tool call (or `hook_<name>_<index>`) the token was issued for.
-    pub call_id: String,
-    /// The session's principal.
-    pub principal: String,
-    /// The agent's name.
-    pub agent: String,
-    turn_id: Option<String>,
-    caller: HostCaller,
-    span: tracing::Span,
+/// Issues grants for `engine`'s sessions (held by turns and hook dispatchers).
+pub(crate) fn broker(engine: &Arc<Engine>) -> Arc<dyn HostBroker> {
+    Arc::new(Broker(Arc::downgrade(engine)))
 }
 
-/// Issued tokens, the address they are valid at, and each session's call budget.
-#[derive(Default)]
-pub(crate) struct HostGrants {
-    url: RwLock<Option<String>>,
-    tokens: Arc<Mutex<HashMap<String, Arc<Grant>>>>,
-    buckets: Mutex<HashMap<String, Bucket>>,
-}
-
-/// A token bucket: calls left and when it was last refilled.
-struct Bucket {
-    left: f64,
-    at: Instant,
-}
-
-impl HostGrants {
-    /// Takes one call from `session_id`'s bucket; `Err(wait)` when it is empty.
-    fn take(&self, session_id: &str) -> Result<(), Duration> {
-        let now = Instant::now();
-        let mut buckets = lock(&self.buckets);
-        if buckets.len() > 10_000 {
-            // Forget the full buckets of sessions that stopped calling.
-            buckets.retain(|_, bucket| {
-                now.duration_since(bucket.at).as_secs_f64() * f64::from(CALLS_PER_SECOND)
-                    < f64::from(BURST)
-            });
-        }
-        let bucket = buckets.entry(session_id.to_string()).or_insert(Bucket {
-            left: f64::from(BURST),
-            at: now,
-        });
-        let refill = now.duration_since(bucket.at).as_secs_f64() * f64::from(CALLS_PER_SECOND);
-        bucket.left = (bucket.left + refill).min(f64::from(BURST));
-        bucket.at = now;
-        if bucket.left >= 1.0 {
-            bucket.left -= 1.0;
-            Ok(())
-        } else {
-            Err(Duration::from_secs_f64(
-                (1.0 - bucket.left) / f64::from(CALLS_PER_SECOND),
-            ))
-        }
-    }
-}
-
-/// Issues grants for the engine's sessions (held by turns and hook dispatchers).
-pub(crate) struct Broker(pub(crate) Weak<Engine>);
+/// The engine's [`HostBroker`].
+struct Broker(Weak<Engine>);
 
 #[async_trait::async_trait]
 impl HostBroker for Broker {
@@ -139,11 +77,16 @@ impl HostBroker for Broker {
         }))
     }
 
-    async fn storage(&self, ctx: &ToolContext, request: StorageRequest) -> Result<Value, String> {
-        let engine = self
-            .0
-            .upgrade()
-            .ok_or_else(|| "the server is shutting down".to_string())?;
+    async fn storage(
+        &self,
+        ctx: &ToolContext,
+        request: StorageRequest,
+    ) -> Result<Value, StorageError> {
+        let engine = self.0.upgrade().ok_or_else(|| {
+            StorageError(Box::new(ManagerError::internal(
+                "the server is shutting down; try again",
+            )))
+        })?;
         let agent = engine.agent().definition.name.clone();
         let owner = Owner {
             session_id: &ctx.session_id,
@@ -164,7 +107,7 @@ impl HostBroker for Broker {
                 .await
                 .map(|(answer, _)| json!({"entries": answer.entries, "next": answer.next})),
         };
-        answer.map_err(|err| err.to_string())
+        answer.map_err(|err| StorageError(Box::new(err)))
     }
 }
 

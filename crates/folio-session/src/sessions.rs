@@ -290,7 +290,10 @@ impl Sessions {
         self.engine.fault(FaultPoint::SessionCreated);
         let live = self.engine.open_live(meta).await?;
         folio_telemetry::metrics::session(&self.engine.agent().definition.name, channel);
-        live.bind_hooks(&self.engine.agent().hooks, Some(self.engine.host_broker()));
+        live.bind_hooks(
+            &self.engine.agent().hooks,
+            Some(crate::host::broker(&self.engine)),
+        );
         live.append(
             None,
             EventBody::SessionStarted(SessionStarted {

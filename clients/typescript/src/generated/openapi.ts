@@ -3492,6 +3492,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The file tool to run: `read`, `write`, `edit`, `delete`, `list`, `glob` or `grep`. */
                 operation: string;
             };
             cookie?: never;

@@ -186,9 +186,9 @@ impl Tool for AuthoredTool {
             .env("FOLIO_WORKSPACE", &ctx.workspace)
             .env("FOLIO_SESSION_ID", &ctx.session_id)
             .env("FOLIO_TOOL_CALL_ID", &ctx.call_id);
-        let grant = crate::host::grant_for(
+        let grant = crate::tools::host::grant_for(
             ctx.host.as_ref(),
-            crate::host::HostCaller::Tool {
+            crate::tools::host::HostCaller::Tool {
                 tool: self.name.clone(),
                 context: Box::new(ctx.clone()),
             },

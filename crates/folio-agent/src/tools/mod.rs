@@ -14,6 +14,7 @@ use crate::sink::EventSink;
 
 pub(crate) mod authored;
 mod files;
+pub mod host;
 pub(crate) mod input;
 mod lints;
 pub(crate) mod process;
@@ -165,7 +166,7 @@ pub struct ToolContext {
     pub turn_id: Option<String>,
     /// Issues the host API credentials of the processes the call starts (`None`: no host
     /// API here).
-    pub host: Option<Arc<dyn crate::host::HostBroker>>,
+    pub host: Option<Arc<dyn host::HostBroker>>,
 }
 
 /// What a session tells its tools about itself, beyond its id.

@@ -1,7 +1,7 @@
 //! The `storage_*` tools (granted by `storage` in the allowlist): the model keeps small JSON
 //! values by key — its own notes per session, per principal or for the whole agent — in the
 //! same storage the host API serves, without the files of `memory/`. The session engine
-//! answers them through the turn's [`HostBroker`](crate::host::HostBroker).
+//! answers them through the turn's [`HostBroker`](crate::tools::host::HostBroker).
 
 use folio_project::{NativeTool, StorageOp};
 use folio_protocol::{KvDelete, KvGet, KvList, KvPut};
@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::input;
 use super::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::host::StorageRequest;
+use crate::tools::host::StorageRequest;
 
 /// One of the four storage tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +74,6 @@ impl Tool for StorageTool {
         host.storage(ctx, request)
             .await
             .map(ToolOutput::Json)
-            .map_err(ToolError)
+            .map_err(|err| ToolError(err.to_string()))
     }
 }

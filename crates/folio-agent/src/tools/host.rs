@@ -11,7 +11,7 @@
 
 use folio_protocol::{HOST_TOKEN_ENV, HOST_URL_ENV};
 
-use crate::tools::ToolContext;
+use super::ToolContext;
 
 /// Who a grant is for: an authored tool's call (with the call's context, whose FileSystem
 /// the files routes use) or a hook's run for one event.
@@ -67,6 +67,11 @@ pub enum StorageRequest {
     List(folio_protocol::KvList),
 }
 
+/// Why a `storage_*` call was refused: the engine's error, worded for the model.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StorageError(#[source] pub Box<dyn std::error::Error + Send + Sync>);
+
 /// Issues host API credentials for a session's processes, and answers the model's storage
 /// tools from the same storage.
 #[async_trait::async_trait]
@@ -81,7 +86,7 @@ pub trait HostBroker: Send + Sync {
         &self,
         ctx: &ToolContext,
         request: StorageRequest,
-    ) -> Result<serde_json::Value, String>;
+    ) -> Result<serde_json::Value, StorageError>;
 }
 
 /// A host API credential for one process: its address and token; revoked when dropped.
