@@ -193,6 +193,32 @@ async fn a_tool_reaches_its_own_session_through_the_host_api_and_its_token_dies_
         "recorded in the tool call's turn"
     );
 
+    // A direct call of the tool on the session (outside a turn, inside the session's actor)
+    // gets a token of its own, and its host calls are recorded too.
+    let (status, direct) = call(
+        reqwest::Method::POST,
+        &format!("{}/v1/session/{id}/tools/probe", server.url),
+        Some(json!({"input": {}})),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{direct}");
+    let direct_out = &direct["result"];
+    let direct_call = direct_out["whoami"]["callId"].as_str().unwrap().to_string();
+    assert!(direct_call.starts_with("direct_"), "{direct_out}");
+    assert_eq!(direct_out["whoami"]["sessionId"], json!(id));
+    assert!(
+        direct_out["reminder"]["reminder"]["reminderId"].is_string(),
+        "{direct_out}"
+    );
+    let after = folio_test_support::events(&server.url, &id).await;
+    let direct_calls: Vec<&ActionHostCall> = all::<ActionHostCall>(&after)
+        .into_iter()
+        .filter(|c| c.call_id == direct_call)
+        .collect();
+    assert_eq!(direct_calls.len(), 11, "{direct_calls:#?}");
+    assert_eq!(all::<ReminderSet>(&after).len(), 2);
+
     // The call has ended: its token is refused.
     let replay = tokio::process::Command::new(&folio)
         .args(["host", "whoami"])
@@ -372,7 +398,10 @@ async fn a_state_root_too_long_for_a_socket_gets_a_loopback_port() {
     stream.until("turn.completed").await;
     let events = events(&server.url, &created.session_id).await;
     let result = all::<ActionResult>(&events)[0].clone();
-    let output = result.output.clone().unwrap_or_else(|| panic!("{result:#?}"));
+    let output = result
+        .output
+        .clone()
+        .unwrap_or_else(|| panic!("{result:#?}"));
     assert!(
         output["url"]
             .as_str()

@@ -372,8 +372,11 @@ impl Actor {
                     input,
                     &workspace,
                     (&self.live.id, context),
-                    todos,
-                    self.engine.life.shutdown.child_token(),
+                    DirectRun {
+                        todos,
+                        cancel: self.engine.life.shutdown.child_token(),
+                        host: Some(crate::host::broker(&self.engine)),
+                    },
                 );
                 let result = folio_telemetry::with_incoming(trace_parent, call).await;
                 let _ = reply.send(result);
@@ -898,15 +901,30 @@ pub(crate) fn record_end(
 
 /// Prepares and runs a tool directly (no approval gate), in a synthetic turn's span joined to
 /// the incoming request's `traceparent` ([`folio_telemetry::with_incoming`]).
+/// What a direct tool call runs with besides its input: the session's todo list, the
+/// cancellation of the server's shutdown, and the host API's broker (`None` outside a session).
+pub(crate) struct DirectRun {
+    /// The session's todo list.
+    pub(crate) todos: TodoList,
+    /// Fires when the server shuts down.
+    pub(crate) cancel: CancellationToken,
+    /// Issues the call's host API token.
+    pub(crate) host: Option<Arc<dyn folio_agent::HostBroker>>,
+}
+
 pub(crate) async fn direct_call(
     agent: &Agent,
     name: &str,
     input: Value,
     workspace: &Path,
     (session_id, context): (&str, SessionContext),
-    todos: TodoList,
-    cancel: CancellationToken,
+    run: DirectRun,
 ) -> Result<ToolCallResult, ManagerError> {
+    let DirectRun {
+        todos,
+        cancel,
+        host,
+    } = run;
     let Some(tool) = agent.harness.tools.get(name) else {
         return Err(ManagerError::NotFound(format!("no tool {name}")));
     };
@@ -944,9 +962,7 @@ pub(crate) async fn direct_call(
         principal: context.principal,
         peer_depth: context.peer_depth,
         turn_id: None,
-        // A direct call runs inside the session's actor, which records the host API's calls:
-        // its processes get no host API (they would wait on the actor that waits on them).
-        host: None,
+        host,
     };
     let traceparent = folio_telemetry::incoming_traceparent();
     let traced = folio_agent::trace_direct_call(

@@ -20,7 +20,7 @@ use folio_agent::tools::{SessionContext, TodoList};
 use folio_protocol::ToolCallResult;
 use serde_json::Value;
 
-use crate::actor::direct_call;
+use crate::actor::{DirectRun, direct_call};
 use crate::command::Command;
 use crate::engine::Engine;
 use crate::error::{ManagerError, io_error};
@@ -74,8 +74,12 @@ impl Tools {
                             ..SessionContext::default()
                         },
                     ),
-                    TodoList::default(),
-                    self.engine.life.shutdown.child_token(),
+                    DirectRun {
+                        todos: TodoList::default(),
+                        cancel: self.engine.life.shutdown.child_token(),
+                        // Not a session's call: no host API.
+                        host: None,
+                    },
                 )
                 .await
             }

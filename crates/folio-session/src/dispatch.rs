@@ -119,6 +119,23 @@ impl Engine {
         .await?
     }
 
+    /// Records `body` for a host API call: through the session's actor, or, for a call made
+    /// from inside the actor (a direct tool call, which the actor awaits), appended and
+    /// committed here, as the actor would (it writes nothing while it waits on that call).
+    pub(crate) async fn record_for(
+        self: &Arc<Self>,
+        live: &Arc<Live>,
+        turn_id: Option<String>,
+        body: EventBody,
+        inside_actor: bool,
+    ) -> Result<(), ManagerError> {
+        if !inside_actor {
+            return self.record_event(live, turn_id, body, None).await;
+        }
+        live.append(turn_id.as_deref(), body)?;
+        live.commit().await.map_err(ManagerError::from)
+    }
+
     /// Puts a command in the mailbox of the session's actor (only [`Engine::own`] spawns
     /// one, under the session's lease).
     pub(crate) fn post(&self, live: &Arc<Live>, command: Command) -> Result<(), ManagerError> {

@@ -176,7 +176,7 @@ impl Host {
         let recorded = match self.engine.owned(&grant.principal, &grant.session_id).await {
             Ok(live) => {
                 self.engine
-                    .record_event(&live, grant.turn_id.clone(), body, None)
+                    .record_for(&live, grant.turn_id.clone(), body, grant.inside_actor())
                     .await
             }
             Err(err) => Err(err),
@@ -334,7 +334,12 @@ impl Host {
         request: SetReminder,
     ) -> Result<Reminder, ManagerError> {
         self.reminders()
-            .set(&grant.principal, &grant.session_id, request)
+            .set_from(
+                &grant.principal,
+                &grant.session_id,
+                request,
+                grant.inside_actor(),
+            )
             .await
     }
 
@@ -352,7 +357,12 @@ impl Host {
         reminder_id: &str,
     ) -> Result<(), ManagerError> {
         self.reminders()
-            .cancel(&grant.principal, &grant.session_id, reminder_id)
+            .cancel_from(
+                &grant.principal,
+                &grant.session_id,
+                reminder_id,
+                grant.inside_actor(),
+            )
             .await
     }
 
@@ -393,7 +403,7 @@ impl Host {
             .owned(&grant.principal, &grant.session_id)
             .await?;
         self.engine
-            .record_event(&live, grant.turn_id.clone(), tagged, None)
+            .record_for(&live, grant.turn_id.clone(), tagged, grant.inside_actor())
             .await?;
         Ok(HostArtifact {
             ok: OkTrue,

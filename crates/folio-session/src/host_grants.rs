@@ -32,6 +32,14 @@ pub struct Grant {
     pub(crate) span: tracing::Span,
 }
 
+impl Grant {
+    /// Whether the call runs inside its session's actor (a direct tool call, outside any
+    /// turn), so that what it records is written without the actor.
+    pub(crate) fn inside_actor(&self) -> bool {
+        matches!(&self.caller, HostCaller::Tool { context, .. } if context.turn_id.is_none())
+    }
+}
+
 /// Issued tokens, the address they are valid at, and each session's call budget.
 #[derive(Default)]
 pub(crate) struct HostGrants {

@@ -45,6 +45,18 @@ impl Reminders {
         session_id: &str,
         request: SetReminder,
     ) -> Result<Reminder, ManagerError> {
+        self.set_from(principal, session_id, request, false).await
+    }
+
+    /// [`Reminders::set`], recorded from inside the session's actor when `inside_actor` (a
+    /// direct tool call's host API call).
+    pub(crate) async fn set_from(
+        &self,
+        principal: &str,
+        session_id: &str,
+        request: SetReminder,
+        inside_actor: bool,
+    ) -> Result<Reminder, ManagerError> {
         let now = self.engine.clock().now();
         let at = match (request.at, request.after.as_deref()) {
             (Some(at), None) => at,
@@ -75,7 +87,9 @@ impl Reminders {
         }
         let (reminder, set) =
             reminder_store::set(&self.engine, &live, at, request.message, None).await?;
-        self.engine.record_event(&live, None, set, None).await?;
+        self.engine
+            .record_for(&live, None, set, inside_actor)
+            .await?;
         Ok(reminder)
     }
 
@@ -97,6 +111,18 @@ impl Reminders {
         session_id: &str,
         reminder_id: &str,
     ) -> Result<(), ManagerError> {
+        self.cancel_from(principal, session_id, reminder_id, false)
+            .await
+    }
+
+    /// [`Reminders::cancel`], recorded from inside the session's actor when `inside_actor`.
+    pub(crate) async fn cancel_from(
+        &self,
+        principal: &str,
+        session_id: &str,
+        reminder_id: &str,
+        inside_actor: bool,
+    ) -> Result<(), ManagerError> {
         let live = self.engine.owned(principal, session_id).await?;
         let not_found = || ManagerError::NotFound(format!("no pending reminder {reminder_id}"));
         if !valid_reminder_id(reminder_id) {
@@ -111,7 +137,7 @@ impl Reminders {
             reminder_id: reminder_id.to_string(),
         });
         self.engine
-            .record_event(&live, None, cancelled, None)
+            .record_for(&live, None, cancelled, inside_actor)
             .await?;
         self.engine.timers.reminders_changed.notify_one();
         Ok(())
