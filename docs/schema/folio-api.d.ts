@@ -722,6 +722,29 @@ export type ErrorBody = {
 /** The `error` code of an [`ErrorBody`]; each goes with one HTTP status. */
 export type ErrorCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "stale_continuation_token" | "session_not_followable" | "session_busy" | "approval_resolved" | "already_exists" | "version_conflict" | "rate_limited" | "idempotency_key_reused" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "internal";
 
+/** One case of an [`EvalCaseList`]. */
+export type EvalCaseInfo = {
+  /** The case's id within its eval (`evalId/caseId` is what `--filter` matches). */
+  caseId: string;
+  /** The eval's id: its path under `evals/` without `.eval.toml`. */
+  evalId: string;
+  /** How many steps (messages) the case sends. */
+  steps: number;
+  /** The eval's tags (what `--tag` selects by). */
+  tags?: Array<string>;
+};
+
+/**
+ * What `folio eval --list --json` prints: the cases a run with the same `--filter` and `--tag`
+ * would run, without running them.
+ */
+export type EvalCaseList = {
+  /** Every selected case, in eval and case order. */
+  cases: Array<EvalCaseInfo>;
+  /** The tags of the selected cases' evals, sorted, each once. */
+  tags: Array<string>;
+};
+
 /** The answer to [`SaveEvalCase`]: where the case was written and how `folio eval` names it. */
 export type EvalCaseSaved = {
   /** The case's id (the name). */

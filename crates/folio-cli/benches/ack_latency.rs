@@ -138,6 +138,7 @@ fn main() {
         let app = router_with(
             vec![Mount {
                 slug: "bench".into(),
+                evals: manager.state().clone(),
                 manager: manager.clone(),
                 diagnostics: Vec::new(),
             }],

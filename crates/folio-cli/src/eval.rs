@@ -1,5 +1,5 @@
-//! `folio eval`: runs the project's evals (or re-scores a stored run, or writes a case from a
-//! session) and reports them; exit 1 when any case fails.
+//! `folio eval`: runs the project's evals (or lists their cases, re-scores a stored run, or
+//! writes a case from a session) and reports them; exit 1 when any case fails.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use folio_eval::{
-    EvalError, EvalOptions, LineObserver, Observer, OpenModel, ProgressObserver, junit, rescore,
-    run_evals, summary_table,
+    EvalError, EvalOptions, LineObserver, Observer, OpenModel, ProgressObserver, case_list_table,
+    junit, list_cases, rescore, run_evals, summary_table,
 };
 use folio_project::{
     EVALS_DIR, discover, discover_evals, eval_from_session, session_case_path, write_new_eval,
@@ -35,19 +35,23 @@ pub(crate) struct EvalArgs {
     /// `provider:model` for every case, overriding the evals' models.
     #[arg(long)]
     model: Option<String>,
+    /// List the selected cases (name, tags, steps) and their tags without running anything;
+    /// with --json, as JSON.
+    #[arg(long, conflicts_with_all = ["record", "rescore", "from_session", "junit"])]
+    list: bool,
     /// Record a replay fixture per case under evals/fixtures/<evalId>/<caseId>.jsonl.
     #[arg(long, conflicts_with_all = ["rescore", "from_session"])]
     record: bool,
-    /// Cases run at once, overriding evals/evals.toml.
-    #[arg(long)]
-    max_concurrency: Option<u32>,
+    /// Cases run at once, overriding evals/evals.toml (`--max-concurrency` is an alias).
+    #[arg(long, alias = "max-concurrency", value_name = "N")]
+    concurrency: Option<u32>,
     /// Runs of each case, overriding the evals'.
     #[arg(long)]
     iterations: Option<u32>,
     /// Run every case as a dry run (write tools return their dry_run_result).
     #[arg(long)]
     dry_run: bool,
-    /// Print the run as JSON instead of the table.
+    /// Print the run (or the --list) as JSON instead of a table.
     #[arg(long)]
     json: bool,
     /// Also write the run as JUnit XML to this file.
@@ -63,21 +67,20 @@ pub(crate) struct EvalArgs {
     /// Where --from-session writes the eval.
     #[arg(long, requires = "from_session")]
     out: Option<PathBuf>,
-    /// Where sessions and runs are stored (default `<dir>/.folio/state`).
+    /// Where sessions and runs are stored (default `<dir>/.folio/state`): runs go under
+    /// `<state-root>/<slug>/evals/`, where `folio serve` reads them in either mode.
     #[arg(long)]
     state_root: Option<PathBuf>,
 }
 
 /// Runs the command on a fresh tokio runtime.
 pub(crate) fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
-    let root = match &args.state_root {
-        Some(path) => StateRoot::new(path),
-        None => StateRoot::for_project(&args.dir),
-    };
-    // Runs are stored where `folio serve` keeps this project's state, so its playground lists
-    // them; a session for --from-session is looked up there first, then where `folio run` keeps it.
+    let root = crate::serve::base_root(args.state_root.as_deref(), &args.dir);
+    // Runs are stored where `folio serve` reads them in both layouts (`eval_runs_root`), so
+    // `GET /v1/evals` and the playground list them; a session for --from-session is looked up
+    // there first, then where `folio run` keeps it.
     let slug = crate::serve::slug_for(&args.dir, Layout::Single)?;
-    let state = root.for_agent(&slug);
+    let state = folio_store_disk::eval_runs_root(&root, &slug);
     if let Some(session_id) = &args.from_session {
         return write_from_session(&args, [&state, &root], session_id);
     }
@@ -90,6 +93,15 @@ pub(crate) fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
             "{} has errors (listed above): fix them and run again",
             suite.dir.display()
         );
+    }
+    if args.list {
+        let list = list_cases(&suite, args.filter.as_deref(), &args.tags)?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&list)?);
+        } else {
+            print!("{}", case_list_table(&list));
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -124,7 +136,7 @@ pub(crate) fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
                 filter: args.filter.clone(),
                 tags: args.tags.clone(),
                 record: args.record,
-                max_concurrency: args.max_concurrency,
+                max_concurrency: args.concurrency,
                 iterations: args.iterations,
                 dry_run: args.dry_run,
             };

@@ -37,7 +37,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
     /// Where sessions are stored (default `<dir>/.folio/state`; a slugged agent uses
-    /// `<state-root>/<slug>`).
+    /// `<state-root>/<slug>`). Eval runs are read from `<state-root>/<slug>/evals/` in either
+    /// mode, where `folio eval` writes them.
     #[arg(long)]
     state_root: Option<PathBuf>,
     /// Where new sessions' host workspaces go (`<dir>/<session id>`; a slugged agent uses
@@ -103,13 +104,20 @@ pub(crate) struct Project {
     pub(crate) mcp_redirect_uri: String,
 }
 
-/// The state root of one agent: `--state-root` (or `<project>/.folio/state`), plus `/<slug>`
-/// in the multi-agent layout.
-fn state_root(args: &ServeArgs, layout: Layout, dir: &Path, slug: &str) -> StateRoot {
-    let root = match &args.state_root {
+/// The state root `--state-root` names (or `<project>/.folio/state`), before the layout adds
+/// a slug; `folio eval --state-root` means the same.
+pub(crate) fn base_root(state_root: Option<&Path>, dir: &Path) -> StateRoot {
+    match state_root {
         Some(root) => StateRoot::new(root),
         None => StateRoot::for_project(dir),
-    };
+    }
+}
+
+/// The state root of one agent's sessions: [`base_root`], plus `/<slug>` in the multi-agent
+/// layout. Its eval runs are under the slug in both layouts
+/// ([`folio_store_disk::eval_runs_root`]).
+fn state_root(args: &ServeArgs, layout: Layout, dir: &Path, slug: &str) -> StateRoot {
+    let root = base_root(args.state_root.as_deref(), dir);
     match layout {
         Layout::Single => root,
         Layout::Multi => root.for_agent(slug),
@@ -363,6 +371,10 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             slug: slug.clone(),
             manager: manager.clone(),
             diagnostics,
+            evals: folio_store_disk::eval_runs_root(
+                &base_root(args.state_root.as_deref(), &dir),
+                &slug,
+            ),
         });
         peers.mount(&slug, Arc::new(manager.peers().clone()));
         projects.push(Project {

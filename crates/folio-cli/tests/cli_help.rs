@@ -52,3 +52,42 @@ fn help_for_an_unknown_command_is_one_line() {
         "{stderr}"
     );
 }
+
+#[test]
+fn help_json_of_eval_names_list_and_concurrency() {
+    let output = std::process::Command::new(folio_bin())
+        .args(["help", "eval", "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let help: CommandHelp = read_wire(&serde_json::from_slice(&output.stdout).unwrap());
+    let arg = |name: &str| {
+        help.args
+            .iter()
+            .find(|arg| arg.name == name)
+            .unwrap_or_else(|| panic!("no `{name}` argument: {help:#?}"))
+            .clone()
+    };
+    assert_eq!(
+        arg("concurrency"),
+        ArgumentHelp {
+            name: "concurrency".into(),
+            long: Some("--concurrency".into()),
+            short: None,
+            positional: false,
+            required: false,
+            takes_value: true,
+            default: None,
+            help: Some(
+                "Cases run at once, overriding evals/evals.toml (`--max-concurrency` is an alias)"
+                    .into()
+            ),
+        }
+    );
+    let list = arg("list");
+    assert!(!list.takes_value && !list.required, "{list:?}");
+    assert!(
+        help.args.iter().all(|arg| arg.name != "max_concurrency"),
+        "{help:#?}"
+    );
+}

@@ -56,7 +56,7 @@ fn the_demo_evals_replay_offline_without_a_key_and_the_failing_one_is_reported()
 
     // The deliberately failing eval replays the same recording against expectations it does
     // not meet: the run exits 1 and the report shows each failure with expected vs actual.
-    let output = demo_eval(&["--max-concurrency", "1"]);
+    let output = demo_eval(&["--concurrency", "1"]);
     assert_eq!(output.status.code(), Some(1), "{}", texts(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let rows = summary_rows(&stdout, 2);

@@ -10,7 +10,9 @@ mod eval_support;
 use std::path::Path;
 
 use eval_support::*;
-use folio_protocol::{EvalRunResponse, EvalRunSummary, Page, RunResult};
+use folio_protocol::{
+    EvalCaseInfo, EvalCaseList, EvalRunResponse, EvalRunSummary, Page, RunResult,
+};
 use folio_test_support::{
     MockModelServer, MockReply, NO_BODY, expect, expect_error, python, read_wire,
 };
@@ -43,6 +45,7 @@ async fn a_failing_case_is_reported_with_expected_and_actual_exits_1_and_junit_p
     let output = eval(
         &mock.openai_base_url(),
         dir.path(),
+        // `--max-concurrency`, the old name of `--concurrency`, still works.
         &["--max-concurrency", "1", "--junit", junit.to_str().unwrap()],
     )
     .await;
@@ -296,12 +299,17 @@ async fn stored_runs_are_served_by_get_evals() {
 /// Starts `folio serve` on `dir` with `state`, returning its base URL (the process ends with the
 /// test).
 async fn serve(model_url: &str, dir: &Path, state: &Path) -> String {
+    serve_with(model_url, dir, &["--state-root", state.to_str().unwrap()]).await
+}
+
+/// Starts `folio serve --dir DIR ARGS…`, returning the agent's base URL (`/<slug>` in the
+/// multi-agent layout; the process ends with the test).
+async fn serve_with(model_url: &str, dir: &Path, args: &[&str]) -> String {
     use tokio::io::AsyncBufReadExt;
     let mut child = folio(model_url)
         .args(["serve", "--port", "0", "--dir"])
         .arg(dir)
-        .arg("--state-root")
-        .arg(state)
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -328,6 +336,116 @@ async fn serve(model_url: &str, dir: &Path, state: &Path) -> String {
         while let Ok(Some(_)) = lines.next_line().await {}
     });
     url
+}
+
+/// Issue 32: `folio eval --dir P` and `folio serve --dir P` on the default state root, alone
+/// (`--mode single`, sessions in the root itself) and among others (sessions under the slug),
+/// find the same run: a project's runs have one place, `<root>/<slug>/evals/`.
+#[tokio::test]
+async fn a_run_is_served_by_single_and_multi_agent_serve_on_the_same_state_root() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("hello"));
+    let dir = eval_project(&[(
+        "hi.eval.toml",
+        "[[cases]]\nid = \"hi\"\n  [[cases.steps]]\n  send = \"hi\"\n  expect = [{ reply_includes = \"hello\" }]\n",
+    )]);
+    let output = eval(&mock.openai_base_url(), dir.path(), &["--json"]).await;
+    assert!(output.status.success(), "{}", texts(&output));
+    let run = run_of(&output);
+    let slug = dir.path().canonicalize().unwrap();
+    let slug = slug.file_name().unwrap().to_str().unwrap();
+    let stored = dir
+        .path()
+        .join(".folio/state")
+        .join(slug)
+        .join("evals")
+        .join(format!("{}.json", run.run_id));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains(&format!(
+            "run {} stored at {}",
+            run.run_id,
+            stored.display()
+        )),
+        "{}",
+        texts(&output)
+    );
+    let single = serve_with(&mock.openai_base_url(), dir.path(), &["--mode", "single"]).await;
+    let multi = serve_with(&mock.openai_base_url(), dir.path(), &[]).await;
+    assert!(multi.ends_with(&format!("/{slug}")), "{multi}");
+    for served in [&single, &multi] {
+        let list: Page<EvalRunSummary> =
+            expect(Method::GET, &format!("{served}/v1/evals"), NO_BODY, 200).await;
+        assert_eq!(list.data, [run.summary()], "{served}");
+        let one: EvalRunResponse = expect(
+            Method::GET,
+            &format!("{served}/v1/evals/{}", run.run_id),
+            NO_BODY,
+            200,
+        )
+        .await;
+        assert_eq!(one.run, run, "{served}");
+    }
+}
+
+/// `--list` names the selected cases, their tags and step counts without calling a model or
+/// storing a run; `--json` prints the same as an [`EvalCaseList`].
+#[tokio::test]
+async fn list_prints_the_selected_cases_and_tags_without_running_them() {
+    let mock = MockModelServer::start().await;
+    let two_steps = "tags = [\"smoke\", \"api\"]\n[[cases]]\nid = \"both\"\n  [[cases.steps]]\n  send = \"one\"\n  [[cases.steps]]\n  send = \"two\"\n";
+    let dir = eval_project(&[
+        ("greet.eval.toml", GREETING),
+        ("api/calls.eval.toml", two_steps),
+    ]);
+    let listed = eval(&mock.openai_base_url(), dir.path(), &["--list"]).await;
+    assert!(listed.status.success(), "{}", texts(&listed));
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout),
+        "CASE            TAGS       STEPS\n\
+         api/calls/both  smoke,api  2\n\
+         greet/hello     -          1\n\
+         greet/goodbye   -          1\n\
+         \n\
+         3 cases; tags: api, smoke\n"
+    );
+    let json = eval(
+        &mock.openai_base_url(),
+        dir.path(),
+        &["--list", "--json", "--tag", "smoke"],
+    )
+    .await;
+    assert!(json.status.success(), "{}", texts(&json));
+    let list: EvalCaseList = read_wire(&serde_json::from_slice(&json.stdout).unwrap());
+    assert_eq!(
+        list,
+        EvalCaseList {
+            cases: vec![EvalCaseInfo {
+                eval_id: "api/calls".into(),
+                case_id: "both".into(),
+                tags: vec!["smoke".into(), "api".into()],
+                steps: 2,
+            }],
+            tags: vec!["api".into(), "smoke".into()],
+        }
+    );
+    let none = eval(
+        &mock.openai_base_url(),
+        dir.path(),
+        &["--list", "--filter", "nope"],
+    )
+    .await;
+    assert_eq!(none.status.code(), Some(1), "{}", texts(&none));
+    assert_eq!(
+        String::from_utf8_lossy(&none.stderr).trim(),
+        "error: no case matches the filter or tags (2 evals found): check --filter and --tag, or add evals under evals/"
+    );
+    let refused = eval(&mock.openai_base_url(), dir.path(), &["--list", "--record"]).await;
+    assert_eq!(refused.status.code(), Some(2), "{}", texts(&refused));
+    assert_eq!(mock.requests().len(), 0);
+    assert!(
+        !dir.path().join(".folio").exists(),
+        "--list stored something"
+    );
 }
 
 /// The selection itself is folio-eval's `flows.rs`

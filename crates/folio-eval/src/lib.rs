@@ -46,11 +46,13 @@ pub use case::Case;
 pub use judge::{JUDGE_SYSTEM, judge, judge_prompt};
 pub use observe::{observe, turn_started_after};
 pub use progress::{LineObserver, ProgressObserver};
-pub use report::{attempt_failures, attempt_line, case_failures, junit, summary_table};
+pub use report::{
+    attempt_failures, attempt_line, case_failures, case_list_table, junit, summary_table,
+};
 pub use rescore::rescore;
 pub use runner::{
     DEFAULT_MAX_CONCURRENCY, EVAL_PRINCIPAL, EVAL_PURPOSE, EvalOptions, Observer, OpenModel,
-    fixture_path, run_evals,
+    fixture_path, list_cases, run_evals,
 };
 
 /// Why an eval run could not run or be stored (a failing case is not an error: it is reported).

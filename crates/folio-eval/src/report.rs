@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use folio_protocol::{Attempt, CaseResult, EvalRun, Usage};
+use folio_protocol::{Attempt, CaseResult, EvalCaseList, EvalRun, Usage};
 use serde_json::Value;
 
 /// One line about a finished attempt, for output that is not a terminal.
@@ -36,26 +36,10 @@ pub fn summary_table(run: &EvalRun) -> String {
             ]
         })
         .collect();
-    let header = ["CASE", "RESULT", "SCORE", "PASSED", "DURATION", "TOKENS"];
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let line = |cells: Vec<&str>| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        padded.join("  ").trim_end().to_string()
-    };
-    let _ = writeln!(out, "{}", line(header.to_vec()));
-    for row in &rows {
-        let _ = writeln!(out, "{}", line(row.iter().map(String::as_str).collect()));
-    }
+    let mut out = table(
+        ["CASE", "RESULT", "SCORE", "PASSED", "DURATION", "TOKENS"],
+        &rows,
+    );
     let failures: Vec<String> = run.cases.iter().flat_map(case_failures).collect();
     if !failures.is_empty() {
         let _ = writeln!(out, "\nFailures:");
@@ -72,6 +56,58 @@ pub fn summary_table(run: &EvalRun) -> String {
         seconds(run.duration_ms),
         run.run_id
     );
+    out
+}
+
+/// What `folio eval --list` prints: one row per case (its name, its eval's tags, its step
+/// count), then every tag and the number of cases.
+pub fn case_list_table(list: &EvalCaseList) -> String {
+    let rows: Vec<[String; 3]> = list
+        .cases
+        .iter()
+        .map(|case| {
+            [
+                format!("{}/{}", case.eval_id, case.case_id),
+                if case.tags.is_empty() {
+                    "-".to_string()
+                } else {
+                    case.tags.join(",")
+                },
+                case.steps.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = table(["CASE", "TAGS", "STEPS"], &rows);
+    let tags = if list.tags.is_empty() {
+        "none".to_string()
+    } else {
+        list.tags.join(", ")
+    };
+    let _ = writeln!(out, "\n{} cases; tags: {tags}", list.cases.len());
+    out
+}
+
+/// `header` and `rows` as left-aligned columns two spaces apart, one line each.
+fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: [&str; N]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        padded.join("  ").trim_end().to_string()
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", line(header));
+    for row in rows {
+        let _ = writeln!(out, "{}", line(row.each_ref().map(String::as_str)));
+    }
     out
 }
 

@@ -15,7 +15,8 @@ use folio_project::{
     EvalDiscovery,
 };
 use folio_protocol::{
-    ApprovalRequest, Attempt, CaseResult, CreateSession, EvalRun, EventBody, StepResult, Usage,
+    ApprovalRequest, Attempt, CaseResult, CreateSession, EvalCaseInfo, EvalCaseList, EvalRun,
+    EventBody, StepResult, Usage,
 };
 use folio_session::{LogBuffer, SessionManager, SessionOptions, StateRoot};
 use futures::StreamExt;
@@ -56,7 +57,8 @@ pub trait Observer: Send + Sync {
 pub struct EvalOptions {
     /// The agent every case runs.
     pub definition: AgentDefinition,
-    /// The project's state root: runs are stored under `evals/`, cases run beneath it.
+    /// The project's state root for runs ([`folio_store_disk::eval_runs_root`], where `folio
+    /// serve` reads them): runs are stored under its `evals/`, cases run beneath it.
     pub state: StateRoot,
     /// Opens the models of cases and judges.
     pub open_model: OpenModel,
@@ -90,7 +92,7 @@ pub async fn run_evals(
     options: &EvalOptions,
     observer: &dyn Observer,
 ) -> Result<EvalRun, EvalError> {
-    let selected = select(suite, options);
+    let selected = select(suite, options.filter.as_deref(), &options.tags);
     if selected.is_empty() {
         return Err(EvalError::NothingSelected {
             evals: suite.evals.len(),
@@ -168,25 +170,55 @@ pub async fn run_evals(
     Ok(run)
 }
 
-/// The evals and cases `options` select, in discovery order.
+/// The evals and cases `filter` (text of `evalId/caseId`) and `tags` (any of them; all evals
+/// when empty) select, in discovery order.
 fn select<'a>(
     suite: &'a EvalDiscovery,
-    options: &EvalOptions,
+    filter: Option<&str>,
+    tags: &[String],
 ) -> Vec<(&'a EvalDefinition, &'a CaseDefinition)> {
     suite
         .evals
         .iter()
-        .filter(|eval| {
-            options.tags.is_empty() || eval.tags.iter().any(|t| options.tags.contains(t))
-        })
+        .filter(|eval| tags.is_empty() || eval.tags.iter().any(|t| tags.contains(t)))
         .flat_map(|eval| eval.cases.iter().map(move |case| (eval, case)))
         .filter(|(eval, case)| {
-            options
-                .filter
-                .as_deref()
-                .is_none_or(|filter| format!("{}/{}", eval.id, case.id).contains(filter))
+            filter.is_none_or(|filter| format!("{}/{}", eval.id, case.id).contains(filter))
         })
         .collect()
+}
+
+/// The cases a run with `filter` and `tags` would run (`folio eval --list`), without running
+/// them; the same error as [`run_evals`] when they select none.
+pub fn list_cases(
+    suite: &EvalDiscovery,
+    filter: Option<&str>,
+    tags: &[String],
+) -> Result<EvalCaseList, EvalError> {
+    let selected = select(suite, filter, tags);
+    if selected.is_empty() {
+        return Err(EvalError::NothingSelected {
+            evals: suite.evals.len(),
+        });
+    }
+    let mut all_tags: Vec<String> = selected
+        .iter()
+        .flat_map(|(eval, _)| eval.tags.iter().cloned())
+        .collect();
+    all_tags.sort_unstable();
+    all_tags.dedup();
+    Ok(EvalCaseList {
+        cases: selected
+            .iter()
+            .map(|(eval, case)| EvalCaseInfo {
+                eval_id: eval.id.clone(),
+                case_id: case.id.clone(),
+                tags: eval.tags.clone(),
+                steps: case.steps.len() as u32,
+            })
+            .collect(),
+        tags: all_tags,
+    })
 }
 
 /// Sets a case's verdict from its attempts: ok when every attempt passed (`pass^k`), the pass

@@ -6,8 +6,10 @@
 
 mod support;
 
-use folio_eval::{EvalOptions, rescore};
-use folio_protocol::{EvalRun, HookPayload, JudgeVerdict, ToolCallRecord};
+use folio_eval::{EvalOptions, list_cases, rescore};
+use folio_protocol::{
+    EvalCaseInfo, EvalCaseList, EvalRun, HookPayload, JudgeVerdict, ToolCallRecord,
+};
 use folio_test_support::{MockModelServer, MockReply, read_wire};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -346,4 +348,32 @@ async fn filter_and_tag_select_cases_and_selecting_none_is_an_error() {
         error.to_string(),
         "no case matches the filter or tags (2 evals found): check --filter and --tag, or add evals under evals/"
     );
+
+    // `folio eval --list` selects the same cases as a run would, without running them.
+    let suite = folio_project::discover_evals(dir.path());
+    let listed = list_cases(&suite, Some("slow"), &["smoke".into()]).unwrap();
+    assert_eq!(
+        listed,
+        EvalCaseList {
+            cases: vec![EvalCaseInfo {
+                eval_id: "api/smoke".into(),
+                case_id: "slow".into(),
+                tags: vec!["smoke".into()],
+                steps: 1,
+            }],
+            tags: vec!["smoke".into()],
+        }
+    );
+    let all = list_cases(&suite, None, &[]).unwrap();
+    assert_eq!(
+        (all.cases.len(), all.tags),
+        (3, vec!["nightly".to_string(), "smoke".to_string()])
+    );
+    assert_eq!(
+        list_cases(&suite, None, &["weekly".into()])
+            .unwrap_err()
+            .to_string(),
+        error.to_string()
+    );
+    assert_eq!(mock.requests().len(), 3);
 }

@@ -1,4 +1,4 @@
-//! Stored eval runs (`<state-root>/evals/<runId>.json`): what `folio eval` writes and
+//! Stored eval runs (`<state-root>/<slug>/evals/<runId>.json`): what `folio eval` writes and
 //! `GET /v1/evals` / `GET /v1/evals/:runId` serve.
 
 use std::collections::BTreeMap;
@@ -202,6 +202,32 @@ pub struct EvalCaseSaved {
     pub case_id: String,
     /// The file written, relative to the project folder (`evals/from-session/<name>.eval.toml`).
     pub path: String,
+}
+
+/// What `folio eval --list --json` prints: the cases a run with the same `--filter` and `--tag`
+/// would run, without running them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalCaseList {
+    /// Every selected case, in eval and case order.
+    pub cases: Vec<EvalCaseInfo>,
+    /// The tags of the selected cases' evals, sorted, each once.
+    pub tags: Vec<String>,
+}
+
+/// One case of an [`EvalCaseList`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalCaseInfo {
+    /// The eval's id: its path under `evals/` without `.eval.toml`.
+    pub eval_id: String,
+    /// The case's id within its eval (`evalId/caseId` is what `--filter` matches).
+    pub case_id: String,
+    /// The eval's tags (what `--tag` selects by).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// How many steps (messages) the case sends.
+    pub steps: u32,
 }
 
 impl EvalRun {

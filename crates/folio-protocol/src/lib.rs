@@ -17,7 +17,8 @@
 //! - The `/v1/mcp` tools' arguments and results: [`AskArguments`], [`AskResult`],
 //!   [`CheckArguments`], [`CheckResult`].
 //! - What a hook reads on stdin: [`HookPayload`].
-//! - What `folio help COMMAND --json` and `folio call` print: [`CommandHelp`], [`CallOutput`].
+//! - What `folio help COMMAND --json`, `folio call` and `folio eval --list --json` print:
+//!   [`CommandHelp`], [`CallOutput`], [`EvalCaseList`].
 //! - Stored eval runs: [`EvalRun`] and its cases, attempts, steps and assertion verdicts.
 //! - Contract strings such as [`TURN_INTERRUPTED`] and [`SERVER_RESTARTED`].
 //! - [`schemas`] lists the JSON Schema of every wire type.
@@ -73,8 +74,9 @@ pub use contract::{
 };
 
 pub use eval::{
-    AssertionResult, Attempt, CaseResult, EvalCaseSaved, EvalRun, EvalRunResponse, EvalRunSummary,
-    JudgeVerdict, SaveEvalCase, StepObservation, StepResult, valid_run_id,
+    AssertionResult, Attempt, CaseResult, EvalCaseInfo, EvalCaseList, EvalCaseSaved, EvalRun,
+    EvalRunResponse, EvalRunSummary, JudgeVerdict, SaveEvalCase, StepObservation, StepResult,
+    valid_run_id,
 };
 pub use event::{
     AbAssigned, ActionApprovalRequested, ActionApprovalResolved, ActionAuthorizationRequested,

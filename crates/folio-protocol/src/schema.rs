@@ -33,6 +33,7 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("EvalRun", schema_for!(EvalRun)),
         ("SaveEvalCase", schema_for!(SaveEvalCase)),
         ("EvalCaseSaved", schema_for!(EvalCaseSaved)),
+        ("EvalCaseList", schema_for!(EvalCaseList)),
         ("SchedulesResponse", schema_for!(SchedulesResponse)),
         ("SetReminder", schema_for!(SetReminder)),
         ("ReminderResponse", schema_for!(ReminderResponse)),

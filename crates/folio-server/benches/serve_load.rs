@@ -133,6 +133,7 @@ async fn serve_with(manager: SessionManager, nodelay: bool) -> String {
     let app = router(
         vec![Mount {
             slug: "bench".into(),
+            evals: manager.state().clone(),
             manager,
             diagnostics: Vec::new(),
         }],

@@ -30,6 +30,7 @@ use crate::principal::Principal;
 use folio_auth::{Auth, AuthError};
 use folio_session::ManagerError;
 use folio_session::SessionManager;
+use folio_session::StateRoot;
 
 /// The default request body limit: 1 MiB.
 pub const BODY_LIMIT: usize = 1024 * 1024;
@@ -43,6 +44,9 @@ pub struct Mount {
     pub manager: SessionManager,
     /// Discovery diagnostics (shown by `/v1/agent`).
     pub diagnostics: Vec<DiagnosticInfo>,
+    /// The state root whose `evals/` holds the agent's stored runs (`GET /v1/evals`): the
+    /// project's [`folio_store_disk::eval_runs_root`] in either layout, where `folio eval` writes.
+    pub evals: StateRoot,
 }
 
 /// Where agent routes live.
@@ -1008,12 +1012,12 @@ fn eval_error(err: folio_store_disk::EvalRunError) -> ApiError {
 }
 
 async fn list_evals(State(state): State<AgentState>) -> ApiResult {
-    let runs = folio_store_disk::list_eval_runs(state.mount.manager.state()).map_err(eval_error)?;
+    let runs = folio_store_disk::list_eval_runs(&state.mount.evals).map_err(eval_error)?;
     ok(StatusCode::OK, Page::new(runs, None))
 }
 
 async fn get_eval(State(state): State<AgentState>, Path(run_id): Path<String>) -> ApiResult {
-    let run = folio_store_disk::read_eval_run(state.mount.manager.state(), &run_id)
+    let run = folio_store_disk::read_eval_run(&state.mount.evals, &run_id)
         .map_err(eval_error)?
         .ok_or_else(|| ApiError::not_found(format!("no eval run {run_id}")))?;
     ok(StatusCode::OK, EvalRunResponse { ok: OkTrue, run })

@@ -15,7 +15,12 @@
 //! // Opening recovers from a crash: turns that were running are recorded as failed.
 //! let manager = SessionManager::open(StateRoot::new(".folio/state/demo"), Arc::new(agent), LogBuffer::new()).await?;
 //! let app = router(
-//!     vec![Mount { slug: "demo".into(), manager: manager.clone(), diagnostics: Vec::new() }],
+//!     vec![Mount {
+//!         slug: "demo".into(),
+//!         manager: manager.clone(),
+//!         diagnostics: Vec::new(),
+//!         evals: manager.state().clone(), // where `GET /v1/evals` finds stored eval runs
+//!     }],
 //!     HttpConfig::default(), // local-dev-strict, /<slug>/v1/…, 1 MiB bodies
 //! );
 //! // TCP_NODELAY on every connection: no 40 ms stall before each streamed event.

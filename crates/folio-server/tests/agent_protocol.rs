@@ -192,6 +192,7 @@ async fn serve_tokens(manager: folio_session::SessionManager) -> String {
     let app = router(
         vec![Mount {
             slug: "a".into(),
+            evals: manager.state().clone(),
             manager,
             diagnostics: Vec::new(),
         }],

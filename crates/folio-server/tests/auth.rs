@@ -22,6 +22,7 @@ async fn without_peer_addresses_local_dev_strict_fails_closed() {
     let app = router(
         vec![Mount {
             slug: "t".into(),
+            evals: manager.state().clone(),
             manager,
             diagnostics: Vec::new(),
         }],
@@ -57,6 +58,7 @@ async fn serve_tokens(manager: folio_session::SessionManager, dev: bool) -> Stri
     let app = router(
         vec![Mount {
             slug: "t".into(),
+            evals: manager.state().clone(),
             manager,
             diagnostics: Vec::new(),
         }],

@@ -39,6 +39,7 @@ async fn serve(auth: Auth, body_limit: usize) -> Served {
     let app = router(
         vec![Mount {
             slug: "t".into(),
+            evals: manager.state().clone(),
             manager,
             diagnostics: Vec::new(),
         }],

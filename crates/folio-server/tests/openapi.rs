@@ -47,9 +47,11 @@ async fn serve(mock: &MockModelServer, layout: Layout) -> Served {
     };
     for slug in slugs {
         let state = tempfile::tempdir().unwrap();
+        let sessions = manager(agent(mock, project.path()).await, state.path()).await;
         mounts.push(Mount {
             slug: slug.into(),
-            manager: manager(agent(mock, project.path()).await, state.path()).await,
+            evals: sessions.state().clone(),
+            manager: sessions,
             diagnostics: Vec::new(),
         });
         dirs.push(state);

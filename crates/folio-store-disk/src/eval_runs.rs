@@ -1,5 +1,14 @@
 //! Stored eval runs under the state root (`evals/<runId>.json`): written by `folio eval`, read
 //! by `--rescore` and served by `GET /v1/evals` and `GET /v1/evals/:runId`.
+//!
+//! A project has one place for its runs, [`eval_runs_root`]: `<root>/<slug>/evals/`, where
+//! `<root>` is `--state-root` (default `<project>/.folio/state`) and `<slug>` the project
+//! folder's name. `folio eval` writes there, and `folio serve` reads there in both layouts, so
+//! one run is listed whether the project is served alone (`--mode single`) or among others.
+//! It is the slugged root rather than the single layout's `<root>` because a state root shared
+//! by several projects keeps each project's runs apart only under its slug. `folio eval` has
+//! always stored runs there (only `--mode single` read `<root>/evals/`, where nothing wrote), so
+//! there is no older location to keep reading.
 
 use folio_protocol::{EvalRun, EvalRunSummary, valid_run_id};
 
@@ -26,6 +35,14 @@ pub enum EvalRunError {
         /// The parse error.
         source: serde_json::Error,
     },
+}
+
+/// The state root whose `evals/` holds the runs of the project `slug` on the state root `root`
+/// (`--state-root`, or the project's `.folio/state`): `<root>/<slug>`, for `folio eval` and for
+/// `folio serve` in both layouts (the module docs say why). Cases' sessions run beneath it too
+/// (`evals/<runId>/…`).
+pub fn eval_runs_root(root: &StateRoot, slug: &str) -> StateRoot {
+    root.for_agent(slug)
 }
 
 /// Stores `run` as `evals/<runId>.json`, atomically and durably.

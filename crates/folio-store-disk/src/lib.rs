@@ -9,7 +9,8 @@
 //! - `schedules/<name>.ndjson`: each schedule's slot log ([`slots`]);
 //! - `reminders/<id>/<reminder>.json`: reminders ([`reminders`]);
 //! - `channels/deliveries.ndjson`: channel deliveries ([`DiskDeliveries`]);
-//! - `evals/<runId>.json`: stored eval runs ([`eval_runs`]);
+//! - `evals/<runId>.json`: stored eval runs ([`eval_runs`]; a project's are under its slug,
+//!   [`eval_runs_root`], whichever layout serves it);
 //! - `storage/<scope>/<agent>/<owner>/<key>.entry`: storage entries ([`DiskStorage`]);
 //! - `.lock`: held by the one process that has the state root open.
 //!
@@ -41,7 +42,7 @@ mod storage;
 mod store;
 
 pub use deliveries::DiskDeliveries;
-pub use eval_runs::{EvalRunError, list_eval_runs, read_eval_run, write_eval_run};
+pub use eval_runs::{EvalRunError, eval_runs_root, list_eval_runs, read_eval_run, write_eval_run};
 pub use event_log::{EventLog, LogError, last_event, now_millis, read_events};
 pub use state::{StateRoot, load_meta};
 pub use storage::DiskStorage;

@@ -110,6 +110,7 @@ pub const LOCAL: &str = "local";
 pub fn app(manager: SessionManager, auth: Auth) -> axum::Router {
     let mount = Mount {
         slug: "tenant-support".into(),
+        evals: manager.state().clone(),
         manager,
         diagnostics: Vec::new(),
     };

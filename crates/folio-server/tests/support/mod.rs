@@ -16,6 +16,7 @@ pub async fn http(manager: SessionManager) -> String {
     let app = router(
         vec![Mount {
             slug: "t".into(),
+            evals: manager.state().clone(),
             manager,
             diagnostics: Vec::new(),
         }],
