@@ -580,9 +580,9 @@ pub struct ActionApprovalRequested {
     pub elicitation: Option<Elicitation>,
     /// When the call's approval times out (the tool's `approval_timeout`, or the agent's
     /// `[approvals] timeout`): a call still parked then is denied with
-    /// `action.approval_resolved {decision: "deny", reason: "approval timed out", by: "folio"}`
-    /// (see [`APPROVAL_TIMED_OUT`](crate::APPROVAL_TIMED_OUT)). Stored in the log, so a server
-    /// that restarts keeps the same deadline. Absent: the call waits until someone decides.
+    /// `action.approval_resolved {decision: "deny", reason: "approval timed out", by: "folio"}`.
+    /// Stored in the log, so a server that restarts keeps the same deadline. Absent: the call
+    /// waits until someone decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<DateTime<Utc>>,
 }
