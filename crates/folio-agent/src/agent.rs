@@ -429,6 +429,7 @@ impl Agent {
             params: definition.config.model_params.clone(),
             tools,
             max_steps: definition.max_steps(),
+            approval_timeout: definition.approval_timeout(),
             context: ContextBudget::new(&model_id, &definition.config.context, summarizer),
         };
         if definition.native_tools.contains(&NativeTool::Task) {

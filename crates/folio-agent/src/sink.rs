@@ -42,6 +42,14 @@ pub trait EventSink: Send + Sync {
         }
     }
 
+    /// Settles a parked call whose approval deadline (`expiresAt`) passed: `true` when no
+    /// decision arrived first, and none is accepted from now on (the turn records folio's
+    /// denial, `approval timed out`); `false` when a decision arrived first (the turn takes
+    /// it from [`EventSink::await_approval`]).
+    async fn expire_approval(&self, _call_id: &str) -> bool {
+        true
+    }
+
     /// Waits for the OAuth redirect of a parked MCP authorization (its
     /// `action.authorization_requested` is recorded) whose authorization request carried
     /// `state`; the redirect's query comes back, with where the outcome of the code exchange

@@ -63,6 +63,9 @@ pub struct Harness {
     pub tools: ToolRegistry,
     /// Model calls per turn before the turn fails.
     pub max_steps: u32,
+    /// How long a parked call waits for a decision when its tool names no timeout of its own
+    /// (`[approvals] timeout`; `None`: until someone decides).
+    pub approval_timeout: Option<std::time::Duration>,
     /// The context budget: window, compaction threshold, what to keep, who summarizes.
     pub context: ContextBudget,
 }
@@ -811,7 +814,9 @@ impl Harness {
         let call_started = Instant::now();
         let denied = match (&input, self.tools.get(&call.name), recorder.scope) {
             (Ok(input), Some(tool), Scope::Root) if tool.needs_approval() => {
-                self.approval_gate(turn, recorder, &call, input, approvals.get(&call.id))
+                let timeout = tool.approval_timeout().or(self.approval_timeout);
+                let recorded = approvals.get(&call.id);
+                self.approval_gate(turn, recorder, &call, input, recorded, timeout)
                     .await?
             }
             (Ok(_), Some(tool), Scope::Subagent { .. }) if tool.needs_approval() => Some(format!(
@@ -866,7 +871,9 @@ impl Harness {
     }
 
     /// Parks a call until a human decides: records `action.approval_requested` (unless already
-    /// recorded), waits, records `action.approval_resolved`; returns the denial message, if any.
+    /// recorded; with `expiresAt` when the call has a `timeout`), waits (at most until the
+    /// recorded deadline: then folio denies it, `approval timed out`), records
+    /// `action.approval_resolved`; returns the denial message, if any.
     async fn approval_gate(
         &self,
         turn: &mut Turn,
@@ -874,23 +881,43 @@ impl Harness {
         call: &folio_model::ToolCall,
         input: &Value,
         recorded: Option<&Option<ActionApprovalResolved>>,
+        timeout: Option<std::time::Duration>,
     ) -> Result<Option<String>, Stop> {
         let resolved = match recorded {
             Some(Some(resolved)) => resolved.clone(),
             Some(None) | None => {
-                if recorded.is_none() {
+                let expires_at = if recorded.is_none() {
+                    // A deadline too far to represent is no deadline.
+                    let expires_at = timeout
+                        .and_then(|timeout| chrono::Duration::from_std(timeout).ok())
+                        .and_then(|timeout| chrono::Utc::now().checked_add_signed(timeout));
                     let body = EventBody::ActionApprovalRequested(ActionApprovalRequested {
                         call_id: call.id.clone(),
                         tool: call.name.clone(),
                         input: input.clone(),
                         elicitation: None,
+                        expires_at,
                     });
                     self.emit(turn, recorder, body).await?;
-                }
+                    expires_at
+                } else {
+                    // Resumed after a restart: the deadline is the recorded one.
+                    recorded_expiry(&turn.events, &call.id)
+                };
                 let pending = folio_telemetry::metrics::approval_pending(&self.agent);
-                let resolved = tokio::select! {
-                    resolved = recorder.sink.await_approval(&call.id) => resolved,
+                let decided = tokio::select! {
+                    resolved = recorder.sink.await_approval(&call.id) => Some(resolved),
+                    () = until(expires_at) => None,
                     () = turn.cancel.cancelled() => return Err(Stop::Interrupted),
+                };
+                let resolved = match decided {
+                    Some(resolved) => resolved,
+                    None if recorder.sink.expire_approval(&call.id).await => timed_out(&call.id),
+                    // A decision arrived as the deadline passed: it stands.
+                    None => tokio::select! {
+                        resolved = recorder.sink.await_approval(&call.id) => resolved,
+                        () = turn.cancel.cancelled() => return Err(Stop::Interrupted),
+                    },
                 };
                 drop(pending);
                 self.emit(
@@ -910,6 +937,38 @@ impl Harness {
                 Some(denied_message(&resolved))
             }
         })
+    }
+}
+
+/// The `expiresAt` of the recorded `action.approval_requested` of `call_id`, if any.
+fn recorded_expiry(events: &[Event], call_id: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    events.iter().rev().find_map(|event| match &event.body {
+        EventBody::ActionApprovalRequested(requested) if requested.call_id == call_id => {
+            requested.expires_at
+        }
+        _ => None,
+    })
+}
+
+/// Completes at `deadline` (at once when it has passed); never without one.
+async fn until(deadline: Option<chrono::DateTime<chrono::Utc>>) {
+    match deadline {
+        Some(at) => {
+            let wait = (at - chrono::Utc::now()).to_std().unwrap_or_default();
+            tokio::time::sleep(wait).await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// Folio's denial of a call whose approval deadline passed with no decision.
+fn timed_out(call_id: &str) -> ActionApprovalResolved {
+    ActionApprovalResolved {
+        call_id: call_id.to_string(),
+        decision: ApprovalDecision::Deny,
+        reason: Some(folio_protocol::APPROVAL_TIMED_OUT.to_string()),
+        by: folio_protocol::DECIDED_BY_FOLIO.to_string(),
+        content: None,
     }
 }
 

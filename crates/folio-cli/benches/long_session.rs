@@ -70,6 +70,7 @@ async fn session(name: &str, context: ContextSection) {
         params: Default::default(),
         tools: ToolRegistry::new(),
         max_steps: 4,
+        approval_timeout: None,
         context: ContextBudget::new("gpt-4.1-mini", &context, None),
     };
     let dir = tempfile::tempdir().unwrap();

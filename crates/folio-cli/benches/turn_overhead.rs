@@ -93,6 +93,7 @@ fn harness(provider: Arc<dyn Provider>) -> Harness {
         params: Default::default(),
         tools,
         max_steps: 10,
+        approval_timeout: None,
         context: ContextBudget::new("bench", &ContextSection::default(), None),
     }
 }

@@ -102,6 +102,9 @@ pub struct AgentConfig {
     /// How long the server keeps sessions.
     #[serde(default)]
     pub store: StoreSection,
+    /// Human decisions on parked tool calls (the agent's default approval timeout).
+    #[serde(default)]
+    pub approvals: ApprovalsSection,
     /// An authored FileSystem instead of the host disk: mount path → mount.
     pub root: Option<BTreeMap<String, MountSpec>>,
 }
@@ -162,6 +165,16 @@ pub struct StoreSection {
     /// waiting for an approval, no reminder pending), with their logs and workspaces; checked
     /// at start and hourly. Default: keep every session.
     pub keep_sessions_days: Option<std::num::NonZeroU32>,
+}
+
+/// `[approvals]`: how tool calls parked for a human decision wait.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsSection {
+    /// How long a parked call waits for a decision before folio denies it (reason
+    /// `approval timed out`), e.g. `"1h"` or `"10m"` (s, m, h, d); a tool's `approval_timeout`
+    /// overrides it. Default: the call waits until someone decides.
+    pub timeout: Option<String>,
 }
 
 /// `[context]`: how much conversation a model request may carry, and compaction.
@@ -269,6 +282,10 @@ pub struct ToolManifest {
     /// Park model-initiated calls for a human decision.
     #[serde(default)]
     pub needs_approval: bool,
+    /// How long a parked call waits for a decision before folio denies it (reason
+    /// `approval timed out`), e.g. `"10m"` (s, m, h, d); overrides the agent's
+    /// `[approvals] timeout`. Needs `needs_approval = true`.
+    pub approval_timeout: Option<String>,
     /// `server` (default) or `agent`.
     #[serde(default)]
     pub execution: Execution,

@@ -107,6 +107,12 @@ impl AgentDefinition {
     pub fn max_steps(&self) -> u32 {
         self.config.max_steps.unwrap_or(50)
     }
+
+    /// The agent's default approval timeout (`[approvals] timeout`; checked by discovery).
+    pub fn approval_timeout(&self) -> Option<std::time::Duration> {
+        let timeout = self.config.approvals.timeout.as_deref()?;
+        crate::approval_timeout(timeout).ok()
+    }
 }
 
 /// What discovery produced: the definition (when there were no errors) and every diagnostic.
@@ -356,6 +362,14 @@ fn check_config(config: &AgentConfig, manifest: &Path, findings: &mut Report) {
             "context.tool_output_tokens: must be at least 1 token (every tool result would be spilled)"
                 .into(),
         );
+    }
+    if let Some(Err(err)) = config
+        .approvals
+        .timeout
+        .as_deref()
+        .map(crate::approval_timeout)
+    {
+        findings.error(manifest, format!("approvals.timeout: {err}"));
     }
     if let Some(at) = config
         .context

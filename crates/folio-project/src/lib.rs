@@ -98,7 +98,7 @@ pub use schema_check::{InvalidSchema, compile_schema};
 pub use schemas::{SCHEMA_BASE_URL, SchemaFile, schema_name_for, schema_url, schemas};
 pub use skills::{MIN_DESCRIPTION_CHARS, ROOT_SKILLS_MOUNT, Skill, SkillForm, SkillGenerator};
 pub use subagents::{SubagentDefinition, SubagentManifest};
-pub use tools::{DEFAULT_TOOL_TIMEOUT_SECS, ToolDefinition};
+pub use tools::{DEFAULT_TOOL_TIMEOUT_SECS, ToolDefinition, approval_timeout};
 pub use tools_config::{
     LintCommand, LintFormat, ReadLintsConfig, SearchProvider, ToolsSection, ToolsTable,
     WebSearchConfig,

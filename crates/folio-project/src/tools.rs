@@ -38,6 +38,9 @@ pub struct ToolDefinition {
     pub effect: Effect,
     /// Park model-initiated calls for a human decision.
     pub needs_approval: bool,
+    /// How long a parked call waits before it is denied (`approval_timeout`); `None`: the
+    /// agent's default applies.
+    pub approval_timeout: Option<std::time::Duration>,
     /// `server` or `agent`.
     pub execution: Execution,
     /// Seconds before the process group is killed.
@@ -61,6 +64,14 @@ impl ToolDefinition {
             .cloned()
             .collect()
     }
+}
+
+/// Reads an approval timeout (`approval_timeout`, `[approvals] timeout`): a delay such as
+/// `"10m"` ([`parse_delay`](crate::parse_delay)).
+pub fn approval_timeout(text: &str) -> Result<std::time::Duration, crate::DelayError> {
+    crate::parse_delay(text)?
+        .to_std()
+        .map_err(|_| crate::DelayError(text.to_string()))
 }
 
 /// Reads `tools/*.toml` into authored tools; names must not take a built-in tool's name
@@ -163,6 +174,7 @@ fn build_tool(
         let host_only = [
             ("effect", manifest.effect.is_some()),
             ("needs_approval", manifest.needs_approval),
+            ("approval_timeout", manifest.approval_timeout.is_some()),
             ("timeout_secs", manifest.timeout_secs.is_some()),
             ("dry_run_result", manifest.dry_run_result.is_some()),
         ];
@@ -175,6 +187,25 @@ fn build_tool(
                 ok = false;
             }
         }
+    }
+    let approval_timeout = match manifest.approval_timeout.as_deref().map(approval_timeout) {
+        Some(Ok(timeout)) => Some(timeout),
+        Some(Err(err)) => {
+            findings.error(path, format!("approval_timeout: {err}"));
+            ok = false;
+            None
+        }
+        None => None,
+    };
+    if approval_timeout.is_some()
+        && !manifest.needs_approval
+        && manifest.execution == Execution::Server
+    {
+        findings.warning(
+            path,
+            "approval_timeout: ignored without needs_approval = true (no call of this tool waits for a decision)"
+                .into(),
+        );
     }
     let effect = manifest.effect.unwrap_or_default();
     if manifest.dry_run_result.is_some() && effect == Effect::Read {
@@ -234,6 +265,7 @@ fn build_tool(
         tools_dir: tools_dir.to_path_buf(),
         effect,
         needs_approval: manifest.needs_approval,
+        approval_timeout,
         execution: manifest.execution,
         timeout_secs: manifest.timeout_secs.unwrap_or(DEFAULT_TOOL_TIMEOUT_SECS),
         dry_run_result: manifest.dry_run_result,

@@ -227,6 +227,51 @@ fn a_context_section_that_cannot_work_is_an_error() {
 }
 
 #[test]
+fn approval_timeouts_are_read_and_a_bad_one_is_an_error_naming_its_key() {
+    let tool = |timeout: &str| {
+        format!(
+            "description = \"Deploy.\"\ncommand = [\"./deploy.sh\"]\nneeds_approval = true\napproval_timeout = \"{timeout}\"\n"
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        &[
+            ("agent/instructions.md", "Hi.\n"),
+            ("agent/agent.toml", "[approvals]\ntimeout = \"1h\"\n"),
+            ("agent/tools/deploy.toml", &tool("10m")),
+        ],
+    );
+    let definition = discover(dir.path()).definition.unwrap();
+    assert_eq!(
+        definition.approval_timeout(),
+        Some(std::time::Duration::from_secs(3600))
+    );
+    assert_eq!(
+        definition.tools[0].approval_timeout,
+        Some(std::time::Duration::from_secs(600))
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        &[
+            ("agent/instructions.md", "Hi.\n"),
+            ("agent/agent.toml", "[approvals]\ntimeout = \"soon\"\n"),
+            ("agent/tools/deploy.toml", &tool("0s")),
+        ],
+    );
+    assert!(discover(dir.path()).definition.is_none());
+    assert_eq!(
+        lines(dir.path()),
+        [
+            "error: agent/agent.toml: approvals.timeout: \"soon\" is not a delay; use a number with a unit (s, m, h, d), e.g. \"90s\", \"15m\", \"1h30m\"",
+            "error: agent/tools/deploy.toml: approval_timeout: \"0s\" is not a delay; use a number with a unit (s, m, h, d), e.g. \"90s\", \"15m\", \"1h30m\"",
+        ]
+    );
+}
+
+#[test]
 fn tool_backends_are_checked_and_unconfigured_ones_warned_about() {
     let lint = "commands = [{ command = [\"ruff\", \"check\"], format = \"ruff\" }]";
     for (toml, expected) in [

@@ -10,6 +10,13 @@ pub const SERVER_RESTARTED: &str = "server restarted";
 /// The tool-result text of a call that never finished (stop, preempt, crash).
 pub const INTERRUPTED_RESULT: &str = "tool call interrupted: the turn ended before it finished";
 
+/// The `reason` of the denial folio records when a parked call's approval deadline
+/// (`expiresAt` of `action.approval_requested`) passes with no decision.
+pub const APPROVAL_TIMED_OUT: &str = "approval timed out";
+
+/// The `by` of a decision folio itself takes (a timed-out approval).
+pub const DECIDED_BY_FOLIO: &str = "folio";
+
 /// The reason a denial shows when the person gave none.
 pub const NO_REASON_GIVEN: &str = "no reason given";
 

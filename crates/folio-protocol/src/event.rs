@@ -578,6 +578,13 @@ pub struct ActionApprovalRequested {
     /// or `cancel` instead of `approve` / `deny`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elicitation: Option<Elicitation>,
+    /// When the call's approval times out (the tool's `approval_timeout`, or the agent's
+    /// `[approvals] timeout`): a call still parked then is denied with
+    /// `action.approval_resolved {decision: "deny", reason: "approval timed out", by: "folio"}`.
+    /// Stored in the log, so a server that restarts keeps the same deadline. Absent: the call
+    /// waits until someone decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// What an MCP server asks the user during a tool call (`elicitation/create`, form mode).

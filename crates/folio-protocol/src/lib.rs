@@ -70,7 +70,8 @@ pub use channel::{
 };
 pub use cli::{ArgumentHelp, CallOutput, CommandHelp};
 pub use contract::{
-    INTERRUPTED_RESULT, NO_REASON_GIVEN, SERVER_RESTARTED, TURN_INTERRUPTED, denial_message,
+    APPROVAL_TIMED_OUT, DECIDED_BY_FOLIO, INTERRUPTED_RESULT, NO_REASON_GIVEN, SERVER_RESTARTED,
+    TURN_INTERRUPTED, denial_message,
 };
 
 pub use eval::{

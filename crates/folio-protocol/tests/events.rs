@@ -366,6 +366,7 @@ fn action_events() {
             call_id: "call_5".into(),
             tool: "Write".into(),
             input: json!({"path": "/b"}),
+            expires_at: None,
             elicitation: None,
         }),
     );

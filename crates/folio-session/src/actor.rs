@@ -232,7 +232,8 @@ impl Actor {
     }
 
     /// Whether the session has work no turn is doing: queued messages, an open turn that does
-    /// not wait for an approval, or a last turn whose end is not recorded.
+    /// not wait for an approval (or waits for one with a deadline), or a last turn whose end is
+    /// not recorded.
     fn unsettled(&self) -> bool {
         if self.running.is_some() {
             return false;
@@ -242,7 +243,8 @@ impl Actor {
                 .live
                 .with_events(|events| match crate::recovery::restart_of(events) {
                     Restart::Parked => false,
-                    Restart::Failed(_) | Restart::Answer(..) => true,
+                    // Its deadline must be kept: the next server resumes it.
+                    Restart::Failed(_) | Restart::Answer(..) | Restart::Expiring(_) => true,
                     Restart::Closed(_) => !crate::recovery::turn_ended(events),
                 })
     }
@@ -254,6 +256,7 @@ impl Actor {
         }
         match self.live.with_events(crate::recovery::restart_of) {
             Restart::Parked => {}
+            Restart::Expiring(turn_id) => self.spawn_turn(turn_id, true, BTreeMap::new(), None),
             Restart::Answer(turn_id, answers) => {
                 for answer in answers {
                     self.live.append(Some(&turn_id), answer)?;

@@ -353,6 +353,17 @@ impl EventSink for LiveSink {
         }
     }
 
+    async fn expire_approval(&self, call_id: &str) -> bool {
+        let mut approvals = lock(&self.0.approvals);
+        approvals.waiting.remove(call_id);
+        if approvals.decided.contains(call_id) {
+            return false;
+        }
+        // Decisions are single-use: one arriving from now on is refused (`approval_resolved`).
+        approvals.decided.insert(call_id.to_string());
+        true
+    }
+
     async fn await_authorization(
         &self,
         _call_id: &str,

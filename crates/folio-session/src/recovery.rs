@@ -1,7 +1,8 @@
 //! What a takeover does with a session whose owner died (a server whose lease expired, or the
 //! process that had the state root before: see [`folio_store_disk::DiskStore::open`]): the
 //! open turn is recorded as `server restarted`, queued messages run and the metadata is
-//! repaired from the log; a turn parked on an approval stays parked. A turn that waited for an
+//! repaired from the log; a turn parked on an approval stays parked (one whose approval has a
+//! deadline resumes to wait for it, so the deadline holds across restarts). A turn that waited for an
 //! MCP server's question or an MCP authorization (held in the dead process's memory: the MCP
 //! call that asked, the PKCE verifier) gets them answered as abandoned in its log and resumes:
 //! the question's call fails saying to call again, the authorization's call runs again and
@@ -18,6 +19,9 @@ pub(crate) enum Restart {
     Closed(Option<TurnOutcome>),
     /// The open turn waits for an approval: it stays parked.
     Parked,
+    /// The open turn waits for an approval with a deadline (`expiresAt`): it resumes, waiting
+    /// for the decision until the recorded deadline (at once denied when that has passed).
+    Expiring(String),
     /// The open turn waited for what the dead process held in memory (an MCP question or
     /// authorization): these answers (abandoned) are recorded and the turn resumes.
     Answer(String, Vec<EventBody>),
@@ -30,8 +34,17 @@ pub(crate) fn restart_of(events: &[Event]) -> Restart {
     let Some(turn_id) = open_turn(events) else {
         return Restart::Closed(last_outcome(events));
     };
-    if !pending_approvals(events, &turn_id).is_empty() {
-        return Restart::Parked;
+    let pending = pending_approvals(events, &turn_id);
+    if !pending.is_empty() {
+        let expiring = events.iter().any(|event| {
+            matches!(&event.body, EventBody::ActionApprovalRequested(requested)
+                if requested.expires_at.is_some() && pending.contains(&requested.call_id))
+        });
+        return if expiring {
+            Restart::Expiring(turn_id)
+        } else {
+            Restart::Parked
+        };
     }
     let answers = restart_answers(events, &turn_id);
     if answers.is_empty() {

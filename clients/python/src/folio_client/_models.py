@@ -2009,6 +2009,14 @@ class ActionApprovalRequested(TypedDict):
     `callId` then names the elicitation, answered with `accept` (and `content`), `decline`
     or `cancel` instead of `approve` / `deny`.
     """
+    expiresAt: NotRequired[str | None]
+    """
+    When the call's approval times out (the tool's `approval_timeout`, or the agent's
+    `[approvals] timeout`): a call still parked then is denied with
+    `action.approval_resolved {decision: "deny", reason: "approval timed out", by: "folio"}`.
+    Stored in the log, so a server that restarts keeps the same deadline. Absent: the call
+    waits until someone decides.
+    """
     input: Any
     """
     The call's input.

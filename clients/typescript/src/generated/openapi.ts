@@ -733,6 +733,15 @@ export interface components {
              *     or `cancel` instead of `approve` / `deny`.
              */
             elicitation?: components["schemas"]["Elicitation"] | null;
+            /**
+             * Format: date-time
+             * @description When the call's approval times out (the tool's `approval_timeout`, or the agent's
+             *     `[approvals] timeout`): a call still parked then is denied with
+             *     `action.approval_resolved {decision: "deny", reason: "approval timed out", by: "folio"}`.
+             *     Stored in the log, so a server that restarts keeps the same deadline. Absent: the call
+             *     waits until someone decides.
+             */
+            expiresAt?: string | null;
             /** @description The call's input. */
             input: unknown;
             /** @description Tool name. */

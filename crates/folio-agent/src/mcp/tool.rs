@@ -287,6 +287,7 @@ impl McpTool {
             call_id: id.clone(),
             tool: self.name.clone(),
             input: json!({"callId": ctx.call_id}),
+            expires_at: None,
             elicitation: Some(Elicitation {
                 server: self.connection.name().to_string(),
                 message,

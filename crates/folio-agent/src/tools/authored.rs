@@ -25,6 +25,7 @@ pub struct AuthoredTool {
     tools_dir: PathBuf,
     effect: Effect,
     needs_approval: bool,
+    approval_timeout: Option<Duration>,
     execution: Execution,
     timeout: Duration,
     dry_run_result: Option<Value>,
@@ -56,6 +57,7 @@ impl AuthoredTool {
             tools_dir: definition.tools_dir.clone(),
             effect: definition.effect,
             needs_approval: definition.needs_approval,
+            approval_timeout: definition.approval_timeout,
             execution: definition.execution,
             timeout: Duration::from_secs(definition.timeout_secs.max(1)),
             dry_run_result: definition.dry_run_result.clone(),
@@ -249,6 +251,10 @@ impl Tool for AuthoredTool {
 
     fn needs_approval(&self) -> bool {
         self.needs_approval
+    }
+
+    fn approval_timeout(&self) -> Option<Duration> {
+        self.approval_timeout
     }
 }
 

@@ -58,6 +58,11 @@ pub trait Tool: Send + Sync {
     fn needs_approval(&self) -> bool {
         false
     }
+    /// How long a parked call waits for a decision before it is denied (`None`: the agent's
+    /// default, `[approvals] timeout`).
+    fn approval_timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// The in-turn form of a tool that records events of its own (`Task`, `tag_artifact`).
     fn turn_tool(&self) -> Option<&dyn TurnTool> {
         None

@@ -195,6 +195,7 @@ mod tests {
                 call_id: "c2".into(),
                 tool: "post".into(),
                 input: json!({}),
+                expires_at: None,
                 elicitation: None,
             }),
         ]
@@ -226,6 +227,7 @@ mod tests {
                 call_id: id.into(),
                 tool: "mcp__s__ask".into(),
                 input: json!({"callId": call}),
+                expires_at: None,
                 elicitation: Some(Elicitation {
                     server: "s".into(),
                     message: "name?".into(),

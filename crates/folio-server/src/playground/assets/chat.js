@@ -1,10 +1,10 @@
 // @ts-check
 // The Chat view: one session's events as a conversation — user messages (each can be forked),
 // streaming reasoning (collapsible) and text, tool calls inline with their arguments, results,
-// errors and durations, subagent calls nested in their call, approvals as Approve / Deny, an MCP
-// server's questions (elicitations) as a JSON answer with Accept / Decline / Cancel. The model's
-// text renders as Markdown (markdown.js); everything else, tool arguments and results included,
-// is shown as text.
+// errors and durations, subagent calls nested in their call, approvals as Approve / Deny (with a
+// countdown when the approval times out), an MCP server's questions (elicitations) as a JSON
+// answer with Accept / Decline / Cancel. The model's text renders as Markdown (markdown.js);
+// everything else, tool arguments and results included, is shown as text.
 
 import { duration, el, json, tokens } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
@@ -135,7 +135,7 @@ export class ChatView {
         break;
       case "action.approval_requested":
         if (event.data.elicitation) this.question(event.data.callId, event.data.tool, event.data.elicitation);
-        else this.approval(event.data.callId, event.data.tool, event.data.input);
+        else this.approval(event.data.callId, event.data.tool, event.data.input, event.data.expiresAt);
         break;
       case "action.approval_resolved": {
         const card = this.calls.get(this.key(event.data.callId));
@@ -319,8 +319,14 @@ export class ChatView {
     else this.note(text);
   }
 
-  /** Approve / Deny (with a reason) on a parked call. */
-  approval(/** @type {string} */ callId, /** @type {string} */ tool, /** @type {unknown} */ input) {
+  /** Approve / Deny (with a reason) on a parked call, with a countdown to its deadline when
+   * it has one (`expiresAt`: folio denies it then). */
+  approval(
+    /** @type {string} */ callId,
+    /** @type {string} */ tool,
+    /** @type {unknown} */ input,
+    /** @type {string | null | undefined} */ expiresAt,
+  ) {
     let card = this.calls.get(this.key(callId));
     if (!card) {
       this.call({ callId, tool, input });
@@ -333,7 +339,9 @@ export class ChatView {
     const deny = el("button", { cls: "deny", text: "Deny" });
     approve.onclick = () => this.actions.decide(callId, "approve", reason.value);
     deny.onclick = () => this.actions.decide(callId, "deny", reason.value);
-    card.append(el("div", { cls: "approval" }, [approve, deny, reason]));
+    const parts = [approve, deny, reason];
+    if (expiresAt) parts.push(countdown(Date.parse(expiresAt)));
+    card.append(el("div", { cls: "approval" }, parts));
   }
 
   /** An MCP server that needs the user's authorization: a link to its login page, which
@@ -407,4 +415,27 @@ export class ChatView {
       el("pre", { cls: data.isError ? "result error" : "result", text: data.isError ? data.error || json(data.output) : json(data.output) }),
     );
   }
+}
+
+/** A line counting down to `deadline` (ms since the epoch), updated every second until it
+ * leaves the page (the decision, or the timeout's denial, removes it). */
+function countdown(/** @type {number} */ deadline) {
+  const line = el("span", { cls: "expires" });
+  const tick = () => {
+    const left = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
+    const hours = Math.floor(left / 3600);
+    const minutes = Math.floor((left % 3600) / 60);
+    const seconds = String(left % 60).padStart(2, "0");
+    const clock = hours ? `${hours}:${String(minutes).padStart(2, "0")}:${seconds}` : `${minutes}:${seconds}`;
+    line.textContent = left ? `times out in ${clock}` : "timing out…";
+  };
+  tick();
+  let shown = false;
+  const timer = setInterval(() => {
+    if (line.isConnected) {
+      shown = true;
+      tick();
+    } else if (shown || Date.now() >= deadline) clearInterval(timer);
+  }, 1000);
+  return line;
 }
