@@ -887,10 +887,18 @@ impl Harness {
             Some(Some(resolved)) => resolved.clone(),
             Some(None) | None => {
                 let expires_at = if recorded.is_none() {
-                    // A deadline too far to represent is no deadline.
+                    // A deadline too far to represent is no deadline. Rounded up to the whole
+                    // millisecond, as events are timed: the denial is never timed before it.
                     let expires_at = timeout
                         .and_then(|timeout| chrono::Duration::from_std(timeout).ok())
-                        .and_then(|timeout| chrono::Utc::now().checked_add_signed(timeout));
+                        .and_then(|timeout| chrono::Utc::now().checked_add_signed(timeout))
+                        .and_then(|at| {
+                            chrono::DurationRound::duration_round_up(
+                                at,
+                                chrono::TimeDelta::milliseconds(1),
+                            )
+                            .ok()
+                        });
                     let body = EventBody::ActionApprovalRequested(ActionApprovalRequested {
                         call_id: call.id.clone(),
                         tool: call.name.clone(),

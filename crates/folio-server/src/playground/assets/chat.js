@@ -339,7 +339,7 @@ export class ChatView {
     const deny = el("button", { cls: "deny", text: "Deny" });
     approve.onclick = () => this.actions.decide(callId, "approve", reason.value);
     deny.onclick = () => this.actions.decide(callId, "deny", reason.value);
-    const parts = [approve, deny, reason];
+    const parts = /** @type {HTMLElement[]} */ ([approve, deny, reason]);
     if (expiresAt) parts.push(countdown(Date.parse(expiresAt)));
     card.append(el("div", { cls: "approval" }, parts));
   }
