@@ -175,6 +175,13 @@ async def main():
     thread = await client.threads.create()
     tid = thread["thread_id"]
     first = await client.runs.create(tid, A, input=human("long task"))
+    # The first run must have asked the model (taking the slow reply) before the second comes:
+    # wait for it to run, then give its model request a moment on a loaded machine.
+    for _ in range(200):
+        if (await client.runs.get(tid, first["run_id"]))["status"] == "running":
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(1.0)
     second = await client.runs.create(tid, A, input=human("never mind"),
                                       multitask_strategy="interrupt")
     out = await client.runs.join(tid, second["run_id"])
