@@ -30,6 +30,7 @@
 
 mod runs;
 mod stream;
+mod threads;
 mod transcript;
 
 use std::collections::{HashMap, VecDeque};
@@ -48,6 +49,7 @@ use serde_json::{Value, json};
 
 use crate::runs::{Run, Status, Step};
 use crate::stream::{FrameId, Frames, MODES};
+use crate::threads::{Thread, Threads};
 use crate::transcript::Transcript;
 
 /// The authenticated principal of a request: the server's auth layer sets it as a request
@@ -71,9 +73,10 @@ pub struct AgentMount {
 /// The Agent Protocol routes of one agent (mount them under the agent's prefix, behind auth).
 pub fn router(mount: AgentMount) -> Router {
     let state = Arc::new(Inner {
+        threads: Threads::new(mount.manager.storage(), &mount.slug),
         mount,
         created_at: Utc::now(),
-        threads: tokio::sync::Mutex::new(HashMap::new()),
+        starting: std::sync::Mutex::default(),
     });
     Router::new()
         .route("/assistants", post(create_assistant))
@@ -88,6 +91,14 @@ pub fn router(mount: AgentMount) -> Router {
         .route(
             "/threads/{thread_id}/state",
             get(thread_state).post(update_state),
+        )
+        .route(
+            "/threads/{thread_id}/state/checkpoint",
+            post(checkpoint_state_post),
+        )
+        .route(
+            "/threads/{thread_id}/state/{checkpoint_id}",
+            get(checkpoint_state),
         )
         .route(
             "/threads/{thread_id}/history",
@@ -117,25 +128,15 @@ type Shared = Arc<Inner>;
 struct Inner {
     mount: AgentMount,
     created_at: DateTime<Utc>,
-    /// Every thread of this server by id.
-    threads: tokio::sync::Mutex<HashMap<String, Thread>>,
+    /// The thread and run records, in the store.
+    threads: Threads,
+    /// Per (principal, thread): held while a run starts, so that runs of one thread start one
+    /// at a time on this server (across servers the engine's admission decides).
+    starting: std::sync::Mutex<HashMap<(String, String), StartLock>>,
 }
 
-/// A thread record.
-#[derive(Debug, Clone)]
-struct Thread {
-    thread_id: String,
-    owner: String,
-    /// Its session, from its first run on.
-    session_id: Option<String>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-    metadata: Value,
-    runs: Vec<Run>,
-    /// Held while a run starts: runs of one thread start one at a time (the map's lock is not
-    /// held while the engine admits a message).
-    starting: Arc<tokio::sync::Mutex<()>>,
-}
+/// The lock a thread's run holds while it starts.
+type StartLock = Arc<tokio::sync::Mutex<()>>;
 
 /// An error answer, `{"detail": "..."}` as LangGraph servers answer.
 #[derive(Debug)]
@@ -153,9 +154,7 @@ impl ApError {
     fn no_thread(thread_id: &str) -> ApError {
         ApError::new(
             StatusCode::NOT_FOUND,
-            format!(
-                "thread {thread_id} not found: create it with POST /threads (threads are kept in this server's memory and are gone after a restart)"
-            ),
+            format!("thread {thread_id} not found: create it with POST /threads"),
         )
     }
 }
@@ -257,22 +256,21 @@ impl Inner {
         }
     }
 
-    /// The caller's thread.
-    fn owned<'a>(
-        threads: &'a mut HashMap<String, Thread>,
-        caller: &str,
-        thread_id: &str,
-    ) -> Result<&'a mut Thread, ApError> {
-        threads
-            .get_mut(thread_id)
-            .filter(|t| t.owner == caller)
+    /// The caller's thread, with its runs.
+    async fn thread(&self, caller: &str, thread_id: &str) -> Result<Thread, ApError> {
+        self.threads
+            .get(caller, thread_id)
+            .await?
             .ok_or_else(|| ApError::no_thread(thread_id))
     }
 
-    /// A copy of the caller's thread.
-    async fn thread(&self, caller: &str, thread_id: &str) -> Result<Thread, ApError> {
-        let mut threads = self.threads.lock().await;
-        Ok(Inner::owned(&mut threads, caller, thread_id)?.clone())
+    /// The lock a run of the caller's thread holds while it starts.
+    fn start_lock(&self, caller: &str, thread_id: &str) -> StartLock {
+        let mut starting = self.starting.lock().unwrap_or_else(|e| e.into_inner());
+        starting
+            .entry((caller.to_string(), thread_id.to_string()))
+            .or_default()
+            .clone()
     }
 
     /// The caller's thread and run.
@@ -314,30 +312,26 @@ impl Inner {
             }
             None => uuid::Uuid::new_v4().to_string(),
         };
-        let mut threads = self.threads.lock().await;
-        if let Some(existing) = threads.get(&id) {
-            let keep = string_field(body, "if_exists")? == Some("do_nothing");
-            if keep && existing.owner == caller {
-                return Ok(existing.clone());
-            }
-            return Err(ApError::new(
-                StatusCode::CONFLICT,
-                format!("thread {id} exists already (send if_exists=\"do_nothing\" to reuse it)"),
-            ));
-        }
+        let keep = string_field(body, "if_exists")? == Some("do_nothing");
         let now = Utc::now();
         let thread = Thread {
             thread_id: id.clone(),
-            owner: caller.to_string(),
             session_id: None,
             created_at: now,
             updated_at: now,
             metadata: body.get("metadata").cloned().unwrap_or_else(|| json!({})),
             runs: Vec::new(),
-            starting: Arc::default(),
         };
-        threads.insert(id, thread.clone());
-        Ok(thread)
+        if self.threads.create(caller, &thread).await? {
+            return Ok(thread);
+        }
+        match self.threads.get(caller, &id).await? {
+            Some(existing) if keep => Ok(existing),
+            _ => Err(ApError::new(
+                StatusCode::CONFLICT,
+                format!("thread {id} exists already (send if_exists=\"do_nothing\" to reuse it)"),
+            )),
+        }
     }
 
     /// Starts a run on the caller's thread (see the crate docs).
@@ -364,13 +358,14 @@ impl Inner {
             None => Some(input_text(body.get("input"))?),
         };
         if string_field(body, "if_not_exists")? == Some("create") {
-            let exists = self.threads.lock().await.contains_key(thread_id);
-            if !exists {
-                self.create_thread(caller, &json!({"thread_id": thread_id}))
-                    .await?;
-            }
+            self.create_thread(
+                caller,
+                &json!({"thread_id": thread_id, "if_exists": "do_nothing"}),
+            )
+            .await?;
         }
-        let starting = self.thread(caller, thread_id).await?.starting;
+        self.thread(caller, thread_id).await?;
+        let starting = self.start_lock(caller, thread_id);
         let _starting = starting.lock().await;
         // Read again under the thread's start lock: the run before may have set its session.
         let mut thread = self.thread(caller, thread_id).await?;
@@ -426,10 +421,17 @@ impl Inner {
                 };
                 match &thread.session_id {
                     None => {
-                        let accepted = manager
-                            .sessions()
-                            .create(caller, "http", CreateSession::message(text))
-                            .await?;
+                        // Keyed by the thread: two servers starting its first run open one
+                        // session.
+                        let key = format!(
+                            "agent-protocol:{thread_id}:{}",
+                            thread.created_at.timestamp_micros()
+                        );
+                        let create = CreateSession {
+                            client_message_id: Some(key),
+                            ..CreateSession::message(text)
+                        };
+                        let accepted = manager.sessions().create(caller, "http", create).await?;
                         thread.session_id = Some(accepted.session_id);
                     }
                     Some(session) => {
@@ -442,12 +444,11 @@ impl Inner {
             }
             (None, None) => return Err(ApError::invalid("input or command: one is required")),
         }
-        let mut threads = self.threads.lock().await;
         // Deleted while the run started: 404 (a session just made for it stays, as any session).
-        let record = Inner::owned(&mut threads, caller, thread_id)?;
+        let mut record = self.thread(caller, thread_id).await?;
         record.session_id = thread.session_id;
         record.updated_at = Utc::now();
-        record.runs.push(run.clone());
+        self.threads.add_run(caller, &record, &run).await?;
         Ok(run)
     }
 
@@ -478,16 +479,31 @@ impl Inner {
         })
     }
 
-    /// The thread's state (`values`, `next`, `tasks`, `interrupts`, checkpoint).
-    fn state_json(thread: &Thread, events: &[Event]) -> Value {
-        let transcript = Transcript::of(events);
+    /// The thread's state after `events` (`values`, `next`, `tasks`, `interrupts`, its
+    /// checkpoint): `checkpoints` are the positions in `events` of the checkpoint events so far
+    /// ([`transcript::Change::is_checkpoint`]); the last is this state's, the one before it
+    /// its parent.
+    fn state_json(
+        thread: &Thread,
+        transcript: &Transcript,
+        events: &[Event],
+        checkpoints: &[usize],
+    ) -> Value {
         let interrupts = transcript.interrupts();
-        let checkpoint = events.last().map(|e| e.index.to_string());
+        let checkpoint = |position: Option<&usize>| {
+            position.map(|&at| {
+                let id = events[at].index.to_string();
+                json!({"thread_id": thread.thread_id, "checkpoint_ns": "", "checkpoint_id": id})
+            })
+        };
+        let this = checkpoints.last().map(|&at| &events[at]);
+        let parent = checkpoints.len().checked_sub(2).map(|i| &checkpoints[i]);
+        let run = this.and_then(|event| thread.runs.iter().rev().find(|r| r.start <= event.index));
         let tasks: Vec<Value> = if interrupts.is_empty() {
             Vec::new()
         } else {
             vec![json!({
-                "id": thread.runs.last().map(|r| r.run_id.clone()),
+                "id": run.map(|r| r.run_id.clone()),
                 "name": "tools",
                 "path": [],
                 "error": null,
@@ -497,17 +513,88 @@ impl Inner {
                 "result": null,
             })]
         };
+        let mut metadata = thread.metadata.clone();
+        if let (Value::Object(map), Some(event)) = (&mut metadata, this) {
+            let source = match event.body {
+                folio_protocol::EventBody::MessageReceived(_) => "input",
+                _ => "loop",
+            };
+            map.insert("source".into(), json!(source));
+            map.insert("step".into(), json!(checkpoints.len() - 1));
+            map.insert("run_id".into(), json!(run.map(|r| r.run_id.clone())));
+        }
         json!({
             "values": transcript.values(),
             "next": if interrupts.is_empty() { json!([]) } else { json!(["tools"]) },
             "tasks": tasks,
             "interrupts": interrupts,
-            "metadata": thread.metadata,
-            "created_at": events.last().map(|e| e.at),
-            "checkpoint": {"thread_id": thread.thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint},
-            "checkpoint_id": checkpoint,
-            "parent_checkpoint": null,
+            "metadata": metadata,
+            "created_at": this.map(|e| e.at),
+            "checkpoint": checkpoint(checkpoints.last()),
+            "checkpoint_id": this.map(|e| e.index.to_string()),
+            "parent_checkpoint": checkpoint(parent),
         })
+    }
+
+    /// The thread's current state.
+    fn current_state(thread: &Thread, events: &[Event]) -> Value {
+        let mut transcript = Transcript::default();
+        let mut checkpoints = Vec::new();
+        for (at, event) in events.iter().enumerate() {
+            if transcript.apply(event).is_checkpoint(event) {
+                checkpoints.push(at);
+            }
+        }
+        Inner::state_json(thread, &transcript, events, &checkpoints)
+    }
+
+    /// The thread's states at its checkpoints, newest first: at most `limit`, those before
+    /// checkpoint `before` when given, only checkpoint `only` when given.
+    fn history(
+        thread: &Thread,
+        events: &[Event],
+        limit: usize,
+        before: Option<u64>,
+        only: Option<u64>,
+    ) -> Vec<Value> {
+        let mut transcript = Transcript::default();
+        let mut checkpoints = Vec::new();
+        let mut states = Vec::new();
+        for (at, event) in events.iter().enumerate() {
+            if !transcript.apply(event).is_checkpoint(event) {
+                continue;
+            }
+            checkpoints.push(at);
+            let wanted =
+                before.is_none_or(|b| event.index < b) && only.is_none_or(|o| event.index == o);
+            if wanted {
+                states.push(Inner::state_json(thread, &transcript, events, &checkpoints));
+                if states.len() > limit {
+                    states.remove(0);
+                }
+            }
+        }
+        states.reverse();
+        states
+    }
+
+    /// The caller's thread's state at checkpoint `id` (404 when it has none by that id).
+    async fn state_at(&self, caller: &str, thread_id: &str, id: &str) -> ApResult {
+        let thread = self.thread(caller, thread_id).await?;
+        let events = self.events(caller, &thread).await?;
+        let state = id
+            .parse()
+            .ok()
+            .and_then(|index| Inner::history(&thread, &events, 1, None, Some(index)).pop());
+        match state {
+            Some(state) => Ok(Json(state).into_response()),
+            None => Err(ApError::new(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "checkpoint {id} not found on thread {thread_id}: its history (get_history) lists the checkpoints"
+                ),
+            )),
+        }
     }
 
     /// Follows a run to its end: its status, the transcript then, and a failed turn's error.
@@ -803,15 +890,18 @@ async fn search_threads(
     let (limit, offset) = page(&body);
     let mut threads: Vec<Thread> = state
         .threads
-        .lock()
-        .await
-        .values()
-        .filter(|t| t.owner == caller && matches(&t.metadata, body.get("metadata")))
-        .cloned()
+        .list(&caller)
+        .await?
+        .into_iter()
+        .filter(|t| matches(&t.metadata, body.get("metadata")))
         .collect();
     threads.sort_by_key(|t| std::cmp::Reverse(t.created_at));
     let mut out = Vec::new();
-    for thread in threads {
+    for listed in threads {
+        // Deleted since it was listed: left out.
+        let Some(thread) = state.threads.get(&caller, &listed.thread_id).await? else {
+            continue;
+        };
         let events = state.events(&caller, &thread).await?;
         let json = Inner::thread_json(&thread, &events);
         if status.as_deref().is_none_or(|s| json["status"] == s) {
@@ -837,12 +927,16 @@ async fn delete_thread(
     Extension(Caller(caller)): Extension<Caller>,
     Path(thread_id): Path<String>,
 ) -> ApResult {
-    let thread = {
-        let mut threads = state.threads.lock().await;
-        Inner::owned(&mut threads, &caller, &thread_id)?;
-        threads.remove(&thread_id)
-    };
-    if let Some(session) = thread.and_then(|t| t.session_id) {
+    let thread = state.thread(&caller, &thread_id).await?;
+    if !state.threads.delete(&caller, &thread_id).await? {
+        return Err(ApError::no_thread(&thread_id));
+    }
+    state
+        .starting
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&(caller.clone(), thread_id.clone()));
+    if let Some(session) = thread.session_id {
         match state
             .mount
             .manager
@@ -864,7 +958,45 @@ async fn thread_state(
 ) -> ApResult {
     let thread = state.thread(&caller, &thread_id).await?;
     let events = state.events(&caller, &thread).await?;
-    Ok(Json(Inner::state_json(&thread, &events)).into_response())
+    Ok(Json(Inner::current_state(&thread, &events)).into_response())
+}
+
+/// `GET /threads/{id}/state/{checkpoint_id}`: the state at one checkpoint.
+async fn checkpoint_state(
+    State(state): State<Shared>,
+    Extension(Caller(caller)): Extension<Caller>,
+    Path((thread_id, checkpoint_id)): Path<(String, String)>,
+) -> ApResult {
+    state.state_at(&caller, &thread_id, &checkpoint_id).await
+}
+
+/// `POST /threads/{id}/state/checkpoint` with `{"checkpoint": {"checkpoint_id": ...}}`.
+async fn checkpoint_state_post(
+    State(state): State<Shared>,
+    Extension(Caller(caller)): Extension<Caller>,
+    Path(thread_id): Path<String>,
+    body: Bytes,
+) -> ApResult {
+    let body = body_json(&body)?;
+    let id = checkpoint_id(body.get("checkpoint"))
+        .ok_or_else(|| ApError::invalid("checkpoint: {\"checkpoint_id\": \"<id>\"} is required"))?;
+    state.state_at(&caller, &thread_id, &id).await
+}
+
+/// The checkpoint id of a checkpoint or config object (`{"checkpoint_id"}`,
+/// `{"configurable": {"checkpoint_id"}}`) or of a bare string.
+fn checkpoint_id(value: Option<&Value>) -> Option<String> {
+    let value = value?;
+    let id = value
+        .get("configurable")
+        .unwrap_or(value)
+        .get("checkpoint_id")
+        .unwrap_or(value);
+    match id {
+        Value::String(id) => Some(id.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
 }
 
 async fn update_state() -> ApResult {
@@ -877,14 +1009,48 @@ async fn thread_history(
     State(state): State<Shared>,
     Extension(Caller(caller)): Extension<Caller>,
     Path(thread_id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    body: Bytes,
 ) -> ApResult {
+    // GET reads the query; POST (the SDK's get_history) a JSON body.
+    let body = if body.is_empty() {
+        json!({})
+    } else {
+        body_json(&body)?
+    };
+    let limit = match body.get("limit") {
+        Some(limit) => limit
+            .as_u64()
+            .ok_or_else(|| ApError::invalid("limit: a number of states"))?,
+        None => match query.get("limit") {
+            Some(limit) => limit
+                .parse()
+                .map_err(|_| ApError::invalid("limit: a number of states"))?,
+            None => 10,
+        },
+    };
+    let number = |id: Option<String>, name: &str| -> Result<Option<u64>, ApError> {
+        id.map(|id| {
+            id.parse().map_err(|_| {
+                ApError::invalid(format!(
+                    "{name}: a checkpoint id of this thread (a number, as get_state answers it)"
+                ))
+            })
+        })
+        .transpose()
+    };
+    let before = number(
+        checkpoint_id(body.get("before")).or_else(|| query.get("before").cloned()),
+        "before",
+    )?;
+    let only = number(checkpoint_id(body.get("checkpoint")), "checkpoint")?;
     let thread = state.thread(&caller, &thread_id).await?;
     let events = state.events(&caller, &thread).await?;
-    let history = if events.is_empty() {
-        Vec::new()
-    } else {
-        vec![Inner::state_json(&thread, &events)]
-    };
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX).min(1000);
+    let history: Vec<Value> = Inner::history(&thread, &events, limit, before, only)
+        .into_iter()
+        .filter(|s| matches(&s["metadata"], body.get("metadata")))
+        .collect();
     Ok(Json(history).into_response())
 }
 

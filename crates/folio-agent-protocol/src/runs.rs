@@ -2,14 +2,15 @@
 
 use chrono::{DateTime, Utc};
 use folio_protocol::{Event, EventBody};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 /// The message a run's turn reports when it was stopped or preempted.
 const INTERRUPTED: &str = "turn interrupted";
 
 /// A run: a turn of the thread's session (input), or the rest of a turn parked on an approval
-/// (resume).
-#[derive(Debug, Clone)]
+/// (resume). Stored as is ([`crate::threads`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Run {
     pub(crate) run_id: String,
     pub(crate) thread_id: String,

@@ -204,10 +204,7 @@ impl Frames {
             let data = json!({"agent": {"messages": [message]}});
             self.frame(&mut out, next(), "updates", &data);
         }
-        let snapshot = matches!(
-            change,
-            Change::Human(_) | Change::Tool(_) | Change::Interrupt(_)
-        ) || matches!(event.body, EventBody::StepCompleted(_));
+        let snapshot = change.is_checkpoint(event);
         if let Step::End(status, error) = &step {
             if self.wants("values") {
                 self.frame(&mut out, next(), "values", &self.transcript.values());

@@ -41,6 +41,18 @@ pub(crate) struct Transcript {
     pub(crate) pending: BTreeMap<String, (Option<String>, Value)>,
 }
 
+impl Change {
+    /// Whether `event`, which made this change, ends a checkpoint: a state the `values` stream
+    /// shows and the thread's history lists (a user message, a model step's end, a tool result,
+    /// an interrupt).
+    pub(crate) fn is_checkpoint(&self, event: &Event) -> bool {
+        matches!(
+            self,
+            Change::Human(_) | Change::Tool(_) | Change::Interrupt(_)
+        ) || matches!(event.body, EventBody::StepCompleted(_))
+    }
+}
+
 impl Transcript {
     /// The transcript of a whole log.
     pub(crate) fn of(events: &[Event]) -> Transcript {

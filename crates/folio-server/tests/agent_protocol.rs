@@ -319,3 +319,46 @@ async fn the_routes_sit_under_the_agent_behind_the_servers_auth_and_threads_are_
         "{error}"
     );
 }
+
+/// Threads and runs are stored with the sessions: a new server on the same state root serves
+/// them (read with the SDK's sync client), with the thread's checkpoint history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threads_and_runs_survive_a_restart_with_their_history() {
+    let Some(python) = python() else { return };
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::text("before the restart"));
+    mock.push(MockReply::text("after the restart"));
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let driver = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agent_protocol/restart.py");
+    let drive = |url: String, args: Vec<String>| {
+        let python = python.clone();
+        let driver = driver.clone();
+        async move {
+            let output = tokio::process::Command::new(&python)
+                .arg(&driver)
+                .arg(&url)
+                .args(&args)
+                .output()
+                .await
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+            assert!(
+                output.status.success(),
+                "restart.py {args:?} failed\nstdout:\n{stdout}\nstderr:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            stdout
+        }
+    };
+
+    let first = manager(agent(&mock, dir.path()).await, state.path()).await;
+    let thread = drive(http(first.clone()).await, vec!["before".into()]).await;
+    let thread = thread.trim().to_string();
+    first.shutdown().await;
+    drop(first);
+
+    let second = manager(agent(&mock, dir.path()).await, state.path()).await;
+    let out = drive(http(second).await, vec!["after".into(), thread]).await;
+    assert!(out.contains("ok restart"), "{out}");
+}

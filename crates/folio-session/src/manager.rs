@@ -208,6 +208,12 @@ impl SessionManager {
         }
     }
 
+    /// The key-value entries of the store the sessions are in, for front ends that keep their
+    /// own records beside the sessions (the Agent Protocol's threads and runs).
+    pub fn storage(&self) -> Arc<dyn folio_store::StorageStore> {
+        self.engine.store.storage()
+    }
+
     /// What the agent keeps in the store the sessions are in (artifacts, MCP credentials), for
     /// an agent reloaded by `folio dev`.
     pub fn shared_backends(&self) -> folio_agent::SharedBackends {
