@@ -5,9 +5,10 @@ import os
 import re
 import sys
 
-# Top-level definitions per file extension: a line-anchored pattern whose group 1 is the name.
+# Top-level definitions per file extension: a line-anchored pattern whose first matched group is
+# the name (Python's constants too).
 PATTERNS = {
-    ".py": re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)"),
+    ".py": re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)|^([A-Z][A-Z0-9_]*)\s*(?::[^=]*)?="),
     ".rs": re.compile(r"^pub(?:\([^)]*\))?\s+(?:async\s+)?(?:fn|struct|enum|trait|type|const|mod)\s+([A-Za-z_]\w*)"),
     ".go": re.compile(r"^(?:func(?:\s+\([^)]*\))?|type)\s+([A-Za-z_]\w*)"),
     ".js": re.compile(r"^(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:function\*?|class|const)\s+([A-Za-z_$][\w$]*)"),
@@ -25,7 +26,8 @@ def outline(full, shown):
         for lines, line in enumerate(source, start=1):
             match = pattern.match(line)
             if match:
-                definitions.append({"name": match.group(1), "line": lines})
+                name = next(group for group in match.groups() if group)
+                definitions.append({"name": name, "line": lines})
     return {"file": shown, "lines": lines, "definitions": definitions}
 
 
