@@ -211,7 +211,9 @@ impl Template {
         match self {
             Template::Demo => "Write a haiku about the sea",
             Template::CodeWiki => "Write the wiki page for repo/src/main.py",
-            Template::SecurityReviewer => "Review the change in pr/diff.patch for security problems",
+            Template::SecurityReviewer => {
+                "Review the change in pr/diff.patch for security problems"
+            }
             Template::SecurityHelp => "Can I keep the session token in localStorage?",
             Template::AgenticOwners => "Which owners must review the change in pr/diff.patch?",
             Template::PrAutofixer => "The tests fail in repo/: reproduce and fix them",
@@ -280,7 +282,11 @@ pub(crate) fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
         let written = install_skill(&target, args.force)?;
         println!(
             "{} the build-folio-agent skill at {}",
-            if written { "Wrote" } else { "Already up to date:" },
+            if written {
+                "Wrote"
+            } else {
+                "Already up to date:"
+            },
             target.display()
         );
         return Ok(ExitCode::SUCCESS);

@@ -127,13 +127,22 @@ fn templates() -> Vec<(&'static str, &'static str, Vec<MockReply>)> {
                     "Read",
                     json!({"path": ".folio/skills/autofix-rules/SKILL.md"}),
                 )]),
-                MockReply::tool_calls([("Shell", json!({"command": "cd repo && python3 -B test_calc.py"}))]),
+                MockReply::tool_calls([(
+                    "Shell",
+                    json!({"command": "cd repo && python3 -B test_calc.py"}),
+                )]),
                 MockReply::tool_calls([(
                     "StrReplace",
                     json!({"path": "repo/calc.py", "oldText": "def add(a, b):\n    return a - b", "newText": "def add(a, b):\n    return a + b"}),
                 )]),
-                MockReply::tool_calls([("Shell", json!({"command": "cd repo && python3 -B test_calc.py"}))]),
-                MockReply::tool_calls([("push_fix", json!({"message": "Fix add: return the sum, not the difference"}))]),
+                MockReply::tool_calls([(
+                    "Shell",
+                    json!({"command": "cd repo && python3 -B test_calc.py"}),
+                )]),
+                MockReply::tool_calls([(
+                    "push_fix",
+                    json!({"message": "Fix add: return the sum, not the difference"}),
+                )]),
                 MockReply::text(
                     "CI failed because add(2, 3) returned -1. Fixed repo/calc.py:2 (`a - b` → `a + b`); `python3 -B test_calc.py` now passes 2 of 2 checks. The push is waiting for approval.",
                 ),

@@ -62,7 +62,10 @@ fn init_list_names_every_template_with_one_line() {
     }
     let names = init_templates();
     for seed in SEED_TEMPLATES {
-        assert!(names.iter().any(|name| name == seed), "{seed} missing: {names:?}");
+        assert!(
+            names.iter().any(|name| name == seed),
+            "{seed} missing: {names:?}"
+        );
     }
     assert_eq!(names.len(), SEED_TEMPLATES.len() + 2, "{names:?}");
 }
@@ -71,7 +74,11 @@ fn init_list_names_every_template_with_one_line() {
 fn init_list_refuses_a_template_or_a_directory_flag() {
     let output = folio(&["init", "--list", "--template", "triage"], None);
     assert_eq!(output.status.code(), Some(2), "{output:?}");
-    assert!(stderr(&output).contains("cannot be used with"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("cannot be used with"),
+        "{}",
+        stderr(&output)
+    );
     let output = folio(&["init", "--json"], None);
     assert_eq!(output.status.code(), Some(2), "{output:?}");
 }
@@ -88,18 +95,29 @@ fn init_skill_writes_the_repository_skill_and_keeps_a_changed_copy() {
     assert!(output.status.success(), "{output:?}");
     assert_eq!(
         stdout(&output),
-        format!("Wrote the build-folio-agent skill at {}\n", target.display())
+        format!(
+            "Wrote the build-folio-agent skill at {}\n",
+            target.display()
+        )
     );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), repository);
 
     let output = folio(&["init", "--skill"], Some(project.path()));
     assert!(output.status.success(), "{output:?}");
-    assert!(stdout(&output).starts_with("Already up to date:"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).starts_with("Already up to date:"),
+        "{}",
+        stdout(&output)
+    );
 
     std::fs::write(&target, "my own notes").unwrap();
     let output = folio(&["init", "--skill"], Some(project.path()));
     assert_eq!(output.status.code(), Some(1), "{output:?}");
-    assert!(stderr(&output).contains("pass --force"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("pass --force"),
+        "{}",
+        stderr(&output)
+    );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "my own notes");
 
     let output = folio(&["init", "--skill", "--force"], Some(project.path()));
@@ -109,7 +127,12 @@ fn init_skill_writes_the_repository_skill_and_keeps_a_changed_copy() {
     let elsewhere = tempfile::tempdir().unwrap();
     let skills_dir = elsewhere.path().join("skills");
     let output = folio(
-        &["init", "--skill", "--skills-dir", skills_dir.to_str().unwrap()],
+        &[
+            "init",
+            "--skill",
+            "--skills-dir",
+            skills_dir.to_str().unwrap(),
+        ],
         None,
     );
     assert!(output.status.success(), "{output:?}");
@@ -156,8 +179,14 @@ fn every_file_the_skill_shows_validates_clean() {
         .and_then(|rest| rest.split_once("\n---\n"))
         .map(|(frontmatter, _)| frontmatter)
         .expect("the skill opens with YAML frontmatter");
-    assert!(frontmatter.contains("name: build-folio-agent\n"), "{frontmatter}");
-    assert!(frontmatter.contains("description: Use when"), "{frontmatter}");
+    assert!(
+        frontmatter.contains("name: build-folio-agent\n"),
+        "{frontmatter}"
+    );
+    assert!(
+        frontmatter.contains("description: Use when"),
+        "{frontmatter}"
+    );
 
     let files = shown_files(&skill);
     let paths: Vec<&str> = files.iter().map(|(path, _)| path.as_str()).collect();
@@ -172,7 +201,10 @@ fn every_file_the_skill_shows_validates_clean() {
         "agent/channels/notes.toml",
         "evals/count.eval.toml",
     ] {
-        assert!(paths.contains(&expected), "the skill shows no {expected}: {paths:?}");
+        assert!(
+            paths.contains(&expected),
+            "the skill shows no {expected}: {paths:?}"
+        );
     }
     let project = tempfile::tempdir().unwrap();
     let dir = project.path().join("notes-helper");
@@ -197,11 +229,20 @@ fn every_file_the_skill_shows_validates_clean() {
     );
     // The tool the skill shows answers as the skill says.
     let output = Command::new(folio_bin())
-        .args(["call", "word_count", "--input", r#"{"text": "old pond\na frog"}"#, "--dir"])
+        .args([
+            "call",
+            "word_count",
+            "--input",
+            r#"{"text": "old pond\na frog"}"#,
+            "--dir",
+        ])
         .arg(&dir)
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
     let called: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(called["result"], serde_json::json!({"words": 4, "lines": 2}));
+    assert_eq!(
+        called["result"],
+        serde_json::json!({"words": 4, "lines": 2})
+    );
 }
