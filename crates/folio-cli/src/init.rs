@@ -210,7 +210,7 @@ impl Template {
     fn first_message(self) -> &'static str {
         match self {
             Template::Demo => "Write a haiku about the sea",
-            Template::CodeWiki => "Write the wiki page for repo/src/main.py",
+            Template::CodeWiki => "Sync the repository and write the wiki index",
             Template::SecurityReviewer => {
                 "Review the change in pr/diff.patch for security problems"
             }
@@ -293,8 +293,18 @@ pub(crate) fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
     }
     let name = scaffold(&args.dir, args.template)?;
     let shown = args.dir.display();
+    let has_evals = args
+        .template
+        .files()
+        .iter()
+        .any(|(path, _)| path.starts_with("evals/"));
+    let eval = if has_evals {
+        format!("  folio eval --dir {shown}   # replays the template's evals: offline, no key\n")
+    } else {
+        String::new()
+    };
     println!(
-        "Created agent \"{name}\" in {shown} from the {} template.\n\nNext steps:\n  folio validate --dir {shown}\n  folio info --dir {shown}\n  export OPENAI_API_KEY=…   # or set model in {shown}/agent/agent.toml\n  folio run --dir {shown} --message \"{}\"",
+        "Created agent \"{name}\" in {shown} from the {} template.\n\nNext steps:\n  folio validate --dir {shown}\n  folio info --dir {shown}\n{eval}  export OPENAI_API_KEY=…   # or set model in {shown}/agent/agent.toml\n  folio run --dir {shown} --message \"{}\"",
         template_name(args.template),
         args.template.first_message()
     );
