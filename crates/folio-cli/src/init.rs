@@ -32,7 +32,7 @@ pub(crate) struct InitArgs {
     #[arg(long, value_enum, default_value_t = Template::Demo, conflicts_with_all = ["list", "skill"])]
     template: Template,
     /// List the templates, one line each, instead of creating a project.
-    #[arg(long, conflicts_with = "skill")]
+    #[arg(long, conflicts_with_all = ["skill", "dir"])]
     list: bool,
     /// With --list: print the templates as JSON (`[{name, description}]`).
     #[arg(long, requires = "list")]
@@ -42,7 +42,7 @@ pub(crate) struct InitArgs {
     #[arg(long)]
     skill: bool,
     /// With --skill: the skills folder to write `build-folio-agent/SKILL.md` into instead.
-    #[arg(long, value_name = "PATH", requires = "skill")]
+    #[arg(long, value_name = "PATH", requires = "skill", conflicts_with = "dir")]
     skills_dir: Option<PathBuf>,
     /// With --skill: replace an existing, different copy of the skill.
     #[arg(long, requires = "skill")]

@@ -79,7 +79,11 @@ fn init_list_refuses_a_template_or_a_directory_flag() {
         "{}",
         stderr(&output)
     );
+    let output = folio(&["init", "--list", "my-agent"], None);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
     let output = folio(&["init", "--json"], None);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let output = folio(&["init", "--skill", "--skills-dir", "a", "b"], None);
     assert_eq!(output.status.code(), Some(2), "{output:?}");
 }
 
