@@ -1,4 +1,4 @@
-//! `folio init --template pr-reviewer|triage|webhook` projects, unchanged except for the fake
+//! `folio init --template pr-reviewer|triage|webhook|pr-autofixer` projects, unchanged except for the fake
 //! API's address, served by the real binary: a signed provider delivery wakes each one and its
 //! answer goes back through the recording fakes (GitHub's REST API, Slack's Web API).
 
@@ -232,5 +232,134 @@ async fn the_triage_template_answers_a_slack_mention_in_its_thread() {
     assert_eq!(
         one_delivery(&server.url, "slack").await.0,
         DeliveryStatus::Accepted
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_pr_autofixer_template_wakes_on_failed_ci_and_checks_out_the_branch() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = init("pr-autofixer", parent.path());
+    let github = FakeApi::start().await;
+    point_at(&dir, "github.toml", &github);
+    // The PR's head branch lives in a local bare repository: checkout_pr clones it from there.
+    let seed = parent.path().join("seed");
+    std::fs::create_dir_all(&seed).unwrap();
+    std::fs::write(seed.join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
+    let origin = parent.path().join("origin.git");
+    for args in [
+        vec!["init", "--quiet", "--initial-branch", "fix-add"],
+        vec!["add", "-A"],
+        vec![
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@example.com",
+            "commit",
+            "--quiet",
+            "-m",
+            "seed",
+        ],
+        vec!["clone", "--quiet", "--bare", ".", origin.to_str().unwrap()],
+    ] {
+        let git = std::process::Command::new("git")
+            .args(&args)
+            .current_dir(&seed)
+            .output()
+            .unwrap();
+        assert!(git.status.success(), "git {args:?}: {git:?}");
+    }
+    let repo = "/repos/Codertocat/Hello-World";
+    github.respond(
+        &format!("{repo}/pulls/2"),
+        json!({"head": {"ref": "fix-add", "sha": "ec26c3e", "repo": {"clone_url": format!("file://{}", origin.display())}}}),
+    );
+    let mock = MockModelServer::start().await;
+    let api = github.url();
+    let server = serve_with_env(
+        &mock.openai_base_url(),
+        &dir,
+        &parent.path().join("state"),
+        &["--mode", "single"],
+        &[
+            ("GITHUB_WEBHOOK_SECRET", SECRET),
+            ("GITHUB_TOKEN", "ghp_template"),
+            ("GITHUB_API_URL", api.as_str()),
+        ],
+    )
+    .await;
+    let mut failed = github_examples("check_suite")
+        .into_iter()
+        .find(|p| p["action"] == "completed" && p["check_suite"]["pull_requests"][0]["number"] == 2)
+        .unwrap();
+    failed["check_suite"]["conclusion"] = json!("failure");
+    mock.push(MockReply::tool_calls([("checkout_pr", json!({}))]));
+    mock.push(MockReply::text(
+        "Checked out fix-add; reproducing the failure next.",
+    ));
+    let (status, _) = github_delivery(
+        &format!("{}/v1/channels/github", server.url),
+        "check_suite",
+        "tpl-ci",
+        &failed,
+    )
+    .await;
+    assert_eq!(status, 202);
+    let calls = github.wait_for(7, Duration::from_secs(60)).await;
+    let gets: Vec<&ApiCall> = calls
+        .iter()
+        .filter(|c| c.method == "GET" && c.path == format!("{repo}/pulls/2"))
+        .collect();
+    assert_eq!(
+        gets.len(),
+        2,
+        "the channel's diff and the tool's lookup: {calls:#?}"
+    );
+    assert!(
+        gets.iter()
+            .any(|c| c.headers["accept"] == "application/vnd.github+json"
+                && c.headers["authorization"] == "Bearer ghp_template"),
+        "{gets:#?}"
+    );
+    let checks: Vec<(String, Value)> = calls
+        .iter()
+        .filter(|c| c.path.starts_with(&format!("{repo}/check-runs")))
+        .map(|c| (c.method.clone(), c.body["status"].clone()))
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            ("POST".into(), json!("queued")),
+            ("PATCH".into(), json!("in_progress")),
+            ("PATCH".into(), json!("completed")),
+        ]
+    );
+    assert_eq!(
+        calls_of(&calls[calls.len() - 1..]),
+        [(
+            "POST".into(),
+            format!("{repo}/issues/2/comments"),
+            json!({"body": "Checked out fix-add; reproducing the failure next."})
+        )]
+    );
+    let (status, session) = one_delivery(&server.url, "github").await;
+    assert_eq!(status, DeliveryStatus::Accepted);
+    let requests = mock.requests();
+    assert!(
+        requests[0]
+            .body
+            .to_string()
+            .contains("CI failed on Codertocat/Hello-World#2"),
+        "{:?}",
+        requests[0].body
+    );
+    assert!(requests[1].body.to_string().contains("fix-add"));
+    let cloned = parent
+        .path()
+        .join("state/sessions")
+        .join(&session)
+        .join("workspace/repo/calc.py");
+    assert_eq!(
+        std::fs::read_to_string(&cloned).unwrap(),
+        "def add(a, b):\n    return a - b\n"
     );
 }

@@ -79,3 +79,17 @@ pub fn run_of(output: &Output) -> EvalRun {
     });
     read_wire(&value)
 }
+
+/// The name of every template, as `folio init --list --json` prints them.
+pub fn init_templates() -> Vec<String> {
+    let output = std::process::Command::new(folio_bin())
+        .args(["init", "--list", "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let listed: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    listed
+        .iter()
+        .map(|entry| entry["name"].as_str().unwrap().to_string())
+        .collect()
+}

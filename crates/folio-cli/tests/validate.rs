@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::folio_bin;
+use common::{folio_bin, init_templates};
 use folio_protocol::{AgentInfo, TransportInfo};
 use folio_test_support::read_wire;
 
@@ -55,11 +55,13 @@ fn broken_projects_report_one_line_per_rule() {
 
 #[test]
 fn every_init_template_validates_clean() {
-    for template in ["demo", "pr-reviewer", "triage", "webhook"] {
+    let templates = init_templates();
+    assert_eq!(templates.len(), 9, "{templates:?}");
+    for template in templates {
         let parent = tempfile::tempdir().unwrap();
-        let dir = parent.path().join(template);
+        let dir = parent.path().join(&template);
         let output = Command::new(folio_bin())
-            .args(["init", "--template", template])
+            .args(["init", "--template", &template])
             .arg(&dir)
             .output()
             .unwrap();

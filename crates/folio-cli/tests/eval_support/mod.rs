@@ -7,7 +7,7 @@ use std::process::Output;
 mod common;
 // Shared by several test binaries; each uses a different part.
 #[allow(unused_imports)]
-pub use common::{Project, eval, folio, folio_bin, project, run_of, write_files};
+pub use common::{Project, eval, folio, folio_bin, init_templates, project, run_of, write_files};
 #[allow(unused_imports)]
 pub use folio_test_support::eval_project;
 
