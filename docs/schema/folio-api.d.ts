@@ -1765,16 +1765,22 @@ export type UrlVerification = {
 };
 
 /**
- * Token counts read from a provider: uncached input, output, cache reads and cache writes.
+ * Token counts read from a provider: uncached input, output, cache reads and cache writes, and
+ * their price.
  *
  * `input_tokens` counts only input that was neither read from nor written to the prompt cache,
  * so the whole prompt is `input_tokens + cache_read_tokens + cache_write_tokens`.
+ *
+ * `cost_usd` is `null` when the model has no price (never a made-up `0`). A sum keeps a cost
+ * only while every part with tokens has one: a priced step plus an unpriced one costs `null`.
  */
 export type Usage = {
   /** Input tokens read from the prompt cache. */
   cacheReadTokens?: number;
   /** Input tokens written to the prompt cache. */
   cacheWriteTokens?: number;
+  /** What these tokens cost in US dollars at the model's price; `null` when it has none. */
+  costUsd?: number | null;
   /** Input tokens not served from or written to the cache. */
   inputTokens?: number;
   /** Output tokens (including reasoning tokens). */

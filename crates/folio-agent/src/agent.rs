@@ -431,6 +431,7 @@ impl Agent {
             max_steps: definition.max_steps(),
             approval_timeout: definition.approval_timeout(),
             context: ContextBudget::new(&model_id, &definition.config.context, summarizer),
+            prices: Arc::new(folio_model::PriceTable::new(definition.prices.clone())),
         };
         if definition.native_tools.contains(&NativeTool::Task) {
             let subagents = load_subagents(&definition, &harness, &options, &env)?;

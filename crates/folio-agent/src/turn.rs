@@ -68,6 +68,8 @@ pub struct Harness {
     pub approval_timeout: Option<std::time::Duration>,
     /// The context budget: window, compaction threshold, what to keep, who summarizes.
     pub context: ContextBudget,
+    /// What model calls cost: each call's usage is priced by the model that answered.
+    pub prices: Arc<folio_model::PriceTable>,
 }
 
 /// One turn's inputs from its session.
@@ -604,10 +606,16 @@ impl Harness {
     ) -> Result<folio_model::Response, Stop> {
         let started = Instant::now();
         let mut first_chunk = None;
-        let response = self
+        let mut response = self
             .stream_model(turn, recorder, provider, request, started, &mut first_chunk)
             .instrument(span.clone())
             .await;
+        if let Ok(answer) = &mut response
+            && let Some(usage) = answer.usage
+        {
+            let model = answer.model.as_deref().unwrap_or(&request.model);
+            answer.usage = Some(self.prices.priced(usage, model));
+        }
         let ended = response.as_ref().map_err(Stop::kind);
         trace::chat_ended(
             span,

@@ -72,6 +72,7 @@ async fn session(name: &str, context: ContextSection) {
         max_steps: 4,
         approval_timeout: None,
         context: ContextBudget::new("gpt-4.1-mini", &context, None),
+        prices: Default::default(),
     };
     let dir = tempfile::tempdir().unwrap();
     let (log, _) = EventLog::open(&dir.path().join("ses.ndjson"), "ses").unwrap();

@@ -95,6 +95,7 @@ fn harness(provider: Arc<dyn Provider>) -> Harness {
         max_steps: 10,
         approval_timeout: None,
         context: ContextBudget::new("bench", &ContextSection::default(), None),
+        prices: Default::default(),
     }
 }
 

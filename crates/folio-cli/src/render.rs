@@ -38,10 +38,18 @@ pub(crate) fn print_event(event: &Event) {
             done.duration_ms as f64 / 1000.0,
             done.steps,
             match done.usage {
-                Some(usage) => format!(
-                    "{} input / {} output tokens",
-                    usage.input_tokens, usage.output_tokens
-                ),
+                Some(usage) => match usage.cost_usd {
+                    Some(cost) => format!(
+                        "{} input / {} output tokens, {}",
+                        usage.input_tokens,
+                        usage.output_tokens,
+                        folio_protocol::format_usd(cost)
+                    ),
+                    None => format!(
+                        "{} input / {} output tokens",
+                        usage.input_tokens, usage.output_tokens
+                    ),
+                },
                 None => "usage not reported".to_string(),
             }
         ),

@@ -54,3 +54,57 @@ async fn stream_false_sends_whole_requests_and_records_their_usage() {
         assert_eq!(request.body.get("stream_options"), None);
     }
 }
+
+#[tokio::test]
+async fn usage_costs_its_tokens_at_the_projects_price_and_null_without_one() {
+    let mock = MockModelServer::start().await;
+    mock.push(MockReply::tool_calls([("LS", json!({"path": "/"}))]).with_usage(usage(1000, 500)));
+    mock.push(MockReply::text("Nothing here.").with_usage(usage(2000, 100)));
+    let dir = project("model = \"openai:gpt-test\"\n[root]\n\"/a\" = { temp = {} }\n");
+    std::fs::write(
+        dir.path().join("folio.toml"),
+        "[prices.\"gpt-test\"]\ninput = 2.0\noutput = 8.0\n",
+    )
+    .unwrap();
+    let output = run_json(&mock.openai_base_url(), dir.path(), "look").await;
+    let result = result_of(&output);
+    let expected = (3000.0 * 2.0 + 600.0 * 8.0) / 1_000_000.0;
+    let cost = result
+        .usage
+        .and_then(|u| u.cost_usd)
+        .expect("a priced run has a cost");
+    assert!((cost - expected).abs() < 1e-12, "{cost} != {expected}");
+    let turn = result.turns[0].usage.and_then(|u| u.cost_usd).unwrap();
+    assert!((turn - expected).abs() < 1e-12, "{turn} != {expected}");
+    // The wire spells it costUsd.
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(value["usage"]["costUsd"].is_f64(), "{}", value["usage"]);
+
+    // A model with no price: the cost is null, never 0.
+    mock.push(MockReply::text("Hi.").with_usage(usage(10, 2)));
+    let unpriced = project("model = \"openai:gpt-test\"\n");
+    let output = run_json(&mock.openai_base_url(), unpriced.path(), "hi").await;
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(value["usage"]["costUsd"].is_null(), "{}", value["usage"]);
+    assert_eq!(value["usage"]["inputTokens"], 10);
+
+    // A price that is not a number of dollars is refused by validation.
+    std::fs::write(
+        unpriced.path().join("folio.toml"),
+        "[prices.\"gpt-test\"]\ninput = -1.0\noutput = 8.0\n",
+    )
+    .unwrap();
+    let output = folio(&mock.openai_base_url())
+        .args(["validate", "--dir"])
+        .arg(unpriced.path())
+        .output()
+        .await
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("prices.\"gpt-test\""), "{text}");
+}

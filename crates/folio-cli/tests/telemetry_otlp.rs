@@ -713,7 +713,8 @@ async fn folio_toml_configures_the_export() {
     let folio_toml = format!(
         "[telemetry]\nendpoint = \"{}\"\nservice_name = \"from-folio-toml\"\n\n\
          [[telemetry.destinations]]\nendpoint = \"{}\"\nsignals = [\"logs\"]\n\n\
-         [[telemetry.destinations]]\nendpoint = \"{}\"\nprotocol = \"grpc\"\nsignals = [\"traces\"]\n",
+         [[telemetry.destinations]]\nendpoint = \"{}\"\nprotocol = \"grpc\"\nsignals = [\"traces\"]\n\n\
+         [prices.\"gpt-test\"]\ninput = 2.0\noutput = 8.0\n",
         sink.endpoint, logs_only.endpoint, traces_only.endpoint
     );
     write_files(project.path(), &[("folio.toml", &folio_toml)]);
@@ -731,6 +732,16 @@ async fn folio_toml_configures_the_export() {
         !sink.points("agent_sdk.turn.count").is_empty()
     })
     .await;
+    // A priced model's calls count in `cursor.cost.usage`, in dollars (a double), by model.
+    let cost = sink.metrics("cursor.cost.usage");
+    let point = &cost.first().expect("cursor.cost.usage exported")["sum"]["dataPoints"][0];
+    let dollars = point["asDouble"].as_f64().expect("a double");
+    let reported = result
+        .usage
+        .and_then(|u| u.cost_usd)
+        .expect("the run's cost");
+    assert!((dollars - reported).abs() < 1e-12, "{point} != {reported}");
+    assert_eq!(cost[0]["unit"], "USD");
     // `folio run` has exited: everything it exported has arrived.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let kinds = |sink: &Sink| {

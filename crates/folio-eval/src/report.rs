@@ -21,23 +21,27 @@ pub fn attempt_line(label: &str, attempt: &Attempt) -> String {
 /// The summary table of `run`: one row per case, then every failure with expected vs actual,
 /// then the counts.
 pub fn summary_table(run: &EvalRun) -> String {
-    let rows: Vec<[String; 6]> = run
+    let rows: Vec<[String; 7]> = run
         .cases
         .iter()
         .map(|case| {
             let passed = case.attempts.iter().filter(|a| a.ok).count();
+            let usage = Usage::sum_reported(case.attempts.iter().map(|a| a.usage));
             [
                 format!("{}/{}", case.eval_id, case.case_id),
                 if case.ok { "pass" } else { "FAIL" }.to_string(),
                 format!("{:.2}", case.score),
                 format!("{passed}/{}", case.attempts.len()),
                 seconds(case.attempts.iter().map(|a| a.duration_ms).sum()),
-                tokens(Usage::sum_reported(case.attempts.iter().map(|a| a.usage))),
+                tokens(usage),
+                cost(usage),
             ]
         })
         .collect();
     let mut out = table(
-        ["CASE", "RESULT", "SCORE", "PASSED", "DURATION", "TOKENS"],
+        [
+            "CASE", "RESULT", "SCORE", "PASSED", "DURATION", "TOKENS", "COST",
+        ],
         &rows,
     );
     let failures: Vec<String> = run.cases.iter().flat_map(case_failures).collect();
@@ -231,8 +235,15 @@ fn seconds(ms: u64) -> String {
 
 fn tokens(usage: Option<Usage>) -> String {
     match usage {
-        Some(u) => (u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens)
-            .to_string(),
+        Some(u) => u.tokens().to_string(),
+        None => "-".into(),
+    }
+}
+
+/// What the case cost, or `-` when a model it used has no price.
+fn cost(usage: Option<Usage>) -> String {
+    match usage.and_then(|u| u.cost_usd) {
+        Some(cost) => folio_protocol::format_usd(cost),
         None => "-".into(),
     }
 }

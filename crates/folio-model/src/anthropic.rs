@@ -554,6 +554,7 @@ mod tests {
                     output_tokens: 42,
                     cache_read_tokens: 300,
                     cache_write_tokens: 0,
+                    cost_usd: None,
                 }),
                 Delta::Finish(FinishReason::ToolCalls),
             ]

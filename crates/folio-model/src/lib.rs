@@ -55,6 +55,7 @@ mod error;
 mod http;
 mod open;
 mod openai;
+mod pricing;
 mod replay;
 mod tokens;
 mod types;
@@ -68,6 +69,7 @@ pub use config::{
 };
 pub use error::{FixtureError, ModelError, TimeoutKind};
 pub use open::{MissingKeyProvider, open_provider};
+pub use pricing::PriceTable;
 pub use replay::{RecordingProvider, ReplayProvider};
 pub use tokens::{TokenCounter, known_context_window};
 pub use types::{

@@ -281,6 +281,7 @@ impl WireDecoder for ChunkDecoder {
                 output_tokens: usage.completion_tokens.unwrap_or(0),
                 cache_read_tokens: cached,
                 cache_write_tokens: 0,
+                cost_usd: None,
             }));
         }
         Ok(out)
@@ -432,6 +433,7 @@ mod tests {
                     output_tokens: 7,
                     cache_read_tokens: 20,
                     cache_write_tokens: 0,
+                    cost_usd: None,
                 }),
                 Delta::Finish(FinishReason::ToolCalls),
             ]

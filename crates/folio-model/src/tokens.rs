@@ -35,10 +35,7 @@ pub fn known_context_window(model: &str) -> Option<u64> {
         ("gpt-3.5-turbo", 16_385),
         ("claude", 200_000),
     ];
-    WINDOWS
-        .iter()
-        .find(|(prefix, _)| model.starts_with(prefix))
-        .map(|(_, window)| *window)
+    crate::pricing::by_model_prefix(WINDOWS.iter().copied(), model)
 }
 
 /// Counts tokens of text and requests for one model.

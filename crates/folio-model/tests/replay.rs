@@ -45,6 +45,7 @@ async fn record_then_replay_gives_the_same_deltas() {
             output_tokens: 3,
             cache_read_tokens: 0,
             cache_write_tokens: 0,
+            cost_usd: None,
         }),
     );
     server.push(MockReply::text("It says hello.").with_reasoning("Easy."));

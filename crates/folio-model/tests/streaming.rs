@@ -13,6 +13,7 @@ const USAGE: Usage = Usage {
     output_tokens: 30,
     cache_read_tokens: 1000,
     cache_write_tokens: 0,
+    cost_usd: None,
 };
 
 #[tokio::test]
@@ -236,6 +237,7 @@ async fn usage_includes_cache_tokens_in_both_formats() {
         output_tokens: 7,
         cache_read_tokens: 900,
         cache_write_tokens: 300,
+        cost_usd: None,
     };
     server.push(MockReply::text("a").with_usage(usage));
     server.push(MockReply::text("a").with_usage(usage));
@@ -252,7 +254,8 @@ async fn usage_includes_cache_tokens_in_both_formats() {
             input_tokens: 305,
             output_tokens: 7,
             cache_read_tokens: 900,
-            cache_write_tokens: 0
+            cache_write_tokens: 0,
+            cost_usd: None,
         })
     );
 }

@@ -16,6 +16,10 @@ pub struct ProjectConfig {
     /// OpenTelemetry export (`[telemetry]`); each key is overridden by its `OTEL_*` variable.
     #[serde(default)]
     pub telemetry: TelemetrySection,
+    /// Model prices in US dollars per million tokens (`[prices."gpt-4.1"]`), by model id or id
+    /// prefix, over Folio's defaults (docs/models.md); usage of a model without one costs `null`.
+    #[serde(default)]
+    pub prices: BTreeMap<String, folio_protocol::ModelPrice>,
 }
 
 /// `[telemetry]` in `folio.toml`: where traces, metrics and logs are exported over OTLP. Nothing

@@ -1,6 +1,7 @@
 //! Project discovery: a project folder → an [`AgentDefinition`] plus diagnostics, with every
 //! fail-closed rule of docs/tools.md reported as an error that names the file, the field and the rule.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::allowlist::{self, ALLOWLIST_NAMES, ROOT_FORBIDDEN};
@@ -20,6 +21,7 @@ use crate::schedule::{
 use crate::skills::{self, ROOT_SKILLS_MOUNT, Skill};
 use crate::subagents::{self, SubagentDefinition};
 use crate::tools::{self, ToolDefinition};
+use folio_protocol::ModelPrice;
 
 /// A discovered agent.
 #[derive(Debug, Clone)]
@@ -58,6 +60,8 @@ pub struct AgentDefinition {
     pub hooks: Vec<HookDefinition>,
     /// `artifacts.toml`, when present.
     pub artifacts: Option<ArtifactsConfig>,
+    /// `[prices]` of `folio.toml`: model id (or id prefix) → price, over Folio's defaults.
+    pub prices: BTreeMap<String, ModelPrice>,
 }
 
 /// A schedule as discovery sees it: when its slots are and what each run does.
@@ -157,6 +161,14 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
     }
     let project_file = project_dir.join("folio.toml");
     let project: ProjectConfig = findings.parse_optional(&project_file).unwrap_or_default();
+    for (model, price) in &project.prices {
+        if !price.is_valid() {
+            findings.error(
+                &project_file,
+                format!("prices.\"{model}\": every rate must be a number of US dollars per million tokens, zero or more"),
+            );
+        }
+    }
     let agent_dir = ["agent", "bot"]
         .iter()
         .map(|name| project_dir.join(name))
@@ -179,6 +191,7 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "agent".to_string());
     let name = config.name.clone().or(project.name).unwrap_or(dir_name);
+    let prices = project.prices;
     let tools = tools::discover_authored_tools(&agent_dir, &name, findings);
     let skills = skills::discover_skills(&agent_dir, findings);
     if !skills.is_empty()
@@ -254,6 +267,7 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
         subagents,
         hooks,
         artifacts,
+        prices,
     })
 }
 

@@ -115,4 +115,4 @@ pub use route::{
 };
 pub use schedule::{NextFire, ScheduleStatus, SchedulesResponse, SlotOutcome, SlotOutcomeKind};
 pub use schema::schemas;
-pub use usage::Usage;
+pub use usage::{ModelPrice, Usage, format_usd};

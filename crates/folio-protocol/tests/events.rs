@@ -183,7 +183,7 @@ fn message_and_turn_events() {
     round_trip(
         &line(
             "turn.completed",
-            r#"{"reply":"done","usage":{"inputTokens":10,"outputTokens":5,"cacheReadTokens":3,"cacheWriteTokens":1},"steps":2,"durationMs":1234}"#,
+            r#"{"reply":"done","usage":{"inputTokens":10,"outputTokens":5,"cacheReadTokens":3,"cacheWriteTokens":1,"costUsd":null},"steps":2,"durationMs":1234}"#,
         ),
         EventBody::TurnCompleted(TurnCompleted {
             reply: "done".into(),
@@ -192,6 +192,7 @@ fn message_and_turn_events() {
                 output_tokens: 5,
                 cache_read_tokens: 3,
                 cache_write_tokens: 1,
+                cost_usd: None,
             }),
             compaction_usage: None,
             steps: 2,
@@ -229,7 +230,7 @@ fn step_and_stream_events() {
     round_trip(
         &line(
             "step.completed",
-            r#"{"step":1,"durationMs":40,"finishReason":"tool_calls","usage":{"inputTokens":12,"outputTokens":3,"cacheReadTokens":0,"cacheWriteTokens":0}}"#,
+            r#"{"step":1,"durationMs":40,"finishReason":"tool_calls","usage":{"inputTokens":12,"outputTokens":3,"cacheReadTokens":0,"cacheWriteTokens":0,"costUsd":null}}"#,
         ),
         EventBody::StepCompleted(StepCompleted {
             step: 1,

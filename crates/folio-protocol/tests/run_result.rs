@@ -49,7 +49,8 @@ fn pairs_calls_with_results_and_sums_usage() {
                         input_tokens: 100,
                         output_tokens: 20,
                         cache_read_tokens: 50,
-                        cache_write_tokens: 10
+                        cache_write_tokens: 10,
+                        cost_usd: None,
                     }),
                 },
                 TurnSummary {
@@ -61,7 +62,8 @@ fn pairs_calls_with_results_and_sums_usage() {
                         input_tokens: 1,
                         output_tokens: 2,
                         cache_read_tokens: 3,
-                        cache_write_tokens: 4
+                        cache_write_tokens: 4,
+                        cost_usd: None,
                     }),
                 },
             ],
@@ -98,7 +100,8 @@ fn pairs_calls_with_results_and_sums_usage() {
                 input_tokens: 101,
                 output_tokens: 22,
                 cache_read_tokens: 53,
-                cache_write_tokens: 14
+                cache_write_tokens: 14,
+                cost_usd: None,
             }),
             error: None,
             compactions: vec![],
@@ -119,7 +122,7 @@ fn wire_shape_matches_cli_spec() {
     assert_eq!(
         value["turns"][1],
         json!({"turnId": "turn_2", "ok": true, "reply": "You're welcome.", "durationMs": 100,
-               "usage": {"inputTokens": 1, "outputTokens": 2, "cacheReadTokens": 3, "cacheWriteTokens": 4}})
+               "usage": {"inputTokens": 1, "outputTokens": 2, "cacheReadTokens": 3, "cacheWriteTokens": 4, "costUsd": null}})
     );
     let back: RunResult = serde_json::from_value(value).unwrap();
     assert_eq!(back, result);

@@ -13,6 +13,7 @@ struct Instruments {
     operation_duration: Histogram<f64>,
     time_to_first_chunk: Histogram<f64>,
     cursor_tokens: Counter<u64>,
+    cursor_cost: Counter<f64>,
     tool_calls: Counter<u64>,
     turns: Counter<u64>,
     subagents: Counter<u64>,
@@ -49,6 +50,13 @@ fn instruments() -> &'static Instruments {
                 .u64_counter("cursor.token.usage")
                 .with_unit("{token}")
                 .with_description("Tokens used, by type (input, output, cache)")
+                .build(),
+            cursor_cost: meter
+                .f64_counter("cursor.cost.usage")
+                .with_unit("USD")
+                .with_description(
+                    "What model calls cost, in US dollars, by model (priced calls only)",
+                )
                 .build(),
             tool_calls: meter
                 .u64_counter("cursor.tool.calls")
@@ -153,6 +161,8 @@ pub struct ModelCall<'a> {
     pub first_chunk: Option<Duration>,
     /// Tokens reported: input, output, cache read, cache write.
     pub tokens: Option<[u64; 4]>,
+    /// What the call cost in US dollars, when the model has a price.
+    pub cost_usd: Option<f64>,
     /// `error.type` when it failed.
     pub error: Option<&'a str>,
 }
@@ -175,6 +185,15 @@ pub fn model_call(call: ModelCall<'_>) {
         instruments
             .time_to_first_chunk
             .record(first.as_secs_f64(), &attributes);
+    }
+    if let Some(cost) = call.cost_usd {
+        instruments.cursor_cost.add(
+            cost,
+            &[KeyValue::new(
+                "gen_ai.request.model",
+                call.model.to_string(),
+            )],
+        );
     }
     let Some([input, output, cache_read, cache_write]) = call.tokens else {
         return;

@@ -27,6 +27,7 @@ async fn openai_route_streams_chunks_usage_and_done() {
             output_tokens: 4,
             cache_read_tokens: 5,
             cache_write_tokens: 0,
+            cost_usd: None,
         }),
     );
     let body = json!({"model": "m", "stream": true, "stream_options": {"include_usage": true}, "messages": []});

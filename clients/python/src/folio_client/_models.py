@@ -1946,10 +1946,14 @@ class TurnStarted(TypedDict):
 
 class Usage(TypedDict):
     """
-    Token counts read from a provider: uncached input, output, cache reads and cache writes.
+    Token counts read from a provider: uncached input, output, cache reads and cache writes, and
+    their price.
 
     `input_tokens` counts only input that was neither read from nor written to the prompt cache,
     so the whole prompt is `input_tokens + cache_read_tokens + cache_write_tokens`.
+
+    `cost_usd` is `null` when the model has no price (never a made-up `0`). A sum keeps a cost
+    only while every part with tokens has one: a priced step plus an unpriced one costs `null`.
     """
 
     cacheReadTokens: NotRequired[int]
@@ -1959,6 +1963,10 @@ class Usage(TypedDict):
     cacheWriteTokens: NotRequired[int]
     """
     Input tokens written to the prompt cache.
+    """
+    costUsd: NotRequired[float | None]
+    """
+    What these tokens cost in US dollars at the model's price; `null` when it has none.
     """
     inputTokens: NotRequired[int]
     """

@@ -2144,6 +2144,7 @@ export interface components {
              * @default {
              *       "cacheReadTokens": 0,
              *       "cacheWriteTokens": 0,
+             *       "costUsd": null,
              *       "inputTokens": 0,
              *       "outputTokens": 0
              *     }
@@ -2512,10 +2513,14 @@ export interface components {
             model: string;
         };
         /**
-         * @description Token counts read from a provider: uncached input, output, cache reads and cache writes.
+         * @description Token counts read from a provider: uncached input, output, cache reads and cache writes, and
+         *     their price.
          *
          *     `input_tokens` counts only input that was neither read from nor written to the prompt cache,
          *     so the whole prompt is `input_tokens + cache_read_tokens + cache_write_tokens`.
+         *
+         *     `cost_usd` is `null` when the model has no price (never a made-up `0`). A sum keeps a cost
+         *     only while every part with tokens has one: a priced step plus an unpriced one costs `null`.
          */
         Usage: {
             /**
@@ -2530,6 +2535,12 @@ export interface components {
              * @default 0
              */
             cacheWriteTokens: number;
+            /**
+             * Format: double
+             * @description What these tokens cost in US dollars at the model's price; `null` when it has none.
+             * @default null
+             */
+            costUsd: number | null;
             /**
              * Format: uint64
              * @description Input tokens not served from or written to the cache.

@@ -156,6 +156,7 @@ pub(super) fn turn_span(
         gen_ai.usage.output_tokens = Empty,
         gen_ai.usage.cache_read.input_tokens = Empty,
         gen_ai.usage.cache_creation.input_tokens = Empty,
+        agent_sdk.cost_usd = Empty,
         agent_sdk.event_index.first = Empty,
         agent_sdk.event_index.last = Empty,
         otel.status_code = Empty,
@@ -214,6 +215,9 @@ fn record_usage(span: &Span, usage: &Usage) {
         "gen_ai.usage.cache_creation.input_tokens",
         int(usage.cache_write_tokens),
     );
+    if let Some(cost) = usage.cost_usd {
+        span.record("agent_sdk.cost_usd", cost);
+    }
 }
 
 /// The span of a subagent's run (`agent_sdk.subagent`) inside its parent's `Task` call.
@@ -304,6 +308,7 @@ pub(super) fn chat_span(provider: Option<&str>, request: &folio_model::ModelRequ
         gen_ai.response.time_to_first_chunk = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
+        agent_sdk.cost_usd = Empty,
         gen_ai.input.messages = Empty,
         gen_ai.output.messages = Empty,
         agent_sdk.event_index.first = Empty,
@@ -388,6 +393,7 @@ pub(super) fn chat_ended(
         span.record("gen_ai.response.time_to_first_chunk", first.as_secs_f64());
     }
     let mut tokens = None;
+    let mut cost_usd = None;
     let mut error = None;
     match response {
         Ok(response) => {
@@ -406,6 +412,10 @@ pub(super) fn chat_ended(
                     usage.cache_read_tokens,
                     usage.cache_write_tokens,
                 ]);
+                cost_usd = usage.cost_usd;
+                if let Some(cost) = cost_usd {
+                    span.record("agent_sdk.cost_usd", cost);
+                }
             }
             if folio_telemetry::capture_content() && !response.text.is_empty() {
                 let message = serde_json::json!([{
@@ -427,6 +437,7 @@ pub(super) fn chat_ended(
         duration: started.elapsed(),
         first_chunk,
         tokens,
+        cost_usd,
         error,
     });
 }

@@ -30,8 +30,9 @@ export function duration(/** @type {number} */ ms) {
 
 /**
  * Token usage for people: the whole prompt (uncached, cache reads and writes) and the output,
- * e.g. `120 in · 45 out`; "" when nothing was reported. The Runs list, the Trace and the chat
- * all show usage so, so their figures compare.
+ * with the cost when the model has a price, e.g. `120 in · 45 out · $0.0012`; "" when nothing
+ * was reported. The Runs list, the Trace and the chat all show usage so, so their figures
+ * compare.
  * @param {import("folio-api").Usage | null | undefined} usage
  */
 export function tokens(usage) {
@@ -39,7 +40,14 @@ export function tokens(usage) {
   const input = (usage.inputTokens ?? 0) + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0);
   const output = usage.outputTokens ?? 0;
   if (!input && !output) return "";
-  return `${input} in · ${output} out`;
+  const cost = typeof usage.costUsd === "number" ? ` · ${usd(usage.costUsd)}` : "";
+  return `${input} in · ${output} out${cost}`;
+}
+
+/** Dollars as `folio` prints them: `$1.23`, two significant digits below a cent. */
+export function usd(/** @type {number} */ cost) {
+  if (cost >= 0.01 || cost === 0) return `$${cost.toFixed(2)}`;
+  return `$${cost.toFixed(Math.ceil(-Math.log10(cost)) + 1)}`;
 }
 
 /** A local time for a RFC 3339 timestamp. */

@@ -114,6 +114,8 @@ export function sessionUsage(events) {
   let outputTokens = 0;
   let cacheReadTokens = 0;
   let cacheWriteTokens = 0;
+  let costUsd = 0;
+  let priced = true;
   let reported = false;
   for (const event of events) {
     if (event.type !== "turn.completed" || !event.data.usage) continue;
@@ -123,8 +125,14 @@ export function sessionUsage(events) {
     outputTokens += usage.outputTokens ?? 0;
     cacheReadTokens += usage.cacheReadTokens ?? 0;
     cacheWriteTokens += usage.cacheWriteTokens ?? 0;
+    // A turn with tokens and no price leaves the session's cost unknown, as the server sums it.
+    const tokens = (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0);
+    if (typeof usage.costUsd === "number") costUsd += usage.costUsd;
+    else if (tokens > 0) priced = false;
   }
-  return reported ? { inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens } : null;
+  return reported
+    ? { inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens, costUsd: priced ? costUsd : null }
+    : null;
 }
 
 /**
