@@ -85,14 +85,22 @@ pub(crate) fn reasoning_items(messages: &[Message]) -> BTreeMap<usize, Vec<Reaso
             Message::Assistant {
                 reasoning: Some(reasoning),
                 ..
-            } => {
-                let items: Vec<ReasoningItem> =
-                    serde_json::from_str(reasoning.signature.as_deref()?).ok()?;
-                Some((position, items))
-            }
+            } => Some((position, signature_items(reasoning.signature.as_deref()?)?)),
             _ => None,
         })
         .collect()
+}
+
+/// The reasoning items of a signature written by [`reasoning_signature`]; `None` for another
+/// provider's signature.
+fn signature_items(signature: &str) -> Option<Vec<ReasoningItem>> {
+    serde_json::from_str(signature).ok()
+}
+
+/// Whether `signature` holds Responses reasoning items (which other providers must not send
+/// as their own signature).
+pub(crate) fn is_reasoning_items(signature: &str) -> bool {
+    signature_items(signature).is_some()
 }
 
 /// The signature of a step's reasoning: its reasoning items as a JSON list.
