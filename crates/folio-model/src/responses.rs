@@ -166,17 +166,13 @@ fn map_chat_params(params: &mut Map<String, Value>) {
             params.entry("max_output_tokens").or_insert(value);
         }
     }
-    if let Some(effort) = params.remove("reasoning_effort") {
-        match params
+    // A `reasoning` that is not an object goes as written; the API names the problem.
+    if let Some(effort) = params.remove("reasoning_effort")
+        && let Value::Object(reasoning) = params
             .entry("reasoning")
             .or_insert_with(|| Value::Object(Map::new()))
-        {
-            Value::Object(reasoning) => {
-                reasoning.entry("effort").or_insert(effort);
-            }
-            // A `reasoning` that is not an object goes as written; the API names the problem.
-            _ => {}
-        }
+    {
+        reasoning.entry("effort").or_insert(effort);
     }
 }
 
