@@ -200,15 +200,18 @@ fn input<'a>(
             Message::Assistant {
                 text, tool_calls, ..
             } => {
-                // Items without encrypted content cannot be resolved by a stateless request.
-                out.extend(
-                    reasoning
-                        .get(&position)
-                        .into_iter()
-                        .flatten()
-                        .filter(|item| item.encrypted_content.is_some())
-                        .map(InputItem::Reasoning),
-                );
+                // Items without encrypted content cannot be resolved by a stateless request, and
+                // a reasoning item must be followed by the output it led to.
+                if !text.is_empty() || !tool_calls.is_empty() {
+                    out.extend(
+                        reasoning
+                            .get(&position)
+                            .into_iter()
+                            .flatten()
+                            .filter(|item| item.encrypted_content.is_some())
+                            .map(InputItem::Reasoning),
+                    );
+                }
                 if !text.is_empty() {
                     out.push(InputItem::Message {
                         role: Role::Assistant,
@@ -672,6 +675,42 @@ mod tests {
         assert_eq!(
             decoder.end_of_body().unwrap_err().to_string(),
             "openai: stream failed: stream ended before response.completed"
+        );
+    }
+
+    /// Only reasoning items with encrypted content that led to some output go back.
+    #[test]
+    fn reasoning_goes_back_only_when_a_stateless_request_can_use_it() {
+        let step = |text: &str, signature: &str| Message::Assistant {
+            text: text.into(),
+            reasoning: Some(crate::Reasoning {
+                text: String::new(),
+                signature: Some(signature.into()),
+            }),
+            tool_calls: vec![],
+        };
+        let messages = vec![
+            Message::User { text: "a".into() },
+            step("", r#"[{"id":"rs_1","encrypted_content":"gA"}]"#),
+            Message::User { text: "b".into() },
+            step(
+                "kept",
+                r#"[{"id":"rs_2","summary":[]},{"id":"rs_3","encrypted_content":"gB"}]"#,
+            ),
+        ];
+        let reasoning = reasoning_items(&messages);
+        let sent: Vec<Value> = input(&messages, &reasoning)
+            .iter()
+            .map(|item| serde_json::to_value(item).unwrap())
+            .collect();
+        assert_eq!(
+            sent,
+            [
+                json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "a"}]}),
+                json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "b"}]}),
+                json!({"type": "reasoning", "id": "rs_3", "summary": [], "encrypted_content": "gB"}),
+                json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "kept"}]}),
+            ]
         );
     }
 

@@ -321,7 +321,6 @@ fn responses_object(
 ) -> Value {
     let usage = &reply.usage;
     let input = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
-    let ended = status != "in_progress";
     let mut response = json!({
         "id": format!("resp_mock{number}"),
         "object": "response",
@@ -336,15 +335,16 @@ fn responses_object(
         "store": false,
         "usage": null,
     });
-    if ended {
-        response["usage"] = json!({
-            "input_tokens": input,
-            "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
-            "output_tokens": usage.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": input + usage.output_tokens,
-        });
+    if status == "in_progress" {
+        return response;
     }
+    response["usage"] = json!({
+        "input_tokens": input,
+        "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": input + usage.output_tokens,
+    });
     if let Some(reason) = &reply.finish {
         response["status"] = json!("incomplete");
         response["incomplete_details"] = json!({"reason": reason});
