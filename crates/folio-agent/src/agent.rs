@@ -8,7 +8,7 @@ use std::sync::Arc;
 use folio_fs::{FileSystem, local_fs, workspace_fs};
 use folio_model::{ModelError, Provider, ProviderConfig, open_provider};
 use folio_project::{
-    AgentDefinition, Backends, Execution, InvalidSchema, NativeTool, ProviderSection,
+    AgentDefinition, Backends, Execution, InvalidSchema, NativeTool, ProviderApi, ProviderSection,
     ROOT_FORBIDDEN, ROOT_SKILLS_MOUNT, resolve,
 };
 
@@ -632,6 +632,10 @@ pub fn provider_config(section: &ProviderSection) -> ProviderConfig {
         api_key_env: section.api_key_env.clone(),
         stream: section.stream.unwrap_or(true),
         cache: section.cache.unwrap_or(false),
+        api: section.api.map(|api| match api {
+            ProviderApi::Chat => folio_model::OpenAiApi::Chat,
+            ProviderApi::Responses => folio_model::OpenAiApi::Responses,
+        }),
         timeouts: folio_model::Timeouts {
             connect: millis(section.connect_timeout_ms, defaults.timeouts.connect),
             first_byte: millis(section.timeout_ms, defaults.timeouts.first_byte),

@@ -1,6 +1,7 @@
 //! `[provider]` settings reach the model client: the Anthropic system prompt is a plain string
 //! unless `cache = true` marks it as a cache breakpoint; `max_retries` and `timeout_ms` bound a
-//! failing or silent model server.
+//! failing or silent model server; `api = "responses"` (or an `openai-responses:` model) speaks
+//! the Responses API.
 
 mod common;
 
@@ -79,4 +80,82 @@ async fn max_retries_and_timeout_ms_bound_a_failing_model() {
 
     let (ok, stderr) = run(&mock, &format!("{openai}[provider]\ntimeout_ms = 0\n")).await;
     assert!(!ok && stderr.contains("timeout_ms"), "{stderr}");
+}
+
+#[tokio::test]
+async fn the_responses_api_is_a_model_prefix_or_a_provider_setting() {
+    let mock = MockModelServer::start().await;
+    mock.push(
+        MockReply::text("via the prefix").with_usage(folio_test_support::Usage {
+            input_tokens: 7,
+            output_tokens: 3,
+            cache_read_tokens: 5,
+            cache_write_tokens: 0,
+            cost_usd: None,
+        }),
+    );
+    mock.push(MockReply::text("via api"));
+    let dir = project("");
+    let output = folio(&mock.openai_base_url())
+        .args([
+            "run",
+            "--json",
+            "--message",
+            "hi",
+            "--model",
+            "openai-responses:gpt-test",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .await
+        .unwrap();
+    let result = result_of(&output);
+    assert_eq!(result.reply, "via the prefix");
+    let usage = result.usage.expect("usage");
+    assert_eq!(
+        (
+            usage.input_tokens,
+            usage.cache_read_tokens,
+            usage.output_tokens
+        ),
+        (7, 5, 3)
+    );
+
+    let (ok, stderr) = run(
+        &mock,
+        "model = \"openai:gpt-test\"\n[provider]\napi = \"responses\"\n",
+    )
+    .await;
+    assert!(ok, "{stderr}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert_eq!(request.path, "/v1/responses");
+        assert_eq!(request.body["model"], json!("gpt-test"));
+        assert_eq!(request.body["store"], json!(false));
+        assert!(
+            request.body["instructions"]
+                .as_str()
+                .is_some_and(|text| text.starts_with("You are a test agent.")),
+            "{}",
+            request.body
+        );
+        assert_eq!(
+            request.body["input"],
+            json!([{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}])
+        );
+    }
+
+    let (ok, stderr) = run(
+        &mock,
+        "model = \"openai:gpt-test\"\n[provider]\napi = \"soap\"\n",
+    )
+    .await;
+    assert!(!ok, "{stderr}");
+    assert!(
+        stderr.contains("unknown variant `soap`, expected `chat` or `responses`"),
+        "{stderr}"
+    );
+    assert_eq!(mock.requests().len(), 2, "a bad setting asks no model");
 }

@@ -138,9 +138,11 @@ fn messages(conversation: &[Message]) -> Vec<RequestMessage<'_>> {
                 tool_calls,
             } => {
                 let mut blocks = Vec::new();
-                // Thinking goes back only with its signature (the API rejects unsigned thinking).
+                // Thinking goes back only with its signature (the API rejects unsigned thinking),
+                // and not when the signature is a Responses model's reasoning items.
                 if let Some(reasoning) = reasoning
                     && let Some(signature) = &reasoning.signature
+                    && !crate::responses::is_reasoning_items(signature)
                 {
                     blocks.push(RequestBlock::Thinking {
                         thinking: &reasoning.text,
@@ -420,6 +422,19 @@ mod tests {
                     }),
                     tool_calls: vec![],
                 },
+                Message::User {
+                    text: "and?".into(),
+                },
+                Message::Assistant {
+                    text: "from gpt-5".into(),
+                    reasoning: Some(Reasoning {
+                        text: "a Responses model's summary".into(),
+                        signature: Some(
+                            r#"[{"id":"rs_1","summary":[],"encrypted_content":"gAAA"}]"#.into(),
+                        ),
+                    }),
+                    tool_calls: vec![],
+                },
             ],
             tools: vec![ToolSpec {
                 name: "Read".into(),
@@ -449,7 +464,9 @@ mod tests {
                             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}
                         ]}
                     ]},
-                    {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}
+                    {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+                    {"role": "user", "content": [{"type": "text", "text": "and?"}]},
+                    {"role": "assistant", "content": [{"type": "text", "text": "from gpt-5"}]}
                 ],
                 "tools": [{"name": "Read", "description": "read", "input_schema": {"type": "object"}}]
             })

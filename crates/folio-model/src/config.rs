@@ -26,6 +26,18 @@ pub struct ProviderConfig {
     /// block). Off by default: the system prompt goes as a plain string, which every server and
     /// proxy speaking the format accepts.
     pub cache: bool,
+    /// Which OpenAI API an OpenAI(-compatible) model speaks; `None`: the spec's own
+    /// (Chat Completions, or Responses for `openai-responses:`).
+    pub api: Option<OpenAiApi>,
+}
+
+/// The OpenAI API a model is reached through (`agent.toml [provider] api`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenAiApi {
+    /// Chat Completions (`POST /chat/completions`), the default.
+    Chat,
+    /// Responses (`POST /responses`).
+    Responses,
 }
 
 impl Default for ProviderConfig {
@@ -37,6 +49,7 @@ impl Default for ProviderConfig {
             retry: RetryPolicy::default(),
             stream: true,
             cache: false,
+            api: None,
         }
     }
 }

@@ -186,18 +186,22 @@ const CONTEXT_OVERFLOW: &[&str] = &[
 ];
 
 impl ModelError {
-    /// Whether the provider refused the request because it does not fit the context window.
+    /// Whether the provider refused the request because it does not fit the context window:
+    /// an HTTP 400/413/422, or an error in the stream (the Responses API's `response.failed`
+    /// with code `context_length_exceeded`), saying so.
     pub fn is_context_overflow(&self) -> bool {
+        let says_so = |text: &str| {
+            let text = text.to_ascii_lowercase();
+            CONTEXT_OVERFLOW.iter().any(|phrase| text.contains(phrase))
+        };
         match self {
             ModelError::Http {
                 status: 400 | 413 | 422,
                 message,
                 ..
-            } => {
-                let message = message.to_ascii_lowercase();
-                CONTEXT_OVERFLOW
-                    .iter()
-                    .any(|phrase| message.contains(phrase))
+            } => says_so(message),
+            ModelError::ErrorEvent { kind, message, .. } => {
+                kind.as_deref().is_some_and(says_so) || says_so(message)
             }
             _ => false,
         }

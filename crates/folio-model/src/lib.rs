@@ -1,5 +1,6 @@
-//! Model providers behind one [`Provider`] trait: OpenAI Chat Completions, Anthropic Messages,
-//! OpenAI-compatible endpoints, and the `replay:` provider for recorded fixtures.
+//! Model providers behind one [`Provider`] trait: OpenAI Chat Completions, OpenAI Responses,
+//! Anthropic Messages, OpenAI-compatible endpoints, and the `replay:` provider for recorded
+//! fixtures.
 //!
 //! The turn loop never sees a wire format. It builds a provider-neutral [`ModelRequest`] (system
 //! prompt, [`Message`]s, [`ToolSpec`]s, pass-through params), calls [`Provider::stream`], and reads
@@ -7,7 +8,7 @@
 //! A [`ResponseAssembler`] folds the deltas into a [`Response`] (tool-call arguments assembled
 //! from fragments and parsed as JSON).
 //!
-//! - [`open_provider`] turns `openai:gpt-4.1-mini`, `anthropic:claude-…`,
+//! - [`open_provider`] turns `openai:gpt-4.1-mini`, `openai-responses:gpt-5`, `anthropic:claude-…`,
 //!   `openai-compatible:MODEL` or `replay:PATH` into a provider, reading keys and base URLs
 //!   through the `env` lookup it is given.
 //! - HTTP providers retry 429, 5xx and connection errors before the first streamed event
@@ -57,6 +58,7 @@ mod open;
 mod openai;
 mod pricing;
 mod replay;
+mod responses;
 mod tokens;
 mod types;
 
@@ -65,7 +67,7 @@ use futures::stream::BoxStream;
 use tokio_util::sync::CancellationToken;
 
 pub use config::{
-    ANTHROPIC_DEFAULT_BASE, OPENAI_DEFAULT_BASE, ProviderConfig, RetryPolicy, Timeouts,
+    ANTHROPIC_DEFAULT_BASE, OPENAI_DEFAULT_BASE, OpenAiApi, ProviderConfig, RetryPolicy, Timeouts,
 };
 pub use error::{FixtureError, ModelError, TimeoutKind};
 pub use open::{MissingKeyProvider, open_provider};

@@ -3,17 +3,22 @@
 use std::sync::Arc;
 
 use crate::anthropic::AnthropicProvider;
-use crate::config::{ANTHROPIC_DEFAULT_BASE, OPENAI_DEFAULT_BASE, ProviderConfig};
+use crate::config::{ANTHROPIC_DEFAULT_BASE, OPENAI_DEFAULT_BASE, OpenAiApi, ProviderConfig};
 use crate::http::HttpTransport;
 use crate::openai::OpenAiProvider;
 use crate::replay::ReplayProvider;
+use crate::responses::ResponsesProvider;
 use crate::{ModelError, Provider};
 
-/// Opens the provider named by `spec` (`openai:MODEL`, `anthropic:MODEL`,
-/// `openai-compatible:MODEL`, `ollama:MODEL`, `llama-cpp:MODEL`, `replay:PATH`) and returns it
-/// with the model id to put in requests. `ollama` and `llama-cpp` are OpenAI-compatible presets:
-/// the local server's address (`OLLAMA_HOST`, default `127.0.0.1:11434`; `LLAMA_CPP_HOST`,
-/// default `127.0.0.1:8080`) and no key unless `api_key_env` names one.
+/// Opens the provider named by `spec` (`openai:MODEL`, `openai-responses:MODEL`,
+/// `anthropic:MODEL`, `openai-compatible:MODEL`, `ollama:MODEL`, `llama-cpp:MODEL`,
+/// `replay:PATH`) and returns it with the model id to put in requests. `ollama` and `llama-cpp`
+/// are OpenAI-compatible presets: the local server's address (`OLLAMA_HOST`, default
+/// `127.0.0.1:11434`; `LLAMA_CPP_HOST`, default `127.0.0.1:8080`) and no key unless
+/// `api_key_env` names one.
+///
+/// OpenAI and OpenAI-compatible models speak Chat Completions unless [`ProviderConfig::api`]
+/// says Responses; `openai-responses:MODEL` is `openai:MODEL` speaking Responses.
 ///
 /// Credentials and base URLs are read through `env` (the CLI passes `std::env::var`), never from
 /// the process environment directly. A missing API key fails here, naming the variable to set.
@@ -24,7 +29,7 @@ pub fn open_provider(
 ) -> Result<(Arc<dyn Provider>, String), ModelError> {
     let (kind, model) = spec.split_once(':').ok_or_else(|| {
         ModelError::Config(format!(
-            "model `{spec}` must be `provider:model` (openai, anthropic, openai-compatible, ollama, llama-cpp, replay)"
+            "model `{spec}` must be `provider:model` (openai, openai-responses, anthropic, openai-compatible, ollama, llama-cpp, replay)"
         ))
     })?;
     if model.is_empty() {
@@ -39,8 +44,31 @@ pub fn open_provider(
             var: var.to_string(),
         })
     };
+    // The OpenAI API the spec speaks: `[provider] api`, else Responses for `openai-responses`.
+    let api = match (kind, config.api) {
+        ("openai-responses", Some(OpenAiApi::Chat)) => {
+            return Err(ModelError::Config(format!(
+                "`{spec}` speaks the Responses API but [provider] api = \"chat\": use `openai:{model}` for Chat Completions, or remove api"
+            )));
+        }
+        ("openai-responses", _) => OpenAiApi::Responses,
+        ("anthropic", Some(_)) => {
+            return Err(ModelError::Config(format!(
+                "[provider] api chooses the API of OpenAI and OpenAI-compatible models, not `{kind}:`: remove it"
+            )));
+        }
+        (_, api) => api.unwrap_or(OpenAiApi::Chat),
+    };
+    // An OpenAI(-compatible) client at `base` speaking `api`.
+    let openai =
+        |transport: HttpTransport, base: &str, api_key: Option<String>| -> Arc<dyn Provider> {
+            match api {
+                OpenAiApi::Chat => Arc::new(OpenAiProvider::new(transport, base, api_key)),
+                OpenAiApi::Responses => Arc::new(ResponsesProvider::new(transport, base, api_key)),
+            }
+        };
     let provider: Arc<dyn Provider> = match kind {
-        "openai" => {
+        "openai" | "openai-responses" => {
             let base = config
                 .base_url
                 .clone()
@@ -48,7 +76,7 @@ pub fn open_provider(
                 .unwrap_or_else(|| OPENAI_DEFAULT_BASE.to_string());
             let api_key = key("OPENAI_API_KEY")?;
             let transport = HttpTransport::new("openai", config)?;
-            Arc::new(OpenAiProvider::new(transport, &base, Some(api_key)))
+            openai(transport, &base, Some(api_key))
         }
         "openai-compatible" | "ollama" | "llama-cpp" => {
             let base = match (config.base_url.clone(), kind) {
@@ -70,7 +98,7 @@ pub fn open_provider(
                 None => None,
             };
             let transport = HttpTransport::new(kind_name(kind), config)?;
-            Arc::new(OpenAiProvider::new(transport, &base, api_key))
+            openai(transport, &base, api_key)
         }
         "anthropic" if !config.stream => {
             return Err(ModelError::Config(
@@ -95,7 +123,7 @@ pub fn open_provider(
         "replay" => Arc::new(ReplayProvider::open(model)?),
         other => {
             return Err(ModelError::Config(format!(
-                "unknown provider `{other}` in `{spec}` (expected openai, anthropic, openai-compatible, ollama, llama-cpp or replay)"
+                "unknown provider `{other}` in `{spec}` (expected openai, openai-responses, anthropic, openai-compatible, ollama, llama-cpp or replay)"
             )));
         }
     };
@@ -166,11 +194,11 @@ mod tests {
         };
         assert_eq!(
             message("gpt-4"),
-            "invalid model configuration: model `gpt-4` must be `provider:model` (openai, anthropic, openai-compatible, ollama, llama-cpp, replay)"
+            "invalid model configuration: model `gpt-4` must be `provider:model` (openai, openai-responses, anthropic, openai-compatible, ollama, llama-cpp, replay)"
         );
         assert_eq!(
             message("mistral:large"),
-            "invalid model configuration: unknown provider `mistral` in `mistral:large` (expected openai, anthropic, openai-compatible, ollama, llama-cpp or replay)"
+            "invalid model configuration: unknown provider `mistral` in `mistral:large` (expected openai, openai-responses, anthropic, openai-compatible, ollama, llama-cpp or replay)"
         );
         assert_eq!(
             message("openai-compatible:llama"),
@@ -183,6 +211,30 @@ mod tests {
         assert_eq!(
             message("anthropic:claude-sonnet-4-5"),
             "ANTHROPIC_API_KEY is not set: export it or set api_key_env in agent.toml [provider]"
+        );
+        assert_eq!(
+            message("openai-responses:gpt-5"),
+            "OPENAI_API_KEY is not set: export it or set api_key_env in agent.toml [provider]"
+        );
+        let with_api = |api| ProviderConfig {
+            api: Some(api),
+            ..ProviderConfig::default()
+        };
+        let refused = |spec: &str, config: &ProviderConfig| match open_provider(spec, config, &none)
+        {
+            Ok(_) => panic!("{spec} opened"),
+            Err(error) => error.to_string(),
+        };
+        assert_eq!(
+            refused("openai-responses:gpt-5", &with_api(OpenAiApi::Chat)),
+            "invalid model configuration: `openai-responses:gpt-5` speaks the Responses API but [provider] api = \"chat\": use `openai:gpt-5` for Chat Completions, or remove api"
+        );
+        assert_eq!(
+            refused(
+                "anthropic:claude-sonnet-4-5",
+                &with_api(OpenAiApi::Responses)
+            ),
+            "invalid model configuration: [provider] api chooses the API of OpenAI and OpenAI-compatible models, not `anthropic:`: remove it"
         );
         let custom = ProviderConfig {
             api_key_env: Some("MY_KEY".into()),

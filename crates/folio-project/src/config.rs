@@ -135,6 +135,19 @@ pub struct ProviderSection {
     /// Retries of a call that failed before its first token (429, 5xx, connection errors), with
     /// exponential backoff (default 3; 0 never retries).
     pub max_retries: Option<u32>,
+    /// The API an OpenAI or OpenAI-compatible model speaks: `"chat"` (Chat Completions, the
+    /// default) or `"responses"` (the Responses API; what `openai-responses:` models speak).
+    pub api: Option<ProviderApi>,
+}
+
+/// `[provider] api`: which OpenAI API a model is reached through.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderApi {
+    /// Chat Completions (`POST /chat/completions`).
+    Chat,
+    /// Responses (`POST /responses`).
+    Responses,
 }
 
 /// `[local]`: host-default workspace options.

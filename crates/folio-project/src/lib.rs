@@ -67,8 +67,8 @@ pub use channels::{
 };
 pub use config::{
     AgentConfig, ConcurrencySection, ContextSection, Effect, Execution, GeneratedSkillManifest,
-    LocalSection, MountSpec, ProjectConfig, ProviderSection, ScheduleFrontmatter, SkillFrontmatter,
-    StoreSection, TelemetryDestination, TelemetrySection, ToolManifest,
+    LocalSection, MountSpec, ProjectConfig, ProviderApi, ProviderSection, ScheduleFrontmatter,
+    SkillFrontmatter, StoreSection, TelemetryDestination, TelemetrySection, ToolManifest,
 };
 pub use diagnostic::{Diagnostic, Severity};
 pub use discovery::{AgentDefinition, Discovery, ScheduleSummary, discover};

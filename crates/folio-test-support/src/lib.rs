@@ -1,7 +1,8 @@
 //! Test support for end-to-end tests: the mock model server and helpers.
 //!
-//! [`MockModelServer`] is an axum server on `127.0.0.1:0` that speaks both model wire formats
-//! exactly (OpenAI Chat Completions SSE chunks with `[DONE]` and the usage chunk; Anthropic
+//! [`MockModelServer`] is an axum server on `127.0.0.1:0` that speaks the model wire formats
+//! exactly (OpenAI Chat Completions SSE chunks with `[DONE]` and the usage chunk; OpenAI
+//! Responses SSE events with output items, reasoning items and `response.completed`; Anthropic
 //! Messages SSE events), answering each request with the next scripted [`MockReply`]. It records
 //! every request and notices clients that abandon a stream, so a test reads like a story:
 //! script the model → run the code → assert on the recorded requests.
@@ -38,6 +39,7 @@
 //! end-to-end tests of MCP authorization.
 //!
 //! Failure modes: [`MockReply::status`] / [`MockReply::rate_limited`] (with `Retry-After`),
+//! [`MockReply::with_stream_error`],
 //! [`MockReply::drop_after_chunks`], [`MockReply::first_byte_delay`], [`MockReply::chunk_delay`].
 
 #![warn(missing_docs)]

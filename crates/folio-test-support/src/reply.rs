@@ -103,6 +103,8 @@ pub(crate) struct StreamReply {
     /// Leave usage out of OpenAI-format streams even when asked (as llama.cpp's server does).
     pub(crate) omit_usage: bool,
     pub(crate) finish: Option<String>,
+    /// `(code, message)` of an error the stream ends with instead of finishing.
+    pub(crate) stream_error: Option<(String, String)>,
 }
 
 impl MockReply {
@@ -188,7 +190,8 @@ impl MockReply {
         self
     }
 
-    /// The thinking signature sent in Anthropic format (default `mock-signature`).
+    /// The thinking signature sent in Anthropic format (default `mock-signature`); on the
+    /// Responses route the reasoning item's `encrypted_content` (default `mock-encrypted-N`).
     pub fn with_signature(mut self, signature: impl Into<String>) -> MockReply {
         if let Some(stream) = self.stream_mut() {
             stream.signature = Some(signature.into());
@@ -213,10 +216,26 @@ impl MockReply {
         self
     }
 
-    /// Overrides the finish reason in the route's own vocabulary (`length`, `max_tokens`, …).
+    /// Overrides the finish reason in the route's own vocabulary (`length`, `max_tokens`, …;
+    /// on the Responses route the `incomplete_details.reason` of a `response.incomplete`, e.g.
+    /// `max_output_tokens`).
     pub fn with_finish(mut self, reason: impl Into<String>) -> MockReply {
         if let Some(stream) = self.stream_mut() {
             stream.finish = Some(reason.into());
+        }
+        self
+    }
+
+    /// Ends the stream, after its content, with an error in the route's format instead of
+    /// finishing: a Responses `response.failed` (`response.error.code`), an Anthropic `error`
+    /// event (`error.type`), an OpenAI error chunk (`error.code`).
+    pub fn with_stream_error(
+        mut self,
+        code: impl Into<String>,
+        message: impl Into<String>,
+    ) -> MockReply {
+        if let Some(stream) = self.stream_mut() {
+            stream.stream_error = Some((code.into(), message.into()));
         }
         self
     }

@@ -150,7 +150,8 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A scripted model server speaking OpenAI Chat Completions and Anthropic Messages.
+/// A scripted model server speaking OpenAI Chat Completions (`/v1/chat/completions`), OpenAI
+/// Responses (`/v1/responses`) and Anthropic Messages (`/v1/messages`).
 ///
 /// Each request takes the next [`MockReply`] from the script (FIFO); an empty script answers
 /// `500` with a message saying so, so a test never hangs.
@@ -169,6 +170,7 @@ impl Drop for MockModelServer {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Format {
     OpenAi,
+    Responses,
     Anthropic,
 }
 
@@ -197,6 +199,7 @@ impl MockModelServer {
         let app = Router::new()
             .route("/v1/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
+            .route("/v1/responses", post(responses))
             .route("/mock/replies", post(push_replies))
             .route("/mock/requests", get(list_requests))
             .fallback(not_found)
@@ -271,6 +274,15 @@ async fn openai(
     answer(shared, Format::OpenAi, uri, headers, body).await
 }
 
+async fn responses(
+    State(shared): State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    answer(shared, Format::Responses, uri, headers, body).await
+}
+
 async fn anthropic(
     State(shared): State<Arc<Shared>>,
     uri: Uri,
@@ -321,7 +333,7 @@ fn error_response(
     retry_after: Option<&str>,
 ) -> Response {
     let body = match format {
-        Format::OpenAi => wire::openai_error(status, message),
+        Format::OpenAi | Format::Responses => wire::openai_error(status, message),
         Format::Anthropic => wire::anthropic_error(status, message),
     };
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -378,9 +390,18 @@ async fn answer(
     };
     let options = StreamOptions::of(&body);
     let model = options.model.as_deref().unwrap_or("mock-model");
-    if format == Format::OpenAi && !options.stream {
-        let completion = wire::openai_completion(stream, model, number);
-        return (StatusCode::OK, axum::Json(completion)).into_response();
+    if !options.stream {
+        match format {
+            Format::OpenAi => {
+                let completion = wire::openai_completion(stream, model, number);
+                return (StatusCode::OK, axum::Json(completion)).into_response();
+            }
+            Format::Responses => {
+                let response = wire::responses_whole(stream, model, number);
+                return (StatusCode::OK, axum::Json(response)).into_response();
+            }
+            Format::Anthropic => {}
+        }
     }
     let chunks = match format {
         Format::OpenAi => {
@@ -389,6 +410,7 @@ async fn answer(
                 .is_some_and(|options| options.include_usage);
             wire::openai_chunks(stream, model, number, include_usage)
         }
+        Format::Responses => wire::responses_events(stream, model, number),
         Format::Anthropic => wire::anthropic_events(stream, model, number),
     };
     let body = chunk_body(shared, number, chunks, reply.chunk_delay, reply.drop_after);
@@ -409,7 +431,7 @@ struct StreamOptions {
     /// The model named by the request.
     #[serde(default)]
     model: Option<String>,
-    /// Whether an OpenAI-format answer is streamed.
+    /// Whether an OpenAI-format (Chat Completions or Responses) answer is streamed.
     #[serde(default)]
     stream: bool,
     /// OpenAI's `stream_options`.

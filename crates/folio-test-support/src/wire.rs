@@ -1,4 +1,4 @@
-//! The two wire formats the mock server speaks, as lists of SSE chunks.
+//! The three wire formats the mock server speaks, as lists of SSE chunks.
 
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -64,6 +64,12 @@ pub(crate) fn openai_chunks(
                 Value::Null,
             ));
         }
+    }
+    if let Some((code, message)) = &reply.stream_error {
+        out.push(data_line(
+            &json!({"error": {"message": message, "type": code, "param": null, "code": code}}),
+        ));
+        return out;
     }
     out.push(chunk(json!({}), json!(openai_finish(reply))));
     if include_usage && !reply.omit_usage {
@@ -220,6 +226,12 @@ pub(crate) fn anthropic_events(reply: &StreamReply, model: &str, number: usize) 
         ));
         index += 1;
     }
+    if let Some((code, message)) = &reply.stream_error {
+        out.push(event_line(
+            &json!({"type": "error", "error": {"type": code, "message": message}}),
+        ));
+        return out;
+    }
     let stop_reason = reply.finish.clone().unwrap_or_else(|| {
         if reply.tool_calls.is_empty() {
             "end_turn"
@@ -259,4 +271,196 @@ pub(crate) fn anthropic_error(status: u16, message: &str) -> Value {
         _ => "api_error",
     };
     json!({"type": "error", "error": {"type": kind, "message": message}})
+}
+
+/// The output items of a Responses-format reply, complete: reasoning (with its encrypted
+/// content), the message, the function calls.
+fn responses_items(reply: &StreamReply, number: usize) -> Vec<Value> {
+    let mut items = Vec::new();
+    if let Some(reasoning) = &reply.reasoning {
+        let encrypted = reply
+            .signature
+            .clone()
+            .unwrap_or_else(|| format!("mock-encrypted-{number}"));
+        items.push(json!({
+            "id": format!("rs_mock{number}"),
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": reasoning}],
+            "encrypted_content": encrypted,
+        }));
+    }
+    if !reply.text.is_empty() {
+        items.push(json!({
+            "id": format!("msg_mock{number}"),
+            "type": "message",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}],
+        }));
+    }
+    for (call, (name, input)) in reply.tool_calls.iter().enumerate() {
+        items.push(json!({
+            "id": format!("fc_mock{number}_{call}"),
+            "type": "function_call",
+            "status": "completed",
+            "arguments": input.to_string(),
+            "call_id": format!("call_mock{number}_{call}"),
+            "name": name,
+        }));
+    }
+    items
+}
+
+/// A Responses `response` object: `status` with the output and usage when it has ended.
+fn responses_object(
+    reply: &StreamReply,
+    model: &str,
+    number: usize,
+    status: &str,
+    output: Vec<Value>,
+) -> Value {
+    let usage = &reply.usage;
+    let input = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
+    let mut response = json!({
+        "id": format!("resp_mock{number}"),
+        "object": "response",
+        "created_at": 1_790_000_000u64,
+        "status": status,
+        "error": null,
+        "incomplete_details": null,
+        "instructions": null,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": true,
+        "store": false,
+        "usage": null,
+    });
+    if status == "in_progress" {
+        return response;
+    }
+    response["usage"] = json!({
+        "input_tokens": input,
+        "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": input + usage.output_tokens,
+    });
+    if let Some(reason) = &reply.finish {
+        response["status"] = json!("incomplete");
+        response["incomplete_details"] = json!({"reason": reason});
+    }
+    if let Some((code, message)) = &reply.stream_error {
+        response["status"] = json!("failed");
+        response["error"] = json!({"code": code, "message": message});
+        response["usage"] = Value::Null;
+    }
+    response
+}
+
+/// OpenAI Responses events, `response.created` through `response.completed` (or
+/// `response.incomplete` for a scripted finish, `response.failed` for a scripted stream error).
+pub(crate) fn responses_events(reply: &StreamReply, model: &str, number: usize) -> Vec<Bytes> {
+    let mut sequence = 0u64;
+    let mut out = Vec::new();
+    let mut send = |mut event: Value| {
+        event["sequence_number"] = json!(sequence);
+        sequence += 1;
+        out.push(event_line(&event));
+    };
+    let started = responses_object(reply, model, number, "in_progress", Vec::new());
+    send(json!({"type": "response.created", "response": started}));
+    send(json!({"type": "response.in_progress", "response": started}));
+    let items = responses_items(reply, number);
+    for (index, item) in items.iter().enumerate() {
+        let id = item["id"].clone();
+        match item["type"].as_str() {
+            Some("reasoning") => {
+                send(
+                    json!({"type": "response.output_item.added", "output_index": index,
+                            "item": {"id": id, "type": "reasoning", "summary": []}}),
+                );
+                let text = item["summary"][0]["text"].as_str().unwrap_or_default();
+                let part = |text: &str| json!({"type": "summary_text", "text": text});
+                send(
+                    json!({"type": "response.reasoning_summary_part.added", "item_id": id,
+                            "output_index": index, "summary_index": 0, "part": part("")}),
+                );
+                for piece in pieces(text) {
+                    send(
+                        json!({"type": "response.reasoning_summary_text.delta", "item_id": id,
+                                "output_index": index, "summary_index": 0, "delta": piece}),
+                    );
+                }
+                send(
+                    json!({"type": "response.reasoning_summary_text.done", "item_id": id,
+                            "output_index": index, "summary_index": 0, "text": text}),
+                );
+                send(
+                    json!({"type": "response.reasoning_summary_part.done", "item_id": id,
+                            "output_index": index, "summary_index": 0, "part": part(text)}),
+                );
+            }
+            Some("message") => {
+                send(
+                    json!({"type": "response.output_item.added", "output_index": index,
+                            "item": {"id": id, "type": "message", "status": "in_progress",
+                                     "role": "assistant", "content": []}}),
+                );
+                let part =
+                    |text: &str| json!({"type": "output_text", "text": text, "annotations": []});
+                send(json!({"type": "response.content_part.added", "item_id": id,
+                            "output_index": index, "content_index": 0, "part": part("")}));
+                for piece in pieces(&reply.text) {
+                    send(json!({"type": "response.output_text.delta", "item_id": id,
+                                "output_index": index, "content_index": 0, "delta": piece,
+                                "logprobs": []}));
+                }
+                send(json!({"type": "response.output_text.done", "item_id": id,
+                            "output_index": index, "content_index": 0, "text": reply.text,
+                            "logprobs": []}));
+                send(json!({"type": "response.content_part.done", "item_id": id,
+                            "output_index": index, "content_index": 0, "part": part(&reply.text)}));
+            }
+            _ => {
+                let mut added = item.clone();
+                added["status"] = json!("in_progress");
+                added["arguments"] = json!("");
+                send(
+                    json!({"type": "response.output_item.added", "output_index": index,
+                            "item": added}),
+                );
+                let arguments = item["arguments"].as_str().unwrap_or_default();
+                for fragment in fragments(arguments, ARGUMENT_FRAGMENTS) {
+                    send(
+                        json!({"type": "response.function_call_arguments.delta", "item_id": id,
+                                "output_index": index, "delta": fragment}),
+                    );
+                }
+                send(
+                    json!({"type": "response.function_call_arguments.done", "item_id": id,
+                            "output_index": index, "arguments": arguments}),
+                );
+            }
+        }
+        send(json!({"type": "response.output_item.done", "output_index": index, "item": item}));
+    }
+    let ended = responses_object(reply, model, number, "completed", items);
+    let kind = match ended["status"].as_str() {
+        Some("failed") => "response.failed",
+        Some("incomplete") => "response.incomplete",
+        _ => "response.completed",
+    };
+    send(json!({"type": kind, "response": ended}));
+    out
+}
+
+/// A whole (non-streamed) Responses `response` object, the answer to `"stream": false`.
+pub(crate) fn responses_whole(reply: &StreamReply, model: &str, number: usize) -> Value {
+    responses_object(
+        reply,
+        model,
+        number,
+        "completed",
+        responses_items(reply, number),
+    )
 }

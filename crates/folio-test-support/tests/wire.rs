@@ -90,6 +90,11 @@ async fn anthropic_route_streams_named_events() {
         "event: message_delta\ndata: {\"delta\":{\"stop_reason\":\"end_turn\"",
         "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
     ];
+    assert_in_order(&response, &order);
+}
+
+/// Finds each needle after the previous one in `response`.
+fn assert_in_order(response: &str, order: &[&str]) {
     let mut from = 0;
     for needle in order {
         let found = response[from..]
@@ -97,6 +102,46 @@ async fn anthropic_route_streams_named_events() {
             .unwrap_or_else(|| panic!("{needle:?} after {from} in {response}"));
         from += found + needle.len();
     }
+}
+
+#[tokio::test]
+async fn responses_route_streams_output_items_and_completes() {
+    let server = MockModelServer::start().await;
+    server.push(
+        MockReply::tool_calls([("Read", json!({"path": "/a"}))])
+            .with_text("ok")
+            .with_reasoning("hmm"),
+    );
+    let response = raw_post(
+        &server,
+        "/v1/responses",
+        &json!({"model": "gpt-5", "stream": true, "input": []}),
+    )
+    .await;
+    assert_in_order(
+        &response,
+        &[
+            "event: response.created\n",
+            "event: response.in_progress\n",
+            "\"item\":{\"id\":\"rs_mock0\",\"summary\":[],\"type\":\"reasoning\"}",
+            "event: response.reasoning_summary_text.delta\n",
+            "\"encrypted_content\":\"mock-encrypted-0\"",
+            "event: response.output_text.delta\ndata: {\"content_index\":0,\"delta\":\"ok\"",
+            "\"call_id\":\"call_mock0_0\"",
+            "event: response.function_call_arguments.delta\n",
+            "event: response.output_item.done\n",
+            "event: response.completed\n",
+        ],
+    );
+
+    server.push(MockReply::text("partial").with_stream_error("server_error", "boom"));
+    let response = raw_post(&server, "/v1/responses", &json!({"stream": true})).await;
+    assert!(response.contains("event: response.failed\n"), "{response}");
+    assert!(
+        response.contains(r#""error":{"code":"server_error","message":"boom"}"#),
+        "{response}"
+    );
+    assert!(!response.contains("response.completed"), "{response}");
 }
 
 #[tokio::test]

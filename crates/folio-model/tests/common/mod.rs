@@ -39,6 +39,7 @@ pub fn config(base: String) -> ProviderConfig {
         },
         stream: true,
         cache: false,
+        api: None,
     }
 }
 

@@ -67,13 +67,18 @@ pub fn project(extra: &str) -> tempfile::TempDir {
 
 /// The project's agent answering through `mock`, with [`DeployTool`] registered.
 pub async fn agent(mock: &MockModelServer, dir: &Path) -> Arc<Agent> {
+    agent_on(mock, dir, "openai:gpt-test").await
+}
+
+/// [`agent`] with the model `spec` (an OpenAI-format provider: `openai:…`,
+/// `openai-responses:…`).
+pub async fn agent_on(mock: &MockModelServer, dir: &Path, spec: &str) -> Arc<Agent> {
     let definition = discover(dir).definition.expect("a valid project");
     let config = ProviderConfig {
         base_url: Some(mock.openai_base_url()),
         ..ProviderConfig::default()
     };
-    let (provider, model) =
-        open_provider("openai:gpt-test", &config, &|_| Some("test-key".into())).unwrap();
+    let (provider, model) = open_provider(spec, &config, &|_| Some("test-key".into())).unwrap();
     let mut agent = Agent::load(definition, provider, model).await.unwrap();
     agent.harness.tools.register(Arc::new(DeployTool)).unwrap();
     Arc::new(agent)
