@@ -84,6 +84,7 @@ pub(crate) enum Ignored {
 pub(crate) fn interpret(github: &Github, event: &str, body: &Value) -> Result<Wake, Ignored> {
     let mut wake = interpret_event(github, event, body)?;
     wake.pr.installation = body["installation"]["id"].as_u64();
+    wake.pr.clone_url = body["repository"]["clone_url"].as_str().map(String::from);
     Ok(wake)
 }
 
@@ -123,6 +124,7 @@ fn interpret_event(github: &Github, event: &str, body: &Value) -> Result<Wake, I
                     number,
                     head_sha: pr["head"]["sha"].as_str().map(String::from),
                     installation: None,
+                    clone_url: None,
                 },
                 meta: json!({
                     "repository": repo,
@@ -186,6 +188,7 @@ fn interpret_event(github: &Github, event: &str, body: &Value) -> Result<Wake, I
                     head_sha: head_sha.clone(),
                     react_path,
                     installation: None,
+                    clone_url: None,
                 },
                 meta: json!({
                     "repository": repo,
@@ -228,6 +231,7 @@ fn interpret_event(github: &Github, event: &str, body: &Value) -> Result<Wake, I
                     number,
                     head_sha: sha.clone(),
                     installation: None,
+                    clone_url: None,
                 },
                 meta: json!({ "repository": repo, "number": number, "headSha": sha, "failed": name }),
             })
