@@ -365,7 +365,7 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    #[test]
     fn the_token_travels_in_the_environment_not_the_arguments() {
         let command = git_command(Some("Authorization: Basic eA=="));
         let std = command.as_std();

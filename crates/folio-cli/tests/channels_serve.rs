@@ -72,7 +72,7 @@ async fn replay_turns_a_saved_payload_into_a_signed_delivery() {
     let github = FakeApi::start().await;
     let project = project(REVIEWER);
     let manifest = format!(
-        "kind = \"github\"\nreactions = false\ndeliver_replies = false\napi_base_url = \"{}\"\n",
+        "kind = \"github\"\ncheckout = false\nreactions = false\ndeliver_replies = false\napi_base_url = \"{}\"\n",
         github.url()
     );
     write_files(project.path(), &[("agent/channels/gh.toml", &manifest)]);

@@ -553,6 +553,25 @@ mod tests {
     }
 
     #[test]
+    fn github_templates_are_checked() {
+        assert_eq!(
+            diagnostics(
+                "kind = \"github\"\n[check]\nname = \"review {{ repo }}\"\nsummary = \"{{ reply \"\n[banner]\nbody = \"{% if x %}\"\n"
+            ),
+            [
+                "error: agent/channels/c.toml: check.summary: syntax error: unexpected end of input, expected end of variable block (in <string>:1) (fix the template)",
+                "error: agent/channels/c.toml: banner.body: syntax error: unexpected end of input, expected end of block (in <string>:1) (fix the template)",
+            ]
+        );
+        assert_eq!(
+            diagnostics("kind = \"github\"\n[check]\ntitel = \"x\"\n"),
+            [
+                "error: agent/channels/c.toml:3: column 1: unknown key `titel` (did you mean `title`?)"
+            ]
+        );
+    }
+
+    #[test]
     fn typed_manifests_parse() {
         let dir = tempfile::tempdir().unwrap();
         let agent = dir.path().join("agent");
