@@ -38,6 +38,9 @@ pub(crate) enum CheckoutError {
     /// `owner/repo` is not two plain path segments.
     #[error("the repository name {0:?} is not owner/repo")]
     BadRepo(String),
+    /// The clone URL is not an `https://` (or `http://`) URL.
+    #[error("the clone URL {0:?} is not an https:// or http:// URL")]
+    CloneUrl(String),
     /// The cache or the workspace could not be written.
     #[error("{what}: {source}")]
     Io {
@@ -145,6 +148,10 @@ impl Checkout {
     /// Fetches the head into the mirror (unless there) and writes it into `repo/`; the commit.
     async fn check_out(&self, session: &str, workspace: &Path) -> Result<String, CheckoutError> {
         let (owner, name) = split_repo(&self.repo)?;
+        // The token goes with the fetch: never to another transport (`file://`, `ext::`, ssh).
+        if !(self.clone_url.starts_with("https://") || self.clone_url.starts_with("http://")) {
+            return Err(CheckoutError::CloneUrl(self.clone_url.clone()));
+        }
         let owner_dir = self
             .cache
             .join(
@@ -363,6 +370,30 @@ mod tests {
         for bad in ["octo", "../x", "octo/..", "a/b/c", "a/ b", "/x"] {
             assert!(split_repo(bad).is_err(), "{bad}");
         }
+    }
+
+    #[tokio::test]
+    async fn the_token_goes_to_http_clone_urls_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let checkout = Checkout {
+            cache: dir.path().join("cache"),
+            installation: None,
+            repo: "octo/hello".into(),
+            number: 1,
+            head_sha: None,
+            clone_url: "file:///srv/git/hello.git".into(),
+            token: Some("ghp_x".into()),
+            channel: "gh".into(),
+            logs: LogBuffer::new(),
+        };
+        let workspace = dir.path().join("workspace");
+        checkout.prepare("ses_1", &workspace).await;
+        let note = std::fs::read_to_string(workspace.join(CHECKOUT_ERROR)).unwrap();
+        assert_eq!(
+            note,
+            "The pull request's head was not checked out in repo/: the clone URL \"file:///srv/git/hello.git\" is not an https:// or http:// URL\nThe diff is in pr/diff.patch.\n"
+        );
+        assert!(!dir.path().join("cache").exists());
     }
 
     #[test]
