@@ -3,8 +3,10 @@
 //! ready_for_review), PR comments mentioning `@bot_name` and failed check suites / workflow
 //! runs wake the session `pr:owner/repo#N`; the bot's own comments and every other event are
 //! recorded as ignored. Before the turn the channel writes `pr/diff.patch` and `pr/meta.json`
-//! into the workspace; a 👀 reaction marks the work, replies post as PR comments, and check
-//! runs report each turn (queued → in_progress → completed, details URL to the session).
+//! into the workspace and checks the PR's head out in `repo/` (`checkout`); a 👀 reaction marks
+//! the work, replies post as PR comments, and check runs report each turn (queued →
+//! in_progress → completed, their name, title, summary and details URL templated by
+//! `[check]`), or, on a comment-only first wake, the banner comment.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -135,7 +135,7 @@ async fn with_pr_files(channel: &Channel, work: &Work) -> (Work, Option<Workspac
     let prepare = match (&pr.clone_url, github.config.checkout.unwrap_or(true)) {
         (Some(clone_url), true) => Some(
             Checkout {
-                cache: channel.manager.state().path().join("github"),
+                cache: channel.manager.state().github_dir(),
                 installation: pr.installation.or(github
                     .config
                     .app
