@@ -2,7 +2,9 @@
 //! folio-channels' own suites (`crates/folio-channels/tests`). Here: `folio serve` mounts an
 //! agent's channels behind its browser guard, so a correctly signed delivery that a web page
 //! sends is refused before the channel sees it, and `folio github replay` turns a saved payload
-//! into a delivery signed as GitHub signs it.
+//! into a delivery signed as GitHub signs it; a PR session reads the PR's head checked out from a
+//! private repository the fake GitHub serves over git smart HTTP, and its check runs and banner
+//! are the manifest's templates.
 
 mod channels_support;
 mod serve_support;
@@ -229,8 +231,12 @@ async fn calls_matching(
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_pr_session_reads_the_checked_out_head_and_reports_through_templated_checks() {
+on_both_stores!(a_pr_session_reads_the_checked_out_head_and_reports_through_templated_checks);
+
+/// On either store (the mirror is this server's, the checkout the session's workspace).
+async fn a_pr_session_reads_the_checked_out_head_and_reports_through_templated_checks(
+    store: Store,
+) {
     // A private repository on the fake GitHub: git smart HTTP that wants the token.
     let repos = tempfile::tempdir().unwrap();
     let bare = repos.path().join("octo/hello.git");
@@ -276,7 +282,7 @@ body = "{{{{ bot_name }}}} looks at #{{{{ number }}}}: {{{{ session_url }}}}"
         &mock.openai_base_url(),
         project.path(),
         state.path(),
-        &[],
+        &store.args(),
         &[
             ("GITHUB_WEBHOOK_SECRET", SECRET),
             ("GITHUB_TOKEN", "ghp_secret_token"),
