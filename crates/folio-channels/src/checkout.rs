@@ -396,6 +396,74 @@ mod tests {
         assert!(!dir.path().join("cache").exists());
     }
 
+    /// Runs `git args…` in `dir`; its output.
+    fn run_git(dir: &Path, args: &[&str]) -> String {
+        let output = std::process::Command::new("git")
+            .args(["-c", "user.name=T", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {output:?}");
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn concurrent_sessions_of_one_repository_share_the_mirror_safely() {
+        let dir = tempfile::tempdir().unwrap();
+        let bare = dir.path().join("repos/octo/hello.git");
+        std::fs::create_dir_all(&bare).unwrap();
+        run_git(&bare, &["init", "--quiet", "--bare"]);
+        run_git(&bare, &["config", "uploadpack.allowAnySHA1InWant", "true"]);
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        run_git(&work, &["init", "--quiet"]);
+        let mut shas = Vec::new();
+        for n in 0..4 {
+            std::fs::write(work.join("file.txt"), format!("version {n}")).unwrap();
+            run_git(&work, &["add", "."]);
+            run_git(&work, &["commit", "--quiet", "-m", "v"]);
+            shas.push(run_git(&work, &["rev-parse", "HEAD"]));
+            let push = format!("HEAD:refs/heads/v{n}");
+            run_git(&work, &["push", "--quiet", bare.to_str().unwrap(), &push]);
+        }
+        let api = folio_test_support::FakeApi::start().await;
+        api.serve_git(&dir.path().join("repos"), Some("tok"));
+        let checkouts = shas.iter().enumerate().map(|(n, sha)| {
+            let checkout = Checkout {
+                cache: dir.path().join("cache"),
+                installation: Some(9),
+                repo: "octo/hello".into(),
+                number: n as u64,
+                head_sha: Some(sha.clone()),
+                clone_url: format!("{}/git/octo/hello.git", api.url()),
+                token: Some("tok".into()),
+                channel: "gh".into(),
+                logs: LogBuffer::new(),
+            };
+            let workspace = dir.path().join(format!("ws{n}"));
+            async move {
+                checkout.prepare(&format!("ses_{n}"), &workspace).await;
+                workspace
+            }
+        });
+        let workspaces = futures::future::join_all(checkouts).await;
+        for (n, workspace) in workspaces.iter().enumerate() {
+            assert!(
+                !workspace.join(CHECKOUT_ERROR).exists(),
+                "{n}: {:?}",
+                std::fs::read_to_string(workspace.join(CHECKOUT_ERROR))
+            );
+            assert_eq!(
+                std::fs::read_to_string(workspace.join("repo/file.txt")).unwrap(),
+                format!("version {n}")
+            );
+        }
+        // One mirror, per installation and repository, that git finds sound.
+        let mirror = dir.path().join("cache/9/octo/hello.git");
+        run_git(&mirror, &["fsck", "--no-progress"]);
+    }
+
     #[test]
     fn the_token_travels_in_the_environment_not_the_arguments() {
         let command = git_command(Some("Authorization: Basic eA=="));

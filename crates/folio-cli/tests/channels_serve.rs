@@ -249,6 +249,12 @@ async fn a_pr_session_reads_the_checked_out_head_and_reports_through_templated_c
         work.path(),
         &["remote", "add", "origin", bare.to_str().unwrap()],
     );
+    std::fs::create_dir_all(work.path().join("src")).unwrap();
+    std::fs::write(
+        work.path().join("src/old.rs"),
+        "// the second commit removes it",
+    )
+    .unwrap();
     let first = commit(
         work.path(),
         "pub fn add() -> i32 { 1 - 1 } // first",
@@ -292,10 +298,10 @@ body = "{{{{ bot_name }}}} looks at #{{{{ number }}}}: {{{{ session_url }}}}"
     let hook = format!("{}/v1/channels/gh", server.url);
 
     // Opened: the agent reads the file at the PR's head.
-    mock.push(MockReply::tool_calls([(
-        "Read",
-        json!({ "path": "repo/src/lib.rs" }),
-    )]));
+    mock.push(MockReply::tool_calls([
+        ("Read", json!({ "path": "repo/src/lib.rs" })),
+        ("Glob", json!({ "pattern": "repo/src/*" })),
+    ]));
     mock.push(MockReply::text("Looks fine."));
     let (status, answer) = github_delivery(
         &hook,
@@ -309,8 +315,9 @@ body = "{{{{ bot_name }}}} looks at #{{{{ number }}}}: {{{{ session_url }}}}"
         |c: &folio_test_support::ApiCall| c.method == "PATCH" && c.body["status"] == "completed";
     let done = calls_matching(&github, 1, completed).await;
     let results = tool_results(&mock);
-    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results.len(), 2, "{results:?}");
     assert!(results[0].contains("1 - 1 } // first"), "{results:?}");
+    assert!(results[1].contains("repo/src/old.rs"), "{results:?}");
     let created = calls_matching(&github, 1, |c| {
         c.method == "POST" && c.path == "/repos/octo/hello/check-runs"
     })
@@ -343,16 +350,17 @@ body = "{{{{ bot_name }}}} looks at #{{{{ number }}}}: {{{{ session_url }}}}"
         "{fetches:#?}"
     );
 
-    // New commits (synchronize): the next wake reads the new head.
+    // New commits (synchronize): the next wake reads the new head, without the file it deleted.
+    git(work.path(), &["rm", "--quiet", "src/old.rs"]);
     let second = commit(
         work.path(),
         "pub fn add() -> i32 { 1 + 1 } // second",
         "HEAD:refs/heads/fix",
     );
-    mock.push(MockReply::tool_calls([(
-        "Read",
-        json!({ "path": "repo/src/lib.rs" }),
-    )]));
+    mock.push(MockReply::tool_calls([
+        ("Read", json!({ "path": "repo/src/lib.rs" })),
+        ("Glob", json!({ "pattern": "repo/src/*" })),
+    ]));
     mock.push(MockReply::text("Better."));
     let (status, _) = github_delivery(
         &hook,
@@ -364,8 +372,12 @@ body = "{{{{ bot_name }}}} looks at #{{{{ number }}}}: {{{{ session_url }}}}"
     assert_eq!(status, 202);
     calls_matching(&github, 2, completed).await;
     let results = tool_results(&mock);
+    let [.., read, listed] = results.as_slice() else {
+        panic!("{results:?}")
+    };
+    assert!(read.contains("1 + 1 } // second"), "{results:?}");
     assert!(
-        results.last().unwrap().contains("1 + 1 } // second"),
+        listed.contains("repo/src/lib.rs") && !listed.contains("old.rs"),
         "{results:?}"
     );
 
