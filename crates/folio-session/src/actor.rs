@@ -829,7 +829,14 @@ async fn run_turn(
     let host_workspace = (bound.scratch == ScratchMode::Host).then_some(workspace.as_path());
     if let Some(prepare) = &prepare {
         match host_workspace {
-            Some(host) => prepare.0.prepare(&live.id, host).await,
+            // A stop or a preempting message does not wait for it (dropped, its work ends).
+            Some(host) => tokio::select! {
+                () = prepare.0.prepare(&live.id, host) => {}
+                () = cancel.cancelled() => {
+                    let _ = failed(&live, TURN_INTERRUPTED.to_string());
+                    return interrupted();
+                }
+            },
             None => engine.logs.about(&live.id).warn(format!(
                 "session {}: the agent keeps its files under its root: the channel's workspace preparation (a checkout) is skipped",
                 live.id
