@@ -429,7 +429,7 @@ async fn report(
 }
 
 /// What the `[check]` and `[banner]` templates of `session` on `pr` see: `session_id`,
-/// `session_url`, `channel`, `repo`, `number`, `head_sha` (empty when unknown), `bot_name`
+/// `session_url`, `base_url` (the agent's served URL), `channel`, `repo`, `number`, `head_sha` (empty when unknown), `bot_name`
 /// (the bot, else `folio`) and `name` (the rendered check name; the bot name when it does not
 /// render, which the check run's creation reports).
 pub(crate) fn check_context(channel: &Channel, session: &str, pr: &PrRef) -> Value {
@@ -441,6 +441,7 @@ pub(crate) fn check_context(channel: &Channel, session: &str, pr: &PrRef) -> Val
     let mut context = json!({
         "session_id": session,
         "session_url": channel.session_url(session),
+        "base_url": channel.base_url.trim_end_matches('/'),
         "channel": channel.id,
         "repo": pr.repo,
         "number": pr.number,

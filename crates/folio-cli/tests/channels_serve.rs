@@ -276,7 +276,7 @@ api_base_url = "{}"
 name = "review {{{{ repo }}}}#{{{{ number }}}}"
 title = "{{{{ name }}}}: {{{{ conclusion }}}}"
 summary = "{{{{ session_id }}}} said {{{{ reply }}}}"
-details_url = "https://ci.example.com/{{{{ session_id }}}}?sha={{{{ head_sha }}}}"
+details_url = "{{{{ base_url }}}}/details/{{{{ session_id }}}}?sha={{{{ head_sha }}}}"
 [banner]
 body = "{{{{ bot_name }}}} looks at #{{{{ number }}}}: {{{{ session_url }}}}"
 "#,
@@ -331,7 +331,7 @@ body = "{{{{ bot_name }}}} looks at #{{{{ number }}}}: {{{{ session_url }}}}"
     assert_eq!(created[0].body["name"], "review octo/hello#7");
     assert_eq!(
         created[0].body["details_url"],
-        format!("https://ci.example.com/{session}?sha={first}")
+        format!("{}/details/{session}?sha={first}", server.url)
     );
     assert_eq!(
         done[0].body["output"],

@@ -222,7 +222,7 @@ pub struct GithubChannel {
 }
 
 /// `[check]` of a GitHub channel: minijinja templates over `session_id`, `session_url`,
-/// `channel`, `repo`, `number`, `head_sha`, `bot_name` (the bot, else `folio`), and, from
+/// `base_url` (the agent's served URL), `channel`, `repo`, `number`, `head_sha`, `bot_name` (the bot, else `folio`), and, from
 /// `title` on, `name` (the rendered name); `summary` also sees `reply` (the turn's reply, or why
 /// it failed) and `conclusion` (`success` or `failure`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
