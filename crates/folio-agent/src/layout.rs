@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 ///   artifacts/                    the artifact store
 ///   memory/                       durable memory, linked into every session workspace
 ///   evals/<runId>.json            a stored eval run (`folio eval`)
+///   github/                       GitHub channels' repository mirrors and checkout indexes
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateLayout {
@@ -51,6 +52,12 @@ impl StateLayout {
         self.path
             .join("mcp-auth")
             .join(principal_segment(principal))
+    }
+
+    /// `github/`: the GitHub channels' cache (bare mirrors of PR repositories, per
+    /// installation, and the index of each session's checkout).
+    pub fn github_dir(&self) -> PathBuf {
+        self.path.join("github")
     }
 
     /// `sessions/`: one folder per session.

@@ -349,20 +349,23 @@ async fn report(
             let text = match outcome {
                 Ok(reply) | Err(reply) => reply,
             };
-            let name = check_name(channel);
-            let body = json!({
-                "status": "completed",
-                "conclusion": conclusion,
-                "output": {
-                    "title": name,
-                    "summary": format!("[View agent]({})\n\n{text}", channel.session_url(session)),
-                },
-            });
-            let path = format!("/repos/{}/check-runs/{check}", pr.repo);
-            if let Err(err) = github
-                .call(&pr, reqwest::Method::PATCH, &path, Some(&body), JSON)
-                .await
-            {
+            let mut context = check_context(channel, session, &pr);
+            context["reply"] = json!(text);
+            context["conclusion"] = json!(conclusion);
+            let completed = async {
+                let title = channel.templates.render("check.title", &context)?;
+                let summary = channel.templates.render("check.summary", &context)?;
+                let body = json!({
+                    "status": "completed",
+                    "conclusion": conclusion,
+                    "output": { "title": title, "summary": summary },
+                });
+                let path = format!("/repos/{}/check-runs/{check}", pr.repo);
+                github
+                    .call(&pr, reqwest::Method::PATCH, &path, Some(&body), JSON)
+                    .await
+            };
+            if let Err(err) = completed.await {
                 failures.push(err.to_string());
             }
         }
@@ -425,13 +428,33 @@ async fn report(
     }
 }
 
-/// The check run's name (and output title): the bot's name, else `folio`.
-pub(crate) fn check_name(channel: &Channel) -> String {
-    channel
+/// What the `[check]` and `[banner]` templates of `session` on `pr` see: `session_id`,
+/// `session_url`, `base_url` (the agent's served URL), `channel`, `repo`, `number`, `head_sha` (empty when unknown), `bot_name`
+/// (the bot, else `folio`) and `name` (the rendered check name; the bot name when it does not
+/// render, which the check run's creation reports).
+pub(crate) fn check_context(channel: &Channel, session: &str, pr: &PrRef) -> Value {
+    let bot_name = channel
         .github
         .as_ref()
         .and_then(|g| g.config.bot_name.clone())
-        .unwrap_or_else(|| "folio".to_string())
+        .unwrap_or_else(|| "folio".to_string());
+    let mut context = json!({
+        "session_id": session,
+        "session_url": channel.session_url(session),
+        "base_url": channel.base_url.trim_end_matches('/'),
+        "channel": channel.id,
+        "repo": pr.repo,
+        "number": pr.number,
+        "head_sha": pr.head_sha.as_deref().unwrap_or_default(),
+        "bot_name": bot_name,
+    });
+    context["name"] = json!(
+        channel
+            .templates
+            .render("check.name", &context)
+            .unwrap_or(bot_name)
+    );
+    context
 }
 
 /// Marks the turn's check run in progress: the queued one, else a new one when the PR's head
@@ -478,11 +501,12 @@ pub(crate) async fn create_check(
 ) -> Result<u64, GithubError> {
     let github = channel.github.as_ref().ok_or(GithubError::NotGithub)?;
     let sha = pr.head_sha.as_deref().ok_or(GithubError::NoHeadSha)?;
+    let context = check_context(channel, session, pr);
     let body = json!({
-        "name": check_name(channel),
+        "name": channel.templates.render("check.name", &context)?,
         "head_sha": sha,
         "status": status,
-        "details_url": channel.session_url(session),
+        "details_url": channel.templates.render("check.details_url", &context)?,
     });
     let path = format!("/repos/{}/check-runs", pr.repo);
     let answer = github

@@ -3,8 +3,10 @@
 //! ready_for_review), PR comments mentioning `@bot_name` and failed check suites / workflow
 //! runs wake the session `pr:owner/repo#N`; the bot's own comments and every other event are
 //! recorded as ignored. Before the turn the channel writes `pr/diff.patch` and `pr/meta.json`
-//! into the workspace; a 👀 reaction marks the work, replies post as PR comments, and check
-//! runs report each turn (queued → in_progress → completed, details URL to the session).
+//! into the workspace and checks the PR's head out in `repo/` (`checkout`); a 👀 reaction marks
+//! the work, replies post as PR comments, and check runs report each turn (queued →
+//! in_progress → completed, their name, title, summary and details URL templated by
+//! `[check]`), or, on a comment-only first wake, the banner comment.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -84,6 +86,7 @@ pub(crate) enum Ignored {
 pub(crate) fn interpret(github: &Github, event: &str, body: &Value) -> Result<Wake, Ignored> {
     let mut wake = interpret_event(github, event, body)?;
     wake.pr.installation = body["installation"]["id"].as_u64();
+    wake.pr.clone_url = body["repository"]["clone_url"].as_str().map(String::from);
     Ok(wake)
 }
 
@@ -123,6 +126,7 @@ fn interpret_event(github: &Github, event: &str, body: &Value) -> Result<Wake, I
                     number,
                     head_sha: pr["head"]["sha"].as_str().map(String::from),
                     installation: None,
+                    clone_url: None,
                 },
                 meta: json!({
                     "repository": repo,
@@ -186,6 +190,7 @@ fn interpret_event(github: &Github, event: &str, body: &Value) -> Result<Wake, I
                     head_sha: head_sha.clone(),
                     react_path,
                     installation: None,
+                    clone_url: None,
                 },
                 meta: json!({
                     "repository": repo,
@@ -228,6 +233,7 @@ fn interpret_event(github: &Github, event: &str, body: &Value) -> Result<Wake, I
                     number,
                     head_sha: sha.clone(),
                     installation: None,
+                    clone_url: None,
                 },
                 meta: json!({ "repository": repo, "number": number, "headSha": sha, "failed": name }),
             })

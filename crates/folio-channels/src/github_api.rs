@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::Env;
 use crate::app_token::{AppTokenError, AppTokens};
+use crate::templates::RenderError;
 
 /// The public API, when the manifest names none.
 const DEFAULT_API: &str = "https://api.github.com";
@@ -36,6 +37,9 @@ pub(crate) struct PrRef {
     /// The GitHub App installation the delivery came through (`installation.id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) installation: Option<u64>,
+    /// The repository's clone URL (`repository.clone_url`), for the session's checkout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) clone_url: Option<String>,
 }
 
 /// Why a call to the GitHub API (or a check run) did not succeed.
@@ -94,6 +98,9 @@ pub(crate) enum GithubError {
         /// The path called.
         path: String,
     },
+    /// A `[check]` or `[banner]` template did not render.
+    #[error(transparent)]
+    Template(#[from] RenderError),
 }
 
 /// The GitHub side of a channel: settings and the API client.
@@ -130,22 +137,8 @@ impl Github {
         body: Option<&Value>,
         accept: &str,
     ) -> Result<String, GithubError> {
-        let base = self
-            .config
-            .api_base_url
-            .as_deref()
-            .unwrap_or(DEFAULT_API)
-            .trim_end_matches('/');
-        let token = match &self.app {
-            Some(app) => app.token(&self.client, base, pr.installation).await?,
-            None => {
-                let token_env = self.config.token_env.as_deref().unwrap_or("GITHUB_TOKEN");
-                (self.env)(token_env).ok_or_else(|| GithubError::TokenUnset {
-                    token_env: token_env.to_string(),
-                })?
-            }
-        };
-        let url = format!("{base}{path}");
+        let token = self.token(pr).await?;
+        let url = format!("{}{path}", self.base());
         let mut attempt = 1;
         loop {
             let mut request = self
@@ -190,6 +183,30 @@ impl Github {
             }
             tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
             attempt += 1;
+        }
+    }
+
+    /// The API's base URL, without a trailing `/`.
+    fn base(&self) -> &str {
+        self.config
+            .api_base_url
+            .as_deref()
+            .unwrap_or(DEFAULT_API)
+            .trim_end_matches('/')
+    }
+
+    /// The token acting on `pr`: the App's installation token, else `token_env`'s.
+    pub(crate) async fn token(&self, pr: &PrRef) -> Result<String, GithubError> {
+        match &self.app {
+            Some(app) => Ok(app
+                .token(&self.client, self.base(), pr.installation)
+                .await?),
+            None => {
+                let token_env = self.config.token_env.as_deref().unwrap_or("GITHUB_TOKEN");
+                (self.env)(token_env).ok_or_else(|| GithubError::TokenUnset {
+                    token_env: token_env.to_string(),
+                })
+            }
         }
     }
 

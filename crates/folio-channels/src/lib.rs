@@ -21,6 +21,7 @@
 mod acknowledge;
 mod app_token;
 mod auth;
+mod checkout;
 mod deliver;
 mod follow;
 mod github;
@@ -178,6 +179,7 @@ impl Channels {
                         .map(|config| Replier::new(config, options.env.clone()));
                 }
                 ChannelManifest::Github(config) => {
+                    templates = Templates::compile_github(&summary.id, config)?;
                     github = Some(Github::new(config.clone(), options.env.clone()));
                 }
                 ChannelManifest::Slack(config) => {

@@ -1,20 +1,23 @@
 //! The background work of a delivery: its continuation key picks the session (same key → same
 //! session; a new key or none → a new chat session), the delivery id is the message's
 //! idempotency key (so a re-run after a restart never admits it twice), and the outcome is
-//! recorded. A GitHub delivery first writes `pr/` into the workspace, then reacts 👀 and
-//! queues a check run; sessions that answer a provider are followed (`follow`).
+//! recorded. A GitHub delivery first writes `pr/` into the workspace and checks out the PR's
+//! head in `repo/` (`checkout`, before the turn), then reacts 👀 and queues a check run (or,
+//! on a session's first wake with no head SHA, posts the banner); sessions that answer a
+//! provider are followed (`follow`).
 
 use std::sync::Arc;
 
 use folio_protocol::{
     ChannelDelivery, ChannelDeliveryOutcome, CreateSession, DeliveryStatus, EventBody,
 };
-use folio_session::{ChannelMessage, FaultPoint, ManagerError, SessionOptions};
+use folio_session::{ChannelMessage, FaultPoint, ManagerError, SessionOptions, WorkspacePrep};
 use folio_store::Continuation;
 use serde_json::json;
 
 use crate::Channel;
-use crate::follow::create_check;
+use crate::checkout::Checkout;
+use crate::follow::{check_context, create_check};
 use crate::github_api::{JSON, PrRef};
 use crate::store::{Received, Work};
 
@@ -32,12 +35,16 @@ pub(crate) async fn run(channel: Arc<Channel>, received: Received, resumed: bool
     let (status, session_id, message) = match &work {
         None => (DeliveryStatus::Ignored, None, ignored),
         Some(work) => {
-            let work = with_pr_files(&channel, work).await;
-            match to_session(&channel, &id, &work).await {
-                Ok(session_id) => (DeliveryStatus::Accepted, Some(session_id), None),
+            let (work, prepare) = with_pr_files(&channel, work).await;
+            match to_session(&channel, &id, &work, prepare).await {
+                Ok(session) => (DeliveryStatus::Accepted, Some(session), None),
                 Err(err) => (DeliveryStatus::Failed, None, Some(err.to_string())),
             }
         }
+    };
+    let (session_id, opened) = match session_id {
+        Some(Opened { id, new }) => (Some(id), new),
+        None => (None, false),
     };
     let logs = channel.manager.logs();
     match (&session_id, &message, status) {
@@ -81,7 +88,7 @@ pub(crate) async fn run(channel: Arc<Channel>, received: Received, resumed: bool
         && (channel.replier.is_some() || channel.slack.is_some() || channel.github.is_some())
     {
         let queued = match channel.github {
-            Some(_) => github_accepted(&channel, session, work).await,
+            Some(_) => github_accepted(&channel, session, work, opened).await,
             None => None,
         };
         channel
@@ -113,20 +120,58 @@ async fn reached(channel: &Channel, session: &str, id: &str) -> bool {
     })
 }
 
-/// A GitHub delivery's work with `pr/diff.patch` and `pr/meta.json` to write before the turn.
-async fn with_pr_files(channel: &Channel, work: &Work) -> Work {
+/// A GitHub delivery's work with `pr/diff.patch` and `pr/meta.json` to write before the turn,
+/// and the checkout of the PR's head to make before it (`checkout`, unless turned off or the
+/// payload names no clone URL).
+async fn with_pr_files(channel: &Channel, work: &Work) -> (Work, Option<WorkspacePrep>) {
     let mut work = work.clone();
-    if let Some(github) = &channel.github
-        && let Ok(pr) = serde_json::from_value::<PrRef>(work.body["pr"].clone())
-    {
-        work.workspace_files = github.pr_files(&pr, &work.body["meta"]).await;
-    }
-    work
+    let (Some(github), Ok(pr)) = (
+        &channel.github,
+        serde_json::from_value::<PrRef>(work.body["pr"].clone()),
+    ) else {
+        return (work, None);
+    };
+    work.workspace_files = github.pr_files(&pr, &work.body["meta"]).await;
+    let prepare = match (&pr.clone_url, github.config.checkout.unwrap_or(true)) {
+        (Some(clone_url), true) => Some(
+            Checkout {
+                cache: channel.manager.state().github_dir(),
+                installation: pr.installation.or(github
+                    .config
+                    .app
+                    .as_ref()
+                    .and_then(|app| app.installation_id)),
+                repo: pr.repo.clone(),
+                number: pr.number,
+                head_sha: pr.head_sha.clone(),
+                clone_url: clone_url.clone(),
+                // Without a token (none set, or none bought) a public repository still clones.
+                token: github.token(&pr).await.ok(),
+                channel: channel.id.clone(),
+                logs: channel.manager.logs().clone(),
+            }
+            .into_prep(),
+        ),
+        _ => None,
+    };
+    (work, prepare)
+}
+
+/// The session a delivery reached, and whether the delivery opened it.
+struct Opened {
+    id: String,
+    new: bool,
 }
 
 /// What a GitHub channel does once a delivery reached its session: the 👀 reaction, and a
-/// queued check run for the coming turn (its id).
-async fn github_accepted(channel: &Channel, session: &str, work: &Work) -> Option<u64> {
+/// queued check run for the coming turn (its id); when the delivery `opened` the session and
+/// names no head SHA (a comment), the banner instead.
+async fn github_accepted(
+    channel: &Channel,
+    session: &str,
+    work: &Work,
+    opened: bool,
+) -> Option<u64> {
     let github = channel.github.as_ref()?;
     let pr: PrRef = serde_json::from_value(work.body["pr"].clone()).ok()?;
     let logs = channel.manager.logs();
@@ -146,7 +191,38 @@ async fn github_accepted(channel: &Channel, session: &str, work: &Work) -> Optio
             logs.warn(format!("channel {}: no 👀 reaction: {err}", channel.id));
         }
     }
-    if !github.config.check_runs.unwrap_or(false) || pr.head_sha.is_none() {
+    let check_runs = github.config.check_runs.unwrap_or(false);
+    let banner = github
+        .config
+        .banner
+        .as_ref()
+        .and_then(|banner| banner.enabled)
+        .unwrap_or(check_runs);
+    if opened && banner && pr.head_sha.is_none() {
+        let posted = match channel
+            .templates
+            .render("banner.body", &check_context(channel, session, &pr))
+        {
+            Ok(text) => {
+                let path = format!("/repos/{}/issues/{}/comments", pr.repo, pr.number);
+                github
+                    .call(
+                        &pr,
+                        reqwest::Method::POST,
+                        &path,
+                        Some(&json!({ "body": text })),
+                        JSON,
+                    )
+                    .await
+                    .map(|_| ())
+            }
+            Err(err) => Err(err.into()),
+        };
+        if let Err(err) = posted {
+            logs.warn(format!("channel {}: no banner posted: {err}", channel.id));
+        }
+    }
+    if !check_runs || pr.head_sha.is_none() {
         return None;
     }
     create_check(channel, &pr, "queued", session)
@@ -160,8 +236,14 @@ async fn github_accepted(channel: &Channel, session: &str, work: &Work) -> Optio
         .ok()
 }
 
-/// Admits the work's message to its session, creating the session when the key names none.
-async fn to_session(channel: &Channel, id: &str, work: &Work) -> Result<String, ManagerError> {
+/// Admits the work's message to its session, creating the session when the key names none;
+/// `prepare` runs in the session's workspace before the message's turn.
+async fn to_session(
+    channel: &Channel,
+    id: &str,
+    work: &Work,
+    prepare: Option<WorkspacePrep>,
+) -> Result<Opened, ManagerError> {
     let principal = channel.principal();
     let manager = &channel.manager;
     // One lookup-or-create at a time on this server (and a reserved key across servers), so
@@ -175,12 +257,18 @@ async fn to_session(channel: &Channel, id: &str, work: &Work) -> Result<String, 
         }
         .ok_or_else(|| ManagerError::NotFound("no session in this thread to stop".into()))?;
         manager.turns().stop(&principal, &session).await?;
-        return Ok(session);
+        return Ok(Opened {
+            id: session,
+            new: false,
+        });
     }
     if let Some(key) = &work.continuation
-        && let Some(session_id) = bound_session(channel, id, key, work).await?
+        && let Some(session_id) = bound_session(channel, id, key, work, prepare.clone()).await?
     {
-        return Ok(session_id);
+        return Ok(Opened {
+            id: session_id,
+            new: false,
+        });
     }
     let request = CreateSession {
         message: work.message.clone(),
@@ -198,6 +286,7 @@ async fn to_session(channel: &Channel, id: &str, work: &Work) -> Result<String, 
     // The session knows its key: its tools and a live root see it.
     let options = SessionOptions {
         continuation_key: work.continuation.clone(),
+        prepare,
         ..SessionOptions::default()
     };
     let accepted = manager
@@ -211,7 +300,10 @@ async fn to_session(channel: &Channel, id: &str, work: &Work) -> Result<String, 
             .await
             .map_err(store_error)?;
     }
-    Ok(accepted.session_id)
+    Ok(Opened {
+        id: accepted.session_id,
+        new: true,
+    })
 }
 
 /// Sends the work's message to the session `key` names: that session, or `None` once the key
@@ -222,6 +314,7 @@ async fn bound_session(
     id: &str,
     key: &str,
     work: &Work,
+    prepare: Option<WorkspacePrep>,
 ) -> Result<Option<String>, ManagerError> {
     let deadline = tokio::time::Instant::now() + channel.store.ttl() * 2;
     let mut stale: Option<String> = None;
@@ -250,6 +343,7 @@ async fn bound_session(
             workspace_files: work.workspace_files.clone(),
             admission: Some(work.admission),
             key: Some(id.to_string()),
+            prepare: prepare.clone(),
         };
         match channel
             .manager

@@ -1,7 +1,8 @@
-//! A webhook channel's routes, compiled once at start: the minijinja templates of `message`,
-//! `continuation`, `title` and `[deliver]`, and each route's `body_schema` validator.
+//! A channel's templates, compiled once at start: a webhook channel's `message`,
+//! `continuation`, `title` and `[deliver]` (and each route's `body_schema` validator); a GitHub
+//! channel's `[check]` and `[banner]` (defaults when not written).
 
-use folio_project::{WebhookChannel, WebhookRoute};
+use folio_project::{GithubChannel, WebhookChannel, WebhookRoute};
 use folio_protocol::Admission;
 use minijinja::value::Serde;
 use minijinja::{Environment, Value as Context};
@@ -11,6 +12,17 @@ use crate::ChannelError;
 
 /// The default body of a `[deliver]` POST.
 pub(crate) const DEFAULT_DELIVER_BODY: &str = r#"{"text": {{ reply | tojson }}}"#;
+
+/// The default check run name: the bot's name, else `folio`.
+const CHECK_NAME: &str = "{{ bot_name }}";
+/// The default output title: the check run's name.
+const CHECK_TITLE: &str = "{{ name }}";
+/// The default output summary: a link to the session, then the reply.
+const CHECK_SUMMARY: &str = "[View agent]({{ session_url }})\n\n{{ reply }}";
+/// The default Details link: the session's playground.
+const CHECK_DETAILS_URL: &str = "{{ session_url }}";
+/// The default banner comment.
+const BANNER_BODY: &str = "**{{ bot_name }}** is working on this: [View agent]({{ session_url }})";
 
 /// One route, compiled.
 struct Route {
@@ -71,14 +83,7 @@ impl Templates {
         webhook: &WebhookChannel,
     ) -> Result<Templates, ChannelError> {
         let mut env = Environment::new();
-        let mut add = |name: String, source: &str| {
-            env.add_template_owned(name.clone(), source.to_string())
-                .map_err(|err| ChannelError::Template {
-                    channel: channel.to_string(),
-                    field: name,
-                    message: err.to_string(),
-                })
-        };
+        let mut add = |name: String, source: &str| add_template(&mut env, channel, name, source);
         let mut routes = Vec::new();
         for (n, route) in webhook.routes.iter().enumerate() {
             let WebhookRoute {
@@ -122,6 +127,34 @@ impl Templates {
             )?;
         }
         Ok(Templates { env, routes })
+    }
+
+    /// Compiles a GitHub channel's `[check]` and `[banner]` templates (written or default).
+    pub(crate) fn compile_github(
+        channel: &str,
+        github: &GithubChannel,
+    ) -> Result<Templates, ChannelError> {
+        let mut env = Environment::new();
+        let check = github.check.clone().unwrap_or_default();
+        let banner = github.banner.clone().unwrap_or_default();
+        for (name, written, default) in [
+            ("check.name", check.name, CHECK_NAME),
+            ("check.title", check.title, CHECK_TITLE),
+            ("check.summary", check.summary, CHECK_SUMMARY),
+            ("check.details_url", check.details_url, CHECK_DETAILS_URL),
+            ("banner.body", banner.body, BANNER_BODY),
+        ] {
+            add_template(
+                &mut env,
+                channel,
+                name.to_string(),
+                written.as_deref().unwrap_or(default),
+            )?;
+        }
+        Ok(Templates {
+            env,
+            routes: Vec::new(),
+        })
     }
 
     /// The route paths, in declaration order.
@@ -196,6 +229,21 @@ impl Templates {
             .render(Context::from(Serde(context)))
             .map_err(failed)
     }
+}
+
+/// Adds template `name` of `channel`'s manifest to `env`.
+fn add_template(
+    env: &mut Environment<'static>,
+    channel: &str,
+    name: String,
+    source: &str,
+) -> Result<(), ChannelError> {
+    env.add_template_owned(name.clone(), source.to_string())
+        .map_err(|err| ChannelError::Template {
+            channel: channel.to_string(),
+            field: name,
+            message: err.to_string(),
+        })
 }
 
 #[cfg(test)]

@@ -113,7 +113,7 @@ impl Kind {
 fn crash_project(api: &str) -> Project {
     let project = project(AGENT);
     let hooks = "kind = \"webhook\"\nauth = [{ hmac = { secret_env = \"HOOK_WHSEC\", provider = \"standard-webhooks\" } }]\n[[routes]]\npath = \"/ticket\"\nmessage = \"{{ body.message }}\"\ncontinuation = \"{{ body.ticketId }}\"\n";
-    let gh = format!("kind = \"github\"\napi_base_url = \"{api}\"\n");
+    let gh = format!("kind = \"github\"\ncheckout = false\napi_base_url = \"{api}\"\n");
     let chat = format!("kind = \"slack\"\napi_base_url = \"{api}\"\n");
     write_files(
         project.path(),
@@ -465,7 +465,7 @@ async fn a_turn_cut_short_by_kill_9_is_reported_to_the_provider_after_the_restar
     let api = FakeApi::start().await;
     let project = crash_project(&api.url());
     let gh = format!(
-        "kind = \"github\"\napi_base_url = \"{}\"\ncheck_runs = true\n",
+        "kind = \"github\"\ncheckout = false\napi_base_url = \"{}\"\ncheck_runs = true\n",
         api.url()
     );
     write_files(project.path(), &[("agent/channels/gh.toml", &gh)]);

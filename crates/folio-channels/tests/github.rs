@@ -33,7 +33,7 @@ async fn pull_requests_and_mentions_wake_one_session_that_reacts_checks_and_comm
     let github = FakeApi::start().await;
     let project = project(AGENT);
     let manifest = format!(
-        "kind = \"github\"\nbot_name = \"folio-reviewer\"\ncheck_runs = true\napi_base_url = \"{}\"\n",
+        "kind = \"github\"\ncheckout = false\nbot_name = \"folio-reviewer\"\ncheck_runs = true\napi_base_url = \"{}\"\n",
         github.url()
     );
     write_files(project.path(), &[("agent/channels/gh.toml", &manifest)]);
@@ -269,7 +269,7 @@ async fn an_app_installation_token_bought_with_the_apps_jwt_authenticates_every_
     let (private, public) = app_key();
     let project = project(AGENT);
     let manifest = format!(
-        "kind = \"github\"\napi_base_url = \"{}\"\n[app]\nid = 4242\n",
+        "kind = \"github\"\ncheckout = false\napi_base_url = \"{}\"\n[app]\nid = 4242\n",
         github.url()
     );
     write_files(project.path(), &[("agent/channels/gh.toml", &manifest)]);

@@ -448,6 +448,7 @@ async fn run_steps(
                     dry_run,
                     peer_depth: 0,
                     continuation_key: None,
+                    prepare: None,
                 };
                 let accepted = manager
                     .sessions()

@@ -205,6 +205,13 @@ pub struct GithubChannel {
     pub reactions: Option<bool>,
     /// Report each turn as a check run on the head SHA (default false).
     pub check_runs: Option<bool>,
+    /// The check run's name, title, summary and details link (templates).
+    pub check: Option<GithubCheck>,
+    /// The comment posted when a session's first wake has no head SHA to hang a check run on.
+    pub banner: Option<GithubBanner>,
+    /// Check out the PR's head into the session workspace's `repo/` before each turn (default
+    /// true; the clone URL is the payload's `repository.clone_url`).
+    pub checkout: Option<bool>,
     /// The GitHub API (default `https://api.github.com`).
     pub api_base_url: Option<String>,
     /// The environment variable holding the API token (default `GITHUB_TOKEN`); unused when
@@ -212,6 +219,64 @@ pub struct GithubChannel {
     pub token_env: Option<String>,
     /// Authenticate as a GitHub App installation instead of with a token.
     pub app: Option<GithubApp>,
+}
+
+/// `[check]` of a GitHub channel: minijinja templates over `session_id`, `session_url`,
+/// `base_url` (the agent's served URL), `channel`, `repo`, `number`, `head_sha`, `bot_name` (the bot, else `folio`), and, from
+/// `title` on, `name` (the rendered name); `summary` also sees `reply` (the turn's reply, or why
+/// it failed) and `conclusion` (`success` or `failure`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GithubCheck {
+    /// The check run's name (default `{{ bot_name }}`).
+    pub name: Option<String>,
+    /// The output title of the completed run (default `{{ name }}`).
+    pub title: Option<String>,
+    /// The output summary of the completed run, Markdown (default
+    /// `[View agent]({{ session_url }})` and the reply).
+    pub summary: Option<String>,
+    /// The Details link (default `{{ session_url }}`: the session's playground).
+    pub details_url: Option<String>,
+}
+
+/// `[banner]` of a GitHub channel: a PR comment that stands in for the check run when a
+/// session's first wake is a comment (no head SHA yet, so no check run can be made).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GithubBanner {
+    /// Post it (default true when `check_runs` is on).
+    pub enabled: Option<bool>,
+    /// The comment, a minijinja template over the `[check]` variables (default
+    /// `**{{ bot_name }}** is working on this: [View agent]({{ session_url }})`).
+    pub body: Option<String>,
+}
+
+impl GithubChannel {
+    /// The templates written in the manifest, by field (`check.summary`, `banner.body`).
+    pub fn templates(&self) -> Vec<(&'static str, &str)> {
+        let check = self.check.as_ref();
+        let banner = self.banner.as_ref();
+        [
+            ("check.name", check.and_then(|c| c.name.as_deref())),
+            ("check.title", check.and_then(|c| c.title.as_deref())),
+            ("check.summary", check.and_then(|c| c.summary.as_deref())),
+            (
+                "check.details_url",
+                check.and_then(|c| c.details_url.as_deref()),
+            ),
+            ("banner.body", banner.and_then(|b| b.body.as_deref())),
+        ]
+        .into_iter()
+        .filter_map(|(field, source)| Some((field, source?)))
+        .collect()
+    }
+}
+
+/// Whether `source` compiles as a minijinja template (the channels' template language).
+fn check_template(source: &str) -> Result<(), minijinja::Error> {
+    minijinja::Environment::new()
+        .template_from_str(source)
+        .map(|_| ())
 }
 
 /// `[app]` of a GitHub channel: API calls use an installation token, bought with a JWT signed
@@ -358,7 +423,14 @@ fn check_channel(manifest: &ChannelManifest, path: &Path, findings: &mut Report)
             check_routes(webhook, path, findings);
             None
         }
-        ChannelManifest::Github(github) => github.api_base_url.as_deref(),
+        ChannelManifest::Github(github) => {
+            for (field, source) in github.templates() {
+                if let Err(err) = check_template(source) {
+                    findings.error(path, format!("{field}: {err} (fix the template)"));
+                }
+            }
+            github.api_base_url.as_deref()
+        }
         ChannelManifest::Slack(slack) => slack.api_base_url.as_deref(),
     };
     if let Some(url) = api_base_url
@@ -476,6 +548,25 @@ mod tests {
             ),
             [
                 "error: agent/channels/c.toml: auth.hmac.header: a generic hmac rule needs the header carrying the signature (e.g. header = \"X-Signature-256\"), or set provider"
+            ]
+        );
+    }
+
+    #[test]
+    fn github_templates_are_checked() {
+        assert_eq!(
+            diagnostics(
+                "kind = \"github\"\n[check]\nname = \"review {{ repo }}\"\nsummary = \"{{ reply \"\n[banner]\nbody = \"{% if x %}\"\n"
+            ),
+            [
+                "error: agent/channels/c.toml: check.summary: syntax error: unexpected end of input, expected end of variable block (in <string>:1) (fix the template)",
+                "error: agent/channels/c.toml: banner.body: syntax error: unexpected end of input, expected end of block (in <string>:1) (fix the template)",
+            ]
+        );
+        assert_eq!(
+            diagnostics("kind = \"github\"\n[check]\ntitel = \"x\"\n"),
+            [
+                "error: agent/channels/c.toml:3: column 1: unknown key `titel` (did you mean `title`?)"
             ]
         );
     }

@@ -62,8 +62,9 @@ pub use allowlist::{
 };
 pub use artifacts::{ArtifactKind, ArtifactKindManifest, ArtifactsConfig, ArtifactsManifest};
 pub use channels::{
-    AuthRule, BearerAuth, ChannelManifest, ChannelSummary, DeliverConfig, GithubApp, GithubChannel,
-    HmacAuth, HmacProvider, SlackChannel, SlackReplyMode, WebhookChannel, WebhookRoute,
+    AuthRule, BearerAuth, ChannelManifest, ChannelSummary, DeliverConfig, GithubApp, GithubBanner,
+    GithubChannel, GithubCheck, HmacAuth, HmacProvider, SlackChannel, SlackReplyMode,
+    WebhookChannel, WebhookRoute,
 };
 pub use config::{
     AgentConfig, ConcurrencySection, ContextSection, Effect, Execution, GeneratedSkillManifest,

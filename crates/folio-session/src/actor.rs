@@ -24,6 +24,7 @@ use crate::engine::Engine;
 use crate::error::ManagerError;
 use crate::fault::FaultPoint;
 use crate::live::{Live, LiveSink};
+use crate::prepare::WorkspacePrep;
 use crate::recovery::{Restart, open_turn};
 use crate::state::{SessionMeta, new_turn_id, reported_usage};
 use crate::sync::lock;
@@ -256,13 +257,15 @@ impl Actor {
         }
         match self.live.with_events(crate::recovery::restart_of) {
             Restart::Parked => {}
-            Restart::Expiring(turn_id) => self.spawn_turn(turn_id, true, BTreeMap::new(), None),
+            Restart::Expiring(turn_id) => {
+                self.spawn_turn(turn_id, true, BTreeMap::new(), None, None)
+            }
             Restart::Answer(turn_id, answers) => {
                 for answer in answers {
                     self.live.append(Some(&turn_id), answer)?;
                 }
                 self.live.commit().await?;
-                self.spawn_turn(turn_id, true, BTreeMap::new(), None);
+                self.spawn_turn(turn_id, true, BTreeMap::new(), None, None);
             }
             Restart::Failed(turn_id) => {
                 let message = SERVER_RESTARTED.to_string();
@@ -464,7 +467,7 @@ impl Actor {
         drop(approvals);
         if self.running.is_none() {
             // Parked across a restart: the turn resumes from the log.
-            self.spawn_turn(turn_id, true, BTreeMap::new(), None);
+            self.spawn_turn(turn_id, true, BTreeMap::new(), None, None);
         }
         Ok(())
     }
@@ -614,7 +617,13 @@ impl Actor {
         // wrote it up front.
         let rewrite = rotated.is_some() || turns != self.live.saved_turns();
         self.record(rewrite, running).await?;
-        self.spawn_turn(turn_id, false, message.files, message.trace_parent);
+        self.spawn_turn(
+            turn_id,
+            false,
+            message.files,
+            message.trace_parent,
+            message.prepare,
+        );
         Ok(())
     }
 
@@ -644,6 +653,7 @@ impl Actor {
         resume: bool,
         files: BTreeMap<String, String>,
         trace_parent: Option<String>,
+        prepare: Option<WorkspacePrep>,
     ) {
         // Not a child of the shutdown token: on shutdown the actor decides (a turn parked on an
         // approval stays parked).
@@ -653,7 +663,7 @@ impl Actor {
             self.live.clone(),
             turn_id,
             resume,
-            files,
+            Before { files, prepare },
             trace_parent,
             cancel.clone(),
         ));
@@ -718,6 +728,13 @@ impl Actor {
     }
 }
 
+/// What a turn does to the host workspace before it runs: a channel's preparation, then the
+/// message's workspace files.
+struct Before {
+    files: BTreeMap<String, String>,
+    prepare: Option<WorkspacePrep>,
+}
+
 /// Runs (or resumes) one turn: waits for a slot under the agent's cap, binds the FileSystem,
 /// and hands the turn to the harness with the live session as its sink.
 async fn run_turn(
@@ -725,10 +742,11 @@ async fn run_turn(
     live: Arc<Live>,
     turn_id: String,
     resume: bool,
-    files: BTreeMap<String, String>,
+    before: Before,
     trace_parent: Option<String>,
     cancel: CancellationToken,
 ) -> TurnOutcome {
+    let Before { files, prepare } = before;
     let interrupted = || TurnOutcome::Failed {
         message: TURN_INTERRUPTED.to_string(),
     };
@@ -801,13 +819,30 @@ async fn run_turn(
         Ok(bound) => bound,
         Err(err) => return failed(&live, err.to_string()),
     };
-    // The host workspace is prepared at its first need: these files, or the first tool call.
-    if let (false, Some(prepare)) = (files.is_empty(), &bound.prepare)
-        && let Err(err) = prepare.ready().await
+    // The host workspace is prepared at its first need: these files, a channel's preparation,
+    // or the first tool call.
+    if let (true, Some(lazy)) = (!files.is_empty() || prepare.is_some(), &bound.prepare)
+        && let Err(err) = lazy.ready().await
     {
         return failed(&live, err.to_string());
     }
     let host_workspace = (bound.scratch == ScratchMode::Host).then_some(workspace.as_path());
+    if let Some(prepare) = &prepare {
+        match host_workspace {
+            // A stop or a preempting message does not wait for it (dropped, its work ends).
+            Some(host) => tokio::select! {
+                () = prepare.0.prepare(&live.id, host) => {}
+                () = cancel.cancelled() => {
+                    let _ = failed(&live, TURN_INTERRUPTED.to_string());
+                    return interrupted();
+                }
+            },
+            None => engine.logs.about(&live.id).warn(format!(
+                "session {}: the agent keeps its files under its root: the channel's workspace preparation (a checkout) is skipped",
+                live.id
+            )),
+        }
+    }
     if let Err(err) = write_workspace_files(bound.fs.as_ref(), host_workspace, &files).await {
         return failed(&live, err.to_string());
     }

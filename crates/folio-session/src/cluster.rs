@@ -99,6 +99,7 @@ fn on_signal(engine: &Arc<Engine>, session_id: &str, message: &str) {
                 text: relayed.text,
                 files: relayed.workspace_files,
                 trace_parent: None,
+                prepare: None,
             },
             admission: Some(folio_protocol::Admission::Coalesce),
             token: Some(relayed.token),

@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::error::ManagerError;
+use crate::prepare::WorkspacePrep;
 
 /// What shows in a session's log once something was done (by this server's actor or by the
 /// server owning the session's turn): a check over the events.
@@ -19,6 +20,8 @@ pub(crate) struct Pending {
     pub(crate) files: BTreeMap<String, String>,
     /// The W3C `traceparent` of the request that brought it, which parents its turn.
     pub(crate) trace_parent: Option<String>,
+    /// Work done in the host workspace before its turn (a channel's checkout).
+    pub(crate) prepare: Option<WorkspacePrep>,
 }
 
 impl Pending {
@@ -29,17 +32,21 @@ impl Pending {
         let mut texts = Vec::new();
         let mut files = BTreeMap::new();
         let mut trace_parent = None;
+        let mut prepare = None;
         for message in messages {
             texts.push(message.text);
             files.extend(message.files);
             // The latest request that carried a trace context parents the joined turn.
             trace_parent = message.trace_parent.or(trace_parent);
+            // The latest preparation stands for the joined turn (it checks out the newest head).
+            prepare = message.prepare.or(prepare);
         }
         (
             Pending {
                 text: texts.join("\n\n"),
                 files,
                 trace_parent,
+                prepare,
             },
             count,
         )
@@ -56,6 +63,7 @@ pub(crate) fn queued_messages(events: &[Event]) -> Vec<Pending> {
                 text: message.text.clone(),
                 files: message.workspace_files.clone(),
                 trace_parent: None,
+                prepare: None,
             }),
             EventBody::MessageReceived(_)
             | EventBody::SessionWaiting(_)

@@ -42,7 +42,7 @@
 #![warn(missing_docs)]
 
 // Layers, each using only those above it: leaves (`sync`, `clock`, `error`, `fault`, `logs`,
-// `state`, `token`, `workspace_root`, `authorize`); the actor's vocabulary (`command`,
+// `prepare`, `state`, `token`, `workspace_root`, `authorize`); the actor's vocabulary (`command`,
 // `remote`, `recovery`); a session's log and its live copy (`journal`, `live`); the shared
 // state (`engine`); what runs inside a session (`reminder_store`, `actor`); how requests reach
 // it (`dispatch`); the handles (`sessions`, `queries`, `turns`, `events`, `approvals`,
@@ -71,6 +71,7 @@ mod live;
 mod logs;
 mod manager;
 mod peer;
+mod prepare;
 mod queries;
 mod recovery;
 mod reminder_store;
@@ -100,6 +101,7 @@ pub use host_storage::{MAX_ENTRIES, MAX_NAMESPACE_BYTES};
 pub use logs::LogBuffer;
 pub use manager::SessionManager;
 pub use peer::Peers;
+pub use prepare::{PrepareWorkspace, WorkspacePrep};
 pub use reminders::Reminders;
 pub use retention::Retention;
 pub use sessions::{Accepted, Sessions};

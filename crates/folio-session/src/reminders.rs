@@ -234,6 +234,7 @@ impl Reminders {
                     files: BTreeMap::new(),
                     // A reminder is woken by the scheduler, not by a request: no caller's trace.
                     trace_parent: None,
+                    prepare: None,
                 },
                 admission: Some(Admission::Coalesce),
                 token: None,

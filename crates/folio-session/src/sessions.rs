@@ -156,6 +156,7 @@ impl Sessions {
             text: request.message,
             files: request.workspace_files,
             trace_parent: folio_telemetry::incoming_traceparent(),
+            prepare: options.prepare.take(),
         };
         let mut session_id = new_session_id();
         if let (Some(key), Some(digest)) = (&key, &digest) {
@@ -341,6 +342,7 @@ impl Sessions {
                 text: message.text.clone(),
                 files: message.files.clone(),
                 trace_parent: message.trace_parent.clone(),
+                prepare: message.prepare.clone(),
             },
             admission: None,
             token: None,
@@ -420,6 +422,7 @@ impl Sessions {
                         dry_run: original.dry_run,
                         peer_depth: original.peer_depth,
                         continuation_key: original.continuation_key,
+                        prepare: None,
                     },
                 },
                 &copied,
@@ -430,6 +433,7 @@ impl Sessions {
                 text: request.message,
                 files: BTreeMap::new(),
                 trace_parent: folio_telemetry::incoming_traceparent(),
+                prepare: None,
             },
             admission: None,
             token: None,

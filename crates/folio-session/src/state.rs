@@ -32,6 +32,8 @@ pub struct SessionOptions {
     pub peer_depth: u32,
     /// The channel's continuation key the session is opened for.
     pub continuation_key: Option<String>,
+    /// Work done in the host workspace before the first turn (a channel's checkout).
+    pub prepare: Option<crate::prepare::WorkspacePrep>,
 }
 
 /// The token usage the `turn.completed` events of `events` report, summed: a session's

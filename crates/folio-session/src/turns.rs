@@ -12,6 +12,7 @@ use crate::engine::Engine;
 use crate::error::ManagerError;
 use crate::fault::FaultPoint;
 use crate::live::Live;
+use crate::prepare::WorkspacePrep;
 use crate::remote::{Owner, Remote};
 use crate::sessions::{Accepted, check_workspace_files};
 use crate::sync::lock;
@@ -28,6 +29,8 @@ pub struct ChannelMessage {
     pub admission: Option<Admission>,
     /// The idempotency key: a message with a recorded key is not admitted twice.
     pub key: Option<String>,
+    /// Work done in the host workspace before the message's turn (a channel's checkout).
+    pub prepare: Option<WorkspacePrep>,
 }
 
 /// Sends messages to sessions and stops their turns.
@@ -105,6 +108,7 @@ impl Turns {
                 text: request.message,
                 files: request.workspace_files,
                 trace_parent: folio_telemetry::incoming_traceparent(),
+                prepare: None,
             },
             admission: request.admission,
             token: Some(request.continuation_token),
@@ -140,6 +144,7 @@ impl Turns {
             workspace_files: BTreeMap::new(),
             admission,
             key: None,
+            prepare: None,
         };
         self.send_message(principal, session_id, message).await
     }
@@ -167,6 +172,7 @@ impl Turns {
                 text: message.text,
                 files: message.workspace_files,
                 trace_parent: folio_telemetry::incoming_traceparent(),
+                prepare: message.prepare,
             },
             admission: message.admission,
             token: None,

@@ -1,9 +1,12 @@
 //! [`FakeApi`]: a local stand-in for a provider's HTTP API (GitHub's REST API, Slack's Web API,
 //! a `[deliver]` target) that records every call and answers scripted statuses, so a test
-//! asserts exactly what Folio sent.
+//! asserts exactly what Folio sent. It can also serve git repositories over smart HTTP
+//! ([`FakeApi::serve_git`], `git http-backend` as a CGI), asking for GitHub's installation
+//! token the way GitHub does (HTTP Basic `x-access-token:<token>`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -41,7 +44,18 @@ struct Shared {
     calls: Mutex<Vec<ApiCall>>,
     statuses: Mutex<VecDeque<Scripted>>,
     bodies: Mutex<BTreeMap<String, Value>>,
+    git: Mutex<Option<GitRepos>>,
 }
+
+/// The repositories served under `/git/`.
+#[derive(Clone)]
+struct GitRepos {
+    root: PathBuf,
+    token: Option<String>,
+}
+
+/// The path prefix of the served repositories.
+const GIT_PREFIX: &str = "/git/";
 
 /// A recording HTTP API on `127.0.0.1:0`: every request is recorded, then answered with the
 /// next scripted status (default 200) and a JSON body: the one scripted for its path
@@ -114,6 +128,17 @@ impl FakeApi {
         lock(&self.shared.bodies).insert(path.to_string(), body);
     }
 
+    /// Serves the bare repositories under `root` at `<url>/git/<path under root>` (git smart
+    /// HTTP through `git http-backend`); with `token`, only to requests whose `Authorization`
+    /// is `Basic base64(x-access-token:<token>)` (others get `401`). These requests are recorded
+    /// as calls too.
+    pub fn serve_git(&self, root: &Path, token: Option<&str>) {
+        *lock(&self.shared.git) = Some(GitRepos {
+            root: root.to_path_buf(),
+            token: token.map(String::from),
+        });
+    }
+
     /// Every call so far.
     pub fn calls(&self) -> Vec<ApiCall> {
         lock(&self.shared.calls).clone()
@@ -130,6 +155,100 @@ impl FakeApi {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// Answers a git smart HTTP request with `git http-backend` (a CGI), after the token check.
+async fn git_backend(git: &GitRepos, call: &ApiCall, body: &[u8]) -> Response {
+    use base64::Engine as _;
+    use tokio::io::AsyncWriteExt;
+    if let Some(token) = &git.token {
+        let expected = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"))
+        );
+        if call.headers.get("authorization") != Some(&expected) {
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(axum::http::header::WWW_AUTHENTICATE, "Basic realm=\"git\"")],
+                "the installation token is missing or wrong",
+            )
+                .into_response();
+        }
+    }
+    let (path, query) = call.path.split_once('?').unwrap_or((&call.path, ""));
+    let header = |name: &str| call.headers.get(name).cloned().unwrap_or_default();
+    let child = tokio::process::Command::new("git")
+        .arg("http-backend")
+        .env("GIT_PROJECT_ROOT", &git.root)
+        .env("GIT_HTTP_EXPORT_ALL", "1")
+        .env("PATH_INFO", &path[GIT_PREFIX.len() - 1..])
+        .env("QUERY_STRING", query)
+        .env("REQUEST_METHOD", &call.method)
+        .env("CONTENT_TYPE", header("content-type"))
+        .env("CONTENT_LENGTH", body.len().to_string())
+        .env("HTTP_CONTENT_ENCODING", header("content-encoding"))
+        .env("GIT_PROTOCOL", header("git-protocol"))
+        .env("REMOTE_ADDR", "127.0.0.1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(err) => {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("git http-backend: {err}"),
+            )
+                .into_response();
+        }
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(body).await;
+    }
+    let output = match child.wait_with_output().await {
+        Ok(output) => output,
+        Err(err) => {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("git http-backend: {err}"),
+            )
+                .into_response();
+        }
+    };
+    cgi_response(&output.stdout)
+}
+
+/// A CGI program's output (headers, a blank line, the body) as an HTTP answer.
+fn cgi_response(out: &[u8]) -> Response {
+    let split = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|at| (at, 4))
+        .or_else(|| out.windows(2).position(|w| w == b"\n\n").map(|at| (at, 2)));
+    let Some((at, gap)) = split else {
+        return (StatusCode::BAD_GATEWAY, "git http-backend wrote no headers").into_response();
+    };
+    let mut builder = axum::http::Response::builder().status(StatusCode::OK);
+    for line in String::from_utf8_lossy(&out[..at]).lines() {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("status") {
+            let code = value
+                .split_whitespace()
+                .next()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(500);
+            builder = builder.status(code);
+        } else {
+            builder = builder.header(name.trim(), value);
+        }
+    }
+    builder
+        .body(axum::body::Body::from(out[at + gap..].to_vec()))
+        .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response())
 }
 
 async fn record(State(shared): State<Arc<Shared>>, req: Request) -> Response {
@@ -149,6 +268,21 @@ async fn record(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         .unwrap_or_else(|_| Bytes::new());
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     let received_at = Instant::now();
+    let git = lock(&shared.git).clone();
+    if let Some(git) = git
+        && path.starts_with(GIT_PREFIX)
+    {
+        let call = ApiCall {
+            method,
+            path,
+            headers,
+            body,
+            received_at,
+        };
+        let answer = git_backend(&git, &call, &bytes).await;
+        lock(&shared.calls).push(call);
+        return answer;
+    }
     let n = {
         let mut calls = lock(&shared.calls);
         calls.push(ApiCall {
