@@ -1,6 +1,11 @@
 //! Record and replay: a JSONL fixture of `{request, response: [deltas]}` lines.
+//!
+//! A fixture is appended one whole line per completed exchange (one `write` of the line, then
+//! synced), so a crash loses at most the call in flight and every line on disk parses.
 
+use std::future::Future;
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -63,10 +68,33 @@ fn append(path: &Path, lock: &Mutex<()>, exchange: &Exchange) -> Result<(), Mode
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        // Requests hold the conversation: only the owner reads a new fixture.
+        .mode(0o600)
         .open(path)
         .map_err(|e| fixture_error(path, "cannot open for recording", e))?;
     file.write_all(line.as_bytes())
+        .and_then(|()| file.sync_data())
         .map_err(|e| fixture_error(path, "cannot write", e))
+}
+
+/// The stream of `inner` (answering `request`), appending the exchange to `path` when it ends
+/// without error.
+fn recorded(
+    inner: DeltaStream,
+    request: &ModelRequest,
+    path: PathBuf,
+    lock: Arc<Mutex<()>>,
+) -> DeltaStream {
+    let state = Recorder {
+        inner,
+        exchange: Some(Exchange {
+            request: request.clone(),
+            response: Vec::new(),
+        }),
+        path,
+        lock,
+    };
+    futures::stream::unfold(state, Recorder::next).boxed()
 }
 
 #[async_trait]
@@ -81,16 +109,83 @@ impl Provider for RecordingProvider {
         cancel: CancellationToken,
     ) -> Result<DeltaStream, ModelError> {
         let inner = self.inner.stream(request, cancel).await?;
-        let state = Recorder {
+        Ok(recorded(
             inner,
-            exchange: Some(Exchange {
-                request: request.clone(),
-                response: Vec::new(),
-            }),
-            path: self.path.clone(),
-            lock: Arc::clone(&self.file),
+            request,
+            self.path.clone(),
+            Arc::clone(&self.file),
+        ))
+    }
+}
+
+tokio::task_local! {
+    /// The session the model call being made is for (see [`for_session`]).
+    static SESSION: String;
+}
+
+/// Makes the model call `call` on behalf of session `id`, so a [`SessionRecordingProvider`]
+/// knows whose fixture its exchange belongs to.
+pub async fn for_session<F: Future>(id: &str, call: F) -> F::Output {
+    SESSION.scope(id.to_string(), call).await
+}
+
+/// The fixture of a session id; `None` when the id cannot name a file.
+pub type FixtureFor = Arc<dyn Fn(&str) -> Option<PathBuf> + Send + Sync>;
+
+/// Wraps a provider shared by many sessions and appends each completed exchange to the fixture
+/// of the session it was made for ([`for_session`]), as [`RecordingProvider`] does for one.
+///
+/// A fixture replays a session from its start, so one is only started by a session's first
+/// model call (a request with no assistant message yet): a session from before recording began
+/// is not recorded, and an existing fixture is appended to (a session continued after a
+/// restart). A call made outside any session is not recorded.
+pub struct SessionRecordingProvider {
+    inner: Arc<dyn Provider>,
+    fixture_for: FixtureFor,
+    file: Arc<Mutex<()>>,
+}
+
+impl SessionRecordingProvider {
+    /// Records `inner`'s exchanges of each session into `fixture_for(session id)`.
+    pub fn new(inner: Arc<dyn Provider>, fixture_for: FixtureFor) -> SessionRecordingProvider {
+        SessionRecordingProvider {
+            inner,
+            fixture_for,
+            file: Arc::new(Mutex::new(())),
+        }
+    }
+}
+
+#[async_trait]
+impl Provider for SessionRecordingProvider {
+    fn name(&self) -> Option<&'static str> {
+        self.inner.name()
+    }
+
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        cancel: CancellationToken,
+    ) -> Result<DeltaStream, ModelError> {
+        let Ok(session) = SESSION.try_with(String::clone) else {
+            return self.inner.stream(request, cancel).await;
         };
-        Ok(futures::stream::unfold(state, Recorder::next).boxed())
+        let Some(path) = (self.fixture_for)(&session) else {
+            return Err(fixture_error(
+                Path::new(&session),
+                "cannot record",
+                FixtureError::SessionId(session.clone()),
+            ));
+        };
+        let started = request
+            .messages
+            .iter()
+            .any(|message| matches!(message, Message::Assistant { .. }));
+        if started && !path.exists() {
+            return self.inner.stream(request, cancel).await;
+        }
+        let inner = self.inner.stream(request, cancel).await?;
+        Ok(recorded(inner, request, path, Arc::clone(&self.file)))
     }
 }
 
