@@ -212,9 +212,21 @@ impl Recorder {
             }
             None => {
                 let exchange = self.exchange.take()?;
-                match append(&self.path, &self.lock, &exchange) {
-                    Ok(()) => None,
-                    Err(error) => Some((Err(error), self)),
+                // Written and synced off the async workers.
+                let (path, lock) = (self.path.clone(), Arc::clone(&self.lock));
+                let written =
+                    tokio::task::spawn_blocking(move || append(&path, &lock, &exchange)).await;
+                match written {
+                    Ok(Ok(())) => None,
+                    Ok(Err(error)) => Some((Err(error), self)),
+                    Err(stopped) => {
+                        let error = fixture_error(
+                            &self.path,
+                            "recording stopped",
+                            std::io::Error::other(stopped),
+                        );
+                        Some((Err(error), self))
+                    }
                 }
             }
         }
