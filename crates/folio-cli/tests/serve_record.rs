@@ -1,5 +1,6 @@
 //! `folio serve --record-dir`: every session's model exchanges recorded as a replay fixture,
-//! turned into an offline eval by `folio eval --from-session --record-dir`; a `kill -9` leaves
+//! subagent calls included, turned into an offline eval by `folio eval --from-session
+//! --record-dir`; a `kill -9` leaves
 //! whole lines; no session id or slug writes outside the folder.
 
 mod serve_support;
@@ -66,12 +67,30 @@ fn mode(path: &Path) -> u32 {
 async fn a_served_session_becomes_an_eval_that_replays_offline_and_passes() {
     let mock = MockModelServer::start().await;
     mock.push(MockReply::tool_calls([(
-        "Read",
-        json!({"path": "/notes/a.md"}),
+        "Write",
+        json!({"path": "todo.md", "contents": "milk"}),
     )]));
-    mock.push(MockReply::text("You must remember the milk."));
-    mock.push(MockReply::text("Nothing else."));
-    let dir = project(AGENT);
+    mock.push(MockReply::text("Noted: milk."));
+    mock.push(MockReply::tool_calls([(
+        "Task",
+        json!({"subagent": "critic", "prompt": "judge todo.md"}),
+    )]));
+    mock.push(MockReply::text("Fine."));
+    mock.push(MockReply::text("The critic says fine."));
+    let dir = project("model = \"openai:gpt-test\"\n");
+    write_files(
+        dir.path(),
+        &[
+            (
+                "agent/subagents/critic/agent.toml",
+                "description = \"Judges a note.\"\n",
+            ),
+            (
+                "agent/subagents/critic/instructions.md",
+                "You judge notes.\n",
+            ),
+        ],
+    );
     let state = tempfile::tempdir().unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let record = scratch.path().join("recordings");
@@ -83,14 +102,14 @@ async fn a_served_session_becomes_an_eval_that_replays_offline_and_passes() {
     )
     .await;
     let url = server.url.clone();
-    let created = create_session(&url, &CreateSession::message("What must I remember?")).await;
+    let created = create_session(&url, &CreateSession::message("Remember milk")).await;
     let id = created.session_id.clone();
     let mut stream = Stream::open(&url, &id, 0, None).await;
     stream.until("turn.completed").await;
     follow_up(
         &url,
         &id,
-        &FollowUp::new(&created.continuation_token, "Anything else?"),
+        &FollowUp::new(&created.continuation_token, "Judge it"),
     )
     .await;
     stream.until_count("turn.completed", 2).await;
@@ -112,9 +131,12 @@ async fn a_served_session_becomes_an_eval_that_replays_offline_and_passes() {
     assert_eq!(
         user_texts,
         [
-            vec!["What must I remember?"],
-            vec!["What must I remember?"],
-            vec!["What must I remember?", "Anything else?"],
+            vec!["Remember milk"],
+            vec!["Remember milk"],
+            vec!["Remember milk", "Judge it"],
+            // The subagent's call, made inside the `Task` call, is the session's too.
+            vec!["judge todo.md"],
+            vec!["Remember milk", "Judge it"],
         ]
     );
     assert_eq!(
@@ -199,7 +221,13 @@ async fn kill_9_mid_session_leaves_whole_lines_and_a_restart_appends() {
     let dir = project(AGENT);
     let state = tempfile::tempdir().unwrap();
     let record = tempfile::tempdir().unwrap();
-    let flags = ["--record-dir", record.path().to_str().unwrap()];
+    // The single-agent layout records under the project folder's name too.
+    let flags = [
+        "--mode",
+        "single",
+        "--record-dir",
+        record.path().to_str().unwrap(),
+    ];
     let mut server = serve(&mock.openai_base_url(), dir.path(), state.path(), &flags).await;
     let url = server.url.clone();
     let created = create_session(&url, &CreateSession::message("first")).await;
