@@ -1,7 +1,6 @@
 //! `folio serve --record-dir`: every session's model exchanges recorded as a replay fixture,
 //! subagent calls included, turned into an offline eval by `folio eval --from-session
-//! --record-dir`; a `kill -9` leaves
-//! whole lines; no session id or slug writes outside the folder.
+//! --record-dir`; a `kill -9` leaves whole lines; no session id or slug writes outside the folder.
 
 mod serve_support;
 
