@@ -67,14 +67,39 @@ fn append(path: &Path, lock: &Mutex<()>, exchange: &Exchange) -> Result<(), Mode
     let _guard = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut file = std::fs::OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         // Requests hold the conversation: only the owner reads a new fixture.
         .mode(0o600)
         .open(path)
         .map_err(|e| fixture_error(path, "cannot open for recording", e))?;
+    drop_torn_tail(&file).map_err(|e| fixture_error(path, "cannot repair a torn last line", e))?;
     file.write_all(line.as_bytes())
         .and_then(|()| file.sync_data())
         .map_err(|e| fixture_error(path, "cannot write", e))
+}
+
+/// Cuts a last line left without its newline (a write torn by a crash) off `file`, so the next
+/// exchange starts a line of its own and every line stays whole.
+fn drop_torn_tail(file: &std::fs::File) -> std::io::Result<()> {
+    use std::io::Read as _;
+    use std::os::unix::fs::FileExt as _;
+    let len = file.metadata()?.len();
+    let mut last = [0u8];
+    if len == 0 || (file.read_at(&mut last, len - 1)? == 1 && last[0] == b'\n') {
+        return Ok(());
+    }
+    let mut text = Vec::new();
+    (&*file).read_to_end(&mut text)?;
+    let whole = text
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |at| at + 1);
+    tracing::warn!(
+        dropped = text.len() - whole,
+        "a fixture ended in a torn line (a crash while recording): dropped it"
+    );
+    file.set_len(whole as u64)
 }
 
 /// The stream of `inner` (answering `request`), appending the exchange to `path` when it ends
@@ -235,6 +260,9 @@ impl Recorder {
 
 /// Answers request N with recorded response N from a fixture written by [`RecordingProvider`].
 ///
+/// A last line without its newline that does not parse (torn by a crash while recording) is
+/// left out; any other line that is not an exchange fails [`ReplayProvider::open`].
+///
 /// A request whose messages or tools differ from the recording fails with
 /// [`ModelError::ReplayMismatch`] carrying a line diff; asking past the end of the fixture fails
 /// with [`ModelError::ReplayExhausted`].
@@ -248,8 +276,14 @@ impl ReplayProvider {
     /// Loads the fixture at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<ReplayProvider, ModelError> {
         let path = path.as_ref();
-        let text =
-            std::fs::read_to_string(path).map_err(|e| fixture_error(path, "cannot read", e))?;
+        let bytes = std::fs::read(path).map_err(|e| fixture_error(path, "cannot read", e))?;
+        let text = std::str::from_utf8(&bytes[..whole_lines(&bytes)]).map_err(|e| {
+            fixture_error(
+                path,
+                "cannot read",
+                std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            )
+        })?;
         let exchanges = text
             .lines()
             .enumerate()
@@ -274,6 +308,21 @@ impl ReplayProvider {
     /// Whether the fixture holds no exchange.
     pub fn is_empty(&self) -> bool {
         self.exchanges.is_empty()
+    }
+}
+
+/// How many bytes of a fixture are whole lines: all of them, unless it ends in a line without
+/// its newline that is not an exchange (a write torn by a crash), which is left out.
+fn whole_lines(bytes: &[u8]) -> usize {
+    let start = bytes
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |at| at + 1);
+    let last = &bytes[start..];
+    if last.is_empty() || serde_json::from_slice::<Exchange>(last).is_ok() {
+        bytes.len()
+    } else {
+        start
     }
 }
 

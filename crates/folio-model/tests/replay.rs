@@ -265,3 +265,39 @@ async fn a_session_first_seen_mid_conversation_or_unnamable_is_not_recorded() {
         0
     );
 }
+
+#[tokio::test]
+async fn a_line_torn_by_a_crash_is_cut_before_the_next_exchange() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = dir.path().join("f.jsonl");
+    let server = MockModelServer::start().await;
+    server.push(MockReply::text("one"));
+    server.push(MockReply::text("two"));
+    let live = open("openai:test-model", &config(server.openai_base_url()));
+    let recorder = RecordingProvider::new(live, &fixture);
+    collect(&recorder, &request("first")).await.unwrap();
+    let whole = std::fs::read_to_string(&fixture).unwrap();
+    // A crash in the middle of writing the next line.
+    std::fs::write(&fixture, format!("{whole}{{\"request\":{{\"mod")).unwrap();
+    // Replay leaves the torn line out...
+    assert_eq!(ReplayProvider::open(&fixture).unwrap().len(), 1);
+    // ...but not a whole last line that lacks only its newline (a hand-edited fixture).
+    std::fs::write(dir.path().join("edited.jsonl"), whole.trim_end()).unwrap();
+    assert_eq!(
+        ReplayProvider::open(dir.path().join("edited.jsonl"))
+            .unwrap()
+            .len(),
+        1
+    );
+    // A line that is not an exchange anywhere else still fails the fixture.
+    std::fs::write(dir.path().join("broken.jsonl"), format!("{{}}\n{whole}")).unwrap();
+    assert!(ReplayProvider::open(dir.path().join("broken.jsonl")).is_err());
+
+    collect(&recorder, &follow_up()).await.unwrap();
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    assert!(text.starts_with(&whole), "{text}");
+    assert_eq!(text.lines().count(), 2, "{text}");
+    let replay = ReplayProvider::open(&fixture).unwrap();
+    collect(&replay, &request("first")).await.unwrap();
+    collect(&replay, &follow_up()).await.unwrap();
+}
