@@ -14,7 +14,7 @@ use folio_eval::{
 use folio_model::ReplayProvider;
 use folio_project::{
     EVALS_DIR, FROM_SESSION_DIR, discover, discover_evals, eval_from_session, session_case_path,
-    write_new_eval,
+    write_session_eval,
 };
 use folio_protocol::EvalRun;
 use folio_server::http::Layout;
@@ -222,23 +222,19 @@ fn write_from_session(
         Some(record_dir) => recorded_fixture(record_dir, slug, session_id)?,
         None => None,
     };
-    let mut text = eval_from_session(&events, "replayed");
-    let copy = recorded.as_ref().map(|_| {
-        let name = format!("fixtures/{FROM_SESSION_DIR}/{session_id}.jsonl");
-        text = format!("model = \"replay:{name}\"\n{text}");
-        args.dir.join(EVALS_DIR).join(name)
-    });
-    write_new_eval(&path, &text)?;
-    if let (Some(from), Some(to)) = (&recorded, &copy)
-        && let Err(err) = copy_fixture(from, to)
-    {
-        // The case names a fixture that is not there: do not leave it behind.
-        let _ = std::fs::remove_file(&path);
-        return Err(err);
-    }
+    write_session_eval(
+        &args.dir,
+        &path,
+        session_id,
+        &eval_from_session(&events, "replayed"),
+        recorded.as_deref(),
+    )?;
     println!("{}", path.display());
-    if let Some(copy) = &copy {
-        eprintln!("replays {} (offline)", copy.display());
+    if let Some(fixture) = &recorded {
+        eprintln!(
+            "the case replays a copy of {} (under {EVALS_DIR}/fixtures/{FROM_SESSION_DIR}/), offline",
+            fixture.display()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -251,7 +247,7 @@ fn recorded_fixture(
     session_id: &str,
 ) -> anyhow::Result<Option<PathBuf>> {
     let agent_dir = crate::serve::agent_record_dir(record_dir, slug)?;
-    let Some(fixture) = crate::serve::session_fixture(&agent_dir, session_id) else {
+    let Some(fixture) = folio_session::session_fixture(&agent_dir, session_id) else {
         return Ok(None);
     };
     if !fixture.is_file() {
@@ -268,15 +264,4 @@ fn recorded_fixture(
         )
     })?;
     Ok(Some(fixture))
-}
-
-/// Copies the fixture `from` to `to` (replacing an older copy), readable by the owner only.
-fn copy_fixture(from: &std::path::Path, to: &std::path::Path) -> anyhow::Result<()> {
-    if let Some(parent) = to.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    std::fs::copy(from, to)
-        .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
-    Ok(())
 }

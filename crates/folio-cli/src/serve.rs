@@ -18,7 +18,7 @@ use folio_server::http::{HttpConfig, Layout, MCP_AUTH_CALLBACK, Mount, router_wi
 use folio_session::schedule::{Clock, Scheduler, SystemClock};
 use folio_session::{
     DEFAULT_LEASE_TTL, FaultPoint, LogBuffer, SessionManager, StateRoot, WorkspaceRoot,
-    valid_session_id,
+    session_fixture,
 };
 
 use crate::model::open_model;
@@ -123,12 +123,6 @@ pub(crate) fn agent_record_dir(record_dir: &Path, slug: &str) -> anyhow::Result<
             record_dir.display()
         ),
     }
-}
-
-/// The fixture of session `session_id` in an agent's record folder `agent_dir`; `None` when the
-/// id is not a session id (`ses_` + ULID), which is all that ever names a file there.
-pub(crate) fn session_fixture(agent_dir: &Path, session_id: &str) -> Option<PathBuf> {
-    valid_session_id(session_id).then(|| agent_dir.join(format!("{session_id}.jsonl")))
 }
 
 /// Creates `dir` (and missing parents) readable by the owner only: fixtures hold whole
@@ -418,6 +412,9 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         .map_err(anyhow::Error::msg)?;
         manager.set_fault(fault);
         manager.set_clock(clock.clone());
+        if let Some(agent_dir) = &model.record {
+            manager.set_record_dir(agent_dir.clone());
+        }
         folio_server::host::serve_host_api(&manager, state.path()).await?;
         if let Some(dir) = &args.workspace_root {
             let root = WorkspaceRoot::open(dir).map_err(anyhow::Error::msg)?;

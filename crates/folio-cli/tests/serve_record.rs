@@ -10,9 +10,10 @@ use std::process::Output;
 use std::time::Duration;
 
 use folio_model::ReplayProvider;
-use folio_protocol::{CreateSession, FollowUp};
+use folio_protocol::{CreateSession, EvalCaseSaved, FollowUp, SaveEvalCase};
 use folio_test_support::{MockModelServer, MockReply, read_wire};
 use pretty_assertions::assert_eq;
+use reqwest::Method;
 use serde_json::{Value, json};
 use serve_support::*;
 
@@ -147,6 +148,30 @@ async fn a_served_session_becomes_an_eval_that_replays_offline_and_passes() {
         (0o700, 0o700, 0o600)
     );
 
+    // The playground's "Save as eval case" replays the recording too.
+    let (status, saved) = call_as::<EvalCaseSaved>(
+        Method::POST,
+        &format!("{url}/v1/session/{id}/eval-case"),
+        Some(&SaveEvalCase {
+            name: "judged".into(),
+        }),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, saved.path.as_str()),
+        (201, "evals/from-session/judged.eval.toml")
+    );
+    let saved_text = std::fs::read_to_string(dir.path().join(&saved.path)).unwrap();
+    assert!(
+        saved_text.starts_with("model = \"replay:fixtures/from-session/judged.jsonl\"\n"),
+        "{saved_text}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("evals/fixtures/from-session/judged.jsonl")).unwrap(),
+        std::fs::read(&fixture).unwrap()
+    );
+
     // No server, no model: the session is an eval that replays its recording.
     server.child.kill().await.unwrap();
     drop(mock);
@@ -188,7 +213,7 @@ async fn a_served_session_becomes_an_eval_that_replays_offline_and_passes() {
     assert!(replayed.status.success(), "{}", texts(&replayed));
     let run: folio_protocol::EvalRun =
         read_wire(&serde_json::from_slice::<Value>(&replayed.stdout).unwrap());
-    let cases: Vec<(&str, &str, bool, usize)> = run
+    let mut cases: Vec<(&str, &str, bool, usize)> = run
         .cases
         .iter()
         .map(|c| {
@@ -200,10 +225,14 @@ async fn a_served_session_becomes_an_eval_that_replays_offline_and_passes() {
             )
         })
         .collect();
-    assert_eq!(
-        cases,
-        [(format!("from-session/{id}").as_str(), "replayed", true, 2)]
-    );
+    cases.sort();
+    let from_session = format!("from-session/{id}");
+    let mut expected = [
+        ("from-session/judged", "judged", true, 2),
+        (from_session.as_str(), "replayed", true, 2),
+    ];
+    expected.sort();
+    assert_eq!(cases, expected);
 }
 
 #[tokio::test]
