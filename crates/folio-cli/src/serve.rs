@@ -103,7 +103,7 @@ pub(crate) const RECORD_DIR_ENV: &str = "FOLIO_RECORD_DIR";
 
 /// The model an agent is served with: `--model` (else the agent's), each session's exchanges
 /// recorded under `record` (`<record-dir>/<slug>`) when set.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct ModelChoice {
     /// `provider:model`, overriding `agent.toml` and `FOLIO_MODEL`.
     pub(crate) spec: Option<String>,
