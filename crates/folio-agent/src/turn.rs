@@ -639,8 +639,13 @@ impl Harness {
         first_chunk: &mut Option<std::time::Duration>,
     ) -> Result<folio_model::Response, Stop> {
         let cancel = turn.cancel.clone();
+        // Made for the turn's session: a recording provider files the exchange under it.
+        let call = folio_model::for_session(
+            &turn.session_id,
+            provider.stream(request, cancel.child_token()),
+        );
         let mut stream = tokio::select! {
-            stream = provider.stream(request, cancel.child_token()) => {
+            stream = call => {
                 stream.map_err(|err| model_stop(&cancel, err))?
             }
             () = cancel.cancelled() => return Err(Stop::Interrupted),

@@ -16,7 +16,7 @@ use crate::serve::{ServeArgs, load_agent, runtime, start};
 const DEBOUNCE: Duration = Duration::from_millis(300);
 
 /// Runs `folio dev` until SIGINT/SIGTERM.
-pub(crate) fn dev(args: ServeArgs, model: Option<String>) -> anyhow::Result<ExitCode> {
+pub(crate) fn dev(args: ServeArgs) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(async {
         let server = start(&args).await?;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<PathBuf>();
@@ -57,6 +57,7 @@ pub(crate) fn dev(args: ServeArgs, model: Option<String>) -> anyhow::Result<Exit
                     p.manager.clone(),
                     p.state.clone(),
                     p.scheduler.clone(),
+                    p.model.clone(),
                     p.mcp_redirect_uri.clone(),
                 )
             })
@@ -66,13 +67,13 @@ pub(crate) fn dev(args: ServeArgs, model: Option<String>) -> anyhow::Result<Exit
             while let Some(dir) = rx.recv().await {
                 tokio::time::sleep(DEBOUNCE).await;
                 while rx.try_recv().is_ok() {}
-                for (project, slug, manager, state, scheduler, redirect) in &managers {
+                for (project, slug, manager, state, scheduler, model, redirect) in &managers {
                     if *project != dir {
                         continue;
                     }
                     let loaded = load_agent(
                         project,
-                        model.as_deref(),
+                        model,
                         state,
                         unconfined,
                         Some(&peers),

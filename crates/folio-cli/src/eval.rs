@@ -11,8 +11,10 @@ use folio_eval::{
     EvalError, EvalOptions, LineObserver, Observer, OpenModel, ProgressObserver, case_list_table,
     junit, list_cases, rescore, run_evals, summary_table,
 };
+use folio_model::ReplayProvider;
 use folio_project::{
-    EVALS_DIR, discover, discover_evals, eval_from_session, session_case_path, write_new_eval,
+    EVALS_DIR, FROM_SESSION_DIR, discover, discover_evals, eval_from_session, session_case_path,
+    write_session_eval,
 };
 use folio_protocol::EvalRun;
 use folio_server::http::Layout;
@@ -67,6 +69,11 @@ pub(crate) struct EvalArgs {
     /// Where --from-session writes the eval.
     #[arg(long, requires = "from_session")]
     out: Option<PathBuf>,
+    /// With --from-session: the `folio serve --record-dir` folder. When it holds the session's
+    /// fixture (`<DIR>/<slug>/<SESSION_ID>.jsonl`), the case replays it offline from a copy at
+    /// evals/fixtures/from-session/<SESSION_ID>.jsonl.
+    #[arg(long, value_name = "DIR", env = crate::serve::RECORD_DIR_ENV)]
+    record_dir: Option<PathBuf>,
     /// Where sessions and runs are stored (default `<dir>/.folio/state`): runs go under
     /// `<state-root>/<slug>/evals/`, where `folio serve` reads them in either mode.
     #[arg(long)]
@@ -82,7 +89,7 @@ pub(crate) fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let slug = crate::serve::slug_for(&args.dir, Layout::Single)?;
     let state = folio_store_disk::eval_runs_root(&root, &slug);
     if let Some(session_id) = &args.from_session {
-        return write_from_session(&args, [&state, &root], session_id);
+        return write_from_session(&args, [&state, &root], &slug, session_id);
     }
     let suite = discover_evals(&args.dir);
     for diagnostic in &suite.diagnostics {
@@ -181,10 +188,12 @@ fn report(args: &EvalArgs, state: &StateRoot, run: &EvalRun) -> anyhow::Result<E
 }
 
 /// `--from-session`: writes the eval of a recorded session, refusing to overwrite a file (the
-/// playground's "Save as eval case" writes through the same piece).
+/// playground's "Save as eval case" writes through the same piece). With the session's fixture
+/// under `--record-dir`, the case replays a copy of it.
 fn write_from_session(
     args: &EvalArgs,
     states: [&StateRoot; 2],
+    slug: &str,
     session_id: &str,
 ) -> anyhow::Result<ExitCode> {
     if !valid_session_id(session_id) {
@@ -209,7 +218,50 @@ fn write_from_session(
         Some(path) => path.clone(),
         None => session_case_path(&args.dir, session_id)?,
     };
-    write_new_eval(&path, &eval_from_session(&events, "replayed"))?;
+    let recorded = match &args.record_dir {
+        Some(record_dir) => recorded_fixture(record_dir, slug, session_id)?,
+        None => None,
+    };
+    write_session_eval(
+        &args.dir,
+        &path,
+        session_id,
+        &eval_from_session(&events, "replayed"),
+        recorded.as_deref(),
+    )?;
     println!("{}", path.display());
+    if let Some(fixture) = &recorded {
+        eprintln!(
+            "the case replays a copy of {} (under {EVALS_DIR}/fixtures/{FROM_SESSION_DIR}/), offline",
+            fixture.display()
+        );
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The fixture `folio serve --record-dir` wrote for `session_id` of agent `slug`, checked to
+/// replay (every line a whole exchange); `None` when it recorded none.
+fn recorded_fixture(
+    record_dir: &std::path::Path,
+    slug: &str,
+    session_id: &str,
+) -> anyhow::Result<Option<PathBuf>> {
+    let agent_dir = crate::serve::agent_record_dir(record_dir, slug)?;
+    let Some(fixture) = folio_session::session_fixture(&agent_dir, session_id) else {
+        return Ok(None);
+    };
+    if !fixture.is_file() {
+        eprintln!(
+            "no fixture {} recorded: the case will call the agent's model",
+            fixture.display()
+        );
+        return Ok(None);
+    }
+    ReplayProvider::open(&fixture).with_context(|| {
+        format!(
+            "the recording of session {session_id} cannot be replayed: fix or delete {}",
+            fixture.display()
+        )
+    })?;
+    Ok(Some(fixture))
 }

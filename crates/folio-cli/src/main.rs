@@ -138,8 +138,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::serve(args),
         Command::Dev(mut args) => {
             args.dev = true;
-            let model = args.model.clone();
-            dev::dev(args, model)
+            dev::dev(args)
         }
         Command::Chat(args) => chat::chat(args),
         Command::Help(args) => help::help(Cli::command(), args),

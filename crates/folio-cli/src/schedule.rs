@@ -151,7 +151,10 @@ async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let state = args.place.state();
     let (agent, _) = load_agent(
         &args.place.dir,
-        args.model.as_deref(),
+        &crate::serve::ModelChoice {
+            spec: args.model.clone(),
+            record: None,
+        },
         &state,
         false,
         None,

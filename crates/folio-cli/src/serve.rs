@@ -12,11 +12,13 @@ use folio_agent::{Agent, discover};
 use folio_agent::{LoadOptions, SharedBackends};
 use folio_auth::Auth;
 use folio_channels::{ChannelOptions, Channels};
+use folio_model::{Provider, SessionRecordingProvider};
 use folio_server::Browsers;
 use folio_server::http::{HttpConfig, Layout, MCP_AUTH_CALLBACK, Mount, router_with};
 use folio_session::schedule::{Clock, Scheduler, SystemClock};
 use folio_session::{
     DEFAULT_LEASE_TTL, FaultPoint, LogBuffer, SessionManager, StateRoot, WorkspaceRoot,
+    session_fixture,
 };
 
 use crate::model::open_model;
@@ -89,6 +91,59 @@ pub(crate) struct ServeArgs {
     /// session workspace. Refused with more than one principal or a non-loopback listener.
     #[arg(long)]
     pub(crate) unconfined_files: bool,
+    /// Record every session's model exchanges as a replay fixture
+    /// `<DIR>/<slug>/<session id>.jsonl` (what `folio run --record` writes), appended as each
+    /// model call completes; `folio eval --from-session ID` turns it into an offline eval.
+    #[arg(long, value_name = "DIR", env = RECORD_DIR_ENV)]
+    record_dir: Option<PathBuf>,
+}
+
+/// The environment variable `folio serve` and `folio eval` read `--record-dir` from.
+pub(crate) const RECORD_DIR_ENV: &str = "FOLIO_RECORD_DIR";
+
+/// The model an agent is served with: `--model` (else the agent's), each session's exchanges
+/// recorded under `record` (`<record-dir>/<slug>`) when set.
+#[derive(Debug, Clone)]
+pub(crate) struct ModelChoice {
+    /// `provider:model`, overriding `agent.toml` and `FOLIO_MODEL`.
+    pub(crate) spec: Option<String>,
+    /// Where each session's fixture goes (`<session id>.jsonl`).
+    pub(crate) record: Option<PathBuf>,
+}
+
+/// Where `--record-dir` keeps the fixtures of the agent `slug`: `<record_dir>/<slug>`. The slug
+/// is a directory's name (validated in the multi-agent layout); anything but one plain path
+/// component is refused, so no agent writes outside `record_dir`.
+pub(crate) fn agent_record_dir(record_dir: &Path, slug: &str) -> anyhow::Result<PathBuf> {
+    let mut components = Path::new(slug).components();
+    match (components.next(), components.next()) {
+        (Some(std::path::Component::Normal(_)), None) => Ok(record_dir.join(slug)),
+        _ => bail!(
+            "cannot record the sessions of agent {slug:?} under {}: its folder name is not one plain path component (rename the folder)",
+            record_dir.display()
+        ),
+    }
+}
+
+/// Creates `dir` (and missing parents) readable by the owner only: fixtures hold whole
+/// conversations. An existing folder keeps its mode.
+fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create the record folder {}", dir.display()))
+}
+
+/// `provider`, writing each session's exchanges to its fixture in `agent_dir`
+/// ([`session_fixture`]).
+fn record_sessions(provider: Arc<dyn Provider>, agent_dir: &Path) -> Arc<dyn Provider> {
+    let agent_dir = agent_dir.to_path_buf();
+    Arc::new(SessionRecordingProvider::new(
+        provider,
+        Arc::new(move |id: &str| session_fixture(&agent_dir, id)),
+    ))
 }
 
 /// One agent project found under `--dir`.
@@ -99,6 +154,8 @@ pub(crate) struct Project {
     pub(crate) state: StateRoot,
     /// Fires the agent's schedules while the server runs.
     pub(crate) scheduler: Scheduler,
+    /// Its model (and where its sessions are recorded), for a reload.
+    pub(crate) model: ModelChoice,
     /// Where MCP authorization servers send a principal's browser back (`<agent URL>` +
     /// `/v1/mcp-auth/callback`).
     pub(crate) mcp_redirect_uri: String,
@@ -181,7 +238,7 @@ pub(crate) fn slug_for(dir: &Path, layout: Layout) -> anyhow::Result<String> {
 /// state root.
 pub(crate) async fn load_agent(
     dir: &Path,
-    model: Option<&str>,
+    model: &ModelChoice,
     state: &StateRoot,
     unconfined_files: bool,
     peers: Option<&PeerDirectory>,
@@ -203,7 +260,11 @@ pub(crate) async fn load_agent(
             dir.display()
         );
     };
-    let (provider, model) = open_model(&definition, dir, model)?;
+    let (provider, model_id) = open_model(&definition, dir, model.spec.as_deref())?;
+    let provider = match &model.record {
+        Some(agent_dir) => record_sessions(provider, agent_dir),
+        None => provider,
+    };
     let options = LoadOptions {
         state_root: Some(state.clone()),
         unconfined_files,
@@ -214,7 +275,7 @@ pub(crate) async fn load_agent(
         shared,
         ..LoadOptions::default()
     };
-    let agent = Agent::load_with(definition, provider, model, options)
+    let agent = Agent::load_with(definition, provider, model_id, options)
         .await
         .map_err(anyhow::Error::msg)?;
     Ok((agent, diagnostics))
@@ -311,9 +372,20 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             Layout::Single => public.clone(),
         };
         let mcp_redirect_uri = format!("{}{MCP_AUTH_CALLBACK}", base_url.trim_end_matches('/'));
+        let model = ModelChoice {
+            spec: args.model.clone(),
+            record: match &args.record_dir {
+                Some(record_dir) => {
+                    let agent_dir = agent_record_dir(record_dir, &slug)?;
+                    create_private_dir(&agent_dir)?;
+                    Some(agent_dir)
+                }
+                None => None,
+            },
+        };
         let (agent, diagnostics) = load_agent(
             &dir,
-            args.model.as_deref(),
+            &model,
             &state,
             args.unconfined_files,
             Some(&peers),
@@ -340,6 +412,9 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         .map_err(anyhow::Error::msg)?;
         manager.set_fault(fault);
         manager.set_clock(clock.clone());
+        if let Some(agent_dir) = &model.record {
+            manager.set_record_dir(agent_dir.clone());
+        }
         folio_server::host::serve_host_api(&manager, state.path()).await?;
         if let Some(dir) = &args.workspace_root {
             let root = WorkspaceRoot::open(dir).map_err(anyhow::Error::msg)?;
@@ -383,6 +458,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
             manager,
             state,
             scheduler,
+            model,
             mcp_redirect_uri,
         });
     }
@@ -587,6 +663,38 @@ fn schedule_clock() -> anyhow::Result<Arc<dyn Clock>> {
         Err(std::env::VarError::NotPresent) => Ok(Arc::new(SystemClock::new())),
         Err(std::env::VarError::NotUnicode(_)) => {
             anyhow::bail!("FOLIO_TEST_CLOCK_START is not valid UTF-8: unset it")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_paths_stay_inside_the_record_dir() {
+        let root = Path::new("/rec");
+        assert_eq!(
+            agent_record_dir(root, "reviewer").unwrap(),
+            Path::new("/rec/reviewer")
+        );
+        for slug in ["..", ".", "", "a/b", "/etc", "../x"] {
+            assert!(agent_record_dir(root, slug).is_err(), "{slug:?}");
+        }
+        let agent = Path::new("/rec/reviewer");
+        let id = "ses_01ARZ3NDEKTSV4RRFFQ69G5FAV";
+        assert_eq!(
+            session_fixture(agent, id).unwrap(),
+            Path::new("/rec/reviewer/ses_01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl")
+        );
+        for hostile in [
+            "../../etc/passwd",
+            "ses_../../../../../../../tmp",
+            "ses_01ARZ3NDEKTSV4RRFFQ69G5FA/",
+            "/abs",
+            "",
+        ] {
+            assert_eq!(session_fixture(agent, hostile), None, "{hostile:?}");
         }
     }
 }

@@ -91,3 +91,28 @@ fn help_json_of_eval_names_list_and_concurrency() {
         "{help:#?}"
     );
 }
+
+#[test]
+fn serve_dev_and_eval_take_a_record_dir() {
+    for command in ["serve", "dev", "eval"] {
+        let output = std::process::Command::new(folio_bin())
+            .args(["help", command, "--json"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{command}");
+        let help: CommandHelp = read_wire(&serde_json::from_slice(&output.stdout).unwrap());
+        let record = help
+            .args
+            .iter()
+            .find(|arg| arg.name == "record_dir")
+            .unwrap_or_else(|| panic!("no `record_dir` argument of {command}: {help:#?}"));
+        assert_eq!(record.long.as_deref(), Some("--record-dir"), "{command}");
+        assert!(record.takes_value && !record.required, "{record:?}");
+        let text = record.help.as_deref().unwrap_or_default();
+        assert!(
+            text.contains("<slug>/<SESSION_ID>.jsonl")
+                || text.contains("<slug>/<session id>.jsonl"),
+            "{command}: {text}"
+        );
+    }
+}

@@ -163,6 +163,9 @@ pub enum FixtureError {
     /// A line is not a recorded exchange, or an exchange does not serialize.
     #[error(transparent)]
     Json(#[from] serde_json::Error),
+    /// A session id that cannot name a fixture file.
+    #[error("session id {0:?} cannot name a fixture file")]
+    SessionId(String),
 }
 
 /// `kind: message`, or the message alone when the provider sent no kind.

@@ -15,8 +15,9 @@
 //!   (exponential backoff with jitter, `Retry-After` honoured, at most [`RetryPolicy::max_attempts`]),
 //!   never after; they enforce connect, first-byte and idle-stream [`Timeouts`]; when the
 //!   cancellation token fires the stream yields [`ModelError::Cancelled`] and drops the connection.
-//! - [`RecordingProvider`] writes each exchange to a JSONL fixture; [`ReplayProvider`] answers
-//!   from it and fails with a diff when the agent asks something else.
+//! - [`RecordingProvider`] writes each exchange to a JSONL fixture ([`SessionRecordingProvider`]:
+//!   to the fixture of the session each call is made for, see [`for_session`]);
+//!   [`ReplayProvider`] answers from it and fails with a diff when the agent asks something else.
 //!
 //! ```no_run
 //! use folio_model::{open_provider, Delta, Message, ModelRequest, ProviderConfig, ResponseAssembler};
@@ -72,7 +73,9 @@ pub use config::{
 pub use error::{FixtureError, ModelError, TimeoutKind};
 pub use open::{MissingKeyProvider, open_provider};
 pub use pricing::PriceTable;
-pub use replay::{RecordingProvider, ReplayProvider};
+pub use replay::{
+    FixtureFor, RecordingProvider, ReplayProvider, SessionRecordingProvider, for_session,
+};
 pub use tokens::{TokenCounter, known_context_window};
 pub use types::{
     ContentPart, Delta, FinishReason, Message, ModelRequest, Reasoning, Response,

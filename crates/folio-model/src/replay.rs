@@ -1,6 +1,11 @@
 //! Record and replay: a JSONL fixture of `{request, response: [deltas]}` lines.
+//!
+//! A fixture is appended one whole line per completed exchange (one `write` of the line, then
+//! synced), so a crash loses at most the call in flight and every line on disk parses.
 
+use std::future::Future;
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -62,11 +67,59 @@ fn append(path: &Path, lock: &Mutex<()>, exchange: &Exchange) -> Result<(), Mode
     let _guard = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut file = std::fs::OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
+        // Requests hold the conversation: only the owner reads a new fixture.
+        .mode(0o600)
         .open(path)
         .map_err(|e| fixture_error(path, "cannot open for recording", e))?;
+    drop_torn_tail(&file).map_err(|e| fixture_error(path, "cannot repair a torn last line", e))?;
     file.write_all(line.as_bytes())
+        .and_then(|()| file.sync_data())
         .map_err(|e| fixture_error(path, "cannot write", e))
+}
+
+/// Cuts a last line left without its newline (a write torn by a crash) off `file`, so the next
+/// exchange starts a line of its own and every line stays whole.
+fn drop_torn_tail(file: &std::fs::File) -> std::io::Result<()> {
+    use std::io::Read as _;
+    use std::os::unix::fs::FileExt as _;
+    let len = file.metadata()?.len();
+    let mut last = [0u8];
+    if len == 0 || (file.read_at(&mut last, len - 1)? == 1 && last[0] == b'\n') {
+        return Ok(());
+    }
+    let mut text = Vec::new();
+    (&*file).read_to_end(&mut text)?;
+    let whole = text
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |at| at + 1);
+    tracing::warn!(
+        dropped = text.len() - whole,
+        "a fixture ended in a torn line (a crash while recording): dropped it"
+    );
+    file.set_len(whole as u64)
+}
+
+/// The stream of `inner` (answering `request`), appending the exchange to `path` when it ends
+/// without error.
+fn recorded(
+    inner: DeltaStream,
+    request: &ModelRequest,
+    path: PathBuf,
+    lock: Arc<Mutex<()>>,
+) -> DeltaStream {
+    let state = Recorder {
+        inner,
+        exchange: Some(Exchange {
+            request: request.clone(),
+            response: Vec::new(),
+        }),
+        path,
+        lock,
+    };
+    futures::stream::unfold(state, Recorder::next).boxed()
 }
 
 #[async_trait]
@@ -81,16 +134,83 @@ impl Provider for RecordingProvider {
         cancel: CancellationToken,
     ) -> Result<DeltaStream, ModelError> {
         let inner = self.inner.stream(request, cancel).await?;
-        let state = Recorder {
+        Ok(recorded(
             inner,
-            exchange: Some(Exchange {
-                request: request.clone(),
-                response: Vec::new(),
-            }),
-            path: self.path.clone(),
-            lock: Arc::clone(&self.file),
+            request,
+            self.path.clone(),
+            Arc::clone(&self.file),
+        ))
+    }
+}
+
+tokio::task_local! {
+    /// The session the model call being made is for (see [`for_session`]).
+    static SESSION: String;
+}
+
+/// Makes the model call `call` on behalf of session `id`, so a [`SessionRecordingProvider`]
+/// knows whose fixture its exchange belongs to.
+pub async fn for_session<F: Future>(id: &str, call: F) -> F::Output {
+    SESSION.scope(id.to_string(), call).await
+}
+
+/// The fixture of a session id; `None` when the id cannot name a file.
+pub type FixtureFor = Arc<dyn Fn(&str) -> Option<PathBuf> + Send + Sync>;
+
+/// Wraps a provider shared by many sessions and appends each completed exchange to the fixture
+/// of the session it was made for ([`for_session`]), as [`RecordingProvider`] does for one.
+///
+/// A fixture replays a session from its start, so one is only started by a session's first
+/// model call (a request with no assistant message yet): a session from before recording began
+/// is not recorded, and an existing fixture is appended to (a session continued after a
+/// restart). A call made outside any session is not recorded.
+pub struct SessionRecordingProvider {
+    inner: Arc<dyn Provider>,
+    fixture_for: FixtureFor,
+    file: Arc<Mutex<()>>,
+}
+
+impl SessionRecordingProvider {
+    /// Records `inner`'s exchanges of each session into `fixture_for(session id)`.
+    pub fn new(inner: Arc<dyn Provider>, fixture_for: FixtureFor) -> SessionRecordingProvider {
+        SessionRecordingProvider {
+            inner,
+            fixture_for,
+            file: Arc::new(Mutex::new(())),
+        }
+    }
+}
+
+#[async_trait]
+impl Provider for SessionRecordingProvider {
+    fn name(&self) -> Option<&'static str> {
+        self.inner.name()
+    }
+
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        cancel: CancellationToken,
+    ) -> Result<DeltaStream, ModelError> {
+        let Ok(session) = SESSION.try_with(String::clone) else {
+            return self.inner.stream(request, cancel).await;
         };
-        Ok(futures::stream::unfold(state, Recorder::next).boxed())
+        let Some(path) = (self.fixture_for)(&session) else {
+            return Err(fixture_error(
+                Path::new(&session),
+                "cannot record",
+                FixtureError::SessionId(session.clone()),
+            ));
+        };
+        let started = request
+            .messages
+            .iter()
+            .any(|message| matches!(message, Message::Assistant { .. }));
+        if started && !path.exists() {
+            return self.inner.stream(request, cancel).await;
+        }
+        let inner = self.inner.stream(request, cancel).await?;
+        Ok(recorded(inner, request, path, Arc::clone(&self.file)))
     }
 }
 
@@ -117,9 +237,21 @@ impl Recorder {
             }
             None => {
                 let exchange = self.exchange.take()?;
-                match append(&self.path, &self.lock, &exchange) {
-                    Ok(()) => None,
-                    Err(error) => Some((Err(error), self)),
+                // Written and synced off the async workers.
+                let (path, lock) = (self.path.clone(), Arc::clone(&self.lock));
+                let written =
+                    tokio::task::spawn_blocking(move || append(&path, &lock, &exchange)).await;
+                match written {
+                    Ok(Ok(())) => None,
+                    Ok(Err(error)) => Some((Err(error), self)),
+                    Err(stopped) => {
+                        let error = fixture_error(
+                            &self.path,
+                            "recording stopped",
+                            std::io::Error::other(stopped),
+                        );
+                        Some((Err(error), self))
+                    }
                 }
             }
         }
@@ -127,6 +259,9 @@ impl Recorder {
 }
 
 /// Answers request N with recorded response N from a fixture written by [`RecordingProvider`].
+///
+/// A last line without its newline that does not parse (torn by a crash while recording) is
+/// left out; any other line that is not an exchange fails [`ReplayProvider::open`].
 ///
 /// A request whose messages or tools differ from the recording fails with
 /// [`ModelError::ReplayMismatch`] carrying a line diff; asking past the end of the fixture fails
@@ -141,8 +276,14 @@ impl ReplayProvider {
     /// Loads the fixture at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<ReplayProvider, ModelError> {
         let path = path.as_ref();
-        let text =
-            std::fs::read_to_string(path).map_err(|e| fixture_error(path, "cannot read", e))?;
+        let bytes = std::fs::read(path).map_err(|e| fixture_error(path, "cannot read", e))?;
+        let text = std::str::from_utf8(&bytes[..whole_lines(&bytes)]).map_err(|e| {
+            fixture_error(
+                path,
+                "cannot read",
+                std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            )
+        })?;
         let exchanges = text
             .lines()
             .enumerate()
@@ -167,6 +308,21 @@ impl ReplayProvider {
     /// Whether the fixture holds no exchange.
     pub fn is_empty(&self) -> bool {
         self.exchanges.is_empty()
+    }
+}
+
+/// How many bytes of a fixture are whole lines: all of them, unless it ends in a line without
+/// its newline that is not an exchange (a write torn by a crash), which is left out.
+fn whole_lines(bytes: &[u8]) -> usize {
+    let start = bytes
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |at| at + 1);
+    let last = &bytes[start..];
+    if last.is_empty() || serde_json::from_slice::<Exchange>(last).is_ok() {
+        bytes.len()
+    } else {
+        start
     }
 }
 

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use common::{collect, config, env, open, request};
 use folio_model::{
-    Message, ModelError, Provider, ProviderConfig, RecordingProvider, ReplayProvider, open_provider,
+    Message, ModelError, Provider, ProviderConfig, RecordingProvider, ReplayProvider,
+    SessionRecordingProvider, for_session, open_provider,
 };
 use folio_test_support::{MockModelServer, MockReply, Usage};
 use pretty_assertions::assert_eq;
@@ -158,4 +159,146 @@ fn unreadable_fixtures_are_clear() {
             .starts_with(&format!("fixture {}: line 2: ", broken.display())),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn a_shared_provider_records_each_session_into_its_own_fixture() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockModelServer::start().await;
+    for text in ["one", "two", "three", "four"] {
+        server.push(MockReply::text(text));
+    }
+    let live = open("openai:test-model", &config(server.openai_base_url()));
+    let root = dir.path().to_path_buf();
+    let recorder = SessionRecordingProvider::new(
+        live,
+        Arc::new(move |id: &str| {
+            id.starts_with("ses_")
+                .then(|| root.join(format!("{id}.jsonl")))
+        }),
+    );
+
+    for_session("ses_a", collect(&recorder, &request("first")))
+        .await
+        .unwrap();
+    for_session("ses_b", collect(&recorder, &request("other")))
+        .await
+        .unwrap();
+    for_session("ses_a", collect(&recorder, &follow_up()))
+        .await
+        .unwrap();
+    // Outside any session: answered, recorded nowhere.
+    collect(&recorder, &request("loose")).await.unwrap();
+
+    let lines = |id: &str| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(dir.path().join(format!("{id}.jsonl")))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+    let texts = |id: &str| -> Vec<serde_json::Value> {
+        lines(id)
+            .iter()
+            .map(|line| line["request"]["messages"][0]["text"].clone())
+            .collect()
+    };
+    assert_eq!(texts("ses_a"), [json!("first"), json!("read it")]);
+    assert_eq!(texts("ses_b"), [json!("other")]);
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["ses_a.jsonl", "ses_b.jsonl"]);
+    let mode = std::fs::metadata(dir.path().join("ses_a.jsonl"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    // The recording replays the session.
+    let replay = ReplayProvider::open(dir.path().join("ses_a.jsonl")).unwrap();
+    assert_eq!(replay.len(), 2);
+    collect(&replay, &request("first")).await.unwrap();
+    collect(&replay, &follow_up()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_session_first_seen_mid_conversation_or_unnamable_is_not_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockModelServer::start().await;
+    server.push(MockReply::text("answered"));
+    let live = open("openai:test-model", &config(server.openai_base_url()));
+    let root = dir.path().join("agent");
+    std::fs::create_dir(&root).unwrap();
+    let recorder = SessionRecordingProvider::new(
+        live,
+        Arc::new(move |id: &str| {
+            (!id.contains('/') && !id.contains("..")).then(|| root.join(format!("{id}.jsonl")))
+        }),
+    );
+
+    // Begun before recording: a fixture of its later calls could not replay it.
+    for_session("ses_old", collect(&recorder, &follow_up()))
+        .await
+        .unwrap();
+    assert!(!dir.path().join("agent/ses_old.jsonl").exists());
+
+    // An id that cannot name a file fails the call before it reaches the model.
+    let error = for_session("../../escape", collect(&recorder, &request("x")))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "fixture ../../escape: cannot record: session id \"../../escape\" cannot name a fixture file"
+    );
+    assert_eq!(server.requests().len(), 1);
+    let entries: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(entries, ["agent"]);
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("agent")).unwrap().count(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_line_torn_by_a_crash_is_cut_before_the_next_exchange() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = dir.path().join("f.jsonl");
+    let server = MockModelServer::start().await;
+    server.push(MockReply::text("one"));
+    server.push(MockReply::text("two"));
+    let live = open("openai:test-model", &config(server.openai_base_url()));
+    let recorder = RecordingProvider::new(live, &fixture);
+    collect(&recorder, &request("first")).await.unwrap();
+    let whole = std::fs::read_to_string(&fixture).unwrap();
+    // A crash in the middle of writing the next line.
+    std::fs::write(&fixture, format!("{whole}{{\"request\":{{\"mod")).unwrap();
+    // Replay leaves the torn line out...
+    assert_eq!(ReplayProvider::open(&fixture).unwrap().len(), 1);
+    // ...but not a whole last line that lacks only its newline (a hand-edited fixture).
+    std::fs::write(dir.path().join("edited.jsonl"), whole.trim_end()).unwrap();
+    assert_eq!(
+        ReplayProvider::open(dir.path().join("edited.jsonl"))
+            .unwrap()
+            .len(),
+        1
+    );
+    // A line that is not an exchange anywhere else still fails the fixture.
+    std::fs::write(dir.path().join("broken.jsonl"), format!("{{}}\n{whole}")).unwrap();
+    assert!(ReplayProvider::open(dir.path().join("broken.jsonl")).is_err());
+
+    collect(&recorder, &follow_up()).await.unwrap();
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    assert!(text.starts_with(&whole), "{text}");
+    assert_eq!(text.lines().count(), 2, "{text}");
+    let replay = ReplayProvider::open(&fixture).unwrap();
+    collect(&replay, &request("first")).await.unwrap();
+    collect(&replay, &follow_up()).await.unwrap();
 }

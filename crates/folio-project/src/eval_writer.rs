@@ -64,19 +64,7 @@ pub fn session_case_path(project_dir: &Path, name: &str) -> Result<PathBuf, Save
 /// existing file is left as it is ([`SaveCaseError::Exists`]), and a file that could not be
 /// written whole is removed.
 pub fn write_new_eval(path: &Path, text: &str) -> Result<(), SaveCaseError> {
-    let failed = |source: std::io::Error| match source.kind() {
-        std::io::ErrorKind::AlreadyExists => SaveCaseError::Exists(path.to_path_buf()),
-        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied => {
-            SaveCaseError::ReadOnly {
-                path: path.to_path_buf(),
-                source,
-            }
-        }
-        _ => SaveCaseError::Io {
-            path: path.to_path_buf(),
-            source,
-        },
-    };
+    let failed = |source| write_failed(path, source);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(failed)?;
     }
@@ -98,6 +86,55 @@ pub fn write_new_eval(path: &Path, text: &str) -> Result<(), SaveCaseError> {
         std::fs::File::open(parent)
             .and_then(|dir| dir.sync_all())
             .map_err(failed)?;
+    }
+    Ok(())
+}
+
+/// Why writing `path` failed, from its I/O error.
+fn write_failed(path: &Path, source: std::io::Error) -> SaveCaseError {
+    match source.kind() {
+        std::io::ErrorKind::AlreadyExists => SaveCaseError::Exists(path.to_path_buf()),
+        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied => {
+            SaveCaseError::ReadOnly {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+        _ => SaveCaseError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+    }
+}
+
+/// Writes the case `text` saved from a session as the new file `path` ([`write_new_eval`]).
+/// With the session's recorded `fixture` (`folio serve --record-dir`), the eval replays a copy
+/// of it, `evals/fixtures/from-session/<name>.jsonl` of the project at `project_dir` (an older
+/// copy is replaced), so it runs offline; a case whose copy could not be written is removed.
+pub fn write_session_eval(
+    project_dir: &Path,
+    path: &Path,
+    name: &str,
+    text: &str,
+    fixture: Option<&Path>,
+) -> Result<(), SaveCaseError> {
+    let Some(fixture) = fixture else {
+        return write_new_eval(path, text);
+    };
+    if !is_slug(name) {
+        return Err(SaveCaseError::InvalidName(name.to_string()));
+    }
+    let relative = format!("fixtures/{FROM_SESSION_DIR}/{name}.jsonl");
+    write_new_eval(path, &format!("model = \"replay:{relative}\"\n{text}"))?;
+    let copy = project_dir.join(EVALS_DIR).join(relative);
+    let copied = copy
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::copy(fixture, &copy));
+    if let Err(source) = copied {
+        // The case would name a fixture that is not there.
+        let _ = std::fs::remove_file(path);
+        return Err(write_failed(&copy, source));
     }
     Ok(())
 }

@@ -79,6 +79,7 @@ pub use eval_assertions::{
 };
 pub use eval_writer::{
     FROM_SESSION_DIR, SaveCaseError, eval_from_session, session_case_path, write_new_eval,
+    write_session_eval,
 };
 pub use evals::{
     CaseDefinition, DEFAULT_EVAL_TIMEOUT_SECS, EVAL_SUFFIX, EVALS_DEFAULTS_FILE, EVALS_DIR,

@@ -255,6 +255,8 @@ pub(crate) struct Settings {
     fault: Mutex<Option<FaultPoint>>,
     /// Where new sessions' host workspaces go (`None`: under the state root).
     workspace_root: RwLock<Option<Arc<WorkspaceRoot>>>,
+    /// Where the agent's sessions are recorded as replay fixtures (`None`: they are not).
+    record_dir: RwLock<Option<PathBuf>>,
 }
 
 impl Settings {
@@ -263,6 +265,7 @@ impl Settings {
             keepalive_ms: AtomicU64::new(15_000),
             fault: Mutex::new(None),
             workspace_root: RwLock::new(None),
+            record_dir: RwLock::new(None),
         }
     }
 
@@ -298,6 +301,21 @@ impl Settings {
             .workspace_root
             .write()
             .unwrap_or_else(|poison| poison.into_inner()) = Some(Arc::new(root));
+    }
+
+    /// Where the agent's sessions are recorded, when they are.
+    pub(crate) fn record_dir(&self) -> Option<PathBuf> {
+        self.record_dir
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn set_record_dir(&self, dir: PathBuf) {
+        *self
+            .record_dir
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner()) = Some(dir);
     }
 }
 

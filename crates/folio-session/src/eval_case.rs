@@ -2,13 +2,16 @@
 //! (`evals/from-session/<name>.eval.toml`), by the piece `folio eval --from-session` uses
 //! ([`folio_project::eval_from_session`]). Owner only, like every session route.
 //!
+//! When the server records sessions (`folio serve --record-dir`) and holds the session's
+//! fixture, the case replays a copy of it (`evals/fixtures/from-session/<name>.jsonl`).
+//!
 //! Decisions: a case is saved only between turns (a running turn has no outcome to expect
 //! yet); a name already taken is refused (`409 already_exists`), never replaced; a project
 //! folder the server cannot write is refused (`403 forbidden`) with how to write the case
 //! elsewhere.
 
 use folio_project::{
-    EVALS_DIR, SaveCaseError, eval_from_session, eval_id, session_case_path, write_new_eval,
+    EVALS_DIR, SaveCaseError, eval_from_session, eval_id, session_case_path, write_session_eval,
 };
 use folio_protocol::{EvalCaseSaved, OkTrue, SessionStatus};
 
@@ -16,6 +19,7 @@ use crate::error::ManagerError;
 use std::sync::Arc;
 
 use crate::engine::Engine;
+use crate::state::session_fixture;
 
 /// Turns sessions into eval cases.
 #[derive(Clone)]
@@ -46,11 +50,20 @@ impl Evals {
             &crate::events::read(&self.engine, principal, session_id).await?,
             name,
         );
-        let written = path.clone();
-        tokio::task::spawn_blocking(move || write_new_eval(&written, &text))
-            .await
-            .map_err(|err| ManagerError::internal_from("the eval case writer failed", err))?
-            .map_err(refused)?;
+        // Recorded by `folio serve --record-dir`: the case replays the recording, offline.
+        let fixture = self
+            .engine
+            .settings
+            .record_dir()
+            .and_then(|dir| session_fixture(&dir, session_id))
+            .filter(|fixture| fixture.is_file());
+        let (written, dir, case) = (path.clone(), project.clone(), name.to_string());
+        tokio::task::spawn_blocking(move || {
+            write_session_eval(&dir, &written, &case, &text, fixture.as_deref())
+        })
+        .await
+        .map_err(|err| ManagerError::internal_from("the eval case writer failed", err))?
+        .map_err(refused)?;
         let relative = path.strip_prefix(&project).unwrap_or(&path);
         Ok(EvalCaseSaved {
             ok: OkTrue,

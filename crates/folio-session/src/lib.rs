@@ -107,7 +107,7 @@ pub use retention::Retention;
 pub use sessions::{Accepted, Sessions};
 pub use state::{
     SessionMeta, SessionOptions, StateRoot, load_meta, new_session_id, new_turn_id,
-    valid_session_id,
+    session_fixture, valid_session_id,
 };
 pub use store_backends::{StoreArtifacts, StoreCredentials, shared_backends};
 pub use turns::{ChannelMessage, Turns};

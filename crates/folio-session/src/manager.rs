@@ -8,6 +8,7 @@
 //! [`Channels`]. Each handle is cheap to clone and can be given alone to the code that needs
 //! only that concern.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -320,6 +321,13 @@ impl SessionManager {
     /// The workspace root new sessions' workspaces go under, when the server has one.
     pub fn workspace_root(&self) -> Option<Arc<WorkspaceRoot>> {
         self.engine.settings.workspace_root()
+    }
+
+    /// Notes that the agent's sessions are recorded as replay fixtures in `dir` (`folio serve
+    /// --record-dir`, see [`crate::session_fixture`]), so a case saved from a session replays its
+    /// recording ([`crate::Evals::save_case`]).
+    pub fn set_record_dir(&self, dir: PathBuf) {
+        self.engine.settings.set_record_dir(dir);
     }
 
     /// Graceful shutdown: running turns are recorded as interrupted (parked approvals stay

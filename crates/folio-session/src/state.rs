@@ -5,6 +5,13 @@
 use folio_agent::tools::SessionContext;
 use folio_protocol::{Event, EventBody, Usage};
 pub use folio_store::{AcceptedKey, SessionMeta, new_session_id, new_turn_id, valid_session_id};
+
+/// The replay fixture of session `session_id` in an agent's record folder `dir`
+/// (`<dir>/<session id>.jsonl`); `None` when the id is not a session id (`ses_` + ULID), which is
+/// all that ever names a file there.
+pub fn session_fixture(dir: &std::path::Path, session_id: &str) -> Option<std::path::PathBuf> {
+    valid_session_id(session_id).then(|| dir.join(format!("{session_id}.jsonl")))
+}
 pub use folio_store_disk::StateRoot;
 pub use folio_store_disk::state::load_meta;
 pub(crate) use folio_store_disk::state::lock_state_root;
