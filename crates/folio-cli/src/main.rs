@@ -10,7 +10,9 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 mod call;
 mod chat;
+mod completions;
 mod dev;
+mod doctor;
 mod eval;
 mod github;
 mod help;
@@ -30,11 +32,14 @@ mod telemetry;
 mod trajectory;
 mod validate;
 
+/// What `folio --version` prints: the crate version and the commit it was built from.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("FOLIO_COMMIT"), ")");
+
 /// Build, test and serve filesystem-first LLM agents.
 #[derive(Debug, Parser)]
 #[command(
     name = "folio",
-    version,
+    version = VERSION,
     about,
     arg_required_else_help = true,
     disable_help_subcommand = true
@@ -90,6 +95,13 @@ enum Command {
     /// artifacts, host connections, telemetry (prints JSON).
     #[command(subcommand)]
     Host(host::HostCommand),
+    /// Check what this machine needs (agent, model key, Node.js, git, state root, port) and
+    /// say how to fix each problem; exit 1 when a run or serve would fail.
+    Doctor(doctor::DoctorArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions(completions::CompletionsArgs),
+    /// Print the folio(1) man page, or write every command's page with --out DIR.
+    Man(completions::ManArgs),
 }
 
 /// Arguments of `folio trajectory`.
@@ -149,6 +161,9 @@ fn main() -> ExitCode {
         Command::Mcp(command) => mcp::mcp(command),
         Command::Store(command) => store::store(command),
         Command::Host(command) => host::host(command),
+        Command::Doctor(args) => doctor::doctor(args),
+        Command::Completions(args) => completions::completions(Cli::command(), args),
+        Command::Man(args) => completions::man(Cli::command(), args),
     };
     telemetry.shutdown();
     match result {
