@@ -21,6 +21,7 @@ mod info;
 mod init;
 mod mcp;
 mod model;
+mod reference;
 mod render;
 mod run;
 mod schedule;
@@ -154,7 +155,7 @@ fn main() -> ExitCode {
         }
         Command::Chat(args) => chat::chat(args),
         Command::Help(args) => help::help(Cli::command(), args),
-        Command::Schema(args) => schema::schema(args),
+        Command::Schema(args) => schema::schema(Cli::command(), args),
         Command::Eval(args) => eval::eval(args),
         Command::Schedule(args) => schedule::schedule(args),
         Command::Github(command) => github::github(command),

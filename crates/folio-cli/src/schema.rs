@@ -21,6 +21,10 @@ pub(crate) struct SchemaArgs {
     /// without --out, only that.
     #[arg(long, value_name = "FILE")]
     openapi: Option<PathBuf>,
+    /// Write the book's generated reference pages (CLI, HTTP, agent files, events, metrics)
+    /// into DIR (the repository's are docs/reference/); without --out, only those.
+    #[arg(long, value_name = "DIR")]
+    reference: Option<PathBuf>,
 }
 
 /// Every schema Folio publishes, as `(file name, pretty JSON with a final newline)`, sorted.
@@ -44,16 +48,27 @@ pub(crate) fn schema_files() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Prints the schemas, or writes them into `--out`.
-pub(crate) fn schema(args: SchemaArgs) -> anyhow::Result<ExitCode> {
+/// Prints the schemas, or writes them into `--out`; `cli` is the whole CLI, for the
+/// reference pages.
+pub(crate) fn schema(cli: clap::Command, args: SchemaArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.openapi {
         let document = folio_protocol::openapi_json(folio_protocol::ApiServers::Any);
         std::fs::write(path, document)
             .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("wrote the OpenAPI document to {}", path.display());
-        if args.out.is_none() {
-            return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(dir) = &args.reference {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let pages = crate::reference::pages(&cli);
+        for (name, text) in &pages {
+            let path = dir.join(name);
+            std::fs::write(&path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
         }
+        eprintln!("wrote {} reference pages to {}", pages.len(), dir.display());
+    }
+    if args.out.is_none() && (args.openapi.is_some() || args.reference.is_some()) {
+        return Ok(ExitCode::SUCCESS);
     }
     let files = schema_files();
     let Some(dir) = args.out else {
@@ -117,6 +132,19 @@ mod tests {
             assert!(
                 on_disk == *text,
                 "docs/schema/{name} is out of date: run `folio schema --out docs/schema`"
+            );
+        }
+    }
+
+    #[test]
+    fn committed_reference_pages_match_the_code() {
+        use clap::CommandFactory;
+        let dir = repository().join("docs/reference");
+        for (name, text) in crate::reference::pages(&crate::Cli::command()) {
+            let on_disk = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+            assert!(
+                on_disk == text,
+                "docs/reference/{name} is out of date: run `folio schema --reference docs/reference`"
             );
         }
     }

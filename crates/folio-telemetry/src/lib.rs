@@ -9,6 +9,7 @@
 //! only ships them. The export runs on its own threads behind a bounded queue, so a slow or
 //! unreachable collector never slows a turn: spans that do not fit are dropped and counted.
 
+pub mod catalog;
 mod config;
 mod context;
 pub mod custom;

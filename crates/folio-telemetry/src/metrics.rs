@@ -7,6 +7,12 @@ use std::time::Duration;
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, UpDownCounter};
 
+use crate::catalog::{
+    APPROVALS_PENDING, CURSOR_COST, CURSOR_TOKENS, EVENT_LOG, HTTP_DURATION, OPERATION_DURATION,
+    SESSIONS, STREAMS_OPEN, SUBAGENTS, TIME_TO_FIRST_CHUNK, TOKEN_USAGE, TOOL_CALLS, TURNS,
+    TURNS_QUEUED, TURNS_RUNNING,
+};
+
 /// Every instrument, created once from the global meter provider.
 struct Instruments {
     token_usage: Histogram<u64>,
@@ -32,73 +38,79 @@ fn instruments() -> &'static Instruments {
         let meter = opentelemetry::global::meter("folio");
         Instruments {
             token_usage: meter
-                .u64_histogram("gen_ai.client.token.usage")
-                .with_unit("{token}")
-                .with_description("Tokens used per model call, by type")
+                .u64_histogram(TOKEN_USAGE.name)
+                .with_unit(TOKEN_USAGE.unit)
+                .with_description(TOKEN_USAGE.description)
                 .build(),
             operation_duration: meter
-                .f64_histogram("gen_ai.client.operation.duration")
-                .with_unit("s")
-                .with_description("Duration of model calls")
+                .f64_histogram(OPERATION_DURATION.name)
+                .with_unit(OPERATION_DURATION.unit)
+                .with_description(OPERATION_DURATION.description)
                 .build(),
             time_to_first_chunk: meter
-                .f64_histogram("gen_ai.client.operation.time_to_first_chunk")
-                .with_unit("s")
-                .with_description("Time from a model request to its first streamed chunk")
+                .f64_histogram(TIME_TO_FIRST_CHUNK.name)
+                .with_unit(TIME_TO_FIRST_CHUNK.unit)
+                .with_description(TIME_TO_FIRST_CHUNK.description)
                 .build(),
             cursor_tokens: meter
-                .u64_counter("cursor.token.usage")
-                .with_unit("{token}")
-                .with_description("Tokens used, by type (input, output, cache)")
+                .u64_counter(CURSOR_TOKENS.name)
+                .with_unit(CURSOR_TOKENS.unit)
+                .with_description(CURSOR_TOKENS.description)
                 .build(),
             cursor_cost: meter
-                .f64_counter("cursor.cost.usage")
-                .with_unit("USD")
-                .with_description(
-                    "What model calls cost, in US dollars, by model (priced calls only)",
-                )
+                .f64_counter(CURSOR_COST.name)
+                .with_unit(CURSOR_COST.unit)
+                .with_description(CURSOR_COST.description)
                 .build(),
             tool_calls: meter
-                .u64_counter("cursor.tool.calls")
-                .with_description("Tool calls, by tool and status")
+                .u64_counter(TOOL_CALLS.name)
+                .with_unit(TOOL_CALLS.unit)
+                .with_description(TOOL_CALLS.description)
                 .build(),
             turns: meter
-                .u64_counter("agent_sdk.turn.count")
-                .with_description("Turns started, completed and failed, by agent")
+                .u64_counter(TURNS.name)
+                .with_unit(TURNS.unit)
+                .with_description(TURNS.description)
                 .build(),
             subagents: meter
-                .u64_counter("agent_sdk.subagent.count")
-                .with_description("Subagent runs, by agent and subagent")
+                .u64_counter(SUBAGENTS.name)
+                .with_unit(SUBAGENTS.unit)
+                .with_description(SUBAGENTS.description)
                 .build(),
             sessions: meter
-                .u64_counter("agent_sdk.session.count")
-                .with_description("Sessions created, by agent and channel")
+                .u64_counter(SESSIONS.name)
+                .with_unit(SESSIONS.unit)
+                .with_description(SESSIONS.description)
                 .build(),
             http_duration: meter
-                .f64_histogram("agent_sdk.http.duration")
-                .with_unit("s")
-                .with_description("Duration of inbound HTTP requests")
+                .f64_histogram(HTTP_DURATION.name)
+                .with_unit(HTTP_DURATION.unit)
+                .with_description(HTTP_DURATION.description)
                 .build(),
             event_log: meter
-                .f64_histogram("agent_sdk.event_log.duration")
-                .with_unit("s")
-                .with_description("Latency of event-log appends and fsyncs, by operation")
+                .f64_histogram(EVENT_LOG.name)
+                .with_unit(EVENT_LOG.unit)
+                .with_description(EVENT_LOG.description)
                 .build(),
             turns_running: meter
-                .i64_up_down_counter("agent_sdk.turns.running")
-                .with_description("Turns running now, by agent")
+                .i64_up_down_counter(TURNS_RUNNING.name)
+                .with_unit(TURNS_RUNNING.unit)
+                .with_description(TURNS_RUNNING.description)
                 .build(),
             turns_queued: meter
-                .i64_up_down_counter("agent_sdk.turns.queued")
-                .with_description("Turns waiting for a slot under the agent's cap, by agent")
+                .i64_up_down_counter(TURNS_QUEUED.name)
+                .with_unit(TURNS_QUEUED.unit)
+                .with_description(TURNS_QUEUED.description)
                 .build(),
             streams_open: meter
-                .i64_up_down_counter("agent_sdk.streams.open")
-                .with_description("Session event streams open now")
+                .i64_up_down_counter(STREAMS_OPEN.name)
+                .with_unit(STREAMS_OPEN.unit)
+                .with_description(STREAMS_OPEN.description)
                 .build(),
             approvals_pending: meter
-                .i64_up_down_counter("agent_sdk.approvals.pending")
-                .with_description("Tool calls waiting for a human approval, by agent")
+                .i64_up_down_counter(APPROVALS_PENDING.name)
+                .with_unit(APPROVALS_PENDING.unit)
+                .with_description(APPROVALS_PENDING.description)
                 .build(),
         }
     })
