@@ -1566,6 +1566,8 @@ export type StepObservation = {
   modelSteps: number;
   /** The turn's reply (for a failed turn, its last assistant text). */
   reply: string;
+  /** The reply read as JSON, for a step with a `result_schema` whose reply is JSON. */
+  result?: unknown;
   /** Whether the turn completed. */
   succeeded: boolean;
   /** Every tool call of the turn, in request order, with its result. */

@@ -1,20 +1,30 @@
 //! Evaluating a step's assertions against what its turn did: every assertion is evaluated (no
 //! stop at the first failure) and reported with what it expected and what it found.
 
+use std::path::Path;
+
 use folio_project::{ArgMode, Assertion, ExpectedCall, FileCheck, OrderMode, PathStep};
 use folio_protocol::{AssertionResult, StepObservation, ToolCallRecord};
 use serde_json::{Value, json};
 
-/// Evaluates `expect` against `observed`. A step without a `succeeded` assertion is also checked
-/// for `succeeded = true`, so a failed turn never passes unnoticed.
-pub fn evaluate(expect: &[Assertion], observed: &StepObservation) -> Vec<AssertionResult> {
+use crate::command::run_check;
+use crate::result::parse_result;
+
+/// Evaluates `expect` against `observed`; `command` assertions run in `project_dir`. A step
+/// without a `succeeded` assertion is also checked for `succeeded = true`, so a failed turn
+/// never passes unnoticed.
+pub async fn evaluate(
+    expect: &[Assertion],
+    observed: &StepObservation,
+    project_dir: &Path,
+) -> Vec<AssertionResult> {
     let implicit = (!expect.iter().any(|a| matches!(a, Assertion::Succeeded(_))))
         .then_some(Assertion::Succeeded(true));
-    implicit
-        .iter()
-        .chain(expect)
-        .map(|assertion| check(assertion, observed))
-        .collect()
+    let mut results = Vec::new();
+    for assertion in implicit.iter().chain(expect) {
+        results.push(check(assertion, observed, project_dir).await);
+    }
+    results
 }
 
 /// The assertion's key and what it expects, as reports show them.
@@ -78,6 +88,11 @@ pub fn describe(assertion: &Assertion) -> (&'static str, Value) {
         Assertion::ToolErrored(tool) => ("tool_errored", json!(tool)),
         Assertion::NoToolErrors => ("no_tool_errors", json!(true)),
         Assertion::ApprovalRequested(tool) => ("approval_requested", json!(tool)),
+        Assertion::Command { argv, timeout_secs } => (
+            "command",
+            json!({"command": argv, "timeout_secs": timeout_secs}),
+        ),
+        Assertion::ResultSchema(schema) => ("result_schema", schema.clone()),
         Assertion::Judge {
             rubric,
             model,
@@ -89,7 +104,11 @@ pub fn describe(assertion: &Assertion) -> (&'static str, Value) {
     }
 }
 
-fn check(assertion: &Assertion, observed: &StepObservation) -> AssertionResult {
+async fn check(
+    assertion: &Assertion,
+    observed: &StepObservation,
+    project_dir: &Path,
+) -> AssertionResult {
     let (kind, expected) = describe(assertion);
     let calls = &observed.tool_calls;
     let names = || -> Vec<&str> { calls.iter().map(|c| c.tool.as_str()).collect() };
@@ -340,6 +359,47 @@ fn check(assertion: &Assertion, observed: &StepObservation) -> AssertionResult {
                     format!("no call of {tool} asked for approval")
                 },
             )
+        }
+        Assertion::Command { argv, timeout_secs } => {
+            let (passed, actual, message) =
+                run_check(argv, *timeout_secs, observed, project_dir).await;
+            verdict(passed, actual, message)
+        }
+        Assertion::ResultSchema(schema) => {
+            let (passed, message) = match (
+                parse_result(&observed.reply),
+                folio_project::compile_schema(schema),
+            ) {
+                (Err(err), _) => (
+                    false,
+                    format!(
+                        "the reply is not JSON ({err}): a step with a result_schema needs a JSON reply, bare or in a ```json block"
+                    ),
+                ),
+                (Ok(_), Err(err)) => (false, format!("the result_schema is {err}")),
+                (Ok(result), Ok(validator)) => {
+                    let errors: Vec<String> = validator
+                        .iter_errors(&result)
+                        .take(5)
+                        .map(|err| match err.instance_path().as_str() {
+                            "" => err.to_string(),
+                            at => format!("{at}: {err}"),
+                        })
+                        .collect();
+                    if errors.is_empty() {
+                        (true, "the reply's JSON satisfies the result_schema".into())
+                    } else {
+                        (
+                            false,
+                            format!(
+                                "the reply's JSON does not satisfy the result_schema: {}",
+                                errors.join("; ")
+                            ),
+                        )
+                    }
+                }
+            };
+            verdict(passed, json!(observed.reply), message)
         }
         Assertion::Judge {
             rubric, threshold, ..

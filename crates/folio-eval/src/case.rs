@@ -51,10 +51,9 @@ impl Case {
         message: impl Into<String>,
         expect: impl IntoIterator<Item = Assertion>,
     ) -> Case {
-        self.case.steps.push(StepDefinition {
-            send: message.into(),
-            expect: expect.into_iter().collect(),
-        });
+        self.case
+            .steps
+            .push(StepDefinition::new(message, expect.into_iter().collect()));
         self
     }
 

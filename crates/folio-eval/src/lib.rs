@@ -7,7 +7,9 @@
 //! step ([`evaluate`]): reply text and patterns, tool calls with `exact | subset | ignore`
 //! argument matching and JSON paths, trajectories with `exact | in_order | any_order` and a
 //! precision/recall/F1 score ([`score_trajectory`]), tool errors, approvals, step, token and
-//! time budgets, files, and an LLM [`judge`]. Runs are stored under the state root
+//! time budgets, files, a command of any language, a `result_schema` the reply read as JSON
+//! ([`parse_result`]) must satisfy, and an LLM [`judge`]. A step can answer approvals, write
+//! workspace files and be sent with an admission while the previous turn still runs. Runs are stored under the state root
 //! (`evals/<runId>.json`, an [`EvalRun`](folio_protocol::EvalRun)), re-scored without a model by
 //! [`rescore`], and reported as a table ([`summary_table`]), JUnit XML ([`junit`]) or JSON.
 //! [`folio_project::eval_from_session`] turns a recorded session into a case; [`Case`] writes one
@@ -34,11 +36,13 @@
 
 mod assert;
 mod case;
+mod command;
 mod judge;
 mod observe;
 mod progress;
 mod report;
 mod rescore;
+mod result;
 mod runner;
 
 pub use assert::{TrajectoryScore, args_match, describe, evaluate, json_path, score_trajectory};
@@ -50,6 +54,7 @@ pub use report::{
     attempt_failures, attempt_line, case_failures, case_list_table, junit, summary_table,
 };
 pub use rescore::rescore;
+pub use result::parse_result;
 pub use runner::{
     DEFAULT_MAX_CONCURRENCY, EVAL_PRINCIPAL, EVAL_PURPOSE, EvalOptions, Observer, OpenModel,
     fixture_path, list_cases, run_evals,

@@ -2,8 +2,8 @@
 
 use folio_protocol::{Event, EventBody, RunResult, StepObservation};
 
-/// The observation of turn `turn_id` of a session's `events`, which answered `message`. Files and
-/// judge verdicts are added by the runner.
+/// The observation of turn `turn_id` of a session's `events`, which answered `message`. Files, judge
+/// verdicts and the `result` are added by the runner.
 pub fn observe(events: &[Event], turn_id: &str, message: &str) -> StepObservation {
     let result = RunResult::of_turn(events, turn_id);
     let turn = || {
@@ -31,6 +31,7 @@ pub fn observe(events: &[Event], turn_id: &str, message: &str) -> StepObservatio
         model_steps,
         duration_ms: summary.map_or(0, |turn| turn.duration_ms),
         usage: result.usage,
+        result: None,
         files: Default::default(),
         verdicts: Default::default(),
     }

@@ -10,6 +10,7 @@ use folio_session::StateRoot;
 
 use crate::EvalError;
 use crate::assert::evaluate;
+use crate::result::record_result;
 use crate::runner::{summarize_attempt, summarize_case};
 
 /// Re-scores the stored run `run_id` with the assertions of `suite` and stores the result as a
@@ -24,6 +25,8 @@ pub async fn rescore(
     let stored = folio_store_disk::read_eval_run(state, run_id)?
         .ok_or_else(|| EvalError::NoSuchRun(run_id.to_string()))?;
     let mut cases = stored.cases;
+    // `command` assertions run in the project folder, the parent of `evals/`.
+    let project_dir = suite.dir.parent().unwrap_or(&suite.dir);
     for case in &mut cases {
         let definition = suite
             .evals
@@ -40,7 +43,8 @@ pub async fn rescore(
                 continue;
             };
             for (step, expected) in attempt.steps.iter_mut().zip(&definition.steps) {
-                step.assertions = evaluate(&expected.expect, &step.observed);
+                record_result(&expected.expect, &mut step.observed);
+                step.assertions = evaluate(&expected.expect, &step.observed, project_dir).await;
             }
             summarize_attempt(attempt, definition.steps.len());
         }

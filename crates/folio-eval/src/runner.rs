@@ -11,27 +11,30 @@ use folio_agent::{Agent, LoadOptions, StateLayout};
 use folio_fs::Content;
 use folio_model::{Provider, RecordingProvider};
 use folio_project::{
-    AgentDefinition, Assertion, CaseDefinition, DEFAULT_EVAL_TIMEOUT_SECS, EvalDefinition,
-    EvalDiscovery,
+    AgentDefinition, ApprovalAnswer, Assertion, CaseDefinition, DEFAULT_EVAL_TIMEOUT_SECS,
+    EvalDefinition, EvalDiscovery, StepDefinition,
 };
 use folio_protocol::{
-    ApprovalRequest, Attempt, CaseResult, CreateSession, EvalCaseInfo, EvalCaseList, EvalRun,
-    EventBody, StepResult, Usage,
+    ActionApprovalRequested, ApprovalDecision, ApprovalRequest, Attempt, CaseResult, CreateSession,
+    EvalCaseInfo, EvalCaseList, EvalRun, EventBody, StepResult, Usage,
 };
-use folio_session::{LogBuffer, SessionManager, SessionOptions, StateRoot};
+use folio_session::{ChannelMessage, LogBuffer, SessionManager, SessionOptions, StateRoot};
 use futures::StreamExt;
 
 use crate::EvalError;
 use crate::assert::evaluate;
 use crate::judge::judge;
 use crate::observe::{observe, turn_started_after};
+use crate::result::record_result;
 
 /// The principal eval sessions belong to.
 pub const EVAL_PRINCIPAL: &str = "eval";
 /// The channel and the purpose of eval sessions (hooks see `purpose = "eval"`).
 pub const EVAL_PURPOSE: &str = "eval";
-/// Why the runner denies a call that asks for approval.
-const NO_APPROVER: &str = "folio eval has no one to ask; assert approval_requested instead";
+/// Why the runner denies a call its step's `approvals` do not approve.
+const DENIED: &str = "the eval step's approvals do not approve this tool";
+/// Why the runner declines an elicitation.
+const NO_FORM: &str = "folio eval fills in no forms; assert approval_requested instead";
 /// The default number of cases run at once.
 pub const DEFAULT_MAX_CONCURRENCY: u32 = 4;
 /// How long the runner waits for hooks still observing a case.
@@ -436,13 +439,19 @@ async fn run_steps(
     attempt: &mut Attempt,
     observer: &dyn Observer,
 ) -> Result<(), EvalError> {
+    let steps = &job.case.steps;
+    let project_dir = agent.definition.project_dir.as_path();
     let mut session_id: Option<String> = None;
-    for (n, step) in job.case.steps.iter().enumerate() {
+    // Steps sent but not yet observed (a step followed by one with `admission` is observed
+    // with it): the step's index and the event index its message followed.
+    let mut sent: Vec<(usize, u64)> = Vec::new();
+    for (n, step) in steps.iter().enumerate() {
         observer.step_started(&job.label, n + 1);
         let (id, from) = match &session_id {
             None => {
                 let mut request = CreateSession::message(step.send.clone());
                 request.workspace_files = job.case.workspace_files.clone();
+                request.workspace_files.extend(step.workspace_files.clone());
                 let options = SessionOptions {
                     purpose: Some(EVAL_PURPOSE.to_string()),
                     dry_run,
@@ -466,57 +475,102 @@ async fn run_steps(
                     .await
                     .map_err(EvalError::Send)?;
                 let from = events.last().map_or(0, |event| event.index + 1);
+                let message = ChannelMessage {
+                    text: step.send.clone(),
+                    workspace_files: step.workspace_files.clone(),
+                    admission: step.admission,
+                    key: None,
+                    prepare: None,
+                };
                 manager
                     .turns()
-                    .send(EVAL_PRINCIPAL, id, &step.send, None)
+                    .send_message(EVAL_PRINCIPAL, id, message)
                     .await
                     .map_err(EvalError::Send)?;
                 (id.clone(), from)
             }
         };
-        settle(manager, &id, from).await?;
+        sent.push((n, from));
+        let overlapped = steps
+            .get(n + 1)
+            .is_some_and(|next| next.admission.is_some());
+        let until = if overlapped {
+            Until::Acting
+        } else {
+            Until::Settled
+        };
+        follow(manager, &id, from, step, until).await?;
+        if overlapped {
+            continue;
+        }
         let events = manager
             .events()
             .read(EVAL_PRINCIPAL, &id)
             .await
             .map_err(EvalError::Send)?;
-        let turn_id = turn_started_after(&events, from).ok_or(EvalError::NoTurn { step: n + 1 })?;
-        let mut observed = observe(&events, &turn_id, &step.send);
-        for assertion in &step.expect {
-            match assertion {
-                Assertion::File { path, .. } => {
-                    let content = read_file(agent, manager, &id, path).await;
-                    observed.files.insert(path.clone(), content);
+        for (m, from) in std::mem::take(&mut sent) {
+            let step = &steps[m];
+            let turn_id =
+                turn_started_after(&events, from).ok_or(EvalError::NoTurn { step: m + 1 })?;
+            let mut observed = observe(&events, &turn_id, &step.send);
+            record_result(&step.expect, &mut observed);
+            for assertion in &step.expect {
+                match assertion {
+                    Assertion::File { path, .. } => {
+                        let content = read_file(agent, manager, &id, path).await;
+                        observed.files.insert(path.clone(), content);
+                    }
+                    Assertion::Judge { rubric, model, .. } => {
+                        let (provider, model) = judges.provider(model.as_deref())?;
+                        let verdict = judge(provider.as_ref(), &model, rubric, &observed).await;
+                        observed.verdicts.insert(rubric.clone(), verdict);
+                    }
+                    _ => {}
                 }
-                Assertion::Judge { rubric, model, .. } => {
-                    let (provider, model) = judges.provider(model.as_deref())?;
-                    let verdict = judge(provider.as_ref(), &model, rubric, &observed).await;
-                    observed.verdicts.insert(rubric.clone(), verdict);
-                }
-                _ => {}
             }
+            let assertions = evaluate(&step.expect, &observed, project_dir).await;
+            attempt.steps.push(StepResult {
+                observed,
+                assertions,
+            });
         }
-        let assertions = evaluate(&step.expect, &observed);
-        attempt.steps.push(StepResult {
-            observed,
-            assertions,
-        });
     }
     Ok(())
 }
 
-/// Follows the session from `from` until the step's turn settled (ended and the session
-/// waiting, completed or failed). A call that asks for approval is denied.
-async fn settle(manager: &SessionManager, id: &str, from: u64) -> Result<(), EvalError> {
+/// How far [`follow`] follows a step's turn.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Until {
+    /// Until the turn asks for its first tool calls, or ends without any: the next step is
+    /// then sent with its admission while the turn runs its tools.
+    Acting,
+    /// Until the turn ended and the session settled (waiting, completed or failed).
+    Settled,
+}
+
+/// Follows the session from `from`, where `step`'s message was sent, until its turn reached
+/// `until`, answering every approval request meanwhile as `step`'s `approvals` say.
+async fn follow(
+    manager: &SessionManager,
+    id: &str,
+    from: u64,
+    step: &StepDefinition,
+    until: Until,
+) -> Result<(), EvalError> {
     let mut stream = manager
         .events()
         .stream(EVAL_PRINCIPAL, id, from)
         .await
         .map_err(EvalError::Send)?;
+    // The turn of the step's message: the first `message.received` from `from` on.
+    let mut turn: Option<String> = None;
     let mut turn_ended = false;
     while let Some(item) = stream.rx.recv().await {
         let Some(event) = item else { continue };
+        let of_turn = turn.is_some() && event.turn_id == turn;
         match &event.body {
+            EventBody::MessageReceived(_) if turn.is_none() => turn.clone_from(&event.turn_id),
+            EventBody::ActionsRequested(_) if of_turn && until == Until::Acting => return Ok(()),
             EventBody::ActionApprovalRequested(requested) => {
                 manager
                     .approvals()
@@ -524,12 +578,17 @@ async fn settle(manager: &SessionManager, id: &str, from: u64) -> Result<(), Eva
                         EVAL_PRINCIPAL,
                         id,
                         &requested.call_id,
-                        ApprovalRequest::refusal(requested, NO_APPROVER),
+                        answer(step, requested),
                     )
                     .await
                     .map_err(EvalError::Send)?;
             }
-            EventBody::TurnCompleted(_) | EventBody::TurnFailed(_) => turn_ended = true,
+            EventBody::TurnCompleted(_) | EventBody::TurnFailed(_) if of_turn => {
+                if until == Until::Acting {
+                    return Ok(());
+                }
+                turn_ended = true;
+            }
             EventBody::SessionWaiting(_)
             | EventBody::SessionCompleted(_)
             | EventBody::SessionFailed(_)
@@ -541,6 +600,22 @@ async fn settle(manager: &SessionManager, id: &str, from: u64) -> Result<(), Eva
         }
     }
     Err(EvalError::StreamEnded)
+}
+
+/// The runner's answer to an approval request: the step's `approvals` for a tool call; an
+/// elicitation is declined (no one can fill in its form).
+fn answer(step: &StepDefinition, requested: &ActionApprovalRequested) -> ApprovalRequest {
+    if requested.elicitation.is_some() {
+        return ApprovalRequest::refusal(requested, NO_FORM);
+    }
+    match step.approval_for(&requested.tool) {
+        ApprovalAnswer::Approve => ApprovalRequest {
+            decision: ApprovalDecision::Approve,
+            reason: None,
+            content: None,
+        },
+        ApprovalAnswer::Deny => ApprovalRequest::refusal(requested, DENIED),
+    }
 }
 
 /// The text of `path` as the case's turns see it (the workspace, or the agent's root); `None`

@@ -94,8 +94,8 @@ fn trajectory_scores_give_partial_credit_per_mode() {
     assert_eq!((wrong_args.matched, wrong_args.f1), (0, 0.0));
 }
 
-#[test]
-fn a_step_without_succeeded_is_checked_for_success_and_every_assertion_is_reported() {
+#[tokio::test]
+async fn a_step_without_succeeded_is_checked_for_success_and_every_assertion_is_reported() {
     let observed = StepObservation {
         message: "hi".into(),
         succeeded: false,
@@ -106,6 +106,7 @@ fn a_step_without_succeeded_is_checked_for_success_and_every_assertion_is_report
         model_steps: 1,
         duration_ms: 5,
         usage: None,
+        result: None,
         files: Default::default(),
         verdicts: Default::default(),
     };
@@ -115,7 +116,9 @@ fn a_step_without_succeeded_is_checked_for_success_and_every_assertion_is_report
             Assertion::MaxTokens(10),
         ],
         &observed,
-    );
+        std::path::Path::new("."),
+    )
+    .await;
     let summary: Vec<(String, bool, String)> = results
         .into_iter()
         .map(|r| (r.kind, r.passed, r.message))

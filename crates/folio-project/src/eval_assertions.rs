@@ -100,6 +100,16 @@ pub enum Assertion {
     NoToolErrors,
     /// `approval_requested = "name"`: a call of the tool asked for approval.
     ApprovalRequested(String),
+    /// `command = ["prog", "arg", …]` with optional `timeout_secs`: runs in the project folder
+    /// with the step's observation (JSON) on stdin; passes on exit 0, its stdout is the reason.
+    Command {
+        /// The program and its arguments.
+        argv: Vec<String>,
+        /// Seconds before the command is killed and the assertion fails.
+        timeout_secs: u64,
+    },
+    /// A step's `result_schema`: the reply, read as JSON, satisfies this JSON Schema.
+    ResultSchema(Value),
     /// `judge = { rubric = "…", model = "…", threshold = 0.5 }`: an LLM grades the step.
     Judge {
         /// What the grader checks.
@@ -122,6 +132,9 @@ pub enum FileCheck {
     Equals(String),
 }
 
+/// How long a `command` assertion may run unless it says (`timeout_secs`).
+pub const DEFAULT_COMMAND_TIMEOUT_SECS: u64 = 30;
+
 /// The assertion keys, each with the options it accepts.
 pub const ASSERTION_KINDS: &[(&str, &[&str])] = &[
     ("succeeded", &[]),
@@ -139,6 +152,7 @@ pub const ASSERTION_KINDS: &[(&str, &[&str])] = &[
     ("tool_errored", &[]),
     ("no_tool_errors", &[]),
     ("approval_requested", &[]),
+    ("command", &["timeout_secs"]),
     ("judge", &[]),
 ];
 
@@ -231,6 +245,14 @@ fn value_schema(kind: &str, option: Option<&str>) -> Value {
         ("tool_errored", None) => (name, "A tool whose call ended in an error."),
         ("no_tool_errors", None) => (json!({"const": true}), "No tool call ended in an error."),
         ("approval_requested", None) => (name, "A tool whose call asked for approval."),
+        ("command", None) => (
+            json!({"type": "array", "items": {"type": "string"}, "minItems": 1}),
+            "A program and its arguments, run in the project folder with the step's observation (JSON) on stdin: exit 0 passes, stdout is the reason.",
+        ),
+        ("command", Some("timeout_secs")) => (
+            json!({"type": "integer", "minimum": 1}),
+            "Seconds before the command is killed and the assertion fails (default 30).",
+        ),
         ("judge", None) => (
             json!({
                 "type": "object",
@@ -521,6 +543,33 @@ pub(crate) fn decode_assertion(table: &toml::Table) -> Result<Assertion, Asserti
             Assertion::NoToolErrors
         }
         "approval_requested" => Assertion::ApprovalRequested(string(kind, value)?),
+        "command" => {
+            let argv = match value {
+                toml::Value::Array(items) if !items.is_empty() => items
+                    .iter()
+                    .map(|item| string("command", item))
+                    .collect::<Result<Vec<_>, _>>()?,
+                _ => {
+                    return Err(AssertionError::field(
+                        "command",
+                        "must be a list: the program, then its arguments (e.g. [\"python3\", \"checks/reply.py\"])",
+                    ));
+                }
+            };
+            let timeout_secs = match table.get("timeout_secs") {
+                None => DEFAULT_COMMAND_TIMEOUT_SECS,
+                Some(value) => match count("command.timeout_secs", value)? {
+                    0 => {
+                        return Err(AssertionError::field(
+                            "command.timeout_secs",
+                            "must be at least 1",
+                        ));
+                    }
+                    secs => secs,
+                },
+            };
+            Assertion::Command { argv, timeout_secs }
+        }
         "judge" => {
             let toml::Value::Table(judge) = value else {
                 return Err(AssertionError::field(

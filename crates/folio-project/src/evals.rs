@@ -4,12 +4,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use folio_protocol::Admission;
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::eval_assertions::{Assertion, ExpectTable, decode_assertion};
 use crate::report::{Report, is_slug, line_column};
+use crate::schema_check::compile_schema;
 
 /// The folder evals live in, beside `agent/`.
 pub const EVALS_DIR: &str = "evals";
@@ -77,6 +80,9 @@ pub(crate) struct CaseManifest {
     /// Files written into the workspace before the first step (path → contents).
     #[serde(default)]
     workspace_files: BTreeMap<String, String>,
+    /// How the runner answers approval requests of tools a step's `approvals` does not name
+    /// (default `deny`).
+    approvals_default: Option<ApprovalAnswer>,
     /// The messages, in order, all in the case's one session.
     #[serde(default)]
     #[schemars(with = "Vec<StepManifest>", length(min = 1))]
@@ -90,10 +96,46 @@ pub(crate) struct StepManifest {
     /// The user message.
     #[schemars(length(min = 1))]
     send: String,
+    /// Files written into the session workspace before this step's message (path → contents).
+    #[serde(default)]
+    workspace_files: BTreeMap<String, String>,
+    /// What the busy session does with this follow-up (`preempt` or `coalesce`): given, the
+    /// message is sent when the previous step's turn asks for its first tool calls (while they
+    /// run), not after the turn ended.
+    admission: Option<Admission>,
+    /// How the runner answers the approval requests of this step's turn, by tool name.
+    #[serde(default)]
+    approvals: BTreeMap<String, ApprovalAnswer>,
+    /// The answer for tools `approvals` does not name (default: the case's, else `deny`).
+    approvals_default: Option<ApprovalAnswer>,
+    /// A JSON Schema the turn's final reply, read as JSON, must satisfy: a table, or the path
+    /// of a `.json` file relative to `evals/`.
+    result_schema: Option<ResultSchemaManifest>,
     /// Every assertion, evaluated after the turn.
     #[serde(default)]
     #[schemars(with = "Vec<ExpectTable>")]
     expect: Vec<toml::Spanned<toml::Table>>,
+}
+
+/// A step's `result_schema` as written.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum ResultSchemaManifest {
+    /// The path of a `.json` file relative to `evals/`.
+    File(String),
+    /// The schema itself.
+    Inline(serde_json::Map<String, Value>),
+}
+
+/// How the eval runner answers a tool call's approval request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalAnswer {
+    /// The call runs.
+    Approve,
+    /// The call is refused (the model is told so).
+    #[default]
+    Deny,
 }
 
 /// One eval: a file of cases.
@@ -139,8 +181,39 @@ pub struct CaseDefinition {
 pub struct StepDefinition {
     /// The user message.
     pub send: String,
-    /// Every assertion, evaluated after the turn.
+    /// Files written into the session workspace before the message (path → contents).
+    pub workspace_files: BTreeMap<String, String>,
+    /// The admission the message is sent with; given, it is sent when the previous step's
+    /// turn asks for its first tool calls (or ends without any).
+    pub admission: Option<Admission>,
+    /// How approval requests of the step's turn are answered, by tool name.
+    pub approvals: BTreeMap<String, ApprovalAnswer>,
+    /// The answer for tools `approvals` does not name.
+    pub approvals_default: ApprovalAnswer,
+    /// Every assertion, evaluated after the turn (a `result_schema` is the first).
     pub expect: Vec<Assertion>,
+}
+
+impl StepDefinition {
+    /// A step sending `send`, checked by `expect`, every approval denied.
+    pub fn new(send: impl Into<String>, expect: Vec<Assertion>) -> StepDefinition {
+        StepDefinition {
+            send: send.into(),
+            workspace_files: BTreeMap::new(),
+            admission: None,
+            approvals: BTreeMap::new(),
+            approvals_default: ApprovalAnswer::Deny,
+            expect,
+        }
+    }
+
+    /// How a call of `tool` that asks for approval is answered.
+    pub fn approval_for(&self, tool: &str) -> ApprovalAnswer {
+        self.approvals
+            .get(tool)
+            .copied()
+            .unwrap_or(self.approvals_default)
+    }
 }
 
 /// What eval discovery found: the defaults, the evals without errors and every diagnostic.
@@ -204,7 +277,7 @@ pub fn discover_evals(project_dir: &Path) -> EvalDiscovery {
             );
             continue;
         }
-        if let Some(eval) = read_eval(&file, id, &defaults, &mut findings) {
+        if let Some(eval) = read_eval(&dir, &file, id, &defaults, &mut findings) {
             evals.push(eval);
         }
     }
@@ -274,6 +347,7 @@ pub fn eval_id(dir: &Path, file: &Path) -> Option<String> {
 }
 
 fn read_eval(
+    dir: &Path,
     file: &Path,
     id: String,
     defaults: &EvalDefaults,
@@ -348,7 +422,7 @@ fn read_eval(
             );
         }
         let mut steps = Vec::new();
-        for step in case.steps {
+        for (n, step) in case.steps.into_iter().enumerate() {
             let step_line = line_of(step.span());
             let step = step.into_inner();
             if step.send.trim().is_empty() {
@@ -359,7 +433,26 @@ fn read_eval(
                     "cases.steps.send: the message is empty".into(),
                 );
             }
+            if n == 0 && step.admission.is_some() {
+                findings.push(
+                    Severity::Error,
+                    file,
+                    Some(step_line),
+                    "cases.steps.admission: the first step starts the session, so no turn is running to admit it against: remove it, or give it to a later step".into(),
+                );
+            }
             let mut expect = Vec::new();
+            if let Some(schema) = step.result_schema {
+                match result_schema(dir, schema) {
+                    Ok(schema) => expect.push(Assertion::ResultSchema(schema)),
+                    Err(message) => findings.push(
+                        Severity::Error,
+                        file,
+                        Some(step_line),
+                        format!("cases.steps.result_schema: {message}"),
+                    ),
+                }
+            }
             for table in step.expect {
                 let at = line_of(table.span());
                 match decode_assertion(table.get_ref()) {
@@ -374,6 +467,13 @@ fn read_eval(
             }
             steps.push(StepDefinition {
                 send: step.send,
+                workspace_files: step.workspace_files,
+                admission: step.admission,
+                approvals: step.approvals,
+                approvals_default: step
+                    .approvals_default
+                    .or(case.approvals_default)
+                    .unwrap_or_default(),
                 expect,
             });
         }
@@ -399,6 +499,21 @@ fn read_eval(
         dry_run: manifest.dry_run.or(defaults.dry_run).unwrap_or(false),
         cases,
     })
+}
+
+/// The schema of a step's `result_schema` (read from its file relative to `dir` when it names
+/// one), checked to compile; the error says what is wrong.
+fn result_schema(dir: &Path, written: ResultSchemaManifest) -> Result<Value, String> {
+    let schema = match written {
+        ResultSchemaManifest::Inline(schema) => Value::Object(schema),
+        ResultSchemaManifest::File(path) => {
+            let text = std::fs::read_to_string(dir.join(&path))
+                .map_err(|err| format!("cannot read {path} (a path relative to evals/): {err}"))?;
+            serde_json::from_str(&text).map_err(|err| format!("{path} is not JSON: {err}"))?
+        }
+    };
+    compile_schema(&schema).map_err(|err| err.to_string())?;
+    Ok(schema)
 }
 
 /// Records an error for every count in `fields` that is 0.

@@ -74,16 +74,17 @@ pub use config::{
 pub use diagnostic::{Diagnostic, Severity};
 pub use discovery::{AgentDefinition, Discovery, ScheduleSummary, discover};
 pub use eval_assertions::{
-    ASSERTION_KINDS, ArgMode, Assertion, ExpectedCall, FileCheck, JsonPathError, OrderMode,
-    PathStep, check_json_path, parse_json_path,
+    ASSERTION_KINDS, ArgMode, Assertion, DEFAULT_COMMAND_TIMEOUT_SECS, ExpectedCall, FileCheck,
+    JsonPathError, OrderMode, PathStep, check_json_path, parse_json_path,
 };
 pub use eval_writer::{
     FROM_SESSION_DIR, SaveCaseError, eval_from_session, session_case_path, write_new_eval,
     write_session_eval,
 };
 pub use evals::{
-    CaseDefinition, DEFAULT_EVAL_TIMEOUT_SECS, EVAL_SUFFIX, EVALS_DEFAULTS_FILE, EVALS_DIR,
-    EvalDefaults, EvalDefinition, EvalDiscovery, StepDefinition, discover_evals, eval_id,
+    ApprovalAnswer, CaseDefinition, DEFAULT_EVAL_TIMEOUT_SECS, EVAL_SUFFIX, EVALS_DEFAULTS_FILE,
+    EVALS_DIR, EvalDefaults, EvalDefinition, EvalDiscovery, StepDefinition, discover_evals,
+    eval_id,
 };
 pub use hooks::{HookCommand, HookDefinition, HookManifest};
 pub use info::{describe, diagnostic_info};

@@ -110,6 +110,9 @@ pub struct StepObservation {
     pub duration_ms: u64,
     /// The turn's usage; `null` when the provider reported none.
     pub usage: Option<Usage>,
+    /// The reply read as JSON, for a step with a `result_schema` whose reply is JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
     /// The files the step's assertions read after the turn: path → contents (`null`: absent).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub files: BTreeMap<String, Option<String>>,

@@ -3107,6 +3107,10 @@ class StepObservation(TypedDict):
     """
     The turn's reply (for a failed turn, its last assistant text).
     """
+    result: NotRequired[Any]
+    """
+    The reply read as JSON, for a step with a `result_schema` whose reply is JSON.
+    """
     succeeded: bool
     """
     Whether the turn completed.

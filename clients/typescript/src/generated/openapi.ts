@@ -2301,6 +2301,8 @@ export interface components {
             modelSteps: number;
             /** @description The turn's reply (for a failed turn, its last assistant text). */
             reply: string;
+            /** @description The reply read as JSON, for a step with a `result_schema` whose reply is JSON. */
+            result?: unknown;
             /** @description Whether the turn completed. */
             succeeded: boolean;
             /** @description Every tool call of the turn, in request order, with its result. */

@@ -17,7 +17,7 @@ mod files;
 pub mod host;
 pub(crate) mod input;
 mod lints;
-pub(crate) mod process;
+pub mod process;
 mod reminder;
 mod sandbox;
 mod search;

@@ -16,7 +16,7 @@ pub(crate) const STREAM_CAP: usize = 4 * 1024 * 1024;
 
 /// How a child process ended.
 #[derive(Debug)]
-pub(crate) enum Outcome {
+pub enum Outcome {
     /// It exited (or was killed by a signal it did not get from us).
     Exited(ExitStatus),
     /// It ran past its timeout and its process group was killed.
@@ -27,7 +27,7 @@ pub(crate) enum Outcome {
 
 /// A finished child: how it ended and what it printed.
 #[derive(Debug)]
-pub(crate) struct Finished {
+pub struct Finished {
     /// How it ended.
     pub outcome: Outcome,
     /// Its stdout (lossy UTF-8, capped).
@@ -39,7 +39,7 @@ pub(crate) struct Finished {
 /// Runs `command` in a new process group, feeding it `stdin` (or nothing), until it exits, the
 /// timeout passes or `cancel` fires; the last two kill the whole group. Fails only when the
 /// process cannot be started.
-pub(crate) async fn run_in_group(
+pub async fn run_in_group(
     mut command: Command,
     stdin: Option<Vec<u8>>,
     timeout: Duration,
@@ -88,7 +88,7 @@ pub(crate) async fn run_in_group(
 
 /// The program of a configured command: a relative path with a `/` (`./x.py`, `bin/x`)
 /// resolves against `base`; a bare name is looked up on `PATH`; an absolute path stays.
-pub(crate) fn resolve_program(program: &str, base: &Path) -> PathBuf {
+pub fn resolve_program(program: &str, base: &Path) -> PathBuf {
     let path = Path::new(program);
     if path.components().count() > 1 && path.is_relative() {
         base.join(path)
@@ -153,7 +153,7 @@ impl Capture {
 }
 
 /// The last `lines` lines of `text`, trimmed (for error messages carrying a stderr tail).
-pub(crate) fn tail_lines(text: &str, lines: usize) -> String {
+pub fn tail_lines(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.trim_end().lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
