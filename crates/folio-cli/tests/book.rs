@@ -168,7 +168,7 @@ fn check_command(cli: &CommandHelp, words: &[&str]) -> Option<String> {
             None => break,
         }
     }
-    if command.name == "folio" {
+    if command.name == "folio" && !matches!(words, ["--version" | "--help" | "-V" | "-h"]) {
         return Some(format!("no command `{}`", words.first().unwrap_or(&"")));
     }
     let known: BTreeSet<&str> = command
@@ -196,8 +196,15 @@ fn every_folio_command_line_names_real_commands_and_flags() {
             .into_iter()
             .filter(|b| matches!(b.lang.as_str(), "sh" | "bash" | "console" | "shell"))
         {
+            // In a `console` block only `$ ` lines are commands; the rest is their output.
+            let console = block.lang == "console";
             for (offset, line) in block.text.lines().enumerate() {
-                let line = line.trim().trim_start_matches("$ ");
+                let line = line.trim();
+                let line = match line.strip_prefix("$ ") {
+                    Some(command) => command,
+                    None if console => continue,
+                    None => line,
+                };
                 let Some(args) = line.strip_prefix("folio ") else {
                     continue;
                 };
