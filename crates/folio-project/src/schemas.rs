@@ -59,6 +59,7 @@ pub fn schema_name_for(path: &str) -> Option<&'static str> {
         (["hooks", .., _], true) => Some("hook"),
         (["channels", _], true) => Some("channel"),
         (["schedules", name], _) if name.ends_with(".md") => Some("schedule"),
+        (["variants", _], true) => Some("variant"),
         _ => None,
     }
 }
@@ -113,6 +114,7 @@ pub fn schemas() -> Vec<SchemaFile> {
             "schedule",
             "the YAML frontmatter of agent/schedules/<name>.md",
         ),
+        schema_of::<crate::variants::VariantManifest>("variant", "agent/variants/<name>.toml"),
         schema_of::<EvalDefaults>("evals", "evals/evals.toml"),
         schema_of::<EvalManifest>("eval", "evals/**/<name>.eval.toml"),
     ];
