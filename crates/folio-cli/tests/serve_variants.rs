@@ -11,6 +11,15 @@ use folio_protocol::{
     CreateSession, FollowUp, OkTrue, Usage, VariantStats, VariantStatus, VariantsResponse,
 };
 use folio_test_support::{MockModelServer, MockReply, RecordedRequest};
+
+/// A text reply reporting 10 input and 2 output tokens.
+fn reply(text: &str) -> MockReply {
+    MockReply::text(text).with_usage(Usage {
+        input_tokens: 10,
+        output_tokens: 2,
+        ..Usage::default()
+    })
+}
 use pretty_assertions::assert_eq;
 use reqwest::Method;
 use serde_json::json;
@@ -141,7 +150,7 @@ async fn a_session_keeps_its_variant_across_follow_ups_restarts_and_switching_it
     let url = server.url.clone();
 
     // A new session gets `concise` by weight and runs with its overrides.
-    mock.push(MockReply::text("One."));
+    mock.push(reply("One."));
     let created = create_session(&url, &CreateSession::message("hello")).await;
     let id = created.session_id.clone();
     Stream::open(&url, &id, 0, None)
@@ -160,7 +169,7 @@ async fn a_session_keeps_its_variant_across_follow_ups_restarts_and_switching_it
     assert_eq!(session(&url, &id).await.variant.as_deref(), Some("concise"));
 
     // A follow-up keeps it.
-    mock.push(MockReply::text("Two."));
+    mock.push(reply("Two."));
     let followed = follow_up(
         &url,
         &id,
@@ -179,7 +188,7 @@ async fn a_session_keeps_its_variant_across_follow_ups_restarts_and_switching_it
     let server = serve(&mock.openai_base_url(), dir.path(), state.path(), &[]).await;
     let url = server.url.clone();
     assert_eq!(session(&url, &id).await.variant.as_deref(), Some("concise"));
-    mock.push(MockReply::text("Three."));
+    mock.push(reply("Three."));
     follow_up(
         &url,
         &id,
@@ -198,7 +207,7 @@ async fn a_session_keeps_its_variant_across_follow_ups_restarts_and_switching_it
         "deploy",
         json!({"target": "prod"}),
     )]));
-    mock.push(MockReply::text("Not deployed."));
+    mock.push(reply("Not deployed."));
     let other = create_session(&url, &CreateSession::message("deploy")).await;
     let mut stream = Stream::open(&url, &other.session_id, 0, None).await;
     let requested = stream.until("action.approval_requested").await;
@@ -239,6 +248,7 @@ async fn a_session_keeps_its_variant_across_follow_ups_restarts_and_switching_it
     let concise_usage: Usage = usage(&id).await;
     let control_usage: Usage = usage(&other.session_id).await;
     assert!(concise_usage.tokens() > 0, "{concise_usage:?}");
+    assert!(control_usage.tokens() > 0, "{control_usage:?}");
     let latency = |name: &str| {
         let row = answer.variants.iter().find(|v| v.name == name).unwrap();
         (row.latency_p50_ms, row.latency_p95_ms)
@@ -317,7 +327,7 @@ async fn weights_split_sessions_and_continuation_keys_stick() {
         expected[usize::from(picked.name == "b")] += 1;
         // Two sessions of the key: both get the key's variant.
         for _ in 0..2 {
-            mock.push(MockReply::text("ok"));
+            mock.push(reply("ok"));
             let request = CreateSession {
                 continuation_key: Some(key.clone()),
                 ..CreateSession::message("hi")
