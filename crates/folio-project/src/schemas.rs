@@ -150,6 +150,7 @@ mod tests {
             ("agent/hooks/ops/turns.toml", Some("hook")),
             ("agent/channels/github.toml", Some("channel")),
             ("agent/schedules/daily.md", Some("schedule")),
+            ("agent/variants/concise.toml", Some("variant")),
             ("agent/instructions.md", None),
             ("evals/evals.toml", Some("evals")),
             ("evals/review.eval.toml", Some("eval")),
@@ -176,7 +177,8 @@ mod tests {
                 "schedule",
                 "skill",
                 "subagent",
-                "tool"
+                "tool",
+                "variant"
             ]
         );
     }
