@@ -159,6 +159,17 @@ pub(crate) fn discover_variants(
     context: &VariantContext<'_>,
     findings: &mut Report,
 ) -> Vec<VariantDefinition> {
+    if context
+        .config
+        .experiment
+        .as_deref()
+        .is_some_and(|name| name.trim().is_empty())
+    {
+        findings.error(
+            context.manifest,
+            "experiment: empty; name the experiment (e.g. \"prompt-v2\") or remove it to use the agent's name".into(),
+        );
+    }
     let mut written: BTreeMap<String, (VariantManifest, std::path::PathBuf)> = BTreeMap::new();
     for (name, manifest) in &context.config.variants {
         written.insert(
