@@ -5,6 +5,11 @@
 export type AbAssigned = {
   /** Experiment name. */
   experiment: string;
+  /**
+   * Why: `pinned` (its principal is pinned to the variant), `continuation_key` (its
+   * continuation key hashes to it) or `weight` (its id does, by the variants' weights).
+   */
+  reason?: string | null;
   /** Variant the session was assigned to. */
   variant: string;
 };
@@ -779,6 +784,11 @@ export type EvalRun = {
   runId: string;
   /** When the run started. */
   startedAt: string;
+  /**
+   * The A/B variant every case ran with (`folio eval --variants`); absent: the agent as
+   * written.
+   */
+  variant?: string | null;
 };
 
 /** A page of a list: `GET /v1/sessions` (newest first, with a cursor) and `GET /v1/artifacts`. */
@@ -815,6 +825,8 @@ export type EvalRunSummary = {
   runId: string;
   /** When the run started. */
   startedAt: string;
+  /** The A/B variant its cases ran with, if one was chosen. */
+  variant?: string | null;
 };
 
 /** The wire shape of [`Event`]: what it deserializes from, and its JSON Schema. */
@@ -1462,6 +1474,8 @@ export type SessionSummary = {
    * turn reported any).
    */
   usage?: Usage;
+  /** The A/B variant the session runs with (`ab.assigned`), when it was assigned one. */
+  variant?: string | null;
 };
 
 /** `session.waiting` data (empty). */
@@ -1787,6 +1801,49 @@ export type Usage = {
   inputTokens?: number;
   /** Output tokens (including reasoning tokens). */
   outputTokens?: number;
+};
+
+/** One variant's counts, over every session assigned to it. */
+export type VariantStats = {
+  /** Tool calls a person (or a timeout) denied (`action.approval.resolved` with `deny`). */
+  approvalsDenied: number;
+  /** Turns that failed (`turn.failed`, not counting turns interrupted by a stop). */
+  failures: number;
+  /** The median duration of its completed turns in milliseconds (`null`: none completed). */
+  latencyP50Ms?: number | null;
+  /**
+   * The 95th percentile duration of its completed turns in milliseconds (`null`: none
+   * completed).
+   */
+  latencyP95Ms?: number | null;
+  /** The variant's name. */
+  name: string;
+  /** Sessions assigned to it. */
+  sessions: number;
+  /** Whether new sessions may get it. */
+  status: VariantStatus;
+  /** Turns its sessions started. */
+  turns: number;
+  /** Tokens its sessions used, with their cost (`costUsd`: `null` when a model has no price). */
+  usage: Usage;
+  /** Its weight (0 when removed). */
+  weight: number;
+};
+
+/** Whether new sessions may be assigned to a variant. */
+export type VariantStatus = "enabled" | "disabled" | "removed";
+
+/**
+ * `GET /v1/variants`: the agent's experiment and each variant's sessions, turns, failures,
+ * tokens, cost, latency and denied approvals.
+ */
+export type VariantsResponse = {
+  /** The experiment's name (`ab.assigned {experiment}`). */
+  experiment: string;
+  /** Always `true`. */
+  ok: true;
+  /** The variants `agent.toml` defines, by name, then those only past sessions name. */
+  variants: Array<VariantStats>;
 };
 
 /** Who sees a connection's tools. */

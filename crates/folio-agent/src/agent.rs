@@ -61,6 +61,20 @@ pub struct Agent {
     pub memory_dir: PathBuf,
     /// Whether host-default file tools reach the whole host disk (the single-user opt-out).
     pub unconfined_files: bool,
+    /// The A/B variants (`[variants.<name>]`), by name: what a session assigned one runs with.
+    pub variants: BTreeMap<String, AgentVariant>,
+}
+
+/// One A/B variant as loaded: the agent's definition with the variant's instructions, tools
+/// and skills, and the harness its sessions' turns run with (its model and parameters).
+#[derive(Clone)]
+pub struct AgentVariant {
+    /// The agent's definition with the variant's overrides applied.
+    pub definition: Arc<AgentDefinition>,
+    /// The model, tools and system prompt of the variant's turns.
+    pub harness: Harness,
+    /// The skills the variant offers.
+    pub skills: Arc<Vec<SkillContent>>,
 }
 
 /// The FileSystem an agent's sessions run on instead of the host disk.
@@ -94,6 +108,8 @@ pub struct TurnSession<'a> {
     pub continuation_key: Option<&'a str>,
     /// The principal that owns the session.
     pub principal: &'a str,
+    /// The A/B variant the session runs with, when it was assigned one.
+    pub variant: Option<&'a str>,
 }
 
 /// What [`Agent::bind_turn_fs`] binds for one turn.
@@ -169,6 +185,14 @@ pub enum LoadError {
     LiveRoot {
         /// What conflicts with it and what to do.
         reason: String,
+    },
+    /// A variant's model could not be opened.
+    #[error("agent.toml variants.{name}.model: {source}")]
+    VariantModel {
+        /// The variant's name.
+        name: String,
+        /// Why its model could not be opened.
+        source: ModelError,
     },
     /// A subagent's own model could not be opened.
     #[error("subagent \"{id}\": model: {source}")]
@@ -286,46 +310,9 @@ impl Agent {
         let rooted = root.is_some();
         let mut tools = ToolRegistry::new();
         for native in &definition.native_tools {
-            let tool: Arc<dyn crate::tools::Tool> = match native {
-                NativeTool::File(file) => Arc::new(*file),
-                NativeTool::Shell => Arc::new(ShellTool::new(sandbox_policy(&definition))),
-                NativeTool::WebFetch => Arc::new(WebFetchTool::new()?),
-                NativeTool::UpdateTodos => Arc::new(TodosTool::Update),
-                NativeTool::ReadTodos => Arc::new(TodosTool::Read),
-                NativeTool::SetReminder => Arc::new(crate::tools::SetReminderTool),
-                NativeTool::Storage(op) => Arc::new(crate::tools::StorageTool(*op)),
-                NativeTool::WebSearch => {
-                    // Resolved only when `[tools.web_search]` is set.
-                    let Some(config) = definition
-                        .config
-                        .tools
-                        .as_ref()
-                        .and_then(|t| t.web_search())
-                    else {
-                        continue;
-                    };
-                    Arc::new(WebSearchTool::new(
-                        config.clone(),
-                        &definition.agent_dir,
-                        env.clone(),
-                    )?)
-                }
-                NativeTool::ReadLints => {
-                    // Resolved only when `[tools.read_lints]` is set.
-                    let Some(config) = definition
-                        .config
-                        .tools
-                        .as_ref()
-                        .and_then(|t| t.read_lints())
-                    else {
-                        continue;
-                    };
-                    Arc::new(ReadLintsTool::new(config.clone(), &definition.agent_dir))
-                }
-                // Registered below, once the subagents (which inherit every other tool) exist.
-                NativeTool::Task => continue,
-            };
-            tools.register(tool)?;
+            if let Some(tool) = native_tool(*native, &definition, &env)? {
+                tools.register(tool)?;
+            }
         }
         for tool in &definition.tools {
             if tool.execution == Execution::Server {
@@ -432,7 +419,18 @@ impl Agent {
             approval_timeout: definition.approval_timeout(),
             context: ContextBudget::new(&model_id, &definition.config.context, summarizer),
             prices: Arc::new(folio_model::PriceTable::new(definition.prices.clone())),
+            variant: None,
         };
+        let loader = Loader {
+            options: &options,
+            env: &env,
+            rooted,
+        };
+        let mut variants = BTreeMap::new();
+        for variant in &definition.variants {
+            let loaded = loader.variant(&definition, &harness, &skills, variant)?;
+            variants.insert(variant.name.clone(), loaded);
+        }
         if definition.native_tools.contains(&NativeTool::Task) {
             let subagents = load_subagents(&definition, &harness, &options, &env)?;
             harness.tools.register(Arc::new(TaskTool::new(subagents)))?;
@@ -448,7 +446,17 @@ impl Agent {
             artifacts,
             memory_dir: state.memory_dir(),
             unconfined_files: options.unconfined_files,
+            variants,
         })
+    }
+
+    /// The harness the turns of a session assigned `variant` run with: the variant's, or the
+    /// agent's own without a variant or when the variant is no longer defined.
+    pub fn harness_for(&self, variant: Option<&str>) -> &Harness {
+        match variant.and_then(|name| self.variants.get(name)) {
+            Some(variant) => &variant.harness,
+            None => &self.harness,
+        }
     }
 
     /// Tries again to start the servers of [`Agent::failed_connections`]; returns this agent with
@@ -462,29 +470,44 @@ impl Agent {
             };
             let started = match McpTool::all(connection).await {
                 Ok(mcp_tools) => mcp_tools.into_iter().try_for_each(|tool| {
-                    agent
-                        .harness
-                        .tools
-                        .register(Arc::new(tool))
-                        .map_err(|duplicate| McpError::Start {
-                            server: name.clone(),
-                            reason: duplicate.into(),
-                        })
+                    let tool: Arc<dyn crate::tools::Tool> = Arc::new(tool);
+                    agent.harnesses_mut().try_for_each(|harness| {
+                        harness
+                            .tools
+                            .register(tool.clone())
+                            .map_err(|duplicate| McpError::Start {
+                                server: name.clone(),
+                                reason: duplicate.into(),
+                            })
+                    })
                 }),
                 Err(err) => Err(err),
             };
             match started {
                 Ok(()) => {
-                    agent.harness.tools.mark_available(name);
+                    for harness in agent.harnesses_mut() {
+                        harness.tools.mark_available(name);
+                    }
                     agent.failed_connections.remove(name);
                 }
                 Err(err) => {
-                    agent.harness.tools.mark_unavailable(name, err.to_string());
+                    for harness in agent.harnesses_mut() {
+                        harness.tools.mark_unavailable(name, err.to_string());
+                    }
                     agent.failed_connections.insert(name.clone(), err);
                 }
             }
         }
         agent
+    }
+
+    /// The agent's harness and every variant's.
+    fn harnesses_mut(&mut self) -> impl Iterator<Item = &mut Harness> {
+        std::iter::once(&mut self.harness).chain(
+            self.variants
+                .values_mut()
+                .map(|variant| &mut variant.harness),
+        )
     }
 
     /// The host connection `name` (`host-connections/<name>.toml`), for host code: hooks,
@@ -554,15 +577,140 @@ impl Agent {
         } else {
             workspace_fs(workspace, std::slice::from_ref(&self.memory_dir))?
         };
+        // A variant's session workspace gets the variant's instructions and skills.
+        let (definition, skills) = match session.variant.and_then(|v| self.variants.get(v)) {
+            Some(variant) => (variant.definition.clone(), variant.skills.clone()),
+            None => (self.definition.clone(), self.skills.clone()),
+        };
         Ok(TurnFs {
             fs,
             scratch: ScratchMode::Host,
             prepare: Some(LazyWorkspace::new(
-                self.definition.clone(),
-                self.skills.clone(),
+                definition,
+                skills,
                 workspace.to_path_buf(),
                 self.memory_dir.clone(),
             )),
+        })
+    }
+}
+
+/// The built-in tool `native` as the agent's manifest configures it; `None` for a tool that
+/// needs a backend the manifest does not configure, and for `Task` (registered once the
+/// subagents, which inherit every other tool, exist).
+fn native_tool(
+    native: NativeTool,
+    definition: &AgentDefinition,
+    env: &EnvLookup,
+) -> Result<Option<Arc<dyn crate::tools::Tool>>, LoadError> {
+    let tool: Arc<dyn crate::tools::Tool> = match native {
+        NativeTool::File(file) => Arc::new(file),
+        NativeTool::Shell => Arc::new(ShellTool::new(sandbox_policy(definition))),
+        NativeTool::WebFetch => Arc::new(WebFetchTool::new()?),
+        NativeTool::UpdateTodos => Arc::new(TodosTool::Update),
+        NativeTool::ReadTodos => Arc::new(TodosTool::Read),
+        NativeTool::SetReminder => Arc::new(crate::tools::SetReminderTool),
+        NativeTool::Storage(op) => Arc::new(crate::tools::StorageTool(op)),
+        NativeTool::WebSearch => {
+            let tools = definition.config.tools.as_ref();
+            let Some(config) = tools.and_then(|t| t.web_search()) else {
+                return Ok(None);
+            };
+            Arc::new(WebSearchTool::new(
+                config.clone(),
+                &definition.agent_dir,
+                env.clone(),
+            )?)
+        }
+        NativeTool::ReadLints => {
+            let tools = definition.config.tools.as_ref();
+            let Some(config) = tools.and_then(|t| t.read_lints()) else {
+                return Ok(None);
+            };
+            Arc::new(ReadLintsTool::new(config.clone(), &definition.agent_dir))
+        }
+        NativeTool::Task => return Ok(None),
+    };
+    Ok(Some(tool))
+}
+
+/// What loading an agent's variants shares with loading the agent.
+struct Loader<'a> {
+    options: &'a LoadOptions,
+    env: &'a EnvLookup,
+    rooted: bool,
+}
+
+impl Loader<'_> {
+    /// The variant `variant` of the agent whose harness (before `Task`) is `base`: the
+    /// definition with its instructions, built-in tools and skills; the harness with its model,
+    /// merged parameters, system prompt and tools (`Task` again over its own harness).
+    fn variant(
+        &self,
+        definition: &AgentDefinition,
+        base: &Harness,
+        skills: &[SkillContent],
+        variant: &folio_project::VariantDefinition,
+    ) -> Result<AgentVariant, LoadError> {
+        let mut changed = definition.clone();
+        if let Some(instructions) = &variant.instructions {
+            changed.instructions = instructions.clone();
+        }
+        if let Some(names) = &variant.skills {
+            changed.skills.retain(|skill| names.contains(&skill.name));
+        }
+        let skills: Vec<SkillContent> = match &variant.skills {
+            Some(names) => skills
+                .iter()
+                .filter(|skill| names.contains(&skill.name))
+                .cloned()
+                .collect(),
+            None => skills.to_vec(),
+        };
+        let mut harness = base.clone();
+        if let Some(natives) = &variant.native_tools {
+            for native in &definition.native_tools {
+                harness.tools.remove(native.tool_name());
+            }
+            for native in natives {
+                if let Some(tool) = native_tool(*native, definition, self.env)? {
+                    harness.tools.register(tool)?;
+                }
+            }
+            changed.native_tools = natives.clone();
+        }
+        if let Some(spec) = &variant.model {
+            let (provider, model) =
+                open_spec(definition, self.options, self.env, spec).map_err(|source| {
+                    LoadError::VariantModel {
+                        name: variant.name.clone(),
+                        source,
+                    }
+                })?;
+            harness.context = ContextBudget::new(
+                &model,
+                &definition.config.context,
+                base.context.summarizer.clone(),
+            );
+            harness.provider = provider;
+            harness.model = model;
+        }
+        harness.params.extend(
+            variant
+                .model_params
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        harness.system = system_prompt(&changed, &skills, self.rooted);
+        harness.variant = Some(variant.name.clone());
+        if changed.native_tools.contains(&NativeTool::Task) {
+            let subagents = load_subagents(definition, &harness, self.options, self.env)?;
+            harness.tools.register(Arc::new(TaskTool::new(subagents)))?;
+        }
+        Ok(AgentVariant {
+            definition: Arc::new(changed),
+            harness,
+            skills: Arc::new(skills),
         })
     }
 }

@@ -96,7 +96,7 @@
 //! let first = sink.emit(Some(turn_id), received).await?;
 //! let workspace = project.path().join("workspace");
 //! std::fs::create_dir_all(&workspace)?;
-//! let session = TurnSession { session_id: "ses_doc", continuation_key: None, principal: "local" };
+//! let session = TurnSession { session_id: "ses_doc", continuation_key: None, principal: "local", variant: None };
 //! let bound = agent.bind_turn_fs(&workspace, &session).await?;
 //! let turn = Turn {
 //!     session_id: "ses_doc".into(),
@@ -146,8 +146,8 @@ mod turn;
 mod workspace;
 
 pub use agent::{
-    Agent, AgentRoot, BindError, LoadError, LoadOptions, ModelOpener, SharedBackends, TurnFs,
-    TurnSession, provider_config,
+    Agent, AgentRoot, AgentVariant, BindError, LoadError, LoadOptions, ModelOpener, SharedBackends,
+    TurnFs, TurnSession, provider_config,
 };
 pub use artifacts::{
     ArtifactBackend, ArtifactError, ArtifactRecord, ArtifactStore, DEFAULT_KIND, DirArtifacts,

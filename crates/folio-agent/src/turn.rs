@@ -70,6 +70,9 @@ pub struct Harness {
     pub context: ContextBudget,
     /// What model calls cost: each call's usage is priced by the model that answered.
     pub prices: Arc<folio_model::PriceTable>,
+    /// The A/B variant this harness runs (`agent_sdk.variant` on its spans and metrics);
+    /// `None`: the agent as written.
+    pub variant: Option<String>,
 }
 
 /// One turn's inputs from its session.
@@ -222,6 +225,14 @@ fn model_stop(cancel: &CancellationToken, err: ModelError) -> Stop {
 }
 
 impl Harness {
+    /// The agent and variant its spans and metrics name.
+    pub fn who(&self) -> folio_telemetry::metrics::Who<'_> {
+        folio_telemetry::metrics::Who {
+            agent: &self.agent,
+            variant: self.variant.as_deref(),
+        }
+    }
+
     /// Runs one turn, recording its events through `sink`; never panics on model or tool errors.
     pub async fn run_turn(&self, mut turn: Turn, sink: &dyn EventSink) -> TurnOutcome {
         let started = Instant::now();
@@ -247,7 +258,7 @@ impl Harness {
     /// The span of `turn` and the log range it covers so far (from its `message.received`).
     fn turn_span(&self, turn: &Turn) -> (tracing::Span, LogRange) {
         let span = trace::turn_span(
-            &self.agent,
+            self.who(),
             &self.model,
             &turn.session_id,
             &turn.turn_id,
@@ -294,7 +305,7 @@ impl Harness {
             trace: TurnTrace::default(),
             host: ctx.host.clone(),
         };
-        let span = trace::subagent_span(&self.agent, id, &ctx.session_id, turn_id);
+        let span = trace::subagent_span(self.who(), id, &ctx.session_id, turn_id);
         let range = LogRange::new();
         let recorder = Recorder {
             sink,
@@ -406,7 +417,7 @@ impl Harness {
         };
         let span = tracing::Span::current();
         recorder.range.record_on(&span);
-        trace::turn_ended(&span, &self.agent, &turn.events, &turn_id, failure);
+        trace::turn_ended(&span, self.who(), &turn.events, &turn_id, failure);
         if let Err(err) = sink.checkpoint().await {
             tracing::error!(session = %turn.session_id, "could not sync the event log: {err}");
         }
@@ -576,7 +587,7 @@ impl Harness {
     /// appends until it is dropped.
     fn chat_span<'a>(&self, recorder: Recorder<'a>, request: &ModelRequest) -> Covering<'a> {
         Covering::new(
-            trace::chat_span(self.provider.name(), request),
+            trace::chat_span(self.provider.name(), self.variant.as_deref(), request),
             recorder.range,
         )
     }
@@ -620,6 +631,7 @@ impl Harness {
         trace::chat_ended(
             span,
             provider.name(),
+            self.variant.as_deref(),
             &request.model,
             started,
             first_chunk,
@@ -803,6 +815,7 @@ impl Harness {
                 &call.name,
                 &recorder.scope.logged_call_id(&call.id),
                 subagent,
+                self.variant.as_deref(),
                 input.as_ref().unwrap_or(&call.input),
             );
             let before = recorder.range.last();
@@ -875,6 +888,7 @@ impl Harness {
         trace::tool_ended(
             &tracing::Span::current(),
             &result.tool,
+            self.variant.as_deref(),
             result.output.as_ref(),
             result.error.as_deref(),
         );
@@ -925,7 +939,7 @@ impl Harness {
                     // Resumed after a restart: the deadline is the recorded one.
                     recorded_expiry(&turn.events, &call.id)
                 };
-                let pending = folio_telemetry::metrics::approval_pending(&self.agent);
+                let pending = folio_telemetry::metrics::approval_pending(self.who());
                 let decided = tokio::select! {
                     resolved = recorder.sink.await_approval(&call.id) => Some(resolved),
                     () = until(expires_at) => None,

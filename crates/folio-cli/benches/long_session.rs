@@ -73,6 +73,7 @@ async fn session(name: &str, context: ContextSection) {
         approval_timeout: None,
         context: ContextBudget::new("gpt-4.1-mini", &context, None),
         prices: Default::default(),
+        variant: None,
     };
     let dir = tempfile::tempdir().unwrap();
     let (log, _) = EventLog::open(&dir.path().join("ses.ndjson"), "ses").unwrap();

@@ -96,6 +96,7 @@ fn harness(provider: Arc<dyn Provider>) -> Harness {
         approval_timeout: None,
         context: ContextBudget::new("bench", &ContextSection::default(), None),
         prices: Default::default(),
+        variant: None,
     }
 }
 

@@ -1,5 +1,6 @@
-//! `folio eval`: runs the project's evals (or lists their cases, re-scores a stored run, or
-//! writes a case from a session) and reports them; exit 1 when any case fails.
+//! `folio eval`: runs the project's evals (or lists their cases, re-scores a stored run, writes
+//! a case from a session, runs them on several A/B variants side by side, or compares two
+//! stored runs) and reports them; exit 1 when any case fails.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -8,8 +9,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use folio_eval::{
-    EvalError, EvalOptions, LineObserver, Observer, OpenModel, ProgressObserver, case_list_table,
-    junit, list_cases, rescore, run_evals, summary_table,
+    Comparison, EvalError, EvalOptions, LineObserver, Observer, OpenModel, ProgressObserver,
+    case_list_table, compare, comparison_table, junit, list_cases, rescore, run_evals,
+    summary_table,
 };
 use folio_model::ReplayProvider;
 use folio_project::{
@@ -25,8 +27,11 @@ use crate::model::open_model;
 /// Arguments of `folio eval`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct EvalArgs {
+    /// Compare two stored runs instead of running.
+    #[command(subcommand)]
+    command: Option<EvalCommand>,
     /// The agent project (a folder holding `agent/` and `evals/`).
-    #[arg(long, default_value = ".")]
+    #[arg(long, default_value = ".", global = true)]
     dir: PathBuf,
     /// Only cases whose `evalId/caseId` contains this text.
     #[arg(long)]
@@ -53,8 +58,14 @@ pub(crate) struct EvalArgs {
     /// Run every case as a dry run (write tools return their dry_run_result).
     #[arg(long)]
     dry_run: bool,
-    /// Print the run (or the --list) as JSON instead of a table.
-    #[arg(long)]
+    /// Run every case on each of these A/B variants of agent.toml (e.g. `control,concise`)
+    /// and print them side by side, the first as A: pass rate, score, tokens, cost, latency,
+    /// the difference and its 95% confidence interval. A model the eval names wins over a
+    /// variant's.
+    #[arg(long, value_delimiter = ',', value_name = "A,B", conflicts_with_all = ["list", "record", "rescore", "from_session"])]
+    variants: Vec<String>,
+    /// Print the run (the --list, the comparison) as JSON instead of a table.
+    #[arg(long, global = true)]
     json: bool,
     /// Also write the run as JUnit XML to this file.
     #[arg(long, value_name = "FILE")]
@@ -76,8 +87,21 @@ pub(crate) struct EvalArgs {
     record_dir: Option<PathBuf>,
     /// Where sessions and runs are stored (default `<dir>/.folio/state`): runs go under
     /// `<state-root>/<slug>/evals/`, where `folio serve` reads them in either mode.
-    #[arg(long)]
+    #[arg(long, global = true)]
     state_root: Option<PathBuf>,
+}
+
+/// What `folio eval` does besides running evals.
+#[derive(Debug, clap::Subcommand)]
+enum EvalCommand {
+    /// Set two stored runs side by side (B against A): pass rate, score, tokens, cost,
+    /// latency, the difference and its 95% confidence interval.
+    Compare {
+        /// The baseline run (`evr_…`, as `folio eval` printed it).
+        run_a: String,
+        /// The run compared with it.
+        run_b: String,
+    },
 }
 
 /// Runs the command on a fresh tokio runtime.
@@ -90,6 +114,23 @@ pub(crate) fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let state = folio_store_disk::eval_runs_root(&root, &slug);
     if let Some(session_id) = &args.from_session {
         return write_from_session(&args, [&state, &root], &slug, session_id);
+    }
+    if let Some(EvalCommand::Compare { run_a, run_b }) = &args.command {
+        let read = |run_id: &str| -> anyhow::Result<EvalRun> {
+            folio_store_disk::read_eval_run(&state, run_id)?.with_context(|| {
+                format!(
+                    "no stored eval run {run_id} under {}: `folio eval` prints the id of each run (pass --state-root when they live elsewhere)",
+                    state.evals_dir().display()
+                )
+            })
+        };
+        let comparison = compare(&read(run_a)?, &read(run_b)?);
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&comparison)?);
+        } else {
+            print!("{}", comparison_table(&comparison));
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     let suite = discover_evals(&args.dir);
     for diagnostic in &suite.diagnostics {
@@ -135,6 +176,23 @@ pub(crate) fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
                     message: format!("{err:#}"),
                 })
             });
+            for variant in &args.variants {
+                if !definition.variants.iter().any(|v| &v.name == variant) {
+                    let defined: Vec<&str> = definition
+                        .variants
+                        .iter()
+                        .map(|v| v.name.as_str())
+                        .collect();
+                    bail!(
+                        "--variants: \"{variant}\" is not a variant of agent.toml (defined: {}); declare it as [variants.{variant}]",
+                        if defined.is_empty() {
+                            "none".to_string()
+                        } else {
+                            defined.join(", ")
+                        }
+                    );
+                }
+            }
             let options = EvalOptions {
                 definition,
                 state: state.clone(),
@@ -146,11 +204,28 @@ pub(crate) fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
                 max_concurrency: args.concurrency,
                 iterations: args.iterations,
                 dry_run: args.dry_run,
+                variant: None,
             };
             let observer: Box<dyn Observer> = if std::io::stderr().is_terminal() {
                 Box::new(ProgressObserver::default())
             } else {
                 Box::new(LineObserver)
+            };
+            if args.variants.len() > 1 {
+                let mut runs = Vec::new();
+                for variant in &args.variants {
+                    eprintln!("variant {variant}:");
+                    let options = EvalOptions {
+                        variant: Some(variant.clone()),
+                        ..options.clone()
+                    };
+                    runs.push(runtime.block_on(run_evals(&suite, &options, observer.as_ref()))?);
+                }
+                return report_variants(&args, &state, &runs);
+            }
+            let options = EvalOptions {
+                variant: args.variants.first().cloned(),
+                ..options
             };
             runtime.block_on(run_evals(&suite, &options, observer.as_ref()))?
         }
@@ -181,6 +256,40 @@ fn report(args: &EvalArgs, state: &StateRoot, run: &EvalRun) -> anyhow::Result<E
         state.eval_run_path(&run.run_id).display()
     );
     Ok(if run.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `--variants a,b,…`: each run against the first, side by side (or as JSON: the runs and the
+/// comparisons); exit 1 when a case failed in any run.
+fn report_variants(
+    args: &EvalArgs,
+    state: &StateRoot,
+    runs: &[EvalRun],
+) -> anyhow::Result<ExitCode> {
+    let Some((first, others)) = runs.split_first() else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let comparisons: Vec<Comparison> = others.iter().map(|run| compare(first, run)).collect();
+    if args.json {
+        let both = serde_json::json!({"runs": runs, "comparisons": comparisons});
+        println!("{}", serde_json::to_string_pretty(&both)?);
+    } else {
+        for comparison in &comparisons {
+            print!("{}", comparison_table(comparison));
+        }
+    }
+    for run in runs {
+        eprintln!(
+            "run {} ({}) stored at {}",
+            run.run_id,
+            run.variant.as_deref().unwrap_or("the agent as written"),
+            state.eval_run_path(&run.run_id).display()
+        );
+    }
+    Ok(if runs.iter().all(|run| run.ok) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

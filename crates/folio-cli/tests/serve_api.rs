@@ -186,6 +186,7 @@ async fn routes_bodies_statuses_and_error_codes() {
                 .filter_map(|completed| completed.usage)
                 .sum(),
             continuation_key: None,
+            variant: None,
         }
     );
     let dump = client()

@@ -98,6 +98,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         max_concurrency: Some(concurrency),
         iterations: None,
         dry_run: false,
+        variant: None,
     };
     let recorded = run_evals(
         &folio_project::discover_evals(dir),

@@ -116,6 +116,7 @@ impl Case {
             max_concurrency: Some(1),
             iterations: None,
             dry_run: false,
+            variant: None,
         };
         let mut run = run_evals(&suite, &options, &Quiet).await?;
         run.cases

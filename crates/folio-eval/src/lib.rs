@@ -12,6 +12,9 @@
 //! workspace files and be sent with an admission while the previous turn still runs. Runs are stored under the state root
 //! (`evals/<runId>.json`, an [`EvalRun`](folio_protocol::EvalRun)), re-scored without a model by
 //! [`rescore`], and reported as a table ([`summary_table`]), JUnit XML ([`junit`]) or JSON.
+//! With [`EvalOptions::variant`] every case runs on one A/B variant of the agent; [`compare`]
+//! sets two runs side by side (pass rate, score, tokens, cost, latency, with the difference and
+//! its confidence interval) for `folio eval --variants` and `folio eval compare`.
 //! [`folio_project::eval_from_session`] turns a recorded session into a case; [`Case`] writes one
 //! in Rust.
 //!
@@ -37,6 +40,7 @@
 mod assert;
 mod case;
 mod command;
+mod compare;
 mod judge;
 mod observe;
 mod progress;
@@ -47,6 +51,9 @@ mod runner;
 
 pub use assert::{TrajectoryScore, args_match, describe, evaluate, json_path, score_trajectory};
 pub use case::Case;
+pub use compare::{
+    CaseComparison, Comparison, MetricComparison, RunLabel, compare, comparison_table,
+};
 pub use judge::{JUDGE_SYSTEM, judge, judge_prompt};
 pub use observe::{observe, turn_started_after};
 pub use progress::{LineObserver, ProgressObserver};

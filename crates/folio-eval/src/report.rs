@@ -92,7 +92,7 @@ pub fn case_list_table(list: &EvalCaseList) -> String {
 }
 
 /// `header` and `rows` as left-aligned columns two spaces apart, one line each.
-fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
+pub(crate) fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
     let mut widths = header.map(str::len);
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {

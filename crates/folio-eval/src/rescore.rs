@@ -56,6 +56,7 @@ pub async fn rescore(
         duration_ms: clock.elapsed().as_millis() as u64,
         ok: cases.iter().all(|case| case.ok),
         rescored_from: Some(stored.run_id),
+        variant: stored.variant,
         cases,
     };
     folio_store_disk::write_eval_run(state, &run).await?;

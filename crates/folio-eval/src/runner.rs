@@ -18,7 +18,9 @@ use folio_protocol::{
     ActionApprovalRequested, ApprovalDecision, ApprovalRequest, Attempt, CaseResult, CreateSession,
     EvalCaseInfo, EvalCaseList, EvalRun, EventBody, StepResult, Usage,
 };
-use folio_session::{ChannelMessage, LogBuffer, SessionManager, SessionOptions, StateRoot};
+use folio_session::{
+    ChannelMessage, LogBuffer, SessionManager, SessionOptions, StateRoot, VariantChoice,
+};
 use futures::StreamExt;
 
 use crate::EvalError;
@@ -79,6 +81,10 @@ pub struct EvalOptions {
     pub iterations: Option<u32>,
     /// Runs every case as a dry run.
     pub dry_run: bool,
+    /// The A/B variant every case runs with (`--variants`); `None`: the agent as written. A
+    /// model the case (or `--model`) names wins over the variant's, so replayed fixtures stay
+    /// the same for every variant.
+    pub variant: Option<String>,
 }
 
 /// One attempt to run: a case of an eval, and which iteration.
@@ -87,6 +93,8 @@ struct Job<'a> {
     case: &'a CaseDefinition,
     iteration: u32,
     label: String,
+    /// The variant the case runs with (`None`: the agent as written).
+    variant: Option<&'a str>,
 }
 
 /// Runs the selected cases of `suite` and stores the run under the state root.
@@ -121,6 +129,7 @@ pub async fn run_evals(
                 case,
                 iteration,
                 label,
+                variant: options.variant.as_deref(),
             });
         }
     }
@@ -167,6 +176,7 @@ pub async fn run_evals(
         duration_ms: clock.elapsed().as_millis() as u64,
         ok: cases.iter().all(|case| case.ok),
         rescored_from: None,
+        variant: options.variant.clone(),
         cases,
     };
     folio_store_disk::write_eval_run(&options.state, &run).await?;
@@ -345,7 +355,8 @@ async fn run_attempt(
             state_root: Some(state.clone()),
             ..LoadOptions::default()
         };
-        let agent = Agent::load_with(options.definition.clone(), provider, model, load)
+        let definition = crate::compare::for_case(&options.definition, spec.is_some());
+        let agent = Agent::load_with(definition, provider, model, load)
             .await
             .map(Arc::new)
             .map_err(EvalError::Agent)?;
@@ -458,6 +469,9 @@ async fn run_steps(
                     peer_depth: 0,
                     continuation_key: None,
                     prepare: None,
+                    variant: job.variant.map_or(VariantChoice::Unassigned, |v| {
+                        VariantChoice::Chosen(v.into())
+                    }),
                 };
                 let accepted = manager
                     .sessions()
@@ -635,6 +649,7 @@ async fn read_file(
         session_id,
         continuation_key: None,
         principal: EVAL_PRINCIPAL,
+        ..Default::default()
     };
     let fs = agent.bind_turn_fs(&workspace, &session).await.ok()?.fs;
     match fs.read(path).await.ok()? {

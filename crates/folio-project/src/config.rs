@@ -111,6 +111,13 @@ pub struct AgentConfig {
     pub approvals: ApprovalsSection,
     /// An authored FileSystem instead of the host disk: mount path → mount.
     pub root: Option<BTreeMap<String, MountSpec>>,
+    /// The name of the A/B experiment the variants form, as `ab.assigned` records it
+    /// (default: the agent's name).
+    pub experiment: Option<String>,
+    /// A/B variants by name (`[variants.<name>]`; or `agent/variants/<name>.toml`): each new
+    /// session runs with one of them, chosen once (docs/ab.md).
+    #[serde(default)]
+    pub variants: BTreeMap<String, crate::variants::VariantManifest>,
 }
 
 /// `[provider]`: where and how to reach the model server.

@@ -21,6 +21,7 @@ use crate::schedule::{
 use crate::skills::{self, ROOT_SKILLS_MOUNT, Skill};
 use crate::subagents::{self, SubagentDefinition};
 use crate::tools::{self, ToolDefinition};
+use crate::variants::{VariantContext, VariantDefinition, discover_variants};
 use folio_protocol::ModelPrice;
 
 /// A discovered agent.
@@ -62,6 +63,10 @@ pub struct AgentDefinition {
     pub artifacts: Option<ArtifactsConfig>,
     /// `[prices]` of `folio.toml`: model id (or id prefix) → price, over Folio's defaults.
     pub prices: BTreeMap<String, ModelPrice>,
+    /// The A/B experiment's name (`experiment`, default: the agent's name).
+    pub experiment: String,
+    /// The A/B variants (`[variants.<name>]`, `variants/<name>.toml`), by name.
+    pub variants: Vec<VariantDefinition>,
 }
 
 /// A schedule as discovery sees it: when its slots are and what each run does.
@@ -98,6 +103,7 @@ const AGENT_ENTRIES: &[&str] = &[
     "schedules",
     "artifacts.toml",
     "sandbox",
+    "variants",
     "lib",
 ];
 
@@ -249,6 +255,17 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
     for warning in resolved.warnings {
         findings.warning(&manifest, format!("tools: {warning}"));
     }
+    let variants = discover_variants(
+        &VariantContext {
+            agent_dir: &agent_dir,
+            manifest: &manifest,
+            config: &config,
+            skills: &skills,
+            has_subagents,
+        },
+        findings,
+    );
+    let experiment = config.experiment.clone().unwrap_or_else(|| name.clone());
     Some(AgentDefinition {
         name,
         description: config.description.clone(),
@@ -268,6 +285,8 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
         hooks,
         artifacts,
         prices,
+        experiment,
+        variants,
     })
 }
 

@@ -56,6 +56,7 @@ mod skills;
 mod subagents;
 mod tools;
 mod tools_config;
+mod variants;
 
 pub use allowlist::{
     ALLOWLIST_NAMES, Backends, FileTool, NativeTool, ROOT_FORBIDDEN, Resolved, StorageOp, resolve,
@@ -105,4 +106,7 @@ pub use tools::{DEFAULT_TOOL_TIMEOUT_SECS, ToolDefinition, approval_timeout};
 pub use tools_config::{
     LintCommand, LintFormat, ReadLintsConfig, SearchProvider, ToolsSection, ToolsTable,
     WebSearchConfig,
+};
+pub use variants::{
+    AssignKey, AssignReason, VARIANTS_DIR, VariantDefinition, VariantManifest, assign_variant,
 };

@@ -49,6 +49,14 @@ impl Report {
         self.push(Severity::Error, file, None, message);
     }
 
+    /// How many errors were recorded so far.
+    pub(crate) fn error_count(&self) -> usize {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count()
+    }
+
     /// Records a warning about `file`.
     pub(crate) fn warning(&mut self, file: &Path, message: String) {
         self.push(Severity::Warning, file, None, message);

@@ -59,6 +59,7 @@ pub fn schema_name_for(path: &str) -> Option<&'static str> {
         (["hooks", .., _], true) => Some("hook"),
         (["channels", _], true) => Some("channel"),
         (["schedules", name], _) if name.ends_with(".md") => Some("schedule"),
+        (["variants", _], true) => Some("variant"),
         _ => None,
     }
 }
@@ -113,6 +114,7 @@ pub fn schemas() -> Vec<SchemaFile> {
             "schedule",
             "the YAML frontmatter of agent/schedules/<name>.md",
         ),
+        schema_of::<crate::variants::VariantManifest>("variant", "agent/variants/<name>.toml"),
         schema_of::<EvalDefaults>("evals", "evals/evals.toml"),
         schema_of::<EvalManifest>("eval", "evals/**/<name>.eval.toml"),
     ];
@@ -148,6 +150,7 @@ mod tests {
             ("agent/hooks/ops/turns.toml", Some("hook")),
             ("agent/channels/github.toml", Some("channel")),
             ("agent/schedules/daily.md", Some("schedule")),
+            ("agent/variants/concise.toml", Some("variant")),
             ("agent/instructions.md", None),
             ("evals/evals.toml", Some("evals")),
             ("evals/review.eval.toml", Some("eval")),
@@ -174,7 +177,8 @@ mod tests {
                 "schedule",
                 "skill",
                 "subagent",
-                "tool"
+                "tool",
+                "variant"
             ]
         );
     }

@@ -25,6 +25,10 @@ pub struct EvalRun {
     /// The run this one re-scored (`folio eval --rescore`), without calling a model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rescored_from: Option<String>,
+    /// The A/B variant every case ran with (`folio eval --variants`); absent: the agent as
+    /// written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
     /// Every case, in eval and case order.
     pub cases: Vec<CaseResult>,
 }
@@ -172,6 +176,9 @@ pub struct EvalRunSummary {
     /// The run this one re-scored, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rescored_from: Option<String>,
+    /// The A/B variant its cases ran with, if one was chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
 /// `GET /v1/evals/:runId`: one stored run.
@@ -245,6 +252,7 @@ impl EvalRun {
             passed,
             failed: self.cases.len() as u32 - passed,
             rescored_from: self.rescored_from.clone(),
+            variant: self.variant.clone(),
         }
     }
 }

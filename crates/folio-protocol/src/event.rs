@@ -336,6 +336,10 @@ pub struct AbAssigned {
     pub experiment: String,
     /// Variant the session was assigned to.
     pub variant: String,
+    /// Why: `pinned` (its principal is pinned to the variant), `continuation_key` (its
+    /// continuation key hashes to it) or `weight` (its id does, by the variants' weights).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// `session.waiting` data (empty).

@@ -174,6 +174,9 @@ pub struct SessionSummary {
     /// when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continuation_key: Option<String>,
+    /// The A/B variant the session runs with (`ab.assigned`), when it was assigned one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
 /// `GET /v1/session/:id`.

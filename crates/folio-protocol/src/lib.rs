@@ -56,6 +56,7 @@ mod route;
 mod schedule;
 mod schema;
 mod usage;
+mod variant;
 
 pub use agent::{
     AgentDescription, AgentHeader, AgentInfo, ArtifactKindInfo, ArtifactsInfo, AuthoredToolInfo,
@@ -116,3 +117,4 @@ pub use route::{
 pub use schedule::{NextFire, ScheduleStatus, SchedulesResponse, SlotOutcome, SlotOutcomeKind};
 pub use schema::schemas;
 pub use usage::{ModelPrice, Usage, format_usd};
+pub use variant::{VariantStats, VariantStatus, VariantsResponse};

@@ -14,7 +14,7 @@ use crate::{
     ArtifactResponse, CreateSession, Empty, ErrorCode, EvalCaseSaved, EvalRunResponse,
     EvalRunSummary, Event, FollowUp, FollowUpAccepted, ForkSession, LogsResponse, Page, Reminder,
     ReminderResponse, SaveEvalCase, SchedulesResponse, SessionCreated, SessionResponse,
-    SessionSummary, SetReminder, ToolCallRequest, ToolCallResult,
+    SessionSummary, SetReminder, ToolCallRequest, ToolCallResult, VariantsResponse,
 };
 
 /// An HTTP method the API uses.
@@ -83,6 +83,8 @@ pub enum Operation {
     ListSchedules,
     /// `GET /v1/logs`.
     Logs,
+    /// `GET /v1/variants`.
+    ListVariants,
     /// `GET /v1/artifacts`.
     ListArtifacts,
     /// `GET /v1/artifacts/{artifactId}`.
@@ -675,6 +677,23 @@ const ROUTES: &[Route] = &[
             status: 200,
             description: "Every schedule.",
             body: json::<SchedulesResponse>(),
+        }],
+        errors: &[],
+    },
+    Route {
+        operation: Operation::ListVariants,
+        method: Method::Get,
+        path: "/v1/variants",
+        scope: Scope::Agent,
+        access: Access::Caller,
+        summary: "The agent's A/B variants with, for each, its sessions, turns, failures, tokens, cost, turn latency p50/p95 and denied approvals (every principal's sessions).",
+        query: &[],
+        headers: &[],
+        request: None,
+        answers: &[Answer {
+            status: 200,
+            description: "Every variant.",
+            body: json::<VariantsResponse>(),
         }],
         errors: &[],
     },

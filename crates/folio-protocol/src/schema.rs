@@ -35,6 +35,7 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("EvalCaseSaved", schema_for!(EvalCaseSaved)),
         ("EvalCaseList", schema_for!(EvalCaseList)),
         ("SchedulesResponse", schema_for!(SchedulesResponse)),
+        ("VariantsResponse", schema_for!(VariantsResponse)),
         ("SetReminder", schema_for!(SetReminder)),
         ("ReminderResponse", schema_for!(ReminderResponse)),
         ("ReminderPage", schema_for!(Page<Reminder>)),

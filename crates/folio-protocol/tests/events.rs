@@ -102,6 +102,18 @@ fn session_events() {
         EventBody::AbAssigned(AbAssigned {
             experiment: "prompt-v2".into(),
             variant: "b".into(),
+            reason: None,
+        }),
+    );
+    round_trip(
+        &line(
+            "ab.assigned",
+            r#"{"experiment":"prompt-v2","variant":"b","reason":"continuation_key"}"#,
+        ),
+        EventBody::AbAssigned(AbAssigned {
+            experiment: "prompt-v2".into(),
+            variant: "b".into(),
+            reason: Some("continuation_key".into()),
         }),
     );
     round_trip(

@@ -132,6 +132,7 @@ fn http_bodies_written_by_the_types_are_valid() {
                 ..Usage::default()
             },
             continuation_key: Some("acme:ticket-7".into()),
+            variant: Some("concise".into()),
         }],
         Some("ses_1".into()),
     );

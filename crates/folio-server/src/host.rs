@@ -177,6 +177,7 @@ fn handler(operation: Operation, method: MethodFilter) -> Option<MethodRouter<Ho
         | Operation::DescribeAgent
         | Operation::ListSchedules
         | Operation::Logs
+        | Operation::ListVariants
         | Operation::ListArtifacts
         | Operation::GetArtifact
         | Operation::ArtifactContent

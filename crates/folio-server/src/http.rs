@@ -389,6 +389,7 @@ fn handler(operation: Operation, method: MethodFilter) -> Option<MethodRouter<Ag
         Operation::DescribeAgent => on(method, agent_info),
         Operation::ListSchedules => on(method, list_schedules),
         Operation::Logs => on(method, logs),
+        Operation::ListVariants => on(method, list_variants),
         Operation::ListArtifacts => on(method, list_artifacts),
         Operation::GetArtifact => on(method, get_artifact),
         Operation::ArtifactContent => on(method, artifact_content),
@@ -934,6 +935,11 @@ async fn list_schedules(State(state): State<AgentState>) -> ApiResult {
             schedules,
         },
     )
+}
+
+async fn list_variants(State(state): State<AgentState>) -> ApiResult {
+    let variants = state.mount.manager.sessions().variants().await?;
+    ok(StatusCode::OK, variants)
 }
 
 async fn logs(

@@ -372,6 +372,7 @@ impl Actor {
                 };
                 let todos = self.live.with_events(TodoList::from_events);
                 let context = crate::state::session_context(&lock(&self.live.meta));
+                let variant = lock(&self.live.meta).variant.clone();
                 let call = direct_call(
                     &agent,
                     &name,
@@ -382,6 +383,7 @@ impl Actor {
                         todos,
                         cancel: self.engine.life.shutdown.child_token(),
                         host: Some(crate::host::broker(&self.engine)),
+                        variant,
                     },
                 );
                 let result = folio_telemetry::with_incoming(trace_parent, call).await;
@@ -766,7 +768,11 @@ async fn run_turn(
             Err(_) => {
                 use std::sync::atomic::Ordering;
                 let position = engine.turns.queued.fetch_add(1, Ordering::SeqCst) + 1;
-                let queued = folio_telemetry::metrics::turn_queued(&engine.agent().definition.name);
+                let agent = engine.agent();
+                let variant = lock(&live.meta).variant.clone();
+                let queued = folio_telemetry::metrics::turn_queued(
+                    agent.harness_for(variant.as_deref()).who(),
+                );
                 let _ = live.append(
                     Some(&turn_id),
                     EventBody::TurnQueued(TurnQueued { position }),
@@ -788,7 +794,9 @@ async fn run_turn(
         },
     };
     let agent = engine.agent();
-    let _running = folio_telemetry::metrics::turn_running(&agent.definition.name);
+    let variant = lock(&live.meta).variant.clone();
+    let harness = agent.harness_for(variant.as_deref());
+    let _running = folio_telemetry::metrics::turn_running(harness.who());
     // An agent with a root keeps its files there: only a host-default turn needs to see the
     // session's own workspace.
     let seen = engine.workspace_of(&lock(&live.meta));
@@ -812,6 +820,7 @@ async fn run_turn(
                 session_id: &session.0,
                 continuation_key: session.1.as_deref(),
                 principal: &session.2,
+                variant: variant.as_deref(),
             },
         )
         .await
@@ -873,9 +882,9 @@ async fn run_turn(
     };
     let sink = LiveSink(live.clone());
     if resume {
-        agent.harness.resume_turn(turn, &sink).await
+        harness.resume_turn(turn, &sink).await
     } else {
-        agent.harness.run_turn(turn, &sink).await
+        harness.run_turn(turn, &sink).await
     }
 }
 
@@ -948,6 +957,8 @@ pub(crate) struct DirectRun {
     pub(crate) cancel: CancellationToken,
     /// Issues the call's host API token.
     pub(crate) host: Option<Arc<dyn folio_agent::HostBroker>>,
+    /// The session's A/B variant, whose tools it offers.
+    pub(crate) variant: Option<String>,
 }
 
 pub(crate) async fn direct_call(
@@ -962,8 +973,10 @@ pub(crate) async fn direct_call(
         todos,
         cancel,
         host,
+        variant,
     } = run;
-    let Some(tool) = agent.harness.tools.get(name) else {
+    let harness = agent.harness_for(variant.as_deref());
+    let Some(tool) = harness.tools.get(name) else {
         return Err(ManagerError::NotFound(format!("no tool {name}")));
     };
     let input = tool
@@ -976,6 +989,7 @@ pub(crate) async fn direct_call(
                 session_id,
                 continuation_key: context.continuation_key.as_deref(),
                 principal: &context.principal,
+                variant: variant.as_deref(),
             },
         )
         .await
@@ -1004,7 +1018,7 @@ pub(crate) async fn direct_call(
     };
     let traceparent = folio_telemetry::incoming_traceparent();
     let traced = folio_agent::trace_direct_call(
-        &agent.definition.name,
+        harness.who(),
         session_id,
         &call_id,
         name,

@@ -77,8 +77,9 @@ impl Tools {
                     DirectRun {
                         todos: TodoList::default(),
                         cancel: self.engine.life.shutdown.child_token(),
-                        // Not a session's call: no host API.
+                        // Not a session's call: no host API, no variant.
                         host: None,
+                        variant: None,
                     },
                 )
                 .await

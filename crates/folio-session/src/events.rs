@@ -145,6 +145,15 @@ pub(crate) async fn read(
     session_id: &str,
 ) -> Result<Vec<Event>, ManagerError> {
     engine.owned_meta(principal, session_id).await?;
+    all_events(engine, session_id).await
+}
+
+/// Every stored event of session `session_id`, whoever owns it: the live copy when the session
+/// is open here.
+pub(crate) async fn all_events(
+    engine: &Engine,
+    session_id: &str,
+) -> Result<Vec<Event>, ManagerError> {
     if let Some(live) = engine.live.get(session_id) {
         return Ok(live.visible_events());
     }

@@ -297,6 +297,7 @@ impl Host {
                     session_id: &meta.session_id,
                     continuation_key: meta.continuation_key.as_deref(),
                     principal: &meta.principal,
+                    variant: meta.variant.as_deref(),
                 },
             )
             .await

@@ -85,6 +85,7 @@ mod store_backends;
 mod sync;
 mod token;
 mod turns;
+mod variants;
 mod workspace_root;
 
 pub use approvals::Approvals;
@@ -106,7 +107,7 @@ pub use reminders::Reminders;
 pub use retention::Retention;
 pub use sessions::{Accepted, Sessions};
 pub use state::{
-    SessionMeta, SessionOptions, StateRoot, load_meta, new_session_id, new_turn_id,
+    SessionMeta, SessionOptions, StateRoot, VariantChoice, load_meta, new_session_id, new_turn_id,
     session_fixture, valid_session_id,
 };
 pub use store_backends::{StoreArtifacts, StoreCredentials, shared_backends};

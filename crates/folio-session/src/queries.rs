@@ -147,5 +147,6 @@ fn summary(meta: &SessionMeta) -> SessionSummary {
         last_index: meta.last_index,
         usage: meta.usage,
         continuation_key: meta.continuation_key.clone(),
+        variant: meta.variant.clone(),
     }
 }

@@ -22,7 +22,9 @@ use crate::error::{ManagerError, io_error, store_error};
 use crate::fault::FaultPoint;
 use crate::live::Live;
 use crate::remote::Remote;
-use crate::state::{SessionMeta, SessionOptions, new_session_id, reported_usage, valid_session_id};
+use crate::state::{
+    SessionMeta, SessionOptions, VariantChoice, new_session_id, reported_usage, valid_session_id,
+};
 use crate::sync::lock;
 use crate::token;
 
@@ -89,6 +91,12 @@ impl Sessions {
         q: Option<&str>,
     ) -> Result<Page<SessionSummary>, ManagerError> {
         crate::queries::list(&self.engine, None, limit, cursor, q).await
+    }
+
+    /// The agent's A/B experiment and how each variant does over every principal's sessions
+    /// (`GET /v1/variants`).
+    pub async fn variants(&self) -> Result<folio_protocol::VariantsResponse, ManagerError> {
+        crate::variants::stats(&self.engine).await
     }
 
     /// The host workspace of `principal`'s session `session_id` on this server.
@@ -255,6 +263,16 @@ impl Sessions {
             .iter()
             .filter(|e| matches!(e.body, EventBody::MessageReceived(_)))
             .count() as u32;
+        let agent = self.engine.agent();
+        let assigned = crate::variants::assign(
+            &agent.definition,
+            &crate::variants::NewSessionKey {
+                session_id,
+                continuation_key: options.continuation_key.as_deref(),
+                principal,
+                choice: &options.variant,
+            },
+        )?;
         let meta = SessionMeta {
             session_id: session_id.to_string(),
             mode,
@@ -280,6 +298,7 @@ impl Sessions {
                 .settings
                 .workspace_root()
                 .map(|root| root.id().to_string()),
+            variant: assigned.as_ref().map(|a| a.variant.clone()),
         };
         self.engine
             .store
@@ -290,7 +309,8 @@ impl Sessions {
         std::fs::create_dir_all(&workspace).map_err(|e| io_error("cannot create workspace", e))?;
         self.engine.fault(FaultPoint::SessionCreated);
         let live = self.engine.open_live(meta).await?;
-        folio_telemetry::metrics::session(&self.engine.agent().definition.name, channel);
+        let variant = assigned.as_ref().map(|a| a.variant.as_str());
+        folio_telemetry::metrics::session(agent.harness_for(variant).who(), channel);
         live.bind_hooks(
             &self.engine.agent().hooks,
             Some(crate::host::broker(&self.engine)),
@@ -307,6 +327,10 @@ impl Sessions {
         )?;
         for event in copied {
             live.append(event.turn_id.as_deref(), event.body.clone())?;
+        }
+        // Recorded before the first turn (a fork records its own: it copies none).
+        if let Some(assigned) = assigned {
+            live.append(None, EventBody::AbAssigned(assigned.event))?;
         }
         self.engine
             .logs
@@ -398,7 +422,12 @@ impl Sessions {
         let copied: Vec<_> = events[..at as usize]
             .iter()
             .skip(1)
-            .filter(|e| !matches!(e.body, EventBody::MessageQueued(_)))
+            .filter(|e| {
+                !matches!(
+                    e.body,
+                    EventBody::MessageQueued(_) | EventBody::AbAssigned(_)
+                )
+            })
             .cloned()
             .collect();
         let fork_id = new_session_id();
@@ -423,6 +452,13 @@ impl Sessions {
                         peer_depth: original.peer_depth,
                         continuation_key: original.continuation_key,
                         prepare: None,
+                        // The fork runs with its original's variant while it is defined.
+                        variant: match original.variant {
+                            Some(name) if self.engine.agent().variants.contains_key(&name) => {
+                                VariantChoice::Chosen(name)
+                            }
+                            _ => VariantChoice::Assign,
+                        },
                     },
                 },
                 &copied,

@@ -41,6 +41,22 @@ pub struct SessionOptions {
     pub continuation_key: Option<String>,
     /// Work done in the host workspace before the first turn (a channel's checkout).
     pub prepare: Option<crate::prepare::WorkspacePrep>,
+    /// Which A/B variant the session runs with (default: assigned by the agent's variants).
+    pub variant: VariantChoice,
+}
+
+/// Which A/B variant a new session runs with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum VariantChoice {
+    /// Assigned by the agent's variants: a pinned principal's, else by continuation key, else
+    /// by weight.
+    #[default]
+    Assign,
+    /// This variant, which `agent.toml` must define, enabled or not (`folio eval --variants`,
+    /// a fork keeping its original's).
+    Chosen(String),
+    /// None: the agent as written (`folio eval` without `--variants`).
+    Unassigned,
 }
 
 /// The token usage the `turn.completed` events of `events` report, summed: a session's

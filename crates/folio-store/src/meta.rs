@@ -75,6 +75,9 @@ pub struct SessionMeta {
     /// under the state root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_root: Option<String>,
+    /// The A/B variant it was assigned at creation (`ab.assigned`), kept for its whole life.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -84,6 +84,7 @@ pub fn meta(principal: &str) -> SessionMeta {
         peer_depth: 0,
         continuation_key: None,
         workspace_root: None,
+        variant: None,
     }
 }
 

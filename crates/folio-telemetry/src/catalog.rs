@@ -252,6 +252,10 @@ pub const ATTRIBUTES: &[Name] = &[
     ),
     name("agent_sdk.turn_id", "The span's turn id"),
     name(
+        "agent_sdk.variant",
+        "The session's A/B variant (`[variants.<name>]`), on its spans and metric points",
+    ),
+    name(
         "cursor.conversation.id",
         "The session id, under the seed's name",
     ),

@@ -116,47 +116,62 @@ fn instruments() -> &'static Instruments {
     })
 }
 
-/// A turn of `agent` changed state: `started`, `completed` or `failed`.
-pub fn turn(agent: &str, status: &'static str) {
+/// Whose work a metric counts: the agent and, for a session assigned one, its A/B variant
+/// (`agent_sdk.agent`, `agent_sdk.variant`).
+#[derive(Debug, Clone, Copy)]
+pub struct Who<'a> {
+    /// The agent's name.
+    pub agent: &'a str,
+    /// The session's A/B variant, when it has one.
+    pub variant: Option<&'a str>,
+}
+
+impl Who<'_> {
+    /// The attributes naming it, followed by `more`.
+    fn with<const N: usize>(self, more: [KeyValue; N]) -> Vec<KeyValue> {
+        let mut attributes = vec![KeyValue::new("agent_sdk.agent", self.agent.to_string())];
+        attributes.extend(variant_attribute(self.variant));
+        attributes.extend(more);
+        attributes
+    }
+}
+
+/// `agent_sdk.variant` for a session assigned `variant`.
+fn variant_attribute(variant: Option<&str>) -> Option<KeyValue> {
+    variant.map(|variant| KeyValue::new("agent_sdk.variant", variant.to_string()))
+}
+
+/// A turn changed state: `started`, `completed` or `failed`.
+pub fn turn(who: Who<'_>, status: &'static str) {
     instruments().turns.add(
         1,
-        &[
-            KeyValue::new("agent_sdk.agent", agent.to_string()),
-            KeyValue::new("agent_sdk.turn.status", status),
-        ],
+        &who.with([KeyValue::new("agent_sdk.turn.status", status)]),
     );
 }
 
-/// A tool call of `tool` ended, `ok` or `error`.
-pub fn tool_call(tool: &str, ok: bool) {
-    instruments().tool_calls.add(
-        1,
-        &[
-            KeyValue::new("cursor.tool.name", tool.to_string()),
-            KeyValue::new("cursor.tool.status", if ok { "ok" } else { "error" }),
-        ],
-    );
+/// A tool call of `tool` ended, `ok` or `error`, in a session of `variant` (if any).
+pub fn tool_call(tool: &str, ok: bool, variant: Option<&str>) {
+    let mut attributes = vec![
+        KeyValue::new("cursor.tool.name", tool.to_string()),
+        KeyValue::new("cursor.tool.status", if ok { "ok" } else { "error" }),
+    ];
+    attributes.extend(variant_attribute(variant));
+    instruments().tool_calls.add(1, &attributes);
 }
 
-/// A session of `agent` was created through `channel`.
-pub fn session(agent: &str, channel: &str) {
+/// A session was created through `channel`.
+pub fn session(who: Who<'_>, channel: &str) {
     instruments().sessions.add(
         1,
-        &[
-            KeyValue::new("agent_sdk.agent", agent.to_string()),
-            KeyValue::new("agent_sdk.channel", channel.to_string()),
-        ],
+        &who.with([KeyValue::new("agent_sdk.channel", channel.to_string())]),
     );
 }
 
-/// Subagent `subagent` of `agent` ran.
-pub fn subagent(agent: &str, subagent: &str) {
+/// Subagent `subagent` ran.
+pub fn subagent(who: Who<'_>, subagent: &str) {
     instruments().subagents.add(
         1,
-        &[
-            KeyValue::new("agent_sdk.agent", agent.to_string()),
-            KeyValue::new("agent_sdk.subagent", subagent.to_string()),
-        ],
+        &who.with([KeyValue::new("agent_sdk.subagent", subagent.to_string())]),
     );
 }
 
@@ -177,6 +192,8 @@ pub struct ModelCall<'a> {
     pub cost_usd: Option<f64>,
     /// `error.type` when it failed.
     pub error: Option<&'a str>,
+    /// The session's A/B variant, when it has one.
+    pub variant: Option<&'a str>,
 }
 
 /// Records a model call: its duration, time to first chunk and token usage.
@@ -190,6 +207,15 @@ pub fn model_call(call: ModelCall<'_>) {
     if let Some(error) = call.error {
         attributes.push(KeyValue::new("error.type", error.to_string()));
     }
+    attributes.extend(variant_attribute(call.variant));
+    let model = || {
+        let mut attributes = vec![KeyValue::new(
+            "gen_ai.request.model",
+            call.model.to_string(),
+        )];
+        attributes.extend(variant_attribute(call.variant));
+        attributes
+    };
     instruments
         .operation_duration
         .record(call.duration.as_secs_f64(), &attributes);
@@ -199,13 +225,7 @@ pub fn model_call(call: ModelCall<'_>) {
             .record(first.as_secs_f64(), &attributes);
     }
     if let Some(cost) = call.cost_usd {
-        instruments.cursor_cost.add(
-            cost,
-            &[KeyValue::new(
-                "gen_ai.request.model",
-                call.model.to_string(),
-            )],
-        );
+        instruments.cursor_cost.add(cost, &model());
     }
     let Some([input, output, cache_read, cache_write]) = call.tokens else {
         return;
@@ -222,13 +242,9 @@ pub fn model_call(call: ModelCall<'_>) {
         ("cache_write", cache_write),
     ] {
         if count > 0 {
-            instruments.cursor_tokens.add(
-                count,
-                &[
-                    KeyValue::new("type", kind),
-                    KeyValue::new("gen_ai.request.model", call.model.to_string()),
-                ],
-            );
+            let mut attributes = model();
+            attributes.push(KeyValue::new("type", kind));
+            instruments.cursor_tokens.add(count, &attributes);
         }
     }
 }
@@ -276,18 +292,14 @@ impl Drop for Held {
     }
 }
 
-fn agent_attribute(agent: &str) -> Vec<KeyValue> {
-    vec![KeyValue::new("agent_sdk.agent", agent.to_string())]
+/// A turn runs while the result is held (`agent_sdk.turns.running`).
+pub fn turn_running(who: Who<'_>) -> Held {
+    Held::take(&instruments().turns_running, who.with([]))
 }
 
-/// A turn of `agent` runs while the result is held (`agent_sdk.turns.running`).
-pub fn turn_running(agent: &str) -> Held {
-    Held::take(&instruments().turns_running, agent_attribute(agent))
-}
-
-/// A turn of `agent` waits for a slot while the result is held (`agent_sdk.turns.queued`).
-pub fn turn_queued(agent: &str) -> Held {
-    Held::take(&instruments().turns_queued, agent_attribute(agent))
+/// A turn waits for a slot while the result is held (`agent_sdk.turns.queued`).
+pub fn turn_queued(who: Who<'_>) -> Held {
+    Held::take(&instruments().turns_queued, who.with([]))
 }
 
 /// A session event stream is open while the result is held (`agent_sdk.streams.open`).
@@ -295,8 +307,8 @@ pub fn stream_open() -> Held {
     Held::take(&instruments().streams_open, Vec::new())
 }
 
-/// A call of `agent` waits for a human approval while the result is held
+/// A call waits for a human approval while the result is held
 /// (`agent_sdk.approvals.pending`).
-pub fn approval_pending(agent: &str) -> Held {
-    Held::take(&instruments().approvals_pending, agent_attribute(agent))
+pub fn approval_pending(who: Who<'_>) -> Held {
+    Held::take(&instruments().approvals_pending, who.with([]))
 }

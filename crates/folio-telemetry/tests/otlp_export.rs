@@ -105,7 +105,13 @@ fn child() {
         let _entered = turn.enter();
         let turn_id = format!("turn_{index}");
         turn.record("gen_ai.usage.input_tokens", folio_telemetry::int(22));
-        metrics::turn("test-agent", "completed");
+        metrics::turn(
+            metrics::Who {
+                agent: "test-agent",
+                variant: None,
+            },
+            "completed",
+        );
         session_event(event("turn.started", 0, &turn_id, Level::INFO));
         let chat = tracing::info_span!(
             target: "folio_test",

@@ -101,6 +101,9 @@ pub fn check_answer(method: &str, url: &str, status: u16, body: &Value) {
         ("GET", ["logs"]) => {
             read_wire::<LogsResponse>(body);
         }
+        ("GET", ["variants"]) => {
+            read_wire::<folio_protocol::VariantsResponse>(body);
+        }
         ("GET", ["artifacts"]) => {
             read_wire::<Page<ArtifactRecord>>(body);
         }

@@ -23,6 +23,11 @@ class AbAssigned(TypedDict):
     """
     Experiment name.
     """
+    reason: NotRequired[str | None]
+    """
+    Why: `pinned` (its principal is pinned to the variant), `continuation_key` (its
+    continuation key hashes to it) or `weight` (its id does, by the variants' weights).
+    """
     variant: str
     """
     Variant the session was assigned to.
@@ -613,6 +618,10 @@ class EvalRunSummary(TypedDict):
     startedAt: str
     """
     When the run started.
+    """
+    variant: NotRequired[str | None]
+    """
+    The A/B variant its cases ran with, if one was chosen.
     """
 
 
@@ -1978,6 +1987,16 @@ class Usage(TypedDict):
     """
 
 
+VariantStatus: TypeAlias = Literal['enabled', 'disabled', 'removed']
+"""
+Whether new sessions may be assigned to a variant.
+
+- `enabled`: New sessions are assigned to it by weight (or pin).
+- `disabled`: `enabled = false`: its sessions keep it, no new session gets it.
+- `removed`: No longer defined: only past sessions name it.
+"""
+
+
 Visibility: TypeAlias = Literal['model', 'host']
 """
 Who sees a connection's tools.
@@ -3006,6 +3025,10 @@ class SessionSummary(TypedDict):
     Tokens used so far: the `usage` of its `turn.completed` events, summed (zero when no
     turn reported any).
     """
+    variant: NotRequired[str | None]
+    """
+    The A/B variant the session runs with (`ab.assigned`), when it was assigned one.
+    """
 
 
 class SessionSummaryPage(TypedDict):
@@ -3173,6 +3196,74 @@ class TurnCompleted(TypedDict):
     """
 
 
+class VariantStats(TypedDict):
+    """
+    One variant's counts, over every session assigned to it.
+    """
+
+    approvalsDenied: int
+    """
+    Tool calls a person (or a timeout) denied (`action.approval.resolved` with `deny`).
+    """
+    failures: int
+    """
+    Turns that failed (`turn.failed`, not counting turns interrupted by a stop).
+    """
+    latencyP50Ms: NotRequired[int | None]
+    """
+    The median duration of its completed turns in milliseconds (`null`: none completed).
+    """
+    latencyP95Ms: NotRequired[int | None]
+    """
+    The 95th percentile duration of its completed turns in milliseconds (`null`: none
+    completed).
+    """
+    name: str
+    """
+    The variant's name.
+    """
+    sessions: int
+    """
+    Sessions assigned to it.
+    """
+    status: VariantStatus
+    """
+    Whether new sessions may get it.
+    """
+    turns: int
+    """
+    Turns its sessions started.
+    """
+    usage: Usage
+    """
+    Tokens its sessions used, with their cost (`costUsd`: `null` when a model has no price).
+    """
+    weight: int
+    """
+    Its weight (0 when removed).
+    """
+
+
+class VariantsResponse(TypedDict):
+    """
+    `GET /v1/variants`: the agent's experiment and each variant's sessions, turns, failures,
+    tokens, cost, latency and denied approvals.
+    """
+
+    experiment: str
+    """
+    The experiment's name (`ab.assigned {experiment}`).
+    """
+    ok: Literal[True]
+    """
+    Always `true`.
+    """
+    variants: list[VariantStats]
+    """
+    The variants `agent.toml` defines, by name, then those only past sessions name.
+    """
+
+
 class AgentDescription(TypedDict):
     """
     `GET /v1/agent`: what discovery found, with the live tool registry.
@@ -3330,6 +3421,11 @@ class EvalRun(TypedDict):
     startedAt: str
     """
     When the run started.
+    """
+    variant: NotRequired[str | None]
+    """
+    The A/B variant every case ran with (`folio eval --variants`); absent: the agent as
+    written.
     """
 
 

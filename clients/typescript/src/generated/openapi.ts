@@ -704,6 +704,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/variants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's A/B variants with, for each, its sessions, turns, failures, tokens, cost, turn latency p50/p95 and denied approvals (every principal's sessions). */
+        get: operations["listVariants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -712,6 +729,11 @@ export interface components {
         AbAssigned: {
             /** @description Experiment name. */
             experiment: string;
+            /**
+             * @description Why: `pinned` (its principal is pinned to the variant), `continuation_key` (its
+             *     continuation key hashes to it) or `weight` (its id does, by the variants' weights).
+             */
+            reason?: string | null;
             /** @description Variant the session was assigned to. */
             variant: string;
         };
@@ -1284,6 +1306,11 @@ export interface components {
              * @description When the run started.
              */
             startedAt: string;
+            /**
+             * @description The A/B variant every case ran with (`folio eval --variants`); absent: the agent as
+             *     written.
+             */
+            variant?: string | null;
         };
         /** @description `GET /v1/evals/:runId`: one stored run. */
         EvalRunResponse: {
@@ -1323,6 +1350,8 @@ export interface components {
              * @description When the run started.
              */
             startedAt: string;
+            /** @description The A/B variant its cases ran with, if one was chosen. */
+            variant?: string | null;
         };
         /** @description A page of a list: `GET /v1/sessions` (newest first, with a cursor) and `GET /v1/artifacts`. */
         EvalRunSummaryPage: {
@@ -2150,6 +2179,8 @@ export interface components {
              *     }
              */
             usage: components["schemas"]["Usage"];
+            /** @description The A/B variant the session runs with (`ab.assigned`), when it was assigned one. */
+            variant?: string | null;
         };
         /** @description A page of a list: `GET /v1/sessions` (newest first, with a cursor) and `GET /v1/artifacts`. */
         SessionSummaryPage: {
@@ -2555,6 +2586,75 @@ export interface components {
              * @default 0
              */
             outputTokens: number;
+        };
+        /** @description One variant's counts, over every session assigned to it. */
+        VariantStats: {
+            /**
+             * Format: uint64
+             * @description Tool calls a person (or a timeout) denied (`action.approval.resolved` with `deny`).
+             */
+            approvalsDenied: number;
+            /**
+             * Format: uint64
+             * @description Turns that failed (`turn.failed`, not counting turns interrupted by a stop).
+             */
+            failures: number;
+            /**
+             * Format: uint64
+             * @description The median duration of its completed turns in milliseconds (`null`: none completed).
+             */
+            latencyP50Ms?: number | null;
+            /**
+             * Format: uint64
+             * @description The 95th percentile duration of its completed turns in milliseconds (`null`: none
+             *     completed).
+             */
+            latencyP95Ms?: number | null;
+            /** @description The variant's name. */
+            name: string;
+            /**
+             * Format: uint64
+             * @description Sessions assigned to it.
+             */
+            sessions: number;
+            /** @description Whether new sessions may get it. */
+            status: components["schemas"]["VariantStatus"];
+            /**
+             * Format: uint64
+             * @description Turns its sessions started.
+             */
+            turns: number;
+            /** @description Tokens its sessions used, with their cost (`costUsd`: `null` when a model has no price). */
+            usage: components["schemas"]["Usage"];
+            /**
+             * Format: uint32
+             * @description Its weight (0 when removed).
+             */
+            weight: number;
+        };
+        /**
+         * @description Whether new sessions may be assigned to a variant.
+         *
+         *     - `enabled`: New sessions are assigned to it by weight (or pin).
+         *     - `disabled`: `enabled = false`: its sessions keep it, no new session gets it.
+         *     - `removed`: No longer defined: only past sessions name it.
+         * @enum {string}
+         */
+        VariantStatus: "enabled" | "disabled" | "removed";
+        /**
+         * @description `GET /v1/variants`: the agent's experiment and each variant's sessions, turns, failures,
+         *     tokens, cost, latency and denied approvals.
+         */
+        VariantsResponse: {
+            /** @description The experiment's name (`ab.assigned {experiment}`). */
+            experiment: string;
+            /**
+             * @description Always `true`.
+             * @constant
+             */
+            ok: true;
+            /** @description The variants `agent.toml` defines, by name, then those only past sessions name. */
+            variants: components["schemas"]["VariantStats"][];
         };
         /**
          * @description Who sees a connection's tools.
@@ -6389,6 +6489,62 @@ export interface operations {
             };
             /** @description An error: `unsupported_media_type`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listVariants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every variant. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VariantsResponse"];
+                };
+            };
+            /** @description An error: `unauthorized`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `request_timeout`. */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -221,6 +221,11 @@ impl ToolRegistry {
         Ok(())
     }
 
+    /// Removes the tool called `name`, if there is one.
+    pub fn remove(&mut self, name: &str) {
+        self.tools.remove(name);
+    }
+
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.get(name)

@@ -32,7 +32,10 @@ impl Harness {
         };
         let request = summary_request(model, &turn.events, up_to_index);
         // The summarizer's span covers the `context.compacted` it leads to.
-        let chat = Covering::new(trace::chat_span(provider.name(), &request), recorder.range);
+        let chat = Covering::new(
+            trace::chat_span(provider.name(), self.variant.as_deref(), &request),
+            recorder.range,
+        );
         let response = self
             .call_model(turn, None, provider, &request, &chat)
             .await

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use folio_protocol::{Event, EventBody, SessionMode, Usage};
 use folio_telemetry::int;
+use folio_telemetry::metrics::Who;
 use serde_json::Value;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
@@ -129,7 +130,7 @@ pub struct TurnTrace {
 /// The ROOT span of a turn (`agent_sdk.turn`, GenAI `invoke_agent`), joined to the W3C
 /// `traceparent` of the request that started it, when there is one.
 pub(super) fn turn_span(
-    agent: &str,
+    who: Who<'_>,
     model: &str,
     session_id: &str,
     turn_id: &str,
@@ -145,8 +146,9 @@ pub(super) fn turn_span(
         agent_sdk.session_id = session_id,
         cursor.conversation.id = session_id,
         gen_ai.conversation.id = session_id,
-        agent_sdk.agent = agent,
-        gen_ai.agent.name = agent,
+        agent_sdk.agent = who.agent,
+        gen_ai.agent.name = who.agent,
+        agent_sdk.variant = who.variant,
         agent_sdk.turn_id = turn_id,
         agent_sdk.channel = trace.channel.as_deref(),
         agent_sdk.session_mode = mode,
@@ -163,7 +165,7 @@ pub(super) fn turn_span(
         error.type = Empty,
     );
     folio_telemetry::enter_turn(&span, session_id, turn_id, trace.parent.as_deref());
-    folio_telemetry::metrics::turn(agent, "started");
+    folio_telemetry::metrics::turn(who, "started");
     span
 }
 
@@ -178,7 +180,7 @@ pub(super) fn first_index(events: &[Event], turn_id: &str) -> Option<u64> {
 /// Records how turn `turn_id` ended on its span: its usage, or the failure.
 pub(super) fn turn_ended(
     span: &Span,
-    agent: &str,
+    who: Who<'_>,
     events: &[Event],
     turn_id: &str,
     failure: Option<&str>,
@@ -195,11 +197,11 @@ pub(super) fn turn_ended(
         record_usage(span, &usage);
     }
     match failure {
-        None => folio_telemetry::metrics::turn(agent, "completed"),
+        None => folio_telemetry::metrics::turn(who, "completed"),
         Some(error) => {
             span.record("otel.status_code", "ERROR");
             span.record("error.type", error);
-            folio_telemetry::metrics::turn(agent, "failed");
+            folio_telemetry::metrics::turn(who, "failed");
         }
     }
 }
@@ -221,13 +223,14 @@ fn record_usage(span: &Span, usage: &Usage) {
 }
 
 /// The span of a subagent's run (`agent_sdk.subagent`) inside its parent's `Task` call.
-pub(super) fn subagent_span(parent_agent: &str, id: &str, session_id: &str, turn_id: &str) -> Span {
-    folio_telemetry::metrics::subagent(parent_agent, id);
+pub(super) fn subagent_span(parent: Who<'_>, id: &str, session_id: &str, turn_id: &str) -> Span {
+    folio_telemetry::metrics::subagent(parent, id);
     tracing::info_span!(
         "agent_sdk.subagent",
         agent_sdk.session_id = session_id,
         gen_ai.conversation.id = session_id,
-        agent_sdk.agent = parent_agent,
+        agent_sdk.agent = parent.agent,
+        agent_sdk.variant = parent.variant,
         agent_sdk.subagent = id,
         gen_ai.agent.name = id,
         agent_sdk.turn_id = turn_id,
@@ -244,10 +247,12 @@ pub(super) fn tool_span(
     tool: &str,
     call_id: &str,
     subagent: Option<&str>,
+    variant: Option<&str>,
     input: &serde_json::Value,
 ) -> Span {
     let span = tracing::info_span!(
         "agent_sdk.tool",
+        agent_sdk.variant = variant,
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = tool,
         gen_ai.tool.call.id = call_id,
@@ -273,6 +278,7 @@ pub(super) fn tool_span(
 pub(super) fn tool_ended(
     span: &Span,
     tool: &str,
+    variant: Option<&str>,
     output: Option<&serde_json::Value>,
     error: Option<&str>,
 ) {
@@ -289,15 +295,20 @@ pub(super) fn tool_ended(
     } else if let Some(output) = output.filter(|_| folio_telemetry::capture_content()) {
         span.record("gen_ai.tool.call.result", output.to_string());
     }
-    folio_telemetry::metrics::tool_call(tool, error.is_none());
+    folio_telemetry::metrics::tool_call(tool, error.is_none(), variant);
 }
 
 /// The span of one model call (`chat {model}`, a CLIENT span) for `request`; with contents
 /// captured, its conversation as `gen_ai.input.messages`.
-pub(super) fn chat_span(provider: Option<&str>, request: &folio_model::ModelRequest) -> Span {
+pub(super) fn chat_span(
+    provider: Option<&str>,
+    variant: Option<&str>,
+    request: &folio_model::ModelRequest,
+) -> Span {
     let model = request.model.as_str();
     let span = tracing::info_span!(
         "chat",
+        agent_sdk.variant = variant,
         otel.name = format!("chat {model}"),
         otel.kind = "client",
         gen_ai.operation.name = "chat",
@@ -384,6 +395,7 @@ fn input_messages(messages: &[folio_model::Message]) -> Value {
 pub(super) fn chat_ended(
     span: &Span,
     provider: Option<&str>,
+    variant: Option<&str>,
     model: &str,
     started: Instant,
     first_chunk: Option<Duration>,
@@ -439,6 +451,7 @@ pub(super) fn chat_ended(
         tokens,
         cost_usd,
         error,
+        variant,
     });
 }
 
@@ -446,7 +459,7 @@ pub(super) fn chat_ended(
 /// `agent_sdk.turn` span, joined to `traceparent` when given, and its `agent_sdk.tool` span,
 /// so a direct call traces like a turn's.
 pub async fn trace_direct_call(
-    agent: &str,
+    who: Who<'_>,
     session_id: &str,
     call_id: &str,
     tool: &str,
@@ -460,19 +473,20 @@ pub async fn trace_direct_call(
         agent_sdk.session_id = session_id,
         cursor.conversation.id = session_id,
         gen_ai.conversation.id = session_id,
-        agent_sdk.agent = agent,
-        gen_ai.agent.name = agent,
+        agent_sdk.agent = who.agent,
+        gen_ai.agent.name = who.agent,
+        agent_sdk.variant = who.variant,
         gen_ai.operation.name = "invoke_agent",
         agent_sdk.synthetic = true,
     );
     folio_telemetry::adopt_caller(&turn, traceparent);
-    let span = turn.in_scope(|| tool_span(tool, call_id, None, input));
+    let span = turn.in_scope(|| tool_span(tool, call_id, None, who.variant, input));
     let result = call.instrument(span.clone()).await;
     let output = match &result {
         Ok(output) if folio_telemetry::capture_content() => Some(output.to_event_value()),
         _ => None,
     };
     let error = result.as_ref().err().map(|err| err.0.as_str());
-    tool_ended(&span, tool, output.as_ref(), error);
+    tool_ended(&span, tool, who.variant, output.as_ref(), error);
     result
 }

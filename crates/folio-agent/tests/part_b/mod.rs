@@ -187,6 +187,7 @@ pub async fn run_turn_until(
         session_id: "ses_test",
         continuation_key: None,
         principal: "local",
+        variant: None,
     };
     let bound = agent.bind_turn_fs(workspace, &session).await.unwrap();
     assert_eq!(bound.scratch, ScratchMode::Host);

@@ -53,6 +53,7 @@ pub fn options(base_url: &str, dir: &Path) -> EvalOptions {
         max_concurrency: None,
         iterations: None,
         dry_run: false,
+        variant: None,
     }
 }
 

@@ -217,6 +217,11 @@ export class ChatView {
           this.note(`forked from ${from.sessionId} at event ${from.atIndex}`);
         }
         break;
+      case "ab.assigned": {
+        const why = event.data.reason ? ` (${event.data.reason})` : "";
+        this.note(`variant ${event.data.variant} of ${event.data.experiment}${why}`);
+        break;
+      }
       case "session.failed":
         this.note(`session failed: ${event.data.message}`);
         break;

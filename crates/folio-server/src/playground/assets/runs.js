@@ -1,6 +1,7 @@
 // @ts-check
 // The Runs list: the caller's sessions (every principal's under `folio dev` on loopback),
-// searchable, with status, title, time, turns and tokens; each opens as Chat, Trace or Raw.
+// searchable, with status, title, A/B variant, time, turns and tokens; each opens as Chat,
+// Trace or Raw.
 
 import { ApiError, call } from "./api.js";
 import { el, time, tokens } from "./dom.js";
@@ -38,7 +39,11 @@ export async function renderRuns(root, q, open) {
     };
     body.append(
       el("tr", { attrs: { "data-session": run.sessionId } }, [
-        el("td", {}, [el("div", { text: run.title || "(untitled)" }), el("div", { cls: "id", text: run.sessionId })]),
+        el("td", {}, [
+          el("div", { text: run.title || "(untitled)" }),
+          el("div", { cls: "id", text: run.sessionId }),
+          ...(run.variant ? [el("span", { cls: "badge variant", text: `variant ${run.variant}` })] : []),
+        ]),
         el("td", {}, [el("span", { cls: `badge ${run.status}`, text: run.status })]),
         el("td", { text: time(run.createdAt) }),
         el("td", { text: String(run.turns) }),
