@@ -31,6 +31,7 @@ use crate::tools::{
     ToolRegistry, WebClientError, WebFetchTool, WebSearchTool,
 };
 use crate::turn::Harness;
+use crate::workspace::workspace_quota;
 use crate::workspace::{LazyWorkspace, PrepareError, agent_tool_catalog};
 
 /// An agent ready to run turns.
@@ -552,7 +553,11 @@ impl Agent {
         let fs = if self.unconfined_files {
             local_fs(workspace)
         } else {
-            workspace_fs(workspace, std::slice::from_ref(&self.memory_dir))?
+            workspace_fs(
+                workspace,
+                std::slice::from_ref(&self.memory_dir),
+                Some(workspace_quota(&self.definition.limits)),
+            )?
         };
         Ok(TurnFs {
             fs,

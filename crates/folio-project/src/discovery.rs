@@ -62,6 +62,8 @@ pub struct AgentDefinition {
     pub artifacts: Option<ArtifactsConfig>,
     /// `[prices]` of `folio.toml`: model id (or id prefix) → price, over Folio's defaults.
     pub prices: BTreeMap<String, ModelPrice>,
+    /// `[limits]` of `folio.toml`, defaults filled in.
+    pub limits: crate::Limits,
 }
 
 /// A schedule as discovery sees it: when its slots are and what each run does.
@@ -169,6 +171,12 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
             );
         }
     }
+    for key in project.limits.zero_keys() {
+        findings.error(
+            &project_file,
+            format!("limits.{key}: must be 1 or more (leave it out for the default)"),
+        );
+    }
     let agent_dir = ["agent", "bot"]
         .iter()
         .map(|name| project_dir.join(name))
@@ -192,6 +200,7 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
         .unwrap_or_else(|| "agent".to_string());
     let name = config.name.clone().or(project.name).unwrap_or(dir_name);
     let prices = project.prices;
+    let limits = project.limits;
     let tools = tools::discover_authored_tools(&agent_dir, &name, findings);
     let skills = skills::discover_skills(&agent_dir, findings);
     if !skills.is_empty()
@@ -268,6 +277,7 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
         hooks,
         artifacts,
         prices,
+        limits,
     })
 }
 

@@ -18,6 +18,7 @@ struct Instruments {
     turns: Counter<u64>,
     subagents: Counter<u64>,
     sessions: Counter<u64>,
+    limits_refused: Counter<u64>,
     http_duration: Histogram<f64>,
     event_log: Histogram<f64>,
     turns_running: UpDownCounter<i64>,
@@ -74,6 +75,11 @@ fn instruments() -> &'static Instruments {
                 .u64_counter("agent_sdk.session.count")
                 .with_description("Sessions created, by agent and channel")
                 .build(),
+            limits_refused: meter
+                .u64_counter("folio.limits.refused")
+                .with_unit("{request}")
+                .with_description("Requests refused by a quota or rate limit, by agent and limit")
+                .build(),
             http_duration: meter
                 .f64_histogram("agent_sdk.http.duration")
                 .with_unit("s")
@@ -122,6 +128,17 @@ pub fn tool_call(tool: &str, ok: bool) {
         &[
             KeyValue::new("cursor.tool.name", tool.to_string()),
             KeyValue::new("cursor.tool.status", if ok { "ok" } else { "error" }),
+        ],
+    );
+}
+
+/// A request to `agent` was refused by the quota or rate limit `limit` (its `[limits]` key).
+pub fn limit_refused(agent: &str, limit: &str) {
+    instruments().limits_refused.add(
+        1,
+        &[
+            KeyValue::new("agent_sdk.agent", agent.to_string()),
+            KeyValue::new("folio.limit", limit.to_string()),
         ],
     );
 }
