@@ -48,7 +48,7 @@ impl Limits {
         storage_bytes: 10 << 30,
     };
 
-    /// Every key with its value, in declaration order (for `folio validate` and `/v1/limits`).
+    /// Every key with its value, in declaration order.
     pub fn entries(&self) -> [(&'static str, u64); 10] {
         let Limits {
             workspace_files,
