@@ -31,6 +31,7 @@ use crate::tools::{
     ToolRegistry, WebClientError, WebFetchTool, WebSearchTool,
 };
 use crate::turn::Harness;
+use crate::workspace::workspace_quota;
 use crate::workspace::{LazyWorkspace, PrepareError, agent_tool_catalog};
 
 /// An agent ready to run turns.
@@ -575,7 +576,11 @@ impl Agent {
         let fs = if self.unconfined_files {
             local_fs(workspace)
         } else {
-            workspace_fs(workspace, std::slice::from_ref(&self.memory_dir))?
+            workspace_fs(
+                workspace,
+                std::slice::from_ref(&self.memory_dir),
+                Some(workspace_quota(&self.definition.limits)),
+            )?
         };
         // A variant's session workspace gets the variant's instructions and skills.
         let (definition, skills) = match session.variant.and_then(|v| self.variants.get(v)) {

@@ -168,6 +168,6 @@ pub use turn::{
 };
 pub use workspace::{
     AGENT_TOOLS_DIR, LazyWorkspace, MEMORY_DIR, PREPARED_MARKER, PrepareError, WorkspaceFileError,
-    agent_tool_catalog, agents_md, check_workspace_path, prepare_host_workspace,
+    agent_tool_catalog, agents_md, check_workspace_path, prepare_host_workspace, workspace_quota,
     write_workspace_files,
 };

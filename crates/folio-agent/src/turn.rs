@@ -153,6 +153,16 @@ pub(crate) enum TurnFailure {
     /// The summarizer answered with no text (the cause of a [`TurnFailure::Compaction`]).
     #[error("the model wrote an empty summary")]
     EmptySummary,
+    /// The model asked for more tool calls than one turn may make.
+    #[error(
+        "tool_calls_per_turn: the turn asked for {asked} tool calls; at most {limit} are allowed ([limits] tool_calls_per_turn in folio.toml)"
+    )]
+    ToolCallLimit {
+        /// The calls asked for so far, this step's included.
+        asked: u64,
+        /// The limit.
+        limit: u64,
+    },
 }
 
 impl Stop {
@@ -301,6 +311,8 @@ impl Harness {
                 continuation_key: ctx.continuation_key.clone(),
                 principal: ctx.principal.clone(),
                 peer_depth: ctx.peer_depth,
+                // A subagent's run is its parent's one `Task` call.
+                tool_calls_per_turn: None,
             },
             trace: TurnTrace::default(),
             host: ctx.host.clone(),
@@ -475,6 +487,7 @@ impl Harness {
         let system = self.system_prompt(&turn.scratch, &turn.workspace);
         let mut usage = None;
         let mut compaction_usage = None;
+        let mut asked: u64 = 0;
         for step in first_step..=self.max_steps {
             self.emit(turn, recorder, EventBody::StepStarted(StepStarted { step }))
                 .await?;
@@ -572,6 +585,12 @@ impl Harness {
                 drop(chat);
                 self.emit(turn, recorder, body).await?;
                 return Ok(response.text);
+            }
+            asked += response.tool_calls.len() as u64;
+            if let Some(limit) = turn.context.tool_calls_per_turn
+                && asked > limit
+            {
+                return Err(Stop::Failed(TurnFailure::ToolCallLimit { asked, limit }));
             }
             let prepared = self
                 .request_calls(turn, recorder, response.tool_calls)

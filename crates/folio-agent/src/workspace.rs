@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use folio_fs::{FileSystem, PathError};
-use folio_project::{AgentDefinition, Execution, ToolDefinition};
+use folio_fs::{FileSystem, PathError, WorkspaceQuota};
+use folio_project::{AgentDefinition, Execution, Limits, ToolDefinition};
 
 use crate::skills::{SkillContent, materialize_host};
 
@@ -32,6 +32,20 @@ pub enum WorkspaceFileError {
         /// Why it is refused.
         reason: &'static str,
     },
+    /// The path is over a shape limit (depth, length or name length).
+    #[error("workspace file {}", limit.describe(path))]
+    OverLimit {
+        /// The path as sent.
+        path: String,
+        /// Which limit, with the path's measure.
+        limit: folio_fs::PathLimit,
+    },
+    /// The files would make the session workspace hold more than its quota.
+    #[error("workspace files: {0}")]
+    OverQuota(folio_fs::QuotaExceeded),
+    /// The session workspace could not be measured against its quota.
+    #[error("workspace files: cannot measure the session workspace: {0}")]
+    Measure(String),
     /// Writing through the FileSystem failed.
     #[error("workspace file \"{path}\": {source}")]
     Write {
@@ -76,16 +90,30 @@ pub fn check_workspace_path(path: &str) -> Result<String, WorkspaceFileError> {
     if segments.is_empty() {
         return Err(refused("names no file"));
     }
+    let relative = segments.join("/");
+    folio_fs::check_path_limits(&relative).map_err(|limit| WorkspaceFileError::OverLimit {
+        path: path.to_string(),
+        limit,
+    })?;
     if segments[0] == MEMORY_DIR {
         return Err(refused(
             "memory/ holds durable agent memory and cannot be written per send",
         ));
     }
-    Ok(segments.join("/"))
+    Ok(relative)
+}
+
+/// The quota of a session workspace under `limits` (`[limits]` of `folio.toml`).
+pub fn workspace_quota(limits: &Limits) -> WorkspaceQuota {
+    WorkspaceQuota {
+        files: limits.workspace_files,
+        bytes: limits.workspace_bytes,
+    }
 }
 
 /// Writes a send's `workspaceFiles`, checking every path first (nothing is written when any
-/// path is refused). On the host default (`host_workspace`) each file is opened relative to the
+/// path is refused, or when they would put the host workspace over `quota`). On the host
+/// default (`host_workspace`) each file is opened relative to the
 /// workspace directory without following any symbolic link on the way, so a link planted in the
 /// workspace cannot redirect the write outside it or into `memory/`; under an authored root the
 /// files go through the turn's FileSystem.
@@ -93,11 +121,22 @@ pub async fn write_workspace_files(
     fs: &dyn FileSystem,
     host_workspace: Option<&Path>,
     files: &BTreeMap<String, String>,
+    quota: WorkspaceQuota,
 ) -> Result<(), WorkspaceFileError> {
     let checked = files
         .iter()
         .map(|(path, contents)| check_workspace_path(path).map(|rel| (path, rel, contents)))
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(workspace) = host_workspace
+        && !checked.is_empty()
+    {
+        let mut usage = folio_fs::usage_of(workspace)
+            .map_err(|err| WorkspaceFileError::Measure(err.to_string()))?;
+        for (_, rel, contents) in &checked {
+            usage = usage.replacing(&workspace.join(rel), contents.len() as u64);
+        }
+        quota.admit(usage).map_err(WorkspaceFileError::OverQuota)?;
+    }
     if let Some(workspace) = host_workspace {
         // A few small files (bounded by the request body limit): written in place.
         for (path, rel, contents) in checked {
@@ -368,7 +407,7 @@ mod tests {
         for host in [None, Some(dir.path())] {
             let mut files = BTreeMap::new();
             files.insert("in/a.txt".to_string(), "A".to_string());
-            write_workspace_files(fs.as_ref(), host, &files)
+            write_workspace_files(fs.as_ref(), host, &files, workspace_quota(&Limits::DEFAULT))
                 .await
                 .unwrap();
             assert_eq!(
@@ -378,12 +417,54 @@ mod tests {
             files.insert("b.txt".to_string(), "B".to_string());
             files.insert("./memory/c".to_string(), "C".to_string());
             assert!(
-                write_workspace_files(fs.as_ref(), host, &files)
+                write_workspace_files(fs.as_ref(), host, &files, workspace_quota(&Limits::DEFAULT))
                     .await
                     .is_err()
             );
             assert!(!dir.path().join("b.txt").exists());
         }
+    }
+
+    #[tokio::test]
+    async fn host_files_over_the_quota_write_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = folio_fs::local_fs(dir.path());
+        std::fs::write(dir.path().join("kept.txt"), "1234").unwrap();
+        let quota = WorkspaceQuota {
+            files: 2,
+            bytes: 10,
+        };
+        let files = BTreeMap::from([
+            ("a.txt".to_string(), "A".to_string()),
+            ("b.txt".to_string(), "B".to_string()),
+        ]);
+        let err = write_workspace_files(fs.as_ref(), Some(dir.path()), &files, quota)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "workspace files: the session workspace would hold 3 files; at most 2 are allowed ([limits] workspace_files): delete files first"
+        );
+        let big = BTreeMap::from([("kept.txt".to_string(), "x".repeat(11))]);
+        let err = write_workspace_files(fs.as_ref(), Some(dir.path()), &big, quota)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("workspace_bytes"), "{err}");
+        assert!(!dir.path().join("a.txt").exists());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("kept.txt")).unwrap(),
+            "1234"
+        );
+        let deep = BTreeMap::from([("d/".repeat(3000) + "x", "x".to_string())]);
+        let err = write_workspace_files(fs.as_ref(), Some(dir.path()), &deep, quota)
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("workspace file path too deep: d/d/"),
+            "{err}"
+        );
+        assert!(!dir.path().join("d").exists());
     }
 
     #[tokio::test]
@@ -398,9 +479,14 @@ mod tests {
         let fs = folio_fs::local_fs(dir.path());
         for rel in ["out/victim", "out/new.txt", "notes/x", "v", "./out/deep/x"] {
             let files = BTreeMap::from([(rel.to_string(), "owned".to_string())]);
-            let err = write_workspace_files(fs.as_ref(), Some(dir.path()), &files)
-                .await
-                .unwrap_err();
+            let err = write_workspace_files(
+                fs.as_ref(),
+                Some(dir.path()),
+                &files,
+                workspace_quota(&Limits::DEFAULT),
+            )
+            .await
+            .unwrap_err();
             assert!(
                 matches!(err, WorkspaceFileError::Host { .. }),
                 "{rel}: {err}"

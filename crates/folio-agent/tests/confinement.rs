@@ -169,7 +169,12 @@ async fn assert_confined(fs: Arc<dyn FileSystem>, cwd: &Path, layout: &Layout, p
 #[tokio::test]
 async fn a_session_workspace_keeps_every_tool_inside() {
     let layout = layout();
-    let fs = workspace_fs(&layout.workspace, std::slice::from_ref(&layout.memory)).unwrap();
+    let fs = workspace_fs(
+        &layout.workspace,
+        std::slice::from_ref(&layout.memory),
+        None,
+    )
+    .unwrap();
     assert_confined(fs.clone(), &layout.workspace, &layout, "").await;
     // What is inside still works, the memory/ link included.
     let ws = &layout.workspace;
@@ -239,7 +244,7 @@ async fn reads_refuse_devices_fifos_and_files_over_the_cap() {
         .open(ws.join("big.log"))
         .unwrap();
     big.set_len(READ_BYTE_CAP + 1).unwrap();
-    let confined = workspace_fs(ws, std::slice::from_ref(&layout.memory)).unwrap();
+    let confined = workspace_fs(ws, std::slice::from_ref(&layout.memory), None).unwrap();
     let unconfined = folio_fs::local_fs(ws);
     for fs in [confined, unconfined] {
         assert_eq!(

@@ -51,6 +51,68 @@ pub enum AuthConfigError {
     AnonymousWithTokens,
 }
 
+/// One principal of a tokens file: `alice = "token"`, or
+/// `alice = { token = "token", limits = { messages_per_minute = 10 } }` with its own quotas.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenEntry {
+    /// The principal.
+    pub principal: String,
+    /// Its bearer token.
+    pub token: String,
+    /// Its own quotas (`limits = { … }`), as written; the server reads their keys.
+    pub limits: Option<toml::Table>,
+}
+
+/// Reads a tokens file (`principal = "token"` or `principal = { token, limits }` entries).
+pub fn read_tokens_file(path: &Path) -> Result<Vec<TokenEntry>, AuthConfigError> {
+    let invalid = |message: String| AuthConfigError::TokensFile {
+        path: path.to_path_buf(),
+        message,
+    };
+    let text =
+        std::fs::read_to_string(path).map_err(|err| invalid(format!("cannot be read: {err}")))?;
+    let table: toml::Table = toml::from_str(&text).map_err(|err| invalid(err.to_string()))?;
+    let mut entries = Vec::new();
+    for (principal, value) in table {
+        let (token, limits) = match value {
+            toml::Value::Table(mut entry) => {
+                let limits = match entry.remove("limits") {
+                    None => None,
+                    Some(toml::Value::Table(limits)) => Some(limits),
+                    Some(_) => {
+                        return Err(invalid(format!(
+                            "{principal}.limits must be a table, e.g. {{ messages_per_minute = 10 }}"
+                        )));
+                    }
+                };
+                let token = entry.remove("token");
+                if let Some(key) = entry.keys().next() {
+                    return Err(invalid(format!(
+                        "{principal}.{key} is not a key: an entry has token and limits"
+                    )));
+                }
+                (token, limits)
+            }
+            other => (Some(other), None),
+        };
+        let Some(token) = token
+            .as_ref()
+            .and_then(toml::Value::as_str)
+            .filter(|t| !t.is_empty())
+        else {
+            return Err(invalid(format!(
+                "{principal} must be a non-empty string token"
+            )));
+        };
+        entries.push(TokenEntry {
+            token: token.to_string(),
+            principal,
+            limits,
+        });
+    }
+    Ok(entries)
+}
+
 impl Auth {
     /// The auth of `folio serve`'s flags: `--allow-anonymous`, `--bearer-token` (principal
     /// `bearer`), `--tokens-file` (TOML `principal = "token"`), or `local-dev-strict`.
@@ -67,21 +129,8 @@ impl Auth {
             tokens.push(("bearer".to_string(), token.to_string()));
         }
         if let Some(path) = tokens_file {
-            let invalid = |message: String| AuthConfigError::TokensFile {
-                path: path.to_path_buf(),
-                message,
-            };
-            let text = std::fs::read_to_string(path)
-                .map_err(|err| invalid(format!("cannot be read: {err}")))?;
-            let table: toml::Table =
-                toml::from_str(&text).map_err(|err| invalid(err.to_string()))?;
-            for (principal, token) in table {
-                let Some(token) = token.as_str().filter(|t| !t.is_empty()) else {
-                    return Err(invalid(format!(
-                        "{principal} must be a non-empty string token"
-                    )));
-                };
-                tokens.push((principal, token.to_string()));
+            for entry in read_tokens_file(path)? {
+                tokens.push((entry.principal, entry.token));
             }
         }
         match (tokens.is_empty(), allow_anonymous) {
@@ -160,6 +209,12 @@ mod tests {
         }
     }
 
+    fn headers_with(authorization: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert("authorization", authorization.parse().unwrap());
+        headers
+    }
+
     #[test]
     fn tokens_map_to_principals() {
         let dir = tempfile::tempdir().unwrap();
@@ -182,6 +237,29 @@ mod tests {
             Err(AuthError::Unauthorized(_))
         ));
         assert!(Auth::from_flags(Some("s"), None, true).is_err());
+        std::fs::write(
+            &file,
+            "alice = \"a-token\"\n[bob]\ntoken = \"b-token\"\nlimits = { sessions = 2 }\n",
+        )
+        .unwrap();
+        let auth = Auth::from_flags(None, Some(&file), false).unwrap();
+        assert_eq!(
+            auth.authenticate(&headers_with("Bearer b-token"), peer("10.1.1.1")),
+            Ok("bob".into())
+        );
+        let entries = read_tokens_file(&file).unwrap();
+        assert_eq!(
+            entries[1].limits.as_ref().unwrap()["sessions"].as_integer(),
+            Some(2)
+        );
+        std::fs::write(&file, "[bob]\ntoken = \"b\"\nlimit = 1\n").unwrap();
+        assert_eq!(
+            read_tokens_file(&file).unwrap_err().to_string(),
+            format!(
+                "tokens file {}: bob.limit is not a key: an entry has token and limits",
+                file.display()
+            )
+        );
         assert_eq!(Auth::from_flags(None, None, true), Ok(Auth::Anonymous));
     }
 }

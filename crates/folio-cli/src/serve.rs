@@ -1,5 +1,6 @@
 //! `folio serve`: one agent (`--dir` is a project) or every child project of `--dir`, over HTTP.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -309,6 +310,31 @@ fn check_unconfined(args: &ServeArgs, auth: &Auth) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Each principal's own quotas (`limits = { … }` of its entry in the tokens file).
+fn principal_limits(
+    tokens_file: Option<&Path>,
+) -> anyhow::Result<BTreeMap<String, folio_project::PrincipalLimits>> {
+    let Some(path) = tokens_file else {
+        return Ok(BTreeMap::new());
+    };
+    let mut own = BTreeMap::new();
+    for entry in folio_auth::read_tokens_file(path).map_err(anyhow::Error::msg)? {
+        if let Some(limits) = entry.limits {
+            let limits: folio_project::PrincipalLimits = toml::Value::Table(limits)
+                .try_into()
+                .with_context(|| {
+                    format!(
+                        "tokens file {}: {}.limits (keys: sessions, running_turns, messages_per_minute, tool_calls_per_turn, storage_bytes)",
+                        path.display(),
+                        entry.principal
+                    )
+                })?;
+            own.insert(entry.principal, limits);
+        }
+    }
+    Ok(own)
+}
+
 /// Loads every agent, opens its sessions (recovering from a crash) and binds the port.
 pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
     let auth = Auth::from_flags(
@@ -318,6 +344,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
     )
     .map_err(anyhow::Error::msg)?;
     check_unconfined(args, &auth)?;
+    let own_limits = principal_limits(args.tokens_file.as_deref())?;
     let layout = match args.mode.as_deref() {
         Some("single") => Layout::Single,
         _ => Layout::Multi,
@@ -412,6 +439,7 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
         .map_err(anyhow::Error::msg)?;
         manager.set_fault(fault);
         manager.set_clock(clock.clone());
+        manager.set_principal_limits(own_limits.clone());
         if let Some(agent_dir) = &model.record {
             manager.set_record_dir(agent_dir.clone());
         }

@@ -17,6 +17,14 @@ pub enum BeneathError {
     /// The relative path is empty, absolute or climbs with `..`.
     #[error("not a path inside the directory: {0}")]
     Invalid(String),
+    /// The path is over a shape limit (depth, length or name length); nothing was created.
+    #[error("{}", limit.describe(path))]
+    OverLimit {
+        /// The relative path that was refused.
+        path: String,
+        /// Which limit, with the path's measure.
+        limit: folio_path::PathLimit,
+    },
     /// A segment on the way (or the file itself) is a symbolic link.
     #[error("refusing to write through the symbolic link at {0}")]
     Symlink(String),
@@ -45,6 +53,10 @@ pub fn write_beneath(dir: &Path, rel: &str, contents: &[u8]) -> Result<(), Benea
     if rel.starts_with('/') || segments.contains(&"..") {
         return Err(BeneathError::Invalid(rel.to_string()));
     }
+    folio_path::check_path_limits(rel).map_err(|limit| BeneathError::OverLimit {
+        path: rel.to_string(),
+        limit,
+    })?;
     let Some((name, parents)) = segments.split_last() else {
         return Err(BeneathError::Invalid(rel.to_string()));
     };

@@ -71,6 +71,23 @@ pub enum PathError {
         /// The path that was refused.
         path: String,
     },
+    /// A write to a path over a shape limit (depth, length or name length; see
+    /// [`folio_path::check_path_limits`]); nothing is written.
+    #[error("{}", limit.describe(path))]
+    OverLimit {
+        /// The path that was refused.
+        path: String,
+        /// Which limit, with the path's measure.
+        limit: folio_path::PathLimit,
+    },
+    /// A write the session workspace's quota refuses; nothing is written.
+    #[error("workspace full: cannot write {path}: {exceeded}")]
+    OverQuota {
+        /// The path that was refused.
+        path: String,
+        /// What the workspace would hold, and the limit.
+        exceeded: crate::QuotaExceeded,
+    },
     /// Any other failure (host I/O, a remote API); `message` is shown as is.
     #[error("{message}")]
     Other {
@@ -121,6 +138,8 @@ impl PathError {
             | PathError::NotRegular { path }
             | PathError::TooLarge { path, .. }
             | PathError::OutsideWorkspace { path }
+            | PathError::OverLimit { path, .. }
+            | PathError::OverQuota { path, .. }
             | PathError::Other { path, .. } => path,
         }
     }
@@ -153,6 +172,14 @@ impl PathError {
                 limit,
             },
             PathError::OutsideWorkspace { .. } => PathError::OutsideWorkspace { path: new_path },
+            PathError::OverLimit { limit, .. } => PathError::OverLimit {
+                path: new_path,
+                limit,
+            },
+            PathError::OverQuota { exceeded, .. } => PathError::OverQuota {
+                path: new_path,
+                exceeded,
+            },
             PathError::Other { path, message } => {
                 // Best-effort rewrite of a foreign message that quotes the child path.
                 let message = if path.is_empty() || path == "/" {

@@ -18,6 +18,7 @@ use crate::{
 const ESCAPES: &str = "path escapes the mounted directory";
 
 use crate::limits::READ_BYTE_CAP;
+use crate::quota::{WorkspaceQuota, usage_of};
 
 #[derive(Debug)]
 enum Mode {
@@ -38,6 +39,8 @@ struct Confine {
     given: Vec<PathBuf>,
     /// The same roots with links resolved, for the check after resolving.
     roots: Vec<PathBuf>,
+    /// What the workspace (the first root) may hold, when limited.
+    quota: Option<WorkspaceQuota>,
 }
 
 /// A tree on the host disk; built by [`host_dir`] or [`local_fs`].
@@ -73,13 +76,19 @@ pub fn local_fs(cwd: impl Into<PathBuf>) -> Arc<dyn FileSystem> {
 /// A session workspace with host-default paths (relative paths resolve against `workspace`,
 /// yielded paths are host paths) confined to `workspace` and the directories in `also` (its
 /// `memory/` link target): an absolute path or `..` leaving them is refused with
-/// `OutsideWorkspace`, and a symbolic link is followed only while it stays inside. Fails when
-/// `workspace` does not exist.
+/// `OutsideWorkspace`, and a symbolic link is followed only while it stays inside. With a
+/// `quota`, a write that would make `workspace` hold more is refused with `OverQuota`. Fails
+/// when `workspace` does not exist.
 pub fn workspace_fs(
     workspace: impl Into<PathBuf>,
     also: &[PathBuf],
+    quota: Option<WorkspaceQuota>,
 ) -> Result<Arc<dyn FileSystem>, PathError> {
-    Ok(Arc::new(HostTree::workspace(workspace.into(), also)?))
+    Ok(Arc::new(HostTree::workspace(
+        workspace.into(),
+        also,
+        quota,
+    )?))
 }
 
 impl HostTree {
@@ -109,7 +118,11 @@ impl HostTree {
     }
 
     /// A confined session workspace (see [`workspace_fs`]).
-    pub fn workspace(workspace: PathBuf, also: &[PathBuf]) -> Result<Self, PathError> {
+    pub fn workspace(
+        workspace: PathBuf,
+        also: &[PathBuf],
+        quota: Option<WorkspaceQuota>,
+    ) -> Result<Self, PathError> {
         let cwd = std::path::absolute(&workspace).unwrap_or(workspace);
         let mut given = Vec::new();
         let mut roots = Vec::new();
@@ -124,7 +137,11 @@ impl HostTree {
         Ok(HostTree {
             mode: Arc::new(Mode::Local {
                 cwd,
-                confine: Some(Confine { given, roots }),
+                confine: Some(Confine {
+                    given,
+                    roots,
+                    quota,
+                }),
             }),
         })
     }
@@ -163,6 +180,53 @@ impl HostTree {
                 path: target.display.clone(),
             })
         }
+    }
+
+    /// The path as the tree's own namespace sees it, which the path limits measure: relative to
+    /// the confining root (a workspace or mounted directory), the host path on the open disk.
+    fn tree_path<'a>(&self, target: &'a Target) -> &'a str {
+        let Mode::Local {
+            confine: Some(confine),
+            ..
+        } = &*self.mode
+        else {
+            return &target.display;
+        };
+        confine
+            .given
+            .iter()
+            .chain(&confine.roots)
+            .filter_map(|root| root.to_str())
+            .find(|root| folio_path::is_within(&target.display, root))
+            .map_or(target.display.as_str(), |root| {
+                &target.display[root.len()..]
+            })
+    }
+
+    /// A limited workspace refuses a write that would make it hold more than its quota.
+    fn check_quota(&self, target: &Target, bytes: usize) -> Result<(), PathError> {
+        let Mode::Local {
+            confine:
+                Some(Confine {
+                    roots,
+                    quota: Some(quota),
+                    ..
+                }),
+            ..
+        } = &*self.mode
+        else {
+            return Ok(());
+        };
+        let Some(workspace) = roots.first() else {
+            return Ok(());
+        };
+        let usage = usage_of(workspace).map_err(|err| write_failed(&target.display, &err))?;
+        quota
+            .admit(usage.replacing(&target.host, bytes as u64))
+            .map_err(|exceeded| PathError::OverQuota {
+                path: target.display.clone(),
+                exceeded,
+            })
     }
 
     fn target(&self, path: &str) -> Target {
@@ -357,6 +421,13 @@ impl HostTree {
 
     fn write_blocking(&self, target: &Target, contents: &str) -> Result<(), PathError> {
         self.check_inside(target)?;
+        folio_path::check_path_limits(self.tree_path(target)).map_err(|limit| {
+            PathError::OverLimit {
+                path: target.display.clone(),
+                limit,
+            }
+        })?;
+        self.check_quota(target, contents.len())?;
         if let Mode::Confined {
             read_only: true, ..
         } = &*self.mode

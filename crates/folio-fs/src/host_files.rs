@@ -19,6 +19,7 @@ use std::time::SystemTime;
 
 use futures::StreamExt;
 
+use crate::limits::check_write_path;
 use crate::{
     Content, DirEntry, FileInfo, FileKind, FileSystem, FsStream, GrepQuery, GrepResult,
     LineMatcher, PathError, PathFilter, SearchQuery, SearchResult, is_within, normalize_fs_path,
@@ -454,6 +455,7 @@ impl FileSystem for HostFs {
 
     async fn write(&self, path: &str, contents: &str) -> Result<(), PathError> {
         let path = normalize_fs_path(path);
+        check_write_path(&path)?;
         if path == "/" {
             return Err(PathError::WriteFailed {
                 path,

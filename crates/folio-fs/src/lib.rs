@@ -50,6 +50,7 @@ mod memory;
 pub mod merge;
 mod overlay;
 mod page;
+mod quota;
 mod shared_error;
 /// The path rules live in their own dependency-free crate (folio-project needs them too).
 use folio_path as path;
@@ -69,7 +70,11 @@ pub use matcher::{LineMatcher, PathFilter};
 pub use memory::{EmptyFs, TempFs, empty_fs, temp_fs};
 pub use overlay::{OverlayDiff, OverlayFs, WritableOverlayFs, overlay_fs, writable_overlay_fs};
 pub use page::{MAX_LINE_CHARS, Page, PageLine, SCAN_BYTE_CAP, page_reader};
-pub use path::{basename, is_within, join_mount, normalize_fs_path, parent, strip_mount};
+pub use path::{
+    MAX_PATH_BYTES, MAX_PATH_SEGMENTS, MAX_SEGMENT_BYTES, PathLimit, basename, check_path_limits,
+    is_within, join_mount, normalize_fs_path, parent, strip_mount,
+};
+pub use quota::{QuotaExceeded, Usage, WorkspaceQuota, usage_of};
 pub use shared_error::SharedError;
 pub use union::{IntoFs, UnionFs, union_fs};
 

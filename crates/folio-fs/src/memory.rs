@@ -14,6 +14,7 @@ use std::time::SystemTime;
 use futures::StreamExt;
 use futures::stream;
 
+use crate::limits::check_write_path;
 use crate::{
     Content, DirEntry, FileInfo, FileKind, FileSystem, FsStream, GrepQuery, GrepResult,
     LineMatcher, PathError, PathFilter, SearchQuery, SearchResult, basename, normalize_fs_path,
@@ -151,6 +152,7 @@ impl TempFs {
     /// Creates or overwrites file `path` with raw bytes (for images and other binary fixtures).
     pub fn write_bytes(&self, path: &str, bytes: &[u8]) -> Result<(), PathError> {
         let path = normalize_fs_path(path);
+        check_write_path(&path)?;
         insert(&mut self.write_lock(), path, bytes)
     }
 

@@ -24,6 +24,7 @@ use futures::StreamExt;
 use futures::stream;
 use globset::GlobBuilder;
 
+use crate::limits::check_write_path;
 use crate::merge::{
     MergeOptions, PathItem, entry_order, grep_order, merge_sorted_by, search_order,
 };
@@ -430,6 +431,7 @@ impl FileSystem for UnionFs {
 
     async fn write(&self, path: &str, contents: &str) -> Result<(), PathError> {
         let path = normalize_fs_path(path);
+        check_write_path(&path)?;
         let (mount, child_path) = self.route(&path)?;
         if self.holds_mount(&path) {
             return Err(PathError::WriteFailed {

@@ -643,3 +643,59 @@ async fn index_works_over_local_and_remote_trees() {
     let tree = indexed(host_fs(remote, "s")).await.unwrap();
     assert_eq!(search(&tree, "fig", None, None).await[0].path, "/f.txt");
 }
+
+#[tokio::test]
+async fn a_workspace_quota_refuses_the_write_that_would_pass_it_and_writes_nothing() {
+    let workspace = tempfile::tempdir().unwrap();
+    let memory = tempfile::tempdir().unwrap();
+    fs::write(memory.path().join("big.md"), "m".repeat(100)).unwrap();
+    symlink(memory.path(), workspace.path().join("memory")).unwrap();
+    let quota = folio_fs::WorkspaceQuota {
+        files: 2,
+        bytes: 10,
+    };
+    let tree = folio_fs::workspace_fs(
+        workspace.path(),
+        &[memory.path().to_path_buf()],
+        Some(quota),
+    )
+    .unwrap();
+    tree.write("a.txt", "12345").await.unwrap();
+    tree.write("sub/b.txt", "1234").await.unwrap();
+    // Overwriting counts the new size in place of the old one.
+    tree.write("a.txt", "123456").await.unwrap();
+    let err = tree.write("deeper/c.txt", "1").await.unwrap_err();
+    let shown = format!("{}/deeper/c.txt", workspace.path().display());
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "workspace full: cannot write {shown}: the session workspace would hold 3 files; at most 2 are allowed ([limits] workspace_files): delete files first"
+        )
+    );
+    assert!(!workspace.path().join("deeper").exists());
+    let err = tree.write("a.txt", "1234567").await.unwrap_err();
+    assert!(err.to_string().contains("would hold 11 bytes"), "{err}");
+    assert_eq!(
+        fs::read_to_string(workspace.path().join("a.txt")).unwrap(),
+        "123456"
+    );
+    // Deleting makes room again.
+    tree.delete("sub/b.txt").await.unwrap();
+    tree.write("deeper/c.txt", "1").await.unwrap();
+}
+
+#[tokio::test]
+async fn workspace_path_limits_measure_from_the_workspace() {
+    let workspace = tempfile::tempdir().unwrap();
+    let tree = folio_fs::workspace_fs(workspace.path(), &[], None).unwrap();
+    // 64 segments below the workspace are allowed whatever the workspace's own depth.
+    let at_limit = format!("{}/f", "d/".repeat(63).trim_end_matches('/'));
+    tree.write(&at_limit, "x").await.unwrap();
+    let over = format!("{}/f", "e/".repeat(64).trim_end_matches('/'));
+    let err = tree.write(&over, "x").await.unwrap_err();
+    assert!(
+        err.to_string().starts_with("path too deep: ") && err.to_string().contains("65 segments"),
+        "{err}"
+    );
+    assert!(!workspace.path().join("e").exists());
+}

@@ -1,4 +1,18 @@
-//! Posix path rules for authored trees: normalization and segment-wise prefix tests.
+//! Posix path rules for authored trees: normalization, segment-wise prefix tests and the
+//! shape limits every write is held to.
+//!
+//! ```
+//! use folio_path::{PathLimit, check_path_limits};
+//! assert_eq!(check_path_limits("/src/main.rs"), Ok(()));
+//! let deep = "/d".repeat(65);
+//! assert_eq!(check_path_limits(&deep), Err(PathLimit::TooDeep { segments: 65 }));
+//! ```
+
+mod limits;
+
+pub use limits::{
+    MAX_PATH_BYTES, MAX_PATH_SEGMENTS, MAX_SEGMENT_BYTES, PathLimit, abbreviate, check_path_limits,
+};
 
 /// Normalizes `path` to an absolute posix path: resolves `.` and `..` (never above `/`),
 /// collapses repeated slashes and drops any trailing slash except on `/` itself.

@@ -20,6 +20,9 @@ pub struct ProjectConfig {
     /// prefix, over Folio's defaults (docs/models.md); usage of a model without one costs `null`.
     #[serde(default)]
     pub prices: BTreeMap<String, folio_protocol::ModelPrice>,
+    /// Input limits and quotas (`[limits]`); every key has a default.
+    #[serde(default)]
+    pub limits: crate::Limits,
 }
 
 /// `[telemetry]` in `folio.toml`: where traces, metrics and logs are exported over OTLP. Nothing

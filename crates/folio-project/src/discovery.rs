@@ -67,6 +67,8 @@ pub struct AgentDefinition {
     pub experiment: String,
     /// The A/B variants (`[variants.<name>]`, `variants/<name>.toml`), by name.
     pub variants: Vec<VariantDefinition>,
+    /// `[limits]` of `folio.toml`, defaults filled in.
+    pub limits: crate::Limits,
 }
 
 /// A schedule as discovery sees it: when its slots are and what each run does.
@@ -175,6 +177,12 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
             );
         }
     }
+    for key in project.limits.zero_keys() {
+        findings.error(
+            &project_file,
+            format!("limits.{key}: must be 1 or more (leave it out for the default)"),
+        );
+    }
     let agent_dir = ["agent", "bot"]
         .iter()
         .map(|name| project_dir.join(name))
@@ -198,6 +206,7 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
         .unwrap_or_else(|| "agent".to_string());
     let name = config.name.clone().or(project.name).unwrap_or(dir_name);
     let prices = project.prices;
+    let limits = project.limits;
     let tools = tools::discover_authored_tools(&agent_dir, &name, findings);
     let skills = skills::discover_skills(&agent_dir, findings);
     if !skills.is_empty()
@@ -287,6 +296,7 @@ fn discover_into(project_dir: &Path, findings: &mut Report) -> Option<AgentDefin
         prices,
         experiment,
         variants,
+        limits,
     })
 }
 

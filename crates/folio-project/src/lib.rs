@@ -46,6 +46,7 @@ mod eval_writer;
 mod evals;
 mod hooks;
 mod info;
+mod limits;
 mod mcp;
 mod naming;
 mod report;
@@ -89,6 +90,7 @@ pub use evals::{
 };
 pub use hooks::{HookCommand, HookDefinition, HookManifest};
 pub use info::{describe, diagnostic_info};
+pub use limits::{Limits, PrincipalLimits};
 pub use mcp::{
     McpConnectionManifest, McpJwtAlgorithm, McpOAuth, McpOAuthGrant, McpServerConfig, McpTransport,
 };

@@ -47,6 +47,7 @@ mod fork;
 mod hook;
 mod host;
 mod http;
+mod limits;
 mod mcp;
 mod ok;
 mod openapi;
@@ -103,6 +104,7 @@ pub use http::{
     SessionCreated, SessionResponse, SessionStatus, SessionSummary, ToolCallRequest,
     ToolCallResult,
 };
+pub use limits::{LimitUsage, LimitValues, LimitsResponse};
 pub use mcp::{AskArguments, AskResult, AskStatus, CheckArguments, CheckResult};
 pub use ok::{OkFalse, OkTrue};
 pub use openapi::{ApiServers, OPENAPI_VERSION, error_codes, openapi, openapi_json, operation_id};

@@ -12,9 +12,10 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use crate::{
     Acknowledged, AgentDescription, AgentSummary, ApprovalRequest, ArtifactRecord,
     ArtifactResponse, CreateSession, Empty, ErrorCode, EvalCaseSaved, EvalRunResponse,
-    EvalRunSummary, Event, FollowUp, FollowUpAccepted, ForkSession, LogsResponse, Page, Reminder,
-    ReminderResponse, SaveEvalCase, SchedulesResponse, SessionCreated, SessionResponse,
-    SessionSummary, SetReminder, ToolCallRequest, ToolCallResult, VariantsResponse,
+    EvalRunSummary, Event, FollowUp, FollowUpAccepted, ForkSession, LimitsResponse, LogsResponse,
+    Page, Reminder, ReminderResponse, SaveEvalCase, SchedulesResponse, SessionCreated,
+    SessionResponse, SessionSummary, SetReminder, ToolCallRequest, ToolCallResult,
+    VariantsResponse,
 };
 
 /// An HTTP method the API uses.
@@ -85,6 +86,8 @@ pub enum Operation {
     Logs,
     /// `GET /v1/variants`.
     ListVariants,
+    /// `GET /v1/limits`.
+    Limits,
     /// `GET /v1/artifacts`.
     ListArtifacts,
     /// `GET /v1/artifacts/{artifactId}`.
@@ -338,7 +341,7 @@ const ROUTES: &[Route] = &[
             description: "The session, its first continuation token and where to watch it.",
             body: json::<SessionCreated>(),
         }],
-        errors: &[ErrorCode::IdempotencyKeyReused],
+        errors: &[ErrorCode::IdempotencyKeyReused, ErrorCode::RateLimited],
     },
     Route {
         operation: Operation::FollowUp,
@@ -360,6 +363,7 @@ const ROUTES: &[Route] = &[
             ErrorCode::StaleContinuationToken,
             ErrorCode::SessionNotFollowable,
             ErrorCode::IdempotencyKeyReused,
+            ErrorCode::RateLimited,
         ],
     },
     Route {
@@ -717,6 +721,23 @@ const ROUTES: &[Route] = &[
             body: json::<LogsResponse>(),
         }],
         errors: &[ErrorCode::InvalidRequest],
+    },
+    Route {
+        operation: Operation::Limits,
+        method: Method::Get,
+        path: "/v1/limits",
+        scope: Scope::Agent,
+        access: Access::Caller,
+        summary: "The caller's limits (`[limits]` with its own quotas from the tokens file) and what it uses of them now.",
+        query: &[],
+        headers: &[],
+        request: None,
+        answers: &[Answer {
+            status: 200,
+            description: "Its limits and usage.",
+            body: json::<LimitsResponse>(),
+        }],
+        errors: &[],
     },
     Route {
         operation: Operation::ListArtifacts,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::{FromRequestParts, Path as UrlPath, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on};
 use folio_protocol::{
@@ -178,6 +178,7 @@ fn handler(operation: Operation, method: MethodFilter) -> Option<MethodRouter<Ho
         | Operation::ListSchedules
         | Operation::Logs
         | Operation::ListVariants
+        | Operation::Limits
         | Operation::ListArtifacts
         | Operation::GetArtifact
         | Operation::ArtifactContent
@@ -222,18 +223,7 @@ impl FromRequestParts<Host> for Caller {
 
 /// A manager error as an answer: its status and body, with `Retry-After` on a `429`.
 fn refusal(err: ManagerError) -> Response {
-    let retry_after = match &err {
-        ManagerError::Limited { retry_after, .. } => *retry_after,
-        _ => None,
-    };
-    let mut response = ApiError::from(err).into_response();
-    if let Some(wait) = retry_after {
-        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        if let Ok(value) = HeaderValue::from_str(&seconds.max(1).to_string()) {
-            response.headers_mut().insert(header::RETRY_AFTER, value);
-        }
-    }
-    response
+    ApiError::from(err).into_response()
 }
 
 /// Records the call (`action.host_call`) and answers with `body` or the error.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequest, Path, Query, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, get, on};
@@ -96,13 +96,14 @@ impl Default for HttpConfig {
 #[derive(Debug, Clone, Copy)]
 struct Peer(SocketAddr);
 
-/// An error answer: an [`ErrorBody`] with the status of its code.
+/// An error answer: an [`ErrorBody`] with the status of its code, and `Retry-After` (whole
+/// seconds, at least 1) when waiting helps.
 #[derive(Debug)]
-pub(crate) struct ApiError(ErrorBody);
+pub(crate) struct ApiError(ErrorBody, Option<Duration>);
 
 impl ApiError {
     pub(crate) fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ApiError(ErrorBody::new(code, message))
+        ApiError(ErrorBody::new(code, message), None)
     }
 
     fn invalid(message: impl Into<String>) -> Self {
@@ -120,7 +121,11 @@ impl ApiError {
 
 impl From<ManagerError> for ApiError {
     fn from(err: ManagerError) -> Self {
-        ApiError::new(err.code(), err.to_string())
+        let retry_after = match &err {
+            ManagerError::Limited { retry_after, .. } => *retry_after,
+            _ => None,
+        };
+        ApiError(ErrorBody::new(err.code(), err.to_string()), retry_after)
     }
 }
 
@@ -128,7 +133,14 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.0.error.status())
             .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (status, Json(self.0)).into_response()
+        let mut response = (status, Json(self.0)).into_response();
+        if let Some(wait) = self.1 {
+            let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            if let Ok(value) = HeaderValue::from_str(&seconds.max(1).to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+        }
+        response
     }
 }
 
@@ -390,6 +402,7 @@ fn handler(operation: Operation, method: MethodFilter) -> Option<MethodRouter<Ag
         Operation::ListSchedules => on(method, list_schedules),
         Operation::Logs => on(method, logs),
         Operation::ListVariants => on(method, list_variants),
+        Operation::Limits => on(method, limits),
         Operation::ListArtifacts => on(method, list_artifacts),
         Operation::GetArtifact => on(method, get_artifact),
         Operation::ArtifactContent => on(method, artifact_content),
@@ -963,6 +976,16 @@ async fn logs(
     }
     let lines = manager.logs().since_visible(since, |id| owned.contains(id));
     ok(StatusCode::OK, LogsResponse { ok: OkTrue, lines })
+}
+
+async fn limits(
+    State(state): State<AgentState>,
+    Extension(Principal(principal)): Extension<Principal>,
+) -> ApiResult {
+    ok(
+        StatusCode::OK,
+        state.mount.manager.limits(&principal).await?,
+    )
 }
 
 fn artifact_error(err: folio_agent::ArtifactError) -> ApiError {

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use folio_agent::tools::{ScratchMode, SessionContext, TodoList, ToolContext};
-use folio_agent::write_workspace_files;
 use folio_agent::{Agent, Turn, TurnOutcome, TurnSession, TurnTrace};
+use folio_agent::{workspace_quota, write_workspace_files};
 use folio_protocol::{
     ActionApprovalResolved, Admission, ApprovalDecision, Elicitation, Event, EventBody,
     MessageQueued, MessageReceived, OkTrue, SessionCompleted, SessionFailed, SessionMode,
@@ -852,13 +852,21 @@ async fn run_turn(
             )),
         }
     }
-    if let Err(err) = write_workspace_files(bound.fs.as_ref(), host_workspace, &files).await {
+    let quota = workspace_quota(&engine.agent.get().definition.limits);
+    if let Err(err) = write_workspace_files(bound.fs.as_ref(), host_workspace, &files, quota).await
+    {
         return failed(&live, err.to_string());
     }
     let events = live.events();
     let todos = TodoList::from_events(&events);
     // Its own statement: the meta lock is released before the trace below takes it again.
-    let context = crate::state::session_context(&lock(&live.meta));
+    let mut context = crate::state::session_context(&lock(&live.meta));
+    context.tool_calls_per_turn = Some(
+        engine
+            .quotas
+            .limits_of(&engine, &context.principal)
+            .tool_calls_per_turn,
+    );
     let turn = Turn {
         session_id: live.id.clone(),
         turn_id: turn_id.clone(),

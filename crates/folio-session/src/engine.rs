@@ -57,6 +57,8 @@ pub(crate) struct Engine {
     pub(crate) logs: LogBuffer,
     /// The host API's live tokens and call budgets.
     pub(crate) host: crate::host_grants::HostGrants,
+    /// Per-principal quotas and rate limits.
+    pub(crate) quotas: crate::quotas::Quotas,
 }
 
 /// The agent new turns run with, swapped by `folio dev`.
@@ -344,6 +346,7 @@ impl Engine {
             settings: Settings::new(),
             logs,
             host: crate::host_grants::HostGrants::default(),
+            quotas: crate::quotas::Quotas::default(),
         }
     }
 

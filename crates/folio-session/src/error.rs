@@ -55,6 +55,9 @@ pub enum ManagerError {
         /// When a retry may succeed (`Retry-After`).
         retry_after: Option<std::time::Duration>,
     },
+    /// A message or its files over a `[limits]` size (`413 payload_too_large`).
+    #[error("{0}")]
+    TooLarge(String),
     /// A compare-and-set write found another version (`409 version_conflict`).
     #[error("{0}")]
     Conflict(String),
@@ -144,6 +147,7 @@ impl ManagerError {
             ManagerError::KeyReused(_) => ErrorCode::IdempotencyKeyReused,
             ManagerError::Limited { .. } => ErrorCode::RateLimited,
             ManagerError::Conflict(_) => ErrorCode::VersionConflict,
+            ManagerError::TooLarge(_) => ErrorCode::PayloadTooLarge,
             ManagerError::Internal(_) => ErrorCode::Internal,
         }
     }

@@ -73,6 +73,7 @@ mod manager;
 mod peer;
 mod prepare;
 mod queries;
+mod quotas;
 mod recovery;
 mod reminder_store;
 mod reminders;

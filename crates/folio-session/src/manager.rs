@@ -267,6 +267,28 @@ impl SessionManager {
         &self.engine.logs
     }
 
+    /// Sets each principal's own quotas (from the tokens file), over `[limits]`.
+    pub fn set_principal_limits(
+        &self,
+        own: std::collections::BTreeMap<String, folio_project::PrincipalLimits>,
+    ) {
+        self.engine.quotas.set_own(own);
+    }
+
+    /// `principal`'s limits and what it uses of them now (`GET /v1/limits`).
+    pub async fn limits(
+        &self,
+        principal: &str,
+    ) -> Result<folio_protocol::LimitsResponse, ManagerError> {
+        let (limits, usage) = self.engine.quotas.report(&self.engine, principal).await?;
+        Ok(folio_protocol::LimitsResponse {
+            ok: folio_protocol::OkTrue,
+            principal: principal.to_string(),
+            limits,
+            usage,
+        })
+    }
+
     /// Sets how often an idle stream sends its keep-alive empty line (default 15 s).
     pub fn set_keepalive(&self, interval: Duration) {
         self.engine.settings.set_keepalive(interval);

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use folio_agent::check_workspace_path;
+use folio_project::Limits;
 use folio_protocol::{
     CreateSession, Event, EventBody, ForkOrigin, ForkSession, Page, SessionMode, SessionStarted,
     SessionStatus, SessionSummary,
@@ -21,6 +22,7 @@ use crate::engine::Engine;
 use crate::error::{ManagerError, io_error, store_error};
 use crate::fault::FaultPoint;
 use crate::live::Live;
+use crate::quotas::Sending;
 use crate::remote::Remote;
 use crate::state::{
     SessionMeta, SessionOptions, VariantChoice, new_session_id, reported_usage, valid_session_id,
@@ -135,7 +137,19 @@ impl Sessions {
     ) -> Result<Accepted, ManagerError> {
         let mode = request.mode.unwrap_or(SessionMode::Chat);
         self.engine.life.refuse_when_closing()?;
-        check_workspace_files(&request.workspace_files)?;
+        check_send(
+            &request.message,
+            &request.workspace_files,
+            &self.engine.agent.get().definition.limits,
+        )?;
+        // Sessions an operator's tooling makes for a purpose (`eval`, `direct`) are not a
+        // caller's: the principal quotas hold for the rest.
+        if options.purpose.is_none() {
+            self.engine
+                .quotas
+                .admit(&self.engine, principal, Sending::Create)
+                .await?;
+        }
         let mut options = options;
         if let Some(key) = &request.continuation_key {
             check_continuation_key(key)?;
@@ -533,6 +547,11 @@ impl Sessions {
     }
 }
 
+/// The smaller of two limits, with its key.
+fn tighter(a: (u64, &'static str), b: (u64, &'static str)) -> (u64, &'static str) {
+    if b.0 < a.0 { b } else { a }
+}
+
 /// The most characters a continuation key set through `POST /v1/session` may have.
 const MAX_CONTINUATION_KEY_CHARS: usize = 256;
 
@@ -548,8 +567,54 @@ fn check_continuation_key(key: &str) -> Result<(), ManagerError> {
     Ok(())
 }
 
-/// Checks every per-send workspace path (nothing is written when one is refused).
-pub(crate) fn check_workspace_files(files: &BTreeMap<String, String>) -> Result<(), ManagerError> {
+/// Checks a send against `limits` before anything of it is kept or written: the message's
+/// size, the number and bytes of its `workspaceFiles` (`413`; never more than a whole workspace
+/// may hold), and every file's path (`400`).
+pub(crate) fn check_send(
+    text: &str,
+    files: &BTreeMap<String, String>,
+    limits: &Limits,
+) -> Result<(), ManagerError> {
+    let too_large = |what: &str, size: u64, limit: u64, key: &str| {
+        ManagerError::TooLarge(format!(
+            "{what} is {size}; at most {limit} are allowed ([limits] {key} in folio.toml)"
+        ))
+    };
+    let text_bytes = text.len() as u64;
+    if text_bytes > limits.message_bytes {
+        return Err(too_large(
+            "message: the text in bytes",
+            text_bytes,
+            limits.message_bytes,
+            "message_bytes",
+        ));
+    }
+    let (file_limit, file_key) = tighter(
+        (limits.send_files, "send_files"),
+        (limits.workspace_files, "workspace_files"),
+    );
+    let count = files.len() as u64;
+    if count > file_limit {
+        return Err(too_large(
+            "workspaceFiles: the number of files",
+            count,
+            file_limit,
+            file_key,
+        ));
+    }
+    let (byte_limit, byte_key) = tighter(
+        (limits.send_bytes, "send_bytes"),
+        (limits.workspace_bytes, "workspace_bytes"),
+    );
+    let bytes: u64 = files.values().map(|c| c.len() as u64).sum();
+    if bytes > byte_limit {
+        return Err(too_large(
+            "workspaceFiles: the contents in bytes",
+            bytes,
+            byte_limit,
+            byte_key,
+        ));
+    }
     for path in files.keys() {
         check_workspace_path(path)
             .map_err(|err| ManagerError::Invalid(format!("workspaceFiles: {err}")))?;

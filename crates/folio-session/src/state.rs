@@ -24,6 +24,7 @@ pub(crate) fn session_context(meta: &SessionMeta) -> SessionContext {
         continuation_key: meta.continuation_key.clone(),
         principal: meta.principal.clone(),
         peer_depth: meta.peer_depth,
+        tool_calls_per_turn: None,
     }
 }
 

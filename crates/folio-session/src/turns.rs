@@ -13,8 +13,9 @@ use crate::error::ManagerError;
 use crate::fault::FaultPoint;
 use crate::live::Live;
 use crate::prepare::WorkspacePrep;
+use crate::quotas::Sending;
 use crate::remote::{Owner, Remote};
-use crate::sessions::{Accepted, check_workspace_files};
+use crate::sessions::{Accepted, check_send};
 use crate::sync::lock;
 use crate::token;
 
@@ -67,7 +68,15 @@ impl Turns {
         if lock(&live.meta).mode == SessionMode::Task {
             return Err(ManagerError::NotFollowable(session_id.to_string()));
         }
-        check_workspace_files(&request.workspace_files)?;
+        check_send(
+            &request.message,
+            &request.workspace_files,
+            &self.engine.agent.get().definition.limits,
+        )?;
+        self.engine
+            .quotas
+            .admit(&self.engine, principal, Sending::FollowUp(session_id))
+            .await?;
         let coalesce = request.admission == Some(Admission::Coalesce);
         // A coalesced message may be relayed to the server running the turn; one without a key
         // gets one for the relay, so that its answer's token is known here and repeats are
@@ -161,7 +170,15 @@ impl Turns {
         if let Some(key) = &message.key {
             token::check_key(key)?;
         }
-        check_workspace_files(&message.workspace_files)?;
+        check_send(
+            &message.text,
+            &message.workspace_files,
+            &self.engine.agent.get().definition.limits,
+        )?;
+        self.engine
+            .quotas
+            .admit(&self.engine, principal, Sending::FollowUp(session_id))
+            .await?;
         let live = self.engine.owned(principal, session_id).await?;
         if lock(&live.meta).mode == SessionMode::Task {
             return Err(ManagerError::NotFollowable(session_id.to_string()));

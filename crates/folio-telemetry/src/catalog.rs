@@ -168,6 +168,14 @@ pub const APPROVALS_PENDING: Metric = metric(
     "Tool calls waiting for a human approval, by agent",
 );
 
+/// `folio.limits.refused`.
+pub const LIMITS_REFUSED: Metric = metric(
+    "folio.limits.refused",
+    Counter,
+    "{request}",
+    "Requests refused by a quota or rate limit, by agent and limit",
+);
+
 /// Every metric instrument.
 pub const METRICS: &[Metric] = &[
     TOKEN_USAGE,
@@ -185,6 +193,7 @@ pub const METRICS: &[Metric] = &[
     TURNS_QUEUED,
     STREAMS_OPEN,
     APPROVALS_PENDING,
+    LIMITS_REFUSED,
 ];
 
 const fn name(name: &'static str, description: &'static str) -> Name {
@@ -256,6 +265,10 @@ pub const ATTRIBUTES: &[Name] = &[
         "The session's A/B variant (`[variants.<name>]`), on its spans and metric points",
     ),
     name(
+        "folio.limit",
+        "The `[limits]` key a refused request hit (`messages_per_minute`, …)",
+    ),
+    name(
         "cursor.conversation.id",
         "The session id, under the seed's name",
     ),
@@ -323,13 +336,13 @@ mod tests {
 
     use super::*;
 
-    /// The names of Folio's prefixes in `source`, outside comments and `#[cfg(test)]`
+    /// The names under Folio's prefixes in `source`, outside comments and `#[cfg(test)]`
     /// modules: quoted (`"gen_ai.tool.name"`) or as `tracing` fields (`gen_ai.tool.name =`).
     fn names_in(source: &str, names: &mut BTreeSet<String>) {
-        let pattern = regex::Regex::new(
-            r#""((?:agent_sdk|gen_ai|cursor)\.[a-z0-9_.]*[a-z0-9_])"|(?:^|[^A-Za-z0-9_".])((?:agent_sdk|gen_ai|cursor)\.[a-z0-9_.]*[a-z0-9_])\s*="#,
-        )
-        .unwrap();
+        // Folio's own `folio.` names are only the limits' (`folio.toml` is a file name).
+        let name = r"(?:(?:agent_sdk|gen_ai|cursor)\.[a-z0-9_.]*[a-z0-9_]|folio\.limits?(?:\.[a-z0-9_]+)*)";
+        let pattern =
+            regex::Regex::new(&format!(r#""({name})"|(?:^|[^A-Za-z0-9_".])({name})\s*="#)).unwrap();
         for line in source
             .lines()
             .take_while(|line| !line.contains("#[cfg(test)]"))

@@ -8,9 +8,9 @@ use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, UpDownCounter};
 
 use crate::catalog::{
-    APPROVALS_PENDING, CURSOR_COST, CURSOR_TOKENS, EVENT_LOG, HTTP_DURATION, OPERATION_DURATION,
-    SESSIONS, STREAMS_OPEN, SUBAGENTS, TIME_TO_FIRST_CHUNK, TOKEN_USAGE, TOOL_CALLS, TURNS,
-    TURNS_QUEUED, TURNS_RUNNING,
+    APPROVALS_PENDING, CURSOR_COST, CURSOR_TOKENS, EVENT_LOG, HTTP_DURATION, LIMITS_REFUSED,
+    OPERATION_DURATION, SESSIONS, STREAMS_OPEN, SUBAGENTS, TIME_TO_FIRST_CHUNK, TOKEN_USAGE,
+    TOOL_CALLS, TURNS, TURNS_QUEUED, TURNS_RUNNING,
 };
 
 /// Every instrument, created once from the global meter provider.
@@ -24,6 +24,7 @@ struct Instruments {
     turns: Counter<u64>,
     subagents: Counter<u64>,
     sessions: Counter<u64>,
+    limits_refused: Counter<u64>,
     http_duration: Histogram<f64>,
     event_log: Histogram<f64>,
     turns_running: UpDownCounter<i64>,
@@ -81,6 +82,11 @@ fn instruments() -> &'static Instruments {
                 .u64_counter(SESSIONS.name)
                 .with_unit(SESSIONS.unit)
                 .with_description(SESSIONS.description)
+                .build(),
+            limits_refused: meter
+                .u64_counter(LIMITS_REFUSED.name)
+                .with_unit(LIMITS_REFUSED.unit)
+                .with_description(LIMITS_REFUSED.description)
                 .build(),
             http_duration: meter
                 .f64_histogram(HTTP_DURATION.name)
@@ -157,6 +163,17 @@ pub fn tool_call(tool: &str, ok: bool, variant: Option<&str>) {
     ];
     attributes.extend(variant_attribute(variant));
     instruments().tool_calls.add(1, &attributes);
+}
+
+/// A request to `agent` was refused by the quota or rate limit `limit` (its `[limits]` key).
+pub fn limit_refused(agent: &str, limit: &str) {
+    instruments().limits_refused.add(
+        1,
+        &[
+            KeyValue::new("agent_sdk.agent", agent.to_string()),
+            KeyValue::new("folio.limit", limit.to_string()),
+        ],
+    );
 }
 
 /// A session was created through `channel`.

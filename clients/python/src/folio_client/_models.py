@@ -1060,6 +1060,100 @@ JudgeVerdict = TypedDict(
 )
 
 
+class LimitUsage(TypedDict):
+    """
+    What the principal uses now.
+    """
+
+    messagesAvailable: int
+    """
+    Messages it may send now before waiting (whole messages left in its bucket).
+    """
+    runningTurns: int
+    """
+    Of them, those running a turn.
+    """
+    sessions: int
+    """
+    Sessions it holds (counted up to its limit plus one).
+    """
+    storageBytes: int
+    """
+    Bytes its session workspaces on this server hold.
+    """
+
+
+class LimitValues(TypedDict):
+    """
+    Every limit, by its `[limits]` key (camelCase here).
+    """
+
+    messageBytes: int
+    """
+    Most bytes of one message's text.
+    """
+    messagesPerMinute: int
+    """
+    Messages it may send per minute (a bucket of as many, refilled evenly).
+    """
+    runningTurns: int
+    """
+    Most of its turns running at once.
+    """
+    sendBytes: int
+    """
+    Most bytes of `workspaceFiles` one send may carry.
+    """
+    sendFiles: int
+    """
+    Most `workspaceFiles` one send may carry.
+    """
+    sessions: int
+    """
+    Most sessions the principal may hold.
+    """
+    storageBytes: int
+    """
+    Most bytes its session workspaces on this server may hold together.
+    """
+    toolCallsPerTurn: int
+    """
+    Most tool calls one turn may make.
+    """
+    workspaceBytes: int
+    """
+    Most bytes a session workspace may hold.
+    """
+    workspaceFiles: int
+    """
+    Most files a session workspace may hold.
+    """
+
+
+class LimitsResponse(TypedDict):
+    """
+    `GET /v1/limits`: the caller's limits (`[limits]` of `folio.toml` with its own quotas from
+    the tokens file over them) and its usage.
+    """
+
+    limits: LimitValues
+    """
+    Its limits.
+    """
+    ok: Literal[True]
+    """
+    Always `true`.
+    """
+    principal: str
+    """
+    The caller.
+    """
+    usage: LimitUsage
+    """
+    What it uses now.
+    """
+
+
 class ListArtifacts(TypedDict):
     """
     `POST /v1/host/artifacts/list`.

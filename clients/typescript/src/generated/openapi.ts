@@ -412,6 +412,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's limits (`[limits]` with its own quotas from the tokens file) and what it uses of them now. */
+        get: operations["limits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/logs": {
         parameters: {
             query?: never;
@@ -1775,6 +1792,99 @@ export interface components {
             ttlSeconds?: number | null;
             /** @description Any JSON value, at most 256 KiB as JSON text. */
             value: unknown;
+        };
+        /** @description What the principal uses now. */
+        LimitUsage: {
+            /**
+             * Format: uint64
+             * @description Messages it may send now before waiting (whole messages left in its bucket).
+             */
+            messagesAvailable: number;
+            /**
+             * Format: uint64
+             * @description Of them, those running a turn.
+             */
+            runningTurns: number;
+            /**
+             * Format: uint64
+             * @description Sessions it holds (counted up to its limit plus one).
+             */
+            sessions: number;
+            /**
+             * Format: uint64
+             * @description Bytes its session workspaces on this server hold.
+             */
+            storageBytes: number;
+        };
+        /** @description Every limit, by its `[limits]` key (camelCase here). */
+        LimitValues: {
+            /**
+             * Format: uint64
+             * @description Most bytes of one message's text.
+             */
+            messageBytes: number;
+            /**
+             * Format: uint64
+             * @description Messages it may send per minute (a bucket of as many, refilled evenly).
+             */
+            messagesPerMinute: number;
+            /**
+             * Format: uint64
+             * @description Most of its turns running at once.
+             */
+            runningTurns: number;
+            /**
+             * Format: uint64
+             * @description Most bytes of `workspaceFiles` one send may carry.
+             */
+            sendBytes: number;
+            /**
+             * Format: uint64
+             * @description Most `workspaceFiles` one send may carry.
+             */
+            sendFiles: number;
+            /**
+             * Format: uint64
+             * @description Most sessions the principal may hold.
+             */
+            sessions: number;
+            /**
+             * Format: uint64
+             * @description Most bytes its session workspaces on this server may hold together.
+             */
+            storageBytes: number;
+            /**
+             * Format: uint64
+             * @description Most tool calls one turn may make.
+             */
+            toolCallsPerTurn: number;
+            /**
+             * Format: uint64
+             * @description Most bytes a session workspace may hold.
+             */
+            workspaceBytes: number;
+            /**
+             * Format: uint64
+             * @description Most files a session workspace may hold.
+             */
+            workspaceFiles: number;
+        };
+        /**
+         * @description `GET /v1/limits`: the caller's limits (`[limits]` of `folio.toml` with its own quotas from
+         *     the tokens file over them) and its usage.
+         */
+        LimitsResponse: {
+            /** @description Its limits. */
+            limits: components["schemas"]["LimitValues"];
+            /**
+             * @description Always `true`.
+             * @constant
+             */
+            ok: true;
+            /** @description The caller. */
+            principal: string;
+            /** @description What it uses now. */
+            usage: components["schemas"]["LimitUsage"];
         };
         /** @description `POST /v1/host/artifacts/list`. */
         ListArtifacts: {
@@ -4780,6 +4890,62 @@ export interface operations {
             };
         };
     };
+    limits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its limits and usage. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LimitsResponse"];
+                };
+            };
+            /** @description An error: `unauthorized`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `request_timeout`. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     logs: {
         parameters: {
             query?: {
@@ -5039,6 +5205,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description An error: `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description An error: `internal`. */
             500: {
                 headers: {
@@ -5220,6 +5395,15 @@ export interface operations {
             };
             /** @description An error: `idempotency_key_reused`. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `rate_limited`. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

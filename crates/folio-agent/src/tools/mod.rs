@@ -187,6 +187,9 @@ pub struct SessionContext {
     pub principal: String,
     /// How many peer asks deep the session is (0: asked by a person or a channel).
     pub peer_depth: u32,
+    /// The most tool calls one turn may make (`[limits] tool_calls_per_turn` of the session's
+    /// principal); `None`: no limit.
+    pub tool_calls_per_turn: Option<u64>,
 }
 
 /// The tools a turn offers, by name.

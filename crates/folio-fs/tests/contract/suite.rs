@@ -217,6 +217,7 @@ macro_rules! contract_suite {
                 write_creates_parent_directories,
                 write_normalizes_the_path,
                 write_to_a_directory_fails,
+                write_over_the_path_limits_writes_nothing,
                 written_files_reach_every_walk_verb,
                 delete_then_stat_is_missing,
                 delete_missing_is_not_found,
@@ -849,6 +850,34 @@ pub async fn write_to_a_directory_fails(s: &Subject) {
     );
     assert_eq!(kind(s, "/src").await, FileKind::Directory);
     assert_eq!(kind(s, "/src/a.ts").await, FileKind::File);
+}
+
+pub async fn write_over_the_path_limits_writes_nothing(s: &Subject) {
+    if !s.writable {
+        return;
+    }
+    let deep = format!("{}/f.txt", "/d".repeat(1500));
+    let long_name = format!("/n/{}", "x".repeat(256));
+    let long_path = format!("/l{}", format!("/{}", "y".repeat(200)).repeat(21));
+    for (path, message) in [
+        (&deep, "path too deep: "),
+        (&long_name, "path segment too long: "),
+        (&long_path, "path too long: "),
+    ] {
+        let err =
+            s.fs.write(&s.p(path), "x")
+                .await
+                .expect_err("a path over a limit is refused");
+        assert!(
+            matches!(&err, PathError::OverLimit { path: shown, .. } if *shown == s.p(path)),
+            "{err:?}"
+        );
+        assert!(err.to_string().starts_with(message), "{err}");
+        assert!(err.to_string().len() < 400, "{err}");
+    }
+    for top in ["/d", "/n", "/l"] {
+        assert_eq!(kind(s, top).await, FileKind::Missing, "{top}");
+    }
 }
 
 pub async fn written_files_reach_every_walk_verb(s: &Subject) {
