@@ -234,7 +234,12 @@ fn object_tables(out: &mut String, schema: &Value, depth: usize) {
         &["key", "type", "required", "what"],
         &property_rows(schema),
     );
-    let Some(defs) = schema.get("$defs").and_then(Value::as_object) else {
+    // Draft-07 schemas (the agent files') keep them in `definitions`, 2020-12 in `$defs`.
+    let Some(defs) = schema
+        .get("$defs")
+        .or_else(|| schema.get("definitions"))
+        .and_then(Value::as_object)
+    else {
         return;
     };
     for (name, def) in defs {

@@ -66,7 +66,15 @@ async fn usage_costs_its_tokens_at_the_projects_price_and_null_without_one() {
         "[prices.\"gpt-test\"]\ninput = 2.0\noutput = 8.0\n",
     )
     .unwrap();
-    let output = run_json(&mock.openai_base_url(), dir.path(), "look").await;
+    let fixture = dir.path().join("look.jsonl");
+    let output = folio(&mock.openai_base_url())
+        .args(["run", "--json", "--message", "look", "--record"])
+        .arg(&fixture)
+        .arg("--dir")
+        .arg(dir.path())
+        .output()
+        .await
+        .unwrap();
     let result = result_of(&output);
     let expected = (3000.0 * 2.0 + 600.0 * 8.0) / 1_000_000.0;
     let cost = result
@@ -79,6 +87,21 @@ async fn usage_costs_its_tokens_at_the_projects_price_and_null_without_one() {
     // The wire spells it costUsd.
     let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert!(value["usage"]["costUsd"].is_f64(), "{}", value["usage"]);
+
+    // Replayed from the recorded fixture, with no server: the same tokens at the same price.
+    let replay = folio("http://127.0.0.1:9")
+        .args(["run", "--json", "--message", "look", "--model"])
+        .arg(format!("replay:{}", fixture.display()))
+        .arg("--dir")
+        .arg(dir.path())
+        .output()
+        .await
+        .unwrap();
+    let replayed = result_of(&replay);
+    let totals = replayed.usage.expect("a replayed run has usage");
+    assert_eq!((totals.input_tokens, totals.output_tokens), (3000, 600));
+    let cost = totals.cost_usd.expect("a replayed priced run has a cost");
+    assert!((cost - expected).abs() < 1e-12, "{cost} != {expected}");
 
     // A model with no price: the cost is null, never 0.
     mock.push(MockReply::text("Hi.").with_usage(usage(10, 2)));

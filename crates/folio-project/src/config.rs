@@ -20,7 +20,8 @@ pub struct ProjectConfig {
     /// prefix, over Folio's defaults (docs/models.md); usage of a model without one costs `null`.
     #[serde(default)]
     pub prices: BTreeMap<String, folio_protocol::ModelPrice>,
-    /// Input limits and quotas (`[limits]`); every key has a default.
+    /// Input limits and quotas (`[limits]`): the input limits have defaults; the per-principal
+    /// quotas hold only where set.
     #[serde(default)]
     pub limits: crate::Limits,
 }

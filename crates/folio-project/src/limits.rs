@@ -1,6 +1,9 @@
 //! `[limits]` in `folio.toml`: how much one send, one session workspace and one principal may
-//! use. Every key has a default (README "Limits"), so an absent section still bounds a server;
-//! the tokens file may set a principal's own quotas ([`PrincipalLimits`]).
+//! use. The input limits (sizes, files, tool calls per turn) have defaults, so an absent section
+//! still bounds a server; the per-principal quotas (sessions, running turns, messages per minute,
+//! storage) hold only where `[limits]` or a principal's entry in the tokens file
+//! ([`PrincipalLimits`]) sets them: a one-user server is not rate limited, and a shared one
+//! chooses its own numbers.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -19,18 +22,18 @@ pub struct Limits {
     pub send_files: u64,
     /// Most bytes of `workspaceFiles` contents one send may carry (default 1 MiB).
     pub send_bytes: u64,
-    /// Most sessions one principal may hold (default 1,000).
-    pub sessions: u64,
-    /// Most turns of one principal's sessions running at once (default 8).
-    pub running_turns: u64,
+    /// Most sessions one principal may hold (default: no limit).
+    pub sessions: Option<u64>,
+    /// Most turns of one principal's sessions running at once (default: no limit).
+    pub running_turns: Option<u64>,
     /// Messages (creates and follow-ups) one principal may send per minute, in bursts of as
-    /// many (default 60).
-    pub messages_per_minute: u64,
+    /// many (default: no limit).
+    pub messages_per_minute: Option<u64>,
     /// Most tool calls one turn may make (default 200).
     pub tool_calls_per_turn: u64,
     /// Most bytes one principal's session workspaces on this server may hold together
-    /// (default 10 GiB).
-    pub storage_bytes: u64,
+    /// (default: no limit).
+    pub storage_bytes: Option<u64>,
 }
 
 impl Limits {
@@ -41,15 +44,15 @@ impl Limits {
         message_bytes: 256 * 1024,
         send_files: 1_000,
         send_bytes: 1 << 20,
-        sessions: 1_000,
-        running_turns: 8,
-        messages_per_minute: 60,
+        sessions: None,
+        running_turns: None,
+        messages_per_minute: None,
         tool_calls_per_turn: 200,
-        storage_bytes: 10 << 30,
+        storage_bytes: None,
     };
 
-    /// Every key with its value, in declaration order.
-    pub fn entries(&self) -> [(&'static str, u64); 10] {
+    /// Every key with its value (`None`: no limit), in declaration order.
+    pub fn entries(&self) -> [(&'static str, Option<u64>); 10] {
         let Limits {
             workspace_files,
             workspace_bytes,
@@ -63,15 +66,15 @@ impl Limits {
             storage_bytes,
         } = *self;
         [
-            ("workspace_files", workspace_files),
-            ("workspace_bytes", workspace_bytes),
-            ("message_bytes", message_bytes),
-            ("send_files", send_files),
-            ("send_bytes", send_bytes),
+            ("workspace_files", Some(workspace_files)),
+            ("workspace_bytes", Some(workspace_bytes)),
+            ("message_bytes", Some(message_bytes)),
+            ("send_files", Some(send_files)),
+            ("send_bytes", Some(send_bytes)),
             ("sessions", sessions),
             ("running_turns", running_turns),
             ("messages_per_minute", messages_per_minute),
-            ("tool_calls_per_turn", tool_calls_per_turn),
+            ("tool_calls_per_turn", Some(tool_calls_per_turn)),
             ("storage_bytes", storage_bytes),
         ]
     }
@@ -80,7 +83,7 @@ impl Limits {
     pub fn zero_keys(&self) -> Vec<&'static str> {
         self.entries()
             .into_iter()
-            .filter(|(_, value)| *value == 0)
+            .filter(|(_, value)| *value == Some(0))
             .map(|(key, _)| key)
             .collect()
     }
@@ -94,11 +97,11 @@ impl Limits {
             tool_calls_per_turn,
             storage_bytes,
         } = *own;
-        self.sessions = sessions.unwrap_or(self.sessions);
-        self.running_turns = running_turns.unwrap_or(self.running_turns);
-        self.messages_per_minute = messages_per_minute.unwrap_or(self.messages_per_minute);
+        self.sessions = sessions.or(self.sessions);
+        self.running_turns = running_turns.or(self.running_turns);
+        self.messages_per_minute = messages_per_minute.or(self.messages_per_minute);
         self.tool_calls_per_turn = tool_calls_per_turn.unwrap_or(self.tool_calls_per_turn);
-        self.storage_bytes = storage_bytes.unwrap_or(self.storage_bytes);
+        self.storage_bytes = storage_bytes.or(self.storage_bytes);
         self
     }
 }

@@ -241,16 +241,17 @@ async fn get_limits_shows_the_callers_limits_with_its_own_quotas_and_usage() {
                 message_bytes: 256 * 1024,
                 send_files: 1_000,
                 send_bytes: 1 << 20,
-                sessions: 3,
-                running_turns: 8,
-                messages_per_minute: 5,
+                sessions: Some(3),
+                // Not set: the per-principal quotas hold only where configured.
+                running_turns: None,
+                messages_per_minute: Some(5),
                 tool_calls_per_turn: 200,
-                storage_bytes: 10 << 30,
+                storage_bytes: None,
             },
             usage: LimitUsage {
                 sessions: 1,
                 running_turns: 0,
-                messages_available: 4,
+                messages_available: Some(4),
                 storage_bytes: 0,
             },
         }
@@ -316,7 +317,7 @@ async fn two_servers_on_postgres_share_one_message_bucket_and_session_count() {
         .await
         .unwrap();
     assert_eq!(limits.usage.sessions, 3);
-    assert_eq!(limits.usage.messages_available, 0);
+    assert_eq!(limits.usage.messages_available, Some(0));
     a.shutdown().await;
     b.shutdown().await;
 }

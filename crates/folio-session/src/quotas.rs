@@ -97,46 +97,58 @@ impl Quotas {
         send: Sending<'_>,
         limits: &Limits,
     ) -> Result<(), ManagerError> {
-        let held = held_sessions(engine, principal, limits).await?;
-        let running = held
-            .iter()
-            .filter(|meta| {
-                meta.status == SessionStatus::Running
-                    && send != Sending::FollowUp(meta.session_id.as_str())
-            })
-            .count() as u64;
-        if running >= limits.running_turns {
-            return Err(ManagerError::Limited {
-                message: format!(
-                    "running_turns: {running} of your turns are running; at most {} may run at once ([limits] running_turns): wait for one to end",
-                    limits.running_turns
-                ),
-                retry_after: Some(Duration::from_secs(1)),
-            });
+        let create = send == Sending::Create;
+        // The session list is read only for a limit that needs it.
+        let counted = limits.running_turns.is_some()
+            || create && (limits.sessions.is_some() || limits.storage_bytes.is_some());
+        let held = if counted {
+            held_sessions(engine, principal, limits).await?
+        } else {
+            Vec::new()
+        };
+        if let Some(most) = limits.running_turns {
+            let running = held
+                .iter()
+                .filter(|meta| {
+                    meta.status == SessionStatus::Running
+                        && send != Sending::FollowUp(meta.session_id.as_str())
+                })
+                .count() as u64;
+            if running >= most {
+                return Err(ManagerError::Limited {
+                    message: format!(
+                        "running_turns: {running} of your turns are running; at most {most} may run at once ([limits] running_turns): wait for one to end"
+                    ),
+                    retry_after: Some(Duration::from_secs(1)),
+                });
+            }
         }
-        if send == Sending::Create {
+        if let (true, Some(most)) = (create, limits.sessions) {
             let count = held.len() as u64;
-            if count >= limits.sessions {
+            if count >= most {
                 return Err(ManagerError::Limited {
                     message: format!(
-                        "sessions: you hold {count} sessions; at most {} are allowed ([limits] sessions): delete sessions first",
-                        limits.sessions
-                    ),
-                    retry_after: None,
-                });
-            }
-            let stored = Self::storage_bytes(engine, &held)?;
-            if stored >= limits.storage_bytes {
-                return Err(ManagerError::Limited {
-                    message: format!(
-                        "storage_bytes: your session workspaces hold {stored} bytes; at most {} are allowed ([limits] storage_bytes): delete sessions first",
-                        limits.storage_bytes
+                        "sessions: you hold {count} sessions; at most {most} are allowed ([limits] sessions): delete sessions first"
                     ),
                     retry_after: None,
                 });
             }
         }
-        take_message(engine, principal, limits.messages_per_minute).await
+        if let (true, Some(most)) = (create, limits.storage_bytes) {
+            let stored = Self::storage_bytes(engine, &held)?;
+            if stored >= most {
+                return Err(ManagerError::Limited {
+                    message: format!(
+                        "storage_bytes: your session workspaces hold {stored} bytes; at most {most} are allowed ([limits] storage_bytes): delete sessions first"
+                    ),
+                    retry_after: None,
+                });
+            }
+        }
+        match limits.messages_per_minute {
+            Some(per_minute) => take_message(engine, principal, per_minute).await,
+            None => Ok(()),
+        }
     }
 
     /// `principal`'s limits and usage, for `GET /v1/limits`.
@@ -152,13 +164,19 @@ impl Quotas {
             .filter(|meta| meta.status == SessionStatus::Running)
             .count() as u64;
         let storage_bytes = Self::storage_bytes(engine, &held)?;
-        let bucket = read_bucket(engine, principal, limits.messages_per_minute, Utc::now()).await?;
+        let messages_available = match limits.messages_per_minute {
+            Some(per_minute) => {
+                let (bucket, _) = read_bucket(engine, principal, per_minute, Utc::now()).await?;
+                Some(bucket.tokens.floor() as u64)
+            }
+            None => None,
+        };
         Ok((
             values(&limits),
             LimitUsage {
                 sessions: held.len() as u64,
                 running_turns: running,
-                messages_available: bucket.0.tokens.floor() as u64,
+                messages_available,
                 storage_bytes,
             },
         ))
@@ -211,7 +229,8 @@ fn values(limits: &Limits) -> LimitValues {
     }
 }
 
-/// `principal`'s sessions in the store (up to its session limit plus one) and their status.
+/// `principal`'s sessions in the store (up to its session limit plus one, else all) and their
+/// status.
 async fn held_sessions(
     engine: &Engine,
     principal: &str,
@@ -220,7 +239,10 @@ async fn held_sessions(
     let query = ListQuery {
         principal: Some(principal.to_string()),
         before: None,
-        limit: usize::try_from(limits.sessions.saturating_add(1)).unwrap_or(usize::MAX),
+        limit: limits
+            .sessions
+            .and_then(|most| usize::try_from(most.saturating_add(1)).ok())
+            .unwrap_or(usize::MAX),
     };
     let metas = engine
         .store

@@ -1065,9 +1065,10 @@ class LimitUsage(TypedDict):
     What the principal uses now.
     """
 
-    messagesAvailable: int
+    messagesAvailable: NotRequired[int | None]
     """
-    Messages it may send now before waiting (whole messages left in its bucket).
+    Messages it may send now before waiting (whole messages left in its bucket; `null`
+    without a `messages_per_minute` limit).
     """
     runningTurns: int
     """
@@ -1075,7 +1076,7 @@ class LimitUsage(TypedDict):
     """
     sessions: int
     """
-    Sessions it holds (counted up to its limit plus one).
+    Sessions it holds (counted up to its limit plus one, when it has one).
     """
     storageBytes: int
     """
@@ -1092,13 +1093,13 @@ class LimitValues(TypedDict):
     """
     Most bytes of one message's text.
     """
-    messagesPerMinute: int
+    messagesPerMinute: NotRequired[int | None]
     """
-    Messages it may send per minute (a bucket of as many, refilled evenly).
+    Messages it may send per minute, a bucket of as many refilled evenly (`null`: no limit).
     """
-    runningTurns: int
+    runningTurns: NotRequired[int | None]
     """
-    Most of its turns running at once.
+    Most of its turns running at once (`null`: no limit).
     """
     sendBytes: int
     """
@@ -1108,13 +1109,13 @@ class LimitValues(TypedDict):
     """
     Most `workspaceFiles` one send may carry.
     """
-    sessions: int
+    sessions: NotRequired[int | None]
     """
-    Most sessions the principal may hold.
+    Most sessions the principal may hold (`null`: no limit).
     """
-    storageBytes: int
+    storageBytes: NotRequired[int | None]
     """
-    Most bytes its session workspaces on this server may hold together.
+    Most bytes its session workspaces on this server may hold together (`null`: no limit).
     """
     toolCallsPerTurn: int
     """

@@ -1797,9 +1797,10 @@ export interface components {
         LimitUsage: {
             /**
              * Format: uint64
-             * @description Messages it may send now before waiting (whole messages left in its bucket).
+             * @description Messages it may send now before waiting (whole messages left in its bucket; `null`
+             *     without a `messages_per_minute` limit).
              */
-            messagesAvailable: number;
+            messagesAvailable?: number | null;
             /**
              * Format: uint64
              * @description Of them, those running a turn.
@@ -1807,7 +1808,7 @@ export interface components {
             runningTurns: number;
             /**
              * Format: uint64
-             * @description Sessions it holds (counted up to its limit plus one).
+             * @description Sessions it holds (counted up to its limit plus one, when it has one).
              */
             sessions: number;
             /**
@@ -1825,14 +1826,14 @@ export interface components {
             messageBytes: number;
             /**
              * Format: uint64
-             * @description Messages it may send per minute (a bucket of as many, refilled evenly).
+             * @description Messages it may send per minute, a bucket of as many refilled evenly (`null`: no limit).
              */
-            messagesPerMinute: number;
+            messagesPerMinute?: number | null;
             /**
              * Format: uint64
-             * @description Most of its turns running at once.
+             * @description Most of its turns running at once (`null`: no limit).
              */
-            runningTurns: number;
+            runningTurns?: number | null;
             /**
              * Format: uint64
              * @description Most bytes of `workspaceFiles` one send may carry.
@@ -1845,14 +1846,14 @@ export interface components {
             sendFiles: number;
             /**
              * Format: uint64
-             * @description Most sessions the principal may hold.
+             * @description Most sessions the principal may hold (`null`: no limit).
              */
-            sessions: number;
+            sessions?: number | null;
             /**
              * Format: uint64
-             * @description Most bytes its session workspaces on this server may hold together.
+             * @description Most bytes its session workspaces on this server may hold together (`null`: no limit).
              */
-            storageBytes: number;
+            storageBytes?: number | null;
             /**
              * Format: uint64
              * @description Most tool calls one turn may make.
