@@ -121,7 +121,34 @@ pub struct AgentConfig {
     /// A/B variants by name (`[variants.<name>]`; or `agent/variants/<name>.toml`): each new
     /// session runs with one of them, chosen once (docs/ab.md).
     #[serde(default)]
-    pub variants: BTreeMap<String, crate::variants::VariantManifest>,
+    pub variants: BTreeMap<String, VariantManifest>,
+}
+
+/// One variant as written: `[variants.<name>]` in `agent.toml` or `agent/variants/<name>.toml`.
+/// Every override is optional; a variant without any is the control.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VariantManifest {
+    /// The share of new sessions it gets, relative to the other enabled variants (default 1;
+    /// 0: only pinned principals).
+    pub weight: Option<u32>,
+    /// `false`: no new session is assigned to it, and the sessions already on it keep it
+    /// (default `true`).
+    pub enabled: Option<bool>,
+    /// Principals whose new sessions always get this variant (while it is enabled).
+    #[serde(default)]
+    pub pin: Vec<String>,
+    /// `provider:model` instead of the agent's `model`.
+    pub model: Option<String>,
+    /// Merged over the agent's `model_params`: a key set here replaces the agent's.
+    #[serde(default)]
+    pub model_params: Map<String, Value>,
+    /// A Markdown file, relative to `agent/`, whose text replaces the agent's instructions.
+    pub instructions: Option<String>,
+    /// The built-in tool allowlist instead of the agent's `tools` (the same names).
+    pub tools: Option<Vec<String>>,
+    /// The agent's skills the variant offers, by name (default: every skill).
+    pub skills: Option<Vec<String>>,
 }
 
 /// `[provider]`: where and how to reach the model server.

@@ -501,18 +501,41 @@ fn read_eval(
     })
 }
 
+/// Why a step's `result_schema` cannot be used.
+#[derive(Debug, thiserror::Error)]
+enum ResultSchemaError {
+    /// Its file cannot be read.
+    #[error("cannot read {path} (a path relative to evals/): {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    /// Its file is not JSON.
+    #[error("{path} is not JSON: {source}")]
+    NotJson {
+        path: String,
+        source: serde_json::Error,
+    },
+    /// It does not compile as a JSON Schema.
+    #[error(transparent)]
+    Invalid(#[from] crate::schema_check::InvalidSchema),
+}
+
 /// The schema of a step's `result_schema` (read from its file relative to `dir` when it names
-/// one), checked to compile; the error says what is wrong.
-fn result_schema(dir: &Path, written: ResultSchemaManifest) -> Result<Value, String> {
+/// one), checked to compile.
+fn result_schema(dir: &Path, written: ResultSchemaManifest) -> Result<Value, ResultSchemaError> {
     let schema = match written {
         ResultSchemaManifest::Inline(schema) => Value::Object(schema),
         ResultSchemaManifest::File(path) => {
-            let text = std::fs::read_to_string(dir.join(&path))
-                .map_err(|err| format!("cannot read {path} (a path relative to evals/): {err}"))?;
-            serde_json::from_str(&text).map_err(|err| format!("{path} is not JSON: {err}"))?
+            let text = match std::fs::read_to_string(dir.join(&path)) {
+                Ok(text) => text,
+                Err(source) => return Err(ResultSchemaError::Read { path, source }),
+            };
+            serde_json::from_str(&text)
+                .map_err(|source| ResultSchemaError::NotJson { path, source })?
         }
     };
-    compile_schema(&schema).map_err(|err| err.to_string())?;
+    compile_schema(&schema)?;
     Ok(schema)
 }
 

@@ -109,6 +109,4 @@ pub use tools_config::{
     LintCommand, LintFormat, ReadLintsConfig, SearchProvider, ToolsSection, ToolsTable,
     WebSearchConfig,
 };
-pub use variants::{
-    AssignKey, AssignReason, VARIANTS_DIR, VariantDefinition, VariantManifest, assign_variant,
-};
+pub use variants::{AssignKey, AssignReason, VARIANTS_DIR, VariantDefinition, assign_variant};

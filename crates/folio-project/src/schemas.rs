@@ -114,7 +114,7 @@ pub fn schemas() -> Vec<SchemaFile> {
             "schedule",
             "the YAML frontmatter of agent/schedules/<name>.md",
         ),
-        schema_of::<crate::variants::VariantManifest>("variant", "agent/variants/<name>.toml"),
+        schema_of::<crate::config::VariantManifest>("variant", "agent/variants/<name>.toml"),
         schema_of::<EvalDefaults>("evals", "evals/evals.toml"),
         schema_of::<EvalManifest>("eval", "evals/**/<name>.eval.toml"),
     ];

@@ -6,46 +6,17 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path};
 
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::allowlist::{self, ALLOWLIST_NAMES, Backends, NativeTool, ROOT_FORBIDDEN};
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, VariantManifest};
 use crate::naming::nearest_key;
 use crate::report::{Report, is_slug, toml_files};
 use crate::skills::Skill;
 
 /// The folder of `agent/` holding one file per variant.
 pub const VARIANTS_DIR: &str = "variants";
-
-/// One variant as written: `[variants.<name>]` in `agent.toml` or `agent/variants/<name>.toml`.
-/// Every override is optional; a variant without any is the control.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct VariantManifest {
-    /// The share of new sessions it gets, relative to the other enabled variants (default 1;
-    /// 0: only pinned principals).
-    pub weight: Option<u32>,
-    /// `false`: no new session is assigned to it, and the sessions already on it keep it
-    /// (default `true`).
-    pub enabled: Option<bool>,
-    /// Principals whose new sessions always get this variant (while it is enabled).
-    #[serde(default)]
-    pub pin: Vec<String>,
-    /// `provider:model` instead of the agent's `model`.
-    pub model: Option<String>,
-    /// Merged over the agent's `model_params`: a key set here replaces the agent's.
-    #[serde(default)]
-    pub model_params: Map<String, Value>,
-    /// A Markdown file, relative to `agent/`, whose text replaces the agent's instructions.
-    pub instructions: Option<String>,
-    /// The built-in tool allowlist instead of the agent's `tools` (the same names).
-    pub tools: Option<Vec<String>>,
-    /// The agent's skills the variant offers, by name (default: every skill).
-    pub skills: Option<Vec<String>>,
-}
 
 /// One checked variant.
 #[derive(Debug, Clone, PartialEq)]

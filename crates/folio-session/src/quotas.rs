@@ -18,7 +18,7 @@ use folio_protocol::{LimitUsage, LimitValues, SessionStatus, StorageScope};
 use folio_store::{Condition, ListQuery, Namespace, Written};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Engine;
+use crate::engine::Engine; // layering: the engine holds the quotas' state; checking them reads its store and agent
 use crate::error::{ManagerError, store_error};
 use crate::state::SessionMeta;
 

@@ -229,27 +229,34 @@ impl Azurite {
         static AZURITE: OnceLock<Azurite> = OnceLock::new();
         AZURITE.get_or_init(|| {
             let bin = test_deps().join("objstore/node_modules/.bin/azurite-blob");
-            let addr = start_server(
-                bin,
-                &[
-                    "--blobHost",
-                    "127.0.0.1",
-                    "--blobPort",
-                    "{port}",
-                    "--inMemoryPersistence",
-                    "--silent",
-                    "--skipApiVersionCheck",
-                ],
-            );
-            let azurite = Azurite { addr };
-            azurite.create_container();
-            azurite
+            // A fresh in-memory server has no container: `409` means another test process's
+            // Azurite took the same free port first (ours then fails to bind), so start again
+            // on another port rather than share that server.
+            for _ in 0..5 {
+                let addr = start_server(
+                    bin.clone(),
+                    &[
+                        "--blobHost",
+                        "127.0.0.1",
+                        "--blobPort",
+                        "{port}",
+                        "--inMemoryPersistence",
+                        "--silent",
+                        "--skipApiVersionCheck",
+                    ],
+                );
+                let azurite = Azurite { addr };
+                if azurite.create_container() != 409 {
+                    return azurite;
+                }
+            }
+            panic!("Azurite: five free ports in a row were taken by other test processes' servers")
         })
     }
 
     /// Creates [`BUCKET`] with a request signed by the account key (Shared Key), as Azure's
-    /// own clients do; `object_store` has no call for it.
-    fn create_container(&self) {
+    /// own clients do (`object_store` has no call for it); `201`, or `409` when it exists.
+    fn create_container(&self) -> u16 {
         let date = httpdate::fmt_http_date(std::time::SystemTime::now());
         let version = "2021-08-06";
         let to_sign = format!(
@@ -273,12 +280,12 @@ impl Azurite {
             ),
             b"",
         );
-        assert_eq!(
-            status,
-            201,
-            "create container {BUCKET}: {}",
+        assert!(
+            status == 201 || status == 409,
+            "create container {BUCKET}: {status} {}",
             String::from_utf8_lossy(&body)
         );
+        status
     }
 
     /// The store options that reach this server.
