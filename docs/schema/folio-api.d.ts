@@ -733,7 +733,7 @@ export type ErrorBody = {
 };
 
 /** The `error` code of an [`ErrorBody`]; each goes with one HTTP status. */
-export type ErrorCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "stale_continuation_token" | "session_not_followable" | "session_busy" | "approval_resolved" | "already_exists" | "version_conflict" | "rate_limited" | "idempotency_key_reused" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "internal";
+export type ErrorCode = "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "stale_continuation_token" | "session_not_followable" | "session_busy" | "approval_resolved" | "already_exists" | "version_conflict" | "rate_limited" | "idempotency_key_reused" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "internal" | "overloaded";
 
 /** One case of an [`EvalCaseList`]. */
 export type EvalCaseInfo = {

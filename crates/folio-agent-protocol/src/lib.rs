@@ -138,13 +138,14 @@ struct Inner {
 /// The lock a thread's run holds while it starts.
 type StartLock = Arc<tokio::sync::Mutex<()>>;
 
-/// An error answer, `{"detail": "..."}` as LangGraph servers answer.
+/// An error answer, `{"detail": "..."}` as LangGraph servers answer, with `Retry-After`
+/// (whole seconds, at least 1) when waiting helps.
 #[derive(Debug)]
-struct ApError(StatusCode, String);
+struct ApError(StatusCode, String, Option<std::time::Duration>);
 
 impl ApError {
     fn new(status: StatusCode, message: impl Into<String>) -> ApError {
-        ApError(status, message.into())
+        ApError(status, message.into(), None)
     }
 
     fn invalid(message: impl Into<String>) -> ApError {
@@ -163,13 +164,20 @@ impl From<ManagerError> for ApError {
     fn from(err: ManagerError) -> ApError {
         let status =
             StatusCode::from_u16(err.code().status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        ApError(status, err.to_string())
+        ApError(status, err.to_string(), err.retry_after())
     }
 }
 
 impl IntoResponse for ApError {
     fn into_response(self) -> Response {
-        (self.0, Json(json!({"detail": self.1}))).into_response()
+        let mut response = (self.0, Json(json!({"detail": self.1}))).into_response();
+        if let Some(wait) = self.2 {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                folio_protocol::retry_after_seconds(wait).into(),
+            );
+        }
+        response
     }
 }
 

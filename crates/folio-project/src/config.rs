@@ -210,6 +210,10 @@ pub struct LocalSection {
 pub struct ConcurrencySection {
     /// Turns running at once across the agent; excess turns queue.
     pub max_running_turns: Option<u32>,
+    /// Turns that may wait for a slot once `max_running_turns` run (default 64; 0: none wait).
+    /// A create or follow-up beyond is refused with `503 overloaded` and `Retry-After`, and
+    /// nothing is written. Without `max_running_turns`, nothing queues and nothing is refused.
+    pub max_queued_turns: Option<u32>,
 }
 
 /// `[store]`: how long `folio serve` keeps sessions.

@@ -347,6 +347,11 @@ pub struct AgentSummary {
     pub description: Option<String>,
 }
 
+/// A `Retry-After` header's value for a wait: whole seconds, rounded up, at least 1.
+pub fn retry_after_seconds(wait: std::time::Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
+}
+
 /// The `error` code of an [`ErrorBody`]; each goes with one HTTP status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -387,6 +392,9 @@ pub enum ErrorCode {
     UnsupportedMediaType,
     /// `500`: anything else (never a stack trace).
     Internal,
+    /// `503`: the server runs and queues as many turns as it is set to take
+    /// (`[concurrency]`); the `Retry-After` header says when to try again. Nothing was written.
+    Overloaded,
 }
 
 impl ErrorCode {
@@ -410,6 +418,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "payload_too_large",
             ErrorCode::UnsupportedMediaType => "unsupported_media_type",
             ErrorCode::Internal => "internal",
+            ErrorCode::Overloaded => "overloaded",
         }
     }
 
@@ -433,6 +442,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::IdempotencyKeyReused => 422,
             ErrorCode::Internal => 500,
+            ErrorCode::Overloaded => 503,
         }
     }
 }
@@ -534,9 +544,10 @@ mod tests {
             ErrorCode::ApprovalResolved,
             ErrorCode::PayloadTooLarge,
             ErrorCode::Internal,
+            ErrorCode::Overloaded,
         ] {
             assert_eq!(serde_json::to_value(code).unwrap(), json!(code.as_str()));
-            assert!((400..=500).contains(&code.status()));
+            assert!((400..=503).contains(&code.status()));
         }
     }
 }

@@ -102,7 +102,7 @@ pub use http::{
     Acknowledged, AgentSummary, ApprovalRequest, ArtifactRecord, ArtifactResponse, CreateSession,
     Empty, ErrorBody, ErrorCode, FollowUp, FollowUpAccepted, LogLevel, LogLine, LogsResponse, Page,
     SessionCreated, SessionResponse, SessionStatus, SessionSummary, ToolCallRequest,
-    ToolCallResult,
+    ToolCallResult, retry_after_seconds,
 };
 pub use limits::{LimitUsage, LimitValues, LimitsResponse};
 pub use mcp::{AskArguments, AskResult, AskStatus, CheckArguments, CheckResult};

@@ -341,7 +341,11 @@ const ROUTES: &[Route] = &[
             description: "The session, its first continuation token and where to watch it.",
             body: json::<SessionCreated>(),
         }],
-        errors: &[ErrorCode::IdempotencyKeyReused, ErrorCode::RateLimited],
+        errors: &[
+            ErrorCode::IdempotencyKeyReused,
+            ErrorCode::RateLimited,
+            ErrorCode::Overloaded,
+        ],
     },
     Route {
         operation: Operation::FollowUp,
@@ -364,6 +368,7 @@ const ROUTES: &[Route] = &[
             ErrorCode::SessionNotFollowable,
             ErrorCode::IdempotencyKeyReused,
             ErrorCode::RateLimited,
+            ErrorCode::Overloaded,
         ],
     },
     Route {

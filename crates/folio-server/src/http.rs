@@ -121,11 +121,10 @@ impl ApiError {
 
 impl From<ManagerError> for ApiError {
     fn from(err: ManagerError) -> Self {
-        let retry_after = match &err {
-            ManagerError::Limited { retry_after, .. } => *retry_after,
-            _ => None,
-        };
-        ApiError(ErrorBody::new(err.code(), err.to_string()), retry_after)
+        ApiError(
+            ErrorBody::new(err.code(), err.to_string()),
+            err.retry_after(),
+        )
     }
 }
 
@@ -135,10 +134,10 @@ impl IntoResponse for ApiError {
             .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut response = (status, Json(self.0)).into_response();
         if let Some(wait) = self.1 {
-            let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-            if let Ok(value) = HeaderValue::from_str(&seconds.max(1).to_string()) {
-                response.headers_mut().insert(header::RETRY_AFTER, value);
-            }
+            let seconds = folio_protocol::retry_after_seconds(wait);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }

@@ -29,6 +29,7 @@ use crate::recovery::{Restart, open_turn};
 use crate::state::{SessionMeta, new_turn_id, reported_usage};
 use crate::sync::lock;
 use crate::token;
+use crate::turn_slots::TurnTicket;
 use folio_protocol::SERVER_RESTARTED;
 use folio_store::Lease;
 
@@ -41,6 +42,8 @@ struct Admitted<'a> {
     keyed: Option<(String, Option<String>)>,
     /// The continuation token it rotates to.
     rotated: Option<&'a str>,
+    /// Its place among the admitted turns (`None`: one that runs whatever the load).
+    ticket: Option<TurnTicket>,
 }
 
 impl Admitted<'_> {
@@ -51,6 +54,7 @@ impl Admitted<'_> {
             coalesced: Some(count),
             keyed: None,
             rotated: None,
+            ticket: None,
         }
     }
 }
@@ -257,15 +261,13 @@ impl Actor {
         }
         match self.live.with_events(crate::recovery::restart_of) {
             Restart::Parked => {}
-            Restart::Expiring(turn_id) => {
-                self.spawn_turn(turn_id, true, BTreeMap::new(), None, None)
-            }
+            Restart::Expiring(turn_id) => self.spawn_turn(turn_id, true, Before::default(), None),
             Restart::Answer(turn_id, answers) => {
                 for answer in answers {
                     self.live.append(Some(&turn_id), answer)?;
                 }
                 self.live.commit().await?;
-                self.spawn_turn(turn_id, true, BTreeMap::new(), None, None);
+                self.spawn_turn(turn_id, true, Before::default(), None);
             }
             Restart::Failed(turn_id) => {
                 let message = SERVER_RESTARTED.to_string();
@@ -469,7 +471,7 @@ impl Actor {
         drop(approvals);
         if self.running.is_none() {
             // Parked across a restart: the turn resumes from the log.
-            self.spawn_turn(turn_id, true, BTreeMap::new(), None, None);
+            self.spawn_turn(turn_id, true, Before::default(), None);
         }
         Ok(())
     }
@@ -485,6 +487,7 @@ impl Actor {
             token,
             key,
             digest,
+            ticket,
         } = admit;
         let recorded = match key.as_deref() {
             Some(key) => match self.live.with_events(|events| token::recorded(events, key)) {
@@ -572,6 +575,7 @@ impl Actor {
             coalesced,
             keyed,
             rotated: rotated.as_deref(),
+            ticket,
         };
         self.start_turn(message, new).await?;
         Ok(rotated)
@@ -590,6 +594,7 @@ impl Actor {
             coalesced,
             keyed,
             rotated,
+            ticket,
         } = new;
         let turn_id = new_turn_id();
         let (key, request_digest) = keyed.unzip();
@@ -622,9 +627,12 @@ impl Actor {
         self.spawn_turn(
             turn_id,
             false,
-            message.files,
+            Before {
+                files: message.files,
+                prepare: message.prepare,
+                ticket,
+            },
             message.trace_parent,
-            message.prepare,
         );
         Ok(())
     }
@@ -653,9 +661,8 @@ impl Actor {
         &mut self,
         turn_id: String,
         resume: bool,
-        files: BTreeMap<String, String>,
+        before: Before,
         trace_parent: Option<String>,
-        prepare: Option<WorkspacePrep>,
     ) {
         // Not a child of the shutdown token: on shutdown the actor decides (a turn parked on an
         // approval stays parked).
@@ -665,7 +672,7 @@ impl Actor {
             self.live.clone(),
             turn_id,
             resume,
-            Before { files, prepare },
+            before,
             trace_parent,
             cancel.clone(),
         ));
@@ -732,9 +739,12 @@ impl Actor {
 
 /// What a turn does to the host workspace before it runs: a channel's preparation, then the
 /// message's workspace files.
+#[derive(Default)]
 struct Before {
     files: BTreeMap<String, String>,
     prepare: Option<WorkspacePrep>,
+    /// The turn's place among the admitted turns (`None`: it takes one never refused).
+    ticket: Option<TurnTicket>,
 }
 
 /// Runs (or resumes) one turn: waits for a slot under the agent's cap, binds the FileSystem,
@@ -748,7 +758,12 @@ async fn run_turn(
     trace_parent: Option<String>,
     cancel: CancellationToken,
 ) -> TurnOutcome {
-    let Before { files, prepare } = before;
+    let Before {
+        files,
+        prepare,
+        ticket,
+    } = before;
+    let _ticket = ticket.unwrap_or_else(|| engine.turns.ticket());
     let interrupted = || TurnOutcome::Failed {
         message: TURN_INTERRUPTED.to_string(),
     };
@@ -889,11 +904,14 @@ async fn run_turn(
         host: Some(crate::host::broker(&engine)),
     };
     let sink = LiveSink(live.clone());
-    if resume {
+    let started = std::time::Instant::now();
+    let outcome = if resume {
         harness.resume_turn(turn, &sink).await
     } else {
         harness.run_turn(turn, &sink).await
-    }
+    };
+    engine.turns.ran(started.elapsed());
+    outcome
 }
 
 /// Stores a rotated token (and the key it answers) in the metadata.

@@ -105,6 +105,7 @@ fn on_signal(engine: &Arc<Engine>, session_id: &str, message: &str) {
             token: Some(relayed.token),
             key: Some(relayed.key),
             digest: relayed.digest,
+            ticket: None,
         };
         Command::Send { admit, reply }
     } else if let Some(json) = message.strip_prefix(RESOLVE_SIGNAL) {

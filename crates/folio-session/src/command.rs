@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 
 use crate::error::ManagerError;
 use crate::prepare::WorkspacePrep;
+use crate::turn_slots::TurnTicket;
 
 /// What shows in a session's log once something was done (by this server's actor or by the
 /// server owning the session's turn): a check over the events.
@@ -86,6 +87,9 @@ pub(crate) struct Admit {
     /// The keyed request's digest ([`crate::token::request_digest`]): a recorded key with
     /// another digest is refused (`idempotency_key_reused`).
     pub(crate) digest: Option<String>,
+    /// The caller's place among the admitted turns ([`crate::turn_slots::TurnSlots::admit`]); `None`: a message
+    /// that runs whatever the load (its turn takes an unrefused ticket).
+    pub(crate) ticket: Option<TurnTicket>,
 }
 
 /// Commands a session's actor receives.

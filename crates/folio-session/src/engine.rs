@@ -4,12 +4,11 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use folio_agent::Agent;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -21,6 +20,7 @@ use crate::live::Live;
 use crate::logs::LogBuffer;
 use crate::state::{SessionMeta, StateRoot};
 use crate::sync::{KeyLocks, lock};
+use crate::turn_slots::{TurnSlots, TurnTicket};
 use crate::workspace_root::WorkspaceRoot;
 
 /// The state of one agent's sessions, shared by the manager's handles, its actors and its
@@ -37,7 +37,7 @@ pub(crate) struct Engine {
     pub(crate) agent: AgentSlot,
     /// The sessions open on this server.
     pub(crate) live: LiveSessions,
-    /// The cap on turns running at once (`[concurrency] max_running_turns`).
+    /// The cap on turns running at once and the turns admitted (`[concurrency]`).
     pub(crate) turns: TurnSlots,
     /// Shutdown and the background tasks it waits for.
     pub(crate) life: Lifecycle,
@@ -144,24 +144,6 @@ impl LiveSessions {
             .is_some_and(|open| Arc::ptr_eq(&open, live))
         {
             map.remove(&live.id);
-        }
-    }
-}
-
-/// The cap on turns running at once and how many wait for it.
-pub(crate) struct TurnSlots {
-    /// `None`: no cap.
-    pub(crate) slots: Option<Arc<Semaphore>>,
-    /// Turns waiting for a slot.
-    pub(crate) queued: AtomicU32,
-}
-
-impl TurnSlots {
-    /// At most `cap` turns at once (`None`: any number).
-    pub(crate) fn new(cap: Option<u32>) -> Self {
-        TurnSlots {
-            slots: cap.map(|n| Arc::new(Semaphore::new(n.max(1) as usize))),
-            queued: AtomicU32::new(0),
         }
     }
 }
@@ -331,13 +313,13 @@ impl Engine {
         state_lock: Option<std::fs::File>,
         lease_ttl: Duration,
     ) -> Self {
-        let cap = agent.definition.config.concurrency.max_running_turns;
+        let turns = TurnSlots::new(&agent.definition.config.concurrency);
         Engine {
             store,
             state,
             agent: AgentSlot::new(agent),
             live: LiveSessions::default(),
-            turns: TurnSlots::new(cap),
+            turns,
             life: Lifecycle::new(state_lock),
             lease: LeaseHolder::new(lease_ttl),
             relays: Relays::default(),
@@ -348,6 +330,17 @@ impl Engine {
             host: crate::host_grants::HostGrants::default(),
             quotas: crate::quotas::Quotas::default(),
         }
+    }
+
+    /// A place for a caller's turn ([`TurnSlots::admit`]), a refusal counted in
+    /// `folio.limits.refused` as `max_queued_turns`.
+    pub(crate) fn admit_turn(&self) -> Result<TurnTicket, ManagerError> {
+        self.turns.admit().inspect_err(|_| {
+            folio_telemetry::metrics::limit_refused(
+                &self.agent().definition.name,
+                "max_queued_turns",
+            );
+        })
     }
 
     /// The agent new turns run with.

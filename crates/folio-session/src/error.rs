@@ -55,6 +55,15 @@ pub enum ManagerError {
         /// When a retry may succeed (`Retry-After`).
         retry_after: Option<std::time::Duration>,
     },
+    /// The server runs and queues as many turns as `[concurrency]` lets it (`503
+    /// overloaded`): refused before anything was written.
+    #[error("{message}")]
+    Overloaded {
+        /// What is full and what to do.
+        message: String,
+        /// When a retry likely finds room (`Retry-After`).
+        retry_after: std::time::Duration,
+    },
     /// A message or its files over a `[limits]` size (`413 payload_too_large`).
     #[error("{0}")]
     TooLarge(String),
@@ -131,6 +140,15 @@ impl ManagerError {
         })
     }
 
+    /// How long to wait before trying again (`Retry-After`), when waiting helps.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            ManagerError::Limited { retry_after, .. } => *retry_after,
+            ManagerError::Overloaded { retry_after, .. } => Some(*retry_after),
+            _ => None,
+        }
+    }
+
     /// The wire error code (which fixes the HTTP status).
     pub fn code(&self) -> ErrorCode {
         match self {
@@ -146,6 +164,7 @@ impl ManagerError {
             ManagerError::ApprovalResolved(_) => ErrorCode::ApprovalResolved,
             ManagerError::KeyReused(_) => ErrorCode::IdempotencyKeyReused,
             ManagerError::Limited { .. } => ErrorCode::RateLimited,
+            ManagerError::Overloaded { .. } => ErrorCode::Overloaded,
             ManagerError::Conflict(_) => ErrorCode::VersionConflict,
             ManagerError::TooLarge(_) => ErrorCode::PayloadTooLarge,
             ManagerError::Internal(_) => ErrorCode::Internal,

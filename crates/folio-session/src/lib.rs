@@ -85,6 +85,7 @@ mod state;
 mod store_backends;
 mod sync;
 mod token;
+mod turn_slots;
 mod turns;
 mod variants;
 mod workspace_root;

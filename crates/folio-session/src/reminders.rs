@@ -240,6 +240,7 @@ impl Reminders {
                 token: None,
                 key: Some(format!("reminder:{id}")),
                 digest: None,
+                ticket: None,
             };
             // Coalesced into a turn running here; waited for when one runs on another server.
             self.engine

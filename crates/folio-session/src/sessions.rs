@@ -143,7 +143,11 @@ impl Sessions {
             &self.engine.agent.get().definition.limits,
         )?;
         // Sessions an operator's tooling makes for a purpose (`eval`, `direct`) are not a
-        // caller's: the principal quotas hold for the rest.
+        // caller's: the server's turn bound and the principal quotas hold for the rest.
+        let ticket = match options.purpose {
+            None => Some(self.engine.admit_turn()?),
+            Some(_) => None,
+        };
         if options.purpose.is_none() {
             self.engine
                 .quotas
@@ -241,6 +245,7 @@ impl Sessions {
             token: None,
             key,
             digest,
+            ticket,
         };
         self.engine
             .command(&live, &Remote::Busy, |reply| Command::Send { admit, reply })
@@ -387,6 +392,7 @@ impl Sessions {
             key: Some(key.to_string()),
             digest: Some(digest.to_string()),
             // The first attempt may have died before its create was synced.
+            ticket: None,
         };
         let before = live.last_index();
         // The first attempt's turn may run on another server: waited for, never preempted.
@@ -412,6 +418,7 @@ impl Sessions {
         request: ForkSession,
     ) -> Result<Accepted, ManagerError> {
         let original = self.engine.owned_meta(principal, session_id).await?;
+        let ticket = self.engine.admit_turn()?;
         let events = crate::events::read(&self.engine, principal, session_id).await?;
         let at = request.at_index;
         match events.get(at as usize).map(|e| &e.body) {
@@ -489,6 +496,7 @@ impl Sessions {
             token: None,
             key: None,
             digest: None,
+            ticket: Some(ticket),
         };
         self.engine
             .command(&live, &Remote::Busy, |reply| Command::Send { admit, reply })

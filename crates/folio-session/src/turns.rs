@@ -73,6 +73,7 @@ impl Turns {
             &request.workspace_files,
             &self.engine.agent.get().definition.limits,
         )?;
+        let ticket = self.engine.admit_turn()?;
         self.engine
             .quotas
             .admit(&self.engine, principal, Sending::FollowUp(session_id))
@@ -123,6 +124,7 @@ impl Turns {
             token: Some(request.continuation_token),
             key: request.client_message_id,
             digest,
+            ticket: Some(ticket),
         };
         let before = live.last_index();
         let token = self
@@ -195,6 +197,7 @@ impl Turns {
             token: None,
             key: message.key,
             digest: None,
+            ticket: None,
         };
         self.engine
             .command(&live, &remote, |reply| Command::Send { admit, reply })

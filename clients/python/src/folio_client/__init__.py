@@ -17,6 +17,7 @@ from ._errors import (
     FolioError,
     IdempotencyKeyReusedError,
     NotFoundError,
+    OverloadedError,
     RateLimitedError,
     StaleTokenError,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "FolioError",
     "IdempotencyKeyReusedError",
     "NotFoundError",
+    "OverloadedError",
     "RateLimitedError",
     "RetryPolicy",
     "Session",

@@ -68,6 +68,13 @@ class RateLimitedError(FolioError):
         self.retry_after = retry_after
 
 
+class OverloadedError(RateLimitedError):
+    """``503 overloaded``: the server runs and queues as many turns as it is set to take.
+
+    Nothing was written: send the same request again after ``retry_after`` seconds.
+    """
+
+
 class FolioConnectionError(FolioError):
     """The server could not be reached (or the connection kept failing) after every retry."""
 
@@ -83,6 +90,7 @@ _BY_STATUS: dict[int, type[FolioError]] = {
     404: NotFoundError,
     409: ConflictError,
     429: RateLimitedError,
+    503: OverloadedError,
 }
 
 
@@ -100,9 +108,9 @@ def error_from_response(response: httpx.Response) -> FolioError:
             f"without a Folio error body{': ' + text[:200] if text else ''}"
         )
     kind = _BY_CODE.get(code) or _BY_STATUS.get(response.status_code, FolioError)
-    if kind is RateLimitedError:
+    if issubclass(kind, RateLimitedError):
         wait = response.headers.get("retry-after")
-        return RateLimitedError(
+        return kind(
             code, response.status_code, message, float(wait) if wait and wait.isdigit() else None
         )
     return kind(code, response.status_code, message)

@@ -537,6 +537,7 @@ ErrorCode: TypeAlias = Literal[
     'payload_too_large',
     'unsupported_media_type',
     'internal',
+    'overloaded',
 ]
 """
 The `error` code of an [`ErrorBody`]; each goes with one HTTP status.
@@ -560,6 +561,8 @@ first request exactly; a new request needs a new key).
 - `payload_too_large`: `413`: the body is over the limit.
 - `unsupported_media_type`: `415`: a body that is not JSON (browser guard, docs/http-api.md).
 - `internal`: `500`: anything else (never a stack trace).
+- `overloaded`: `503`: the server runs and queues as many turns as it is set to take
+(`[concurrency]`); the `Retry-After` header says when to try again. Nothing was written.
 """
 
 

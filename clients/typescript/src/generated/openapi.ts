@@ -1286,9 +1286,11 @@ export interface components {
          *     - `payload_too_large`: `413`: the body is over the limit.
          *     - `unsupported_media_type`: `415`: a body that is not JSON (browser guard, docs/http-api.md).
          *     - `internal`: `500`: anything else (never a stack trace).
+         *     - `overloaded`: `503`: the server runs and queues as many turns as it is set to take
+         *     (`[concurrency]`); the `Retry-After` header says when to try again. Nothing was written.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "stale_continuation_token" | "session_not_followable" | "session_busy" | "approval_resolved" | "already_exists" | "version_conflict" | "rate_limited" | "idempotency_key_reused" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "internal";
+        ErrorCode: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "stale_continuation_token" | "session_not_followable" | "session_busy" | "approval_resolved" | "already_exists" | "version_conflict" | "rate_limited" | "idempotency_key_reused" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "internal" | "overloaded";
         /** @description The answer to [`SaveEvalCase`]: where the case was written and how `folio eval` names it. */
         EvalCaseSaved: {
             /** @description The case's id (the name). */
@@ -5224,6 +5226,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description An error: `overloaded`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getSession: {
@@ -5414,6 +5425,15 @@ export interface operations {
             };
             /** @description An error: `internal`. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An error: `overloaded`. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
