@@ -19,7 +19,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::SubsecRound;
 use folio_protocol::{Event, StorageEntry};
 use futures::TryStreamExt;
 use serde::Serialize;
@@ -555,9 +555,8 @@ async fn compare_create_keys(
 
 /// An entry's times to the microsecond, the precision every backend keeps.
 fn to_micros(mut entry: StorageEntry) -> StorageEntry {
-    let micros = |at: DateTime<Utc>| at.trunc_subsecs(6);
-    entry.updated_at = micros(entry.updated_at);
-    entry.expires_at = entry.expires_at.map(micros);
+    entry.updated_at = entry.updated_at.trunc_subsecs(6);
+    entry.expires_at = entry.expires_at.map(|at| at.trunc_subsecs(6));
     entry
 }
 
