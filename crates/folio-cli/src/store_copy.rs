@@ -112,7 +112,7 @@ pub(crate) async fn copy(args: CopyArgs) -> anyhow::Result<ExitCode> {
     }
     let progress = |what: &'static str, done: u64| {
         let sessions = matches!(what, "sessions" | "sessions verified");
-        if !sessions || done % 1000 == 0 {
+        if !sessions || done.is_multiple_of(1000) {
             eprintln!("folio: {what}: {done}");
         }
     };
