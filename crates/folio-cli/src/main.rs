@@ -29,6 +29,7 @@ mod schema;
 mod schema_ts;
 mod serve;
 mod store;
+mod store_copy;
 mod telemetry;
 mod trajectory;
 mod validate;
@@ -89,7 +90,8 @@ enum Command {
     /// OAuth for MCP connections: `login` authorizes and stores tokens, `logout` deletes them.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
-    /// Look after a PostgreSQL session store: `migrate` its schema, `check` it, show `stats`.
+    /// Look after a session store: `migrate` a PostgreSQL schema, `check` it, show `stats`,
+    /// `copy` a store into another (disk ↔ PostgreSQL, or a backup).
     #[command(subcommand)]
     Store(store::StoreCommand),
     /// The host API from inside a session's tool or hook: storage, files, reminders,

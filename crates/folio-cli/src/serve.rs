@@ -394,6 +394,12 @@ pub(crate) async fn start(args: &ServeArgs) -> anyhow::Result<Server> {
     for dir in dirs {
         let slug = slug_for(&dir, layout)?;
         let state = state_root(args, layout, &dir, &slug);
+        if store.is_none() {
+            let marker = folio_store_disk::copy_marker(&state).with_context(|| {
+                format!("cannot read the copy marker of {}", state.path().display())
+            })?;
+            crate::store_copy::refuse_unfinished_copy(&state.path().display().to_string(), marker)?;
+        }
         let base_url = match layout {
             Layout::Multi => format!("{}/{slug}", public.trim_end_matches('/')),
             Layout::Single => public.clone(),
@@ -549,6 +555,8 @@ async fn open_store(
     let store = folio_store_postgres::PgStore::open(url, folio_store_postgres::PgOptions::default())
         .await
         .with_context(|| "cannot open the session store (check that PostgreSQL runs and the URL names a database you may use; `folio store check --store URL` says more)")?;
+    let marker = folio_store::SessionStore::copy_marker(&store).await?;
+    crate::store_copy::refuse_unfinished_copy(&store.location(), marker)?;
     Ok(Arc::new(store))
 }
 

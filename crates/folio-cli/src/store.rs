@@ -1,5 +1,6 @@
 //! `folio store migrate|check|stats`: look after a PostgreSQL session store (the one
-//! `folio serve --store postgres://…` uses) without starting a server.
+//! `folio serve --store postgres://…` uses) without starting a server; `folio store copy`
+//! copies any store into another ([`crate::store_copy`]).
 
 use std::process::ExitCode;
 
@@ -20,6 +21,9 @@ pub(crate) enum StoreCommand {
     /// Count sessions, events, leases, create keys, slot claims, reminders, artifacts,
     /// deliveries and storage entries; the tables' sizes.
     Stats(StoreArgs),
+    /// Copy a store (a state root or a PostgreSQL database) into another, then compare them;
+    /// rerun the same command to continue an interrupted copy.
+    Copy(crate::store_copy::CopyArgs),
 }
 
 /// Which store, and how to print.
@@ -41,6 +45,7 @@ pub(crate) fn store(command: StoreCommand) -> anyhow::Result<ExitCode> {
             StoreCommand::Migrate(args) => migrate(args).await,
             StoreCommand::Check(args) => check(args).await,
             StoreCommand::Stats(args) => stats(args).await,
+            StoreCommand::Copy(args) => crate::store_copy::copy(args).await,
         }
     })
 }

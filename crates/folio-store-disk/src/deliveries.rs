@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use folio_protocol::{DeliveryInfo, DeliveryRetry, DeliveryStatus};
 use folio_store::{
-    Admitted, Continuation, DeliveryOutcome, DeliveryStore, Follow, Followed, ReceivedDelivery,
-    StoreError, dedup_window,
+    Admitted, ChannelRecord, Continuation, DeliveryOutcome, DeliveryStore, Follow, Followed,
+    ReceivedDelivery, StoreError, dedup_window,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -734,6 +734,115 @@ impl DeliveryStore for DiskDeliveries {
                 record.write_synced(inner, Line::Unfollow { session_id })?;
             }
             Ok(ends)
+        })
+        .await
+    }
+
+    async fn channels(&self) -> Result<Vec<String>, StoreError> {
+        let dir = self.state_dir.join("channels");
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(err) => return Err(io_error("cannot read", &dir, err)),
+        };
+        let mut channels = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|err| io_error("cannot read", &dir, err))?;
+            if let Ok(name) = entry.file_name().into_string()
+                && !name.starts_with('.')
+                && entry.path().join("deliveries.ndjson").is_file()
+            {
+                channels.push(name);
+            }
+        }
+        channels.sort();
+        Ok(channels)
+    }
+
+    async fn export_channel(&self, channel: &str) -> Result<ChannelRecord, StoreError> {
+        let record = self.record(channel)?;
+        let inner = record.lock();
+        let mut continuations: Vec<(String, String)> = inner
+            .sessions
+            .iter()
+            .map(|(key, session)| (key.clone(), session.clone()))
+            .collect();
+        continuations.sort();
+        let mut replies: Vec<(String, String)> = inner.replies.iter().cloned().collect();
+        replies.sort();
+        Ok(ChannelRecord {
+            deliveries: inner
+                .order
+                .iter()
+                .filter_map(|id| inner.entries.get(id))
+                .map(|entry| (entry.received.clone(), entry.info.clone()))
+                .collect(),
+            continuations,
+            replies,
+        })
+    }
+
+    async fn import_channel(
+        &self,
+        channel: &str,
+        imported: &ChannelRecord,
+    ) -> Result<(), StoreError> {
+        let imported = imported.clone();
+        self.blocking(channel, move |record| {
+            let mut inner = record.lock();
+            let mut ticket = None;
+            for (received, info) in imported.deliveries {
+                if inner.entries.contains_key(&received.id) {
+                    continue;
+                }
+                let id = received.id.clone();
+                let announced = usize::from(received.retry.is_some());
+                ticket = Some(record.write(&mut inner, Line::Received(received))?);
+                for n in 0..info.duplicates as usize {
+                    let retry = info.retries.get(announced + n).cloned();
+                    let line = Line::Duplicate {
+                        id: id.clone(),
+                        retry,
+                    };
+                    ticket = Some(record.write(&mut inner, line)?);
+                }
+                if info.status != DeliveryStatus::Pending {
+                    let line = Line::Outcome {
+                        id,
+                        status: info.status,
+                        session_id: info.session_id,
+                        message: info.message,
+                    };
+                    ticket = Some(record.write(&mut inner, line)?);
+                }
+            }
+            for (session_id, turn_id) in imported.replies {
+                if inner
+                    .replies
+                    .contains(&(session_id.clone(), turn_id.clone()))
+                {
+                    continue;
+                }
+                let line = Line::Reply {
+                    session_id,
+                    turn_id,
+                    failed: None,
+                };
+                ticket = Some(record.write(&mut inner, line)?);
+            }
+            let unbound: Vec<(String, String)> = imported
+                .continuations
+                .into_iter()
+                .filter(|(key, session)| inner.sessions.get(key) != Some(session))
+                .collect();
+            drop(inner);
+            if let Some(ticket) = ticket {
+                record.sync_through(ticket)?;
+            }
+            for (key, session_id) in unbound {
+                record.bind(&key, &session_id)?;
+            }
+            Ok(())
         })
         .await
     }

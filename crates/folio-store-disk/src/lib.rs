@@ -12,6 +12,8 @@
 //! - `evals/<runId>.json`: stored eval runs ([`eval_runs`]; a project's are under its slug,
 //!   [`eval_runs_root`], whichever layout serves it);
 //! - `storage/<scope>/<agent>/<owner>/<key>.entry`: storage entries ([`DiskStorage`]);
+//! - `copy-in-progress`: a `folio store copy` into this state root not verified yet
+//!   ([`copy_marker`]);
 //! - `.lock`: held by the one process that has the state root open.
 //!
 //! Files become durable through one group commit ([`state::commit`]): concurrent sessions'
@@ -35,6 +37,7 @@ pub mod create_keys;
 mod deliveries;
 pub mod eval_runs;
 mod event_log;
+mod import;
 pub mod reminders;
 pub mod slots;
 pub mod state;
@@ -44,6 +47,7 @@ mod store;
 pub use deliveries::DiskDeliveries;
 pub use eval_runs::{EvalRunError, eval_runs_root, list_eval_runs, read_eval_run, write_eval_run};
 pub use event_log::{EventLog, LogError, last_event, now_millis, read_events};
+pub use import::{copy_marker, copy_marker_path};
 pub use state::{StateRoot, load_meta};
 pub use storage::DiskStorage;
 pub use store::DiskStore;

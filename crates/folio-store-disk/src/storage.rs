@@ -111,6 +111,37 @@ fn segment(name: &str) -> String {
     }
 }
 
+/// The name a folder `dir` of [`segment`] stands for; refused for a name written as its
+/// SHA-256, which cannot be read back.
+fn name_of(dir: &Path) -> Result<String, StoreError> {
+    let segment = dir.file_name().and_then(|name| name.to_str()).unwrap_or("");
+    if segment == "_" {
+        return Ok(String::new());
+    }
+    let bytes = (0..segment.len())
+        .step_by(2)
+        .map(|at| {
+            segment
+                .get(at..at + 2)
+                .and_then(|pair| u8::from_str_radix(pair, 16).ok())
+        })
+        .collect::<Option<Vec<u8>>>();
+    bytes
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .ok_or_else(|| {
+            StoreError::backend(format!(
+                "the storage folder {} names an agent or owner longer than {HEX_BYTES} bytes (kept as its SHA-256), which cannot be copied: copy its entries by hand or remove them",
+                dir.display()
+            ))
+        })
+}
+
+/// A namespace's place in [`StorageStore::export`]'s order: scope (by its wire name), agent,
+/// owner.
+fn export_order(namespace: &Namespace) -> (&str, &str, &str) {
+    (namespace.scope.as_str(), &namespace.agent, &namespace.owner)
+}
+
 /// The file of `key` in the namespace folder `dir`.
 fn entry_path(dir: &Path, key: &str) -> PathBuf {
     dir.join(format!("{}.entry", segment(key)))
@@ -270,6 +301,39 @@ impl Space {
         Ok(())
     }
 
+    /// Replaces the file of `entry` (whose value's JSON text is `text`) durably, creating the
+    /// folder when missing, and indexes it.
+    async fn write(
+        &mut self,
+        root: &Path,
+        entry: &StorageEntry,
+        text: &str,
+    ) -> Result<(), StoreError> {
+        let header = serde_json::to_string(&Header {
+            key: entry.key.clone(),
+            version: entry.version,
+            updated_at: entry.updated_at,
+            expires_at: entry.expires_at,
+        })
+        .map_err(|err| StoreError::backend_from("cannot encode a storage entry", err))?;
+        self.create_dir(root).await?;
+        let path = entry_path(&self.dir, &entry.key);
+        if let Err(err) = write_durably(&path, format!("{header}\n{text}").as_bytes()).await {
+            // Whether the rename happened is unknown: read the folder again next time.
+            self.index = None;
+            return Err(io(format!("cannot write {}", path.display()), err));
+        }
+        self.index()?.entries.insert(
+            entry.key.clone(),
+            Meta {
+                version: entry.version,
+                expires_at: entry.expires_at,
+                bytes: (entry.key.len() + text.len()) as u64,
+            },
+        );
+        Ok(())
+    }
+
     /// Removes the files of `keys` and syncs the folder; drops them from the index.
     async fn remove(&mut self, keys: &[String]) -> Result<(), StoreError> {
         if keys.is_empty() {
@@ -325,6 +389,26 @@ impl DiskStorage {
                 .clone()
         };
         space.lock_owned().await
+    }
+
+    /// Every namespace on disk with its folder, in [`StorageStore::export`]'s order. A name
+    /// written as its SHA-256 (longer than [`HEX_BYTES`]) cannot be read back: refused.
+    fn namespaces(&self) -> Result<Vec<(Namespace, PathBuf)>, StoreError> {
+        let mut spaces = Vec::new();
+        for scope in SCOPES {
+            for agent in subdirs(&self.root.join(scope.as_str()))? {
+                for owner in subdirs(&agent)? {
+                    let namespace = Namespace {
+                        scope,
+                        agent: name_of(&agent)?,
+                        owner: name_of(&owner)?,
+                    };
+                    spaces.push((namespace, owner));
+                }
+            }
+        }
+        spaces.sort_by(|(a, _), (b, _)| export_order(a).cmp(&export_order(b)));
+        Ok(spaces)
     }
 
     /// Every namespace folder on disk.
@@ -384,28 +468,7 @@ impl StorageStore for DiskStorage {
             updated_at: now,
             expires_at,
         };
-        let header = serde_json::to_string(&Header {
-            key: entry.key.clone(),
-            version: entry.version,
-            updated_at: now,
-            expires_at,
-        })
-        .map_err(|err| StoreError::backend_from("cannot encode a storage entry", err))?;
-        space.create_dir(&self.root).await?;
-        let path = entry_path(&space.dir, key);
-        if let Err(err) = write_durably(&path, format!("{header}\n{text}").as_bytes()).await {
-            // Whether the rename happened is unknown: read the folder again next time.
-            space.index = None;
-            return Err(io(format!("cannot write {}", path.display()), err));
-        }
-        space.index()?.entries.insert(
-            key.to_string(),
-            Meta {
-                version: entry.version,
-                expires_at,
-                bytes: (key.len() + text.len()) as u64,
-            },
-        );
+        space.write(&self.root, &entry, &text).await?;
         Ok(Written::Done(Some(entry)))
     }
 
@@ -508,6 +571,49 @@ impl StorageStore for DiskStorage {
             space.index = Some(Index::default());
         }
         Ok(deleted)
+    }
+
+    async fn export(
+        &self,
+        after: Option<&(Namespace, String)>,
+        limit: usize,
+    ) -> Result<Vec<(Namespace, StorageEntry)>, StoreError> {
+        let limit = limit.min(MAX_LIST);
+        let mut page = Vec::new();
+        for (namespace, dir) in self.namespaces()? {
+            let start = match after {
+                Some((at, _)) if export_order(&namespace) < export_order(at) => continue,
+                Some((at, key)) if export_order(&namespace) == export_order(at) => {
+                    Bound::Excluded(key.as_str())
+                }
+                _ => Bound::Unbounded,
+            };
+            let mut space = self.space(dir).await;
+            let keys: Vec<String> = space
+                .index()?
+                .entries
+                .range::<str, _>((start, Bound::Unbounded))
+                .map(|(key, _)| key.clone())
+                .take(limit - page.len())
+                .collect();
+            for key in keys {
+                page.push((
+                    namespace.clone(),
+                    read_entry(&entry_path(&space.dir, &key))?,
+                ));
+            }
+            if page.len() == limit {
+                break;
+            }
+        }
+        Ok(page)
+    }
+
+    async fn import(&self, namespace: &Namespace, entry: &StorageEntry) -> Result<(), StoreError> {
+        check_key(&entry.key)?;
+        let text = value_text(&entry.value)?;
+        let mut space = self.space(self.dir(namespace)).await;
+        space.write(&self.root, entry, &text).await
     }
 
     async fn purge_expired(&self, now: DateTime<Utc>) -> Result<u64, StoreError> {

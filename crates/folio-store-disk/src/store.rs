@@ -36,7 +36,9 @@ use tokio::sync::{broadcast, watch};
 use folio_agent::ArtifactBackend;
 
 use crate::OpenError;
-use crate::create_keys::{create_record_name, read_create_record, write_create_record};
+use crate::create_keys::{
+    CreateRecord, create_record_name, read_create_record, write_create_record,
+};
 use crate::deliveries::DiskDeliveries;
 use crate::event_log::{EventLog, LogError, last_event, read_events};
 use crate::lock;
@@ -674,7 +676,11 @@ impl SessionStore for DiskStore {
             .join(create_record_name(&record.principal, &record.key));
         let recorded = read_create_record(&path)
             .map_err(|source| io("cannot read the idempotency record", source))?;
-        if let Some((session_id, Some(digest))) = recorded
+        if let Some(CreateRecord {
+            session_id,
+            digest: Some(digest),
+            ..
+        }) = recorded
             && !session_id.is_empty()
         {
             return Ok(Some(CreateKey {
@@ -684,7 +690,7 @@ impl SessionStore for DiskStore {
                 digest,
             }));
         }
-        write_create_record(&path, &record.session_id, &record.digest)
+        write_create_record(&path, record)
             .await
             .map_err(|source| io("cannot record the idempotency key", source))?;
         Ok(None)
@@ -924,6 +930,37 @@ impl SessionStore for DiskStore {
             .remove()
             .await
             .map_err(credentials_error)
+    }
+
+    async fn import_session(&self, meta: &SessionMeta, events: &[Event]) -> Result<(), StoreError> {
+        let id = &meta.session_id;
+        if !valid_session_id(id) {
+            return Err(StoreError::backend(format!(
+                "{id} is not a session id (ses_ + 26 ULID characters)"
+            )));
+        }
+        // The log is replaced under an open one: reopened, reading the new file, on next use.
+        lock(&self.logs).remove(id);
+        lock(&self.leases).held.remove(id);
+        crate::import::import_session(&self.state, meta, events).await
+    }
+
+    async fn list_create_keys(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<CreateKey>, StoreError> {
+        let _recording = self.recording.lock().await;
+        crate::import::list_create_keys(&self.state, after, limit)
+    }
+
+    async fn copy_marker(&self) -> Result<Option<String>, StoreError> {
+        crate::import::copy_marker(&self.state)
+            .map_err(|source| io("cannot read the copy marker", source))
+    }
+
+    async fn set_copy_marker(&self, marker: Option<&str>) -> Result<(), StoreError> {
+        crate::import::set_copy_marker(&self.state, marker).await
     }
 }
 

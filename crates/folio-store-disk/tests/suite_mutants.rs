@@ -219,6 +219,22 @@ impl SessionStore for Mutant {
             .clear_mcp_credentials(principal, connection)
             .await
     }
+    async fn import_session(&self, meta: &SessionMeta, events: &[Event]) -> Result<(), StoreError> {
+        self.inner.import_session(meta, events).await
+    }
+    async fn list_create_keys(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<CreateKey>, StoreError> {
+        self.inner.list_create_keys(after, limit).await
+    }
+    async fn copy_marker(&self) -> Result<Option<String>, StoreError> {
+        self.inner.copy_marker().await
+    }
+    async fn set_copy_marker(&self, marker: Option<&str>) -> Result<(), StoreError> {
+        self.inner.set_copy_marker(marker).await
+    }
 }
 
 /// A suite case: takes a fresh store, panics when it breaks a promise.

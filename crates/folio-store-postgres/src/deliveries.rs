@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use folio_protocol::{DeliveryInfo, DeliveryRetry, DeliveryStatus};
 use folio_store::{
-    Admitted, Continuation, DeliveryOutcome, DeliveryStore, Follow, Followed, ReceivedDelivery,
-    StoreError,
+    Admitted, ChannelRecord, Continuation, DeliveryOutcome, DeliveryStore, Follow, Followed,
+    ReceivedDelivery, StoreError,
 };
 use serde_json::Value;
 use sqlx::Row;
@@ -35,7 +35,7 @@ fn json<T: serde::Serialize>(what: &str, value: &T) -> Result<Value, PgError> {
 }
 
 /// The status as the `status` column keeps it (its JSON name).
-fn status_name(status: DeliveryStatus) -> Result<String, PgError> {
+pub(crate) fn status_name(status: DeliveryStatus) -> Result<String, PgError> {
     match json("a delivery status", &status)? {
         Value::String(name) => Ok(name),
         other => Err(corrupt("a delivery status", other)),
@@ -45,7 +45,7 @@ fn status_name(status: DeliveryStatus) -> Result<String, PgError> {
 /// The columns [`received`] reads.
 const RECEIVED: &str = "id, received_at, route, retry, decision";
 
-fn received(row: &PgRow) -> Result<ReceivedDelivery, PgError> {
+pub(crate) fn received(row: &PgRow) -> Result<ReceivedDelivery, PgError> {
     let id: String = row.try_get("id").map_err(PgError::Database)?;
     let what = format!("delivery {id}");
     let retry: Option<Value> = row.try_get("retry").map_err(PgError::Database)?;
@@ -534,6 +534,22 @@ impl DeliveryStore for PgStore {
                 Ok(ended.rows_affected() == 1)
             })
             .await?)
+    }
+
+    async fn channels(&self) -> Result<Vec<String>, StoreError> {
+        Ok(self.channel_names().await?)
+    }
+
+    async fn export_channel(&self, channel: &str) -> Result<ChannelRecord, StoreError> {
+        Ok(self.channel_rows(channel).await?)
+    }
+
+    async fn import_channel(
+        &self,
+        channel: &str,
+        record: &ChannelRecord,
+    ) -> Result<(), StoreError> {
+        Ok(self.import_channel_rows(channel, record).await?)
     }
 
     async fn claim_follows(

@@ -12,12 +12,12 @@ use crate::retry::Failure;
 use crate::{PgError, PgStore};
 
 /// One append, as the statement binds it: columns of equal length.
-struct Batch {
-    indexes: Vec<i64>,
-    kinds: Vec<String>,
-    turn_ids: Vec<Option<String>>,
-    ats: Vec<DateTime<Utc>>,
-    lines: Vec<String>,
+pub(crate) struct Batch {
+    pub(crate) indexes: Vec<i64>,
+    pub(crate) kinds: Vec<String>,
+    pub(crate) turn_ids: Vec<Option<String>>,
+    pub(crate) ats: Vec<DateTime<Utc>>,
+    pub(crate) lines: Vec<String>,
 }
 
 /// Appends the events when the session exists, the log's next index is the first one's and
@@ -354,7 +354,7 @@ fn parse(session_id: &str, index: i64, line: &str) -> Result<Event, PgError> {
 }
 
 /// The columns of an append.
-fn batch(events: &[Event]) -> Result<Batch, PgError> {
+pub(crate) fn batch(events: &[Event]) -> Result<Batch, PgError> {
     let mut batch = Batch {
         indexes: Vec::with_capacity(events.len()),
         kinds: Vec::with_capacity(events.len()),

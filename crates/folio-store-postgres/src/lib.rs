@@ -13,7 +13,9 @@
 //! - **reminders**: one row each until delivered or cancelled, read by due time;
 //! - **artifacts**: the agent's records, upserted by `(kind, key)`, evicted past the cap;
 //! - **storage**: the host API's key-value entries, one row per `(scope, agent, owner, key)`
-//!   written with compare-and-set in one statement; a session's own go with it.
+//!   written with compare-and-set in one statement; a session's own go with it;
+//! - **copy marker**: one row while `folio store copy` writes into the database (a server
+//!   refuses to start until the copy is verified and the row deleted).
 //!
 //! Every append notifies `folio_events` (payload `<session id>:<index>`); followers on every
 //! server are woken by one `LISTEN` connection per process, and re-read the log's end when that
@@ -46,6 +48,7 @@ mod credentials;
 mod deliveries;
 mod error;
 mod events;
+mod import;
 mod lease;
 mod notify;
 mod reminders;

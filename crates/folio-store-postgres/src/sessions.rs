@@ -221,7 +221,7 @@ impl PgStore {
     }
 }
 
-fn document(meta: &SessionMeta) -> Result<String, PgError> {
+pub(crate) fn document(meta: &SessionMeta) -> Result<String, PgError> {
     serde_json::to_string(meta).map_err(|err| PgError::Corrupt {
         what: format!("session {}", meta.session_id),
         message: err.to_string(),

@@ -61,7 +61,7 @@ WHERE scope = $1 AND agent = $2 AND owner = $3 AND key = $4 AND version = $9
 RETURNING key, value, version, updated_at, expires_at";
 
 /// The entry a row holds.
-fn entry(row: &PgRow) -> Result<StorageEntry, PgError> {
+pub(crate) fn entry(row: &PgRow) -> Result<StorageEntry, PgError> {
     let version: i64 = row.try_get("version").map_err(PgError::Database)?;
     Ok(StorageEntry {
         key: row.try_get("key").map_err(PgError::Database)?,
@@ -359,6 +359,18 @@ impl StorageStore for PgStore {
 
     async fn delete_session_entries(&self, session_id: &str) -> Result<u64, StoreError> {
         Ok(self.delete_session_rows(session_id).await?)
+    }
+
+    async fn export(
+        &self,
+        after: Option<&(Namespace, String)>,
+        limit: usize,
+    ) -> Result<Vec<(Namespace, StorageEntry)>, StoreError> {
+        Ok(self.export_rows(after, limit).await?)
+    }
+
+    async fn import(&self, namespace: &Namespace, entry: &StorageEntry) -> Result<(), StoreError> {
+        self.import_row(namespace, entry).await
     }
 
     /// In batches, as retention deletes old rows.

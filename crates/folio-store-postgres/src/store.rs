@@ -247,6 +247,26 @@ impl SessionStore for PgStore {
             .await?)
     }
 
+    async fn import_session(&self, meta: &SessionMeta, events: &[Event]) -> Result<(), StoreError> {
+        Ok(self.import_session_rows(meta, events).await?)
+    }
+
+    async fn list_create_keys(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<CreateKey>, StoreError> {
+        Ok(self.create_key_rows(after, limit).await?)
+    }
+
+    async fn copy_marker(&self) -> Result<Option<String>, StoreError> {
+        Ok(self.copy_marker_row().await?)
+    }
+
+    async fn set_copy_marker(&self, marker: Option<&str>) -> Result<(), StoreError> {
+        Ok(self.set_copy_marker_row(marker).await?)
+    }
+
     async fn delete_unacknowledged_sessions(
         &self,
         older_than: Duration,

@@ -95,6 +95,26 @@ pub enum Followed {
     Running,
 }
 
+/// One channel's record as `folio store copy` moves it between stores: what it received and
+/// bound, without its claims and follows (which belong to running servers).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChannelRecord {
+    /// Its deliveries in arrival order (oldest first): each as received, and what became of it
+    /// (status, session, message, duplicates, announced retries).
+    pub deliveries: Vec<(ReceivedDelivery, DeliveryInfo)>,
+    /// Its continuation keys with the sessions they name, by key (byte order).
+    pub continuations: Vec<(String, String)>,
+    /// The turns whose end was reported (or given up), `(session, turn)`, in byte order.
+    pub replies: Vec<(String, String)>,
+}
+
+impl ChannelRecord {
+    /// Whether it holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.deliveries.is_empty() && self.continuations.is_empty() && self.replies.is_empty()
+    }
+}
+
 /// Where channels keep their deliveries, continuation keys, reported replies and followers.
 ///
 /// Every method names its channel; `owner` is the calling server's id, and a claim it takes
@@ -214,6 +234,19 @@ pub trait DeliveryStore: Send + Sync {
         owner: &str,
         generation: u64,
     ) -> Result<bool, StoreError>;
+
+    /// The channels that have a record, by id (byte order): what `folio store copy` reads.
+    async fn channels(&self) -> Result<Vec<String>, StoreError>;
+
+    /// Everything `channel`'s record holds but its claims and follows (`folio store copy`).
+    async fn export_channel(&self, channel: &str) -> Result<ChannelRecord, StoreError>;
+
+    /// Adds what `record` holds that `channel`'s record lacks, durably: the deliveries whose id
+    /// it has not received (pending ones unclaimed, for the next
+    /// [`claim_deliveries`](DeliveryStore::claim_deliveries)), in order; the keys it does not
+    /// bind; the replies it has not recorded (`folio store copy`).
+    async fn import_channel(&self, channel: &str, record: &ChannelRecord)
+    -> Result<(), StoreError>;
 
     /// The follows whose claim expired (their server died), now claimed by `owner` for `ttl`.
     async fn claim_follows(

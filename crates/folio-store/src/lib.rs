@@ -55,6 +55,7 @@
 
 #![warn(missing_docs)]
 
+pub mod copy;
 mod deliveries;
 mod error;
 mod meta;
@@ -69,8 +70,8 @@ use chrono::{DateTime, Utc};
 use folio_protocol::{ArtifactRecord, Event, EventBody, Reminder};
 
 pub use deliveries::{
-    Admitted, Continuation, DeliveryOutcome, DeliveryStore, Follow, Followed, ReceivedDelivery,
-    dedup_window,
+    Admitted, ChannelRecord, Continuation, DeliveryOutcome, DeliveryStore, Follow, Followed,
+    ReceivedDelivery, dedup_window,
 };
 pub use error::StoreError;
 pub use meta::{
@@ -396,4 +397,26 @@ pub trait SessionStore: Send + Sync {
         principal: &str,
         connection: &str,
     ) -> Result<(), StoreError>;
+
+    /// Writes a whole session as another store keeps it (`folio store copy`): `meta` and its
+    /// `events` (indexes 0, 1, … with their turn ids and times), in place of any session with
+    /// its id (a copy that stopped half way through it is redone), durably when it returns.
+    /// Never while a server runs on the store: no follower or lease is told.
+    async fn import_session(&self, meta: &SessionMeta, events: &[Event]) -> Result<(), StoreError>;
+
+    /// The records of idempotent creates, by principal then key (byte order), after `after`
+    /// (`(principal, key)`, exclusive), at most `limit`.
+    async fn list_create_keys(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<CreateKey>, StoreError>;
+
+    /// The copy into this store that has not finished (`folio store copy` writes it before
+    /// anything else and removes it once the copy is verified): its description; `None` when
+    /// no copy is under way. A server refuses to start on a store that has one.
+    async fn copy_marker(&self) -> Result<Option<String>, StoreError>;
+
+    /// Records `marker` as the copy under way (`None`: removes it), durably.
+    async fn set_copy_marker(&self, marker: Option<&str>) -> Result<(), StoreError>;
 }

@@ -199,4 +199,17 @@ pub trait StorageStore: Send + Sync {
 
     /// Removes the entries expired at `now`; returns how many.
     async fn purge_expired(&self, now: DateTime<Utc>) -> Result<u64, StoreError>;
+
+    /// Every entry, expired ones not yet purged included, ordered by namespace (scope, agent,
+    /// owner) then key (byte order), after `after` (exclusive), at most `limit` (capped at
+    /// [`MAX_LIST`]): what `folio store copy` reads.
+    async fn export(
+        &self,
+        after: Option<&(Namespace, String)>,
+        limit: usize,
+    ) -> Result<Vec<(Namespace, StorageEntry)>, StoreError>;
+
+    /// Writes `entry` as another store keeps it (its version, update and expiry times) in
+    /// place of the entry at its key, durably (`folio store copy`).
+    async fn import(&self, namespace: &Namespace, entry: &StorageEntry) -> Result<(), StoreError>;
 }

@@ -11,8 +11,10 @@
 //! ```
 //!
 //! A case panics (with the backend's name and what broke) when the store breaks a promise.
-//! The storage cases ([`SessionStore::storage`]) are in [`storage`].
+//! The storage cases ([`SessionStore::storage`]) are in [`storage`], those `folio store copy`
+//! relies on in [`copy`].
 
+pub mod copy;
 pub mod storage;
 
 use std::sync::Arc;
@@ -60,6 +62,10 @@ pub async fn run_all(make: impl AsyncFn() -> Arc<dyn SessionStore>) {
     storage::storage_usage_counts_entries_and_bytes(make().await).await;
     storage::storage_session_entries_go_with_the_session(make().await).await;
     storage::storage_compare_and_set_counts_every_increment(make().await).await;
+    copy::sessions_import_whole(make().await).await;
+    copy::create_keys_are_listed_in_order(make().await).await;
+    copy::storage_exports_and_imports_entries(make().await).await;
+    copy::a_copy_is_identical_and_resumable(make().await, make().await).await;
 }
 
 /// A chat session of `principal` with a fresh id, status `running`.
