@@ -364,6 +364,10 @@ async fn a_turn_end_stores_the_token_totals_in_session_json_and_lists_read_them_
     behind.last_index -= 3;
     behind.usage = Usage::default();
     std::fs::write(&path, serde_json::to_vec(&behind).unwrap()).unwrap();
+    // After a real crash there, the session index marks the session active (its log moved
+    // past its session.json), so the start settles it; an edit by hand leaves the index saying
+    // idle, so the index goes too: the start rebuilds it and settles every session.
+    std::fs::remove_file(state.path().join("sessions.index")).unwrap();
     let reopened = support::manager(agent, state.path()).await;
     assert_eq!(stored(&sent), expected(&sent, 4));
     let listed = reopened

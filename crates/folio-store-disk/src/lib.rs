@@ -25,7 +25,7 @@
 //!
 //! # async fn open() -> Result<(), Box<dyn std::error::Error>> {
 //! let store: Arc<dyn SessionStore> = Arc::new(DiskStore::open(StateRoot::new(".folio/state/demo"))?);
-//! let newest = ListQuery { principal: None, before: None, limit: 50 };
+//! let newest = ListQuery { principal: None, before: None, limit: 50, ..Default::default() };
 //! println!("{} sessions", store.list_sessions(&newest).await?.len());
 //! # Ok(())
 //! # }
@@ -35,6 +35,7 @@ pub mod create_keys;
 mod deliveries;
 pub mod eval_runs;
 mod event_log;
+mod index;
 pub mod reminders;
 pub mod slots;
 pub mod state;
