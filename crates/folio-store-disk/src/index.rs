@@ -787,7 +787,8 @@ mod tests {
     /// The child's variable: `<state root>|<pause>` (`half`, `renamed` or `none`).
     const CHILD: &str = "FOLIO_INDEX_CRASH_CHILD";
 
-    /// Fills a state root with `count` sessions of every status; answers them, newest first.
+    /// Fills a state root with `count` sessions of every status; answers them, newest first
+    /// (by id: ids made in one millisecond are in no order).
     async fn fill(dir: &std::path::Path, count: usize) -> Vec<folio_store::SessionMeta> {
         let store = DiskStore::open(StateRoot::new(dir)).unwrap();
         let statuses = [
@@ -806,7 +807,7 @@ mod tests {
             store.save_session(&meta).await.unwrap();
             metas.push(meta);
         }
-        metas.reverse();
+        metas.sort_by(|a, b| b.session_id.cmp(&a.session_id));
         store.close().await;
         metas
     }
