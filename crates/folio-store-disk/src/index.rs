@@ -411,12 +411,7 @@ impl SessionIndex {
             .rev()
             .filter_map(|(id, entry)| Some((id, entry.as_ref()?)))
             .filter(|(_, entry)| principal.is_none_or(|principal| entry.principal == principal))
-            .filter(|(_, entry)| {
-                query.filter.matches(&Row {
-                    entry: *entry,
-                    names,
-                })
-            })
+            .filter(|(_, entry)| query.filter.matches(&Row { entry, names }))
             .take(query.limit)
             .map(|(id, _)| id_text(id))
             .collect()
