@@ -234,6 +234,12 @@ fn main() {
             upgrade.listening_ms
         );
     }
+    let empty = temp.path().join("empty");
+    let cold = run_child(&empty, &project_dir);
+    println!(
+        "| cold start to listening, empty state root (the start's fixed cost) | {:.1} ms | — |",
+        cold.listening_ms
+    );
     for run in 1..=3 {
         let cold = run_child(&state, &project_dir);
         println!(
