@@ -233,8 +233,25 @@ export class Folio {
     /** A handle on a stored session (its token is needed only to send messages). */
     resume: (sessionId: string, continuationToken?: string, options?: { onToken?: TokenListener }): Session =>
       new Session(this, sessionId, continuationToken, options?.onToken),
-    /** The caller's sessions, newest first (`nextCursor` pages on; `q` filters title or id). */
-    list: (query: { limit?: number; cursor?: string; q?: string } = {}): Promise<SessionSummaryPage> =>
+    /**
+     * The caller's sessions, newest first (`nextCursor` pages on; `q` filters title or id;
+     * `status`, `metaKey`/`metaValue` and the created/updated ranges, RFC 3339 times, filter
+     * through the server's session index).
+     */
+    list: (
+      query: {
+        limit?: number;
+        cursor?: string;
+        q?: string;
+        status?: "running" | "waiting" | "completed" | "failed";
+        metaKey?: "channel" | "variant" | "purpose" | "continuationKey";
+        metaValue?: string;
+        createdFrom?: string;
+        createdBefore?: string;
+        updatedFrom?: string;
+        updatedBefore?: string;
+      } = {},
+    ): Promise<SessionSummaryPage> =>
       this.request("GET", "/v1/sessions", { query, retry: true }),
     /** One session's summary (status, turns, last index, usage). */
     get: async (sessionId: string): Promise<SessionSummary> =>

@@ -209,6 +209,7 @@ async fn no_sessions(store: &Store, state: &Path) -> bool {
                 principal: None,
                 before: None,
                 limit: 1,
+                ..Default::default()
             };
             let pg = postgres(url).await;
             folio_store::SessionStore::list_sessions(&pg, &query)

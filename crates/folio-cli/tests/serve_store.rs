@@ -924,6 +924,7 @@ async fn stored_sessions(cluster: &Cluster) -> Vec<String> {
         principal: None,
         before: None,
         limit: 100,
+        ..Default::default()
     };
     folio_store::SessionStore::list_sessions(&store, &query)
         .await

@@ -628,6 +628,46 @@ const ROUTES: &[Route] = &[
                 description: "`all` lists every principal's sessions, only under `folio dev` (or `serve --dev`) for loopback callers (default `mine`).",
                 kind: ParamType::OneOf(&["mine", "all"]),
             },
+            Param {
+                name: "principal",
+                description: "With `scope=all`: only this principal's sessions.",
+                kind: ParamType::Text,
+            },
+            Param {
+                name: "status",
+                description: "Only sessions in this status (as their metadata records it).",
+                kind: ParamType::OneOf(&["running", "waiting", "completed", "failed"]),
+            },
+            Param {
+                name: "metaKey",
+                description: "Only sessions whose metadata sets this field (to `metaValue`, when given).",
+                kind: ParamType::OneOf(&["channel", "variant", "purpose", "continuationKey"]),
+            },
+            Param {
+                name: "metaValue",
+                description: "With `metaKey`: the value the field must have.",
+                kind: ParamType::Text,
+            },
+            Param {
+                name: "createdFrom",
+                description: "Only sessions created at or after this RFC 3339 time.",
+                kind: ParamType::Text,
+            },
+            Param {
+                name: "createdBefore",
+                description: "Only sessions created before this RFC 3339 time.",
+                kind: ParamType::Text,
+            },
+            Param {
+                name: "updatedFrom",
+                description: "Only sessions last updated at or after this RFC 3339 time.",
+                kind: ParamType::Text,
+            },
+            Param {
+                name: "updatedBefore",
+                description: "Only sessions last updated before this RFC 3339 time.",
+                kind: ParamType::Text,
+            },
         ],
         headers: &[],
         request: None,

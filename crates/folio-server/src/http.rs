@@ -677,6 +677,22 @@ async fn get_session(
     )
 }
 
+/// The query parameters of `GET /v1/sessions`.
+const LIST_PARAMS: &[&str] = &[
+    "limit",
+    "cursor",
+    "q",
+    "scope",
+    "principal",
+    "status",
+    "metaKey",
+    "metaValue",
+    "createdFrom",
+    "createdBefore",
+    "updatedFrom",
+    "updatedBefore",
+];
+
 async fn list_sessions(
     State(state): State<AgentState>,
     Extension(Principal(principal)): Extension<Principal>,
@@ -684,9 +700,10 @@ async fn list_sessions(
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
     for key in query.keys() {
-        if !["limit", "cursor", "q", "scope"].contains(&key.as_str()) {
+        if !LIST_PARAMS.contains(&key.as_str()) {
             return Err(ApiError::invalid(format!(
-                "unknown query parameter {key}: expected limit, cursor, q or scope"
+                "unknown query parameter {key}: expected one of {}",
+                LIST_PARAMS.join(", ")
             )));
         }
     }
@@ -700,13 +717,15 @@ async fn list_sessions(
     };
     let cursor = query.get("cursor").map(String::as_str);
     let q = query.get("q").map(String::as_str);
-    let manager = &state.mount.manager;
-    let page = match query.get("scope").map(String::as_str) {
+    let filter = session_filter(&query)?;
+    let listed = match query.get("scope").map(String::as_str) {
         None | Some("mine") => {
-            manager
-                .sessions()
-                .list(&principal, limit, cursor, q)
-                .await?
+            if query.contains_key("principal") {
+                return Err(ApiError::invalid(
+                    "principal filters scope=all only (your own sessions are yours): add scope=all, or leave principal out",
+                ));
+            }
+            Some(principal.as_str())
         }
         Some("all") => {
             if !(state.dev && peer.ip().is_loopback()) {
@@ -714,10 +733,7 @@ async fn list_sessions(
                     "scope=all lists every principal's sessions only under `folio dev` (or `serve --dev`) for loopback callers",
                 ));
             }
-            manager
-                .sessions()
-                .list_every_principal(limit, cursor, q)
-                .await?
+            query.get("principal").map(String::as_str)
         }
         Some(other) => {
             return Err(ApiError::invalid(format!(
@@ -725,7 +741,73 @@ async fn list_sessions(
             )));
         }
     };
+    let page = state
+        .mount
+        .manager
+        .sessions()
+        .list_matching(listed, limit, cursor, q, &filter)
+        .await?;
     ok(StatusCode::OK, page)
+}
+
+/// The filter of `GET /v1/sessions`: `status`, `metaKey` (with `metaValue`) and the created
+/// and updated ranges (RFC 3339 times; `…From` inclusive, `…Before` exclusive).
+fn session_filter(query: &HashMap<String, String>) -> Result<folio_store::SessionFilter, ApiError> {
+    let status = query
+        .get("status")
+        .map(|status| {
+            serde_json::from_value::<folio_protocol::SessionStatus>(serde_json::Value::String(
+                status.clone(),
+            ))
+            .map_err(|_| {
+                ApiError::invalid(format!(
+                    "status must be running, waiting, completed or failed, got {status}"
+                ))
+            })
+        })
+        .transpose()?;
+    let time = |name: &str| {
+        query
+            .get(name)
+            .map(|at| {
+                chrono::DateTime::parse_from_rfc3339(at)
+                    .map(|at| at.with_timezone(&chrono::Utc))
+                    .map_err(|err| {
+                        ApiError::invalid(format!(
+                            "{name} must be an RFC 3339 time such as 2026-12-01T09:00:00Z, got {at} ({err})"
+                        ))
+                    })
+            })
+            .transpose()
+    };
+    let field = match (query.get("metaKey"), query.get("metaValue")) {
+        (Some(key), value) => Some(folio_store::FieldFilter {
+            key: folio_store::MetaKey::parse(key).ok_or_else(|| {
+                ApiError::invalid(format!(
+                    "metaKey must be one of channel, variant, purpose or continuationKey, got {key}"
+                ))
+            })?,
+            value: value.cloned(),
+        }),
+        (None, Some(_)) => {
+            return Err(ApiError::invalid(
+                "metaValue needs metaKey: say which field must have that value",
+            ));
+        }
+        (None, None) => None,
+    };
+    Ok(folio_store::SessionFilter {
+        status,
+        created: folio_store::TimeRange {
+            from: time("createdFrom")?,
+            until: time("createdBefore")?,
+        },
+        updated: folio_store::TimeRange {
+            from: time("updatedFrom")?,
+            until: time("updatedBefore")?,
+        },
+        field,
+    })
 }
 
 fn ndjson(body: Body) -> Response {

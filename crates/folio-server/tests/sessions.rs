@@ -364,6 +364,10 @@ async fn a_turn_end_stores_the_token_totals_in_session_json_and_lists_read_them_
     behind.last_index -= 3;
     behind.usage = Usage::default();
     std::fs::write(&path, serde_json::to_vec(&behind).unwrap()).unwrap();
+    // After a real crash there, the session index marks the session active (its log moved
+    // past its session.json), so the start settles it; an edit by hand leaves the index saying
+    // idle, so the index goes too: the start rebuilds it and settles every session.
+    std::fs::remove_file(state.path().join("sessions.index")).unwrap();
     let reopened = support::manager(agent, state.path()).await;
     assert_eq!(stored(&sent), expected(&sent, 4));
     let listed = reopened
@@ -478,6 +482,10 @@ async fn a_create_a_crash_left_unwritten_is_removed_on_restart_and_its_retry_cre
     let meta = root.meta_path(&first);
     let size = std::fs::metadata(&meta).unwrap().len() as usize;
     std::fs::write(&meta, vec![0u8; size]).unwrap();
+    // That power loss also leaves the session index's record of the create marked active, or
+    // not there at all (then `sessions/` holds a folder the index lacks): either way the start
+    // looks at the session. Here the session had finished its turn, so the index goes too.
+    std::fs::remove_file(state.path().join("sessions.index")).unwrap();
 
     let manager = support::manager(agent, state.path()).await;
     assert!(!root.session_dir(&first).exists());

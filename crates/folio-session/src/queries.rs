@@ -1,7 +1,8 @@
 //! Reading sessions without changing them: one session's summary, the paginated lists, and the
 //! stored events.
 
-use folio_protocol::{Event, Page, SessionSummary};
+use folio_protocol::{Event, Page, SessionStatus, SessionSummary};
+use folio_store::SessionFilter;
 
 use crate::engine::Engine;
 use crate::error::{ManagerError, store_error};
@@ -32,27 +33,32 @@ pub(crate) async fn get(
     })
 }
 
-/// The sessions of `principal` (`None`: every principal's), newest first; `q` filters
-/// title or id (case-insensitive).
+/// The sessions of `principal` (`None`: every principal's) matching `filter`, newest first;
+/// `q` filters title or id (case-insensitive).
 pub(crate) async fn list(
     engine: &Engine,
     principal: Option<&str>,
     limit: usize,
     cursor: Option<&str>,
     q: Option<&str>,
+    filter: &SessionFilter,
 ) -> Result<Page<SessionSummary>, ManagerError> {
     let q = q.map(str::to_lowercase).filter(|q| !q.is_empty());
     let limit = limit.clamp(1, 200);
-    list_from_store(engine, principal, limit, cursor, q.as_deref()).await
+    list_from_store(engine, principal, limit, cursor, q.as_deref(), filter).await
 }
 
-/// The store's pages of sessions, newest first, filtered by `q`.
+/// The store's pages of sessions, newest first, filtered by the store's index and by `q`.
+/// An idle session is shown as its metadata records it (a list reads no log); one recorded
+/// `running` that this server does not hold is settled from its log's last event (its turn
+/// may have ended a moment before its metadata was written, or its server died).
 async fn list_from_store(
     engine: &Engine,
     principal: Option<&str>,
     limit: usize,
     cursor: Option<&str>,
     q: Option<&str>,
+    filter: &SessionFilter,
 ) -> Result<Page<SessionSummary>, ManagerError> {
     let mut data: Vec<SessionSummary> = Vec::new();
     let mut before = cursor.map(str::to_string);
@@ -61,6 +67,7 @@ async fn list_from_store(
             principal: principal.map(str::to_string),
             before: before.clone(),
             limit: limit + 1,
+            filter: filter.clone(),
         };
         let page = engine
             .store
@@ -82,7 +89,7 @@ async fn list_from_store(
             }
             meta = match engine.live.get(&meta.session_id) {
                 Some(live) => live_meta(&live),
-                None => {
+                None if meta.status == SessionStatus::Running => {
                     let last = last_stored_event(engine, &meta.session_id)
                         .await
                         .ok()
@@ -90,6 +97,7 @@ async fn list_from_store(
                     meta.settle(last.as_ref());
                     meta
                 }
+                None => meta,
             };
             data.push(summary(&meta));
         }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use folio_project::{Limits, PrincipalLimits};
 use folio_protocol::{LimitUsage, LimitValues, SessionStatus, StorageScope};
-use folio_store::{Condition, ListQuery, Namespace, Written};
+use folio_store::{Condition, ListQuery, Namespace, SessionFilter, Written};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::Engine; // layering: the engine holds the quotas' state; checking them reads its store and agent
@@ -98,21 +98,13 @@ impl Quotas {
         limits: &Limits,
     ) -> Result<(), ManagerError> {
         let create = send == Sending::Create;
-        // The session list is read only for a limit that needs it.
-        let counted = limits.running_turns.is_some()
-            || create && (limits.sessions.is_some() || limits.storage_bytes.is_some());
-        let held = if counted {
-            held_sessions(engine, principal, limits).await?
-        } else {
-            Vec::new()
-        };
+        // Each limit reads only the sessions it counts, from the store's session index.
         if let Some(most) = limits.running_turns {
-            let running = held
+            let wanted = usize::try_from(most.saturating_add(1)).unwrap_or(usize::MAX);
+            let running = sessions_of(engine, principal, Some(SessionStatus::Running), wanted)
+                .await?
                 .iter()
-                .filter(|meta| {
-                    meta.status == SessionStatus::Running
-                        && send != Sending::FollowUp(meta.session_id.as_str())
-                })
+                .filter(|meta| send != Sending::FollowUp(meta.session_id.as_str()))
                 .count() as u64;
             if running >= most {
                 return Err(ManagerError::Limited {
@@ -123,6 +115,11 @@ impl Quotas {
                 });
             }
         }
+        let held = if create && (limits.sessions.is_some() || limits.storage_bytes.is_some()) {
+            held_sessions(engine, principal, limits).await?
+        } else {
+            Vec::new()
+        };
         if let (true, Some(most)) = (create, limits.sessions) {
             let count = held.len() as u64;
             if count >= most {
@@ -159,10 +156,9 @@ impl Quotas {
     ) -> Result<(LimitValues, LimitUsage), ManagerError> {
         let limits = self.limits_of(engine, principal);
         let held = held_sessions(engine, principal, &limits).await?;
-        let running = held
-            .iter()
-            .filter(|meta| meta.status == SessionStatus::Running)
-            .count() as u64;
+        let running = sessions_of(engine, principal, Some(SessionStatus::Running), usize::MAX)
+            .await?
+            .len() as u64;
         let storage_bytes = Self::storage_bytes(engine, &held)?;
         let messages_available = match limits.messages_per_minute {
             Some(per_minute) => {
@@ -229,27 +225,41 @@ fn values(limits: &Limits) -> LimitValues {
     }
 }
 
-/// `principal`'s sessions in the store (up to its session limit plus one, else all) and their
-/// status.
+/// `principal`'s sessions in the store: up to its session limit plus one, else all (what the
+/// storage limit walks).
 async fn held_sessions(
     engine: &Engine,
     principal: &str,
     limits: &Limits,
 ) -> Result<Vec<SessionMeta>, ManagerError> {
+    let most = match (limits.sessions, limits.storage_bytes) {
+        (Some(most), None) => usize::try_from(most.saturating_add(1)).unwrap_or(usize::MAX),
+        _ => usize::MAX,
+    };
+    sessions_of(engine, principal, None, most).await
+}
+
+/// Up to `limit` of `principal`'s sessions (in `status`, when given), newest first.
+async fn sessions_of(
+    engine: &Engine,
+    principal: &str,
+    status: Option<SessionStatus>,
+    limit: usize,
+) -> Result<Vec<SessionMeta>, ManagerError> {
     let query = ListQuery {
         principal: Some(principal.to_string()),
         before: None,
-        limit: limits
-            .sessions
-            .and_then(|most| usize::try_from(most.saturating_add(1)).ok())
-            .unwrap_or(usize::MAX),
+        limit,
+        filter: SessionFilter {
+            status,
+            ..Default::default()
+        },
     };
-    let metas = engine
+    engine
         .store
         .list_sessions(&query)
         .await
-        .map_err(|err| store_error("cannot count the sessions", err))?;
-    Ok(metas)
+        .map_err(|err| store_error("cannot count the sessions", err))
 }
 
 /// The namespace of `principal`'s counters: principal scope under an agent name no agent can

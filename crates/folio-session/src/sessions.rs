@@ -16,6 +16,7 @@ use folio_protocol::{
     CreateSession, Event, EventBody, ForkOrigin, ForkSession, Page, SessionMode, SessionStarted,
     SessionStatus, SessionSummary,
 };
+use folio_store::SessionFilter;
 
 use crate::command::{Admit, Command, Pending};
 use crate::engine::Engine;
@@ -81,18 +82,22 @@ impl Sessions {
         cursor: Option<&str>,
         q: Option<&str>,
     ) -> Result<Page<SessionSummary>, ManagerError> {
-        crate::queries::list(&self.engine, Some(principal), limit, cursor, q).await
+        let filter = SessionFilter::default();
+        crate::queries::list(&self.engine, Some(principal), limit, cursor, q, &filter).await
     }
 
-    /// Every principal's sessions, newest first: the Runs list of `folio dev` on loopback.
-    /// Reading or continuing one of them still needs its owner.
-    pub async fn list_every_principal(
+    /// The sessions of `principal` (`None`: every principal's, for the callers allowed to see
+    /// them) matching `filter`, newest first; `q` filters title or id (case-insensitive).
+    /// The store's session index serves the filter: a page reads about `limit` sessions.
+    pub async fn list_matching(
         &self,
+        principal: Option<&str>,
         limit: usize,
         cursor: Option<&str>,
         q: Option<&str>,
+        filter: &SessionFilter,
     ) -> Result<Page<SessionSummary>, ManagerError> {
-        crate::queries::list(&self.engine, None, limit, cursor, q).await
+        crate::queries::list(&self.engine, principal, limit, cursor, q, filter).await
     }
 
     /// The agent's A/B experiment and how each variant does over every principal's sessions

@@ -106,10 +106,18 @@ pub(crate) async fn stats(engine: &Engine) -> Result<VariantsResponse, ManagerEr
     let mut before = None;
     const PAGE: usize = 200;
     loop {
+        // The store's index serves the filter: sessions without a variant are not read.
         let query = folio_store::ListQuery {
             principal: None,
             before: before.take(),
             limit: PAGE,
+            filter: folio_store::SessionFilter {
+                field: Some(folio_store::FieldFilter {
+                    key: folio_store::MetaKey::Variant,
+                    value: None,
+                }),
+                ..Default::default()
+            },
         };
         let page = engine
             .store

@@ -27,7 +27,7 @@
 //!
 //! # async fn open() -> Result<(), Box<dyn std::error::Error>> {
 //! let store: Arc<dyn SessionStore> = Arc::new(DiskStore::open(StateRoot::new(".folio/state/demo"))?);
-//! let newest = ListQuery { principal: None, before: None, limit: 50 };
+//! let newest = ListQuery { principal: None, before: None, limit: 50, ..Default::default() };
 //! println!("{} sessions", store.list_sessions(&newest).await?.len());
 //! # Ok(())
 //! # }
@@ -38,6 +38,7 @@ mod deliveries;
 pub mod eval_runs;
 mod event_log;
 mod import;
+mod index;
 pub mod reminders;
 pub mod slots;
 pub mod state;

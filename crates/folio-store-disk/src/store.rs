@@ -28,8 +28,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use folio_protocol::Event;
 use folio_store::{
-    Appends, CreateKey, DeliveryStore, Lease, ListQuery, NewEvent, RetentionReport, SessionMeta,
-    SessionStore, Signal, Signals, StorageStore, StoreError,
+    Appends, CreateKey, DeliveryStore, Lease, ListQuery, NewEvent, RetentionReport, SessionFilter,
+    SessionMeta, SessionStore, Signal, Signals, StorageStore, StoreError, TimeRange,
 };
 use tokio::sync::{broadcast, watch};
 
@@ -41,11 +41,12 @@ use crate::create_keys::{
 };
 use crate::deliveries::DiskDeliveries;
 use crate::event_log::{EventLog, LogError, last_event, read_events};
+use crate::index::{Pause, SessionIndex};
 use crate::lock;
 use crate::slots::{SlotRecord, log_path, read_records, slots_dir};
 use crate::state::{
-    MetaFile, StateRoot, load_meta, lock_state_root, meta_never_written, new_session_targets,
-    session_ids, valid_session_id,
+    MetaFile, StateRoot, SyncTarget, load_meta, lock_state_root, meta_never_written,
+    new_session_targets, valid_session_id,
 };
 use crate::storage::DiskStorage;
 
@@ -80,6 +81,8 @@ pub struct DiskStore {
     claimed: Mutex<std::collections::HashSet<(String, DateTime<Utc>)>>,
     /// `<state-root>/.lock`, held until [`SessionStore::close`].
     lock: Mutex<Option<std::fs::File>>,
+    /// The session index (`sessions.index`): lists and opening read it, not every session.
+    index: Mutex<SessionIndex>,
 }
 
 /// The owner named in the leases of turns a stopped process left open (see [`DiskStore::open`]).
@@ -102,6 +105,8 @@ struct OpenLog {
     meta: Mutex<Option<SessionMeta>>,
     /// The log's last event, kept as appends land.
     last: Mutex<Option<Event>>,
+    /// The session's changes to the session index since its last commit, which syncs them.
+    indexed: Mutex<bool>,
 }
 
 #[derive(Default)]
@@ -124,9 +129,40 @@ impl DiskStore {
     ///   takes it over ([`SessionStore::expired_leases`]) as it takes over a dead server's
     ///   turns: the open turn is recorded as `server restarted` (one parked on an approval
     ///   stays parked), queued messages run, and the metadata is repaired from the log.
+    ///
+    /// Only the sessions the session index marks active are visited (see `index.rs`); an index
+    /// that is missing, torn or stale is rebuilt from every `session.json` first.
     pub fn open(state: StateRoot) -> Result<DiskStore, OpenError> {
+        Self::open_with(state, None)
+    }
+
+    /// [`DiskStore::open`], pausing a rebuild of the index where a crash test kills it.
+    pub(crate) fn open_with(
+        state: StateRoot,
+        pause: Option<Pause>,
+    ) -> Result<DiskStore, OpenError> {
         let lock = lock_state_root(&state)?;
+        let opened = SessionIndex::open(&state, pause).map_err(|err| {
+            OpenError::io(
+                format!(
+                    "cannot open the session index of {} (remove sessions.index and sessions.index.log there to rebuild it from the sessions)",
+                    state.path().display()
+                ),
+                err,
+            )
+        })?;
+        if let Some(reason) = &opened.rebuilt {
+            tracing::warn!(
+                sessions = opened.index.len(),
+                "rebuilt the session index of {} from the sessions' session.json files: {reason}",
+                state.path().display()
+            );
+        }
+        for id in &opened.unwritten {
+            forget_unacknowledged(&state, id);
+        }
         let store = DiskStore {
+            index: Mutex::new(opened.index),
             artifacts: folio_agent::DirArtifacts::new(state.path().join("artifacts")),
             deliveries: Arc::new(DiskDeliveries::new(state.path())),
             storage: Arc::new(DiskStorage::new(state.path())),
@@ -143,25 +179,40 @@ impl DiskStore {
         Ok(store)
     }
 
-    /// What [`DiskStore::open`] settles of the process that had the state root before.
+    /// What [`DiskStore::open`] settles of the process that had the state root before: the
+    /// sessions the index marks active, each settled from its `session.json` and log's end.
     fn settle_stopped_process(&self) -> Result<(), OpenError> {
         let state = &self.state;
-        let ids = session_ids(state).map_err(|err| {
+        let index_error = |err| {
             OpenError::io(
-                format!("cannot read {}", state.sessions_dir().display()),
+                format!(
+                    "cannot write the session index of {}",
+                    state.path().display()
+                ),
                 err,
             )
-        })?;
+        };
         let stopped = Utc::now() - chrono::Duration::seconds(1);
+        let active = lock(&self.index).active();
         let mut leases = lock(&self.leases);
-        for id in ids {
+        for id in active {
             let meta = match load_meta(state, &id) {
                 Ok(Some(meta)) => meta,
-                Ok(None) if meta_never_written(state, &id) => {
-                    forget_unacknowledged(state, &id);
+                Ok(None) => {
+                    if meta_never_written(state, &id) {
+                        forget_unacknowledged(state, &id);
+                    }
+                    if !state.session_dir(&id).exists() {
+                        lock(&self.index).remove(&id).map_err(index_error)?;
+                    }
                     continue;
                 }
-                _ => continue,
+                Err(err) => {
+                    tracing::error!(
+                        "could not recover session {id}: cannot read session.json: {err}"
+                    );
+                    continue;
+                }
             };
             let moved = match last_event(&state.trace_path(&id)) {
                 Ok(last) => last.is_some_and(|last| last.index > meta.last_index),
@@ -170,7 +221,11 @@ impl DiskStore {
                     continue;
                 }
             };
-            if meta.status != folio_protocol::SessionStatus::Running && !moved {
+            let running = meta.status == folio_protocol::SessionStatus::Running;
+            lock(&self.index)
+                .put(&meta, running || moved)
+                .map_err(index_error)?;
+            if !running && !moved {
                 continue;
             }
             leases.held.insert(
@@ -183,6 +238,37 @@ impl DiskStore {
                     took_over: None,
                 },
             );
+        }
+        let mut index = lock(&self.index);
+        if index.wants_snapshot() {
+            index.snapshot(state, None).map_err(index_error)?;
+        }
+        Ok(())
+    }
+
+    /// Records `meta` in the session index: active while running or while the log is past
+    /// its last recorded boundary. The session's next commit syncs the change.
+    fn index_meta(&self, meta: &SessionMeta, open: Option<&OpenLog>) -> Result<(), StoreError> {
+        let moved = open.map(|open| {
+            lock(&open.last)
+                .as_ref()
+                .is_some_and(|last| last.index > meta.last_index)
+        });
+        let mut index = lock(&self.index);
+        let moved = moved.unwrap_or_else(|| index.is_active(&meta.session_id));
+        let active = meta.status == folio_protocol::SessionStatus::Running || moved;
+        index.put(meta, active).map_err(index_error)?;
+        self.compact(&mut index)?;
+        if let Some(open) = open {
+            *lock(&open.indexed) = true;
+        }
+        Ok(())
+    }
+
+    /// Writes the index as a new snapshot once its log holds enough changes.
+    fn compact(&self, index: &mut SessionIndex) -> Result<(), StoreError> {
+        if index.wants_snapshot() {
+            index.snapshot(&self.state, None).map_err(index_error)?;
         }
         Ok(())
     }
@@ -235,6 +321,7 @@ impl DiskStore {
             used: Mutex::new(std::time::Instant::now()),
             meta: Mutex::new(fresh.cloned()),
             last: Mutex::new(last),
+            indexed: Mutex::new(fresh.is_some()),
         });
         let mut logs = lock(&self.logs);
         let open = logs.entry(session_id.to_string()).or_insert(open).clone();
@@ -304,6 +391,14 @@ fn forget_unacknowledged(state: &StateRoot, id: &str) {
     }
 }
 
+/// A session index write's error, as the store reports it.
+fn index_error(source: std::io::Error) -> StoreError {
+    io(
+        "cannot write the session index (sessions.index.log in the state root; check the disk, or remove sessions.index and sessions.index.log to rebuild it at the next start)",
+        source,
+    )
+}
+
 fn io(context: &str, source: std::io::Error) -> StoreError {
     StoreError::Io {
         context: context.to_string(),
@@ -362,6 +457,7 @@ impl SessionStore for DiskStore {
                 "{id} is not a session id (ses_ + 26 ULID characters)"
             )));
         }
+        let mut index = lock(&self.index);
         match meta.write_new(&self.state) {
             Ok(()) => {}
             // A `session.json` a crash left unwritten belongs to a create never acknowledged.
@@ -379,6 +475,9 @@ impl SessionStore for DiskStore {
             }
             Err(source) => return Err(io("cannot write session.json", source)),
         }
+        index.put(meta, true).map_err(index_error)?;
+        self.compact(&mut index)?;
+        drop(index);
         self.insert_log(id, Some(meta))?;
         Ok(())
     }
@@ -407,35 +506,30 @@ impl SessionStore for DiskStore {
         }
         meta.save_repairable(&self.state)
             .map_err(|source| io("cannot save session.json", source))?;
-        if let Some(open) = lock(&self.logs).get(&meta.session_id) {
+        let open = lock(&self.logs).get(&meta.session_id).cloned();
+        if let Some(open) = &open {
             *lock(&open.meta) = Some(meta.clone());
         }
-        Ok(())
+        self.index_meta(meta, open.as_deref())
     }
 
+    /// The index picks the page; each listed session's metadata is then read (a session
+    /// whose folder went meanwhile is skipped, and the page filled from further on).
     async fn list_sessions(&self, query: &ListQuery) -> Result<Vec<SessionMeta>, StoreError> {
-        let ids = session_ids(&self.state)
-            .map_err(|source| io("cannot list the sessions directory", source))?;
         let mut page = Vec::new();
-        for id in ids
-            .into_iter()
-            .filter(|id| query.before.as_ref().is_none_or(|before| id < before))
-        {
-            if page.len() == query.limit {
+        let mut next = query.clone();
+        while page.len() < query.limit {
+            next.limit = query.limit - page.len();
+            let ids = lock(&self.index).list(&next);
+            for id in &ids {
+                if let Some(meta) = self.load_session(id).await? {
+                    page.push(meta);
+                }
+            }
+            if ids.len() < next.limit {
                 break;
             }
-            let Some(meta) = load_meta(&self.state, &id)
-                .map_err(|source| io(&format!("cannot read session.json of {id}"), source))?
-            else {
-                continue;
-            };
-            if query
-                .principal
-                .as_ref()
-                .is_none_or(|principal| *principal == meta.principal)
-            {
-                page.push(meta);
-            }
+            next.before = ids.last().cloned();
         }
         Ok(page)
     }
@@ -450,8 +544,13 @@ impl SessionStore for DiskStore {
         // Dropping the open log drops its watch: followers' streams end.
         lock(&self.logs).remove(session_id);
         lock(&self.leases).held.remove(session_id);
-        std::fs::remove_dir_all(self.state.session_dir(session_id))
-            .map_err(|source| io("cannot delete the session directory", source))?;
+        {
+            let mut index = lock(&self.index);
+            std::fs::remove_dir_all(self.state.session_dir(session_id))
+                .map_err(|source| io("cannot delete the session directory", source))?;
+            index.remove(session_id).map_err(index_error)?;
+            self.compact(&mut index)?;
+        }
         match std::fs::remove_dir_all(self.state.path().join("reminders").join(session_id)) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
                 return Err(io("cannot delete the session's reminders", err));
@@ -500,6 +599,12 @@ impl SessionStore for DiskStore {
         if let Some(last) = stored.last() {
             *lock(&open.last) = Some(last.clone());
             open.newest.send_replace(Some(last.index));
+            if lock(&self.index)
+                .set_active(session_id, true)
+                .map_err(index_error)?
+            {
+                *lock(&open.indexed) = true;
+            }
         }
         Ok(stored)
     }
@@ -511,6 +616,13 @@ impl SessionStore for DiskStore {
         if fresh {
             targets.extend(new_session_targets(&self.state, session_id));
         }
+        if let Some(meta) = meta {
+            self.index_meta(meta, Some(&*open))?;
+        }
+        let indexed = std::mem::take(&mut *lock(&open.indexed));
+        if indexed {
+            targets.push(SyncTarget::Data(lock(&self.index).log_file()));
+        }
         let staged = match meta {
             Some(meta) => {
                 let staged = meta
@@ -521,7 +633,10 @@ impl SessionStore for DiskStore {
             }
             None => None,
         };
-        open.log.commit_with(targets).await.map_err(log_error)?;
+        if let Err(err) = open.log.commit_with(targets).await {
+            *lock(&open.indexed) |= indexed;
+            return Err(log_error(err));
+        }
         *lock(&open.fresh) = false;
         if let Some(staged) = staged {
             staged
@@ -735,6 +850,13 @@ impl SessionStore for DiskStore {
                     principal: None,
                     before: before.clone(),
                     limit: 100,
+                    filter: SessionFilter {
+                        updated: TimeRange {
+                            from: None,
+                            until: Some(cutoff),
+                        },
+                        ..Default::default()
+                    },
                 })
                 .await?;
             before = page.last().map(|meta| meta.session_id.clone());
@@ -777,6 +899,13 @@ impl SessionStore for DiskStore {
                     principal: None,
                     before: before.clone(),
                     limit: 100,
+                    filter: SessionFilter {
+                        created: TimeRange {
+                            from: Some(since),
+                            until: Some(until),
+                        },
+                        ..Default::default()
+                    },
                 })
                 .await?;
             before = page.last().map(|meta| meta.session_id.clone());
@@ -942,7 +1071,23 @@ impl SessionStore for DiskStore {
         // The log is replaced under an open one: reopened, reading the new file, on next use.
         lock(&self.logs).remove(id);
         lock(&self.leases).held.remove(id);
-        crate::import::import_session(&self.state, meta, events).await
+        crate::import::import_session(&self.state, meta, events).await?;
+        // Listed from the session index like any other: recorded there, and synced now (no
+        // commit of the session follows an import).
+        let moved = events
+            .last()
+            .is_some_and(|last| last.index > meta.last_index);
+        let log = {
+            let mut index = lock(&self.index);
+            let active = meta.status == folio_protocol::SessionStatus::Running || moved;
+            index.put(meta, active).map_err(index_error)?;
+            self.compact(&mut index)?;
+            index.log_file()
+        };
+        tokio::task::spawn_blocking(move || log.sync_data())
+            .await
+            .map_err(|err| StoreError::backend_from("the session index's sync", err))?
+            .map_err(|source| io("cannot sync the session index", source))
     }
 
     async fn list_create_keys(

@@ -90,20 +90,45 @@ impl PgStore {
         Ok(())
     }
 
-    /// Sessions matching `query`, newest first (descending id).
+    /// Sessions matching `query`, newest first (descending id): the table and its indexes
+    /// (migration 8) are the session index.
     pub(crate) async fn list(&self, query: &ListQuery) -> Result<Vec<SessionMeta>, PgError> {
+        let filter = &query.filter;
+        let status = filter.status.map(status_name);
+        let key = filter.field.as_ref().map(|field| field.key.name());
+        let value = filter
+            .field
+            .as_ref()
+            .and_then(|field| field.value.as_deref());
         let rows = self
-            .retry("list sessions", |_| async move {
-                Ok(sqlx::query(
-                    "SELECT id, meta::text AS meta FROM folio_sessions
-                     WHERE ($1::text IS NULL OR principal = $1) AND ($2::text IS NULL OR id < $2)
-                     ORDER BY id DESC LIMIT $3",
-                )
-                .bind(&query.principal)
-                .bind(&query.before)
-                .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
-                .fetch_all(self.pool())
-                .await?)
+            .retry("list sessions", |_| {
+                let status = status.clone();
+                async move {
+                    Ok(sqlx::query(
+                        "SELECT id, meta::text AS meta FROM folio_sessions
+                         WHERE ($1::text IS NULL OR principal = $1) AND ($2::text IS NULL OR id < $2)
+                           AND ($4::text IS NULL OR meta->>'status' = $4)
+                           AND ($5::timestamptz IS NULL OR created_at >= $5)
+                           AND ($6::timestamptz IS NULL OR created_at < $6)
+                           AND ($7::timestamptz IS NULL OR updated_at >= $7)
+                           AND ($8::timestamptz IS NULL OR updated_at < $8)
+                           AND ($9::text IS NULL OR meta->>$9 IS NOT NULL)
+                           AND ($10::text IS NULL OR meta->>$9 = $10)
+                         ORDER BY id DESC LIMIT $3",
+                    )
+                    .bind(&query.principal)
+                    .bind(&query.before)
+                    .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
+                    .bind(status)
+                    .bind(filter.created.from)
+                    .bind(filter.created.until)
+                    .bind(filter.updated.from)
+                    .bind(filter.updated.until)
+                    .bind(key)
+                    .bind(value)
+                    .fetch_all(self.pool())
+                    .await?)
+                }
             })
             .await?;
         rows.iter()
@@ -233,4 +258,12 @@ fn parse(session_id: &str, document: &str) -> Result<SessionMeta, PgError> {
         what: format!("session {session_id}"),
         message: err.to_string(),
     })
+}
+
+/// A status as `session.json` and the `meta` document spell it.
+fn status_name(status: folio_protocol::SessionStatus) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_string))
+        .unwrap_or_default()
 }

@@ -371,6 +371,7 @@ async fn retention_deletes_old_idle_sessions_in_batches_and_keeps_running_ones()
             principal: None,
             before: None,
             limit: 10,
+            ..Default::default()
         })
         .await
         .unwrap()

@@ -130,6 +130,7 @@ fn sessions(
                 principal: None,
                 before,
                 limit: PAGE,
+                ..ListQuery::default()
             })
             .await
             .map_err(failed(format!(

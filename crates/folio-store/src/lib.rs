@@ -58,6 +58,7 @@
 pub mod copy;
 mod deliveries;
 mod error;
+mod filter;
 mod meta;
 pub mod storage;
 #[cfg(feature = "suite")]
@@ -74,6 +75,7 @@ pub use deliveries::{
     ReceivedDelivery, dedup_window,
 };
 pub use error::StoreError;
+pub use filter::{FieldFilter, Filterable, MetaKey, SessionFilter, TimeRange};
 pub use meta::{
     AcceptedKey, SessionMeta, boundary_status, new_session_id, new_turn_id, valid_session_id,
 };
@@ -107,7 +109,7 @@ impl NewEvent {
 
 /// Which sessions [`SessionStore::list_sessions`] returns, newest first (session ids sort by
 /// creation time, so newest first is descending id).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListQuery {
     /// Only this principal's sessions (`None`: every principal's).
     pub principal: Option<String>,
@@ -115,6 +117,9 @@ pub struct ListQuery {
     pub before: Option<String>,
     /// At most this many.
     pub limit: usize,
+    /// What else they must match (the default: nothing else). Served by the backend's session
+    /// index: a page costs about `limit` sessions read, not the stored set.
+    pub filter: SessionFilter,
 }
 
 /// The right to run a session's turn until `expires_at`, renewed while the turn runs.

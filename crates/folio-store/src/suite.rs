@@ -25,8 +25,9 @@ use folio_protocol::{EventBody, MessageCompleted, SessionMode, SessionStatus, Se
 use futures::StreamExt;
 
 use crate::{
-    Admitted, Continuation, CreateKey, DeliveryOutcome, Followed, ListQuery, NewEvent,
-    ReceivedDelivery, SessionMeta, SessionStore, Signal, StoreError,
+    Admitted, Continuation, CreateKey, DeliveryOutcome, FieldFilter, Followed, ListQuery, MetaKey,
+    NewEvent, ReceivedDelivery, SessionFilter, SessionMeta, SessionStore, Signal, StoreError,
+    TimeRange,
 };
 
 /// How long a case waits for something a store must do promptly (a followed append).
@@ -36,6 +37,7 @@ const PATIENCE: Duration = Duration::from_secs(10);
 pub async fn run_all(make: impl AsyncFn() -> Arc<dyn SessionStore>) {
     sessions_round_trip(make().await).await;
     lists_are_newest_first_per_principal(make().await).await;
+    lists_filter_by_status_times_and_fields(make().await).await;
     deletes_remove_everything(make().await).await;
     appends_are_ordered_and_read_back(make().await).await;
     concurrent_appenders_never_interleave(make().await).await;
@@ -170,6 +172,7 @@ pub async fn lists_are_newest_first_per_principal(store: Arc<dyn SessionStore>) 
         principal: Some("alice".into()),
         before,
         limit,
+        ..Default::default()
     };
     let ids = |metas: Vec<SessionMeta>| -> Vec<String> {
         metas.into_iter().map(|meta| meta.session_id).collect()
@@ -188,6 +191,7 @@ pub async fn lists_are_newest_first_per_principal(store: Arc<dyn SessionStore>) 
             principal: None,
             before: None,
             limit: 100,
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -195,6 +199,190 @@ pub async fn lists_are_newest_first_per_principal(store: Arc<dyn SessionStore>) 
     assert!(
         every.windows(2).all(|w| w[0].session_id > w[1].session_id),
         "{name}: every principal's sessions, newest first"
+    );
+}
+
+/// Every filter of a list (status, created and updated ranges, a metadata field with or
+/// without a value, with a principal or not) returns exactly the matching sessions, newest
+/// first, and pages through them with the cursor; a metadata change moves a session between
+/// filters.
+pub async fn lists_filter_by_status_times_and_fields(store: Arc<dyn SessionStore>) {
+    let name = store.backend();
+    let base: DateTime<Utc> = "2026-01-01T00:00:00Z".parse().unwrap();
+    let hours = |n: i64| base + chrono::Duration::hours(n);
+    let statuses = [
+        SessionStatus::Running,
+        SessionStatus::Waiting,
+        SessionStatus::Completed,
+        SessionStatus::Failed,
+    ];
+    let mut metas = Vec::new();
+    for n in 0..12_i64 {
+        let mut meta = meta(if n % 3 == 0 { "bob" } else { "alice" });
+        meta.created_at = hours(n);
+        meta.updated_at = hours(n + 30 - 2 * n);
+        meta.channel = if n % 2 == 0 {
+            "http".into()
+        } else {
+            "slack".into()
+        };
+        meta.variant = (n % 4 != 0).then(|| if n % 4 == 1 { "a" } else { "b" }.to_string());
+        meta.purpose = (n == 5).then(|| "eval".to_string());
+        meta.continuation_key = (n % 5 == 0).then(|| format!("thread-{n}"));
+        meta.title = Some(format!("session {n}"));
+        store.create_session(&meta).await.unwrap();
+        store.commit(&meta.session_id, None).await.unwrap();
+        meta.status = statuses[n as usize % 4];
+        store.save_session(&meta).await.unwrap();
+        metas.push(meta);
+    }
+    // One session changes status, field and update time after it was listed once.
+    let changed = &mut metas[4];
+    changed.status = SessionStatus::Completed;
+    changed.variant = Some("c".into());
+    changed.updated_at = hours(100);
+    store
+        .commit(&changed.session_id, Some(&changed.clone()))
+        .await
+        .unwrap();
+    metas.sort_by(|a, b| b.session_id.cmp(&a.session_id));
+    let field = |key, value: Option<&str>| {
+        Some(FieldFilter {
+            key,
+            value: value.map(str::to_string),
+        })
+    };
+    let filters = [
+        SessionFilter {
+            status: Some(SessionStatus::Running),
+            ..Default::default()
+        },
+        SessionFilter {
+            status: Some(SessionStatus::Completed),
+            ..Default::default()
+        },
+        SessionFilter {
+            created: TimeRange {
+                from: Some(hours(3)),
+                until: Some(hours(9)),
+            },
+            ..Default::default()
+        },
+        SessionFilter {
+            created: TimeRange {
+                from: Some(hours(6)),
+                until: None,
+            },
+            ..Default::default()
+        },
+        SessionFilter {
+            updated: TimeRange {
+                from: None,
+                until: Some(hours(25)),
+            },
+            ..Default::default()
+        },
+        SessionFilter {
+            updated: TimeRange {
+                from: Some(hours(99)),
+                until: Some(hours(101)),
+            },
+            ..Default::default()
+        },
+        SessionFilter {
+            field: field(MetaKey::Variant, None),
+            ..Default::default()
+        },
+        SessionFilter {
+            field: field(MetaKey::Variant, Some("b")),
+            ..Default::default()
+        },
+        SessionFilter {
+            field: field(MetaKey::Variant, Some("c")),
+            ..Default::default()
+        },
+        SessionFilter {
+            field: field(MetaKey::Channel, Some("slack")),
+            ..Default::default()
+        },
+        SessionFilter {
+            field: field(MetaKey::Purpose, Some("eval")),
+            ..Default::default()
+        },
+        SessionFilter {
+            field: field(MetaKey::ContinuationKey, None),
+            ..Default::default()
+        },
+        SessionFilter {
+            status: Some(SessionStatus::Waiting),
+            field: field(MetaKey::Channel, Some("slack")),
+            created: TimeRange {
+                from: Some(hours(1)),
+                until: None,
+            },
+            ..Default::default()
+        },
+    ];
+    for filter in &filters {
+        for principal in [None, Some("alice"), Some("nobody")] {
+            let expected: Vec<String> = metas
+                .iter()
+                .filter(|meta| principal.is_none_or(|p| meta.principal == p))
+                .filter(|meta| filter.matches(*meta))
+                .map(|meta| meta.session_id.clone())
+                .collect();
+            let query = |before: Option<String>, limit| ListQuery {
+                principal: principal.map(str::to_string),
+                before,
+                limit,
+                filter: filter.clone(),
+            };
+            let whole: Vec<String> = store
+                .list_sessions(&query(None, 100))
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|meta| meta.session_id)
+                .collect();
+            assert_eq!(whole, expected, "{name}: {filter:?} of {principal:?}");
+            let mut paged = Vec::new();
+            let mut before = None;
+            loop {
+                let page = store.list_sessions(&query(before, 2)).await.unwrap();
+                assert!(page.len() <= 2, "{name}: a page holds at most `limit`");
+                paged.extend(page.iter().map(|meta| meta.session_id.clone()));
+                if page.len() < 2 {
+                    break;
+                }
+                before = page.last().map(|meta| meta.session_id.clone());
+            }
+            assert_eq!(
+                paged, expected,
+                "{name}: {filter:?} of {principal:?}, paged by 2"
+            );
+        }
+    }
+    assert!(
+        filters
+            .iter()
+            .all(|filter| metas.iter().any(|meta| filter.matches(meta))),
+        "every filter of the case matches some session"
+    );
+    let listed = store
+        .list_sessions(&ListQuery {
+            limit: 100,
+            filter: SessionFilter {
+                field: field(MetaKey::Variant, Some("c")),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.iter().map(|meta| &meta.title).collect::<Vec<_>>(),
+        [&Some("session 4".to_string())],
+        "{name}: a listed session is its metadata as last written"
     );
 }
 
@@ -246,6 +434,7 @@ pub async fn deletes_remove_everything(store: Arc<dyn SessionStore>) {
             principal: Some("alice".into()),
             before: None,
             limit: 10,
+            ..Default::default()
         })
         .await
         .unwrap();

@@ -237,11 +237,37 @@ class Sessions:
         return cast(SessionSummary, answer["session"])
 
     def list(
-        self, *, limit: int | None = None, cursor: str | None = None, query: str | None = None
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        query: str | None = None,
+        status: str | None = None,
+        meta_key: str | None = None,
+        meta_value: str | None = None,
+        created_from: str | None = None,
+        created_before: str | None = None,
+        updated_from: str | None = None,
+        updated_before: str | None = None,
     ) -> SessionSummaryPage:
         """One page of the caller's sessions, newest first; pass the page's ``nextCursor``
-        as ``cursor`` for the next. ``query`` filters by title or id."""
-        params = drop_none(limit=limit, cursor=cursor, q=query)
+        as ``cursor`` for the next. ``query`` filters by title or id; ``status``
+        (``running``, ``waiting``, ``completed``, ``failed``), ``meta_key`` (``channel``,
+        ``variant``, ``purpose``, ``continuationKey``) with ``meta_value``, and the created
+        and updated ranges (RFC 3339 times, ``…_from`` inclusive, ``…_before`` exclusive)
+        filter through the server's session index."""
+        params = drop_none(
+            limit=limit,
+            cursor=cursor,
+            q=query,
+            status=status,
+            metaKey=meta_key,
+            metaValue=meta_value,
+            createdFrom=created_from,
+            createdBefore=created_before,
+            updatedFrom=updated_from,
+            updatedBefore=updated_before,
+        )
         return cast(SessionSummaryPage, self._folio._call("GET", "/v1/sessions", params=params))
 
 

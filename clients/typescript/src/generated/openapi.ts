@@ -6550,6 +6550,22 @@ export interface operations {
                 q?: string;
                 /** @description `all` lists every principal's sessions, only under `folio dev` (or `serve --dev`) for loopback callers (default `mine`). */
                 scope?: "mine" | "all";
+                /** @description With `scope=all`: only this principal's sessions. */
+                principal?: string;
+                /** @description Only sessions in this status (as their metadata records it). */
+                status?: "running" | "waiting" | "completed" | "failed";
+                /** @description Only sessions whose metadata sets this field (to `metaValue`, when given). */
+                metaKey?: "channel" | "variant" | "purpose" | "continuationKey";
+                /** @description With `metaKey`: the value the field must have. */
+                metaValue?: string;
+                /** @description Only sessions created at or after this RFC 3339 time. */
+                createdFrom?: string;
+                /** @description Only sessions created before this RFC 3339 time. */
+                createdBefore?: string;
+                /** @description Only sessions last updated at or after this RFC 3339 time. */
+                updatedFrom?: string;
+                /** @description Only sessions last updated before this RFC 3339 time. */
+                updatedBefore?: string;
             };
             header?: never;
             path?: never;
