@@ -6,7 +6,7 @@
 //! Each target feeds its input to the parser's real entry point and panics only where the
 //! parser would: a panic (or an invariant broken) is a finding. The libFuzzer harnesses in
 //! `fuzz/` call these functions; this crate's test runs them over the seed and regression
-//! corpora and a few thousand mutations of the seeds, so every `cargo test` re-checks them.
+//! corpora and 1,500 mutations of each target's seeds, so every `cargo test` re-checks them.
 
 mod event_log;
 mod http_body;

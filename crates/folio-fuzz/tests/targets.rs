@@ -1,12 +1,17 @@
 //! Runs every fuzz target over its seed corpus (`fuzz/corpus/<target>/`), every input that
-//! ever made it fail (`fuzz/regressions/<target>/`), and a few thousand deterministic
+//! ever made it fail (`fuzz/regressions/<target>/`), and 1,500 deterministic
 //! mutations of the seeds: a short fuzz run in every `cargo test`.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-/// Mutated inputs per target.
-const MUTATIONS: usize = 1500;
+/// Mutated inputs per target (`FOLIO_FUZZ_MUTATIONS` sets another number, for a longer run).
+fn mutations() -> usize {
+    std::env::var("FOLIO_FUZZ_MUTATIONS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1500)
+}
 
 /// Byte strings the mutator splices in: the syntax of the formats under test.
 const TOKENS: &[&[u8]] = &[
@@ -139,7 +144,7 @@ fn run(name: &str, target: fn(&[u8]), what: &str, input: &[u8]) {
     }
 }
 
-/// Runs target `name` over its seeds, its regressions and [`MUTATIONS`] mutations of the seeds.
+/// Runs target `name` over its seeds, its regressions and [`mutations`] mutations of the seeds.
 fn check(name: &str) {
     let (_, target) = folio_fuzz::TARGETS
         .iter()
@@ -157,7 +162,7 @@ fn check(name: &str) {
     let mut rng = Rng(name
         .bytes()
         .fold(0x5eed, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))));
-    for n in 0..MUTATIONS {
+    for n in 0..mutations() {
         let (_, seed) = &seeds[n % seeds.len()];
         let input = mutate(&mut rng, seed, &seeds);
         run(name, *target, &format!("mutation {n}"), &input);
