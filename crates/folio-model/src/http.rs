@@ -228,9 +228,9 @@ impl HttpTransport {
     }
 }
 
-/// The deltas `decoder` reads from a body already received: `body` as one JSON document, as
-/// [`HttpTransport::stream`] reads a non-streamed answer, or the server-sent events of its
-/// `chunks`.
+/// The deltas `decoder` reads from a body already received in `chunks`: its server-sent events
+/// when `streamed`, else the whole body as one JSON document, as [`HttpTransport::stream`]
+/// reads a non-streamed answer.
 pub(crate) fn decode_received<D: WireDecoder>(
     provider: &'static str,
     decoder: D,
