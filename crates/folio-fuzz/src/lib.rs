@@ -24,8 +24,11 @@ pub use path::path;
 pub use sse::sse;
 pub use webhook::webhook;
 
+/// A fuzz target: takes any bytes, panics only on a finding.
+pub type Target = fn(&[u8]);
+
 /// Every target by name, as `fuzz/fuzz_targets/<name>.rs` and the corpus folders name it.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("manifest", manifest),
     ("frontmatter", frontmatter),
     ("event_log", event_log),
