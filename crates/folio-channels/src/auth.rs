@@ -233,7 +233,9 @@ fn fresh(timestamp: &str, now: i64, name: &str) -> Result<(), SignatureError> {
     let at: i64 = timestamp
         .parse()
         .map_err(|_| SignatureError::TimestampNotSeconds(name.to_string()))?;
-    if (now - at).abs() > TIMESTAMP_TOLERANCE_SECS {
+    // `abs_diff`: a timestamp near `i64::MIN` overflowed `now - at` (a panic; wrapped in a
+    // release build, where `i64::MIN.abs()` passed the check).
+    if now.abs_diff(at) > TIMESTAMP_TOLERANCE_SECS.unsigned_abs() {
         return Err(SignatureError::Stale(name.to_string()));
     }
     Ok(())
@@ -398,6 +400,18 @@ mod tests {
         );
         headers.insert("webhook-id", "msg_2".parse().unwrap());
         assert!(admit(&chain, &request(&headers, body, "10.0.0.1"), &env()).is_err());
+    }
+
+    #[test]
+    fn timestamps_at_the_ends_of_i64_are_stale_not_a_panic() {
+        // Found writing the `webhook` fuzz target (fuzz/regressions/webhook/).
+        for at in [i64::MIN, i64::MIN + 1_700_000_000, i64::MAX] {
+            assert_eq!(
+                fresh(&at.to_string(), 1_700_000_000, "X-Slack-Request-Timestamp"),
+                Err(SignatureError::Stale("X-Slack-Request-Timestamp".into()))
+            );
+        }
+        assert_eq!(fresh("1700000300", 1_700_000_000, "t"), Ok(()));
     }
 
     #[test]

@@ -26,6 +26,8 @@ mod deliver;
 mod follow;
 mod github;
 mod github_api;
+#[doc(hidden)]
+pub mod inspect;
 mod sessions;
 mod slack;
 mod slack_api;

@@ -28,7 +28,7 @@ use crate::{Channel, error};
 
 /// What a Slack event asks.
 #[derive(Debug, Clone, PartialEq)]
-enum Wake {
+pub(crate) enum Wake {
     Message {
         text: String,
         thread: SlackThread,
@@ -42,7 +42,7 @@ enum Wake {
 
 /// Why a Slack event is recorded as ignored (and wakes no session).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-enum Ignored {
+pub(crate) enum Ignored {
     /// A bot's message (the bot's own, too) or an edit.
     #[error("a bot message or an edit (loop guard)")]
     BotOrEdit,
@@ -65,10 +65,10 @@ enum Ignored {
 /// `X-Slack-Retry-Num` is not a number.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("X-Slack-Retry-Num: not a number (Slack sends 1, 2 or 3)")]
-struct BadRetryNum;
+pub(crate) struct BadRetryNum;
 
 /// Reads an `event_callback`'s event; `Err` says why it is ignored.
-fn interpret(slack: &Slack, body: &Value) -> Result<Wake, Ignored> {
+pub(crate) fn interpret(slack: &Slack, body: &Value) -> Result<Wake, Ignored> {
     let event = &body["event"];
     let kind = event["type"].as_str().unwrap_or_default();
     if event.get("bot_id").is_some() || event.get("subtype").is_some() {
@@ -176,7 +176,7 @@ pub(crate) async fn receive(channel: Arc<Channel>, req: Request) -> Response {
 
 /// The retry Slack announces in `X-Slack-Retry-Num` / `X-Slack-Retry-Reason` (none on a first
 /// attempt).
-fn announced_retry(headers: &HeaderMap) -> Result<Option<DeliveryRetry>, BadRetryNum> {
+pub(crate) fn announced_retry(headers: &HeaderMap) -> Result<Option<DeliveryRetry>, BadRetryNum> {
     let Some(num) = headers.get("x-slack-retry-num") else {
         return Ok(None);
     };

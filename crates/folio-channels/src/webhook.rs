@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::acknowledge::acknowledge;
 use crate::store::{Received, Work};
+use crate::templates::{BodyInvalid, RenderError, Rendered, Templates};
 use crate::{Channel, error};
 
 /// A delivery id header whose value cannot name a delivery.
@@ -35,18 +36,9 @@ pub(crate) async fn receive(channel: Arc<Channel>, route: usize, req: Request) -
         Ok(body) => body,
         Err(err) => return error(ErrorCode::InvalidRequest, format!("body: not JSON: {err}")),
     };
-    if let Err(invalid) = channel.templates.check(route, &body) {
-        return error(ErrorCode::InvalidRequest, invalid.to_string());
-    }
-    let context = serde_json::json!({ "body": body, "headers": header_map(&headers) });
-    let rendered = match channel.templates.render_route(route, &context) {
+    let rendered = match read(&channel.templates, route, &headers, &body) {
         Ok(rendered) => rendered,
-        Err(message) => {
-            return error(
-                ErrorCode::InvalidRequest,
-                format!("cannot render the route's templates over this body: {message}"),
-            );
-        }
+        Err(unreadable) => return error(ErrorCode::InvalidRequest, unreadable.to_string()),
     };
     let id = match delivery_id(&channel, &headers) {
         Ok(id) => id,
@@ -75,6 +67,30 @@ pub(crate) async fn receive(channel: Arc<Channel>, route: usize, req: Request) -
         },
     )
     .await
+}
+
+/// Why a delivery's body makes no work for its route.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unreadable {
+    /// The body breaks the route's `body_schema`.
+    #[error(transparent)]
+    Invalid(#[from] BodyInvalid),
+    /// A template of the route failed over this body.
+    #[error("cannot render the route's templates over this body: {0}")]
+    Render(#[from] RenderError),
+}
+
+/// Checks `body` against `route`'s schema and renders the route's templates over the body and
+/// `headers`.
+pub(crate) fn read(
+    templates: &Templates,
+    route: usize,
+    headers: &HeaderMap,
+    body: &Value,
+) -> Result<Rendered, Unreadable> {
+    templates.check(route, body)?;
+    let context = serde_json::json!({ "body": body, "headers": header_map(headers) });
+    Ok(templates.render_route(route, &context)?)
 }
 
 /// The delivery's id: the manifest's `id_header`, else the first of [`ID_HEADERS`] present,

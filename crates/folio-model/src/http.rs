@@ -4,7 +4,8 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use eventsource_stream::{Event as SseEvent, EventStreamError, Eventsource};
+use bytes::Bytes;
+use eventsource_stream::{Event as SseEvent, Eventsource};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use tokio_util::sync::CancellationToken;
@@ -23,7 +24,8 @@ pub(crate) trait WireDecoder: Send + 'static {
     fn is_done(&self) -> bool;
 }
 
-type SseStream = BoxStream<'static, Result<SseEvent, EventStreamError<reqwest::Error>>>;
+/// A body's server-sent events; an error is the body breaking (or not being SSE).
+type SseStream = BoxStream<'static, Result<SseEvent, Box<dyn std::error::Error + Send + Sync>>>;
 
 /// An HTTP client with the provider's timeouts and retry policy.
 #[derive(Debug, Clone)]
@@ -116,17 +118,13 @@ impl HttpTransport {
                 Err(error) => return Err(error),
             }
         };
-        let state = StreamState {
-            provider: self.provider,
-            events: Some(events),
-            first: Some(first),
+        Ok(StreamState::start(
+            self.provider,
             decoder,
-            pending: VecDeque::new(),
+            (Some(first), events),
             cancel,
-            idle: self.timeouts.idle,
-            finished: false,
-        };
-        Ok(futures::stream::unfold(state, StreamState::next).boxed())
+            self.timeouts.idle,
+        ))
     }
 
     /// One attempt: send, check the status, and wait for the first event (first-byte timeout).
@@ -184,12 +182,19 @@ impl HttpTransport {
                 };
                 return Ok((futures::stream::empty().boxed(), whole));
             }
-            let mut events: SseStream = response.bytes_stream().eventsource().boxed();
+            let mut events: SseStream = response
+                .bytes_stream()
+                .eventsource()
+                .map(|event| event.map_err(Into::into))
+                .boxed();
             match events.next().await {
                 Some(Ok(first)) => Ok((events, first)),
                 Some(Err(error)) => Err(ModelError::Connect {
                     provider: provider.to_string(),
-                    message: format!("response broke before the first event: {}", chain(&error)),
+                    message: format!(
+                        "response broke before the first event: {}",
+                        chain(error.as_ref())
+                    ),
                 }),
                 None => Err(ModelError::Connect {
                     provider: provider.to_string(),
@@ -221,6 +226,41 @@ impl HttpTransport {
             }
         }
     }
+}
+
+/// The deltas `decoder` reads from a body already received in `chunks`: its server-sent events
+/// when `streamed`, else the whole body as one JSON document, as [`HttpTransport::stream`]
+/// reads a non-streamed answer.
+pub(crate) fn decode_received<D: WireDecoder>(
+    provider: &'static str,
+    decoder: D,
+    chunks: Vec<Bytes>,
+    streamed: bool,
+) -> DeltaStream {
+    let (first, chunks) = if streamed {
+        (None, chunks)
+    } else {
+        let body = String::from_utf8_lossy(&chunks.concat()).into_owned();
+        let whole = SseEvent {
+            data: body,
+            ..SseEvent::default()
+        };
+        (Some(whole), Vec::new())
+    };
+    let events: SseStream =
+        futures::stream::iter(chunks.into_iter().map(Ok::<_, std::convert::Infallible>))
+            .eventsource()
+            .map(|event| event.map_err(Into::into))
+            .boxed();
+    // Nothing waits on a connection: the idle timeout is never reached.
+    let idle = Duration::from_secs(3600);
+    StreamState::start(
+        provider,
+        decoder,
+        (first, events),
+        CancellationToken::new(),
+        idle,
+    )
 }
 
 /// Whether a response's body is one JSON document rather than a stream of events.
@@ -309,6 +349,28 @@ struct StreamState<D> {
 }
 
 impl<D: WireDecoder> StreamState<D> {
+    /// The deltas of a response whose `first` event (if already read) and further `events`
+    /// `decoder` reads; `cancel` and the `idle` timeout end it early.
+    fn start(
+        provider: &'static str,
+        decoder: D,
+        (first, events): (Option<SseEvent>, SseStream),
+        cancel: CancellationToken,
+        idle: Duration,
+    ) -> DeltaStream {
+        let state = StreamState {
+            provider,
+            events: Some(events),
+            first,
+            decoder,
+            pending: VecDeque::new(),
+            cancel,
+            idle,
+            finished: false,
+        };
+        futures::stream::unfold(state, StreamState::next).boxed()
+    }
+
     async fn next(mut self) -> Option<(Result<Delta, ModelError>, Self)> {
         loop {
             if let Some(delta) = self.pending.pop_front() {
@@ -362,7 +424,7 @@ impl<D: WireDecoder> StreamState<D> {
                 Ok(Some(Ok(event))) => Ok(Some(event)),
                 Ok(Some(Err(error))) => Err(ModelError::Stream {
                     provider: self.provider.to_string(),
-                    message: chain(&error),
+                    message: chain(error.as_ref()),
                 }),
             },
         }

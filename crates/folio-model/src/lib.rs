@@ -53,6 +53,8 @@
 
 mod anthropic;
 mod config;
+#[doc(hidden)]
+pub mod decode;
 mod error;
 mod http;
 mod open;

@@ -127,12 +127,16 @@ impl Eq for Usage {}
 impl Add for Usage {
     type Output = Usage;
 
+    /// Token counts saturate: a provider's usage is outside input, and counts near `u64::MAX`
+    /// must not overflow (a panic in a debug build, a wrap in a release one).
     fn add(self, rhs: Usage) -> Usage {
         Usage {
-            input_tokens: self.input_tokens + rhs.input_tokens,
-            output_tokens: self.output_tokens + rhs.output_tokens,
-            cache_read_tokens: self.cache_read_tokens + rhs.cache_read_tokens,
-            cache_write_tokens: self.cache_write_tokens + rhs.cache_write_tokens,
+            input_tokens: self.input_tokens.saturating_add(rhs.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(rhs.output_tokens),
+            cache_read_tokens: self.cache_read_tokens.saturating_add(rhs.cache_read_tokens),
+            cache_write_tokens: self
+                .cache_write_tokens
+                .saturating_add(rhs.cache_write_tokens),
             // A part without tokens adds nothing, priced or not.
             cost_usd: match (self.cost_usd, rhs.cost_usd) {
                 (Some(a), Some(b)) => Some(a + b),
@@ -188,6 +192,29 @@ mod tests {
         );
         assert!(Usage::default().is_zero());
         assert!(!total.is_zero());
+    }
+
+    #[test]
+    fn token_counts_saturate_instead_of_overflowing() {
+        // Found writing the `sse` fuzz target: two usage chunks near u64::MAX (fuzz/regressions/sse/).
+        let huge = Usage {
+            input_tokens: u64::MAX - 1,
+            output_tokens: 1 << 63,
+            cache_read_tokens: 0,
+            cache_write_tokens: u64::MAX,
+            cost_usd: None,
+        };
+        let total: Usage = [huge, huge].into_iter().sum();
+        assert_eq!(
+            total,
+            Usage {
+                input_tokens: u64::MAX,
+                output_tokens: u64::MAX,
+                cache_read_tokens: 0,
+                cache_write_tokens: u64::MAX,
+                cost_usd: None,
+            }
+        );
     }
 
     #[test]

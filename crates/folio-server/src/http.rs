@@ -171,21 +171,30 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
                 ApiError::invalid(format!("body: {}", rejection.body_text()))
             }
         })?;
-        let bytes = if bytes.iter().all(u8::is_ascii_whitespace) {
-            Bytes::from_static(b"{}")
-        } else {
-            bytes
-        };
-        // Every body is a JSON object: serde would also read a struct from an array.
-        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-            return Err(ApiError::invalid(
-                "body: expected a JSON object ({...}); see the route's request schema",
-            ));
-        }
-        serde_json::from_slice(&bytes)
+        decode_body(&bytes)
             .map(ApiJson)
-            .map_err(|err| ApiError::invalid(format!("body: {err}")))
+            .map_err(|body| ApiError(body, None))
     }
+}
+
+/// Reads a JSON route's request body as `T`, as every route does: an empty body is `{}`,
+/// anything but a JSON object is refused, and malformed JSON or an unknown field is the
+/// `invalid_request` error naming it. Public for the fuzz targets (`folio-fuzz`).
+#[doc(hidden)]
+pub fn decode_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ErrorBody> {
+    let invalid = |message: String| ErrorBody::new(ErrorCode::InvalidRequest, message);
+    let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+        b"{}"
+    } else {
+        bytes
+    };
+    // Every body is a JSON object: serde would also read a struct from an array.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(invalid(
+            "body: expected a JSON object ({...}); see the route's request schema".into(),
+        ));
+    }
+    serde_json::from_slice(bytes).map_err(|err| invalid(format!("body: {err}")))
 }
 
 /// State of one agent's routes.

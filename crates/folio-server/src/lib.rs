@@ -48,3 +48,5 @@ mod principal;
 
 pub use guard::{Browsers, BrowsersError};
 pub use listener::{NoDelayListener, no_delay};
+#[doc(hidden)]
+pub use mcp::arguments as mcp_arguments;

@@ -54,8 +54,9 @@ fn schema<T: schemars::JsonSchema>() -> Arc<serde_json::Map<String, Value>> {
     Arc::new(schema.as_object().cloned().unwrap_or_default())
 }
 
-/// Reads a tool's arguments as `T`; a refusal names the tool and what is wrong.
-fn arguments<T: serde::de::DeserializeOwned>(
+/// Reads a tool's arguments as `T`; a refusal names the tool and what is wrong. Public for
+/// the fuzz targets (`folio-fuzz`).
+pub fn arguments<T: serde::de::DeserializeOwned>(
     tool: &str,
     args: serde_json::Map<String, Value>,
 ) -> Result<T, ErrorData> {
