@@ -293,7 +293,7 @@ impl SessionIndex {
                 }
                 Some(stale) => stale,
             },
-            Err(why) => why,
+            Err(why) => why.to_string(),
         };
         let (index, unwritten) = rebuild(state, pause)?;
         Ok(Opened {
@@ -624,22 +624,43 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Why a state root's index files cannot be used as they are (so the index is rebuilt).
+#[derive(Debug, thiserror::Error)]
+enum Unusable {
+    /// No snapshot yet (a new state root, or one from before the index).
+    #[error("{} does not exist", .0.display())]
+    Missing(PathBuf),
+    /// The snapshot could not be read.
+    #[error("cannot read {}: {source}", .path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The snapshot's checksum, count or order is wrong.
+    #[error("{} is torn or corrupt (its checksum or count is wrong)", .0.display())]
+    Torn(PathBuf),
+    /// The log was started after a snapshot that is not there.
+    #[error("{} is of a newer generation than {}", .log.display(), .snapshot.display())]
+    NewerLog { log: PathBuf, snapshot: PathBuf },
+    /// The log could not be cut, opened or started.
+    #[error("cannot use {}: {source}", .path.display())]
+    Log {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// Loads the snapshot in `dir` and replays its log; `Err` says why the index must be rebuilt.
-fn load(dir: &Path) -> Result<SessionIndex, String> {
+fn load(dir: &Path) -> Result<SessionIndex, Unusable> {
     let path = dir.join(SNAPSHOT);
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            return Err(format!("{} does not exist", path.display()));
+            return Err(Unusable::Missing(path));
         }
-        Err(err) => return Err(format!("cannot read {}: {err}", path.display())),
+        Err(source) => return Err(Unusable::Unreadable { path, source }),
     };
-    let torn = || {
-        format!(
-            "{} is torn or corrupt (its checksum or count is wrong)",
-            path.display()
-        )
-    };
+    let torn = || Unusable::Torn(path.clone());
     let (body, crc) = bytes
         .split_at_checked(bytes.len().wrapping_sub(4))
         .ok_or_else(torn)?;
@@ -670,11 +691,10 @@ fn load(dir: &Path) -> Result<SessionIndex, String> {
     let mut logged = 0;
     let file = match header_generation {
         Some(newer) if newer > generation => {
-            return Err(format!(
-                "{} is of a newer generation than {}",
-                log_path.display(),
-                path.display()
-            ));
+            return Err(Unusable::NewerLog {
+                log: log_path,
+                snapshot: path,
+            });
         }
         Some(same) if same == generation => {
             let mut reader = Reader { bytes: &log[16..] };
@@ -689,15 +709,22 @@ fn load(dir: &Path) -> Result<SessionIndex, String> {
                     .write(true)
                     .open(&log_path)
                     .and_then(|file| file.set_len(kept as u64))
-                    .map_err(|err| {
-                        format!("cannot cut the torn end of {}: {err}", log_path.display())
+                    .map_err(|source| Unusable::Log {
+                        path: log_path.clone(),
+                        source,
                     })?;
             }
-            open_log(&log_path).map_err(|err| err.to_string())?
+            open_log(&log_path).map_err(|source| Unusable::Log {
+                path: log_path.clone(),
+                source,
+            })?
         }
         // None, or an older generation whose changes are in the snapshot (a crash between
         // the snapshot's rename and the new log's).
-        _ => new_log(dir, generation).map_err(|err| err.to_string())?,
+        _ => new_log(dir, generation).map_err(|source| Unusable::Log {
+            path: log_path.clone(),
+            source,
+        })?,
     };
     Ok(SessionIndex {
         dir: dir.to_path_buf(),
@@ -777,6 +804,7 @@ mod tests {
 
     use super::{LOG, Pause, SNAPSHOT};
     use crate::state::StateRoot;
+    // layering: the crash tests open the store over the index they check.
     use crate::store::DiskStore;
 
     /// The child's variable: `<state root>|<pause>` (`half`, `renamed` or `none`).

@@ -151,7 +151,10 @@ impl DiskStore {
                 err,
             )
         })?;
-        if let Some(reason) = &opened.rebuilt {
+        // A new state root has no index yet, and nothing to say about it.
+        if let Some(reason) = &opened.rebuilt
+            && opened.index.len() > 0
+        {
             tracing::warn!(
                 sessions = opened.index.len(),
                 "rebuilt the session index of {} from the sessions' session.json files: {reason}",
