@@ -866,7 +866,7 @@ const STREAM_CHUNK: usize = 64 * 1024;
 /// write per event. `None` (a keep-alive tick) is an empty line.
 fn stream_chunk(
     first: Option<folio_protocol::Event>,
-    rx: &mut tokio::sync::mpsc::Receiver<Option<folio_protocol::Event>>,
+    rx: &mut folio_session::StreamReceiver,
 ) -> Bytes {
     let mut chunk = Vec::new();
     let mut item = first;
@@ -876,8 +876,8 @@ fn stream_chunk(
             break;
         }
         match rx.try_recv() {
-            Ok(next) => item = next,
-            Err(_) => break,
+            Some(next) => item = next,
+            None => break,
         }
     }
     Bytes::from(chunk)

@@ -11,12 +11,12 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use folio_protocol::{CreateSession, Event, EventBody};
+use folio_session::StreamReceiver;
 use folio_test_support::{MockModelServer, MockReply, assert_contiguous, read_ndjson};
 use futures::StreamExt;
 use pretty_assertions::assert_eq;
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::mpsc;
 
 /// Events the follow-up's turn appends at least: far more than the broadcast and a stream's
 /// buffer hold together, so that a reader that does not read must fall behind both.
@@ -37,7 +37,7 @@ fn long_reply(words: usize, width: usize) -> MockReply {
 }
 
 /// Reads `rx` until it has seen `count` `session.waiting` events; returns the events read.
-async fn read_waiting(rx: &mut mpsc::Receiver<Option<Event>>, count: usize) -> Vec<Event> {
+async fn read_waiting(rx: &mut StreamReceiver, count: usize) -> Vec<Event> {
     let mut events = Vec::new();
     let mut waiting = 0;
     while waiting < count {
