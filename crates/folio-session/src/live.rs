@@ -323,11 +323,6 @@ impl Live {
         );
     }
 
-    /// A copy of every stored event.
-    pub(crate) fn events(&self) -> Vec<Event> {
-        lock(&self.events).clone()
-    }
-
     /// Answers `read` from the stored events without copying them.
     pub(crate) fn with_events<T>(&self, read: impl FnOnce(&[Event]) -> T) -> T {
         read(&lock(&self.events))
