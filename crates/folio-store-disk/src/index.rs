@@ -9,8 +9,11 @@
 //!   synced);
 //! - `sessions.index.log`: the changes since that snapshot (a header naming its generation,
 //!   then records of length, CRC-32 and payload), appended as sessions change and synced with
-//!   the commit of the session they are about. Past [`COMPACT_AFTER`] changes (more than the
-//!   sessions), the index is written as a new snapshot and the log starts over.
+//!   the commit of the session they are about. Past [`COMPACT_AFTER`] changes or a quarter of
+//!   the sessions, whichever is more, the index is written as a new snapshot and the log starts
+//!   over: the log an open replays stays a fraction of the snapshot it reads (a start that
+//!   settled a million sessions after a rebuild logged a million changes, which each later start
+//!   replayed: 40 % of its time).
 //!
 //! Loading checks the snapshot's checksum and count, ignores a log of an older generation (its
 //! changes are in the snapshot: a crash between the two renames), stops the log at its first
@@ -45,7 +48,8 @@ const SNAPSHOT: &str = "sessions.index";
 const LOG: &str = "sessions.index.log";
 const SNAPSHOT_MAGIC: &[u8; 8] = b"FOLIOIX2";
 const LOG_MAGIC: &[u8; 8] = b"FOLIOIL1";
-/// Changes logged beyond the sessions' count before the index is written as a new snapshot.
+/// Changes logged (at least; a quarter of the sessions where that is more) before the index is
+/// written as a new snapshot.
 const COMPACT_AFTER: usize = 4096;
 /// Statuses as one byte each, in this order.
 const STATUSES: [SessionStatus; 4] = [
@@ -480,7 +484,7 @@ impl SessionIndex {
 
     /// Whether enough changes were logged that the index should be written as a snapshot.
     pub(crate) fn wants_snapshot(&self) -> bool {
-        self.logged > self.table.live + COMPACT_AFTER
+        self.logged > COMPACT_AFTER.max(self.table.live / 4)
     }
 
     /// Writes the index as a new snapshot and starts a new log (see the module docs).
