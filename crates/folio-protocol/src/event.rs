@@ -34,6 +34,13 @@ impl Event {
     pub fn event_type(&self) -> &'static str {
         self.body.event_type()
     }
+
+    /// Appends the event to `out` as one NDJSON line: its JSON, then a newline.
+    pub fn write_line(&self, out: &mut Vec<u8>) {
+        // An event always serializes (its fields are plain data).
+        let _ = serde_json::to_writer(&mut *out, self);
+        out.push(b'\n');
+    }
 }
 
 /// Formats a timestamp the way events carry it: RFC 3339 UTC with milliseconds.

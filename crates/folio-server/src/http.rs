@@ -823,15 +823,6 @@ fn ndjson(body: Body) -> Response {
     ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
 }
 
-/// Appends `event` (or, for `None`, nothing) and a newline to `out`: one NDJSON line.
-fn push_line(out: &mut Vec<u8>, event: Option<&folio_protocol::Event>) {
-    if let Some(event) = event {
-        // An event always serializes (its fields are plain data).
-        let _ = serde_json::to_writer(&mut *out, event);
-    }
-    out.push(b'\n');
-}
-
 async fn stream_session(
     State(state): State<AgentState>,
     Extension(Principal(principal)): Extension<Principal>,
@@ -852,7 +843,10 @@ async fn stream_session(
         .await?;
     let body = futures::stream::unfold(stream.rx, |mut rx| async move {
         let item = rx.recv().await?;
-        Some((Ok::<_, Infallible>(stream_chunk(item, &mut rx)), rx))
+        Some((
+            Ok::<_, Infallible>(stream_chunk(item.as_deref(), &mut rx)),
+            rx,
+        ))
     });
     Ok(ndjson(Body::from_stream(body)))
 }
@@ -861,24 +855,21 @@ async fn stream_session(
 /// this goes out whole).
 const STREAM_CHUNK: usize = 64 * 1024;
 
-/// `first` and the events already waiting behind it as one body chunk: a stream that fell
-/// behind (a turn fanned out to thousands of streams) catches up in a few writes, not one
-/// write per event. `None` (a keep-alive tick) is an empty line.
+/// `first` and the events ready behind it as one body chunk: a stream that fell behind (a turn
+/// fanned out to thousands of streams) catches up in a few writes, not one write per event.
+/// Each event's line is serialized once for all the session's streams. `None` (a keep-alive
+/// tick) is an empty line.
 fn stream_chunk(
-    first: Option<folio_protocol::Event>,
+    first: Option<&folio_session::StreamEvent>,
     rx: &mut folio_session::StreamReceiver,
 ) -> Bytes {
-    let mut chunk = Vec::new();
-    let mut item = first;
-    loop {
-        push_line(&mut chunk, item.as_ref());
-        if chunk.len() >= STREAM_CHUNK {
-            break;
-        }
-        match rx.try_recv() {
-            Some(next) => item = next,
-            None => break,
-        }
+    let mut chunk = match first {
+        Some(event) => event.line().to_vec(),
+        None => b"\n".to_vec(),
+    };
+    while chunk.len() < STREAM_CHUNK {
+        let Some(next) = rx.try_recv() else { break };
+        chunk.extend_from_slice(next.line());
     }
     Bytes::from(chunk)
 }
@@ -891,7 +882,7 @@ async fn session_events(
     let events = state.mount.manager.events().read(&principal, &id).await?;
     let mut out = Vec::new();
     for event in &events {
-        push_line(&mut out, Some(event));
+        event.write_line(&mut out);
     }
     Ok(ndjson(Body::from(out)))
 }

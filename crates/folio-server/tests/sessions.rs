@@ -76,7 +76,10 @@ async fn deleting_a_session_directory_removes_the_session() {
         .session_id;
     let mut stream = manager.events().stream("local", &id, 0).await.unwrap();
     while let Some(event) = stream.rx.recv().await {
-        if matches!(event.map(|e| e.body), Some(EventBody::SessionWaiting(_))) {
+        if matches!(
+            event.as_deref().map(|e| &e.body),
+            Some(EventBody::SessionWaiting(_))
+        ) {
             break;
         }
     }
@@ -237,7 +240,10 @@ async fn a_live_session_serves_the_events_of_its_log_from_memory() {
         let Some(event) = stream.rx.recv().await else {
             panic!("the stream ended early");
         };
-        if matches!(event.map(|e| e.body), Some(EventBody::SessionWaiting(_))) {
+        if matches!(
+            event.as_deref().map(|e| &e.body),
+            Some(EventBody::SessionWaiting(_))
+        ) {
             waiting += 1;
             if waiting == 1 {
                 manager

@@ -2,18 +2,22 @@
 //! events from a start index, then live ones as they are appended, with keep-alive ticks; a
 //! task session's stream ends after its final event.
 //!
-//! Each stream is one task between the session's broadcast and the stream's own bounded
-//! buffer. A reader that falls behind never holds anything else up: the broadcast drops what a
-//! lagging receiver has not taken (`Lagged`), the turn appends on, and the stream's task, once
-//! its reader takes events again, re-reads the stored events from the next index it owes, a
-//! chunk at a time, then follows the broadcast again.
+//! A stream has no task of its own: its reader pulls ([`StreamReceiver::recv`]) from the
+//! session's broadcast, whose events are shared ([`StreamEvent`]: one copy and one serialized
+//! line per event, whatever the number of streams). A reader that falls behind never holds
+//! anything else up: the broadcast drops what a lagging receiver has not taken (`Lagged`), the
+//! turn appends on, and the stream, once its reader pulls again, re-reads the stored events
+//! from the next index it owes, a chunk at a time, then follows the broadcast again.
 
-use std::ops::ControlFlow;
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
 
 use folio_protocol::{Event, EventBody, SessionMode, SessionStatus};
-use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::mpsc;
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::time::{Interval, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
 
 use crate::engine::Engine;
 use crate::error::ManagerError;
@@ -21,10 +25,49 @@ use crate::error::store_error;
 use crate::live::Live;
 use crate::sync::lock;
 
-/// Events a stream's buffer holds before its task waits for the reader; also the most stored
-/// events a catching-up stream copies at a time, so that a stream far behind a long log costs
-/// one chunk of memory, not the log.
-const STREAM_BUFFER: usize = 256;
+/// The most stored events a catching-up stream copies at a time, so that a stream far behind a
+/// long log costs one chunk of memory, not the log.
+const CATCH_UP_CHUNK: usize = 256;
+
+/// A session's event as its streams carry it: one copy shared by every stream of the session,
+/// with its NDJSON line serialized once, by the first stream that writes it.
+#[derive(Debug)]
+pub struct StreamEvent {
+    event: Event,
+    line: OnceLock<Box<[u8]>>,
+}
+
+impl StreamEvent {
+    /// `event`, ready to be shared between streams.
+    pub(crate) fn shared(event: Event) -> Arc<StreamEvent> {
+        Arc::new(StreamEvent {
+            event,
+            line: OnceLock::new(),
+        })
+    }
+
+    /// The event.
+    pub fn event(&self) -> &Event {
+        &self.event
+    }
+
+    /// The event as one NDJSON line: its JSON, then a newline.
+    pub fn line(&self) -> &[u8] {
+        self.line.get_or_init(|| {
+            let mut line = Vec::new();
+            self.event.write_line(&mut line);
+            line.into_boxed_slice()
+        })
+    }
+}
+
+impl Deref for StreamEvent {
+    type Target = Event;
+
+    fn deref(&self) -> &Event {
+        &self.event
+    }
+}
 
 /// A stream of a session's events: stored ones from a start index, then live ones.
 pub struct EventStream {
@@ -32,22 +75,135 @@ pub struct EventStream {
     pub rx: StreamReceiver,
 }
 
-/// The receiving end of an [`EventStream`]. Its buffer holds boxed events: the channel
-/// allocates its slots 32 at a time as soon as it opens, and a slot of a boxed event is 8 bytes
-/// where an event is about 250, so each open stream costs ~250 bytes of buffer instead of ~8 KiB.
-pub struct StreamReceiver(mpsc::Receiver<Option<Box<Event>>>);
+/// The reading end of an [`EventStream`]: the session's broadcast, the stored events it is
+/// catching up from, the next index it owes and its keep-alive clock. It holds no buffer of
+/// its own (the broadcast's slots are shared by the session's streams); dropping it ends the
+/// stream.
+pub struct StreamReceiver {
+    live: Arc<Live>,
+    rx: broadcast::Receiver<Arc<StreamEvent>>,
+    /// The next index owed to the reader.
+    next: u64,
+    task_mode: bool,
+    /// Whether the stored events from `next` on are read before the broadcast again: at the
+    /// start, and after a lag or a gap.
+    catching_up: bool,
+    /// Stored events copied while catching up, not handed out yet.
+    pending: VecDeque<Event>,
+    /// Until the first catch-up is done: whether the log's last event when the stream opened
+    /// was a task's final one (the stream then ends once caught up).
+    opening: Option<bool>,
+    ended: bool,
+    tick: Interval,
+    shutdown: CancellationToken,
+    _open: folio_telemetry::metrics::Held,
+}
 
 impl StreamReceiver {
     /// The next event (`Some(None)`: a keep-alive tick); `None` once the stream has ended.
-    pub async fn recv(&mut self) -> Option<Option<Event>> {
-        self.0.recv().await.map(|item| item.map(|event| *event))
+    /// Cancel-safe: a dropped call loses nothing.
+    pub async fn recv(&mut self) -> Option<Option<Arc<StreamEvent>>> {
+        loop {
+            if let Some(event) = self.try_recv() {
+                return Some(Some(event));
+            }
+            if self.ended {
+                return None;
+            }
+            tokio::select! {
+                biased;
+                received = self.rx.recv() => {
+                    let received = match received {
+                        Ok(event) => Received::Event(event),
+                        Err(RecvError::Lagged(_)) => Received::Lagged,
+                        Err(RecvError::Closed) => Received::Closed,
+                    };
+                    if let Some(event) = self.accept(received) {
+                        return Some(Some(event));
+                    }
+                }
+                _ = self.tick.tick() => return Some(None),
+                () = self.live.closed.cancelled() => self.ended = true,
+                () = self.shutdown.cancelled() => self.ended = true,
+            }
+        }
     }
 
-    /// The next event if one is waiting, without waiting; `None` when none is (or the stream
+    /// The next event if one is ready, without waiting; `None` when none is (or the stream
     /// has ended).
-    pub fn try_recv(&mut self) -> Option<Option<Event>> {
-        self.0.try_recv().ok().map(|item| item.map(|event| *event))
+    pub fn try_recv(&mut self) -> Option<Arc<StreamEvent>> {
+        loop {
+            if self.ended {
+                return None;
+            }
+            if self.catching_up {
+                if let Some(event) = self.pending.pop_front() {
+                    return self.hand_out(StreamEvent::shared(event));
+                }
+                let chunk = self.live.visible_events_from(self.next, CATCH_UP_CHUNK);
+                if chunk.is_empty() {
+                    self.caught_up();
+                } else {
+                    self.pending = chunk.into();
+                }
+                continue;
+            }
+            let received = match self.rx.try_recv() {
+                Ok(event) => Received::Event(event),
+                Err(TryRecvError::Lagged(_)) => Received::Lagged,
+                Err(TryRecvError::Closed) => Received::Closed,
+                Err(TryRecvError::Empty) => return None,
+            };
+            if let Some(event) = self.accept(received) {
+                return Some(event);
+            }
+        }
     }
+
+    /// Takes what the broadcast gave: the event owed next is handed out, an older one
+    /// skipped; a gap or a lag starts a catch-up from the stored events.
+    fn accept(&mut self, received: Received) -> Option<Arc<StreamEvent>> {
+        match received {
+            Received::Event(event) if event.index < self.next => None,
+            Received::Event(event) if event.index == self.next => self.hand_out(event),
+            Received::Event(_) | Received::Lagged => {
+                self.catching_up = true;
+                None
+            }
+            Received::Closed => {
+                self.ended = true;
+                None
+            }
+        }
+    }
+
+    /// Hands `event` out as the next one; a task session's final event ends the stream.
+    fn hand_out(&mut self, event: Arc<StreamEvent>) -> Option<Arc<StreamEvent>> {
+        self.next = event.index + 1;
+        self.ended = self.task_mode && is_final(&event);
+        Some(event)
+    }
+
+    /// No stored event is left to catch up from. At the first catch-up, a task whose final
+    /// event the log held, or whose status says it ended, ends the stream: no event comes.
+    fn caught_up(&mut self) {
+        self.catching_up = false;
+        if let Some(final_stored) = self.opening.take() {
+            self.ended = final_stored
+                || self.task_mode
+                    && matches!(
+                        lock(&self.live.meta).status,
+                        SessionStatus::Completed | SessionStatus::Failed
+                    );
+        }
+    }
+}
+
+/// What a stream's broadcast receiver gave.
+enum Received {
+    Event(Arc<StreamEvent>),
+    Lagged,
+    Closed,
 }
 
 /// Reads and follows sessions' event logs.
@@ -76,105 +232,34 @@ impl Events {
         start_index: u64,
     ) -> Result<EventStream, ManagerError> {
         let live = self.engine.owned(principal, session_id).await?;
-        let mut rx = live.tx.subscribe();
-        let (tx, out) = mpsc::channel(STREAM_BUFFER);
-        let shutdown = self.engine.life.shutdown.clone();
+        let rx = live.tx.subscribe();
         let keepalive = self
             .engine
             .settings
             .keepalive()
             .max(std::time::Duration::from_millis(1));
-        self.engine.life.tasks.spawn(async move {
-            let _open = folio_telemetry::metrics::stream_open();
-            let task_mode = lock(&live.meta).mode == SessionMode::Task;
-            // A task whose final event the log holds has ended, whatever its saved status says
-            // yet (the actor saves it a moment after the event): a stream opened past that event
-            // ends at once instead of waiting for events that never come.
-            let final_stored = task_mode && live.last_visible_is(is_final);
-            let mut forward = Forward {
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + keepalive, keepalive);
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let task_mode = lock(&live.meta).mode == SessionMode::Task;
+        // A task whose final event the log holds has ended, whatever its saved status says
+        // yet (the actor saves it a moment after the event): a stream opened past that event
+        // ends at once instead of waiting for events that never come.
+        let final_stored = task_mode && live.last_visible_is(is_final);
+        Ok(EventStream {
+            rx: StreamReceiver {
                 live,
-                tx,
+                rx,
                 next: start_index,
                 task_mode,
-            };
-            if forward.catch_up().await.is_break() {
-                return;
-            }
-            let ended = final_stored
-                || task_mode
-                    && matches!(
-                        lock(&forward.live.meta).status,
-                        SessionStatus::Completed | SessionStatus::Failed
-                    );
-            if ended {
-                return;
-            }
-            let mut tick = tokio::time::interval(keepalive);
-            tick.tick().await;
-            loop {
-                let flow = tokio::select! {
-                    biased;
-                    received = rx.recv() => match received {
-                        Ok(event) if event.index < forward.next => continue,
-                        Ok(event) if event.index == forward.next => forward.send(event).await,
-                        // A gap or a lag: catch up from the stored events.
-                        Ok(_) | Err(RecvError::Lagged(_)) => forward.catch_up().await,
-                        Err(RecvError::Closed) => return,
-                    },
-                    _ = tick.tick() => match forward.tx.send(None).await {
-                        Ok(()) => continue,
-                        Err(_) => return,
-                    },
-                    () = forward.live.closed.cancelled() => return,
-                    () = shutdown.cancelled() => return,
-                    () = forward.tx.closed() => return,
-                };
-                if flow.is_break() {
-                    return;
-                }
-            }
-        });
-        Ok(EventStream {
-            rx: StreamReceiver(out),
+                catching_up: true,
+                pending: VecDeque::new(),
+                opening: Some(final_stored),
+                ended: false,
+                tick,
+                shutdown: self.engine.life.shutdown.clone(),
+                _open: folio_telemetry::metrics::stream_open(),
+            },
         })
-    }
-}
-
-/// One stream's sending side: the next index it owes its reader.
-struct Forward {
-    live: Arc<Live>,
-    tx: mpsc::Sender<Option<Box<Event>>>,
-    next: u64,
-    task_mode: bool,
-}
-
-impl Forward {
-    /// Sends `event` unless it was sent already; breaks once the reader is gone or a task
-    /// session's final event went out.
-    async fn send(&mut self, event: Event) -> ControlFlow<()> {
-        if event.index < self.next {
-            return ControlFlow::Continue(());
-        }
-        self.next = event.index + 1;
-        let last = self.task_mode && is_final(&event);
-        if self.tx.send(Some(Box::new(event))).await.is_err() || last {
-            return ControlFlow::Break(());
-        }
-        ControlFlow::Continue(())
-    }
-
-    /// Sends the stored events from the next index on, [`STREAM_BUFFER`] at a time, until none
-    /// is left; only what the reader has not had is copied.
-    async fn catch_up(&mut self) -> ControlFlow<()> {
-        loop {
-            let chunk = self.live.visible_events_from(self.next, STREAM_BUFFER);
-            if chunk.is_empty() {
-                return ControlFlow::Continue(());
-            }
-            for event in chunk {
-                self.send(event).await?;
-            }
-        }
     }
 }
 

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::command::Command;
 use crate::error::{ManagerError, store_error};
+use crate::events::StreamEvent;
 use crate::journal::Journal;
 use crate::state::{SessionMeta, reported_usage};
 use crate::sync::lock;
@@ -34,7 +35,7 @@ pub(crate) struct Live {
     append: Mutex<()>,
     /// Every event of the log, in order: loaded once by [`Live::new`], then appended to.
     events: Mutex<Vec<Event>>,
-    pub(crate) tx: broadcast::Sender<Event>,
+    pub(crate) tx: broadcast::Sender<std::sync::Arc<StreamEvent>>,
     pub(crate) meta: Mutex<SessionMeta>,
     /// The turn count `session.json` holds (the log settles status and last index, not this).
     saved_turns: AtomicU32,
@@ -142,7 +143,7 @@ impl Live {
             }
             lock(&self.meta).settle(Some(&event));
             lock(&self.events).push(event.clone());
-            let _ = self.tx.send(event);
+            self.broadcast(event);
         }
     }
 
@@ -156,7 +157,7 @@ impl Live {
         // misses nothing.
         lock(&self.events).push(event.clone());
         if written {
-            let _ = self.tx.send(event.clone());
+            self.broadcast(event.clone());
         }
         if let Some(hooks) = &*lock(&self.hooks) {
             hooks.dispatch(&event);
@@ -193,7 +194,16 @@ impl Live {
         }
         let _order = lock(&self.append);
         for event in written {
-            let _ = self.tx.send(event);
+            self.broadcast(event);
+        }
+    }
+
+    /// Hands a stored event to the session's streams, if any is open. One that opens after
+    /// the check reads the event from the stored ones (it subscribes before it reads them, and
+    /// the event was stored before this call).
+    fn broadcast(&self, event: Event) {
+        if self.tx.receiver_count() > 0 {
+            let _ = self.tx.send(StreamEvent::shared(event));
         }
     }
 

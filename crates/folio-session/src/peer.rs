@@ -83,9 +83,9 @@ impl Peers {
                 }
             };
             let Some(event) = event else { break };
-            let (status, reply) = match event.map(|e| e.body) {
-                Some(EventBody::TurnCompleted(done)) => (AskStatus::Completed, done.reply),
-                Some(EventBody::TurnFailed(failed)) => (AskStatus::Failed, failed.message),
+            let (status, reply) = match event.as_ref().map(|e| &e.body) {
+                Some(EventBody::TurnCompleted(done)) => (AskStatus::Completed, done.reply.clone()),
+                Some(EventBody::TurnFailed(failed)) => (AskStatus::Failed, failed.message.clone()),
                 _ => continue,
             };
             return Ok(AskResult {

@@ -71,7 +71,7 @@ async fn idle_sessions_past_the_period_go_and_parked_reminded_or_recent_ones_sta
     let mut stream = manager.events().stream("local", &parked, 0).await.unwrap();
     while let Some(event) = stream.rx.recv().await {
         if matches!(
-            event.map(|e| e.body),
+            event.as_deref().map(|e| &e.body),
             Some(EventBody::ActionApprovalRequested(_))
         ) {
             break;

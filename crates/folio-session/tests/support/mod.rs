@@ -103,7 +103,7 @@ pub async fn wait_turns(
     let mut seen = 0;
     while let Some(event) = stream.rx.recv().await {
         if matches!(
-            event.map(|e| e.body),
+            event.as_deref().map(|e| &e.body),
             Some(EventBody::SessionWaiting(_) | EventBody::SessionFailed(_))
         ) {
             seen += 1;
