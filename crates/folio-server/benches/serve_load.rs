@@ -4,8 +4,9 @@
 //! `cargo bench -p folio-server --bench serve_load` (optionally `-- --sessions N --streams N
 //! --turns N --keep-alive-turns N`, `--kept-alive-only` for the kept-alive cases alone, and
 //! `--state-in DIR` to put their state roots under DIR instead of the temporary directory, e.g. a
-//! tmpfs to see the cost without the disk); results are printed as Markdown rows for
-//! bench/RESULTS.md.
+//! tmpfs to see the cost without the disk, and `--store URL` to run them on that PostgreSQL
+//! database instead of the disk store: sessions of earlier runs stay in it, so give each run a
+//! fresh database); results are printed as Markdown rows for bench/RESULTS.md.
 //! It opens with kept-alive clients (1, 8, 32 at once) creating sessions and streaming each turn
 //! to `session.waiting`, plus one run with Nagle's algorithm left on to show what it costs.
 
@@ -209,9 +210,26 @@ async fn kept_alive(
             .expect("--state-in DIR: cannot create a temporary directory there"),
         None => tempfile::tempdir().unwrap(),
     };
-    let manager = SessionManager::open(StateRoot::new(state.path()), agent, LogBuffer::new())
-        .await
-        .unwrap();
+    let manager = match args.iter().position(|a| a == "--store") {
+        Some(i) => {
+            let url = args
+                .get(i + 1)
+                .expect("--store URL: name a PostgreSQL database");
+            let store = folio_store_postgres::PgStore::open(url, Default::default())
+                .await
+                .expect("--store URL: cannot open the PostgreSQL store");
+            SessionManager::open_on_store(
+                StateRoot::new(state.path()),
+                agent,
+                LogBuffer::new(),
+                Arc::new(store),
+                folio_session::DEFAULT_LEASE_TTL,
+            )
+            .await
+        }
+        None => SessionManager::open(StateRoot::new(state.path()), agent, LogBuffer::new()).await,
+    }
+    .unwrap();
     let url = serve_with(manager.clone(), nodelay).await;
     let started = Instant::now();
     let tasks: Vec<_> = (0..clients)
