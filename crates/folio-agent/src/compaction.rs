@@ -115,6 +115,25 @@ pub(crate) fn cut(events: &[Event], keep_recent: u32) -> Option<u64> {
     (cut > since).then_some(cut)
 }
 
+/// The first event index a turn's context can need ([`Turn::events`](crate::Turn::events)
+/// holds the log from it on): the conversation rebuilds from the latest summary's
+/// `upToIndex`, and a summary made during the turn summarizes from a cut past that index, so
+/// it reads the last summary made before the cut — at latest the last one written before the
+/// kept turns began, whose `upToIndex` this is (0 when there is none). Bounded by about two
+/// compaction intervals whatever the session's length, so a long session's turns stay flat.
+pub fn context_start(events: &[Event]) -> u64 {
+    let mut summaries = events.iter().rev().filter_map(|event| match &event.body {
+        EventBody::ContextCompacted(c) => Some((event.index, c.up_to_index)),
+        _ => None,
+    });
+    let Some((_, kept_from)) = summaries.next() else {
+        return 0;
+    };
+    summaries
+        .find(|(index, _)| *index < kept_from)
+        .map_or(0, |(_, up_to)| up_to)
+}
+
 /// The latest `context.compacted`: its `upToIndex` and summary.
 fn last_summary(events: &[Event]) -> Option<(u64, &str)> {
     events.iter().rev().find_map(|event| match &event.body {
@@ -249,6 +268,69 @@ mod tests {
         );
         events.extend(turn(7, "m3"));
         assert_eq!(cut(&events, 0), Some(7));
+    }
+
+    /// A session of `turns` two-event turns (user message, reply) compacted as the harness
+    /// does: before turn `n`'s reply when `n` is in `compact_before`, keeping `keep` turns.
+    fn compacted_session(turns: usize, keep: u32, compact_before: &[usize]) -> Vec<Event> {
+        let mut events: Vec<Event> = Vec::new();
+        for n in 0..turns {
+            let next = events.len() as u64;
+            let [received, completed] = turn(next, &format!("m{n}"));
+            events.push(received);
+            if compact_before.contains(&n)
+                && let Some(up_to_index) = cut(&events, keep)
+            {
+                let index = events.len() as u64;
+                events.push(event(
+                    index,
+                    EventBody::ContextCompacted(ContextCompacted {
+                        up_to_index,
+                        summary: format!("summary {n}"),
+                        tokens_before: 10,
+                        tokens_after: 5,
+                    }),
+                ));
+            }
+            let mut completed = completed;
+            completed.index = events.len() as u64;
+            events.push(completed);
+        }
+        events
+    }
+
+    proptest::proptest! {
+        /// The log from `context_start` on rebuilds the same conversation, finds the same cut
+        /// and asks for the same summary as the whole log, however often it was compacted.
+        #[test]
+        fn the_context_start_leaves_out_nothing_a_turn_reads(
+            turns in 1usize..40,
+            keep in 0u32..4,
+            compact_before in proptest::collection::vec(0usize..40, 0..12),
+            next_keep in 0u32..4,
+        ) {
+            let events = compacted_session(turns, keep, &compact_before);
+            let start = context_start(&events);
+            let tail = &events[events.partition_point(|event| event.index < start)..];
+            proptest::prop_assert_eq!(conversation(tail), conversation(&events));
+            let whole_cut = cut(&events, next_keep);
+            proptest::prop_assert_eq!(cut(tail, next_keep), whole_cut);
+            if let Some(at) = whole_cut {
+                proptest::prop_assert_eq!(
+                    summary_request("m", tail, at),
+                    summary_request("m", &events, at)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_long_compacted_session_hands_its_turns_a_bounded_tail() {
+        let compact_every_fifth: Vec<usize> = (0..1_000).step_by(5).collect();
+        let events = compacted_session(1_000, 2, &compact_every_fifth);
+        let start = context_start(&events);
+        let tail = events.len() - events.partition_point(|event| event.index < start);
+        assert!(tail < 40, "{tail} of {} events", events.len());
     }
 
     #[test]

@@ -153,7 +153,7 @@ pub use artifacts::{
     ArtifactBackend, ArtifactError, ArtifactRecord, ArtifactStore, DEFAULT_KIND, DirArtifacts,
     TAG_ARTIFACT, TagArtifactTool, TagRequest,
 };
-pub use compaction::{ContextBudget, Summarizer};
+pub use compaction::{ContextBudget, Summarizer, context_start};
 pub use conversation::{SUMMARY_HEADING, content_of, conversation};
 pub use folio_project::{AgentDefinition, Diagnostic, Discovery, Severity, discover};
 pub use hooks::{HookDispatcher, HookFailure, HookOutcome, HookRun};

@@ -81,7 +81,8 @@ pub struct Turn {
     pub session_id: String,
     /// This turn's id (`turn_…`).
     pub turn_id: String,
-    /// The session's events so far, including this turn's `message.received`.
+    /// The session's events so far from [`context_start`](crate::context_start) on (what
+    /// the conversation and any summary can need), including this turn's `message.received`.
     pub events: Vec<Event>,
     /// The FileSystem bound for this turn.
     pub fs: Arc<dyn FileSystem>,
@@ -359,7 +360,8 @@ impl Harness {
 
     /// Resumes a turn that was parked on an approval when the server stopped: runs the calls of
     /// its last `actions.requested` that have no result yet (through the approval gate), then
-    /// continues its steps. `turn.events` must hold the session's log, this turn's events included.
+    /// continues its steps. `turn.events` must hold the log from [`context_start`](crate::context_start)
+    /// on, this turn's events included.
     pub async fn resume_turn(&self, mut turn: Turn, sink: &dyn EventSink) -> TurnOutcome {
         let started = Instant::now();
         let open = open_calls(&turn.events, &turn.turn_id);

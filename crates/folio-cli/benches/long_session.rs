@@ -1,7 +1,9 @@
-//! A 500-turn chat session, with and without compaction: the request each turn sends (tokens)
-//! and the harness time per turn, sampled along the session. Without compaction both grow with
-//! the log; with it they stay flat. The model is an in-process provider that answers at once
-//! (about 60 tokens a reply); every event goes through a real NDJSON event log.
+//! A 1,000-turn chat session, with and without compaction: the request each turn sends
+//! (tokens), the harness time per turn and the log bytes per turn, sampled along the session.
+//! Without compaction the request and the time grow with the log; with it they stay flat. The
+//! model is an in-process provider that answers at once, streaming its ~60-token reply in 20
+//! deltas as a real model does; every event goes through a real NDJSON event log. Each turn
+//! gets the log from `context_start` on, as `folio serve` hands it (the copy is timed).
 //! Run: `cargo bench -p folio-cli --bench long_session` (prints Markdown rows).
 
 mod support;
@@ -10,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use folio_agent::tools::ToolRegistry;
-use folio_agent::{ContextBudget, EventSink, Harness, TurnOutcome};
+use folio_agent::{ContextBudget, EventSink, Harness, SinkError, TurnOutcome, context_start};
 use folio_fs::temp_fs;
 use folio_model::{
     Delta, DeltaStream, FinishReason, ModelError, ModelRequest, Provider, TokenCounter,
@@ -22,8 +24,30 @@ use futures::stream;
 use support::{LogSink, rooted_turn};
 use tokio_util::sync::CancellationToken;
 
-const TURNS: usize = 500;
-const SAMPLES: [usize; 5] = [1, 50, 100, 250, 500];
+const TURNS: usize = 1_000;
+const SAMPLES: [usize; 6] = [1, 10, 100, 250, 500, 1_000];
+/// Text deltas per reply (each is one `message.appended` event).
+const DELTAS: usize = 20;
+
+/// Writes every event to the real log and keeps the session's events in memory, as a live
+/// session does.
+struct KeptSink {
+    log: LogSink,
+    kept: Mutex<Vec<Event>>,
+}
+
+#[async_trait::async_trait]
+impl EventSink for KeptSink {
+    async fn emit(&self, turn_id: Option<&str>, body: EventBody) -> Result<Event, SinkError> {
+        let event = self.log.emit(turn_id, body).await?;
+        self.kept.lock().unwrap().push(event.clone());
+        Ok(event)
+    }
+
+    async fn checkpoint(&self) -> Result<(), SinkError> {
+        self.log.checkpoint().await
+    }
+}
 
 /// Answers every request at once and remembers the size of the last chat request.
 struct Recording {
@@ -48,10 +72,14 @@ impl Provider for Recording {
             "Grey waves fold and break, salt wind combs the sleeping dunes, the tide keeps its time; \
              here is one more line of reply text so that each answer carries some weight in tokens."
         };
-        let deltas = vec![
-            Ok(Delta::Text(text.to_string())),
-            Ok(Delta::Finish(FinishReason::Stop)),
-        ];
+        // Cut in DELTAS pieces on character boundaries, as a model streams it.
+        let chars: Vec<char> = text.chars().collect();
+        let piece = chars.len().div_ceil(DELTAS);
+        let mut deltas: Vec<Result<Delta, ModelError>> = chars
+            .chunks(piece)
+            .map(|chunk| Ok(Delta::Text(chunk.iter().collect())))
+            .collect();
+        deltas.push(Ok(Delta::Finish(FinishReason::Stop)));
         Ok(Box::pin(stream::iter(deltas)))
     }
 }
@@ -76,57 +104,78 @@ async fn session(name: &str, context: ContextSection) {
         variant: None,
     };
     let dir = tempfile::tempdir().unwrap();
-    let (log, _) = EventLog::open(&dir.path().join("ses.ndjson"), "ses").unwrap();
-    let sink = LogSink(log);
+    let path = dir.path().join("ses.ndjson");
+    let (log, _) = EventLog::open(&path, "ses").unwrap();
+    let sink = KeptSink {
+        log: LogSink(log),
+        kept: Mutex::new(Vec::new()),
+    };
     let fs = temp_fs([("/a.txt", "a")]);
-    let mut events: Vec<Event> = Vec::new();
     let mut rows = Vec::new();
     let mut window: Vec<Duration> = Vec::new();
+    let mut bytes_at_last_row = 0;
+    let mut turn_at_last_row = 0;
     for n in 1..=TURNS {
         let turn_id = format!("turn_{n}");
         let started = Instant::now();
-        let received = sink
-            .emit(
-                Some(&turn_id),
-                EventBody::MessageReceived(MessageReceived {
-                    text: format!("Turn {n}: write me another line about the sea, please."),
-                    admission: None,
-                    coalesced: None,
-                    client_message_id: None,
-                    request_digest: None,
-                }),
-            )
-            .await
-            .unwrap();
-        events.push(received);
-        let turn = rooted_turn("ses", &turn_id, events.clone(), fs.clone(), dir.path());
+        sink.emit(
+            Some(&turn_id),
+            EventBody::MessageReceived(MessageReceived {
+                text: format!("Turn {n}: write me another line about the sea, please."),
+                admission: None,
+                coalesced: None,
+                client_message_id: None,
+                request_digest: None,
+            }),
+        )
+        .await
+        .unwrap();
+        let events = {
+            let all = sink.kept.lock().unwrap();
+            let first = all.partition_point(|event| event.index < context_start(&all));
+            all[first..].to_vec()
+        };
+        let handed = events.len();
+        let turn = rooted_turn("ses", &turn_id, events, fs.clone(), dir.path());
         let outcome = harness.run_turn(turn, &sink).await;
         window.push(started.elapsed());
         assert!(
             matches!(outcome, TurnOutcome::Completed { .. }),
             "{outcome:?}"
         );
-        events = folio_store_disk::read_events(sink.0.path()).unwrap();
         if SAMPLES.contains(&n) {
             let mean = window.iter().sum::<Duration>() / window.len() as u32;
+            let bytes = std::fs::metadata(&path).unwrap().len();
             rows.push(format!(
-                "| {name} | {n} | {} | {:.2} ms |",
+                "| {name} | {n} | {} | {handed} | {:.3} ms | {} |",
                 *provider.last_tokens.lock().unwrap(),
-                mean.as_secs_f64() * 1000.0
+                mean.as_secs_f64() * 1000.0,
+                (bytes - bytes_at_last_row) / (n - turn_at_last_row) as u64
             ));
             window.clear();
+            bytes_at_last_row = bytes;
+            turn_at_last_row = n;
         }
     }
+    let events = sink.kept.into_inner().unwrap();
     let compactions = events
         .iter()
         .filter(|e| matches!(e.body, EventBody::ContextCompacted(_)))
         .count();
+    // What the streamed deltas weigh in the log: `message.completed` carries the same text.
+    let delta_bytes: usize = events
+        .iter()
+        .filter(|e| matches!(e.body, EventBody::MessageAppended(_)))
+        .map(|e| serde_json::to_vec(e).unwrap().len() + 1)
+        .sum();
+    let total = std::fs::metadata(&path).unwrap().len();
     for row in rows {
         println!("{row}");
     }
     println!(
-        "| {name}: {compactions} compactions, {} events in the log | | | |",
-        events.len()
+        "| {name}: {compactions} compactions, {} events, {total} log bytes ({:.0}% of them `message.appended` deltas) | | | | | |",
+        events.len(),
+        delta_bytes as f64 * 100.0 / total as f64
     );
 }
 
@@ -138,8 +187,10 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    println!("| session | turn | request tokens | harness ms/turn (mean since last row) |");
-    println!("| --- | ---: | ---: | ---: |");
+    println!(
+        "| session | turn | request tokens | events handed to the turn | harness ms/turn (mean since last row) | log bytes/turn (since last row) |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
     runtime.block_on(async {
         session(
             "no compaction (window 1M)",

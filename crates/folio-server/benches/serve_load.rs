@@ -1,19 +1,23 @@
-//! Load benchmark of the embedded server (targets and figures in bench/RESULTS.md): 1,000 concurrent streams on one
-//! session, 200 concurrent sessions running turns, memory per idle session with 10,000 stored
-//! sessions, and cold start to listening. Run with
-//! `cargo bench -p folio-server --bench serve_load` (optionally `-- --sessions N --streams N
-//! --turns N --keep-alive-turns N`, `--kept-alive-only` for the kept-alive cases alone, and
-//! `--state-in DIR` to put their state roots under DIR instead of the temporary directory, e.g. a
-//! tmpfs to see the cost without the disk, and `--store URL` to run them on that PostgreSQL
-//! database instead of the disk store: sessions of earlier runs stay in it, so give each run a
-//! fresh database); results are printed as Markdown rows for bench/RESULTS.md.
+//! Load benchmark of the embedded server (targets and figures in bench/RESULTS.md): concurrent
+//! streams (1,000 by default) fanned out from one session or several, 200 concurrent sessions
+//! running turns, memory per idle session with 10,000 stored sessions, and cold start to
+//! listening. Run with `cargo bench -p folio-server --bench serve_load` (optionally `-- --sessions
+//! N --streams N --stream-sessions N --turns N --keep-alive-turns N`, `--kept-alive-only` for the
+//! kept-alive cases alone, `--fan-out-only` for the streams alone, `--engine-streams-only` for
+//! the memory of `--streams` streams without HTTP, `--state-in DIR` to put the kept-alive
+//! cases' state roots under DIR instead of the temporary directory, e.g. a tmpfs to see the cost
+//! without the disk, and `--store URL` to run them on that PostgreSQL database instead of the
+//! disk store: sessions of earlier runs stay in it, so give each run a fresh database); results
+//! are printed as Markdown rows for bench/RESULTS.md.
 //! It opens with kept-alive clients (1, 8, 32 at once) creating sessions and streaming each turn
 //! to `session.waiting`, plus one run with Nagle's algorithm left on to show what it costs.
+//! The streams' clients run in a child process of this binary (`--stream-clients`), so that
+//! the server's RSS is its own and 10,000 streams fit one process's `ulimit -n` on each side.
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use folio_agent::{Agent, discover};
 use folio_model::{Delta, DeltaStream, ModelError, ModelRequest, Provider};
@@ -285,6 +289,231 @@ async fn read_until(response: reqwest::Response, kind: &str, count: usize) -> us
     panic!("the stream ended early");
 }
 
+/// What a `--stream-clients` child prints once every stream replayed the first turn (one JSON
+/// line), then once every stream saw the follow-up's end.
+#[derive(Serialize, Deserialize)]
+struct StreamClients {
+    /// From the first request to every stream having replayed the first turn.
+    open_ms: f64,
+    /// When each stream saw the follow-up's `session.waiting` (ns since the Unix epoch: the
+    /// clock both processes share); empty in the first line.
+    ends_ns: Vec<u128>,
+    /// Events the streams read in all; 0 in the first line.
+    events: usize,
+}
+
+/// Nanoseconds since the Unix epoch.
+fn unix_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// Child mode: `streams` clients on `url`, spread over the sessions `ids`, each reading its
+/// stream to the second `session.waiting`. The clients live in their own process so that the
+/// server's RSS is the server's alone and neither process runs out of file descriptors at
+/// 10,000 streams (20,000 sockets would not fit under one `ulimit -n` of 20,000).
+async fn stream_clients(url: &str, streams: usize, ids: &[String]) {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    // Opening at most this many at once keeps the server's accept backlog from overflowing
+    // (a dropped SYN is retried after a second).
+    let opening = Arc::new(tokio::sync::Semaphore::new(256));
+    let (replayed, mut replays) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let opened = Instant::now();
+    let readers: Vec<_> = (0..streams)
+        .map(|n| {
+            let request = client.get(format!("{url}/v1/session/{}/stream", ids[n % ids.len()]));
+            let opening = opening.clone();
+            let replayed = replayed.clone();
+            tokio::spawn(async move {
+                let permit = opening.acquire_owned().await.unwrap();
+                let response = request.send().await.unwrap();
+                drop(permit);
+                let mut body = response.bytes_stream();
+                let mut buffer = Vec::new();
+                let (mut events, mut waiting) = (0, 0);
+                while let Some(chunk) = body.next().await {
+                    buffer.extend_from_slice(&chunk.unwrap());
+                    let mut start = 0;
+                    while let Some(end) = buffer[start..].iter().position(|b| *b == b'\n') {
+                        let line = &buffer[start..start + end];
+                        start += end + 1;
+                        if line.is_empty() {
+                            continue;
+                        }
+                        events += 1;
+                        if EventType::of(line) == "session.waiting" {
+                            waiting += 1;
+                            if waiting == 1 {
+                                let _ = replayed.send(());
+                            } else {
+                                return (unix_ns(), events);
+                            }
+                        }
+                    }
+                    buffer.drain(..start);
+                }
+                panic!("a stream ended before the follow-up's end");
+            })
+        })
+        .collect();
+    drop(replayed);
+    for _ in 0..streams {
+        replays
+            .recv()
+            .await
+            .expect("every stream replays the first turn");
+    }
+    let ready = StreamClients {
+        open_ms: opened.elapsed().as_secs_f64() * 1000.0,
+        ends_ns: Vec::new(),
+        events: 0,
+    };
+    println!("{}", serde_json::to_string(&ready).unwrap());
+    let mut done = StreamClients {
+        ends_ns: Vec::with_capacity(streams),
+        ..ready
+    };
+    for reader in readers {
+        let (end, events) = reader.await.unwrap();
+        done.ends_ns.push(end);
+        done.events += events;
+    }
+    println!("{}", serde_json::to_string(&done).unwrap());
+}
+
+/// `streams` concurrent HTTP streams on `sessions` sessions (clients in a child process): the
+/// server's RSS per open stream, then one follow-up per session and how long until every
+/// stream saw its turn end.
+async fn fan_out(agent: Arc<Agent>, streams: usize, sessions: usize) {
+    let state = tempfile::tempdir().unwrap();
+    let manager = SessionManager::open(StateRoot::new(state.path()), agent, LogBuffer::new())
+        .await
+        .unwrap();
+    let url = serve(manager.clone()).await;
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let mut ids = Vec::new();
+    for n in 0..sessions {
+        ids.push(
+            create(&client, &url, format!("fan out {n}"))
+                .await
+                .session_id,
+        );
+    }
+    drop(client);
+    let rss_before = rss_kib();
+    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--stream-clients",
+            &url,
+            &streams.to_string(),
+            &ids.join(","),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(child.stdout.take().unwrap()));
+    let ready: StreamClients = serde_json::from_str(
+        &lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the clients opened"),
+    )
+    .unwrap();
+    let rss_open = rss_kib();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let sent = unix_ns();
+    futures::future::join_all(
+        ids.iter()
+            .map(|id| manager.turns().send("local", id, "again", None)),
+    )
+    .await
+    .into_iter()
+    .for_each(|sent| sent.unwrap());
+    let done: StreamClients = serde_json::from_str(
+        &lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the clients finished"),
+    )
+    .unwrap();
+    assert!(child.wait().await.unwrap().success());
+    let mut latencies: Vec<f64> = done
+        .ends_ns
+        .iter()
+        .map(|end| end.saturating_sub(sent) as f64 / 1e6)
+        .collect();
+    latencies.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let all = latencies.last().copied().unwrap_or(0.0);
+    let spread = if sessions == 1 {
+        "one session".to_string()
+    } else {
+        format!("{sessions} sessions")
+    };
+    println!(
+        "| {streams} concurrent streams on {spread}: open + replay | {:.0} ms; server RSS +{} KiB ({:.1} KiB per open stream) | 10,000 open streams, memory per stream bounded |",
+        ready.open_ms,
+        rss_open.saturating_sub(rss_before),
+        rss_open.saturating_sub(rss_before) as f64 / streams as f64
+    );
+    println!(
+        "| one turn per session fanned out to {streams} streams ({spread}) | all streams saw the turn end {all:.0} ms after the follow-up; per stream p50 {:.0} ms, p99 {:.0} ms; {} events delivered | all within 250 ms |",
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        done.events,
+    );
+    println!("load average before the follow-up: {}", load.trim());
+    manager.shutdown().await;
+}
+
+/// `streams` streams of the engine alone (`Events::stream`, no HTTP) on one session, each
+/// having replayed its first turn: what a stream's task and buffer cost, apart from its
+/// connection.
+async fn engine_streams(agent: Arc<Agent>, streams: usize) {
+    let state = tempfile::tempdir().unwrap();
+    let manager = SessionManager::open(StateRoot::new(state.path()), agent, LogBuffer::new())
+        .await
+        .unwrap();
+    let id = manager
+        .sessions()
+        .create("local", "http", CreateSession::message("engine streams"))
+        .await
+        .unwrap()
+        .session_id;
+    let rss_before = rss_kib();
+    let mut open = Vec::with_capacity(streams);
+    for _ in 0..streams {
+        let mut stream = manager.events().stream("local", &id, 0).await.unwrap();
+        while let Some(event) = stream.rx.recv().await {
+            if event.is_some_and(|e| e.event_type() == "session.waiting") {
+                break;
+            }
+        }
+        open.push(stream);
+    }
+    let rss_open = rss_kib();
+    println!(
+        "| {streams} engine streams (`Events::stream`, no HTTP) on one session | RSS +{} KiB ({:.2} KiB per stream) | — |",
+        rss_open.saturating_sub(rss_before),
+        rss_open.saturating_sub(rss_before) as f64 / streams as f64
+    );
+    println!(
+        "(an event is {} bytes in a stream's buffer slot; the buffer allocates 32 slots at a time)",
+        std::mem::size_of::<Option<folio_protocol::Event>>()
+    );
+    drop(open);
+    manager.shutdown().await;
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i]
@@ -350,6 +579,15 @@ async fn run() {
     let project = project();
     let agent = agent(project.path()).await;
     println!("| case | figure | target |\n| --- | --- | --- |");
+
+    if std::env::args().any(|a| a == "--engine-streams-only") {
+        engine_streams(agent, streams).await;
+        return;
+    }
+    if std::env::args().any(|a| a == "--fan-out-only") {
+        fan_out(agent, streams, arg("--stream-sessions", 1)).await;
+        return;
+    }
 
     // 0. Latency and throughput of clients that keep their connections alive.
     let mut states = vec![kept_alive(agent.clone(), 1, keep_alive_turns / 4, false).await];
@@ -433,59 +671,14 @@ async fn run() {
         cold_full.first_page_ms
     );
 
-    // 2. 1,000 concurrent streams on one session.
-    let state = tempfile::tempdir().unwrap();
-    let manager = SessionManager::open(
-        StateRoot::new(state.path()),
-        agent.clone(),
-        LogBuffer::new(),
-    )
-    .await
-    .unwrap();
-    let url = serve(manager.clone()).await;
+    // 2. Concurrent streams (1,000 by default) on one session or spread over several.
+    let stream_sessions = arg("--stream-sessions", 1);
+    fan_out(agent.clone(), streams, stream_sessions).await;
     let client = reqwest::Client::builder()
         .no_proxy()
         .pool_max_idle_per_host(0)
         .build()
         .unwrap();
-    let id = create(&client, &url, "fan out".into()).await.session_id;
-    let rss_before = rss_kib();
-    let opened = Instant::now();
-    let mut responses = Vec::new();
-    for _ in 0..streams {
-        responses.push(client.get(format!("{url}/v1/session/{id}/stream")).send());
-    }
-    let responses = futures::future::join_all(responses).await;
-    let readers: Vec<_> = responses
-        .into_iter()
-        .map(|r| tokio::spawn(read_until(r.unwrap(), "session.waiting", 2)))
-        .collect();
-    // Every stream has replayed the first turn before the follow-up.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let open_ms = opened.elapsed().as_secs_f64() * 1000.0;
-    let rss_open = rss_kib();
-    let sent = Instant::now();
-    manager
-        .turns()
-        .send("local", &id, "again", None)
-        .await
-        .unwrap();
-    let mut delivered = 0;
-    for reader in readers {
-        delivered += reader.await.unwrap();
-    }
-    let fan_out = sent.elapsed().as_secs_f64();
-    println!(
-        "| {streams} concurrent streams on one session: open + replay | {open_ms:.0} ms; RSS +{} KiB ({:.1} KiB per stream) | 1,000 open streams |",
-        rss_open - rss_before,
-        (rss_open - rss_before) as f64 / streams as f64
-    );
-    println!(
-        "| one turn fanned out to {streams} streams | all streams saw the turn end {:.0} ms after the follow-up; {delivered} events delivered in total ({:.0} events/s) | — |",
-        fan_out * 1000.0,
-        delivered as f64 / (fan_out + open_ms / 1000.0)
-    );
-    manager.shutdown().await;
 
     // 3. 200 concurrent sessions running turns.
     let state = tempfile::tempdir().unwrap();
@@ -542,6 +735,14 @@ fn main() {
         let state = std::path::PathBuf::from(&args[i + 1]);
         let project = std::path::PathBuf::from(&args[i + 2]);
         runtime.block_on(cold_start(&state, &project));
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--stream-clients") {
+        let streams = args[i + 2]
+            .parse()
+            .expect("--stream-clients URL STREAMS IDS");
+        let ids: Vec<String> = args[i + 3].split(',').map(str::to_string).collect();
+        runtime.block_on(stream_clients(&args[i + 1], streams, &ids));
         return;
     }
     if args.iter().any(|a| a == "--list" || a == "--test") {

@@ -823,10 +823,13 @@ fn ndjson(body: Body) -> Response {
     ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
 }
 
-fn event_line(event: &folio_protocol::Event) -> Bytes {
-    let mut line = serde_json::to_vec(event).unwrap_or_default();
-    line.push(b'\n');
-    Bytes::from(line)
+/// Appends `event` (or, for `None`, nothing) and a newline to `out`: one NDJSON line.
+fn push_line(out: &mut Vec<u8>, event: Option<&folio_protocol::Event>) {
+    if let Some(event) = event {
+        // An event always serializes (its fields are plain data).
+        let _ = serde_json::to_writer(&mut *out, event);
+    }
+    out.push(b'\n');
 }
 
 async fn stream_session(
@@ -849,13 +852,35 @@ async fn stream_session(
         .await?;
     let body = futures::stream::unfold(stream.rx, |mut rx| async move {
         let item = rx.recv().await?;
-        let bytes = match item {
-            Some(event) => event_line(&event),
-            None => Bytes::from_static(b"\n"),
-        };
-        Some((Ok::<_, Infallible>(bytes), rx))
+        Some((Ok::<_, Infallible>(stream_chunk(item, &mut rx)), rx))
     });
     Ok(ndjson(Body::from_stream(body)))
+}
+
+/// Bytes of NDJSON a stream writes to its connection at once, at most (a line longer than
+/// this goes out whole).
+const STREAM_CHUNK: usize = 64 * 1024;
+
+/// `first` and the events already waiting behind it as one body chunk: a stream that fell
+/// behind (a turn fanned out to thousands of streams) catches up in a few writes, not one
+/// write per event. `None` (a keep-alive tick) is an empty line.
+fn stream_chunk(
+    first: Option<folio_protocol::Event>,
+    rx: &mut folio_session::StreamReceiver,
+) -> Bytes {
+    let mut chunk = Vec::new();
+    let mut item = first;
+    loop {
+        push_line(&mut chunk, item.as_ref());
+        if chunk.len() >= STREAM_CHUNK {
+            break;
+        }
+        match rx.try_recv() {
+            Some(next) => item = next,
+            None => break,
+        }
+    }
+    Bytes::from(chunk)
 }
 
 async fn session_events(
@@ -866,7 +891,7 @@ async fn session_events(
     let events = state.mount.manager.events().read(&principal, &id).await?;
     let mut out = Vec::new();
     for event in &events {
-        out.extend_from_slice(&event_line(event));
+        push_line(&mut out, Some(event));
     }
     Ok(ndjson(Body::from(out)))
 }

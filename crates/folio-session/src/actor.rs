@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use folio_agent::tools::{ScratchMode, SessionContext, TodoList, ToolContext};
-use folio_agent::{Agent, Turn, TurnOutcome, TurnSession, TurnTrace};
+use folio_agent::{Agent, Turn, TurnOutcome, TurnSession, TurnTrace, context_start};
 use folio_agent::{workspace_quota, write_workspace_files};
 use folio_protocol::{
     ActionApprovalResolved, Admission, ApprovalDecision, Elicitation, Event, EventBody,
@@ -872,8 +872,12 @@ async fn run_turn(
     {
         return failed(&live, err.to_string());
     }
-    let events = live.events();
-    let todos = TodoList::from_events(&events);
+    // The log from where the turn's context can start (a long session's turns copy a bounded
+    // tail, not the whole log); its todos from the whole log, read in place.
+    let (events, todos) = live.with_events(|all| {
+        let first = all.partition_point(|event| event.index < context_start(all));
+        (all[first..].to_vec(), TodoList::from_events(all))
+    });
     // Its own statement: the meta lock is released before the trace below takes it again.
     let mut context = crate::state::session_context(&lock(&live.meta));
     context.tool_calls_per_turn = Some(

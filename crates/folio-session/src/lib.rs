@@ -96,7 +96,7 @@ pub use cluster::DEFAULT_LEASE_TTL;
 pub use direct::Tools;
 pub use error::{InternalError, ManagerError, OpenError};
 pub use eval_case::Evals;
-pub use events::{EventStream, Events};
+pub use events::{EventStream, Events, StreamReceiver};
 pub use fault::{FaultPoint, UnknownFaultPoint};
 pub use host::Host;
 pub use host_grants::{BURST, CALLS_PER_SECOND, Grant, MAX_LOG_BYTES};

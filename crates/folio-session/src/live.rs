@@ -199,12 +199,32 @@ impl Live {
 
     /// The stored events streams may show: those written to the store.
     pub(crate) fn visible_events(&self) -> Vec<Event> {
+        self.visible_events_from(0, usize::MAX)
+    }
+
+    /// At most `max` of the stored events streams may show, from index `start` on: a copy of
+    /// those alone, found by index (the log is in index order), not of the whole log.
+    pub(crate) fn visible_events_from(&self, start: u64, max: usize) -> Vec<Event> {
         let end = self.log.visible_end();
-        lock(&self.events)
+        let events = lock(&self.events);
+        let first = events.partition_point(|event| event.index < start);
+        events[first..]
             .iter()
             .take_while(|event| event.index < end)
+            .take(max)
             .cloned()
             .collect()
+    }
+
+    /// Whether the last of the stored events streams may show passes `test`.
+    pub(crate) fn last_visible_is(&self, test: impl FnOnce(&Event) -> bool) -> bool {
+        let end = self.log.visible_end();
+        let events = lock(&self.events);
+        let visible = events.partition_point(|event| event.index < end);
+        visible
+            .checked_sub(1)
+            .and_then(|last| events.get(last))
+            .is_some_and(test)
     }
 
     /// The index of the last event appended, if any.
@@ -301,11 +321,6 @@ impl Live {
                 .with_dry_run(dry_run)
                 .with_host(host),
         );
-    }
-
-    /// A copy of every stored event.
-    pub(crate) fn events(&self) -> Vec<Event> {
-        lock(&self.events).clone()
     }
 
     /// Answers `read` from the stored events without copying them.

@@ -4,19 +4,29 @@
 //!
 //! On disk, beside `sessions/`:
 //! - `sessions.index`: a snapshot (magic, generation, count, the count of other folders in
-//!   `sessions/`, the records, a CRC-32 of it all), written to `sessions.index.tmp`, synced and
-//!   renamed over the old one (then the state root is synced);
+//!   `sessions/`, its stamp, the names entries share, the records, a CRC-32 of it all), written
+//!   to `sessions.index.tmp`, synced and renamed over the old one (then the state root is
+//!   synced);
 //! - `sessions.index.log`: the changes since that snapshot (a header naming its generation,
 //!   then records of length, CRC-32 and payload), appended as sessions change and synced with
-//!   the commit of the session they are about. Past [`COMPACT_AFTER`] changes (more than the
-//!   sessions), the index is written as a new snapshot and the log starts over.
+//!   the commit of the session they are about. Past [`COMPACT_AFTER`] changes or a quarter of
+//!   the sessions, whichever is more, the index is written as a new snapshot and the log starts
+//!   over: the log an open replays stays a fraction of the snapshot it reads (a start that
+//!   settled a million sessions after a rebuild logged a million changes, which each later start
+//!   replayed: 40 % of its time).
 //!
 //! Loading checks the snapshot's checksum and count, ignores a log of an older generation (its
 //! changes are in the snapshot: a crash between the two renames), stops the log at its first
-//! torn record (and cuts it there), and compares the number of session folders the filesystem
-//! counts (`sessions/`'s link count, where it keeps one) with the sessions indexed. A missing,
-//! torn or stale index is rebuilt from the sessions' `session.json` files (O(stored), once) and
-//! written again; a crash at any point of that leaves the old index, none, or the new one.
+//! torn record (and cuts it there), and checks that `sessions/` is as the index last saw it:
+//! its *stamp* (modification time, which every folder added or removed there moves) must be
+//! the one recorded after the index's last change of the folder set, and the number of folders
+//! the filesystem counts (`sessions/`'s link count, where it keeps one: not btrfs, not an ext4
+//! folder past 65,000 subfolders) must match. So sessions another program added or removed while
+//! no server ran (a backup restored, an older Folio) are noticed; a change within the
+//! filesystem's timestamp granularity of the index's own last one, where the link count says
+//! nothing, is not. A missing, torn or stale index is rebuilt from the sessions'
+//! `session.json` files (O(stored), once) and written again; a crash at any point of that
+//! leaves the old index, none, or the new one.
 //!
 //! Each entry also says whether its session is *active*: its status is `running`, or its log
 //! may have moved past its `session.json` (appended since its metadata was last written with
@@ -36,9 +46,10 @@ use crate::state::{StateRoot, load_meta, meta_never_written, session_ids};
 const SNAPSHOT: &str = "sessions.index";
 /// The change log's file name in the state root.
 const LOG: &str = "sessions.index.log";
-const SNAPSHOT_MAGIC: &[u8; 8] = b"FOLIOIX1";
+const SNAPSHOT_MAGIC: &[u8; 8] = b"FOLIOIX2";
 const LOG_MAGIC: &[u8; 8] = b"FOLIOIL1";
-/// Changes logged beyond the sessions' count before the index is written as a new snapshot.
+/// Changes logged (at least; a quarter of the sessions where that is more) before the index is
+/// written as a new snapshot.
 const COMPACT_AFTER: usize = 4096;
 /// Statuses as one byte each, in this order.
 const STATUSES: [SessionStatus; 4] = [
@@ -52,6 +63,13 @@ const STATUSES: [SessionStatus; 4] = [
 const PUT: u8 = 1;
 const REMOVE: u8 = 2;
 const ACTIVE: u8 = 3;
+/// `sessions/`'s stamp after the index changed its folder set.
+const FOLDERS: u8 = 4;
+/// The stamp of a `sessions/` that does not exist.
+const NO_FOLDER: i64 = i64::MIN;
+/// The stamp recorded by a rebuild that could not read every session's `session.json`: no
+/// folder has it, so each open rebuilds until they are readable (or removed).
+const SKIPPED: i64 = i64::MIN + 1;
 
 /// One session in the index.
 #[derive(Debug, Clone, PartialEq)]
@@ -163,11 +181,12 @@ fn entry_of(names: &mut Names, meta: &SessionMeta, active: bool) -> Entry {
 
 /// The sessions in memory: sorted by id, removed ones left as `None` until they are a
 /// quarter of the vector (new ids sort last, so a create is a push and a delete is O(1)).
-#[derive(Default)]
 struct Table {
     entries: Vec<(Id, Option<Entry>)>,
     live: usize,
     names: Names,
+    /// `sessions/`'s stamp as last recorded ([`folders_stamp`]).
+    folders: i64,
 }
 
 impl Table {
@@ -175,18 +194,17 @@ impl Table {
         self.entries.binary_search_by(|(other, _)| other.cmp(id))
     }
 
-    fn insert(&mut self, id: Id, entry: Entry) {
-        match self.find(&id) {
-            Ok(at) => {
-                if self.entries[at].1.replace(entry).is_none() {
-                    self.live += 1;
-                }
-            }
+    /// Puts the entry in; `true` when the session was not indexed.
+    fn insert(&mut self, id: Id, entry: Entry) -> bool {
+        let new = match self.find(&id) {
+            Ok(at) => self.entries[at].1.replace(entry).is_none(),
             Err(at) => {
                 self.entries.insert(at, (id, Some(entry)));
-                self.live += 1;
+                true
             }
-        }
+        };
+        self.live += usize::from(new);
+        new
     }
 
     fn remove(&mut self, id: &Id) -> bool {
@@ -223,7 +241,7 @@ impl Table {
         let mut change = Reader { bytes: payload };
         match change.u8()? {
             PUT => {
-                let (id, entry) = change.entry(&mut self.names)?;
+                let (id, entry) = change.entry(&mut self.names, Form::Texts)?;
                 self.insert(id, entry);
             }
             REMOVE => {
@@ -234,6 +252,7 @@ impl Table {
                 let active = change.u8()? != 0;
                 self.set_active(&id, active);
             }
+            FOLDERS => self.folders = change.u64()? as i64,
             _ => return None,
         }
         Some(())
@@ -243,6 +262,8 @@ impl Table {
 /// The session index of a state root, in memory and in its files (see the module docs).
 pub(crate) struct SessionIndex {
     dir: PathBuf,
+    /// The `sessions/` folder it indexes.
+    sessions: PathBuf,
     table: Table,
     generation: u64,
     log: Arc<std::fs::File>,
@@ -279,11 +300,11 @@ fn io_context(what: impl std::fmt::Display, err: std::io::Error) -> std::io::Err
 impl SessionIndex {
     /// Loads the index of `state` or rebuilds it from the sessions (see the module docs).
     pub(crate) fn open(state: &StateRoot, pause: Option<Pause>) -> std::io::Result<Opened> {
-        let reason = match load(state.path()) {
-            Ok(mut index) => match index.stale(state) {
+        let reason = match load(state) {
+            Ok(mut index) => match index.stale() {
                 None => {
                     if index.wants_snapshot() {
-                        index.snapshot(state, None)?;
+                        index.snapshot(None)?;
                     }
                     return Ok(Opened {
                         index,
@@ -291,7 +312,7 @@ impl SessionIndex {
                         unwritten: Vec::new(),
                     });
                 }
-                Some(stale) => stale,
+                Some(stale) => stale.to_string(),
             },
             Err(why) => why.to_string(),
         };
@@ -303,14 +324,37 @@ impl SessionIndex {
         })
     }
 
-    /// Why the index does not describe `sessions/` (`None`: it does, as far as the filesystem
-    /// counts its folders).
-    fn stale(&self, state: &StateRoot) -> Option<String> {
-        let folders = folder_count(&state.sessions_dir())?;
+    /// Why the index does not describe `sessions/` (`None`: it does, as far as its stamp and
+    /// the filesystem's count of its folders tell).
+    fn stale(&self) -> Option<Unusable> {
+        if self.table.folders == SKIPPED {
+            return Some(Unusable::Skipped(self.sessions.clone()));
+        }
+        if folders_stamp(&self.sessions) != self.table.folders {
+            return Some(Unusable::Changed(self.sessions.clone()));
+        }
+        let folders = folder_count(&self.sessions)?;
         let expected = self.table.live as i64 + self.others;
-        (folders != expected).then(|| {
-            format!("it accounts for {expected} folders in sessions/, which holds {folders}")
+        (folders != expected).then(|| Unusable::Counted {
+            sessions: self.sessions.clone(),
+            expected,
+            folders,
         })
+    }
+
+    /// Records `sessions/`'s stamp after the index changed its set of folders (a session
+    /// added or removed, or folders removed beside the index), so that the next open finds
+    /// the index describing it.
+    pub(crate) fn folders_changed(&mut self) -> std::io::Result<()> {
+        let stamp = folders_stamp(&self.sessions);
+        if stamp == self.table.folders {
+            return Ok(());
+        }
+        let mut record = vec![FOLDERS];
+        record.extend_from_slice(&stamp.to_le_bytes());
+        self.append(&record)?;
+        self.table.folders = stamp;
+        Ok(())
     }
 
     /// The file to sync to make the changes logged so far durable.
@@ -354,9 +398,13 @@ impl SessionIndex {
             return Ok(());
         }
         let mut record = vec![PUT];
-        encode(&mut record, &id, &entry, &self.table.names);
-        self.table.insert(id, entry);
-        self.append(&record)
+        encode(&mut record, &id, &entry, &self.table.names, Form::Texts);
+        let new = self.table.insert(id, entry);
+        self.append(&record)?;
+        if new {
+            self.folders_changed()?;
+        }
+        Ok(())
     }
 
     /// Marks the session active or idle (see the module docs); `false` when it already was.
@@ -384,7 +432,8 @@ impl SessionIndex {
         }
         let mut record = vec![REMOVE];
         record.extend_from_slice(&id);
-        self.append(&record)
+        self.append(&record)?;
+        self.folders_changed()
     }
 
     /// The ids of the sessions `query` lists, newest first (at most `query.limit`).
@@ -435,27 +484,26 @@ impl SessionIndex {
 
     /// Whether enough changes were logged that the index should be written as a snapshot.
     pub(crate) fn wants_snapshot(&self) -> bool {
-        self.logged > self.table.live + COMPACT_AFTER
+        self.logged > COMPACT_AFTER.max(self.table.live / 4)
     }
 
     /// Writes the index as a new snapshot and starts a new log (see the module docs).
-    pub(crate) fn snapshot(
-        &mut self,
-        state: &StateRoot,
-        pause: Option<Pause>,
-    ) -> std::io::Result<()> {
+    pub(crate) fn snapshot(&mut self, pause: Option<Pause>) -> std::io::Result<()> {
         let table = &self.table;
         let generation = self.generation + 1;
-        let others =
-            folder_count(&state.sessions_dir()).map_or(0, |folders| folders - table.live as i64);
-        let mut bytes = Vec::with_capacity(64 + table.live * 72);
+        let mut bytes = Vec::with_capacity(64 + table.live * 64);
         bytes.extend_from_slice(SNAPSHOT_MAGIC);
         bytes.extend_from_slice(&generation.to_le_bytes());
         bytes.extend_from_slice(&(table.live as u64).to_le_bytes());
-        bytes.extend_from_slice(&others.to_le_bytes());
+        bytes.extend_from_slice(&self.others.to_le_bytes());
+        bytes.extend_from_slice(&table.folders.to_le_bytes());
+        bytes.extend_from_slice(&(table.names.all.len() as u32).to_le_bytes());
+        for name in &table.names.all {
+            put_text(&mut bytes, Some(name));
+        }
         for (id, entry) in &table.entries {
             if let Some(entry) = entry {
-                encode(&mut bytes, id, entry, &table.names);
+                encode(&mut bytes, id, entry, &table.names, Form::Ids);
             }
         }
         let crc = crc32fast::hash(&bytes);
@@ -466,7 +514,6 @@ impl SessionIndex {
         }
         self.log = Arc::new(new_log(&self.dir, generation)?);
         self.generation = generation;
-        self.others = others;
         self.logged = 0;
         Ok(())
     }
@@ -532,7 +579,40 @@ fn folder_count(sessions: &Path) -> Option<i64> {
     (links >= 2).then(|| links as i64 - 2)
 }
 
-fn encode(out: &mut Vec<u8>, id: &Id, entry: &Entry, names: &Names) {
+/// `sessions/`'s stamp: its modification time in nanoseconds ([`NO_FOLDER`] when there is
+/// none). Adding or removing a folder in it moves it; writing inside a session's folder does
+/// not.
+fn folders_stamp(sessions: &Path) -> i64 {
+    let Ok(modified) = std::fs::metadata(sessions).and_then(|meta| meta.modified()) else {
+        return NO_FOLDER;
+    };
+    match modified.duration_since(std::time::UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
+        Err(before) => i64::try_from(before.duration().as_nanos()).map_or(SKIPPED + 1, |n| -n),
+    }
+}
+
+/// How an encoded entry names its principal, channel, variant and purpose.
+#[derive(Clone, Copy)]
+enum Form {
+    /// As text: a change in the log, readable on its own.
+    Texts,
+    /// As ids into the snapshot's table of names.
+    Ids,
+}
+
+/// Writes `text` as its length and bytes (`None`: the length `u32::MAX`).
+fn put_text(out: &mut Vec<u8>, text: Option<&str>) {
+    match text {
+        Some(text) => {
+            out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+            out.extend_from_slice(text.as_bytes());
+        }
+        None => out.extend_from_slice(&u32::MAX.to_le_bytes()),
+    }
+}
+
+fn encode(out: &mut Vec<u8>, id: &Id, entry: &Entry, names: &Names, form: Form) {
     out.extend_from_slice(id);
     let status = STATUSES
         .iter()
@@ -542,22 +622,14 @@ fn encode(out: &mut Vec<u8>, id: &Id, entry: &Entry, names: &Names) {
     out.push(u8::from(entry.active));
     out.extend_from_slice(&entry.created.to_le_bytes());
     out.extend_from_slice(&entry.updated.to_le_bytes());
-    for text in [
-        names.get(entry.principal),
-        names.get(entry.channel),
-        names.get(entry.variant),
-        names.get(entry.purpose),
-        entry.title.as_deref(),
-        entry.continuation_key.as_deref(),
-    ] {
-        match text {
-            Some(text) => {
-                out.extend_from_slice(&(text.len() as u32).to_le_bytes());
-                out.extend_from_slice(text.as_bytes());
-            }
-            None => out.extend_from_slice(&u32::MAX.to_le_bytes()),
+    for name in [entry.principal, entry.channel, entry.variant, entry.purpose] {
+        match form {
+            Form::Texts => put_text(out, names.get(name)),
+            Form::Ids => out.extend_from_slice(&name.to_le_bytes()),
         }
     }
+    put_text(out, entry.title.as_deref());
+    put_text(out, entry.continuation_key.as_deref());
 }
 
 /// Reads records from bytes; each read is `None` where they end or do not parse.
@@ -596,16 +668,24 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(self.take(len as usize)?).ok().map(Some)
     }
 
-    fn entry(&mut self, names: &mut Names) -> Option<(Id, Entry)> {
+    /// A name as `form` writes it: its id in `names` (0: none).
+    fn name(&mut self, names: &mut Names, form: Form) -> Option<u32> {
+        match form {
+            Form::Texts => Some(names.id(self.text()?)),
+            Form::Ids => Some(self.u32()?).filter(|id| *id as usize <= names.all.len()),
+        }
+    }
+
+    fn entry(&mut self, names: &mut Names, form: Form) -> Option<(Id, Entry)> {
         let id = self.id()?;
         let status = *STATUSES.get(self.u8()? as usize)?;
         let active = self.u8()? != 0;
         let created = self.u64()? as i64;
         let updated = self.u64()? as i64;
-        let principal = names.id(Some(self.text()??));
-        let channel = names.id(Some(self.text()??));
-        let variant = names.id(self.text()?);
-        let purpose = names.id(self.text()?);
+        let principal = self.name(names, form).filter(|id| *id != 0)?;
+        let channel = self.name(names, form).filter(|id| *id != 0)?;
+        let variant = self.name(names, form)?;
+        let purpose = self.name(names, form)?;
         let title = self.text()?.map(Into::into);
         let continuation_key = self.text()?.map(Into::into);
         let entry = Entry {
@@ -639,6 +719,22 @@ enum Unusable {
     /// The snapshot's checksum, count or order is wrong.
     #[error("{} is torn or corrupt (its checksum or count is wrong)", .0.display())]
     Torn(PathBuf),
+    /// The snapshot is of another format (another Folio version wrote it).
+    #[error("{} was written in another format (by another Folio version)", .0.display())]
+    Format(PathBuf),
+    /// The last rebuild could not read some sessions' `session.json`.
+    #[error("the last rebuild could not read some session.json files in {} (see its errors)", .0.display())]
+    Skipped(PathBuf),
+    /// Folders were added to or removed from `sessions/` since the index last changed it.
+    #[error("{} changed since the index last recorded it (sessions added or removed by another program)", .0.display())]
+    Changed(PathBuf),
+    /// The filesystem counts another number of folders in `sessions/` than the index.
+    #[error("the index accounts for {expected} folders in {}, which holds {folders}", .sessions.display())]
+    Counted {
+        sessions: PathBuf,
+        expected: i64,
+        folders: i64,
+    },
     /// The log was started after a snapshot that is not there.
     #[error("{} is of a newer generation than {}", .log.display(), .snapshot.display())]
     NewerLog { log: PathBuf, snapshot: PathBuf },
@@ -650,8 +746,10 @@ enum Unusable {
     },
 }
 
-/// Loads the snapshot in `dir` and replays its log; `Err` says why the index must be rebuilt.
-fn load(dir: &Path) -> Result<SessionIndex, Unusable> {
+/// Loads the snapshot of `state` and replays its log; `Err` says why the index must be
+/// rebuilt.
+fn load(state: &StateRoot) -> Result<SessionIndex, Unusable> {
+    let dir = state.path();
     let path = dir.join(SNAPSHOT);
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
@@ -664,20 +762,32 @@ fn load(dir: &Path) -> Result<SessionIndex, Unusable> {
     let (body, crc) = bytes
         .split_at_checked(bytes.len().wrapping_sub(4))
         .ok_or_else(torn)?;
-    if crc32fast::hash(body).to_le_bytes() != crc || !body.starts_with(SNAPSHOT_MAGIC) {
+    if crc32fast::hash(body).to_le_bytes() != crc {
         return Err(torn());
+    }
+    if !body.starts_with(SNAPSHOT_MAGIC) {
+        return Err(Unusable::Format(path));
     }
     let mut reader = Reader { bytes: &body[8..] };
     let generation = reader.u64().ok_or_else(torn)?;
     let count = reader.u64().ok_or_else(torn)? as usize;
     let others = reader.u64().ok_or_else(torn)? as i64;
+    let folders = reader.u64().ok_or_else(torn)? as i64;
     let mut table = Table {
         entries: Vec::with_capacity(count.min(body.len() / 40) + 1024),
         live: 0,
         names: Names::default(),
+        folders,
     };
+    for at in 0..reader.u32().ok_or_else(torn)? {
+        let name = reader.text().ok_or_else(torn)?;
+        // Each name once, in order: its place is its id.
+        if table.names.id(name) != at + 1 {
+            return Err(torn());
+        }
+    }
     for _ in 0..count {
-        let (id, entry) = reader.entry(&mut table.names).ok_or_else(torn)?;
+        let (id, entry) = reader.entry(&mut table.names, Form::Ids).ok_or_else(torn)?;
         table.entries.push((id, Some(entry)));
     }
     table.live = table.entries.len();
@@ -728,6 +838,7 @@ fn load(dir: &Path) -> Result<SessionIndex, Unusable> {
     };
     Ok(SessionIndex {
         dir: dir.to_path_buf(),
+        sessions: state.sessions_dir(),
         table,
         generation,
         log: Arc::new(file),
@@ -742,14 +853,20 @@ fn rebuild(
     state: &StateRoot,
     pause: Option<Pause>,
 ) -> std::io::Result<(SessionIndex, Vec<String>)> {
-    let ids = session_ids(state).map_err(|err| {
-        io_context(
-            format!("cannot read {}", state.sessions_dir().display()),
-            err,
-        )
-    })?;
-    let mut table = Table::default();
+    let sessions = state.sessions_dir();
+    // Taken before the folders are read: a change while they are makes the next open rebuild.
+    let folders = folders_stamp(&sessions);
+    let counted = folder_count(&sessions);
+    let ids = session_ids(state)
+        .map_err(|err| io_context(format!("cannot read {}", sessions.display()), err))?;
+    let mut table = Table {
+        entries: Vec::with_capacity(ids.len()),
+        live: 0,
+        names: Names::default(),
+        folders,
+    };
     let mut unwritten = Vec::new();
+    let mut skipped = 0;
     for id in ids.iter().rev() {
         match load_meta(state, id) {
             Ok(Some(meta)) => {
@@ -760,12 +877,22 @@ fn rebuild(
             }
             Ok(None) if meta_never_written(state, id) => unwritten.push(id.clone()),
             Ok(None) => {}
-            Err(err) => tracing::error!(
-                "session {id}: cannot read {}: {err}; it is left out of the session index (and the index is rebuilt at each start) until it is repaired or its folder removed",
-                state.meta_path(id).display()
-            ),
+            Err(err) => {
+                skipped += 1;
+                tracing::error!(
+                    "session {id}: cannot read {}: {err}; it is left out of the session index (rebuilt at each start while it is) until it is repaired or its folder removed",
+                    state.meta_path(id).display()
+                );
+            }
         }
     }
+    if skipped > 0 {
+        table.folders = SKIPPED;
+    }
+    // The folders that are no sessions; the unwritten ones are about to be removed.
+    let others = counted.map_or(0, |counted| {
+        counted - table.live as i64 - unwritten.len() as i64 - skipped
+    });
     let dir = state.path();
     // The old generation, when a snapshot is readable, so that the new one is newer than
     // any log left beside it.
@@ -784,13 +911,14 @@ fn rebuild(
         .map_err(|err| io_context(format!("cannot open {}", dir.join(LOG).display()), err))?;
     let mut index = SessionIndex {
         dir: dir.to_path_buf(),
+        sessions,
         table,
         generation,
         log: Arc::new(log),
         logged: 0,
-        others: 0,
+        others,
     };
-    index.snapshot(state, pause)?;
+    index.snapshot(pause)?;
     Ok((index, unwritten))
 }
 
@@ -903,6 +1031,73 @@ mod tests {
         assert_eq!(
             taken, with_extra,
             "a rebuilt index settles every session once"
+        );
+    }
+
+    /// Whether opening `dir`'s index now would rebuild it, and why.
+    fn rebuild_reason(dir: &std::path::Path) -> Option<String> {
+        super::SessionIndex::open(&StateRoot::new(dir), None)
+            .unwrap()
+            .rebuilt
+    }
+
+    #[tokio::test]
+    async fn sessions_added_behind_the_index_are_noticed_where_the_link_count_says_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateRoot::new(dir.path());
+        // A folder that is no session, counted among the others.
+        std::fs::create_dir_all(state.sessions_dir().join("notes")).unwrap();
+        let metas = fill(dir.path(), 6).await;
+        assert_eq!(rebuild_reason(dir.path()), None, "loaded as written");
+        // Another program swaps the folder for a session: the folder count stays the same,
+        // so only the stamp tells.
+        std::fs::remove_dir(state.sessions_dir().join("notes")).unwrap();
+        let extra = folio_store::suite::meta("carol");
+        std::fs::create_dir_all(state.session_dir(&extra.session_id)).unwrap();
+        std::fs::write(
+            state.meta_path(&extra.session_id),
+            serde_json::to_vec(&extra).unwrap(),
+        )
+        .unwrap();
+        // The filesystem moved the stamp; set it a second on, so that a coarse timestamp
+        // granularity cannot make this test pass or fail by chance.
+        let folder = std::fs::File::open(state.sessions_dir()).unwrap();
+        let moved =
+            folder.metadata().unwrap().modified().unwrap() + std::time::Duration::from_secs(1);
+        folder.set_modified(moved).unwrap();
+        let reason = rebuild_reason(dir.path()).expect("rebuilt");
+        assert!(reason.contains("changed since the index"), "{reason}");
+        let (all, _) = listed(dir.path()).await;
+        assert_eq!(all.len(), metas.len() + 1);
+        assert_eq!(all[0], extra);
+        assert_eq!(rebuild_reason(dir.path()), None, "loaded after the rebuild");
+    }
+
+    #[tokio::test]
+    async fn an_index_rebuilt_around_an_unacknowledged_create_is_loaded_next_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let metas = fill(dir.path(), 4).await;
+        // What a crash leaves of a create: its folder, its session.json never written out.
+        let state = StateRoot::new(dir.path());
+        let lost = folio_store::suite::meta("alice");
+        std::fs::create_dir_all(state.session_dir(&lost.session_id)).unwrap();
+        std::fs::write(state.meta_path(&lost.session_id), b"").unwrap();
+        std::fs::remove_file(dir.path().join(SNAPSHOT)).unwrap();
+        let (all, _) = listed(dir.path()).await;
+        assert_eq!(all, metas, "the unacknowledged create is gone");
+        assert!(!state.session_dir(&lost.session_id).exists());
+        assert_eq!(rebuild_reason(dir.path()), None, "no second rebuild");
+        // Deleting and creating through the store keeps the index loadable too.
+        let store = DiskStore::open(StateRoot::new(dir.path())).unwrap();
+        store.delete_session(&metas[0].session_id).await.unwrap();
+        let added = folio_store::suite::meta("bob");
+        store.create_session(&added).await.unwrap();
+        store.commit(&added.session_id, None).await.unwrap();
+        store.close().await;
+        assert_eq!(
+            rebuild_reason(dir.path()),
+            None,
+            "loaded after a delete and a create"
         );
     }
 

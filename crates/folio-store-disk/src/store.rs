@@ -164,8 +164,14 @@ impl DiskStore {
         for id in &opened.unwritten {
             forget_unacknowledged(&state, id);
         }
+        let mut index = opened.index;
+        if !opened.unwritten.is_empty() {
+            index
+                .folders_changed()
+                .map_err(|err| index_write_error(&state, err))?;
+        }
         let store = DiskStore {
-            index: Mutex::new(opened.index),
+            index: Mutex::new(index),
             artifacts: folio_agent::DirArtifacts::new(state.path().join("artifacts")),
             deliveries: Arc::new(DiskDeliveries::new(state.path())),
             storage: Arc::new(DiskStorage::new(state.path())),
@@ -186,15 +192,7 @@ impl DiskStore {
     /// sessions the index marks active, each settled from its `session.json` and log's end.
     fn settle_stopped_process(&self) -> Result<(), OpenError> {
         let state = &self.state;
-        let index_error = |err| {
-            OpenError::io(
-                format!(
-                    "cannot write the session index of {}",
-                    state.path().display()
-                ),
-                err,
-            )
-        };
+        let index_error = |err| index_write_error(state, err);
         let stopped = Utc::now() - chrono::Duration::seconds(1);
         let active = lock(&self.index).active();
         let mut leases = lock(&self.leases);
@@ -244,7 +242,7 @@ impl DiskStore {
         }
         let mut index = lock(&self.index);
         if index.wants_snapshot() {
-            index.snapshot(state, None).map_err(index_error)?;
+            index.snapshot(None).map_err(index_error)?;
         }
         Ok(())
     }
@@ -271,7 +269,7 @@ impl DiskStore {
     /// Writes the index as a new snapshot once its log holds enough changes.
     fn compact(&self, index: &mut SessionIndex) -> Result<(), StoreError> {
         if index.wants_snapshot() {
-            index.snapshot(&self.state, None).map_err(index_error)?;
+            index.snapshot(None).map_err(index_error)?;
         }
         Ok(())
     }
@@ -372,6 +370,17 @@ impl DiskStore {
             }),
         }
     }
+}
+
+/// What opening a state root answers when its session index cannot be written.
+fn index_write_error(state: &StateRoot, err: std::io::Error) -> OpenError {
+    OpenError::io(
+        format!(
+            "cannot write the session index of {}",
+            state.path().display()
+        ),
+        err,
+    )
 }
 
 /// Removes a session whose create a stopped process never acknowledged: its `session.json`

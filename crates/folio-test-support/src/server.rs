@@ -12,6 +12,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt as _;
 use bytes::Bytes;
 use futures::StreamExt;
 use serde::Deserialize;
@@ -206,6 +207,14 @@ impl MockModelServer {
             .with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
+        // Nagle's algorithm off, as `folio serve` has it: each streamed chunk is its own small
+        // write, which a kept-alive connection would otherwise hold until the client's delayed
+        // ACK (~40 ms a model call).
+        let listener = listener.tap_io(|tcp: &mut tokio::net::TcpStream| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                eprintln!("mock model server: cannot set TCP_NODELAY: {error}");
+            }
+        });
         let task = tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, app).await {
                 eprintln!("mock model server stopped: {error}");
