@@ -1,17 +1,20 @@
 //! Durable points on PostgreSQL (issue 35, item 3): a point's events and metadata land in one
 //! transaction; concurrent sessions' points are gathered into one transaction, each checked on
 //! its own (a fenced, conflicting or missing one fails alone); followers on another server see
-//! every event, in order, from the one notification a group sends.
+//! every event, in order, from the one notification a group sends; a group whose connection
+//! is killed loses and doubles nothing.
 
 mod support;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use folio_store::{SessionMeta, SessionStore, StoreError};
 use folio_store_postgres::{PgOptions, PgStore};
 use futures::StreamExt;
-use support::{event, fast_options, store, text};
+use support::{event, fast_options, kill_connections, store, text};
 
 /// A durable point's answer, to await with the others.
 type Point =
@@ -220,6 +223,88 @@ async fn a_fenced_conflicting_or_missing_point_fails_alone_while_the_others_land
         assert_eq!(log.len(), events);
     }
     assert_eq!(store.load_session(&missing.session_id).await.unwrap(), None);
+}
+
+/// Runs on one thread, so each round's points are gathered into one group (see above), while
+/// every connection is killed every 15 ms: a group whose statement failed may have committed
+/// before its answer was lost, and each point's retry must find out on its own.
+#[tokio::test(flavor = "current_thread")]
+async fn killed_connections_mid_group_are_retried_and_nothing_is_lost_or_doubled() {
+    let Some((store, db)) = store("killed_connections_mid_group").await else {
+        return;
+    };
+    let ttl = Duration::from_secs(60);
+    let mut sessions = Vec::new();
+    for _ in 0..8 {
+        let meta = created(&store).await;
+        let lease = store
+            .acquire_lease(&meta.session_id, "server-a", ttl)
+            .await
+            .unwrap();
+        sessions.push((meta, lease.fence));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let killer = kill_connections(&db, stop.clone());
+    let rounds = 30u64;
+    for round in 0..rounds {
+        let points = sessions
+            .iter_mut()
+            .enumerate()
+            .map(|(writer, (meta, fence))| {
+                meta.turns = round as u32 + 2;
+                meta.last_index = 2 * round + 1;
+                let (store, meta, fence) = (store.clone(), meta.clone(), *fence);
+                Box::pin(async move {
+                    let events = vec![
+                        event(&format!("{writer}-{round}-a")),
+                        event(&format!("{writer}-{round}-b")),
+                    ];
+                    store
+                        .append_and_commit(
+                            &meta.session_id,
+                            2 * round,
+                            Some(fence),
+                            events,
+                            Some(&meta),
+                        )
+                        .await
+                }) as Point
+            });
+        for (writer, answer) in futures::future::join_all(points)
+            .await
+            .into_iter()
+            .enumerate()
+        {
+            let stored = answer.unwrap_or_else(|err| panic!("point {round} of {writer}: {err}"));
+            let indexes: Vec<u64> = stored.iter().map(|e| e.index).collect();
+            assert_eq!(indexes, [2 * round, 2 * round + 1]);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let killed = killer.await.unwrap();
+    assert!(killed > 5, "the test killed only {killed} connections");
+    for (writer, (meta, _)) in sessions.iter().enumerate() {
+        let log = store.read_events(&meta.session_id, 0, None).await.unwrap();
+        let found: Vec<(u64, &str)> = log.iter().map(|e| (e.index, text(e))).collect();
+        let wanted: Vec<(u64, String)> = (0..2 * rounds)
+            .map(|i| {
+                let half = if i % 2 == 0 { "a" } else { "b" };
+                (i, format!("{writer}-{}-{half}", i / 2))
+            })
+            .collect();
+        let wanted: Vec<(u64, &str)> = wanted.iter().map(|(i, t)| (*i, t.as_str())).collect();
+        assert_eq!(found, wanted, "session {writer}'s log");
+        let stored = store.load_session(&meta.session_id).await.unwrap().unwrap();
+        assert_eq!(&stored, meta, "the last point's metadata landed");
+    }
+    let ids: Vec<String> = sessions
+        .iter()
+        .map(|(meta, _)| meta.session_id.clone())
+        .collect();
+    assert!(
+        writers(&store, &ids).await.len() < ids.len() * rounds as usize,
+        "no group of points committed together"
+    );
 }
 
 #[tokio::test]

@@ -13,8 +13,10 @@ use std::time::Duration;
 use folio_store::{ListQuery, SessionStore, StoreError};
 use folio_store_postgres::{Notice, PgError, PgOptions, PgStore};
 use futures::StreamExt;
-use sqlx::{ConnectOptions, Connection, Executor};
-use support::{admin_options, event, fast_options, session, store, test_db, text};
+use sqlx::{ConnectOptions, Executor};
+use support::{
+    admin_options, event, fast_options, kill_connections, session, store, test_db, text,
+};
 
 #[tokio::test]
 async fn migrations_run_once_and_a_newer_schema_is_refused() {
@@ -136,29 +138,6 @@ async fn appenders_on_three_servers_never_interleave_or_gap() {
         let first = text(&pair[0]).strip_suffix("-a").unwrap();
         assert_eq!(text(&pair[1]), format!("{first}-b"), "a pair was split");
     }
-}
-
-/// Kills every connection of the store (application name `folio`) every 15 ms until stopped;
-/// returns how many it killed.
-fn kill_connections(url: &str, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<u64> {
-    let url = url.to_string();
-    tokio::spawn(async move {
-        let mut admin = admin_options(&url).connect().await.unwrap();
-        let mut killed = 0;
-        while !stop.load(Ordering::Relaxed) {
-            let n: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                 WHERE application_name = 'folio' AND datname = current_database()) k",
-            )
-            .fetch_one(&mut admin)
-            .await
-            .unwrap();
-            killed += n as u64;
-            tokio::time::sleep(Duration::from_millis(15)).await;
-        }
-        admin.close().await.ok();
-        killed
-    })
 }
 
 #[tokio::test]
