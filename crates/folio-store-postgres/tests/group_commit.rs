@@ -14,7 +14,7 @@ use std::time::Duration;
 use folio_store::{SessionMeta, SessionStore, StoreError};
 use folio_store_postgres::{PgOptions, PgStore};
 use futures::StreamExt;
-use support::{event, fast_options, kill_connections, store, text};
+use support::{CutRelay, event, fast_options, kill_connections, store, text};
 
 /// A durable point's answer, to await with the others.
 type Point =
@@ -305,6 +305,84 @@ async fn killed_connections_mid_group_are_retried_and_nothing_is_lost_or_doubled
         writers(&store, &ids).await.len() < ids.len() * rounds as usize,
         "no group of points committed together"
     );
+}
+
+/// Runs on one thread, so the points are gathered into one group (see above). The connection
+/// is cut once the server ran the write, so each point's events and metadata landed while its
+/// caller got an error: the retry must recognize them, neither reporting a conflict nor
+/// writing them again. Then the same for a point written alone.
+#[tokio::test(flavor = "current_thread")]
+async fn a_write_whose_answer_was_lost_after_it_committed_lands_once() {
+    let Some((direct, db)) = store("a_write_whose_answer_was_lost").await else {
+        return;
+    };
+    let relay = CutRelay::start(&db).await;
+    let store = PgStore::open(&relay.url, fast_options()).await.unwrap();
+    let mut sessions = Vec::new();
+    for _ in 0..4 {
+        let mut meta = created(&direct).await;
+        let lease = direct
+            .acquire_lease(&meta.session_id, "server-a", Duration::from_secs(60))
+            .await
+            .unwrap();
+        meta.title = Some("written with the point".into());
+        sessions.push((meta, lease.fence));
+    }
+    let point = |meta: &SessionMeta, fence: u64| {
+        let (store, meta) = (store.clone(), meta.clone());
+        Box::pin(async move {
+            store
+                .append_and_commit(
+                    &meta.session_id,
+                    0,
+                    Some(fence),
+                    vec![event("once")],
+                    Some(&meta),
+                )
+                .await
+        }) as Point
+    };
+
+    relay.arm();
+    let grouped = sessions.iter().map(|(meta, fence)| point(meta, *fence));
+    let answers = futures::future::join_all(grouped).await;
+    assert_eq!(relay.cuts(), 1, "the group's connection was not cut");
+    for answer in answers {
+        assert_eq!(answer.unwrap()[0].index, 0);
+    }
+    let ids: Vec<String> = sessions
+        .iter()
+        .map(|(meta, _)| meta.session_id.clone())
+        .collect();
+    assert_eq!(
+        writers(&direct, &ids).await.len(),
+        1,
+        "the cut group's transaction wrote every point, and nothing wrote them again"
+    );
+
+    let mut alone = created(&direct).await;
+    alone.title = Some("written alone".into());
+    let fence = direct
+        .acquire_lease(&alone.session_id, "server-a", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .fence;
+    relay.arm();
+    assert_eq!(point(&alone, fence).await.unwrap()[0].index, 0);
+    assert_eq!(relay.cuts(), 2, "the lone point's connection was not cut");
+    sessions.push((alone, fence));
+
+    for (meta, _) in &sessions {
+        let log = direct.read_events(&meta.session_id, 0, None).await.unwrap();
+        let found: Vec<(u64, &str)> = log.iter().map(|e| (e.index, text(e))).collect();
+        assert_eq!(found, [(0, "once")]);
+        let stored = direct
+            .load_session(&meta.session_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&stored, meta);
+    }
 }
 
 #[tokio::test]
