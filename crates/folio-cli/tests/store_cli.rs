@@ -13,7 +13,7 @@ use sqlx::ConnectOptions;
 
 /// The schema version this folio migrates to: its newest migration
 /// (`crates/folio-store-postgres/migrations/`).
-const SCHEMA: i64 = 9;
+const SCHEMA: i64 = 10;
 
 fn folio_store(args: &[&str], store: &str) -> Output {
     Command::new(folio_bin())

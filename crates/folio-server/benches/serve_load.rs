@@ -4,9 +4,11 @@
 //! listening. Run with `cargo bench -p folio-server --bench serve_load` (optionally `-- --sessions
 //! N --streams N --stream-sessions N --turns N --keep-alive-turns N`, `--kept-alive-only` for the
 //! kept-alive cases alone, `--fan-out-only` for the streams alone, `--engine-streams-only` for
-//! the memory of `--streams` streams without HTTP, and `--state-in DIR` to put the kept-alive
+//! the memory of `--streams` streams without HTTP, `--state-in DIR` to put the kept-alive
 //! cases' state roots under DIR instead of the temporary directory, e.g. a tmpfs to see the cost
-//! without the disk); results are printed as Markdown rows for bench/RESULTS.md.
+//! without the disk, and `--store URL` to run them on that PostgreSQL database instead of the
+//! disk store: sessions of earlier runs stay in it, so give each run a fresh database); results
+//! are printed as Markdown rows for bench/RESULTS.md.
 //! It opens with kept-alive clients (1, 8, 32 at once) creating sessions and streaming each turn
 //! to `session.waiting`, plus one run with Nagle's algorithm left on to show what it costs.
 //! The streams' clients run in a child process of this binary (`--stream-clients`), so that
@@ -212,9 +214,26 @@ async fn kept_alive(
             .expect("--state-in DIR: cannot create a temporary directory there"),
         None => tempfile::tempdir().unwrap(),
     };
-    let manager = SessionManager::open(StateRoot::new(state.path()), agent, LogBuffer::new())
-        .await
-        .unwrap();
+    let manager = match args.iter().position(|a| a == "--store") {
+        Some(i) => {
+            let url = args
+                .get(i + 1)
+                .expect("--store URL: name a PostgreSQL database");
+            let store = folio_store_postgres::PgStore::open(url, Default::default())
+                .await
+                .expect("--store URL: cannot open the PostgreSQL store");
+            SessionManager::open_on_store(
+                StateRoot::new(state.path()),
+                agent,
+                LogBuffer::new(),
+                Arc::new(store),
+                folio_session::DEFAULT_LEASE_TTL,
+            )
+            .await
+        }
+        None => SessionManager::open(StateRoot::new(state.path()), agent, LogBuffer::new()).await,
+    }
+    .unwrap();
     let url = serve_with(manager.clone(), nodelay).await;
     let started = Instant::now();
     let tasks: Vec<_> = (0..clients)

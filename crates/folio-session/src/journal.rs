@@ -6,8 +6,10 @@
 //! round trips (PostgreSQL: one 24-event append 0.74 ms against 11.8 ms for 24 single ones,
 //! bench/RESULTS.md "Session stores"). Every write presents the session's lease (its fencing
 //! token), so a server whose turn was taken over cannot write again. The session's durable
-//! points ([`Journal::commit`]) write what is pending and then make it durable
-//! ([`SessionStore::commit`]: on disk one group-commit round, with the metadata when it changed).
+//! points ([`Journal::commit`]) write what is pending and make it durable with the metadata
+//! when it changed, in one [`SessionStore::append_and_commit`] (on disk an append and one
+//! group-commit round; on PostgreSQL one transaction, gathered with other sessions' durable
+//! points).
 //!
 //! Streams show an event only once it is written where every reader finds it, so a server
 //! taking a dead one's turn over never reuses an index a client saw.
@@ -35,6 +37,10 @@ pub(crate) struct Journal {
     /// Whether appends are written as they are made (the store's appends are local writes).
     immediate: bool,
 }
+
+/// What waits to be written: the events, the fencing token to present, and the events as the
+/// store takes them.
+type Pending = (Vec<Event>, u64, Vec<NewEvent>);
 
 pub(crate) struct Writer {
     /// The index the next event gets: the store log's length plus what is buffered.
@@ -105,12 +111,20 @@ impl Journal {
         writer.next_index - writer.pending.len() as u64
     }
 
-    /// Writes what is pending ([`Journal::publish`]) and makes the log durable with `meta`
-    /// when given (one round); returns the events written now.
+    /// Writes what is pending and makes the log durable with `meta` when given, in one
+    /// [`SessionStore::append_and_commit`] (on PostgreSQL one transaction); returns the events
+    /// written now. They stay buffered when the store refuses them.
     pub(crate) async fn commit(&self, meta: Option<&SessionMeta>) -> Result<Vec<Event>, LogError> {
-        let written = self.publish().await?;
-        self.store.commit(&self.session_id, meta).await?;
-        Ok(written)
+        let _one = self.flushing.lock().await;
+        let Some((events, fence, new)) = self.pending()? else {
+            self.store.commit(&self.session_id, meta).await?;
+            return Ok(Vec::new());
+        };
+        self.store
+            .append_and_commit(&self.session_id, events[0].index, Some(fence), new, meta)
+            .await?;
+        lock(&self.writer).pending.drain(..events.len());
+        Ok(events)
     }
 
     /// Takes an event another server appended (read back from the store) as the next one;
@@ -149,20 +163,33 @@ impl Journal {
     /// error says why: `Fenced` when another server took the session over).
     pub(crate) async fn publish(&self) -> Result<Vec<Event>, LogError> {
         let _one = self.flushing.lock().await;
+        let Some((events, fence, new)) = self.pending()? else {
+            return Ok(Vec::new());
+        };
+        self.store
+            .append(&self.session_id, events[0].index, Some(fence), new)
+            .await?;
+        lock(&self.writer).pending.drain(..events.len());
+        Ok(events)
+    }
+
+    /// What waits to be written (`None`: nothing), the fencing token to present and the
+    /// events as the store takes them; an error when this server holds no lease to write with.
+    /// Called under `flushing`.
+    fn pending(&self) -> Result<Option<Pending>, LogError> {
         let (events, fence) = {
             let writer = lock(&self.writer);
             (writer.pending.clone(), writer.fence)
         };
-        let Some(first) = events.first() else {
-            return Ok(Vec::new());
-        };
+        if events.is_empty() {
+            return Ok(None);
+        }
         let Some(fence) = fence else {
             return Err(LogError::Store(folio_store::StoreError::backend(format!(
                 "session {}: this server holds no lease on the session, so it cannot write its log",
                 self.session_id
             ))));
         };
-        let expected = first.index;
         let new = events
             .iter()
             .map(|event| NewEvent {
@@ -171,10 +198,6 @@ impl Journal {
                 at: Some(event.at),
             })
             .collect();
-        self.store
-            .append(&self.session_id, expected, Some(fence), new)
-            .await?;
-        lock(&self.writer).pending.drain(..events.len());
-        Ok(events)
+        Ok(Some((events, fence, new)))
     }
 }

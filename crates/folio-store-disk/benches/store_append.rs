@@ -11,7 +11,9 @@
 //! - **turn**: 24 events appended one by one (a turn's deltas, steps and boundary), then one
 //!   commit: what a turn costs the store when each event is written as it happens;
 //! - **turn, one batch**: the same 24 events in one append, then one commit: what it costs when
-//!   the writer buffers a turn's events until the boundary.
+//!   the writer buffers a turn's events until the boundary;
+//! - **durable point**: one event and the session's metadata in one
+//!   `append_and_commit`: what the engine writes at a create, a follow-up or a turn's end.
 //!
 //! `W` writers each own a session and run their share of the operations back to back.
 
@@ -72,6 +74,7 @@ enum Operation {
     DurableAppend,
     Turn,
     BatchedTurn,
+    DurablePoint,
 }
 
 /// Runs `ops` operations over `writers` sessions; returns each operation's latency and the
@@ -87,7 +90,7 @@ async fn run(
         let store = store.clone();
         let share = ops / writers + usize::from(writer < ops % writers);
         tokio::spawn(async move {
-            let meta = folio_store::suite::meta("bench");
+            let mut meta = folio_store::suite::meta("bench");
             let id = meta.session_id.clone();
             store.create_session(&meta).await.unwrap();
             store.commit(&id, None).await.unwrap();
@@ -124,6 +127,20 @@ async fn run(
                             .unwrap();
                         next += TURN_EVENTS as u64;
                     }
+                    Operation::DurablePoint => {
+                        meta.last_index = next;
+                        store
+                            .append_and_commit(
+                                &id,
+                                next,
+                                Some(lease.fence),
+                                vec![delta(0)],
+                                Some(&meta),
+                            )
+                            .await
+                            .unwrap();
+                        next += 1;
+                    }
                 }
                 store.commit(&id, None).await.unwrap();
                 latencies.push(op.elapsed());
@@ -155,6 +172,11 @@ async fn report(backend: &str, store: Arc<dyn SessionStore>, args: &Args) {
             Operation::BatchedTurn,
             "turn (one 24-event append + commit)",
             args.ops / 4,
+        ),
+        (
+            Operation::DurablePoint,
+            "durable point (one event + metadata)",
+            args.ops,
         ),
     ] {
         for &writers in &args.writers {

@@ -3,12 +3,14 @@
 
 use chrono::{DateTime, SubsecRound, Utc};
 use folio_protocol::Event;
-use folio_store::{Appends, NewEvent};
+use std::sync::Arc;
+
+use folio_store::{Appends, NewEvent, SessionMeta};
 use sqlx::Row;
 use tokio::sync::broadcast;
 
+use crate::group::{Meta, Point};
 use crate::notify::{CONTROL_CHANNEL, Notice};
-use crate::retry::Failure;
 use crate::{PgError, PgStore};
 
 /// One append, as the statement binds it: columns of equal length.
@@ -20,27 +22,10 @@ pub(crate) struct Batch {
     pub(crate) lines: Vec<String>,
 }
 
-/// Appends the events when the session exists, the log's next index is the first one's and
-/// (with a token) the lease still carries it. The lease row is read `FOR SHARE` in the same
-/// statement: a takeover (which updates that row) waits for this append to commit, and an
-/// append that starts after a takeover sees the new token and inserts nothing. The session row
-/// is read `FOR KEY SHARE`, which a metadata update never waits for but a delete does.
-const APPEND: &str = "
-WITH session AS (
-    SELECT 1 FROM folio_sessions WHERE id = $1 FOR KEY SHARE
-), lease AS (
-    SELECT 1 FROM folio_leases WHERE session_id = $1 AND token = $7 FOR SHARE
-)
-INSERT INTO folio_events (session_id, idx, kind, turn_id, at, event)
-SELECT $1, e.idx, e.kind, e.turn_id, e.at, e.event
-FROM UNNEST($2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::text[])
-    AS e(idx, kind, turn_id, at, event)
-WHERE EXISTS (SELECT 1 FROM session)
-  AND ($7::bigint IS NULL OR EXISTS (SELECT 1 FROM lease))
-  AND $2[1] = COALESCE((SELECT max(idx) + 1 FROM folio_events WHERE session_id = $1), 0)";
-
 impl PgStore {
-    /// Appends `events` at `expected`, `expected + 1`, … and returns them as stored.
+    /// Appends `events` at `expected`, `expected + 1`, … and, with `meta`, replaces the
+    /// session's metadata, in one transaction (gathered with other sessions' durable points:
+    /// [`crate::group`]); returns the events as stored once committed.
     ///
     /// Refused, writing nothing, with [`PgError::NotFound`] (no such session),
     /// [`PgError::Fenced`] (`fence` is not the session's lease token) or
@@ -53,8 +38,12 @@ impl PgStore {
         expected: u64,
         fence: Option<u64>,
         events: Vec<NewEvent>,
+        meta: Option<&SessionMeta>,
     ) -> Result<Vec<Event>, PgError> {
         if events.is_empty() {
+            if let Some(meta) = meta {
+                self.save_durably(meta).await?;
+            }
             return Ok(Vec::new());
         }
         let token = fence.map(token_of).transpose()?;
@@ -71,30 +60,22 @@ impl PgStore {
                 body: event.body,
             })
             .collect();
-        let batch = batch(&stored)?;
+        let point = Arc::new(Point {
+            session_id: session_id.to_string(),
+            expected: stored[0].index as i64,
+            token,
+            batch: batch(&stored)?,
+            meta: meta.map(point_meta).transpose()?,
+        });
         self.retry("append events", |attempt| {
-            let batch = &batch;
+            let point = point.clone();
             async move {
-                let inserted = sqlx::query(APPEND)
-                    .bind(session_id)
-                    .bind(&batch.indexes)
-                    .bind(&batch.kinds)
-                    .bind(&batch.turn_ids)
-                    .bind(&batch.ats)
-                    .bind(&batch.lines)
-                    .bind(token)
-                    .execute(self.pool())
-                    .await;
-                // Zero rows (a condition failed) or a unique violation (a concurrent append
-                // took the index): refused, nothing written. Find out which.
-                match inserted {
-                    Ok(done) if done.rows_affected() == batch.indexes.len() as u64 => {
-                        return Ok(());
-                    }
-                    Ok(_) => {}
-                    Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {}
-                    Err(err) => return Err(Failure::Db(err)),
+                if self.inner.committer.write(point.clone()).await? {
+                    return Ok(());
                 }
+                // Refused (a condition failed, or a concurrent append took the index): nothing
+                // written. Find out which.
+                let batch = &point.batch;
                 // A retry whose first try committed before its reply was lost finds its rows.
                 if attempt > 0 && self.stored_lines(session_id, expected, batch).await? {
                     return Ok(());
@@ -124,6 +105,30 @@ impl PgStore {
         })
         .await?;
         Ok(stored)
+    }
+
+    /// Replaces the session's metadata through the group commit (a durable point with no
+    /// events); [`PgError::NotFound`] when it does not exist.
+    pub(crate) async fn save_durably(&self, meta: &SessionMeta) -> Result<(), PgError> {
+        let point = Arc::new(Point {
+            session_id: meta.session_id.clone(),
+            expected: 0,
+            token: None,
+            batch: batch(&[])?,
+            meta: Some(point_meta(meta)?),
+        });
+        let landed = self
+            .retry("update a session", |_| {
+                let point = point.clone();
+                async move { Ok(self.inner.committer.write(point).await?) }
+            })
+            .await?;
+        if !landed {
+            return Err(PgError::NotFound {
+                session_id: meta.session_id.clone(),
+            });
+        }
+        Ok(())
     }
 
     /// Whether the log holds exactly `batch`'s lines from `from`.
@@ -350,6 +355,14 @@ fn parse(session_id: &str, index: i64, line: &str) -> Result<Event, PgError> {
     serde_json::from_str(line).map_err(|err| PgError::Corrupt {
         what: format!("event {index} of session {session_id}"),
         message: err.to_string(),
+    })
+}
+
+/// The metadata of a durable point, as the session row stores it.
+fn point_meta(meta: &SessionMeta) -> Result<Meta, PgError> {
+    Ok(Meta {
+        document: crate::sessions::document(meta)?,
+        updated_at: meta.updated_at,
     })
 }
 

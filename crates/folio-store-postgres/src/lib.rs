@@ -17,7 +17,14 @@
 //! - **copy marker**: one row while `folio store copy` writes into the database (a server
 //!   refuses to start until the copy is verified and the row deleted).
 //!
-//! Every append notifies `folio_events` (payload `<session id>:<index>`); followers on every
+//! **Durable points** (a create, a follow-up, a turn's end, each step's batch:
+//! [`SessionStore::append_and_commit`](folio_store::SessionStore::append_and_commit)) write
+//! their events and the session's metadata in one transaction, and the durable points of
+//! concurrent sessions are gathered into one statement (group commit: one WAL flush, one
+//! notification; a point refused for its own reason, fenced or conflicting, is left out while
+//! the others land). Plain appends and metadata commits take the same path. Each appending
+//! statement notifies `folio_events` once (payload: `<session id>:<last index>` per session,
+//! one a line); followers on every
 //! server are woken by one `LISTEN` connection per process, and re-read the log's end when that
 //! connection was lost and every [`PgOptions::poll_interval`] in case a notification never
 //! came. [`PgStore::signal`] sends stop or preempt requests to whichever server owns a turn.
@@ -48,6 +55,7 @@ mod credentials;
 mod deliveries;
 mod error;
 mod events;
+mod group;
 mod import;
 mod lease;
 mod notify;
@@ -119,6 +127,8 @@ struct Inner {
     options: PgOptions,
     notices: tokio::sync::broadcast::Sender<Notice>,
     listener: tokio::task::JoinHandle<()>,
+    /// Writes durable points, gathered across sessions.
+    committer: group::Committer,
 }
 
 impl Drop for Inner {
@@ -190,6 +200,7 @@ impl PgStore {
             .connect_lazy_with(connect);
         let (notices, _) = tokio::sync::broadcast::channel(4096);
         let listener = tokio::spawn(notify::listen(pool.clone(), notices.clone()));
+        let committer = group::Committer::start(&pool);
         Ok(PgStore {
             inner: Arc::new(Inner {
                 pool,
@@ -197,6 +208,7 @@ impl PgStore {
                 options,
                 notices,
                 listener,
+                committer,
             }),
         })
     }

@@ -42,29 +42,38 @@ pub enum Notice {
     Lost,
 }
 
-fn notice(channel: &str, payload: &str) -> Option<Notice> {
-    if channel == DELETED_CHANNEL {
-        return Some(Notice::Deleted {
-            session_id: payload.to_string(),
-        });
-    }
-    // `<session id>:<index>` or `<session id>:<message>`.
-    let (session_id, rest) = payload.split_once(':')?;
+/// What one notification says: appends list `<session id>:<last index>` per session, one a
+/// line (migration 10: one notification per appending statement, not per row).
+fn notices(channel: &str, payload: &str) -> Vec<Notice> {
     match channel {
-        EVENTS_CHANNEL => Some(Notice::Appended {
-            session_id: session_id.to_string(),
-            index: rest.parse().ok()?,
-        }),
-        CONTROL_CHANNEL => Some(Notice::Control {
-            session_id: session_id.to_string(),
-            message: rest.to_string(),
-        }),
-        _ => None,
+        DELETED_CHANNEL => vec![Notice::Deleted {
+            session_id: payload.to_string(),
+        }],
+        EVENTS_CHANNEL => payload
+            .split('\n')
+            .filter_map(|entry| {
+                let (session_id, index) = entry.rsplit_once(':')?;
+                Some(Notice::Appended {
+                    session_id: session_id.to_string(),
+                    index: index.parse().ok()?,
+                })
+            })
+            .collect(),
+        // `<session id>:<message>`.
+        CONTROL_CHANNEL => payload
+            .split_once(':')
+            .map(|(session_id, message)| Notice::Control {
+                session_id: session_id.to_string(),
+                message: message.to_string(),
+            })
+            .into_iter()
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
 /// Listens until the store is dropped (the task is aborted), reconnecting after failures.
-pub(crate) async fn listen(pool: PgPool, notices: broadcast::Sender<Notice>) {
+pub(crate) async fn listen(pool: PgPool, sender: broadcast::Sender<Notice>) {
     let mut backoff = Duration::from_millis(100);
     loop {
         let mut listener = match PgListener::connect_with(&pool).await {
@@ -87,21 +96,21 @@ pub(crate) async fn listen(pool: PgPool, notices: broadcast::Sender<Notice>) {
         }
         backoff = Duration::from_millis(100);
         // Anything sent while no LISTEN was active is unknown: have followers re-read.
-        let _ = notices.send(Notice::Lost);
+        let _ = sender.send(Notice::Lost);
         loop {
             match listener.try_recv().await {
                 Ok(Some(notification)) => {
-                    if let Some(notice) = notice(notification.channel(), notification.payload()) {
-                        let _ = notices.send(notice);
+                    for notice in notices(notification.channel(), notification.payload()) {
+                        let _ = sender.send(notice);
                     }
                 }
                 // The connection dropped; the next try_recv reconnects and re-listens.
                 Ok(None) => {
-                    let _ = notices.send(Notice::Lost);
+                    let _ = sender.send(Notice::Lost);
                 }
                 Err(err) => {
                     tracing::warn!(error = %err, "PostgreSQL LISTEN connection lost; reconnecting");
-                    let _ = notices.send(Notice::Lost);
+                    let _ = sender.send(Notice::Lost);
                     break;
                 }
             }
@@ -115,28 +124,34 @@ mod tests {
 
     #[test]
     fn payloads_parse_and_junk_is_ignored() {
+        let appended = |session_id: &str, index| Notice::Appended {
+            session_id: session_id.into(),
+            index,
+        };
         assert_eq!(
-            notice(EVENTS_CHANNEL, "ses_1:42"),
-            Some(Notice::Appended {
-                session_id: "ses_1".into(),
-                index: 42
-            })
+            notices(EVENTS_CHANNEL, "ses_1:42"),
+            vec![appended("ses_1", 42)]
         );
         assert_eq!(
-            notice(CONTROL_CHANNEL, "ses_1:stop:turn_9"),
-            Some(Notice::Control {
+            notices(EVENTS_CHANNEL, "ses_1:42\nses_2:7\nses_3:x"),
+            vec![appended("ses_1", 42), appended("ses_2", 7)]
+        );
+        assert_eq!(
+            notices(CONTROL_CHANNEL, "ses_1:stop:turn_9"),
+            vec![Notice::Control {
                 session_id: "ses_1".into(),
                 message: "stop:turn_9".into()
-            })
+            }]
         );
-        assert_eq!(notice(EVENTS_CHANNEL, "ses_1:x"), None);
-        assert_eq!(notice(EVENTS_CHANNEL, "no colon"), None);
-        assert_eq!(notice("other", "ses_1:1"), None);
+        assert_eq!(notices(EVENTS_CHANNEL, "ses_1:x"), vec![]);
+        assert_eq!(notices(EVENTS_CHANNEL, "no colon"), vec![]);
+        assert_eq!(notices(CONTROL_CHANNEL, "no colon"), vec![]);
+        assert_eq!(notices("other", "ses_1:1"), vec![]);
         assert_eq!(
-            notice(DELETED_CHANNEL, "ses_1"),
-            Some(Notice::Deleted {
+            notices(DELETED_CHANNEL, "ses_1"),
+            vec![Notice::Deleted {
                 session_id: "ses_1".into()
-            })
+            }]
         );
     }
 }

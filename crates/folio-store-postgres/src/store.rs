@@ -62,21 +62,35 @@ impl SessionStore for PgStore {
         events: Vec<NewEvent>,
     ) -> Result<Vec<Event>, StoreError> {
         Ok(self
-            .append_events(session_id, expected, fence, events)
+            .append_events(session_id, expected, fence, events, None)
             .await?)
     }
 
-    /// Every append is durable when it returns (its own transaction), so a commit only
-    /// writes the metadata, when given.
+    /// Every append is durable when it returns (its own transaction, gathered with other
+    /// sessions' writes), so a commit only writes the metadata, when given, the same way.
     async fn commit(
         &self,
         _session_id: &str,
         meta: Option<&SessionMeta>,
     ) -> Result<(), StoreError> {
         if let Some(meta) = meta {
-            self.save(meta).await?;
+            self.save_durably(meta).await?;
         }
         Ok(())
+    }
+
+    /// The events and the metadata in one transaction, which notifies once.
+    async fn append_and_commit(
+        &self,
+        session_id: &str,
+        expected: u64,
+        fence: Option<u64>,
+        events: Vec<NewEvent>,
+        meta: Option<&SessionMeta>,
+    ) -> Result<Vec<Event>, StoreError> {
+        Ok(self
+            .append_events(session_id, expected, fence, events, meta)
+            .await?)
     }
 
     async fn read_events(

@@ -13,8 +13,10 @@ use std::time::Duration;
 use folio_store::{ListQuery, SessionStore, StoreError};
 use folio_store_postgres::{Notice, PgError, PgOptions, PgStore};
 use futures::StreamExt;
-use sqlx::{ConnectOptions, Connection, Executor};
-use support::{admin_options, event, fast_options, session, store, test_db, text};
+use sqlx::{ConnectOptions, Executor};
+use support::{
+    admin_options, event, fast_options, kill_connections, session, store, test_db, text,
+};
 
 #[tokio::test]
 async fn migrations_run_once_and_a_newer_schema_is_refused() {
@@ -138,29 +140,6 @@ async fn appenders_on_three_servers_never_interleave_or_gap() {
     }
 }
 
-/// Kills every connection of the store (application name `folio`) every 15 ms until stopped;
-/// returns how many it killed.
-fn kill_connections(url: &str, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<u64> {
-    let url = url.to_string();
-    tokio::spawn(async move {
-        let mut admin = admin_options(&url).connect().await.unwrap();
-        let mut killed = 0;
-        while !stop.load(Ordering::Relaxed) {
-            let n: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                 WHERE application_name = 'folio' AND datname = current_database()) k",
-            )
-            .fetch_one(&mut admin)
-            .await
-            .unwrap();
-            killed += n as u64;
-            tokio::time::sleep(Duration::from_millis(15)).await;
-        }
-        admin.close().await.ok();
-        killed
-    })
-}
-
 #[tokio::test]
 async fn killed_connections_mid_turn_are_retried_and_nothing_is_lost_or_doubled() {
     let Some((store, db)) = store("killed_connections_mid_turn").await else {
@@ -252,17 +231,18 @@ async fn followers_fall_back_to_polling_when_notifications_are_lost() {
     let Some((a, db)) = store("followers_fall_back_to_polling").await else {
         return;
     };
-    // No notification is ever sent: only polling can deliver.
-    sqlx::query("ALTER TABLE folio_events DISABLE TRIGGER folio_events_notify")
-        .execute(a.pool())
-        .await
-        .unwrap();
     let b = PgStore::open(&db, fast_options()).await.unwrap();
     let id = session(&a, "alice").await;
     let mut follow = b.follow(&id).await.unwrap();
-    a.append(&id, 0, None, vec![event("x"), event("y")])
-        .await
-        .unwrap();
+    // Written without the store's notification: only polling can deliver.
+    sqlx::query(
+        "INSERT INTO folio_events (session_id, idx, kind, turn_id, at, event)
+         SELECT $1, i, 'turn.failed', NULL, now(), '{}' FROM generate_series(0, 1) i",
+    )
+    .bind(&id)
+    .execute(a.pool())
+    .await
+    .unwrap();
     let last = tokio::time::timeout(Duration::from_secs(5), follow.next())
         .await
         .expect("polling did not deliver")

@@ -40,9 +40,12 @@
 //! How `folio serve --store` runs on a shared store (decided from `bench/RESULTS.md`, "Session
 //! stores"; built in `folio-server`'s `cluster` and `journal` modules):
 //! - a live session appends to memory and its streams at once, and writes the buffered events
-//!   with one [`SessionStore::append`] at each durable point (an acknowledged message, a turn
-//!   boundary) and every 20 ms while a turn runs: on PostgreSQL 24 single-event appends cost a
-//!   turn 11.8 ms, one 24-event append 0.74 ms;
+//!   with one [`SessionStore::append_and_commit`] at each durable point (an acknowledged
+//!   message, a turn boundary: the events and the metadata together) and one
+//!   [`SessionStore::append`] every 20 ms while a turn runs: on PostgreSQL 24 single-event
+//!   appends cost a turn 11.8 ms, one 24-event append 0.74 ms; PostgreSQL writes each of these
+//!   as one transaction that notifies once, and gathers those of concurrent sessions into one
+//!   transaction (bench/RESULTS.md, "PostgreSQL at the durable points");
 //! - a session's actor runs under a lease renewed at a third of its time to live, every append
 //!   carries the fencing token, and [`StoreError::Fenced`] ends the turn on the old owner;
 //! - every server takes over [`SessionStore::expired_leases`] and records their turns as
@@ -255,6 +258,26 @@ pub trait SessionStore: Send + Sync {
     /// Makes the session's appends so far durable and, with `meta`, replaces its metadata in
     /// the same round (on disk: one group-commit round; in a database: one transaction).
     async fn commit(&self, session_id: &str, meta: Option<&SessionMeta>) -> Result<(), StoreError>;
+
+    /// A durable point in one call: [`append`](SessionStore::append) `events` (same checks,
+    /// same errors, nothing written when refused), then [`commit`](SessionStore::commit) with
+    /// `meta`; returns the events as stored once they and the metadata are durable. What the
+    /// engine calls at a create, a follow-up, a turn's end and each step's batch. The default
+    /// makes the two calls (the disk store: its appends are local writes and its commit one
+    /// group-commit round); PostgreSQL writes both in one transaction that notifies once, and
+    /// gathers concurrent durable points of different sessions into one transaction.
+    async fn append_and_commit(
+        &self,
+        session_id: &str,
+        expected: u64,
+        fence: Option<u64>,
+        events: Vec<NewEvent>,
+        meta: Option<&SessionMeta>,
+    ) -> Result<Vec<Event>, StoreError> {
+        let stored = self.append(session_id, expected, fence, events).await?;
+        self.commit(session_id, meta).await?;
+        Ok(stored)
+    }
 
     /// The session's events with `index >= start_index`, in order, at most `limit` of them.
     /// [`StoreError::NotFound`] when the session does not exist.
