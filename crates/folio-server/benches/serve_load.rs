@@ -506,10 +506,6 @@ async fn engine_streams(agent: Arc<Agent>, streams: usize) {
         rss_open.saturating_sub(rss_before),
         rss_open.saturating_sub(rss_before) as f64 / streams as f64
     );
-    println!(
-        "(an event is {} bytes in a stream's buffer slot; the buffer allocates 32 slots at a time)",
-        std::mem::size_of::<Option<folio_protocol::Event>>()
-    );
     drop(open);
     manager.shutdown().await;
 }

@@ -175,8 +175,8 @@ pub async fn open(
 pub async fn reply(manager: &SessionManager, principal: &str, id: &str) -> anyhow::Result<String> {
     let mut stream = manager.events().stream(principal, id, 0).await?;
     while let Some(event) = stream.rx.recv().await {
-        match event.map(|e| e.body) {
-            Some(EventBody::TurnCompleted(done)) => return Ok(done.reply),
+        match event.as_deref().map(|e| &e.body) {
+            Some(EventBody::TurnCompleted(done)) => return Ok(done.reply.clone()),
             Some(EventBody::TurnFailed(failed)) => {
                 anyhow::bail!("the turn of session {id} failed: {}", failed.message)
             }
