@@ -10,8 +10,7 @@
 //! from the next index it owes, a chunk at a time, then follows the broadcast again.
 
 use std::collections::VecDeque;
-use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use folio_protocol::{Event, EventBody, SessionMode, SessionStatus};
 use tokio::sync::broadcast;
@@ -23,51 +22,12 @@ use crate::engine::Engine;
 use crate::error::ManagerError;
 use crate::error::store_error;
 use crate::live::Live;
+use crate::stream_event::StreamEvent;
 use crate::sync::lock;
 
 /// The most stored events a catching-up stream copies at a time, so that a stream far behind a
 /// long log costs one chunk of memory, not the log.
 const CATCH_UP_CHUNK: usize = 256;
-
-/// A session's event as its streams carry it: one copy shared by every stream of the session,
-/// with its NDJSON line serialized once, by the first stream that writes it.
-#[derive(Debug)]
-pub struct StreamEvent {
-    event: Event,
-    line: OnceLock<Box<[u8]>>,
-}
-
-impl StreamEvent {
-    /// `event`, ready to be shared between streams.
-    pub(crate) fn shared(event: Event) -> Arc<StreamEvent> {
-        Arc::new(StreamEvent {
-            event,
-            line: OnceLock::new(),
-        })
-    }
-
-    /// The event.
-    pub fn event(&self) -> &Event {
-        &self.event
-    }
-
-    /// The event as one NDJSON line: its JSON, then a newline.
-    pub fn line(&self) -> &[u8] {
-        self.line.get_or_init(|| {
-            let mut line = Vec::new();
-            self.event.write_line(&mut line);
-            line.into_boxed_slice()
-        })
-    }
-}
-
-impl Deref for StreamEvent {
-    type Target = Event;
-
-    fn deref(&self) -> &Event {
-        &self.event
-    }
-}
 
 /// A stream of a session's events: stored ones from a start index, then live ones.
 pub struct EventStream {

@@ -42,7 +42,7 @@
 #![warn(missing_docs)]
 
 // Layers, each using only those above it: leaves (`sync`, `clock`, `error`, `fault`, `logs`,
-// `prepare`, `state`, `token`, `workspace_root`, `authorize`); the actor's vocabulary (`command`,
+// `prepare`, `state`, `stream_event`, `token`, `workspace_root`, `authorize`); the actor's vocabulary (`command`,
 // `remote`, `recovery`); a session's log and its live copy (`journal`, `live`); the shared
 // state (`engine`); what runs inside a session (`reminder_store`, `actor`); how requests reach
 // it (`dispatch`); the handles (`sessions`, `queries`, `turns`, `events`, `approvals`,
@@ -83,6 +83,7 @@ pub mod schedule;
 mod sessions;
 mod state;
 mod store_backends;
+mod stream_event;
 mod sync;
 mod token;
 mod turn_slots;
@@ -96,7 +97,7 @@ pub use cluster::DEFAULT_LEASE_TTL;
 pub use direct::Tools;
 pub use error::{InternalError, ManagerError, OpenError};
 pub use eval_case::Evals;
-pub use events::{EventStream, Events, StreamEvent, StreamReceiver};
+pub use events::{EventStream, Events, StreamReceiver};
 pub use fault::{FaultPoint, UnknownFaultPoint};
 pub use host::Host;
 pub use host_grants::{BURST, CALLS_PER_SECOND, Grant, MAX_LOG_BYTES};
@@ -113,5 +114,6 @@ pub use state::{
     session_fixture, valid_session_id,
 };
 pub use store_backends::{StoreArtifacts, StoreCredentials, shared_backends};
+pub use stream_event::StreamEvent;
 pub use turns::{ChannelMessage, Turns};
 pub use workspace_root::WorkspaceRoot;

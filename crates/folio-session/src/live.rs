@@ -15,9 +15,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::command::Command;
 use crate::error::{ManagerError, store_error};
-use crate::events::StreamEvent;
 use crate::journal::Journal;
 use crate::state::{SessionMeta, reported_usage};
+use crate::stream_event::StreamEvent;
 use crate::sync::lock;
 use folio_store_disk::LogError;
 

@@ -1,7 +1,7 @@
 //! The event log as rows: appends at an expected index under an optional lease's fencing
 //! token, reads from an index, and followers woken by notifications from any server.
 
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{SubsecRound, Utc};
 use folio_protocol::Event;
 use std::sync::Arc;
 
@@ -9,18 +9,9 @@ use folio_store::{Appends, NewEvent, SessionMeta};
 use sqlx::Row;
 use tokio::sync::broadcast;
 
-use crate::group::{Meta, Point};
+use crate::group::{Batch, Meta, Point, batch};
 use crate::notify::{CONTROL_CHANNEL, Notice};
 use crate::{PgError, PgStore};
-
-/// One append, as the statement binds it: columns of equal length.
-pub(crate) struct Batch {
-    pub(crate) indexes: Vec<i64>,
-    pub(crate) kinds: Vec<String>,
-    pub(crate) turn_ids: Vec<Option<String>>,
-    pub(crate) ats: Vec<DateTime<Utc>>,
-    pub(crate) lines: Vec<String>,
-}
 
 impl PgStore {
     /// Appends `events` at `expected`, `expected + 1`, … and, with `meta`, replaces the
@@ -364,34 +355,4 @@ fn point_meta(meta: &SessionMeta) -> Result<Meta, PgError> {
         document: crate::sessions::document(meta)?,
         updated_at: meta.updated_at,
     })
-}
-
-/// The columns of an append.
-pub(crate) fn batch(events: &[Event]) -> Result<Batch, PgError> {
-    let mut batch = Batch {
-        indexes: Vec::with_capacity(events.len()),
-        kinds: Vec::with_capacity(events.len()),
-        turn_ids: Vec::with_capacity(events.len()),
-        ats: Vec::with_capacity(events.len()),
-        lines: Vec::with_capacity(events.len()),
-    };
-    for event in events {
-        let what = || format!("event {} of session {}", event.index, event.session_id);
-        batch
-            .indexes
-            .push(i64::try_from(event.index).map_err(|_| PgError::Corrupt {
-                what: what(),
-                message: "the index is out of range".into(),
-            })?);
-        batch.kinds.push(event.event_type().to_string());
-        batch.turn_ids.push(event.turn_id.clone());
-        batch.ats.push(event.at);
-        batch.lines.push(
-            serde_json::to_string(event).map_err(|err| PgError::Corrupt {
-                what: what(),
-                message: err.to_string(),
-            })?,
-        );
-    }
-    Ok(batch)
 }

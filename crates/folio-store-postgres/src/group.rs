@@ -26,10 +26,11 @@ use std::io;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use folio_protocol::Event;
 use sqlx::PgPool;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use crate::events::Batch;
+use crate::PgError;
 use crate::retry::is_transient;
 
 /// The most durable points written in one statement.
@@ -353,4 +354,43 @@ impl<'a> Columns<'a> {
         self.ats.extend_from_slice(&batch.ats);
         self.lines.extend(batch.lines.iter().map(String::as_str));
     }
+}
+
+/// One append, as the statement binds it: columns of equal length.
+pub(crate) struct Batch {
+    pub(crate) indexes: Vec<i64>,
+    pub(crate) kinds: Vec<String>,
+    pub(crate) turn_ids: Vec<Option<String>>,
+    pub(crate) ats: Vec<DateTime<Utc>>,
+    pub(crate) lines: Vec<String>,
+}
+
+/// The columns of an append.
+pub(crate) fn batch(events: &[Event]) -> Result<Batch, PgError> {
+    let mut batch = Batch {
+        indexes: Vec::with_capacity(events.len()),
+        kinds: Vec::with_capacity(events.len()),
+        turn_ids: Vec::with_capacity(events.len()),
+        ats: Vec::with_capacity(events.len()),
+        lines: Vec::with_capacity(events.len()),
+    };
+    for event in events {
+        let what = || format!("event {} of session {}", event.index, event.session_id);
+        batch
+            .indexes
+            .push(i64::try_from(event.index).map_err(|_| PgError::Corrupt {
+                what: what(),
+                message: "the index is out of range".into(),
+            })?);
+        batch.kinds.push(event.event_type().to_string());
+        batch.turn_ids.push(event.turn_id.clone());
+        batch.ats.push(event.at);
+        batch.lines.push(
+            serde_json::to_string(event).map_err(|err| PgError::Corrupt {
+                what: what(),
+                message: err.to_string(),
+            })?,
+        );
+    }
+    Ok(batch)
 }

@@ -38,7 +38,7 @@ impl PgStore {
         events: &[Event],
     ) -> Result<(), PgError> {
         let document = crate::sessions::document(meta)?;
-        let batch = crate::events::batch(events)?;
+        let batch = crate::group::batch(events)?;
         let id = &meta.session_id;
         self.retry("import a session", |_| {
             let (document, batch) = (&document, &batch);
