@@ -26,6 +26,7 @@ use folio_server::http::{HttpConfig, Layout, Mount, router};
 use folio_session::{LogBuffer, SessionManager, StateRoot};
 use futures::{StreamExt, stream};
 use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 /// Text deltas per answer (each is one `message.appended` event).
@@ -300,6 +301,11 @@ struct StreamClients {
     ends_ns: Vec<u128>,
     /// Events the streams read in all; 0 in the first line.
     events: usize,
+    /// Reads the streams made after the first turn's replay (about one per server write).
+    reads: usize,
+    /// The latest `at` of the follow-ups' `session.waiting` events (ns since the Unix epoch):
+    /// when the last turn appended its end, apart from how long its streams took to show it.
+    ended_ns: u128,
 }
 
 /// Nanoseconds since the Unix epoch.
@@ -310,16 +316,108 @@ fn unix_ns() -> u128 {
         .as_nanos()
 }
 
+/// What a load client keeps of its raw HTTP/1.1 stream: the end of a line a read cut, and
+/// what it counted.
+#[derive(Default)]
+struct RawStream {
+    /// The start of a line whose end has not been read yet.
+    partial: Vec<u8>,
+    /// Whether the status line was read (and was a 200).
+    answered: bool,
+    /// Event lines read.
+    events: usize,
+    /// `session.waiting` events read.
+    waiting: usize,
+    /// Reads after the first turn's replay (about one per server write).
+    reads: usize,
+}
+
+/// What a read brought a [`RawStream`] to.
+enum Seen {
+    More,
+    /// The first turn's `session.waiting`: the replay is over.
+    Replayed,
+    /// The follow-up's `session.waiting`, appended at this time (ns since the Unix epoch).
+    Ended(u128),
+}
+
+impl RawStream {
+    /// Takes the bytes of one read. An event is a line that starts `{"type":"` (the status
+    /// line, headers and chunk sizes do not; compact JSON has no newline inside a line).
+    fn take(&mut self, bytes: &[u8]) -> Seen {
+        self.reads += usize::from(self.waiting > 0);
+        let mut seen = Seen::More;
+        let mut rest = bytes;
+        while let Some(end) = rest.iter().position(|b| *b == b'\n') {
+            let now = if self.partial.is_empty() {
+                self.line(&rest[..end])
+            } else {
+                let mut line = std::mem::take(&mut self.partial);
+                line.extend_from_slice(&rest[..end]);
+                let now = self.line(&line);
+                line.clear();
+                self.partial = line;
+                now
+            };
+            rest = &rest[end + 1..];
+            match now {
+                Some(Seen::Ended(at)) => return Seen::Ended(at),
+                Some(now) => seen = now,
+                None => {}
+            }
+        }
+        self.partial.extend_from_slice(rest);
+        seen
+    }
+
+    /// Takes one whole line (without its newline); answers what it was when it matters.
+    fn line(&mut self, line: &[u8]) -> Option<Seen> {
+        if !self.answered {
+            assert!(
+                line.starts_with(b"HTTP/1.1 200"),
+                "the stream was refused: {}",
+                String::from_utf8_lossy(line)
+            );
+            self.answered = true;
+        }
+        if !line.starts_with(b"{\"type\":\"") {
+            return None;
+        }
+        self.events += 1;
+        if !line.starts_with(b"{\"type\":\"session.waiting\"") {
+            return None;
+        }
+        self.waiting += 1;
+        Some(match self.waiting {
+            1 => Seen::Replayed,
+            _ => Seen::Ended(appended_ns(line)),
+        })
+    }
+}
+
+/// When the event `line` was appended (its `at`, ns since the Unix epoch).
+fn appended_ns(line: &[u8]) -> u128 {
+    #[derive(Deserialize)]
+    struct At {
+        at: chrono::DateTime<chrono::Utc>,
+    }
+    let at = serde_json::from_slice::<At>(line)
+        .expect("an event has its time")
+        .at;
+    at.timestamp_nanos_opt().unwrap_or(0) as u128
+}
+
 /// Child mode: `streams` clients on `url`, spread over the sessions `ids`, each reading its
-/// stream to the second `session.waiting`. The clients live in their own process so that the
+/// stream to the second `session.waiting` over raw HTTP/1.1 (a request written on a socket, its
+/// answer scanned for event lines: a load generator as lean as the server's side of it, so that
+/// the figure is the server's). The clients live in their own process so that the
 /// server's RSS is the server's alone and neither process runs out of file descriptors at
 /// 10,000 streams (20,000 sockets would not fit under one `ulimit -n` of 20,000).
 async fn stream_clients(url: &str, streams: usize, ids: &[String]) {
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(0)
-        .build()
-        .unwrap();
+    let address = url
+        .strip_prefix("http://")
+        .expect("an http URL")
+        .to_string();
     // Opening at most this many at once keeps the server's accept backlog from overflowing
     // (a dropped SYN is retried after a second).
     let opening = Arc::new(tokio::sync::Semaphore::new(256));
@@ -327,38 +425,36 @@ async fn stream_clients(url: &str, streams: usize, ids: &[String]) {
     let opened = Instant::now();
     let readers: Vec<_> = (0..streams)
         .map(|n| {
-            let request = client.get(format!("{url}/v1/session/{}/stream", ids[n % ids.len()]));
+            let request = format!(
+                "GET /v1/session/{}/stream HTTP/1.1\r\nHost: {address}\r\n\r\n",
+                ids[n % ids.len()]
+            );
+            let address = address.clone();
             let opening = opening.clone();
             let replayed = replayed.clone();
             tokio::spawn(async move {
                 let permit = opening.acquire_owned().await.unwrap();
-                let response = request.send().await.unwrap();
-                drop(permit);
-                let mut body = response.bytes_stream();
-                let mut buffer = Vec::new();
-                let (mut events, mut waiting) = (0, 0);
-                while let Some(chunk) = body.next().await {
-                    buffer.extend_from_slice(&chunk.unwrap());
-                    let mut start = 0;
-                    while let Some(end) = buffer[start..].iter().position(|b| *b == b'\n') {
-                        let line = &buffer[start..start + end];
-                        start += end + 1;
-                        if line.is_empty() {
-                            continue;
+                let mut socket = tokio::net::TcpStream::connect(&address).await.unwrap();
+                socket.set_nodelay(true).unwrap();
+                socket.write_all(request.as_bytes()).await.unwrap();
+                let mut stream = RawStream::default();
+                let mut read = Vec::with_capacity(16 * 1024);
+                let mut permit = Some(permit);
+                loop {
+                    read.clear();
+                    let got = socket.read_buf(&mut read).await.unwrap();
+                    assert!(got > 0, "a stream ended before the follow-up's end");
+                    drop(permit.take());
+                    match stream.take(&read) {
+                        Seen::More => {}
+                        Seen::Replayed => {
+                            let _ = replayed.send(());
                         }
-                        events += 1;
-                        if EventType::of(line) == "session.waiting" {
-                            waiting += 1;
-                            if waiting == 1 {
-                                let _ = replayed.send(());
-                            } else {
-                                return (unix_ns(), events);
-                            }
-                        }
+                        // The connection stays open until every stream saw the end, so that
+                        // no stream's figure includes another's teardown.
+                        Seen::Ended(appended) => return (unix_ns(), stream, appended, socket),
                     }
-                    buffer.drain(..start);
                 }
-                panic!("a stream ended before the follow-up's end");
             })
         })
         .collect();
@@ -373,16 +469,22 @@ async fn stream_clients(url: &str, streams: usize, ids: &[String]) {
         open_ms: opened.elapsed().as_secs_f64() * 1000.0,
         ends_ns: Vec::new(),
         events: 0,
+        reads: 0,
+        ended_ns: 0,
     };
     println!("{}", serde_json::to_string(&ready).unwrap());
     let mut done = StreamClients {
         ends_ns: Vec::with_capacity(streams),
         ..ready
     };
+    let mut open = Vec::with_capacity(streams);
     for reader in readers {
-        let (end, events) = reader.await.unwrap();
+        let (end, stream, ended, socket) = reader.await.unwrap();
         done.ends_ns.push(end);
-        done.events += events;
+        done.events += stream.events;
+        done.reads += stream.reads;
+        done.ended_ns = done.ended_ns.max(ended);
+        open.push(socket);
     }
     println!("{}", serde_json::to_string(&done).unwrap());
 }
@@ -466,12 +568,17 @@ async fn fan_out(agent: Arc<Agent>, streams: usize, sessions: usize) {
         rss_open.saturating_sub(rss_before) as f64 / streams as f64
     );
     println!(
-        "| one turn per session fanned out to {streams} streams ({spread}) | all streams saw the turn end {all:.0} ms after the follow-up; per stream p50 {:.0} ms, p99 {:.0} ms; {} events delivered | all within 250 ms |",
+        "| one turn per session fanned out to {streams} streams ({spread}) | all streams saw the turn end {all:.0} ms after the follow-up; per stream p50 {:.0} ms, p99 {:.0} ms; {} events delivered in {:.1} reads per stream | all within 250 ms |",
         percentile(&latencies, 0.5),
         percentile(&latencies, 0.99),
         done.events,
+        done.reads as f64 / streams as f64,
     );
-    println!("load average before the follow-up: {}", load.trim());
+    println!(
+        "the last turn appended its end {:.0} ms after the follow-up (event times are in ms); load average before the follow-up: {}",
+        done.ended_ns.saturating_sub(sent) as f64 / 1e6,
+        load.trim()
+    );
     manager.shutdown().await;
 }
 
