@@ -78,83 +78,92 @@ enum Operation {
 }
 
 /// Runs `ops` operations over `writers` sessions; returns each operation's latency and the
-/// wall time of the whole run.
+/// wall time of the whole run: from when every writer has its session and lease to when the
+/// last one finished (a session's creation and lease are not what is measured).
 async fn run(
     store: Arc<dyn SessionStore>,
     operation: Operation,
     ops: usize,
     writers: usize,
 ) -> (Vec<Duration>, Duration) {
-    let started = Instant::now();
-    let tasks = (0..writers).map(|writer| {
-        let store = store.clone();
-        let share = ops / writers + usize::from(writer < ops % writers);
-        tokio::spawn(async move {
-            let mut meta = folio_store::suite::meta("bench");
-            let id = meta.session_id.clone();
-            store.create_session(&meta).await.unwrap();
-            store.commit(&id, None).await.unwrap();
-            let lease = store
-                .acquire_lease(&id, "bench", Duration::from_secs(600))
-                .await
-                .unwrap();
-            let mut next = 0u64;
-            let mut latencies = Vec::with_capacity(share);
-            for _ in 0..share {
-                let op = Instant::now();
-                match operation {
-                    Operation::DurableAppend => {
-                        store
-                            .append(&id, next, Some(lease.fence), vec![delta(0)])
-                            .await
-                            .unwrap();
-                        next += 1;
-                    }
-                    Operation::Turn => {
-                        for n in 0..TURN_EVENTS {
+    let ready = Arc::new(tokio::sync::Barrier::new(writers + 1));
+    let tasks: Vec<_> = (0..writers)
+        .map(|writer| {
+            let store = store.clone();
+            let ready = ready.clone();
+            let share = ops / writers + usize::from(writer < ops % writers);
+            tokio::spawn(async move {
+                let mut meta = folio_store::suite::meta("bench");
+                let id = meta.session_id.clone();
+                store.create_session(&meta).await.unwrap();
+                store.commit(&id, None).await.unwrap();
+                let lease = store
+                    .acquire_lease(&id, "bench", Duration::from_secs(600))
+                    .await
+                    .unwrap();
+                ready.wait().await;
+                let mut next = 0u64;
+                let mut latencies = Vec::with_capacity(share);
+                for _ in 0..share {
+                    let op = Instant::now();
+                    match operation {
+                        Operation::DurableAppend => {
                             store
-                                .append(&id, next, Some(lease.fence), vec![delta(n)])
+                                .append(&id, next, Some(lease.fence), vec![delta(0)])
+                                .await
+                                .unwrap();
+                            next += 1;
+                        }
+                        Operation::Turn => {
+                            for n in 0..TURN_EVENTS {
+                                store
+                                    .append(&id, next, Some(lease.fence), vec![delta(n)])
+                                    .await
+                                    .unwrap();
+                                next += 1;
+                            }
+                        }
+                        Operation::BatchedTurn => {
+                            let events = (0..TURN_EVENTS).map(delta).collect();
+                            store
+                                .append(&id, next, Some(lease.fence), events)
+                                .await
+                                .unwrap();
+                            next += TURN_EVENTS as u64;
+                        }
+                        Operation::DurablePoint => {
+                            meta.last_index = next;
+                            store
+                                .append_and_commit(
+                                    &id,
+                                    next,
+                                    Some(lease.fence),
+                                    vec![delta(0)],
+                                    Some(&meta),
+                                )
                                 .await
                                 .unwrap();
                             next += 1;
                         }
                     }
-                    Operation::BatchedTurn => {
-                        let events = (0..TURN_EVENTS).map(delta).collect();
-                        store
-                            .append(&id, next, Some(lease.fence), events)
-                            .await
-                            .unwrap();
-                        next += TURN_EVENTS as u64;
-                    }
-                    Operation::DurablePoint => {
-                        meta.last_index = next;
-                        store
-                            .append_and_commit(
-                                &id,
-                                next,
-                                Some(lease.fence),
-                                vec![delta(0)],
-                                Some(&meta),
-                            )
-                            .await
-                            .unwrap();
-                        next += 1;
-                    }
+                    store.commit(&id, None).await.unwrap();
+                    latencies.push(op.elapsed());
                 }
-                store.commit(&id, None).await.unwrap();
-                latencies.push(op.elapsed());
-            }
-            store.release_lease(&lease).await.unwrap();
-            latencies
+                let finished = Instant::now();
+                store.release_lease(&lease).await.unwrap();
+                (latencies, finished)
+            })
         })
-    });
-    let mut latencies: Vec<Duration> = futures::future::join_all(tasks)
-        .await
-        .into_iter()
-        .flat_map(|task| task.unwrap())
         .collect();
-    let wall = started.elapsed();
+    ready.wait().await;
+    let started = Instant::now();
+    let mut wall = Duration::ZERO;
+    let mut latencies = Vec::with_capacity(ops);
+    for task in futures::future::join_all(tasks).await {
+        let (mine, finished) = task.unwrap();
+        latencies.extend(mine);
+        wall = wall.max(finished - started);
+    }
     latencies.sort_unstable();
     (latencies, wall)
 }

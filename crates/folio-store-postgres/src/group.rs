@@ -28,10 +28,11 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use folio_protocol::Event;
 use sqlx::PgPool;
+use sqlx::postgres::PgConnectOptions;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use crate::PgError;
 use crate::retry::is_transient;
+use crate::{PgError, PgOptions};
 
 /// The most durable points written in one statement.
 const MAX_GROUP: usize = 256;
@@ -150,8 +151,17 @@ pub(crate) struct Committer {
 }
 
 impl Committer {
-    /// Starts the committer tasks writing through `pool`.
-    pub(crate) fn start(pool: &PgPool) -> Committer {
+    /// Starts the committer tasks, writing through connections of their own made with
+    /// `connect`. Those plan [`WRITE`] and [`WRITE_ONE`] once (PostgreSQL's generic plans):
+    /// left to choose, PostgreSQL planned each group's statement anew for its array lengths,
+    /// and that planning was most of a group's cost (store_append, 32 writers: 9,468 durable
+    /// appends/s planned each time, 14,218–19,019/s planned once; bench/RESULTS.md). The
+    /// store's other queries keep PostgreSQL's choice: their plans depend on their filters.
+    pub(crate) fn start(options: &PgOptions, connect: &PgConnectOptions) -> Committer {
+        let connect = connect
+            .clone()
+            .options([("plan_cache_mode", "force_generic_plan")]);
+        let pool = crate::pool(options, COMMITTERS as u32, connect);
         let (requests, receiver) = mpsc::unbounded_channel();
         let queue = Arc::new(Mutex::new(Queue {
             requests: receiver,

@@ -154,6 +154,19 @@ pub fn parse_url(url: &str) -> Result<PgConnectOptions, PgError> {
     })
 }
 
+/// A pool of at most `max` connections made with `connect`, each pinged before it is used and
+/// closed when idle for `options.idle_timeout` or 30 minutes old.
+fn pool(options: &PgOptions, max: u32, connect: PgConnectOptions) -> PgPool {
+    PgPoolOptions::new()
+        .max_connections(max)
+        .min_connections(0)
+        .test_before_acquire(true)
+        .idle_timeout(Some(options.idle_timeout))
+        .max_lifetime(Some(Duration::from_secs(30 * 60)))
+        .acquire_timeout(options.connect_timeout)
+        .connect_lazy_with(connect)
+}
+
 impl PgStore {
     /// Connects, refuses a database whose schema is newer than this binary, applies pending
     /// migrations and starts listening for notifications: what a server does at start.
@@ -190,17 +203,10 @@ impl PgStore {
                 });
             }
         }
-        let pool = PgPoolOptions::new()
-            .max_connections(options.max_connections + 1)
-            .min_connections(0)
-            .test_before_acquire(true)
-            .idle_timeout(Some(options.idle_timeout))
-            .max_lifetime(Some(Duration::from_secs(30 * 60)))
-            .acquire_timeout(options.connect_timeout)
-            .connect_lazy_with(connect);
+        let committer = group::Committer::start(&options, &connect);
+        let pool = pool(&options, options.max_connections + 1, connect);
         let (notices, _) = tokio::sync::broadcast::channel(4096);
         let listener = tokio::spawn(notify::listen(pool.clone(), notices.clone()));
-        let committer = group::Committer::start(&pool);
         Ok(PgStore {
             inner: Arc::new(Inner {
                 pool,

@@ -27,6 +27,20 @@ async fn created(store: &PgStore) -> SessionMeta {
     meta
 }
 
+/// `n` stored sessions, each leased by `server-a`: their metadata and fencing tokens.
+async fn leased(store: &PgStore, n: usize) -> Vec<(SessionMeta, u64)> {
+    let mut sessions = Vec::with_capacity(n);
+    for _ in 0..n {
+        let meta = created(store).await;
+        let lease = store
+            .acquire_lease(&meta.session_id, "server-a", Duration::from_secs(60))
+            .await
+            .unwrap();
+        sessions.push((meta, lease.fence));
+    }
+    sessions
+}
+
 /// The transactions (`xmin`) that wrote the events of `sessions`.
 async fn writers(store: &PgStore, sessions: &[String]) -> BTreeSet<String> {
     sqlx::query_scalar("SELECT DISTINCT xmin::text FROM folio_events WHERE session_id = ANY($1)")
@@ -97,15 +111,7 @@ async fn a_fenced_conflicting_or_missing_point_fails_alone_while_the_others_land
         return;
     };
     let ttl = Duration::from_secs(60);
-    let mut good = Vec::new();
-    for _ in 0..8 {
-        let meta = created(&store).await;
-        let lease = store
-            .acquire_lease(&meta.session_id, "server-a", ttl)
-            .await
-            .unwrap();
-        good.push((meta, lease.fence));
-    }
+    let good = leased(&store, 8).await;
     // Fenced: its lease was released and taken again since the token it presents.
     let fenced = created(&store).await;
     let old = store
@@ -233,16 +239,7 @@ async fn killed_connections_mid_group_are_retried_and_nothing_is_lost_or_doubled
     let Some((store, db)) = store("killed_connections_mid_group").await else {
         return;
     };
-    let ttl = Duration::from_secs(60);
-    let mut sessions = Vec::new();
-    for _ in 0..8 {
-        let meta = created(&store).await;
-        let lease = store
-            .acquire_lease(&meta.session_id, "server-a", ttl)
-            .await
-            .unwrap();
-        sessions.push((meta, lease.fence));
-    }
+    let mut sessions = leased(&store, 8).await;
     let stop = Arc::new(AtomicBool::new(false));
     let killer = kill_connections(&db, stop.clone());
     let rounds = 30u64;
@@ -318,15 +315,9 @@ async fn a_write_whose_answer_was_lost_after_it_committed_lands_once() {
     };
     let relay = CutRelay::start(&db).await;
     let store = PgStore::open(&relay.url, fast_options()).await.unwrap();
-    let mut sessions = Vec::new();
-    for _ in 0..4 {
-        let mut meta = created(&direct).await;
-        let lease = direct
-            .acquire_lease(&meta.session_id, "server-a", Duration::from_secs(60))
-            .await
-            .unwrap();
+    let mut sessions = leased(&direct, 4).await;
+    for (meta, _) in &mut sessions {
         meta.title = Some("written with the point".into());
-        sessions.push((meta, lease.fence));
     }
     let point = |meta: &SessionMeta, fence: u64| {
         let (store, meta) = (store.clone(), meta.clone());
