@@ -932,22 +932,28 @@ fn rotate(meta: &mut SessionMeta, rotated: Option<&str>, key: Option<&str>) {
 /// synced (group commit); then `session.json` takes the turn's end (status, last index, the
 /// session's token totals, turn count), rewritten without a sync: lists read the totals from
 /// it and never the whole log. A crash before that rewrite leaves the log ahead of it, and
-/// recovery repairs it from the log at the next start.
+/// recovery repairs it from the log at the next start. Where the store writes metadata with a
+/// durable point at no extra cost (PostgreSQL), the end and the metadata are one point.
 pub(crate) async fn finish_session(
     live: &Live,
     outcome: Option<&TurnOutcome>,
     engine: &Engine,
 ) -> Result<(), ManagerError> {
     let (event, status) = record_end(live, outcome)?;
-    live.commit().await?;
-    engine.fault(FaultPoint::BoundarySynced);
     let usage = live.with_events(reported_usage);
-    live.repair_meta(|meta| {
+    let settle = move |meta: &mut SessionMeta| {
         meta.status = status;
         meta.last_index = event.index;
         meta.usage = usage;
-    })
-    .await
+    };
+    if live.log.store.metadata_rides_durable_points() {
+        live.commit_meta(settle).await?;
+        engine.fault(FaultPoint::BoundarySynced);
+        return Ok(());
+    }
+    live.commit().await?;
+    engine.fault(FaultPoint::BoundarySynced);
+    live.repair_meta(settle).await
 }
 
 /// Appends the event that ends a turn for the session's mode and outcome (not synced yet);

@@ -255,12 +255,21 @@ impl Live {
         &self,
         change: impl FnOnce(&mut SessionMeta),
     ) -> Result<(), ManagerError> {
+        self.commit_meta(change)
+            .await
+            .map_err(|err| ManagerError::internal_from("cannot save the session", err))
+    }
+
+    /// Makes the appends so far durable with the metadata `change` makes, in one durable
+    /// point, then keeps that metadata.
+    pub(crate) async fn commit_meta(
+        &self,
+        change: impl FnOnce(&mut SessionMeta),
+    ) -> Result<(), LogError> {
         let mut meta = lock(&self.meta).clone();
         change(&mut meta);
         meta.updated_at = chrono::Utc::now();
-        self.commit_with(Some(&meta))
-            .await
-            .map_err(|err| ManagerError::internal_from("cannot save the session", err))?;
+        self.commit_with(Some(&meta)).await?;
         self.saved_turns.store(meta.turns, Ordering::SeqCst);
         *lock(&self.meta) = meta;
         Ok(())

@@ -169,22 +169,22 @@ impl PgStore {
         let limit = limit.map_or(i64::MAX, |limit| i64::try_from(limit).unwrap_or(i64::MAX));
         let lines = self
             .retry("read events", |_| async move {
-                let lines: Vec<(i64, String)> = sqlx::query_as(
-                    "SELECT idx, event FROM folio_events
-                     WHERE session_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3",
+                // One row of nulls: the session exists with no such events; no row: it
+                // does not exist (one round trip either way).
+                let rows: Vec<(Option<i64>, Option<String>)> = sqlx::query_as(
+                    "SELECT e.idx, e.event FROM folio_sessions s
+                     LEFT JOIN LATERAL (
+                         SELECT idx, event FROM folio_events
+                         WHERE session_id = s.id AND idx >= $2 ORDER BY idx LIMIT $3
+                     ) e ON true
+                     WHERE s.id = $1",
                 )
                 .bind(session_id)
                 .bind(i64::try_from(start_index).unwrap_or(i64::MAX))
                 .bind(limit)
                 .fetch_all(self.pool())
                 .await?;
-                if lines.is_empty() && !self.session_exists(session_id).await? {
-                    return Err(PgError::NotFound {
-                        session_id: session_id.to_string(),
-                    }
-                    .into());
-                }
-                Ok(lines)
+                found(session_id, rows)
             })
             .await?;
         lines
@@ -197,20 +197,18 @@ impl PgStore {
     pub(crate) async fn last_event_of(&self, session_id: &str) -> Result<Option<Event>, PgError> {
         let last = self
             .retry("read the last event", |_| async move {
-                let last: Option<(i64, String)> = sqlx::query_as(
-                    "SELECT idx, event FROM folio_events WHERE session_id = $1
-                     ORDER BY idx DESC LIMIT 1",
+                let rows: Vec<(Option<i64>, Option<String>)> = sqlx::query_as(
+                    "SELECT e.idx, e.event FROM folio_sessions s
+                     LEFT JOIN LATERAL (
+                         SELECT idx, event FROM folio_events
+                         WHERE session_id = s.id ORDER BY idx DESC LIMIT 1
+                     ) e ON true
+                     WHERE s.id = $1",
                 )
                 .bind(session_id)
-                .fetch_optional(self.pool())
+                .fetch_all(self.pool())
                 .await?;
-                if last.is_none() && !self.session_exists(session_id).await? {
-                    return Err(PgError::NotFound {
-                        session_id: session_id.to_string(),
-                    }
-                    .into());
-                }
-                Ok(last)
+                Ok(found(session_id, rows)?.pop())
             })
             .await?;
         last.map(|(index, line)| parse(session_id, index, &line))
@@ -355,4 +353,22 @@ fn point_meta(meta: &SessionMeta) -> Result<Meta, PgError> {
         document: crate::sessions::document(meta)?,
         updated_at: meta.updated_at,
     })
+}
+
+/// The events a read of a session's row joined with its events found: [`PgError::NotFound`]
+/// when there was no row (no session), none for one row of nulls (no such events).
+fn found(
+    session_id: &str,
+    rows: Vec<(Option<i64>, Option<String>)>,
+) -> Result<Vec<(i64, String)>, crate::retry::Failure> {
+    if rows.is_empty() {
+        return Err(PgError::NotFound {
+            session_id: session_id.to_string(),
+        }
+        .into());
+    }
+    Ok(rows
+        .into_iter()
+        .filter_map(|(index, line)| index.zip(line))
+        .collect())
 }

@@ -10,6 +10,28 @@ use sqlx::Row;
 use crate::events::token_of;
 use crate::{PgError, PgStore};
 
+/// Takes the lease on `$1` for owner `$2` for `$3` ms, in one statement: the current row is
+/// locked (`FOR UPDATE`) and answered (`held_by`, `held_until`), and a new token is written
+/// when the lease is free, expired or already `$2`'s (`token`, `expires_at`; null when
+/// refused). A lease another server inserted after the snapshot is left alone by the
+/// conflict clause's condition.
+const ACQUIRE: &str = "
+WITH current AS (
+    SELECT owner, expires_at, expires_at <= now() AS expired
+    FROM folio_leases WHERE session_id = $1 FOR UPDATE
+), granted AS (
+    INSERT INTO folio_leases (session_id, owner, token, expires_at)
+    SELECT $1, $2, nextval('folio_lease_tokens'), now() + $3 * interval '1 millisecond'
+    WHERE NOT EXISTS (SELECT 1 FROM current WHERE owner <> $2 AND NOT expired)
+    ON CONFLICT (session_id) DO UPDATE
+        SET owner = EXCLUDED.owner, token = EXCLUDED.token,
+            acquired_at = now(), expires_at = EXCLUDED.expires_at
+        WHERE folio_leases.expires_at <= now() OR folio_leases.owner = EXCLUDED.owner
+    RETURNING token, expires_at
+)
+SELECT c.owner AS held_by, c.expires_at AS held_until, g.token, g.expires_at
+FROM (SELECT 1) one LEFT JOIN current c ON true LEFT JOIN granted g ON true";
+
 fn ttl_ms(ttl: Duration) -> i64 {
     i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)
 }
@@ -26,68 +48,42 @@ impl PgStore {
         ttl: Duration,
     ) -> Result<Lease, PgError> {
         self.retry("acquire a lease", |_| async move {
-            // Loops only when a concurrent first acquirer's lease ended between our statements.
+            // Loops only when a concurrent first acquirer's lease ended between this
+            // statement's snapshot and a second look.
             loop {
-                let mut tx = self.pool().begin().await?;
-                let current = sqlx::query(
-                    "SELECT owner, expires_at, expires_at <= now() AS expired
-                     FROM folio_leases WHERE session_id = $1 FOR UPDATE",
-                )
-                .bind(session_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-                let mut took_over = None;
-                if let Some(row) = &current {
-                    let held_by: String = row.get("owner");
-                    let expired: bool = row.get("expired");
-                    if held_by != owner {
-                        if !expired {
-                            return Err(PgError::LeaseHeld {
-                                session_id: session_id.to_string(),
-                                owner: held_by,
-                                expires_at: row.get("expires_at"),
-                            }
-                            .into());
-                        }
-                        took_over = Some(held_by);
-                    }
+                let row = sqlx::query(ACQUIRE)
+                    .bind(session_id)
+                    .bind(owner)
+                    .bind(ttl_ms(ttl))
+                    .fetch_one(self.pool())
+                    .await?;
+                let held_by: Option<String> = row.get("held_by");
+                if let Some(token) = row.get::<Option<i64>, _>("token") {
+                    return Ok(Lease {
+                        session_id: session_id.to_string(),
+                        owner: owner.to_string(),
+                        fence: token as u64,
+                        expires_at: row.get("expires_at"),
+                        took_over: held_by.filter(|held_by| held_by != owner),
+                    });
                 }
-                let granted = sqlx::query(
-                    "INSERT INTO folio_leases (session_id, owner, token, expires_at)
-                     VALUES ($1, $2, nextval('folio_lease_tokens'), now() + $3 * interval '1 millisecond')
-                     ON CONFLICT (session_id) DO UPDATE
-                        SET owner = EXCLUDED.owner, token = EXCLUDED.token,
-                            acquired_at = now(), expires_at = EXCLUDED.expires_at
-                        WHERE folio_leases.expires_at <= now() OR folio_leases.owner = EXCLUDED.owner
-                     RETURNING token, expires_at",
-                )
-                .bind(session_id)
-                .bind(owner)
-                .bind(ttl_ms(ttl))
-                .fetch_optional(&mut *tx)
-                .await?;
-                let Some(granted) = granted else {
-                    // Another server inserted a lease after our SELECT found none.
-                    drop(tx);
-                    match self.lease_row(session_id).await? {
-                        Some(holder) => return Err(PgError::LeaseHeld {
-                            session_id: session_id.to_string(),
-                            owner: holder.owner,
-                            expires_at: holder.expires_at,
-                        }
-                        .into()),
-                        None => continue,
+                if let Some(held_by) = held_by.filter(|held_by| held_by != owner) {
+                    return Err(PgError::LeaseHeld {
+                        session_id: session_id.to_string(),
+                        owner: held_by,
+                        expires_at: row.get("held_until"),
                     }
-                };
-                tx.commit().await?;
-                let token: i64 = granted.get("token");
-                return Ok(Lease {
-                    session_id: session_id.to_string(),
-                    owner: owner.to_string(),
-                    fence: token as u64,
-                    expires_at: granted.get("expires_at"),
-                    took_over,
-                });
+                    .into());
+                }
+                // Another server inserted a lease after this statement's snapshot found none.
+                if let Some(holder) = self.lease_row(session_id).await? {
+                    return Err(PgError::LeaseHeld {
+                        session_id: session_id.to_string(),
+                        owner: holder.owner,
+                        expires_at: holder.expires_at,
+                    }
+                    .into());
+                }
             }
         })
         .await

@@ -79,6 +79,11 @@ impl SessionStore for PgStore {
         Ok(())
     }
 
+    /// The metadata is a column of the point's transaction.
+    fn metadata_rides_durable_points(&self) -> bool {
+        true
+    }
+
     /// The events and the metadata in one transaction, which notifies once.
     async fn append_and_commit(
         &self,

@@ -213,6 +213,15 @@ pub trait SessionStore: Send + Sync {
         Duration::ZERO
     }
 
+    /// Whether metadata given to a durable point costs nothing more than the point (a
+    /// database writes both in one transaction). Where it does not (the disk store syncs its
+    /// metadata file apart from its log), the engine writes what a turn's end settles in the
+    /// metadata (status, last index, token totals: recovery rebuilds them from the log) after
+    /// the point, without a sync.
+    fn metadata_rides_durable_points(&self) -> bool {
+        false
+    }
+
     /// Releases what this process holds of the store (the disk store's lock on its state
     /// root), so that another process, or a manager opened later, can open it; called once
     /// the engine has shut down. Nothing may be written through the store after it.
