@@ -6,8 +6,8 @@
 //! kept-alive cases alone, `--fan-out-only` for the streams alone, `--engine-streams-only` for
 //! the memory of `--streams` streams without HTTP, `--state-in DIR` to put the kept-alive
 //! cases' state roots under DIR instead of the temporary directory, e.g. a tmpfs to see the cost
-//! without the disk, and `--store URL` to run them on that PostgreSQL database instead of the
-//! disk store: sessions of earlier runs stay in it, so give each run a fresh database); results
+//! without the disk, and `--store URL` to run them on PostgreSQL instead of the disk store, each
+//! case on a fresh database created on the server that URL names); results
 //! are printed as Markdown rows for bench/RESULTS.md.
 //! It opens with kept-alive clients (1, 8, 32 at once) creating sessions and streaming each turn
 //! to `session.waiting`, plus one run with Nagle's algorithm left on to show what it costs.
@@ -217,10 +217,11 @@ async fn kept_alive(
     };
     let manager = match args.iter().position(|a| a == "--store") {
         Some(i) => {
-            let url = args
+            let server = args
                 .get(i + 1)
-                .expect("--store URL: name a PostgreSQL database");
-            let store = folio_store_postgres::PgStore::open(url, Default::default())
+                .expect("--store URL: name a PostgreSQL server (any database URL on it)");
+            let url = folio_store_postgres::testing::fresh_database(server).await;
+            let store = folio_store_postgres::PgStore::open(&url, Default::default())
                 .await
                 .expect("--store URL: cannot open the PostgreSQL store");
             SessionManager::open_on_store(

@@ -9,6 +9,7 @@ use folio_protocol::{
 };
 use folio_server::http::{HttpConfig, Layout, Mount, router};
 use folio_test_support::{MockModelServer, NO_BODY, answer, call_as};
+use futures::StreamExt;
 use reqwest::Method;
 use serde_json::Value;
 use support::*;
@@ -282,4 +283,99 @@ async fn principals_reach_only_their_own_data_through_tools() {
             );
         }
     }
+}
+
+/// A session open on the server (its turn running, its stream read) answers only its
+/// principal on every session route: the open copy's owner is checked, not trusted.
+#[tokio::test]
+async fn a_session_open_here_answers_only_its_principal() {
+    let mock = MockModelServer::start().await;
+    mock.push(
+        folio_test_support::MockReply::text("slow")
+            .first_byte_delay(std::time::Duration::from_secs(3)),
+    );
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let base = serve_tokens(
+        manager(agent(&mock, dir.path()).await, state.path()).await,
+        false,
+    )
+    .await;
+    let id = create(&base, "alice-token").await;
+    // Alice's stream keeps the session open here while bob tries every route.
+    let stream = reqwest::Client::new()
+        .get(format!("{base}/v1/session/{id}/stream"))
+        .bearer_auth("alice-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let session = format!("{base}/v1/session/{id}");
+    let routes: [(Method, String, Value); 12] = [
+        (
+            Method::POST,
+            session.clone(),
+            serde_json::json!({"message": "mine now", "continuationToken": "guess"}),
+        ),
+        (Method::GET, format!("{session}/stream"), Value::Null),
+        (Method::GET, format!("{session}/events"), Value::Null),
+        (Method::GET, session.clone(), Value::Null),
+        (
+            Method::POST,
+            format!("{session}/stop"),
+            serde_json::json!({}),
+        ),
+        (
+            Method::POST,
+            format!("{session}/fork"),
+            serde_json::json!({"atIndex": 0, "message": "fork"}),
+        ),
+        (
+            Method::POST,
+            format!("{session}/tools/Read"),
+            serde_json::json!({"input": {"path": "x"}}),
+        ),
+        (
+            Method::POST,
+            format!("{session}/approvals/call_1"),
+            serde_json::json!({"decision": "approve"}),
+        ),
+        (
+            Method::POST,
+            format!("{session}/reminders"),
+            serde_json::json!({"message": "later", "in": "1h"}),
+        ),
+        (Method::GET, format!("{session}/reminders"), Value::Null),
+        (
+            Method::POST,
+            format!("{session}/token"),
+            serde_json::json!({}),
+        ),
+        (Method::DELETE, session.clone(), Value::Null),
+    ];
+    for (method, url, body) in routes {
+        let mut request = reqwest::Client::new()
+            .request(method.clone(), &url)
+            .bearer_auth("bob-token");
+        if !body.is_null() {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        assert_eq!(status, 403, "{method} {url} as bob: {text}");
+    }
+    // Nothing bob sent reached the session: alice's turn ends with her reply alone.
+    let mut text = String::new();
+    let mut body = stream.bytes_stream();
+    while !text.contains("session.waiting") {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(30), body.next())
+            .await
+            .expect("alice's turn ends")
+            .expect("the stream stays open until the turn ends")
+            .unwrap();
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(text.contains("slow"), "{text}");
+    assert!(!text.contains("mine now"), "{text}");
 }

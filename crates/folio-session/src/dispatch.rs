@@ -44,6 +44,16 @@ impl Engine {
         principal: &str,
         session_id: &str,
     ) -> Result<Arc<Live>, ManagerError> {
+        // A session open here answers from its copy, without reading the store: its principal
+        // never changes, and a delete on any server closes it.
+        if let Some(live) = self.live.get(session_id)
+            && !live.closed.is_cancelled()
+        {
+            if lock(&live.meta).principal != principal {
+                return Err(ManagerError::Forbidden(session_id.to_string()));
+            }
+            return Ok(live);
+        }
         let meta = self.owned_meta(principal, session_id).await?;
         self.open_live(meta).await
     }
@@ -54,22 +64,52 @@ impl Engine {
         self: &Arc<Self>,
         meta: SessionMeta,
     ) -> Result<Arc<Live>, ManagerError> {
+        self.open(meta, None).await
+    }
+
+    /// The live session of `meta`, which this server just created, so its log is empty:
+    /// nothing is read back, nor, when no other server can know its id yet (`unseen`), when
+    /// its first lease is taken ([`Live::take_fresh`]).
+    pub(crate) async fn open_created(
+        self: &Arc<Self>,
+        meta: SessionMeta,
+        unseen: bool,
+    ) -> Result<Arc<Live>, ManagerError> {
+        self.open(meta, Some(unseen)).await
+    }
+
+    /// Opens the live session of `meta`; `created`: this server just created it (and whether
+    /// no other server can know it yet).
+    async fn open(
+        self: &Arc<Self>,
+        meta: SessionMeta,
+        created: Option<bool>,
+    ) -> Result<Arc<Live>, ManagerError> {
         let id = meta.session_id.clone();
         if let Some(live) = self.live.get(&id) {
             return Ok(live);
         }
         let what = format!("cannot read session {id}");
-        let appends = self
-            .store
-            .follow(&id)
-            .await
-            .map_err(|err| store_error(&what, err))?;
-        let events = self
-            .store
-            .read_events(&id, 0, None)
-            .await
-            .map_err(|err| store_error(&what, err))?;
-        let live = Arc::new(Live::new(self.store.clone(), meta, events));
+        let appends = if created.is_some() {
+            self.store.follow_created(&id).await
+        } else {
+            self.store.follow(&id).await
+        }
+        .map_err(|err| store_error(&what, err))?;
+        let events = if created.is_some() {
+            Vec::new()
+        } else {
+            self.store
+                .read_events(&id, 0, None)
+                .await
+                .map_err(|err| store_error(&what, err))?
+        };
+        let live = Arc::new(Live::new(
+            self.store.clone(),
+            meta,
+            events,
+            created == Some(true),
+        ));
         live.bind_hooks(&self.agent().hooks, Some(crate::host::broker(self)));
         let kept = self.live.keep(live.clone());
         if Arc::ptr_eq(&kept, &live) {
@@ -169,6 +209,7 @@ impl Engine {
                 if live.has_actor() {
                     return Ok(Owner::Here);
                 }
+                let fresh = live.take_fresh();
                 match self
                     .store
                     .acquire_lease(&live.id, &self.lease.server, self.lease.ttl)
@@ -176,7 +217,10 @@ impl Engine {
                 {
                     Ok(lease) => {
                         let took_over = lease.took_over.clone();
-                        if let Err(err) = self.catch_up(live).await {
+                        // Nobody else wrote a session this server just created and nobody
+                        // held: there is nothing to read back.
+                        let read_back = !fresh || took_over.is_some();
+                        if read_back && let Err(err) = self.catch_up(live).await {
                             let _ = self.store.release_lease(&lease).await;
                             return Err(err);
                         }

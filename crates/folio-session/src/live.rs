@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::ops::RangeInclusive;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use folio_agent::HookDispatcher;
 use folio_agent::{AuthorizationRedirect, EventSink, SinkError};
@@ -51,6 +51,9 @@ pub(crate) struct Live {
     pub(crate) recovering: Mutex<Option<oneshot::Receiver<()>>>,
     /// The agent's hooks, bound to this session's channel; they see every appended event.
     hooks: Mutex<Option<HookDispatcher>>,
+    /// Set while this copy is the whole stored session because this server created it and
+    /// has not taken its lease yet ([`Live::take_fresh`]).
+    fresh: AtomicBool,
 }
 
 /// Decisions waiting for a parked call, and calls already decided.
@@ -103,11 +106,13 @@ impl Approvals {
 impl Live {
     /// The live session of `meta` in `store`, whose stored `events` were read after its
     /// appends were followed (so that none is missed: see [`Live::ingest`]); its metadata is
-    /// settled from the log's end ([`SessionMeta::settle`]).
+    /// settled from the log's end ([`SessionMeta::settle`]). `fresh`: this server just created
+    /// it and no other server can know its id yet (see [`Live::take_fresh`]).
     pub(crate) fn new(
         store: std::sync::Arc<dyn folio_store::SessionStore>,
         mut meta: SessionMeta,
         events: Vec<Event>,
+        fresh: bool,
     ) -> Live {
         let next = events.last().map_or(0, |event| event.index + 1);
         let log = Journal::new(store, &meta.session_id, next);
@@ -129,7 +134,14 @@ impl Live {
             recovering: Mutex::new(None),
             dropped: CancellationToken::new(),
             hooks: Mutex::new(None),
+            fresh: AtomicBool::new(fresh),
         }
+    }
+
+    /// Whether this copy is still the whole stored session because this server created it
+    /// (then its first lease needs no read back); answers `true` once at most.
+    pub(crate) fn take_fresh(&self) -> bool {
+        self.fresh.swap(false, Ordering::SeqCst)
     }
 
     /// Takes events another server appended to the store (read back in order) into the

@@ -56,6 +56,9 @@ pub(crate) struct NewSession<'a> {
     pub(crate) forked_from: Option<ForkOrigin>,
     /// Its purpose and dry-run flag.
     pub(crate) options: SessionOptions,
+    /// No other server can know its id yet (a new one, not one an idempotency key recorded
+    /// first): its log needs no reading back when its first lease is taken.
+    pub(crate) unseen: bool,
 }
 
 /// Creates, reads, forks and deletes sessions.
@@ -240,6 +243,7 @@ impl Sessions {
                     title: request.title,
                     forked_from: None,
                     options,
+                    unseen: key.is_none(),
                 },
                 &[],
             )
@@ -281,6 +285,7 @@ impl Sessions {
             title,
             forked_from,
             options,
+            unseen,
         } = new;
         let now = Utc::now();
         let turns = copied
@@ -332,7 +337,7 @@ impl Sessions {
         let workspace = self.engine.workspace_of(&meta)?;
         std::fs::create_dir_all(&workspace).map_err(|e| io_error("cannot create workspace", e))?;
         self.engine.fault(FaultPoint::SessionCreated);
-        let live = self.engine.open_live(meta).await?;
+        let live = self.engine.open_created(meta, unseen).await?;
         let variant = assigned.as_ref().map(|a| a.variant.as_str());
         folio_telemetry::metrics::session(agent.harness_for(variant).who(), channel);
         live.bind_hooks(
@@ -486,6 +491,7 @@ impl Sessions {
                             _ => VariantChoice::Assign,
                         },
                     },
+                    unseen: true,
                 },
                 &copied,
             )

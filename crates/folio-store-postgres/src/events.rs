@@ -235,15 +235,26 @@ impl PgStore {
     /// each append from now on. Woken by notifications; re-reads the log's end when the
     /// `LISTEN` connection was lost or lagged, and every
     /// [`PgOptions::poll_interval`](crate::PgOptions::poll_interval) in case a notification
-    /// never came. Ends when the session is deleted (or the store fails for good).
-    pub(crate) async fn follow_appends(&self, session_id: &str) -> Result<Appends, PgError> {
+    /// never came. Ends when the session is deleted (or the store fails for good). `known`:
+    /// the log's last index when the caller knows it (a session it just created), so that
+    /// it need not be read.
+    pub(crate) async fn follow_appends(
+        &self,
+        session_id: &str,
+        known: Option<Option<u64>>,
+    ) -> Result<Appends, PgError> {
         let notices = self.inner.notices.subscribe();
-        let (last, exists) = self.poll(session_id).await?;
-        if !exists {
-            return Err(PgError::NotFound {
-                session_id: session_id.to_string(),
-            });
-        }
+        let last = match known {
+            Some(last) => last,
+            None => match self.poll(session_id).await? {
+                (last, true) => last,
+                (_, false) => {
+                    return Err(PgError::NotFound {
+                        session_id: session_id.to_string(),
+                    });
+                }
+            },
+        };
         let state = Follow {
             store: self.clone(),
             session_id: session_id.to_string(),

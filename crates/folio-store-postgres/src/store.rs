@@ -114,7 +114,11 @@ impl SessionStore for PgStore {
     }
 
     async fn follow(&self, session_id: &str) -> Result<Appends, StoreError> {
-        Ok(self.follow_appends(session_id).await?)
+        Ok(self.follow_appends(session_id, None).await?)
+    }
+
+    async fn follow_created(&self, session_id: &str) -> Result<Appends, StoreError> {
+        Ok(self.follow_appends(session_id, Some(None)).await?)
     }
 
     async fn acquire_lease(

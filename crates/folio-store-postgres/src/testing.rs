@@ -20,25 +20,32 @@ pub async fn test_database(test: &str) -> Option<String> {
         );
         return None;
     };
+    Some(fresh_database(&server).await)
+}
+
+/// Creates an empty database `folio_test_<ulid>` on the server `server` names (any database
+/// URL on it) and returns its URL; benchmarks use it so that each run starts from an empty
+/// store. Panics when the server does not answer or refuses.
+pub async fn fresh_database(server: &str) -> String {
     let name = format!(
         "folio_test_{}",
         ulid::Ulid::generate().to_string().to_lowercase()
     );
-    let mut admin = admin_options(&server)
+    let mut admin = admin_options(server)
         .connect()
         .await
-        .unwrap_or_else(|err| panic!("{DATABASE_URL_VAR}={server}: {err}"));
+        .unwrap_or_else(|err| panic!("{server}: {err}"));
     admin
         .execute(format!("CREATE DATABASE {name}").as_str())
         .await
-        .unwrap_or_else(|err| panic!("creating a test database on {server}: {err}"));
+        .unwrap_or_else(|err| panic!("creating a database on {server}: {err}"));
     admin.close().await.ok();
     let (base, query) = match server.split_once('?') {
         Some((base, query)) => (base, format!("?{query}")),
-        None => (server.as_str(), String::new()),
+        None => (server, String::new()),
     };
     let root = base.rsplit_once('/').map_or(base, |(root, _)| root);
-    Some(format!("{root}/{name}{query}"))
+    format!("{root}/{name}{query}")
 }
 
 /// Connect options for out-of-band work on `url` (creating databases, killing connections),

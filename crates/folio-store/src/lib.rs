@@ -308,6 +308,12 @@ pub trait SessionStore: Send + Sync {
     /// yielded. The stream ends when the session is deleted.
     async fn follow(&self, session_id: &str) -> Result<Appends, StoreError>;
 
+    /// [`SessionStore::follow`] for a session the caller just created (it exists, its log is
+    /// empty): a store may skip looking at the log's end.
+    async fn follow_created(&self, session_id: &str) -> Result<Appends, StoreError> {
+        self.follow(session_id).await
+    }
+
     /// Takes the lease on the session's turn for `owner`, for `ttl`: free, expired (taken over:
     /// [`Lease::took_over`] names the old owner, whose fencing token stops working) or already
     /// `owner`'s (a new token). [`StoreError::LeaseHeld`] when another owner's lease is live.
