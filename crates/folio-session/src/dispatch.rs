@@ -278,27 +278,13 @@ impl Engine {
     /// Reads what other servers appended and committed since `live` last looked (events, the
     /// metadata: token, keys, counts): done before this server admits anything to it.
     async fn catch_up(&self, live: &Live) -> Result<(), ManagerError> {
-        let log = &live.log;
-        // Read back only when the log grew: its end is cheap to read, the whole log is not.
-        let last = log
+        let (stored, events) = self
             .store
-            .last_event(&live.id)
+            .read_back(&live.id, live.log.next_index())
             .await
-            .map_err(|err| store_error("cannot read the session's log", err))?;
-        if last.is_some_and(|last| last.index >= log.next_index()) {
-            let events = log
-                .store
-                .read_events(&live.id, log.next_index(), None)
-                .await
-                .map_err(|err| store_error("cannot read the session's log", err))?;
-            live.ingest(events);
-        }
-        let stored = log
-            .store
-            .load_session(&live.id)
-            .await
-            .map_err(|err| store_error("cannot read the session", err))?
+            .map_err(|err| store_error("cannot read the session back", err))?
             .ok_or_else(|| ManagerError::NotFound(format!("no session {}", live.id)))?;
+        live.ingest(events);
         live.reload_meta(stored);
         Ok(())
     }

@@ -193,6 +193,43 @@ impl PgStore {
             .collect()
     }
 
+    /// The session's metadata and its events from `start_index`, in one query; `None` when
+    /// the session does not exist.
+    pub(crate) async fn read_back_from(
+        &self,
+        session_id: &str,
+        start_index: u64,
+    ) -> Result<Option<(SessionMeta, Vec<Event>)>, PgError> {
+        let rows = self
+            .retry("read a session back", |_| async move {
+                // The metadata on every row; one row of nulls when no event is that recent.
+                let rows: Vec<(String, Option<i64>, Option<String>)> = sqlx::query_as(
+                    "SELECT s.meta::text, e.idx, e.event FROM folio_sessions s
+                     LEFT JOIN LATERAL (
+                         SELECT idx, event FROM folio_events
+                         WHERE session_id = s.id AND idx >= $2 ORDER BY idx
+                     ) e ON true
+                     WHERE s.id = $1",
+                )
+                .bind(session_id)
+                .bind(i64::try_from(start_index).unwrap_or(i64::MAX))
+                .fetch_all(self.pool())
+                .await?;
+                Ok(rows)
+            })
+            .await?;
+        let Some((document, ..)) = rows.first() else {
+            return Ok(None);
+        };
+        let meta = crate::sessions::parse(session_id, document)?;
+        let events = rows
+            .iter()
+            .filter_map(|(_, index, line)| index.zip(line.as_deref()))
+            .map(|(index, line)| parse(session_id, index, line))
+            .collect::<Result<_, _>>()?;
+        Ok(Some((meta, events)))
+    }
+
     /// The session's last event; [`PgError::NotFound`] when the session does not exist.
     pub(crate) async fn last_event_of(&self, session_id: &str) -> Result<Option<Event>, PgError> {
         let last = self

@@ -275,7 +275,7 @@ pub(crate) fn document(meta: &SessionMeta) -> Result<String, PgError> {
     })
 }
 
-fn parse(session_id: &str, document: &str) -> Result<SessionMeta, PgError> {
+pub(crate) fn parse(session_id: &str, document: &str) -> Result<SessionMeta, PgError> {
     serde_json::from_str(document).map_err(|err| PgError::Corrupt {
         what: format!("session {session_id}"),
         message: err.to_string(),

@@ -113,6 +113,14 @@ impl SessionStore for PgStore {
         Ok(self.last_event_of(session_id).await?)
     }
 
+    async fn read_back(
+        &self,
+        session_id: &str,
+        start_index: u64,
+    ) -> Result<Option<(SessionMeta, Vec<Event>)>, StoreError> {
+        Ok(self.read_back_from(session_id, start_index).await?)
+    }
+
     async fn follow(&self, session_id: &str) -> Result<Appends, StoreError> {
         Ok(self.follow_appends(session_id, None).await?)
     }

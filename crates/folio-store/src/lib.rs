@@ -301,6 +301,32 @@ pub trait SessionStore: Send + Sync {
     /// session does not exist.
     async fn last_event(&self, session_id: &str) -> Result<Option<Event>, StoreError>;
 
+    /// The session's metadata and its events from `start_index` (none past the log's end);
+    /// `None` when the session does not exist: what a server reads back before it takes the
+    /// turn of a session it kept open. By default the log's end is read first, and the events
+    /// only when the log reaches `start_index`; a store may answer in one read.
+    async fn read_back(
+        &self,
+        session_id: &str,
+        start_index: u64,
+    ) -> Result<Option<(SessionMeta, Vec<Event>)>, StoreError> {
+        let last = match self.last_event(session_id).await {
+            Ok(last) => last,
+            Err(StoreError::NotFound(_)) => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        let events = match last {
+            Some(last) if last.index >= start_index => {
+                self.read_events(session_id, start_index, None).await?
+            }
+            _ => Vec::new(),
+        };
+        Ok(self
+            .load_session(session_id)
+            .await?
+            .map(|meta| (meta, events)))
+    }
+
     /// Follows the session's appends, from any writer: the stream yields the index of the
     /// newest event after each append that happens once this returns (several appends may be
     /// reported by one index, never lost: the last index yielded is, eventually, the log's

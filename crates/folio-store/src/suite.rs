@@ -528,6 +528,29 @@ pub async fn appends_are_ordered_and_read_back(store: Arc<dyn SessionStore>) {
     assert_eq!(tail, all[2..3], "{name}: a range from a start index");
     assert!(store.read_events(id, 9, None).await.unwrap().is_empty());
     assert_eq!(store.last_event(id).await.unwrap().as_ref(), all.last());
+    let (stored, since) = store
+        .read_back(id, 2)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("{name}: read back a session that exists"));
+    assert_eq!(
+        (stored.session_id.as_str(), since.as_slice()),
+        (id.as_str(), &all[2..]),
+        "{name}: read back from an index: the metadata and the events from there"
+    );
+    let (_, past_the_end) = store.read_back(id, 9).await.unwrap().unwrap();
+    assert!(
+        past_the_end.is_empty(),
+        "{name}: nothing read back past the log's end"
+    );
+    assert!(
+        store
+            .read_back("ses_00000000000000000000000000", 0)
+            .await
+            .unwrap()
+            .is_none(),
+        "{name}: reading back a session that does not exist answers none"
+    );
     assert!(
         matches!(
             store
