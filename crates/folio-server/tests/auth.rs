@@ -85,6 +85,29 @@ async fn serve_tokens(manager: folio_session::SessionManager, dev: bool) -> Stri
     format!("http://{addr}")
 }
 
+/// What [`serve_replies`] keeps alive: the mock model, the project and the state root.
+type Served = (MockModelServer, tempfile::TempDir, tempfile::TempDir);
+
+/// Serves a fresh project, whose model answers `replies` in turn, with the two token
+/// principals; answers the base URL.
+async fn serve_replies<const N: usize>(
+    replies: [folio_test_support::MockReply; N],
+    dev: bool,
+) -> (Served, String) {
+    let mock = MockModelServer::start().await;
+    for reply in replies {
+        mock.push(reply);
+    }
+    let dir = project("");
+    let state = tempfile::tempdir().unwrap();
+    let base = serve_tokens(
+        manager(agent(&mock, dir.path()).await, state.path()).await,
+        dev,
+    )
+    .await;
+    ((mock, dir, state), base)
+}
+
 async fn create(base: &str, token: &str) -> String {
     let body = CreateSession {
         title: Some(token.to_string()),
@@ -113,13 +136,11 @@ fn ids(page: &Page<SessionSummary>) -> Vec<String> {
 
 #[tokio::test]
 async fn dev_on_loopback_lists_every_principals_runs_but_keeps_sessions_private() {
-    let mock = MockModelServer::start().await;
-    mock.push(folio_test_support::MockReply::text("one"));
-    mock.push(folio_test_support::MockReply::text("two"));
-    let dir = project("");
-    let state = tempfile::tempdir().unwrap();
-    let base = serve_tokens(
-        manager(agent(&mock, dir.path()).await, state.path()).await,
+    let (_served, base) = serve_replies(
+        [
+            folio_test_support::MockReply::text("one"),
+            folio_test_support::MockReply::text("two"),
+        ],
         true,
     )
     .await;
@@ -289,15 +310,9 @@ async fn principals_reach_only_their_own_data_through_tools() {
 /// principal on every session route: the open copy's owner is checked, not trusted.
 #[tokio::test]
 async fn a_session_open_here_answers_only_its_principal() {
-    let mock = MockModelServer::start().await;
-    mock.push(
-        folio_test_support::MockReply::text("slow")
-            .first_byte_delay(std::time::Duration::from_secs(3)),
-    );
-    let dir = project("");
-    let state = tempfile::tempdir().unwrap();
-    let base = serve_tokens(
-        manager(agent(&mock, dir.path()).await, state.path()).await,
+    let (_served, base) = serve_replies(
+        [folio_test_support::MockReply::text("slow")
+            .first_byte_delay(std::time::Duration::from_secs(3))],
         false,
     )
     .await;
