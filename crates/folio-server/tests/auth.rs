@@ -89,10 +89,11 @@ async fn serve_tokens(manager: folio_session::SessionManager, dev: bool) -> Stri
 type Served = (MockModelServer, tempfile::TempDir, tempfile::TempDir);
 
 /// Serves a fresh project, whose model answers `replies` in turn, with the two token
-/// principals; answers the base URL.
+/// principals, on the disk store or on the PostgreSQL `database` names; answers the base URL.
 async fn serve_replies<const N: usize>(
     replies: [folio_test_support::MockReply; N],
     dev: bool,
+    database: Option<&str>,
 ) -> (Served, String) {
     let mock = MockModelServer::start().await;
     for reply in replies {
@@ -100,11 +101,24 @@ async fn serve_replies<const N: usize>(
     }
     let dir = project("");
     let state = tempfile::tempdir().unwrap();
-    let base = serve_tokens(
-        manager(agent(&mock, dir.path()).await, state.path()).await,
-        dev,
-    )
-    .await;
+    let agent = agent(&mock, dir.path()).await;
+    let manager = match database {
+        None => manager(agent, state.path()).await,
+        Some(url) => folio_session::SessionManager::open_on_store(
+            folio_session::StateRoot::new(state.path()),
+            agent,
+            folio_session::LogBuffer::new(),
+            std::sync::Arc::new(
+                folio_store_postgres::PgStore::open(url, Default::default())
+                    .await
+                    .unwrap(),
+            ),
+            folio_session::DEFAULT_LEASE_TTL,
+        )
+        .await
+        .unwrap(),
+    };
+    let base = serve_tokens(manager, dev).await;
     ((mock, dir, state), base)
 }
 
@@ -142,6 +156,7 @@ async fn dev_on_loopback_lists_every_principals_runs_but_keeps_sessions_private(
             folio_test_support::MockReply::text("two"),
         ],
         true,
+        None,
     )
     .await;
     let alices = create(&base, "alice-token").await;
@@ -310,10 +325,25 @@ async fn principals_reach_only_their_own_data_through_tools() {
 /// principal on every session route: the open copy's owner is checked, not trusted.
 #[tokio::test]
 async fn a_session_open_here_answers_only_its_principal() {
+    only_its_principal(None).await;
+}
+
+/// The same on PostgreSQL, where a session open here answers from its copy.
+#[tokio::test]
+async fn a_session_open_here_on_postgres_answers_only_its_principal() {
+    let Some(url) = folio_store_postgres::testing::test_database("open_session_principal").await
+    else {
+        return;
+    };
+    only_its_principal(Some(&url)).await;
+}
+
+async fn only_its_principal(database: Option<&str>) {
     let (_served, base) = serve_replies(
         [folio_test_support::MockReply::text("slow")
             .first_byte_delay(std::time::Duration::from_secs(3))],
         false,
+        database,
     )
     .await;
     let id = create(&base, "alice-token").await;

@@ -44,9 +44,10 @@ impl Engine {
         principal: &str,
         session_id: &str,
     ) -> Result<Arc<Live>, ManagerError> {
-        // A session open here answers from its copy, without reading the store: its principal
-        // never changes, and a delete on any server closes it.
-        if let Some(live) = self.live.get(session_id)
+        // A session open here answers from its copy, without reading the store, where every
+        // delete closes the copy: its principal never changes.
+        if self.store.deletes_end_followers()
+            && let Some(live) = self.live.get(session_id)
             && !live.closed.is_cancelled()
         {
             if lock(&live.meta).principal != principal {

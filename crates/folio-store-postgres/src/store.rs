@@ -84,6 +84,11 @@ impl SessionStore for PgStore {
         true
     }
 
+    /// Sessions are rows only the store deletes, and each delete notifies every follower.
+    fn deletes_end_followers(&self) -> bool {
+        true
+    }
+
     /// The events and the metadata in one transaction, which notifies once.
     async fn append_and_commit(
         &self,

@@ -222,6 +222,13 @@ pub trait SessionStore: Send + Sync {
         false
     }
 
+    /// Whether every delete of a session goes through the store and ends its followers
+    /// ([`SessionStore::follow`]), so that a server holding a session open knows it exists
+    /// without asking. Not for the disk store: removing a session's folder deletes it.
+    fn deletes_end_followers(&self) -> bool {
+        false
+    }
+
     /// Releases what this process holds of the store (the disk store's lock on its state
     /// root), so that another process, or a manager opened later, can open it; called once
     /// the engine has shut down. Nothing may be written through the store after it.
